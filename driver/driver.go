@@ -1,0 +1,45 @@
+// Package driver discovers the devices a worker may use: the Driver and
+// Factory interfaces (Flink's ExternalResourceDriver and its factory), a
+// registry of factories by name, and the built-in drivers.
+package driver
+
+import (
+	"context"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/xres/xres/resources"
+)
+
+// Driver discovers amount devices of one resource, the counterpart of
+// Flink's ExternalResourceDriver.retrieveResourceInfo.
+type Driver interface {
+	Discover(ctx context.Context, amount int64) ([]resources.Info, error)
+}
+
+// Releaser is implemented by drivers that reserve the devices they discover
+// on the host (coordination mode). Release frees what this process holds.
+type Releaser interface {
+	Release(ctx context.Context) error
+}
+
+// Options is what a Factory gets to build a Driver for one resource.
+type Options struct {
+	Resource string            // the resource name, e.g. "gpu"
+	Params   map[string]string // external-resource.<name>.param.* with the prefix stripped
+	Log      logrus.FieldLogger
+	Getenv   func(string) string // environment lookup; nil means os.Getenv
+	DryRun   bool                // discover without reserving anything (probe)
+}
+
+// Factory builds a Driver from a resource's options, the counterpart of
+// Flink's ExternalResourceDriverFactory.
+type Factory interface {
+	NewDriver(opts Options) (Driver, error)
+}
+
+// FactoryFunc adapts a function to Factory.
+type FactoryFunc func(opts Options) (Driver, error)
+
+// NewDriver implements Factory.
+func (f FactoryFunc) NewDriver(opts Options) (Driver, error) { return f(opts) }
