@@ -43,3 +43,19 @@ type FactoryFunc func(opts Options) (Driver, error)
 
 // NewDriver implements Factory.
 func (f FactoryFunc) NewDriver(opts Options) (Driver, error) { return f(opts) }
+
+// Device is one candidate device found on the host, before any selection.
+type Device struct {
+	// Key identifies the device host-wide for coordination: the UUID where
+	// known, else a PCI address, else the index. Stable across processes.
+	Key string
+	// Info is what a worker is told about the device ("index", "uuid", …).
+	Info resources.Properties
+}
+
+// Enumerator lists every usable device of one kind on the host, in the
+// order they should be preferred. Built-in drivers implement it and leave
+// choosing and reserving to the shared coordination layer.
+type Enumerator interface {
+	Enumerate(ctx context.Context) ([]Device, error)
+}
