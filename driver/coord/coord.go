@@ -1,0 +1,434 @@
+// Package coord reserves devices host-wide so that workers sharing a host
+// (YARN containers without GPU isolation, standalone TaskManagers) never get
+// the same device: one lock file and one state file per host.
+//
+// The lock file (<state>.lock) is only ever flock'ed, never rewritten or
+// replaced. The state file is rewritten atomically (temp file, fsync,
+// rename) while the lock is held. Each entry names the resource, the device
+// key and the holder: pid, process start time, boot id and pid namespace.
+// A device is free when no entry holds it or its holder is proven dead (a
+// pid that is gone, reused with another start time, a zombie, or recorded
+// before the last reboot). A holder that cannot be proven dead (another pid
+// namespace, hidden by /proc) keeps its device.
+//
+// A state file that is not a complete file of ours (truncated, garbage, a
+// Flink coordination file) is never read as "nothing is held": every
+// reservation and release fails with ErrCorruptState, naming the file and
+// how to fix it, until an operator removes it.
+package coord
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/xres/xres/driver"
+)
+
+// DefaultStateFile is the host's state file when none is configured.
+const DefaultStateFile = "/var/tmp/xres/coordination.state"
+
+// DefaultLockTimeout bounds the wait for the lock when the context has no
+// deadline.
+const DefaultLockTimeout = 30 * time.Second
+
+// Sentinel errors.
+var (
+	// ErrNoDevicesLeft: every candidate beyond those granted is held by a
+	// live process. It matches driver.ErrNotEnoughDevices too.
+	ErrNoDevicesLeft = fmt.Errorf("%w: no free devices left on the host", driver.ErrNotEnoughDevices)
+	// ErrCorruptState: the state file cannot be trusted; nothing is granted.
+	ErrCorruptState = errors.New("coordination state file is corrupt")
+	// ErrLockTimeout: the lock was not acquired before the deadline.
+	ErrLockTimeout = errors.New("timed out waiting for the coordination lock")
+)
+
+// Options configures a Host.
+type Options struct {
+	// StateFile is the state file path; the lock is StateFile + ".lock".
+	// Empty means DefaultStateFile.
+	StateFile string
+	// Owner is the process reservations are recorded for. The zero value
+	// means the calling process (Self).
+	Owner Owner
+	// LockTimeout bounds the wait for the lock when the context has no
+	// deadline; 0 means DefaultLockTimeout.
+	LockTimeout time.Duration
+	Log         logrus.FieldLogger
+}
+
+// Host is the host-wide reservation table. It implements driver.Reserver.
+type Host struct {
+	state   string
+	lock    string
+	owner   Owner
+	timeout time.Duration
+	proc    procFS
+	log     logrus.FieldLogger
+	now     func() time.Time
+}
+
+var _ driver.Reserver = (*Host)(nil)
+
+// New returns the Host for opts. It does no file I/O; a missing or
+// unwritable directory is reported by the first Reserve or by Check.
+func New(opts Options) (*Host, error) {
+	h := &Host{
+		state:   opts.StateFile,
+		owner:   opts.Owner,
+		timeout: opts.LockTimeout,
+		proc:    defaultProc,
+		log:     driver.LoggerOrDiscard(opts.Log),
+		now:     time.Now,
+	}
+	if h.state == "" {
+		h.state = DefaultStateFile
+	}
+	abs, err := filepath.Abs(h.state)
+	if err != nil {
+		return nil, fmt.Errorf("coordination file %q: %w", h.state, err)
+	}
+	h.state = abs
+	h.lock = h.state + ".lock"
+	if h.timeout <= 0 {
+		h.timeout = DefaultLockTimeout
+	}
+	if h.owner.PID == 0 {
+		self, err := Self()
+		if err != nil {
+			return nil, fmt.Errorf("coordination needs /proc: %w", err)
+		}
+		h.owner = self
+	}
+	return h, nil
+}
+
+// StateFile returns the absolute state file path.
+func (h *Host) StateFile() string { return h.state }
+
+// Owner returns the process this Host records reservations for.
+func (h *Host) Owner() Owner { return h.owner }
+
+// Reserve implements driver.Reserver. Candidates are tried in order; among
+// the free ones the first amount are granted. In a dry run the state is read
+// without the lock (it is only ever replaced atomically) and nothing is
+// written.
+func (h *Host) Reserve(ctx context.Context, resource string, candidates []string, amount int, dryRun bool) ([]string, error) {
+	if amount <= 0 {
+		return nil, fmt.Errorf("reserve %s: amount must be positive, got %d", resource, amount)
+	}
+	if dryRun {
+		entries, err := h.read()
+		if err != nil {
+			return nil, fmt.Errorf("reserve %s: %w", resource, err)
+		}
+		chosen, _, err := h.choose(resource, candidates, amount, entries)
+		if err != nil {
+			return nil, fmt.Errorf("reserve %s: %w", resource, err)
+		}
+		return chosen, nil
+	}
+	var chosen []string
+	err := h.locked(ctx, func() error {
+		entries, err := h.read()
+		if err != nil {
+			return err
+		}
+		var keep []Entry
+		chosen, keep, err = h.choose(resource, candidates, amount, entries)
+		if err != nil {
+			return err
+		}
+		now := h.now().UTC().Truncate(time.Second)
+		for _, k := range chosen {
+			keep = append(keep, Entry{Resource: resource, Key: k, Owner: h.owner, Since: now})
+		}
+		return h.write(keep)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reserve %s: %w", resource, err)
+	}
+	h.log.WithFields(logrus.Fields{"resource": resource, "devices": strings.Join(chosen, ","), "state_file": h.state}).Debug("devices reserved")
+	return chosen, nil
+}
+
+// choose picks amount free candidates. It returns them and the entries
+// worth keeping (all but those of proven-dead holders).
+func (h *Host) choose(resource string, candidates []string, amount int, entries []Entry) ([]string, []Entry, error) {
+	keep := entries[:0:0]
+	held := map[string]Entry{}
+	for _, e := range entries {
+		if h.proc.check(e.Owner, h.owner) == dead {
+			h.log.WithFields(logrus.Fields{"resource": e.Resource, "device": e.Key, "holder_pid": e.PID}).Debug("reclaiming device of a dead holder")
+			continue
+		}
+		keep = append(keep, e)
+		if e.Resource == resource {
+			held[e.Key] = e
+		}
+	}
+	var chosen []string
+	seen := map[string]bool{}
+	for _, k := range candidates {
+		if len(chosen) == amount {
+			break
+		}
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		if _, ok := held[k]; !ok {
+			chosen = append(chosen, k)
+		}
+	}
+	if len(chosen) < amount {
+		return nil, nil, h.noneLeft(resource, candidates, amount, len(chosen), held)
+	}
+	return chosen, keep, nil
+}
+
+func (h *Host) noneLeft(resource string, candidates []string, amount, free int, held map[string]Entry) error {
+	var parts []string
+	done := map[string]bool{}
+	for _, k := range candidates {
+		e, ok := held[k]
+		if !ok || done[k] {
+			continue
+		}
+		done[k] = true
+		who := fmt.Sprintf("pid %d", e.PID)
+		if e.Owner.same(h.owner) {
+			who += " (this process)"
+		} else if c := h.proc.cmdline(e.PID); c != "" {
+			who += fmt.Sprintf(" (%s)", c)
+		}
+		parts = append(parts, fmt.Sprintf("%s held by %s since %s", k, who, e.Since.Format(time.RFC3339)))
+	}
+	return fmt.Errorf("%w: %d requested, %d free of %d (state file %s); %s",
+		ErrNoDevicesLeft, amount, free, len(done)+free, h.state, strings.Join(parts, "; "))
+}
+
+// Release implements driver.Reserver: it removes exactly the owner's
+// entries for resource (and drops entries of dead holders on the way).
+func (h *Host) Release(ctx context.Context, resource string) error {
+	return h.release(ctx, func(e Entry) bool { return e.Resource == resource })
+}
+
+// ReleaseAll removes every entry of the owner, whatever the resource.
+func (h *Host) ReleaseAll(ctx context.Context) error {
+	return h.release(ctx, func(Entry) bool { return true })
+}
+
+func (h *Host) release(ctx context.Context, match func(Entry) bool) error {
+	if _, err := os.Stat(h.state); errors.Is(err, os.ErrNotExist) {
+		return nil // nothing was ever recorded on this host
+	}
+	err := h.locked(ctx, func() error {
+		entries, err := h.read()
+		if err != nil {
+			return err
+		}
+		keep := entries[:0:0]
+		for _, e := range entries {
+			if e.Owner.same(h.owner) && match(e) {
+				continue
+			}
+			if h.proc.check(e.Owner, h.owner) == dead {
+				continue
+			}
+			keep = append(keep, e)
+		}
+		if len(keep) == len(entries) {
+			return nil
+		}
+		return h.write(keep)
+	})
+	if err != nil {
+		return fmt.Errorf("release: %w", err)
+	}
+	return nil
+}
+
+// Holder is one recorded reservation with its holder's current state.
+type Holder struct {
+	Entry
+	Alive   bool   // false only when the holder is proven dead
+	Command string // the holder's command line, when readable
+}
+
+// Holders lists the recorded reservations, sorted by resource and key,
+// without taking the lock.
+func (h *Host) Holders() ([]Holder, error) {
+	entries, err := h.read()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Holder, 0, len(entries))
+	for _, e := range entries {
+		hd := Holder{Entry: e, Alive: h.proc.check(e.Owner, h.owner) != dead}
+		if hd.Alive {
+			hd.Command = h.proc.cmdline(e.PID)
+		}
+		out = append(out, hd)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Resource != out[j].Resource {
+			return out[i].Resource < out[j].Resource
+		}
+		return out[i].Key < out[j].Key
+	})
+	return out, nil
+}
+
+// Check verifies that the coordination directory exists (creating it) and
+// that the lock can be taken, for configuration checks.
+func (h *Host) Check(ctx context.Context) error {
+	return h.locked(ctx, func() error {
+		_, err := h.read()
+		return err
+	})
+}
+
+// read loads the state file; a missing file is an empty table.
+func (h *Host) read() ([]Entry, error) {
+	b, err := os.ReadFile(h.state)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read coordination state %s: %w", h.state, err)
+	}
+	entries, err := decodeState(b)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v; nothing is granted while it is unreadable: "+
+			"stop the workers on this host (or make sure none holds a device), then remove the file", ErrCorruptState, h.state, err)
+	}
+	return entries, nil
+}
+
+// write replaces the state file atomically: temp file in the same
+// directory, fsync, rename, fsync of the directory.
+func (h *Host) write(entries []Entry) error {
+	b, err := encodeState(entries)
+	if err != nil {
+		return err
+	}
+	dir := filepath.Dir(h.state)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(h.state)+".*.tmp")
+	if err != nil {
+		return fmt.Errorf("write coordination state %s: %w", h.state, err)
+	}
+	tmpName := tmp.Name()
+	ok := false
+	defer func() {
+		if !ok {
+			_ = tmp.Close()
+			_ = os.Remove(tmpName)
+		}
+	}()
+	if _, err := tmp.Write(b); err != nil {
+		return fmt.Errorf("write coordination state %s: %w", tmpName, err)
+	}
+	// Workers of different users share the file.
+	if err := tmp.Chmod(0o666); err != nil {
+		return fmt.Errorf("write coordination state %s: %w", tmpName, err)
+	}
+	if err := tmp.Sync(); err != nil {
+		return fmt.Errorf("write coordination state %s: sync: %w", tmpName, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("write coordination state %s: %w", tmpName, err)
+	}
+	if err := os.Rename(tmpName, h.state); err != nil {
+		return fmt.Errorf("write coordination state %s: %w", h.state, err)
+	}
+	ok = true
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync()
+		_ = d.Close()
+	}
+	return nil
+}
+
+// locked runs fn while holding an exclusive flock on the lock file. The
+// wait polls with a short, jittered back-off until ctx ends (or the
+// configured lock timeout when ctx has no deadline). The lock file is never
+// replaced; if someone removed it while we waited, the lock is taken again
+// on the new file.
+func (h *Host) locked(ctx context.Context, fn func() error) error {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, h.timeout)
+		defer cancel()
+	}
+	dir := filepath.Dir(h.lock)
+	if err := os.MkdirAll(dir, 0o777); err != nil {
+		return fmt.Errorf("create coordination directory %s: %w (make it writable by every user that runs workers, or configure another coordination file)", dir, err)
+	}
+	for {
+		// flock needs no write access: workers of other users can share a
+		// lock file they cannot write.
+		f, err := os.OpenFile(h.lock, os.O_RDONLY|os.O_CREATE, 0o666)
+		if err != nil {
+			return fmt.Errorf("open coordination lock %s: %w (make the directory writable by every user that runs workers, or configure another coordination file)", h.lock, err)
+		}
+		if err := h.flock(ctx, f); err != nil {
+			_ = f.Close()
+			return err
+		}
+		if sameFile(f, h.lock) {
+			err := fn()
+			_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+			_ = f.Close()
+			return err
+		}
+		// The lock file was removed or replaced while we waited: our lock
+		// guards nothing. Take it again on the file now at the path.
+		_ = f.Close()
+	}
+}
+
+func (h *Host) flock(ctx context.Context, f *os.File) error {
+	wait := 500 * time.Microsecond
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
+			return fmt.Errorf("lock %s: %w", h.lock, err)
+		}
+		d := wait/2 + rand.N(wait)
+		t := time.NewTimer(d)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("%w %s: %w", ErrLockTimeout, h.lock, ctx.Err())
+		case <-t.C:
+		}
+		if wait < 20*time.Millisecond {
+			wait *= 2
+		}
+	}
+}
+
+func sameFile(f *os.File, path string) bool {
+	fi, err := f.Stat()
+	if err != nil {
+		return false
+	}
+	pi, err := os.Stat(path)
+	if err != nil {
+		return false
+	}
+	return os.SameFile(fi, pi)
+}

@@ -1,0 +1,159 @@
+package coord
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// Owner identifies a process host-wide, robustly against pid reuse: the pid
+// plus the process start time (field 22 of /proc/<pid>/stat, clock ticks
+// after boot), the boot id and the pid namespace it was recorded in.
+type Owner struct {
+	PID   int    `json:"pid"`
+	Start uint64 `json:"start"`
+	Boot  string `json:"boot,omitempty"`
+	PIDNS string `json:"pidns,omitempty"`
+}
+
+// String renders the owner for messages, e.g. "pid 4711 (start 8812345)".
+func (o Owner) String() string {
+	return fmt.Sprintf("pid %d (start %d)", o.PID, o.Start)
+}
+
+// same reports whether o and p are the same process.
+func (o Owner) same(p Owner) bool {
+	return o.PID == p.PID && o.Start == p.Start && o.Boot == p.Boot
+}
+
+// procFS reads process facts from a /proc tree; root is "/proc" outside tests.
+type procFS struct{ root string }
+
+var defaultProc = procFS{root: "/proc"}
+
+// Self returns the Owner that describes the calling process.
+func Self() (Owner, error) { return defaultProc.owner(os.Getpid()) }
+
+// ProcessOwner returns the Owner of a running process.
+func ProcessOwner(pid int) (Owner, error) { return defaultProc.owner(pid) }
+
+func (p procFS) owner(pid int) (Owner, error) {
+	st, err := p.stat(pid)
+	if err != nil {
+		return Owner{}, fmt.Errorf("identify process %d: %w", pid, err)
+	}
+	o := Owner{PID: pid, Start: st.start, Boot: p.bootID()}
+	if ns, err := os.Readlink(fmt.Sprintf("%s/%d/ns/pid", p.root, pid)); err == nil {
+		o.PIDNS = ns
+	}
+	return o, nil
+}
+
+func (p procFS) bootID() string {
+	b, err := os.ReadFile(p.root + "/sys/kernel/random/boot_id")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+type procStat struct {
+	state byte
+	start uint64
+}
+
+// stat reads /proc/<pid>/stat.
+func (p procFS) stat(pid int) (procStat, error) {
+	b, err := os.ReadFile(fmt.Sprintf("%s/%d/stat", p.root, pid))
+	if err != nil {
+		return procStat{}, err
+	}
+	return parseStat(b)
+}
+
+// parseStat extracts the state (field 3) and start time (field 22) from the
+// text of /proc/<pid>/stat. The command name (field 2) is in parentheses and
+// may itself contain spaces and parentheses, so fields are counted from the
+// last ')'.
+func parseStat(b []byte) (procStat, error) {
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return procStat{}, errors.New("parse /proc stat: no command name")
+	}
+	f := strings.Fields(string(b[i+1:]))
+	// f[0] is field 3 (state); field 22 is f[19].
+	if len(f) < 20 {
+		return procStat{}, fmt.Errorf("parse /proc stat: %d fields after the command name, want at least 20", len(f))
+	}
+	start, err := strconv.ParseUint(f[19], 10, 64)
+	if err != nil {
+		return procStat{}, fmt.Errorf("parse /proc stat: start time %q: %w", f[19], err)
+	}
+	if len(f[0]) != 1 {
+		return procStat{}, fmt.Errorf("parse /proc stat: state %q", f[0])
+	}
+	return procStat{state: f[0][0], start: start}, nil
+}
+
+// liveness is the verdict on a recorded holder.
+type liveness int
+
+const (
+	dead    liveness = iota // proven gone: the device may be reclaimed
+	alive                   // running with the same start time
+	unknown                 // cannot be proven dead: treated as holding
+)
+
+// check decides whether the recorded owner o still runs, as seen from the
+// process self. Only proof of death frees a device: a different boot, a pid
+// that no longer exists, the same pid with another start time (reused), or
+// a zombie. A holder in another pid namespace, or one /proc hides from us
+// while kill(pid, 0) still finds it, cannot be proven dead.
+func (p procFS) check(o, self Owner) liveness {
+	if o.Boot != "" && self.Boot != "" && o.Boot != self.Boot {
+		return dead // recorded before the last reboot
+	}
+	if o.PIDNS != "" && self.PIDNS != "" && o.PIDNS != self.PIDNS {
+		return unknown
+	}
+	if o.PID <= 0 {
+		return dead
+	}
+	st, err := p.stat(o.PID)
+	switch {
+	case err == nil:
+		if st.start != o.Start || st.state == 'Z' || st.state == 'X' {
+			return dead
+		}
+		return alive
+	case errors.Is(err, os.ErrNotExist):
+		if p.root != defaultProc.root {
+			return dead // a fake /proc tree in tests: absence is proof
+		}
+		if kerr := syscall.Kill(o.PID, 0); errors.Is(kerr, syscall.ESRCH) {
+			return dead
+		}
+		return unknown
+	default:
+		return unknown
+	}
+}
+
+// cmdline returns the command line of pid for messages, shortened; "" when
+// unreadable.
+func (p procFS) cmdline(pid int) string {
+	b, err := os.ReadFile(fmt.Sprintf("%s/%d/cmdline", p.root, pid))
+	if err != nil || len(b) == 0 {
+		return ""
+	}
+	s := strings.TrimSpace(strings.ReplaceAll(string(b), "\x00", " "))
+	const max = 120
+	if len(s) > max {
+		s = s[:max] + "…"
+	}
+	return s
+}
