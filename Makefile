@@ -3,7 +3,7 @@ GO      ?= go
 BIN     ?= bin
 PKGS    := ./...
 
-.PHONY: all build unit test integration bench lint demo proto clean
+.PHONY: all build unit test integration bench lint demo proto proto-check clean
 
 all: build
 
@@ -29,6 +29,20 @@ lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
 	$(GO) vet -tags integration ./integration/...
+
+# Regenerate hadoopproto/*.pb.go with Debian's protoc (apt-get install -y
+# protobuf-compiler) and the protoc-gen-go of the protobuf module in go.mod.
+PROTOS := $(sort $(wildcard hadoopproto/hadoopcommon/*.proto) $(wildcard hadoopproto/hadoopyarn/*.proto))
+proto:
+	@mkdir -p $(BIN)
+	$(GO) build -o $(BIN)/protoc-gen-go google.golang.org/protobuf/cmd/protoc-gen-go
+	protoc -I . --plugin=protoc-gen-go=$(BIN)/protoc-gen-go \
+		--go_out=. --go_opt=module=github.com/xres/xres $(PROTOS)
+
+# CI: fail when the committed generated code drifts from the .proto files.
+proto-check: proto
+	git diff --exit-code -- hadoopproto/
+	@test -z "$$(git status --porcelain -- hadoopproto/)" || { git status --porcelain -- hadoopproto/; exit 1; }
 
 clean:
 	rm -rf $(BIN)
