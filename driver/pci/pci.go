@@ -1,0 +1,356 @@
+// Package pci is the built-in driver for FPGAs and any other PCI
+// accelerator: it finds devices in sysfs (/sys/bus/pci/devices) by vendor,
+// device id and class, and lists them, keyed by PCI address, for the shared
+// coordination layer to choose from.
+//
+// Params (external-resource.<name>.param.*):
+//
+//	vendor      required  hex vendor ids, comma-separated: 0x10ee (Xilinx/AMD), 0x8086 (Intel), 0x1172 (Altera)
+//	device      optional  hex device ids, comma-separated: 0x5005
+//	class       optional  hex class-code prefixes, comma-separated: 0x12 (processing accelerators), 0x1200, 0x120000
+//	sysfs-root  optional  where sysfs is mounted, default /sys (tests and demos point it at a fake tree)
+//
+// Infos per device: index, address, pci, vendor, device, class,
+// numa-node (absent when the platform does not say), local-cpus, driver
+// (the bound kernel driver, absent when none).
+package pci
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/xres/xres/driver"
+	"github.com/xres/xres/resources"
+)
+
+// FactoryName is the driver-factory.class that selects this driver.
+const FactoryName = "xres.pci"
+
+// FlinkFPGAFactory is the Flink-style class name accepted as an alias.
+const FlinkFPGAFactory = "org.apache.flink.externalresource.fpga.FPGADriverFactory"
+
+// DefaultSysfsRoot is where sysfs is mounted.
+const DefaultSysfsRoot = "/sys"
+
+// Param keys, as written after external-resource.<name>.param.
+const (
+	ParamVendor    = "vendor"
+	ParamDevice    = "device"
+	ParamClass     = "class"
+	ParamSysfsRoot = "sysfs-root"
+)
+
+// ErrInvalidParam is wrapped by every error about a malformed or missing
+// param; the message names the full config key. When sysfs lists no
+// matching device, Enumerate fails with driver.ErrNotEnoughDevices.
+var ErrInvalidParam = errors.New("invalid driver param")
+
+// Filter says which PCI functions a resource uses.
+type Filter struct {
+	Vendors []uint16 // at least one
+	Devices []uint16 // empty: any device id
+	Classes []string // hex-digit prefixes of the 6-digit class code; empty: any class
+}
+
+// Match reports whether f passes the filter.
+func (flt Filter) Match(f Function) bool {
+	if !containsID(flt.Vendors, f.Vendor) {
+		return false
+	}
+	if len(flt.Devices) > 0 && !containsID(flt.Devices, f.Device) {
+		return false
+	}
+	if len(flt.Classes) == 0 {
+		return true
+	}
+	code := fmt.Sprintf("%06x", f.Class)
+	for _, prefix := range flt.Classes {
+		if strings.HasPrefix(code, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+func containsID(ids []uint16, id uint16) bool {
+	for _, x := range ids {
+		if x == id {
+			return true
+		}
+	}
+	return false
+}
+
+// Enumerator lists the PCI functions that match a Filter, in PCI address
+// order. It implements driver.Enumerator.
+type Enumerator struct {
+	Root   string // sysfs root, "/sys" when empty
+	Filter Filter
+	Log    logrus.FieldLogger
+}
+
+var _ driver.Enumerator = (*Enumerator)(nil)
+
+// New builds an Enumerator from a resource's options, validating the
+// params; errors name the full config key and wrap ErrInvalidParam.
+func New(opts driver.Options) (*Enumerator, error) {
+	key := func(k string) string { return paramKey(opts.Resource, k) }
+	var flt Filter
+	raw := strings.TrimSpace(opts.Params[ParamVendor])
+	if raw == "" {
+		return nil, fmt.Errorf("%s: missing; name the PCI vendor id, e.g. 0x10ee: %w", key(ParamVendor), ErrInvalidParam)
+	}
+	var err error
+	if flt.Vendors, err = parseIDs(raw); err != nil {
+		return nil, fmt.Errorf("%s: %w: %w", key(ParamVendor), err, ErrInvalidParam)
+	}
+	if raw := strings.TrimSpace(opts.Params[ParamDevice]); raw != "" {
+		if flt.Devices, err = parseIDs(raw); err != nil {
+			return nil, fmt.Errorf("%s: %w: %w", key(ParamDevice), err, ErrInvalidParam)
+		}
+	}
+	if raw := strings.TrimSpace(opts.Params[ParamClass]); raw != "" {
+		if flt.Classes, err = parseClasses(raw); err != nil {
+			return nil, fmt.Errorf("%s: %w: %w", key(ParamClass), err, ErrInvalidParam)
+		}
+	}
+	root := strings.TrimSpace(opts.Params[ParamSysfsRoot])
+	if root == "" {
+		root = DefaultSysfsRoot
+	}
+	return &Enumerator{Root: root, Filter: flt, Log: opts.Log}, nil
+}
+
+// paramKey is the config key a user writes for a param.
+func paramKey(resource, param string) string {
+	if resource == "" {
+		return "param." + param
+	}
+	return "external-resource." + resource + ".param." + param
+}
+
+// parseIDs parses "0x10ee, 0x8086" into 16-bit ids.
+func parseIDs(raw string) ([]uint16, error) {
+	var ids []uint16
+	for _, part := range strings.Split(raw, ",") {
+		part = strings.TrimSpace(part)
+		v, err := ParseHex(part, 16)
+		if err != nil {
+			return nil, err
+		}
+		ids = append(ids, uint16(v))
+	}
+	return ids, nil
+}
+
+// parseClasses parses "0x12, 0x0302" into lower-case hex-digit prefixes.
+func parseClasses(raw string) ([]string, error) {
+	var out []string
+	for _, part := range strings.Split(raw, ",") {
+		part = strings.TrimSpace(part)
+		digits := strings.ToLower(strings.TrimPrefix(strings.TrimPrefix(part, "0x"), "0X"))
+		if digits == "" || len(digits) > 6 {
+			return nil, fmt.Errorf("%q is not a class-code prefix (1 to 6 hex digits)", part)
+		}
+		if _, err := strconv.ParseUint(digits, 16, 32); err != nil {
+			return nil, fmt.Errorf("%q is not a class-code prefix (1 to 6 hex digits)", part)
+		}
+		out = append(out, digits)
+	}
+	return out, nil
+}
+
+// Enumerate implements driver.Enumerator. It reads only what it needs: the
+// vendor of every function, device and class of those whose vendor
+// matches, locality of those that match fully. A function it cannot decide
+// on (missing or malformed vendor, device or class) is an error naming the
+// file; functions of other vendors are never read further.
+func (e *Enumerator) Enumerate(ctx context.Context) ([]driver.Device, error) {
+	fns, err := e.Functions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	devs := make([]driver.Device, 0, len(fns))
+	for i, f := range fns {
+		devs = append(devs, driver.Device{Key: f.Address, Info: Info(i, f)})
+	}
+	return devs, nil
+}
+
+// Functions lists the matching functions in PCI address order.
+func (e *Enumerator) Functions(ctx context.Context) ([]Function, error) {
+	root := e.Root
+	if root == "" {
+		root = DefaultSysfsRoot
+	}
+	dir := filepath.Join(root, DevicesDir)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("pci: list %s: %w", dir, err)
+	}
+	addrs := make([]string, 0, len(entries))
+	for _, ent := range entries {
+		addrs = append(addrs, ent.Name())
+	}
+	sort.Slice(addrs, func(i, j int) bool { return addressLess(addrs[i], addrs[j]) })
+
+	var out []Function
+	for _, addr := range addrs {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("pci: scan %s: %w", dir, err)
+		}
+		f, ok, err := e.read(root, addr)
+		if err != nil {
+			return nil, fmt.Errorf("pci: %w", err)
+		}
+		if ok {
+			out = append(out, f)
+		}
+	}
+	log := driver.LoggerOrDiscard(e.Log)
+	if len(out) == 0 {
+		return nil, fmt.Errorf("pci: %d functions under %s, none with %s: %w", len(addrs), dir, e.Filter, driver.ErrNotEnoughDevices)
+	}
+	log.WithFields(logrus.Fields{"scanned": len(addrs), "matched": len(out), "filter": e.Filter.String()}).Debug("pci: scanned sysfs")
+	return out, nil
+}
+
+// read reads one function as far as the filter needs.
+func (e *Enumerator) read(root, addr string) (Function, bool, error) {
+	dir := filepath.Join(root, DevicesDir, addr)
+	if _, err := os.Stat(dir); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return Function{}, false, fmt.Errorf("%s: dangling link: %w", dir, err)
+		}
+		return Function{}, false, fmt.Errorf("%s: %w", dir, err)
+	}
+	f := Function{Address: addr, NUMANode: -1}
+	v, err := readHex(filepath.Join(dir, "vendor"), 16)
+	if err != nil {
+		return f, false, err
+	}
+	f.Vendor = uint16(v)
+	if !containsID(e.Filter.Vendors, f.Vendor) {
+		return f, false, nil
+	}
+	d, err := readHex(filepath.Join(dir, "device"), 16)
+	if err != nil {
+		return f, false, err
+	}
+	f.Device = uint16(d)
+	c, err := readHex(filepath.Join(dir, "class"), 24)
+	if err != nil {
+		return f, false, err
+	}
+	f.Class = uint32(c)
+	if !e.Filter.Match(f) {
+		return f, false, nil
+	}
+	if err := readLocality(dir, &f); err != nil {
+		return f, false, err
+	}
+	return f, true, nil
+}
+
+// String describes the filter for messages: "vendor 0x10ee device 0x5005 class 0x12*".
+func (flt Filter) String() string {
+	var b strings.Builder
+	b.WriteString("vendor ")
+	b.WriteString(joinIDs(flt.Vendors))
+	if len(flt.Devices) > 0 {
+		b.WriteString(" device ")
+		b.WriteString(joinIDs(flt.Devices))
+	}
+	if len(flt.Classes) > 0 {
+		b.WriteString(" class ")
+		for i, c := range flt.Classes {
+			if i > 0 {
+				b.WriteString(",")
+			}
+			b.WriteString("0x" + c + "*")
+		}
+	}
+	return b.String()
+}
+
+func joinIDs(ids []uint16) string {
+	parts := make([]string, len(ids))
+	for i, id := range ids {
+		parts[i] = fmt.Sprintf("0x%04x", id)
+	}
+	return strings.Join(parts, ",")
+}
+
+// Info is what a worker is told about the i-th matching function.
+func Info(i int, f Function) resources.Properties {
+	p := resources.Properties{
+		"index":   strconv.Itoa(i),
+		"address": f.Address,
+		"pci":     f.Address,
+		"vendor":  f.VendorHex(),
+		"device":  f.DeviceHex(),
+		"class":   f.ClassHex(),
+	}
+	if f.NUMANode >= 0 {
+		p["numa-node"] = strconv.Itoa(f.NUMANode)
+	}
+	if f.LocalCPUs != "" {
+		p["local-cpus"] = f.LocalCPUs
+	}
+	if f.Driver != "" {
+		p["driver"] = f.Driver
+	}
+	return p
+}
+
+// addressLess orders PCI addresses numerically (domain, bus, device,
+// function), falling back to string order for names that do not parse.
+func addressLess(a, b string) bool {
+	ka, okA := addressKey(a)
+	kb, okB := addressKey(b)
+	if okA && okB {
+		for i := range ka {
+			if ka[i] != kb[i] {
+				return ka[i] < kb[i]
+			}
+		}
+		return false
+	}
+	if okA != okB {
+		return okA
+	}
+	return a < b
+}
+
+func addressKey(s string) ([4]uint64, bool) {
+	var k [4]uint64
+	dom, rest, ok := strings.Cut(s, ":")
+	if !ok {
+		return k, false
+	}
+	bus, rest, ok := strings.Cut(rest, ":")
+	if !ok {
+		return k, false
+	}
+	dev, fn, ok := strings.Cut(rest, ".")
+	if !ok {
+		return k, false
+	}
+	for i, part := range []string{dom, bus, dev, fn} {
+		v, err := strconv.ParseUint(part, 16, 32)
+		if err != nil {
+			return k, false
+		}
+		k[i] = v
+	}
+	return k, true
+}

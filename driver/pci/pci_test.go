@@ -1,0 +1,296 @@
+package pci
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/xres/xres/driver"
+	"github.com/xres/xres/resources"
+)
+
+// twoFPGAs is a host with two Xilinx Alveo U250 cards (each a management
+// function 0x5004 and a user function 0x5005, class 0x120000), a Xilinx
+// development board of another class (0x058000, NUMA node -1), an Intel
+// NIC, an NVIDIA GPU and PCIe bridges.
+const twoFPGAs = "testdata/two-fpgas/sys"
+
+func addresses(devs []driver.Device) []string {
+	out := make([]string, len(devs))
+	for i, d := range devs {
+		out[i] = d.Key
+	}
+	return out
+}
+
+func TestEnumerateTwoFPGAs(t *testing.T) {
+	tests := []struct {
+		name   string
+		params map[string]string
+		want   []string
+	}{
+		{"vendor only takes every Xilinx function", map[string]string{"vendor": "0x10ee"},
+			[]string{"0000:3b:00.0", "0000:3b:00.1", "0000:af:00.0", "0000:d8:00.0", "0000:d8:00.1"}},
+		{"class prefix keeps processing accelerators", map[string]string{"vendor": "0x10ee", "class": "0x12"},
+			[]string{"0000:3b:00.0", "0000:3b:00.1", "0000:d8:00.0", "0000:d8:00.1"}},
+		{"device id picks the user functions", map[string]string{"vendor": "0x10ee", "device": "0x5005"},
+			[]string{"0000:3b:00.1", "0000:d8:00.1"}},
+		{"ids without 0x and in upper case", map[string]string{"vendor": "10EE", "device": "5005", "class": "1200"},
+			[]string{"0000:3b:00.1", "0000:d8:00.1"}},
+		{"lists of vendors and classes", map[string]string{"vendor": "0x1172, 0x10ee", "class": "0x0580,0x0302"},
+			[]string{"0000:af:00.0"}},
+		{"full class code", map[string]string{"vendor": "0x8086", "class": "0x020000"},
+			[]string{"0000:18:00.0"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.params["sysfs-root"] = twoFPGAs
+			e, err := New(driver.Options{Resource: "fpga", Params: tt.params})
+			require.NoError(t, err)
+			devs, err := e.Enumerate(context.Background())
+			require.NoError(t, err)
+			require.Equal(t, tt.want, addresses(devs))
+			for i, d := range devs {
+				require.Equal(t, d.Key, d.Info["address"])
+				require.Equal(t, d.Key, d.Info["pci"])
+				require.Equal(t, strconv.Itoa(i), d.Info["index"])
+			}
+		})
+	}
+}
+
+func TestEnumerateInfos(t *testing.T) {
+	e, err := New(driver.Options{Resource: "fpga", Params: map[string]string{
+		"vendor": "0x10ee", "sysfs-root": twoFPGAs,
+	}})
+	require.NoError(t, err)
+	devs, err := e.Enumerate(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, resources.Properties{
+		"index": "1", "address": "0000:3b:00.1", "pci": "0000:3b:00.1",
+		"vendor": "0x10ee", "device": "0x5005", "class": "0x120000",
+		"numa-node": "0", "local-cpus": "0-15,32-47", "driver": "xocl",
+	}, devs[1].Info)
+	require.Equal(t, resources.Properties{
+		"index": "2", "address": "0000:af:00.0", "pci": "0000:af:00.0",
+		"vendor": "0x10ee", "device": "0x7038", "class": "0x058000",
+		"local-cpus": "0-63",
+	}, devs[2].Info, "numa_node -1 and no bound driver leave those infos out")
+	require.Equal(t, resources.Properties{
+		"index": "4", "address": "0000:d8:00.1", "pci": "0000:d8:00.1",
+		"vendor": "0x10ee", "device": "0x5005", "class": "0x120000",
+		"numa-node": "1", "local-cpus": "16-31,48-63", "driver": "xocl",
+	}, devs[4].Info)
+}
+
+func TestVendorWithNoDevices(t *testing.T) {
+	for _, params := range []map[string]string{
+		{"vendor": "0x1172"},                     // Altera: not on this host
+		{"vendor": "0x10ee", "device": "0x500c"}, // Xilinx, but another card
+		{"vendor": "0x10ee", "class": "0x03"},    // Xilinx, but no display class
+	} {
+		params["sysfs-root"] = twoFPGAs
+		e, err := New(driver.Options{Resource: "fpga", Params: params})
+		require.NoError(t, err)
+		devs, err := e.Enumerate(context.Background())
+		require.ErrorIs(t, err, driver.ErrNotEnoughDevices)
+		require.ErrorContains(t, err, "13 functions under "+filepath.Join(twoFPGAs, DevicesDir))
+		require.Empty(t, devs)
+	}
+}
+
+func TestParamErrors(t *testing.T) {
+	tests := []struct {
+		name   string
+		params map[string]string
+		want   string
+	}{
+		{"missing vendor", map[string]string{}, "external-resource.fpga.param.vendor: missing"},
+		{"blank vendor", map[string]string{"vendor": "  "}, "external-resource.fpga.param.vendor: missing"},
+		{"vendor not hex", map[string]string{"vendor": "0xzz10"}, `external-resource.fpga.param.vendor: "0xzz10" is not a 16-bit hex number`},
+		{"vendor too wide", map[string]string{"vendor": "0x10eee"}, `param.vendor: "0x10eee" is not a 16-bit hex number`},
+		{"empty list element", map[string]string{"vendor": "0x10ee,"}, `param.vendor: "" is not a 16-bit hex number`},
+		{"device not hex", map[string]string{"vendor": "0x10ee", "device": "xilinx"}, `external-resource.fpga.param.device: "xilinx"`},
+		{"class too long", map[string]string{"vendor": "0x10ee", "class": "0x1200000"}, `external-resource.fpga.param.class: "0x1200000" is not a class-code prefix`},
+		{"class not hex", map[string]string{"vendor": "0x10ee", "class": "accel"}, `param.class: "accel" is not a class-code prefix`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := New(driver.Options{Resource: "fpga", Params: tt.params})
+			require.ErrorIs(t, err, ErrInvalidParam)
+			require.ErrorContains(t, err, tt.want)
+		})
+	}
+}
+
+// copyTree copies a fixture tree, symlinks included, so a test can break it.
+func copyTree(t *testing.T, src string) string {
+	t.Helper()
+	dst := filepath.Join(t.TempDir(), "sys")
+	err := filepath.Walk(src, func(path string, info os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, path)
+		to := filepath.Join(dst, rel)
+		switch {
+		case info.Mode()&os.ModeSymlink != 0:
+			target, err := os.Readlink(path)
+			if err != nil {
+				return err
+			}
+			return os.Symlink(target, to)
+		case info.IsDir():
+			return os.MkdirAll(to, 0o755)
+		default:
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			return os.WriteFile(to, b, 0o644)
+		}
+	})
+	require.NoError(t, err)
+	return dst
+}
+
+// Each bad fixture is the 2-FPGA host with one thing broken. A function
+// whose vendor, device or class cannot be read fails the whole scan (we
+// cannot tell whether it is ours); a function of another vendor is never
+// read beyond its vendor, so its broken locality files do not matter.
+func TestBadFixtures(t *testing.T) {
+	fpga := "devices/pci0000:3a/0000:3a:00.0/0000:3b:00.1/"
+	nic := "devices/pci0000:17/0000:17:00.0/0000:18:00.0/"
+	// Errors name the path a user would look at: the bus/pci/devices link.
+	fpgaLink := "bus/pci/devices/0000:3b:00.1/"
+	nicLink := "bus/pci/devices/0000:18:00.0/"
+	tests := []struct {
+		name   string
+		break_ func(t *testing.T, root string)
+		want   string // "" = still works
+	}{
+		{"missing vendor of another device", remove(nic + "vendor"), nicLink + "vendor: no such file or directory"},
+		{"missing device of a Xilinx function", remove(fpga + "device"), fpgaLink + "device: no such file or directory"},
+		{"missing class of a Xilinx function", remove(fpga + "class"), fpgaLink + "class: no such file or directory"},
+		{"vendor not hex", write(fpga+"vendor", "0xzz10\n"), fpgaLink + `vendor: "0xzz10" is not a 16-bit hex number`},
+		{"vendor empty", write(fpga+"vendor", "\n"), fpgaLink + `vendor: "" is not a 16-bit hex number`},
+		{"class wider than 24 bits", write(fpga+"class", "0x12000000\n"), fpgaLink + `class: "0x12000000" is not a 24-bit hex number`},
+		{"vendor unreadable", unreadable(fpga + "vendor"), fpgaLink + "vendor: is a directory"},
+		{"numa_node not a number", write(fpga+"numa_node", "abc\n"), fpgaLink + `numa_node: "abc" is not a NUMA node number`},
+		{"numa_node below -1", write(fpga+"numa_node", "-2\n"), fpgaLink + `numa_node: "-2" is not a NUMA node number`},
+		{"local_cpulist garbage", write(fpga+"local_cpulist", "0-x\n"), fpgaLink + `local_cpulist: cpu list "0-x": "x" is not a CPU number`},
+		{"local_cpulist unreadable", unreadable(fpga + "local_cpulist"), fpgaLink + "local_cpulist: is a directory"},
+		{"dangling link in bus/pci/devices", func(t *testing.T, root string) {
+			require.NoError(t, os.RemoveAll(filepath.Join(root, "devices/pci0000:d7/0000:d7:00.0/0000:d8:00.1")))
+		}, "bus/pci/devices/0000:d8:00.1: dangling link"},
+		{"no bus/pci/devices", func(t *testing.T, root string) {
+			require.NoError(t, os.RemoveAll(filepath.Join(root, "bus")))
+		}, "pci: list " /* + dir */},
+		{"optional files absent", func(t *testing.T, root string) {
+			remove(fpga+"numa_node")(t, root)
+			remove(fpga+"local_cpulist")(t, root)
+			remove(fpga+"driver")(t, root)
+		}, ""},
+		{"other vendor's locality broken", write(nic+"numa_node", "garbage\n"), ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			root := copyTree(t, twoFPGAs)
+			tt.break_(t, root)
+			e, err := New(driver.Options{Resource: "fpga", Params: map[string]string{
+				"vendor": "0x10ee", "device": "0x5005", "sysfs-root": root,
+			}})
+			require.NoError(t, err)
+			devs, err := e.Enumerate(context.Background())
+			if tt.want == "" {
+				require.NoError(t, err)
+				require.Equal(t, []string{"0000:3b:00.1", "0000:d8:00.1"}, addresses(devs))
+				return
+			}
+			require.Error(t, err)
+			require.ErrorContains(t, err, tt.want)
+			require.Nil(t, devs, "nothing half-listed")
+		})
+	}
+}
+
+func TestOptionalFilesAbsentLeaveInfosOut(t *testing.T) {
+	root := copyTree(t, twoFPGAs)
+	fpga := "devices/pci0000:3a/0000:3a:00.0/0000:3b:00.1/"
+	for _, f := range []string{"numa_node", "local_cpulist", "driver"} {
+		remove(fpga+f)(t, root)
+	}
+	f, err := ReadFunction(root, "0000:3b:00.1")
+	require.NoError(t, err)
+	require.Equal(t, Function{Address: "0000:3b:00.1", Vendor: 0x10ee, Device: 0x5005, Class: 0x120000, NUMANode: -1}, f)
+	require.Equal(t, resources.Properties{
+		"index": "0", "address": "0000:3b:00.1", "pci": "0000:3b:00.1",
+		"vendor": "0x10ee", "device": "0x5005", "class": "0x120000",
+	}, Info(0, f))
+}
+
+func TestReadFunctionErrors(t *testing.T) {
+	_, err := ReadFunction(twoFPGAs, "0000:99:00.0")
+	require.ErrorContains(t, err, "0000:99:00.0/vendor: no such file or directory")
+	f, err := ReadFunction(twoFPGAs, "0000:d8:00.0")
+	require.NoError(t, err)
+	require.Equal(t, Function{Address: "0000:d8:00.0", Vendor: 0x10ee, Device: 0x5004, Class: 0x120000,
+		NUMANode: 1, LocalCPUs: "16-31,48-63", Driver: "xclmgmt"}, f)
+}
+
+func TestEnumerateHonoursContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	e := &Enumerator{Root: twoFPGAs, Filter: Filter{Vendors: []uint16{0x10ee}}}
+	_, err := e.Enumerate(ctx)
+	require.True(t, errors.Is(err, context.Canceled), "got %v", err)
+}
+
+func TestAddressOrder(t *testing.T) {
+	// Numeric, not string order: domain 10000 (VMD) after 0000, bus 0x3b
+	// before 0xd8, function 1 after 0.
+	in := []string{"10000:00:00.0", "0000:d8:00.1", "0000:3b:00.1", "0000:3b:00.0", "junk"}
+	want := []string{"0000:3b:00.0", "0000:3b:00.1", "0000:d8:00.1", "10000:00:00.0", "junk"}
+	for i := range in {
+		for j := range in {
+			wi, wj := indexOf(want, in[i]), indexOf(want, in[j])
+			require.Equal(t, wi < wj, addressLess(in[i], in[j]), "%s < %s", in[i], in[j])
+		}
+	}
+}
+
+func indexOf(list []string, s string) int {
+	for i, x := range list {
+		if x == s {
+			return i
+		}
+	}
+	return -1
+}
+
+func remove(rel string) func(*testing.T, string) {
+	return func(t *testing.T, root string) {
+		require.NoError(t, os.Remove(filepath.Join(root, rel)))
+	}
+}
+
+func write(rel, content string) func(*testing.T, string) {
+	return func(t *testing.T, root string) {
+		require.NoError(t, os.WriteFile(filepath.Join(root, rel), []byte(content), 0o644))
+	}
+}
+
+// unreadable replaces a file with a directory: reading it fails even as
+// root, where a chmod 000 file would still be readable.
+func unreadable(rel string) func(*testing.T, string) {
+	return func(t *testing.T, root string) {
+		p := filepath.Join(root, rel)
+		require.NoError(t, os.Remove(p))
+		require.NoError(t, os.Mkdir(p, 0o755))
+	}
+}
