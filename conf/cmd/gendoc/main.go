@@ -1,0 +1,53 @@
+// Command gendoc writes the configuration reference generated from the
+// options declared in package conf into README.md, between the
+// <!-- BEGIN CONFIG TABLE --> and <!-- END CONFIG TABLE --> markers.
+//
+//	go run ./conf/cmd/gendoc               # rewrite README.md
+//	go run ./conf/cmd/gendoc -check        # exit 1 when README.md is stale
+//	go run ./conf/cmd/gendoc -print        # print the table only
+package main
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"os"
+
+	"github.com/xres/xres/conf"
+)
+
+func main() {
+	readme := flag.String("readme", "README.md", "file holding the table markers")
+	check := flag.Bool("check", false, "only check that the file is up to date")
+	print := flag.Bool("print", false, "print the table to stdout and change nothing")
+	flag.Parse()
+	if err := run(*readme, *check, *print); err != nil {
+		fmt.Fprintln(os.Stderr, "gendoc:", err)
+		os.Exit(1)
+	}
+}
+
+func run(readme string, check, print bool) error {
+	if err := conf.CheckOptions(); err != nil {
+		return err
+	}
+	if print {
+		_, err := fmt.Print(conf.MarkdownTable())
+		return err
+	}
+	old, err := os.ReadFile(readme)
+	if err != nil {
+		return err
+	}
+	updated, err := conf.ReplaceTable(old)
+	if err != nil {
+		return fmt.Errorf("%s: %w", readme, err)
+	}
+	if bytes.Equal(old, updated) {
+		return nil
+	}
+	if check {
+		return fmt.Errorf("%s: config table is out of date; run go run ./conf/cmd/gendoc", readme)
+	}
+	return os.WriteFile(readme, updated, 0o644)
+}

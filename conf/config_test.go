@@ -1,0 +1,369 @@
+package conf
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func writeFile(t *testing.T, dir, name, content string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+	require.NoError(t, os.WriteFile(p, []byte(content), 0o644))
+	return p
+}
+
+func TestLoadFlatFixture(t *testing.T) {
+	path := filepath.Join("testdata", "flink-conf.yaml")
+	c, err := Load(path, nil)
+	require.NoError(t, err)
+
+	want := map[string]string{
+		"external-resources":                                "gpu",
+		"external-resource.gpu.amount":                      "1",
+		"external-resource.gpu.yarn.config-key":             "yarn.io/gpu",
+		"external-resource.gpu.param.discovery-script.args": "--enable-coordination-mode --coordination-file /var/tmp/flink-gpu-coordination",
+		"env.java.opts.taskmanager":                         "-Dlog.level=INFO -Dsome.flag=a:b",
+		"containerized.taskmanager.env.NCCL_DEBUG":          "INFO",
+	}
+	for k, v := range want {
+		got, ok := c.Get(k)
+		require.True(t, ok, k)
+		require.Equal(t, v, got, k)
+	}
+	require.Equal(t, path+":13", c.Origin("external-resource.gpu.amount"))
+	require.Equal(t, path, c.Path())
+	_, ok := c.Get("yarn.application.name")
+	require.False(t, ok, "a line without ': ' is skipped")
+
+	var lines []int
+	for _, w := range c.Warnings() {
+		lines = append(lines, w.Line)
+		require.Equal(t, path, w.File)
+	}
+	require.Equal(t, []int{24, 25, 26, 27}, lines)
+	require.Contains(t, c.Warnings()[0].String(), path+":24: ")
+}
+
+// TestFlatFlinkRules replays the cases of Flink's GlobalConfigurationTest for
+// the legacy loader.
+func TestFlatFlinkRules(t *testing.T) {
+	content := strings.Join([]string{
+		"###########################",
+		"# Some : comments : to skip",
+		"mykey1: myvalue1",
+		"mykey2       : myvalue2",
+		"mykey3:myvalue3",
+		" some nonsense without colon and whitespace separator",
+		" :  ",
+		"   ",
+		"mykey4: myvalue4# some comments",
+		"   mykey5    :    myvalue5    ",
+		"mykey6: my: value6",
+		"mykey7: ",
+		": myvalue8",
+		"mykey9: myvalue9",
+		"mykey9: myvalue10",
+		"",
+	}, "\n")
+	p := writeFile(t, t.TempDir(), "flink-conf.yaml", content)
+	c, err := Load(p, nil)
+	require.NoError(t, err)
+	require.Equal(t, []string{"mykey1", "mykey2", "mykey4", "mykey5", "mykey6", "mykey9"}, c.Keys())
+	for _, tc := range []struct{ key, want string }{
+		{"mykey1", "myvalue1"}, {"mykey2", "myvalue2"}, {"mykey4", "myvalue4"},
+		{"mykey5", "myvalue5"}, {"mykey6", "my: value6"}, {"mykey9", "myvalue10"},
+	} {
+		t.Run(tc.key, func(t *testing.T) {
+			got, _ := c.Get(tc.key)
+			require.Equal(t, tc.want, got)
+		})
+	}
+	require.Equal(t, p+":15", c.Origin("mykey9"), "the later line wins")
+	require.Len(t, c.Warnings(), 5)
+}
+
+func TestFlatWarningsHideValues(t *testing.T) {
+	p := writeFile(t, t.TempDir(), "flink-conf.yaml", "s3.secret-key:hunter2\n")
+	c, err := Load(p, nil)
+	require.NoError(t, err)
+	require.Len(t, c.Warnings(), 1)
+	require.NotContains(t, c.Warnings()[0].String(), "hunter2")
+}
+
+func TestLoadNestedFixture(t *testing.T) {
+	path := filepath.Join("testdata", "nested", "config.yaml")
+	c, err := Load(path, nil)
+	require.NoError(t, err)
+	want := map[string]string{
+		"jobmanager.rpc.address":                            "localhost",
+		"taskmanager.memory.process.size":                   "1728m",
+		"taskmanager.numberOfTaskSlots":                     "2",
+		"parallelism.default":                               "4",
+		"external-resources":                                "gpu;fpga",
+		"external-resource.gpu.amount":                      "2",
+		"external-resource.gpu.driver-factory.class":        "org.apache.flink.externalresource.gpu.GPUDriverFactory",
+		"external-resource.gpu.yarn.config-key":             "yarn.io/gpu",
+		"external-resource.gpu.param.discovery-script.path": "plugins/external-resource-gpu/nvidia-gpu-discovery.sh",
+		"external-resource.gpu.param.discovery-script.args": "--enable-coordination-mode",
+		"external-resource.fpga.amount":                     "1",
+		"external-resource.fpga.yarn.config-key":            "yarn.io/fpga",
+		"yarn.application.name":                             "xres demo",
+		"yarn.application.queue":                            "gpu # not a comment",
+		"containerized.taskmanager.env.NCCL_DEBUG":          "INFO",
+		"containerized.taskmanager.env.LD_LIBRARY_PATH":     "/usr/local/cuda/lib64:/usr/lib",
+		"pipeline.jars":                                     "file:///opt/job/a.jar;'file:///opt/job/b;c.jar'",
+		"pipeline.cached-files":                             "'name:model,path:''hdfs:///models/m1'''",
+		"env.java.opts.all":                                 "--add-exports=java.base/sun.net.util=ALL-UNNAMED",
+	}
+	require.Len(t, c.Keys(), len(want)+1, "plus jobmanager.memory.process.size")
+	for k, v := range want {
+		got, ok := c.Get(k)
+		require.True(t, ok, k)
+		require.Equal(t, v, got, k)
+	}
+	require.Equal(t, path+":20", c.Origin("external-resource.gpu.amount"))
+	jars, err := c.List(Option{Key: "pipeline.jars", Type: TypeList})
+	require.NoError(t, err)
+	require.Equal(t, []string{"file:///opt/job/a.jar", "file:///opt/job/b;c.jar"}, jars)
+	require.Len(t, c.Warnings(), 1)
+	require.Equal(t, 49, c.Warnings()[0].Line)
+	require.Contains(t, c.Warnings()[0].Message, "high-availability")
+}
+
+func TestNestedValues(t *testing.T) {
+	tests := []struct {
+		name string
+		yaml string
+		want map[string]string
+	}{
+		{"empty file", "", map[string]string{}},
+		{"only comments and document start", "# c\n---\n# d\n", map[string]string{}},
+		{"flat keys", "a.b: 1\nc: two words\n", map[string]string{"a.b": "1", "c": "two words"}},
+		{"nested", "a:\n  b:\n    c: x\n  d: y\ne: z\n", map[string]string{"a.b.c": "x", "a.d": "y", "e": "z"}},
+		{"whole file indented", "  a: 1\n  b: 2\n", map[string]string{"a": "1", "b": "2"}},
+		{"single quotes", "a: 'it''s: # here'\n", map[string]string{"a": "it's: # here"}},
+		{"double quotes", `a: "tab\there \"q\" \u00e9 \\"` + "\n", map[string]string{"a": "tab\there \"q\" é \\"}},
+		{"quoted key", "'a b': 1\n\"c\": 2\n", map[string]string{"a b": "1", "c": "2"}},
+		{"comment after value", "a: 1 # one\nb: x#y\n", map[string]string{"a": "1", "b": "x#y"}},
+		{"colon without space in value", "a: http://host:8080/x\n", map[string]string{"a": "http://host:8080/x"}},
+		{"flow sequence", "a: [x, 'y;z', \"w\", 1]\n", map[string]string{"a": "x;'y;z';w;1"}},
+		{"empty flow sequence", "a: []\n", map[string]string{"a": ""}},
+		{"block sequence indented", "a:\n  - x\n  - y\n", map[string]string{"a": "x;y"}},
+		{"block sequence at key indent", "a:\n- x\n- y\nb: 1\n", map[string]string{"a": "x;y", "b": "1"}},
+		{"flow mapping flattens", "a: {b: 1, c: 'two'}\n", map[string]string{"a.b": "1", "a.c": "two"}},
+		{"nested flow mapping", "a: {b: {c: 1}}\n", map[string]string{"a.b.c": "1"}},
+		{"list of mappings", "a:\n  - k: v\n    n: 'x,y'\n  - {k: w}\n", map[string]string{"a": "'k:v,n:''x,y''';k:w"}},
+		{"scalar on next line", "a:\n  value\nb: 2\n", map[string]string{"a": "value", "b": "2"}},
+		{"crlf line ends", "a: 1\r\nb:\r\n  c: 2\r\n", map[string]string{"a": "1", "b.c": "2"}},
+		{"byte order mark", "\ufeffa: 1\n", map[string]string{"a": "1"}},
+		{"null values are skipped", "a: ~\nb:\nc: null\nd: 1\n", map[string]string{"d": "1"}},
+		{"tab inside a value", "a: x\ty\n", map[string]string{"a": "x\ty"}},
+		{"sequence entry comment", "a:\n  - x # first\n  # between\n  - y\n", map[string]string{"a": "x;y"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			kvs, _, err := parseNested("config.yaml", []byte(tc.yaml))
+			require.NoError(t, err)
+			got := map[string]string{}
+			for _, kv := range kvs {
+				got[kv.key] = kv.value
+			}
+			require.Equal(t, tc.want, got)
+		})
+	}
+}
+
+func TestNestedErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		yaml string
+		want string // full "file:line: ..." prefix and a part of the message
+	}{
+		{"tab indentation", "a:\n\tb: 1\n", "config.yaml:2: tab in indentation"},
+		{"anchor", "a: &x 1\n", "config.yaml:1: anchors"},
+		{"alias", "a: 1\nb: *x\n", "config.yaml:2: aliases"},
+		{"tag", "a: !!str 1\n", "config.yaml:1: tags"},
+		{"anchor on a mapping", "a: &x\n  b: 1\n", "config.yaml:1: anchors"},
+		{"literal block scalar", "a: |\n  text\n", "config.yaml:1: block scalars"},
+		{"folded block scalar", "a: >\n  text\n", "config.yaml:1: block scalars"},
+		{"two documents", "a: 1\n---\nb: 2\n", "config.yaml:2: several YAML documents"},
+		{"document end", "a: 1\n...\n", "config.yaml:2: the document end marker"},
+		{"directive", "%YAML 1.2\n---\na: 1\n", "config.yaml:1: YAML directives"},
+		{"complex key", "? a\n: 1\n", "config.yaml:1: complex keys"},
+		{"duplicate key", "a: 1\nb: 2\na: 3\n", `config.yaml:3: duplicate key "a" (first at line 1)`},
+		{"collision once flattened", "a.b: 1\na:\n  b: 2\n", "config.yaml:3: key a.b is set twice"},
+		{"unclosed single quote", "a: 'x\n", "config.yaml:1: unclosed quote"},
+		{"unclosed double quote", "a: \"x\\\"\n", "config.yaml:1: unclosed quote"},
+		{"unknown escape", `a: "\q"` + "\n", `config.yaml:1: unknown escape \q`},
+		{"text after quote", "a: 'x' y\n", `config.yaml:1: unexpected text "y"`},
+		{"unterminated flow", "a: [x,\n  y]\n", "config.yaml:1: unterminated flow collection"},
+		{"pair in flow sequence", "a: [x: 1]\n", "config.yaml:1: key: value pairs inside [ ]"},
+		{"multi-line plain value", "a: x\n  y\n", "config.yaml:2: unexpected line: multi-line values"},
+		{"bad indentation", "a:\n    b: 1\n  c: 2\n", "config.yaml:3: bad indentation"},
+		{"mapping value in plain", "a: b: c\n", "config.yaml:1: ':' followed by a space"},
+		{"sequence at top", "- a\n- b\n", "config.yaml:1: the top level must be a mapping"},
+		{"scalar at top", "just text\n", "config.yaml:1: the top level must be a mapping"},
+		{"dash after key", "a: - x\n", "config.yaml:1: a sequence entry"},
+		{"nested lists", "a:\n  - - x\n", "config.yaml:2: list a: lists inside lists"},
+		{"empty list entry", "a:\n  -\n  - x\n", "config.yaml:2: empty entry in the list a"},
+		{"sequence among keys", "a: 1\n- x\n", "config.yaml:2: a sequence entry '- ' where a key was expected"},
+		{"less indented line", "  a: 1\nb: 2\n", "config.yaml:2: bad indentation"},
+		{"invalid utf-8", "a: 1\nb: \xff\n", "config.yaml:2: not valid UTF-8"},
+		{"empty key", ": x\n", "config.yaml:1: empty key"},
+		{"duplicate flow key", "a: {b: 1, b: 2}\n", `config.yaml:1: duplicate key "b"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, err := parseNested("config.yaml", []byte(tc.yaml))
+			require.Error(t, err)
+			require.True(t, errors.Is(err, ErrSyntax), "%v", err)
+			require.Contains(t, err.Error(), tc.want)
+			require.True(t, strings.HasPrefix(err.Error(), "config.yaml:"), err.Error())
+		})
+	}
+}
+
+func TestLoadNestedErrorNamesPath(t *testing.T) {
+	p := writeFile(t, t.TempDir(), "config.yaml", "external-resources: gpu\nexternal-resource:\n  gpu:\n\tamount: 1\n")
+	_, err := Load(p, nil)
+	require.ErrorIs(t, err, ErrSyntax)
+	require.Contains(t, err.Error(), p+":4: tab in indentation")
+}
+
+func TestFormatFollowsFileName(t *testing.T) {
+	dir := t.TempDir()
+	content := "a:\n  b: 1\nc: d: e\n"
+	flat, err := Load(writeFile(t, dir, "flink-conf.yaml", content), nil)
+	require.NoError(t, err, "the flat loader never fails")
+	v, _ := flat.Get("c")
+	require.Equal(t, "d: e", v)
+	_, ok := flat.Get("a.b")
+	require.False(t, ok)
+
+	_, err = Load(writeFile(t, dir, "config.yaml", content), nil)
+	require.ErrorIs(t, err, ErrSyntax)
+
+	other, err := Load(writeFile(t, dir, "my.yaml", "a: 1\n"), nil)
+	require.NoError(t, err)
+	v, _ = other.Get("a")
+	require.Equal(t, "1", v)
+}
+
+func TestDynamicOverrides(t *testing.T) {
+	p := writeFile(t, t.TempDir(), "flink-conf.yaml", "external-resources: gpu\nexternal-resource.gpu.amount: 1\n")
+	c, err := Load(p, []string{"external-resource.gpu.amount=4", "-Dexternal-resources=none", " x = y=z ", "empty="})
+	require.NoError(t, err)
+	for _, tc := range []struct{ key, value, origin string }{
+		{"external-resource.gpu.amount", "4", OriginDynamic},
+		{"external-resources", "none", OriginDynamic},
+		{"x", "y=z", OriginDynamic},
+		{"empty", "", OriginDynamic},
+	} {
+		t.Run(tc.key, func(t *testing.T) {
+			v, ok := c.Get(tc.key)
+			require.True(t, ok)
+			require.Equal(t, tc.value, v)
+			require.Equal(t, tc.origin, c.Origin(tc.key))
+		})
+	}
+	c.Set("external-resource.gpu.amount", "8")
+	v, _ := c.Get("external-resource.gpu.amount")
+	require.Equal(t, "8", v)
+	require.Equal(t, OriginSet, c.Origin("external-resource.gpu.amount"))
+
+	for _, bad := range []string{"novalue", "=x", "-D", "s3.secret-key:hunter2"} {
+		t.Run("bad "+bad, func(t *testing.T) {
+			_, err := Load("", []string{bad})
+			require.ErrorIs(t, err, ErrSyntax)
+			require.Contains(t, err.Error(), "-D override")
+			require.NotContains(t, err.Error(), "hunter2")
+		})
+	}
+}
+
+func TestLoadMissingFile(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "nope", "flink-conf.yaml")
+	_, err := Load(p, nil)
+	require.ErrorIs(t, err, ErrConfNotFound)
+	require.Contains(t, err.Error(), p)
+
+	c, err := Load("", nil)
+	require.NoError(t, err)
+	require.Empty(t, c.Keys())
+}
+
+func TestFind(t *testing.T) {
+	both := t.TempDir()
+	nested := writeFile(t, both, "config.yaml", "a: 1\n")
+	writeFile(t, both, "flink-conf.yaml", "a: 2\n")
+	flatOnly := t.TempDir()
+	flat := writeFile(t, flatOnly, "flink-conf.yaml", "a: 2\n")
+	empty := t.TempDir()
+	missing := filepath.Join(empty, "missing.yaml")
+
+	env := func(dir string) func(string) string {
+		return func(k string) string {
+			if k == EnvConfDir {
+				return dir
+			}
+			return ""
+		}
+	}
+	tests := []struct {
+		name    string
+		flag    string
+		env     string
+		want    string
+		wantErr bool
+	}{
+		{name: "flag file wins over env", flag: flat, env: both, want: flat},
+		{name: "flag directory prefers config.yaml", flag: both, want: nested},
+		{name: "flag directory with flink-conf.yaml", flag: flatOnly, want: flat},
+		{name: "flag directory without a file", flag: empty, wantErr: true},
+		{name: "flag file missing", flag: missing, wantErr: true},
+		{name: "env prefers config.yaml", env: both, want: nested},
+		{name: "env falls back to flink-conf.yaml", env: flatOnly, want: flat},
+		{name: "env directory without a file", env: empty, want: ""},
+		{name: "nothing asked", want: ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := Find(tc.flag, env(tc.env))
+			if tc.wantErr {
+				require.ErrorIs(t, err, ErrConfNotFound)
+				require.Contains(t, err.Error(), tc.flag)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tc.want, got)
+		})
+	}
+}
+
+func TestWithPrefix(t *testing.T) {
+	c := New()
+	c.Set("external-resource.gpu.param.discovery-script.path", "/x.sh")
+	c.Set("external-resource.gpu.param.k", "v")
+	c.Set("external-resource.gpu.param.", "ignored: empty remainder")
+	c.Set("external-resource.gpus.param.k", "other")
+	require.Equal(t, map[string]string{"discovery-script.path": "/x.sh", "k": "v"},
+		c.WithPrefix("external-resource.gpu.param."))
+}
+
+func TestNilConfig(t *testing.T) {
+	var c *Config
+	_, ok := c.Get("a")
+	require.False(t, ok)
+	require.Empty(t, c.Keys())
+	require.Empty(t, c.Origin("a"))
+	require.Empty(t, c.WithPrefix("a"))
+	v, err := c.Int(TaskManagerSlots)
+	require.NoError(t, err)
+	require.Equal(t, 1, v)
+}

@@ -1,0 +1,159 @@
+package conf
+
+// The Flink and xres options xres reads, declared once. The README's
+// configuration reference is generated from these (go run ./conf/cmd/gendoc).
+// Keys with <placeholders> are patterns: use Option.For to get one key.
+
+// External resources (Flink's ExternalResourceOptions and the YARN and
+// Kubernetes config-key suffixes).
+var (
+	ExternalResources = Register(Option{
+		Key:  "external-resources",
+		Type: TypeList,
+		Description: "Names of the enabled external resources, ';'-separated (e.g. gpu;fpga). Only listed " +
+			"names are requested or discovered. The single value none means no resources (Flink 1.13+).",
+	})
+	ExternalResourceAmount = Register(Option{
+		Key:  "external-resource.<name>.amount",
+		Type: TypeInt64,
+		Description: "Amount of the resource per worker. A resource without a positive amount is " +
+			"skipped with a warning (an error in strict mode); a non-integer is an error.",
+	})
+	ExternalResourceYarnKey = Register(Option{
+		Key:  "external-resource.<name>.yarn.config-key",
+		Type: TypeString,
+		Description: "YARN resource type requested for the resource, e.g. yarn.io/gpu or yarn.io/fpga. " +
+			"Unset: the resource is not requested from YARN (discovery still runs).",
+	})
+	ExternalResourceK8sKey = Register(Option{
+		Key:         "external-resource.<name>.kubernetes.config-key",
+		Type:        TypeString,
+		Description: "Kubernetes extended resource put in the worker's requests and limits, e.g. nvidia.com/gpu.",
+	})
+	ExternalResourceFactory = Register(Option{
+		Key:  "external-resource.<name>.driver-factory.class",
+		Type: TypeString,
+		Description: "Driver that discovers the resource on the worker's host; Flink's " +
+			"org.apache.flink.externalresource.gpu.GPUDriverFactory names xres's GPU driver. " +
+			"Unset: the resource is requested but workers get no device infos.",
+	})
+	ExternalResourceParam = Register(Option{
+		Key:         "external-resource.<name>.param.<param>",
+		Type:        TypeString,
+		Description: "Driver parameter <param>, handed to the driver with the prefix stripped.",
+	})
+	DiscoveryScriptPath = Register(Option{
+		Key:     "external-resource.<name>.param.discovery-script.path",
+		Type:    TypeString,
+		Default: "plugins/external-resource-gpu/nvidia-gpu-discovery.sh",
+		Description: "Flink discovery script, called as `script <amount> <args...>`; a relative path is " +
+			"resolved against $FLINK_HOME, else the working directory. When the script does not exist " +
+			"the GPU driver discovers through NVML or nvidia-smi.",
+	})
+	DiscoveryScriptArgs = Register(Option{
+		Key:  "external-resource.<name>.param.discovery-script.args",
+		Type: TypeString,
+		Description: "Arguments passed to the discovery script after the amount. Flink's " +
+			"--enable-coordination-mode and --coordination-file <path> also switch on xres coordination.",
+	})
+	CoordinationEnabled = Register(Option{
+		Key:     "external-resource.<name>.param.coordination.enabled",
+		Type:    TypeBool,
+		Default: "true",
+		Description: "Reserve devices host-wide so that two workers on one host never get the same device " +
+			"(built-in discovery). Set false only when the cluster isolates devices itself.",
+	})
+	CoordinationFile = Register(Option{
+		Key:  "external-resource.<name>.param.coordination.file",
+		Type: TypeString,
+		Description: "Host-wide reservation state file (a lock file is kept beside it); unset: the " +
+			"driver's per-resource default under the system temp directory.",
+	})
+)
+
+// xres's own options.
+var (
+	Strict = Register(Option{
+		Key:     "xres.strict",
+		Type:    TypeBool,
+		Default: "false",
+		Description: "Strict mode: every problem Flink only warns about (resource without amount, " +
+			"duplicate config key, ...) becomes one error listing them all. Also the --strict flag.",
+	})
+	DiscoveryTimeout = Register(Option{
+		Key:         "xres.discovery.timeout",
+		Type:        TypeDuration,
+		Default:     "10 s",
+		Description: "Time limit for discovering one resource (script, NVML or nvidia-smi), Flink syntax (10 s, 500 ms, 1 min).",
+	})
+)
+
+// Options the ApplicationMaster reads (Flink's resource-manager side).
+var (
+	TaskManagerProcessSize = Register(Option{
+		Key:  "taskmanager.memory.process.size",
+		Type: TypeMemorySize,
+		Description: "Total process memory of a worker: the YARN container memory (Flink's shipped " +
+			"configuration uses 1728m).",
+	})
+	TaskManagerCPUCores = Register(Option{
+		Key:         "taskmanager.cpu.cores",
+		Type:        TypeFloat,
+		Description: "CPU cores of a worker; rounded up to whole YARN vcores. Unset: yarn.containers.vcores.",
+	})
+	YarnContainerVcores = Register(Option{
+		Key:         "yarn.containers.vcores",
+		Type:        TypeInt,
+		Default:     "-1",
+		Description: "Vcores of a worker container when taskmanager.cpu.cores is unset; -1: taskmanager.numberOfTaskSlots.",
+	})
+	TaskManagerSlots = Register(Option{
+		Key:         "taskmanager.numberOfTaskSlots",
+		Type:        TypeInt,
+		Default:     "1",
+		Description: "Slots per worker.",
+	})
+	ParallelismDefault = Register(Option{
+		Key:         "parallelism.default",
+		Type:        TypeInt,
+		Default:     "1",
+		Description: "Default parallelism; with the slots per worker it sets how many workers are requested.",
+	})
+	SlotsMax = Register(Option{
+		Key:         "slotmanager.number-of-slots.max",
+		Type:        TypeInt,
+		Default:     "2147483647",
+		Description: "Upper bound on the slots of all workers together; no worker is requested beyond it.",
+	})
+	RedundantWorkers = Register(Option{
+		Key:         "slotmanager.redundant-taskmanager-num",
+		Type:        TypeInt,
+		Default:     "0",
+		Description: "Extra workers kept running beyond those needed, for faster recovery.",
+	})
+	YarnMaxFailedContainers = Register(Option{
+		Key:         "yarn.maximum-failed-containers",
+		Type:        TypeInt,
+		Description: "Failed worker containers tolerated before the application fails. Unset: the number of workers initially requested.",
+	})
+	YarnApplicationName = Register(Option{
+		Key:         "yarn.application.name",
+		Type:        TypeString,
+		Description: "Name of the YARN application.",
+	})
+	YarnApplicationQueue = Register(Option{
+		Key:         "yarn.application.queue",
+		Type:        TypeString,
+		Description: "YARN queue the application is submitted to.",
+	})
+	TaskManagerEnv = Register(Option{
+		Key:         "containerized.taskmanager.env.<VAR>",
+		Type:        TypeString,
+		Description: "Environment variable <VAR> set in every worker container.",
+	})
+	MasterEnv = Register(Option{
+		Key:         "containerized.master.env.<VAR>",
+		Type:        TypeString,
+		Description: "Environment variable <VAR> set in the ApplicationMaster container.",
+	})
+)

@@ -1,0 +1,282 @@
+package conf
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ValueError is a configuration value that does not parse as its type. It
+// names the key and where the value came from; the value itself is hidden
+// for sensitive keys (IsSensitive).
+type ValueError struct {
+	Key    string
+	Origin string // "file:line", "-D", "set", or "default"
+	Value  string
+	Type   Type
+	Err    error
+}
+
+// Error renders "config key K (origin): cause".
+func (e *ValueError) Error() string {
+	v := strconv.Quote(e.Value)
+	if IsSensitive(e.Key) {
+		v = "(hidden)"
+	}
+	return fmt.Sprintf("config key %s (%s): %s is not a valid %s: %v", e.Key, e.Origin, v, e.Type, e.Err)
+}
+
+// Is makes errors.Is(err, ErrInvalidValue) true.
+func (e *ValueError) Is(target error) bool { return target == ErrInvalidValue }
+
+// Unwrap returns the parse error.
+func (e *ValueError) Unwrap() error { return e.Err }
+
+// OriginDefault is the origin reported for a declared default value.
+const OriginDefault = "default"
+
+// lookup returns key's value and origin, or the option's default.
+func (c *Config) lookup(opt Option) (value, origin string, set bool) {
+	if v, ok := c.Get(opt.Key); ok {
+		return v, c.Origin(opt.Key), true
+	}
+	return opt.Default, OriginDefault, false
+}
+
+func typed[T any](c *Config, opt Option, t Type, parse func(string) (T, error)) (T, error) {
+	v, origin, set := c.lookup(opt)
+	var zero T
+	if !set && v == "" {
+		return zero, nil
+	}
+	out, err := parse(v)
+	if err != nil {
+		return zero, &ValueError{Key: opt.Key, Origin: origin, Value: v, Type: t, Err: err}
+	}
+	return out, nil
+}
+
+func typedKey[T any](c *Config, key string, t Type, parse func(string) (T, error)) (T, bool, error) {
+	var zero T
+	v, ok := c.Get(key)
+	if !ok {
+		return zero, false, nil
+	}
+	out, err := parse(v)
+	if err != nil {
+		return zero, true, &ValueError{Key: key, Origin: c.Origin(key), Value: v, Type: t, Err: err}
+	}
+	return out, true, nil
+}
+
+// String returns opt's value, or its default when unset.
+func (c *Config) String(opt Option) (string, error) {
+	v, _, _ := c.lookup(opt)
+	return v, nil
+}
+
+// Int returns opt's value as a 32-bit integer (Flink's Integer).
+func (c *Config) Int(opt Option) (int, error) { return typed(c, opt, TypeInt, ParseInt) }
+
+// Int64 returns opt's value as a 64-bit integer (Flink's Long).
+func (c *Config) Int64(opt Option) (int64, error) { return typed(c, opt, TypeInt64, ParseInt64) }
+
+// Float returns opt's value as a float (Flink's Double).
+func (c *Config) Float(opt Option) (float64, error) { return typed(c, opt, TypeFloat, ParseFloat) }
+
+// Bool returns opt's value as a boolean ("true" or "false", any case).
+func (c *Config) Bool(opt Option) (bool, error) { return typed(c, opt, TypeBool, ParseBool) }
+
+// Duration returns opt's value in Flink's duration syntax ("10 s", "500ms",
+// "1min"; a bare number is milliseconds).
+func (c *Config) Duration(opt Option) (time.Duration, error) {
+	return typed(c, opt, TypeDuration, ParseDuration)
+}
+
+// MemorySize returns opt's value in bytes, in Flink's memory syntax
+// ("1728m", "1g", "512 mb"; a bare number is bytes).
+func (c *Config) MemorySize(opt Option) (int64, error) {
+	return typed(c, opt, TypeMemorySize, ParseMemorySize)
+}
+
+// List returns opt's value split as a Flink list (SplitList).
+func (c *Config) List(opt Option) ([]string, error) { return typed(c, opt, TypeList, SplitList) }
+
+// IntKey reads key as an integer; ok is false when key is unset. For keys
+// not declared one by one, such as external-resource.gpu.amount.
+func (c *Config) IntKey(key string) (v int, ok bool, err error) {
+	return typedKey(c, key, TypeInt, ParseInt)
+}
+
+// Int64Key reads key as a 64-bit integer; ok is false when key is unset.
+func (c *Config) Int64Key(key string) (v int64, ok bool, err error) {
+	return typedKey(c, key, TypeInt64, ParseInt64)
+}
+
+// BoolKey reads key as a boolean; ok is false when key is unset.
+func (c *Config) BoolKey(key string) (v bool, ok bool, err error) {
+	return typedKey(c, key, TypeBool, ParseBool)
+}
+
+// DurationKey reads key as a Flink duration; ok is false when key is unset.
+func (c *Config) DurationKey(key string) (v time.Duration, ok bool, err error) {
+	return typedKey(c, key, TypeDuration, ParseDuration)
+}
+
+// MemorySizeKey reads key as a Flink memory size in bytes; ok is false when
+// key is unset.
+func (c *Config) MemorySizeKey(key string) (v int64, ok bool, err error) {
+	return typedKey(c, key, TypeMemorySize, ParseMemorySize)
+}
+
+// ListKey reads key as a Flink list; ok is false when key is unset.
+func (c *Config) ListKey(key string) (v []string, ok bool, err error) {
+	return typedKey(c, key, TypeList, SplitList)
+}
+
+// ParseInt parses a 32-bit integer as Flink does (surrounding blanks
+// allowed, a leading '+' or '-', decimal digits).
+func ParseInt(s string) (int, error) {
+	v, err := strconv.ParseInt(strings.TrimSpace(s), 10, 32)
+	if err != nil {
+		return 0, numErr(err)
+	}
+	return int(v), nil
+}
+
+// ParseInt64 parses a 64-bit integer as Flink does.
+func ParseInt64(s string) (int64, error) {
+	v, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+	if err != nil {
+		return 0, numErr(err)
+	}
+	return v, nil
+}
+
+// ParseFloat parses a decimal number.
+func ParseFloat(s string) (float64, error) {
+	v, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0, fmt.Errorf("not a finite number")
+	}
+	return v, nil
+}
+
+func numErr(err error) error {
+	if ne, ok := err.(*strconv.NumError); ok && ne.Err == strconv.ErrRange {
+		return fmt.Errorf("out of range")
+	}
+	return fmt.Errorf("not an integer")
+}
+
+// ParseBool accepts "true" and "false" in any case, as Flink does.
+func ParseBool(s string) (bool, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "true":
+		return true, nil
+	case "false":
+		return false, nil
+	}
+	return false, fmt.Errorf(`want "true" or "false"`)
+}
+
+// durationUnits are Flink's TimeUtils unit labels (singular and plural).
+var durationUnits = map[string]time.Duration{
+	"d": 24 * time.Hour, "day": 24 * time.Hour, "days": 24 * time.Hour,
+	"h": time.Hour, "hour": time.Hour, "hours": time.Hour,
+	"min": time.Minute, "m": time.Minute, "minute": time.Minute, "minutes": time.Minute,
+	"s": time.Second, "sec": time.Second, "secs": time.Second, "second": time.Second, "seconds": time.Second,
+	"ms": time.Millisecond, "milli": time.Millisecond, "millis": time.Millisecond,
+	"millisecond": time.Millisecond, "milliseconds": time.Millisecond,
+	"µs": time.Microsecond, "us": time.Microsecond, "micro": time.Microsecond, "micros": time.Microsecond,
+	"microsecond": time.Microsecond, "microseconds": time.Microsecond,
+	"ns": time.Nanosecond, "nano": time.Nanosecond, "nanos": time.Nanosecond,
+	"nanosecond": time.Nanosecond, "nanoseconds": time.Nanosecond,
+}
+
+// memoryUnits are Flink's MemorySize unit labels.
+var memoryUnits = map[string]int64{
+	"b": 1, "bytes": 1,
+	"k": 1 << 10, "kb": 1 << 10, "kibibytes": 1 << 10,
+	"m": 1 << 20, "mb": 1 << 20, "mebibytes": 1 << 20,
+	"g": 1 << 30, "gb": 1 << 30, "gibibytes": 1 << 30,
+	"t": 1 << 40, "tb": 1 << 40, "tebibytes": 1 << 40,
+}
+
+// splitAmount cuts "  10 s " into 10 and "s" (unit lower-cased).
+func splitAmount(s string) (uint64, string, error) {
+	s = strings.TrimSpace(s)
+	i := 0
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	if i == 0 {
+		return 0, "", fmt.Errorf("does not start with a number")
+	}
+	n, err := strconv.ParseUint(s[:i], 10, 64)
+	if err != nil {
+		return 0, "", fmt.Errorf("number too large")
+	}
+	return n, strings.ToLower(strings.TrimSpace(s[i:])), nil
+}
+
+// ParseDuration parses Flink's duration syntax: a non-negative whole number,
+// optional blanks, and an optional unit (d, h, min/m, s, ms, µs/us, ns and
+// their long forms); no unit means milliseconds.
+func ParseDuration(s string) (time.Duration, error) {
+	n, unit, err := splitAmount(s)
+	if err != nil {
+		return 0, err
+	}
+	mul := time.Millisecond
+	if unit != "" {
+		var ok bool
+		if mul, ok = durationUnits[unit]; !ok {
+			return 0, fmt.Errorf("unknown unit %q (use d, h, min, s, ms, us or ns)", unit)
+		}
+	}
+	if n > uint64(math.MaxInt64/int64(mul)) {
+		return 0, fmt.Errorf("out of range")
+	}
+	return time.Duration(n) * mul, nil
+}
+
+// ParseMemorySize parses Flink's memory syntax: a non-negative whole number,
+// optional blanks, and an optional unit (b, k/kb, m/mb, g/gb, t/tb and
+// their long forms, powers of 1024); no unit means bytes.
+func ParseMemorySize(s string) (int64, error) {
+	n, unit, err := splitAmount(s)
+	if err != nil {
+		return 0, err
+	}
+	mul := int64(1)
+	if unit != "" {
+		var ok bool
+		if mul, ok = memoryUnits[unit]; !ok {
+			return 0, fmt.Errorf("unknown unit %q (use b, k, m, g or t)", unit)
+		}
+	}
+	if n > uint64(math.MaxInt64/mul) {
+		return 0, fmt.Errorf("out of range")
+	}
+	return int64(n) * mul, nil
+}
+
+// sensitiveParts are key fragments whose values must never be shown (as
+// Flink's GlobalConfiguration.isSensitive).
+var sensitiveParts = []string{"password", "secret", "fs.azure.account.key", "apikey", "api-key",
+	"auth-params", "service-key", "token", "basic-auth", "jaas.config", "http-headers", "keytab"}
+
+// IsSensitive reports whether key's value is a secret that must stay out of
+// logs and errors.
+func IsSensitive(key string) bool {
+	k := strings.ToLower(key)
+	for _, p := range sensitiveParts {
+		if strings.Contains(k, p) {
+			return true
+		}
+	}
+	return false
+}
