@@ -1,0 +1,309 @@
+// Package gpu is xres's NVIDIA GPU driver, registered as "xres.gpu" and
+// under Flink's factory class name. It has two modes:
+//
+//   - script mode, when param discovery-script.path names a script that
+//     exists: Flink's discovery-script protocol, exactly (the script picks
+//     and, if its args ask, coordinates the indices itself);
+//   - built-in mode otherwise (also when Flink's default script path is
+//     configured but not installed): NVML through go-nvml, falling back to
+//     nvidia-smi where the NVIDIA library is absent, with host coordination
+//     (driver/coord) on by default.
+package gpu
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/xres/xres/driver"
+	"github.com/xres/xres/driver/coord"
+)
+
+// Names the driver is registered under.
+const (
+	FactoryName       = "xres.gpu"
+	FlinkFactoryClass = "org.apache.flink.externalresource.gpu.GPUDriverFactory"
+)
+
+// Params (external-resource.<name>.param.<key>).
+const (
+	ParamScriptPath    = "discovery-script.path"    // Flink's
+	ParamScriptArgs    = "discovery-script.args"    // Flink's
+	ParamScriptTimeout = "discovery-script.timeout" // default 10 s
+	ParamSource        = "discovery.source"         // auto | nvml | nvidia-smi
+	ParamNvidiaSMI     = "nvidia-smi.path"          // default: nvidia-smi on PATH
+	ParamNVMLLibrary   = "nvml.library"             // default: libnvidia-ml.so.1
+	ParamCoordEnabled  = "coordination.enabled"     // default true (built-in mode)
+	ParamCoordFile     = "coordination.file"        // default coord.DefaultStateFile
+)
+
+// Defaults.
+const (
+	// FlinkDefaultScript is Flink's default discovery-script.path, relative
+	// to $FLINK_HOME.
+	FlinkDefaultScript   = "plugins/external-resource-gpu/nvidia-gpu-discovery.sh"
+	DefaultScriptTimeout = 10 * time.Second
+)
+
+// Configuration errors (returned by New, i.e. by Factory.NewDriver).
+var (
+	ErrInvalidParam        = errors.New("invalid GPU driver parameter")
+	ErrScriptNotFound      = errors.New("discovery script not found")
+	ErrScriptNotExecutable = errors.New("discovery script not executable")
+	// ErrNVMLUnavailable: the NVIDIA management library could not be loaded
+	// or initialised (or the binary was built without cgo).
+	ErrNVMLUnavailable = errors.New("NVML unavailable")
+)
+
+// NewFactory returns the GPU driver factory.
+func NewFactory() driver.Factory { return driver.FactoryFunc(New) }
+
+// New builds the GPU driver for one resource from its params. Errors here
+// are configuration errors (bad param, script missing or not executable);
+// errors from Discover are discovery failures.
+func New(opts driver.Options) (driver.Driver, error) {
+	return newDriver(opts, deps{})
+}
+
+// deps are the seams tests replace.
+type deps struct {
+	nvml driver.Enumerator // nil: the real NVML
+}
+
+func newDriver(opts driver.Options, d deps) (driver.Driver, error) {
+	log := driver.LoggerOrDiscard(opts.Log).WithField("resource", opts.Resource)
+	getenv := opts.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	p := params{resource: opts.Resource, m: opts.Params}
+
+	timeout, err := p.duration(ParamScriptTimeout, DefaultScriptTimeout)
+	if err != nil {
+		return nil, err
+	}
+	args := strings.Fields(p.get(ParamScriptArgs))
+	if slicesContains(args, "--enable-coordination") {
+		log.Warn("discovery-script.args contains --enable-coordination, which Flink's script silently ignores; the flag is --enable-coordination-mode")
+	}
+
+	if raw := strings.TrimSpace(p.get(ParamScriptPath)); raw != "" {
+		path := resolveScript(raw, getenv)
+		_, statErr := os.Stat(path)
+		switch {
+		case errors.Is(statErr, os.ErrNotExist) && filepath.Clean(raw) == FlinkDefaultScript:
+			log.WithField("script", path).Info("Flink's default GPU discovery script is not installed; using built-in discovery (NVML, else nvidia-smi)")
+		default:
+			if err := checkScript(p.key(ParamScriptPath), path, statErr); err != nil {
+				return nil, err
+			}
+			if opts.DryRun && slicesContains(args, "--enable-coordination-mode") {
+				log.Info("dry run: the discovery script coordinates by itself and will record its choice")
+			}
+			return &scriptDriver{resource: opts.Resource, path: path, args: args, timeout: timeout, log: log}, nil
+		}
+	}
+
+	// Built-in mode.
+	source := strings.ToLower(strings.TrimSpace(p.get(ParamSource)))
+	switch source {
+	case "", "auto":
+		source = "auto"
+	case "nvml", "nvidia-smi":
+	default:
+		return nil, fmt.Errorf("%w %s: %q, want auto, nvml or nvidia-smi", ErrInvalidParam, p.key(ParamSource), source)
+	}
+	nv := d.nvml
+	if nv == nil {
+		nv = newNVMLEnumerator(strings.TrimSpace(p.get(ParamNVMLLibrary)))
+	}
+	smi := strings.TrimSpace(p.get(ParamNvidiaSMI))
+	if smi == "" {
+		smi = "nvidia-smi"
+	}
+	enum := &autoSource{source: source, nvml: nv, smi: smi, getenv: getenv, timeout: smiTimeout, log: log}
+
+	reserver, err := coordination(p, args, log)
+	if err != nil {
+		return nil, err
+	}
+	co := driver.CoordinatedOptions{DryRun: opts.DryRun, Log: log}
+	if reserver != nil {
+		co.Reserver = reserver
+	}
+	return driver.NewCoordinated(opts.Resource, enum, co), nil
+}
+
+// coordination decides host coordination for built-in discovery: on by
+// default; param coordination.enabled=false switches it off unless Flink's
+// --enable-coordination-mode is in discovery-script.args (the safer choice
+// wins). The state file comes from coordination.file, else Flink's
+// --coordination-file, else coord.DefaultStateFile.
+func coordination(p params, args []string, log logrus.FieldLogger) (*coord.Host, error) {
+	flinkOn, flinkFile := false, ""
+	for i := 0; i < len(args); i++ {
+		switch a := args[i]; {
+		case a == "--enable-coordination-mode":
+			flinkOn = true
+		case a == "--coordination-file":
+			if i+1 >= len(args) {
+				return nil, fmt.Errorf("%w %s: --coordination-file needs a file", ErrInvalidParam, p.key(ParamScriptArgs))
+			}
+			i++
+			flinkFile = args[i]
+		case strings.HasPrefix(a, "--coordination-file="):
+			flinkFile = strings.TrimPrefix(a, "--coordination-file=")
+		}
+	}
+	enabled, err := p.boolean(ParamCoordEnabled, true)
+	if err != nil {
+		return nil, err
+	}
+	if !enabled && flinkOn {
+		log.Warnf("%s is false but %s has --enable-coordination-mode; coordinating", p.key(ParamCoordEnabled), p.key(ParamScriptArgs))
+		enabled = true
+	}
+	if !enabled {
+		log.Info("host coordination is off: every worker on this host gets the first devices")
+		return nil, nil
+	}
+	file := strings.TrimSpace(p.get(ParamCoordFile))
+	if file != "" && flinkFile != "" && file != flinkFile {
+		log.Warnf("%s and --coordination-file in %s differ; using %s", p.key(ParamCoordFile), p.key(ParamScriptArgs), file)
+	}
+	if file == "" {
+		file = flinkFile
+	}
+	h, err := coord.New(coord.Options{StateFile: file, Log: log})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", p.key(ParamCoordFile), err)
+	}
+	return h, nil
+}
+
+// resolveScript applies Flink's rule: a relative path is relative to
+// $FLINK_HOME when set, else to the working directory.
+func resolveScript(raw string, getenv func(string) string) string {
+	if filepath.IsAbs(raw) {
+		return raw
+	}
+	if home := getenv("FLINK_HOME"); home != "" {
+		return filepath.Join(home, raw)
+	}
+	if abs, err := filepath.Abs(raw); err == nil {
+		return abs
+	}
+	return raw
+}
+
+func checkScript(key, path string, statErr error) error {
+	if statErr != nil {
+		if errors.Is(statErr, os.ErrNotExist) {
+			return fmt.Errorf("%w: %s = %s (relative paths are resolved against $FLINK_HOME, else the working directory)", ErrScriptNotFound, key, path)
+		}
+		return fmt.Errorf("%w: %s = %s: %v", ErrScriptNotFound, key, path, statErr)
+	}
+	fi, _ := os.Stat(path)
+	if fi != nil && !fi.Mode().IsRegular() {
+		return fmt.Errorf("%w: %s = %s is not a regular file", ErrScriptNotExecutable, key, path)
+	}
+	if err := syscall.Access(path, 0x1 /* X_OK */); err != nil {
+		return fmt.Errorf("%w: %s = %s: %v (chmod +x it)", ErrScriptNotExecutable, key, path, err)
+	}
+	return nil
+}
+
+// params reads one resource's driver params and names them fully in errors.
+type params struct {
+	resource string
+	m        map[string]string
+}
+
+func (p params) get(k string) string { return p.m[k] }
+
+func (p params) key(k string) string {
+	return "external-resource." + p.resource + ".param." + k
+}
+
+func (p params) boolean(k string, def bool) (bool, error) {
+	v := strings.TrimSpace(p.m[k])
+	switch {
+	case v == "":
+		return def, nil
+	case strings.EqualFold(v, "true"):
+		return true, nil
+	case strings.EqualFold(v, "false"):
+		return false, nil
+	}
+	return false, fmt.Errorf("%w %s: %q, want true or false", ErrInvalidParam, p.key(k), v)
+}
+
+func (p params) duration(k string, def time.Duration) (time.Duration, error) {
+	v := strings.TrimSpace(p.m[k])
+	if v == "" {
+		return def, nil
+	}
+	d, err := ParseDuration(v)
+	if err != nil {
+		return 0, fmt.Errorf("%w %s: %v", ErrInvalidParam, p.key(k), err)
+	}
+	if d <= 0 {
+		return 0, fmt.Errorf("%w %s: %q must be positive", ErrInvalidParam, p.key(k), v)
+	}
+	return d, nil
+}
+
+// ParseDuration reads a duration the way Flink writes them: "10 s",
+// "10000 ms", "2 min", a bare number of milliseconds, or Go's "1m30s".
+func ParseDuration(s string) (time.Duration, error) {
+	s = strings.TrimSpace(s)
+	i := 0
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	if i == 0 {
+		return 0, fmt.Errorf("%q is not a duration", s)
+	}
+	n, err := strconv.ParseInt(s[:i], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a duration: %w", s, err)
+	}
+	unit := strings.ToLower(strings.TrimSpace(s[i:]))
+	var u time.Duration
+	switch unit {
+	case "", "ms", "milli", "millis", "millisecond", "milliseconds":
+		u = time.Millisecond
+	case "s", "sec", "secs", "second", "seconds":
+		u = time.Second
+	case "m", "min", "mins", "minute", "minutes":
+		u = time.Minute
+	case "h", "hour", "hours":
+		u = time.Hour
+	default:
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			return 0, fmt.Errorf("%q is not a duration (use e.g. 10 s, 500 ms, 2 min)", s)
+		}
+		return d, nil
+	}
+	if n > int64(1<<62)/int64(u) {
+		return 0, fmt.Errorf("%q is too long", s)
+	}
+	return time.Duration(n) * u, nil
+}
+
+func slicesContains(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,116 @@
+package gpu
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os/exec"
+	"syscall"
+	"time"
+)
+
+// result is what a finished child process left behind.
+type result struct {
+	stdout   []byte // first maxStdout bytes
+	stderr   []byte // last maxStderrTail bytes
+	exitCode int    // -1 when killed by a signal
+	timedOut bool   // killed because the timeout expired
+}
+
+const (
+	maxStdout     = 64 << 10
+	maxStderrTail = 4 << 10
+	// waitDelay bounds how long we wait for the output pipes after the
+	// child exits (a grandchild may have inherited them).
+	waitDelay = 2 * time.Second
+)
+
+// run starts path with args in its own process group, reads stdout and
+// stderr concurrently (no pipe deadlock however much it writes) and, when
+// timeout expires or ctx ends, kills the whole group. A non-nil error means
+// the process could not be started or waited for; a non-zero exit is
+// reported in the result.
+func run(ctx context.Context, path string, args []string, env []string, timeout time.Duration) (result, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, path, args...)
+	cmd.Env = env // nil: inherit
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error {
+		// The negative pid addresses the process group: the script and
+		// everything it started (nvidia-smi, flock, sleep…).
+		return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}
+	cmd.WaitDelay = waitDelay
+	stdout := &headBuffer{max: maxStdout}
+	stderr := &tailBuffer{max: maxStderrTail}
+	cmd.Stdout = stdout
+	cmd.Stderr = stderr
+	err := cmd.Run()
+	res := result{stdout: stdout.buf.Bytes(), stderr: stderr.bytes()}
+	if ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		res.timedOut = true
+	}
+	var exitErr *exec.ExitError
+	switch {
+	case err == nil:
+		return res, nil
+	case errors.As(err, &exitErr):
+		res.exitCode = exitErr.ExitCode()
+		if res.exitCode == 0 {
+			res.exitCode = -1
+		}
+		return res, nil
+	case errors.Is(err, exec.ErrWaitDelay):
+		// Exited, but a grandchild kept the pipes open; the output read so
+		// far is what we have.
+		if cmd.ProcessState != nil {
+			res.exitCode = cmd.ProcessState.ExitCode()
+		}
+		return res, nil
+	default:
+		if res.timedOut && cmd.ProcessState != nil {
+			res.exitCode = -1
+			return res, nil
+		}
+		return res, err
+	}
+}
+
+// headBuffer keeps the first max bytes written and discards the rest.
+type headBuffer struct {
+	buf bytes.Buffer
+	max int
+}
+
+func (h *headBuffer) Write(p []byte) (int, error) {
+	if room := h.max - h.buf.Len(); room > 0 {
+		if len(p) > room {
+			h.buf.Write(p[:room])
+		} else {
+			h.buf.Write(p)
+		}
+	}
+	return len(p), nil
+}
+
+// tailBuffer keeps the last max bytes written.
+type tailBuffer struct {
+	buf []byte
+	max int
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.buf = append(t.buf, p...)
+	if len(t.buf) > 2*t.max {
+		t.buf = append(t.buf[:0], t.buf[len(t.buf)-t.max:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) bytes() []byte {
+	if len(t.buf) > t.max {
+		return t.buf[len(t.buf)-t.max:]
+	}
+	return t.buf
+}

@@ -1,0 +1,170 @@
+package gpu
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/xres/xres/driver"
+	"github.com/xres/xres/resources"
+)
+
+// Script-mode errors.
+var (
+	// ErrScriptFailed: the discovery script exited non-zero (or was killed).
+	ErrScriptFailed = errors.New("discovery script failed")
+	// ErrScriptTimeout: the discovery script ran past its timeout.
+	ErrScriptTimeout = errors.New("discovery script timed out")
+	// ErrScriptOutput: the script's first output line is not a list of indices.
+	ErrScriptOutput = errors.New("discovery script printed no valid index list")
+)
+
+// scriptDriver runs a Flink-protocol discovery script:
+//
+//	<script> <amount> <args…>   → first stdout line "0,1" ; exit 0
+//
+// Unlike Flink it passes no literal "null" when discovery-script.args is
+// unset, fails when fewer indices than amount come back, and kills the
+// script's whole process group on timeout.
+type scriptDriver struct {
+	resource string
+	path     string
+	args     []string
+	timeout  time.Duration
+	log      logrus.FieldLogger
+}
+
+var _ driver.Driver = (*scriptDriver)(nil)
+
+// Discover implements driver.Driver.
+func (s *scriptDriver) Discover(ctx context.Context, amount int64) ([]resources.Info, error) {
+	if amount <= 0 {
+		return nil, fmt.Errorf("discover %s: amount must be positive, got %d", s.resource, amount)
+	}
+	args := append([]string{strconv.FormatInt(amount, 10)}, s.args...)
+	start := time.Now()
+	res, err := run(ctx, s.path, args, nil, s.timeout)
+	if err != nil {
+		return nil, fmt.Errorf("run discovery script %s: %w", s.path, err)
+	}
+	if res.timedOut {
+		return nil, fmt.Errorf("run discovery script %s: %w after %s (its process group was killed)%s",
+			s.path, ErrScriptTimeout, s.timeout, outputTail(res))
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("run discovery script %s: %w", s.path, err)
+	}
+	if res.exitCode != 0 {
+		how := fmt.Sprintf("exit code %d", res.exitCode)
+		if res.exitCode < 0 {
+			how = "killed by a signal"
+		}
+		return nil, fmt.Errorf("run discovery script %s %s: %w: %s%s",
+			s.path, strings.Join(args, " "), ErrScriptFailed, how, outputTail(res))
+	}
+	indices, err := ParseScriptOutput(res.stdout)
+	if err != nil {
+		return nil, fmt.Errorf("run discovery script %s: %w", s.path, err)
+	}
+	if int64(len(indices)) < amount {
+		return nil, fmt.Errorf("run discovery script %s: %w: %d requested, it printed %d (%q)",
+			s.path, driver.ErrNotEnoughDevices, amount, len(indices), strings.Join(indices, ","))
+	}
+	if int64(len(indices)) > amount {
+		s.log.WithFields(logrus.Fields{"resource": s.resource, "script": s.path, "amount": amount, "indices": strings.Join(indices, ",")}).
+			Warn("discovery script returned more indices than requested; passing all on, as Flink does")
+	}
+	s.log.WithFields(logrus.Fields{"resource": s.resource, "script": s.path, "indices": strings.Join(indices, ","), "took": time.Since(start)}).
+		Debug("discovery script succeeded")
+	infos := make([]resources.Info, len(indices))
+	for i, ix := range indices {
+		infos[i] = resources.Properties{"index": ix}
+	}
+	return infos, nil
+}
+
+// outputTail renders what a failed script printed. Flink's scripts print
+// their errors to stdout, so both streams are shown.
+func outputTail(res result) string {
+	var b strings.Builder
+	if out := strings.TrimSpace(string(res.stdout)); out != "" {
+		fmt.Fprintf(&b, "; stdout: %q", clip(out, 512))
+	}
+	if errOut := strings.TrimSpace(string(res.stderr)); errOut != "" {
+		fmt.Fprintf(&b, "; stderr tail: %q", clipTail(errOut, 1024))
+	}
+	return b.String()
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+func clipTail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return "…" + s[len(s)-n:]
+}
+
+// maxIndexLen bounds one index; real ones are "0" or a MIG UUID.
+const maxIndexLen = 128
+
+// ParseScriptOutput reads the indices from a discovery script's stdout with
+// Flink's rules: only the first line counts; it is split on ","; each piece
+// is trimmed and empty pieces are dropped. Duplicates collapse (Flink keeps
+// a set), keeping the first occurrence's position. Beyond Flink, a piece
+// that is not index-like (letters, digits and . _ : / - only) makes the
+// whole output invalid (ErrScriptOutput): a message such as "Could not get
+// enough GPU resources." printed with exit code 0 is an error, not a device.
+func ParseScriptOutput(out []byte) ([]string, error) {
+	line := out
+	if i := bytes.IndexByte(out, '\n'); i >= 0 {
+		line = out[:i]
+	}
+	line = bytes.TrimSuffix(line, []byte("\r"))
+	if !utf8.Valid(line) {
+		return nil, fmt.Errorf("%w: first line is not UTF-8 text", ErrScriptOutput)
+	}
+	var indices []string
+	seen := map[string]bool{}
+	for _, piece := range strings.Split(string(line), ",") {
+		p := strings.TrimSpace(piece)
+		if p == "" {
+			continue
+		}
+		if err := checkIndex(p); err != nil {
+			return nil, fmt.Errorf("%w: first line %q: %v", ErrScriptOutput, clip(string(line), 200), err)
+		}
+		if !seen[p] {
+			seen[p] = true
+			indices = append(indices, p)
+		}
+	}
+	return indices, nil
+}
+
+func checkIndex(p string) error {
+	if len(p) > maxIndexLen {
+		return fmt.Errorf("index longer than %d bytes", maxIndexLen)
+	}
+	for _, r := range p {
+		switch {
+		case r >= '0' && r <= '9', r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z':
+		case r == '.', r == '_', r == ':', r == '/', r == '-':
+		default:
+			return fmt.Errorf("index %q contains %q", clip(p, 40), r)
+		}
+	}
+	return nil
+}

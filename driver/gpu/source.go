@@ -1,0 +1,49 @@
+package gpu
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/xres/xres/driver"
+)
+
+// autoSource picks the built-in discovery source: NVML first, nvidia-smi
+// where the NVIDIA library is absent (or as configured by discovery.source).
+type autoSource struct {
+	source  string // auto | nvml | nvidia-smi
+	nvml    driver.Enumerator
+	smi     string // nvidia-smi.path param: a name looked up on PATH, or a path
+	getenv  func(string) string
+	timeout time.Duration
+	log     logrus.FieldLogger
+}
+
+var _ driver.Enumerator = (*autoSource)(nil)
+
+// Enumerate implements driver.Enumerator.
+func (a *autoSource) Enumerate(ctx context.Context) ([]driver.Device, error) {
+	var nvmlErr error
+	if a.source != "nvidia-smi" {
+		devs, err := a.nvml.Enumerate(ctx)
+		if err == nil {
+			return devs, nil
+		}
+		if a.source == "nvml" || !errors.Is(err, ErrNVMLUnavailable) {
+			return nil, err
+		}
+		nvmlErr = err
+		a.log.WithError(err).Debug("NVML unavailable; trying nvidia-smi")
+	}
+	path, err := lookPath(a.smi, a.getenv)
+	if err != nil {
+		if nvmlErr != nil {
+			return nil, fmt.Errorf("%w (%v; %v)", ErrNoGPUSource, nvmlErr, err)
+		}
+		return nil, fmt.Errorf("%w (%v)", ErrNoGPUSource, err)
+	}
+	return (&smiEnumerator{path: path, timeout: a.timeout}).Enumerate(ctx)
+}
