@@ -1,0 +1,510 @@
+package am
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/xres/xres/resources"
+)
+
+// ReportURLEnv is the worker environment variable that carries the URL
+// where a container-launcher POSTs what it discovered (see Tracker).
+const ReportURLEnv = "XRES_AM_REPORT_URL"
+
+// WorkerAskID is the allocation_request_id of the worker ask.
+const WorkerAskID int64 = 1
+
+// Defaults for Config fields left zero.
+const (
+	DefaultStderrLines = 20
+	DefaultCallTimeout = 30 * time.Second
+	DefaultMaxRMErrors = 10
+)
+
+// Config is everything the AM core needs besides its clients.
+type Config struct {
+	AppID    string            // application (attempt) id, for status and logs
+	Plan     Plan              // workers, profile, failure limit
+	Owners   map[string]string // YARN key → external resource name (messages)
+	Launch   LaunchContext     // how each worker container is started
+	Register RegisterRequest   // host, RPC port and tracking URL told to the RM
+
+	Heartbeat        time.Duration // allocate interval (DefaultHeartbeat)
+	RequestHeartbeat time.Duration // allocate interval while containers are awaited (DefaultRequestHeartbeat)
+	CallTimeout      time.Duration // deadline of each RM/NM call (DefaultCallTimeout)
+	MaxRMErrors      int           // consecutive failed heartbeats before giving up (DefaultMaxRMErrors)
+	StderrLines      int           // stderr lines quoted in a failure diagnostic (DefaultStderrLines)
+
+	// Launcher exit codes (cmd/container-launcher): a worker that exits with
+	// DiscoveryFailedExit failed to find its devices (bad node: the node is
+	// blacklisted and the worker replaced); ConfigErrorExit means the job's
+	// configuration is wrong (no replacement can help: the app fails at
+	// once). Zero disables either rule.
+	DiscoveryFailedExit int
+	ConfigErrorExit     int
+
+	OnAMRMToken func(Token) // called with each rolled AMRMToken
+	Log         logrus.FieldLogger
+	// After waits for the next heartbeat; nil means time.After. Tests pass
+	// a function returning a ready channel.
+	After func(time.Duration) <-chan time.Time
+	Now   func() time.Time
+}
+
+// Result is how the application ended.
+type Result struct {
+	Status      FinalStatus
+	Diagnostics string
+}
+
+// Worker states in Status.
+const (
+	StateStarting  = "STARTING"
+	StateRunning   = "RUNNING"
+	StateSucceeded = "SUCCEEDED"
+	StateFailed    = "FAILED"
+)
+
+type worker struct {
+	c        Container
+	state    string
+	exit     int
+	diag     string
+	started  time.Time
+	finished time.Time
+	devices  map[string][]resources.Properties
+}
+
+// AM is the ApplicationMaster state machine. Run drives it; Status and
+// ReportDevices may be called concurrently (tracking server).
+type AM struct {
+	cfg  Config
+	rm   RMClient
+	nm   NMClient
+	logs LogFetcher
+	log  logrus.FieldLogger
+
+	mu         sync.Mutex
+	state      string
+	workers    map[string]*worker
+	order      []string // container ids in allocation order
+	pending    int      // containers still wanted
+	lastAsked  int      // Count last delivered to the RM; -1 forces a send
+	releases   []string
+	blacklist  map[string]bool
+	blSent     map[string]bool
+	nmTokens   map[string]Token
+	succeeded  int
+	failures   int
+	restarts   int
+	firstFail  *worker
+	firstTail  []string
+	result     *Result
+	limits     ClusterLimits
+	earlyDevs  map[string]map[string][]resources.Properties
+	registered bool
+}
+
+// New builds an AM. logs may be nil (diagnostics then carry no stderr).
+func New(cfg Config, rm RMClient, nm NMClient, logs LogFetcher) (*AM, error) {
+	if rm == nil || nm == nil {
+		return nil, errors.New("new application master: RM and NM clients are required")
+	}
+	if cfg.Plan.Workers < 1 {
+		return nil, fmt.Errorf("new application master: %w: plan has %d workers", ErrBadConfig, cfg.Plan.Workers)
+	}
+	if len(cfg.Launch.Commands) == 0 {
+		return nil, fmt.Errorf("new application master: %w: no worker command", ErrBadConfig)
+	}
+	if cfg.Heartbeat <= 0 {
+		cfg.Heartbeat = DefaultHeartbeat
+	}
+	if cfg.RequestHeartbeat <= 0 {
+		cfg.RequestHeartbeat = DefaultRequestHeartbeat
+	}
+	if cfg.CallTimeout <= 0 {
+		cfg.CallTimeout = DefaultCallTimeout
+	}
+	if cfg.MaxRMErrors <= 0 {
+		cfg.MaxRMErrors = DefaultMaxRMErrors
+	}
+	if cfg.StderrLines <= 0 {
+		cfg.StderrLines = DefaultStderrLines
+	}
+	if cfg.After == nil {
+		cfg.After = time.After
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	log := cfg.Log
+	if log == nil {
+		l := logrus.New()
+		l.SetOutput(io.Discard)
+		log = l
+	}
+	return &AM{
+		cfg: cfg, rm: rm, nm: nm, logs: logs,
+		log:       log.WithField("app", cfg.AppID),
+		state:     "NEW",
+		workers:   map[string]*worker{},
+		blacklist: map[string]bool{},
+		blSent:    map[string]bool{},
+		nmTokens:  map[string]Token{},
+		earlyDevs: map[string]map[string][]resources.Properties{},
+		lastAsked: -1,
+	}, nil
+}
+
+// Run registers, checks the profile, runs the allocate loop until every
+// worker has exited 0 (SUCCEEDED) or the failures pass the limit (FAILED),
+// and unregisters. The error is for what is not an application outcome:
+// the RM unreachable, an AM_SHUTDOWN order (ErrShutdown) or ctx ending.
+func (a *AM) Run(ctx context.Context) (Result, error) {
+	if err := a.register(ctx); err != nil {
+		return Result{}, err
+	}
+	if err := CheckProfile(a.cfg.Plan.Profile, a.limits, a.cfg.Owners); err != nil {
+		a.log.WithError(err).Error("container profile rejected")
+		return a.finish(ctx, Result{Status: StatusFailed, Diagnostics: err.Error()})
+	}
+	a.mu.Lock()
+	a.pending = a.cfg.Plan.Workers
+	a.state = "RUNNING"
+	a.mu.Unlock()
+
+	rmErrors := 0
+	for {
+		req := a.buildRequest()
+		resp, err := a.allocate(ctx, req)
+		switch {
+		case err == nil:
+			rmErrors = 0
+			a.delivered(req)
+		case errors.Is(err, ErrNotRegistered):
+			a.log.WithError(err).Warn("resource manager lost this attempt; registering again")
+			if err := a.register(ctx); err != nil {
+				return Result{}, err
+			}
+			continue
+		case ctx.Err() != nil:
+			return Result{}, fmt.Errorf("run application master: %w", ctx.Err())
+		default:
+			rmErrors++
+			a.log.WithError(err).WithField("attempt", rmErrors).Warn("heartbeat failed")
+			if rmErrors >= a.cfg.MaxRMErrors {
+				return Result{}, fmt.Errorf("run application master: %d heartbeats in a row failed: %w", rmErrors, err)
+			}
+		}
+		if err == nil {
+			if resp.Shutdown {
+				return Result{}, ErrShutdown
+			}
+			a.handle(ctx, resp)
+			if r := a.outcome(); r != nil {
+				a.stopRunning(ctx, r)
+				return a.finish(ctx, *r)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return Result{}, fmt.Errorf("run application master: %w", ctx.Err())
+		case <-a.cfg.After(a.interval()):
+		}
+	}
+}
+
+func (a *AM) register(ctx context.Context) error {
+	cctx, cancel := context.WithTimeout(ctx, a.cfg.CallTimeout)
+	defer cancel()
+	resp, err := a.rm.Register(cctx, a.cfg.Register)
+	if err != nil {
+		return fmt.Errorf("register application master: %w", err)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.limits = ClusterLimits{Types: resp.ResourceTypes, Max: resp.MaxCapability}
+	for _, t := range resp.NMTokens {
+		a.nmTokens[t.NodeID] = t.Token
+	}
+	// After a (re-)registration the RM has forgotten asks and blacklist.
+	a.lastAsked = -1
+	a.blSent = map[string]bool{}
+	a.registered = true
+	a.log.WithFields(logrus.Fields{"queue": resp.Queue, "max": resp.MaxCapability.String()}).Info("registered")
+	return nil
+}
+
+func (a *AM) allocate(ctx context.Context, req AllocateRequest) (AllocateResponse, error) {
+	cctx, cancel := context.WithTimeout(ctx, a.cfg.CallTimeout)
+	defer cancel()
+	return a.rm.Allocate(cctx, req)
+}
+
+func (a *AM) interval() time.Duration {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.pending > 0 {
+		return a.cfg.RequestHeartbeat
+	}
+	return a.cfg.Heartbeat
+}
+
+// buildRequest sends the ask only when its total changed since the RM last
+// got it (or after registering), the releases not yet delivered, and the
+// blacklist entries the RM does not know.
+func (a *AM) buildRequest() AllocateRequest {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var req AllocateRequest
+	if a.pending != a.lastAsked {
+		req.Asks = []Ask{{ID: WorkerAskID, Profile: a.cfg.Plan.Profile, Count: a.pending}}
+	}
+	req.Release = append(req.Release, a.releases...)
+	for _, host := range sortedKeys(a.blacklist) {
+		if !a.blSent[host] {
+			req.BlacklistAdd = append(req.BlacklistAdd, host)
+		}
+	}
+	req.Progress = float32(a.succeeded) / float32(a.cfg.Plan.Workers)
+	return req
+}
+
+func (a *AM) delivered(req AllocateRequest) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, ask := range req.Asks {
+		a.lastAsked = ask.Count
+	}
+	a.releases = a.releases[len(req.Release):]
+	for _, h := range req.BlacklistAdd {
+		a.blSent[h] = true
+	}
+}
+
+func (a *AM) handle(ctx context.Context, resp AllocateResponse) {
+	if resp.AMRMToken != nil && a.cfg.OnAMRMToken != nil {
+		a.log.Info("AMRMToken rolled over")
+		a.cfg.OnAMRMToken(*resp.AMRMToken)
+	}
+	a.mu.Lock()
+	for _, t := range resp.NMTokens {
+		a.nmTokens[t.NodeID] = t.Token
+	}
+	a.mu.Unlock()
+	for _, c := range resp.Allocated {
+		a.allocated(ctx, c)
+	}
+	for _, st := range resp.Completed {
+		a.completed(ctx, st)
+	}
+}
+
+func (a *AM) allocated(ctx context.Context, c Container) {
+	log := a.log.WithFields(logrus.Fields{"container": c.ID, "node": c.NodeID})
+	a.mu.Lock()
+	reason := ""
+	switch {
+	case a.result != nil:
+		reason = "application is finishing"
+	case c.AllocationRequestID != WorkerAskID:
+		reason = fmt.Sprintf("allocation request id %d matches no ask", c.AllocationRequestID)
+	case a.pending == 0:
+		reason = "surplus container"
+	case a.blacklist[c.Host()]:
+		reason = "node is blacklisted"
+	}
+	if reason != "" {
+		a.releases = append(a.releases, c.ID)
+		a.mu.Unlock()
+		log.WithField("reason", reason).Info("releasing container")
+		return
+	}
+	a.pending--
+	w := &worker{c: c, state: StateStarting, started: a.cfg.Now(), exit: ExitInvalid}
+	if devs := a.earlyDevs[c.ID]; devs != nil {
+		w.devices = devs
+		delete(a.earlyDevs, c.ID)
+	}
+	a.workers[c.ID] = w
+	a.order = append(a.order, c.ID)
+	token := a.nmTokens[c.NodeID]
+	a.mu.Unlock()
+
+	cctx, cancel := context.WithTimeout(ctx, a.cfg.CallTimeout)
+	err := a.nm.StartContainer(cctx, c, token, a.cfg.Launch)
+	cancel()
+	if err != nil {
+		log.WithError(err).Warn("starting container failed")
+		a.mu.Lock()
+		a.releases = append(a.releases, c.ID)
+		a.mu.Unlock()
+		a.failed(ctx, w, ExitInvalid, fmt.Sprintf("could not start container: %v", err), false)
+		return
+	}
+	a.mu.Lock()
+	if w.state == StateStarting {
+		w.state = StateRunning
+	}
+	a.mu.Unlock()
+	log.Info("worker started")
+}
+
+func (a *AM) completed(ctx context.Context, st Completed) {
+	a.mu.Lock()
+	w := a.workers[st.ID]
+	if w == nil || w.state == StateSucceeded || w.state == StateFailed {
+		a.mu.Unlock()
+		return
+	}
+	if st.ExitStatus == ExitSuccess {
+		w.state, w.exit, w.diag, w.finished = StateSucceeded, ExitSuccess, st.Diagnostics, a.cfg.Now()
+		a.succeeded++
+		a.mu.Unlock()
+		a.log.WithField("container", st.ID).Info("worker succeeded")
+		return
+	}
+	a.mu.Unlock()
+	a.failed(ctx, w, st.ExitStatus, st.Diagnostics, true)
+}
+
+// failed records a failed worker and decides: replace it, blacklist its
+// node, or fail the application.
+func (a *AM) failed(ctx context.Context, w *worker, exit int, diag string, ran bool) {
+	log := a.log.WithFields(logrus.Fields{"container": w.c.ID, "node": w.c.NodeID, "exit": exit})
+	var tail []string
+	a.mu.Lock()
+	first := a.firstFail == nil && exit != ExitPreempted
+	a.mu.Unlock()
+	if first && ran && a.logs != nil {
+		cctx, cancel := context.WithTimeout(ctx, a.cfg.CallTimeout)
+		var err error
+		tail, err = a.logs.Tail(cctx, w.c, "stderr", a.cfg.StderrLines)
+		cancel()
+		if err != nil {
+			log.WithError(err).Warn("could not fetch the container's stderr")
+		}
+	}
+
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	w.state, w.exit, w.diag, w.finished = StateFailed, exit, diag, a.cfg.Now()
+	if exit == ExitPreempted {
+		// Not the worker's fault: replaced without counting.
+		log.Warn("worker preempted; replacing it")
+		a.pending++
+		a.restarts++
+		return
+	}
+	a.failures++
+	if a.firstFail == nil {
+		a.firstFail, a.firstTail = w, tail
+	}
+	if a.cfg.DiscoveryFailedExit != 0 && exit == a.cfg.DiscoveryFailedExit {
+		log.Warn("device discovery failed on this node; blacklisting it")
+		a.blacklist[w.c.Host()] = true
+	}
+	if a.cfg.ConfigErrorExit != 0 && exit == a.cfg.ConfigErrorExit {
+		log.Error("container-launcher reports a configuration error; failing the application")
+		a.result = &Result{Status: StatusFailed, Diagnostics: a.diagnostic(w, tail, "container-launcher reports a configuration error")}
+		return
+	}
+	if a.failures > a.cfg.Plan.MaxFailedContainers {
+		log.Error("too many failed workers; failing the application")
+		a.result = &Result{Status: StatusFailed, Diagnostics: a.diagnostic(a.firstFail, a.firstTail,
+			fmt.Sprintf("%d worker containers failed, more than %s=%d", a.failures, KeyMaxFailed, a.cfg.Plan.MaxFailedContainers))}
+		return
+	}
+	log.WithField("failures", a.failures).Warn("worker failed; replacing it")
+	a.pending++
+	a.restarts++
+}
+
+// diagnostic names the failing container, its host, exit code and the last
+// stderr lines.
+func (a *AM) diagnostic(w *worker, tail []string, why string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s; first failure: container %s on %s exited with %s", why, w.c.ID, w.c.Host(), exitText(w.exit))
+	if d := strings.TrimSpace(w.diag); d != "" {
+		fmt.Fprintf(&b, " (%s)", d)
+	}
+	if len(tail) > 0 {
+		fmt.Fprintf(&b, "; last %d stderr lines:\n%s", len(tail), strings.Join(tail, "\n"))
+	}
+	return b.String()
+}
+
+func exitText(code int) string {
+	names := map[int]string{
+		ExitInvalid: "no exit status", ExitAborted: "ABORTED", ExitDisksFailed: "DISKS_FAILED",
+		ExitPreempted: "PREEMPTED", ExitKilledExceedVMem: "KILLED_EXCEEDED_VMEM",
+		ExitKilledExceedPMem: "KILLED_EXCEEDED_PMEM", ExitKilledByAM: "KILLED_BY_APPMASTER",
+		ExitKilledByRM: "KILLED_BY_RESOURCEMANAGER", ExitKilledAfterFinish: "KILLED_AFTER_APP_COMPLETION",
+	}
+	if n, ok := names[code]; ok {
+		return fmt.Sprintf("exit status %d (%s)", code, n)
+	}
+	return fmt.Sprintf("exit code %d", code)
+}
+
+func (a *AM) outcome() *Result {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.result == nil && a.succeeded >= a.cfg.Plan.Workers {
+		a.result = &Result{Status: StatusSucceeded,
+			Diagnostics: fmt.Sprintf("%d workers succeeded (%d replaced)", a.succeeded, a.restarts)}
+	}
+	return a.result
+}
+
+// stopRunning stops workers still running when the application fails.
+func (a *AM) stopRunning(ctx context.Context, r *Result) {
+	if r.Status == StatusSucceeded {
+		return
+	}
+	a.mu.Lock()
+	var running []*worker
+	for _, id := range a.order {
+		if w := a.workers[id]; w.state == StateRunning || w.state == StateStarting {
+			running = append(running, w)
+		}
+	}
+	a.mu.Unlock()
+	for _, w := range running {
+		a.mu.Lock()
+		token := a.nmTokens[w.c.NodeID]
+		a.mu.Unlock()
+		cctx, cancel := context.WithTimeout(ctx, a.cfg.CallTimeout)
+		if err := a.nm.StopContainer(cctx, w.c, token); err != nil {
+			a.log.WithError(err).WithField("container", w.c.ID).Warn("stopping container failed")
+		}
+		cancel()
+	}
+}
+
+func (a *AM) finish(ctx context.Context, r Result) (Result, error) {
+	a.mu.Lock()
+	a.state = string(r.Status)
+	a.result = &r
+	a.mu.Unlock()
+	cctx, cancel := context.WithTimeout(ctx, a.cfg.CallTimeout)
+	defer cancel()
+	err := a.rm.Finish(cctx, FinishRequest{Status: r.Status, Diagnostics: r.Diagnostics, TrackingURL: a.cfg.Register.TrackingURL})
+	if errors.Is(err, ErrNotRegistered) {
+		if rerr := a.register(ctx); rerr == nil {
+			err = a.rm.Finish(cctx, FinishRequest{Status: r.Status, Diagnostics: r.Diagnostics, TrackingURL: a.cfg.Register.TrackingURL})
+		}
+	}
+	a.log.WithFields(logrus.Fields{"status": r.Status}).Info("application finished")
+	if err != nil {
+		return r, fmt.Errorf("unregister application master: %w", err)
+	}
+	return r, nil
+}

@@ -1,0 +1,329 @@
+package am
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+var gpuLimits = RegisterResponse{
+	MaxCapability: Resource{MemoryMB: 8192, VCores: 4, Extra: map[string]int64{"yarn.io/gpu": 2}},
+	ResourceTypes: []ResourceType{{Name: "memory-mb", Units: "Mi"}, {Name: "vcores"}, {Name: "yarn.io/gpu"}},
+	Queue:         "default",
+}
+
+func testConfig(workers, maxFailed int) Config {
+	return Config{
+		AppID: "application_1_0001",
+		Plan: Plan{BaseWorkers: workers, Workers: workers, SlotsPerWorker: 1, MaxFailedContainers: maxFailed,
+			Profile: Resource{MemoryMB: 1728, VCores: 1, Extra: map[string]int64{"yarn.io/gpu": 1}}},
+		Owners:              map[string]string{"yarn.io/gpu": "gpu"},
+		Launch:              LaunchContext{Commands: []string{Command([]string{"./container-launcher", "--", "python", "train.py"})}},
+		Register:            RegisterRequest{Host: "am-host", RPCPort: -1, TrackingURL: "http://am-host:1234/"},
+		DiscoveryFailedExit: 3,
+		ConfigErrorExit:     2,
+		After:               ready,
+	}
+}
+
+func runAM(t *testing.T, cfg Config, rm *fakeRM, nm *fakeNM, logs LogFetcher) (Result, error, *AM) {
+	t.Helper()
+	a, err := New(cfg, rm, nm, logs)
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res, err := a.Run(ctx)
+	return res, err, a
+}
+
+func TestAMSucceeds(t *testing.T) {
+	c1, c2 := ctr(2, "nm1"), ctr(3, "nm2")
+	nmTok := Token{Kind: "NMToken", Identifier: []byte("id"), Password: []byte("pw")}
+	rm := &fakeRM{register: gpuLimits, steps: []func(AllocateRequest) (AllocateResponse, error){
+		func(req AllocateRequest) (AllocateResponse, error) {
+			return AllocateResponse{Allocated: []Container{c1}, NMTokens: []NMToken{{NodeID: c1.NodeID, Token: nmTok}}}, nil
+		},
+		alloc(c2),
+		complete(done(c1, 0)),
+		complete(done(c2, 0)),
+	}}
+	nm := &fakeNM{}
+	res, err, a := runAM(t, testConfig(2, 2), rm, nm, nil)
+	require.NoError(t, err)
+	require.Equal(t, StatusSucceeded, res.Status)
+
+	// The first heartbeat asks for both workers with the profile and id.
+	require.Equal(t, []Ask{{ID: WorkerAskID, Profile: testConfig(2, 2).Plan.Profile, Count: 2}}, rm.requests[0].Asks)
+	// Ask totals follow what was received; unchanged totals are not resent.
+	require.Equal(t, 1, rm.requests[1].Asks[0].Count)
+	require.Equal(t, 0, rm.requests[2].Asks[0].Count)
+	require.Empty(t, rm.requests[3].Asks)
+
+	require.Equal(t, []string{c1.ID, c2.ID}, nm.started)
+	require.Equal(t, nmTok, nm.tokens[c1.ID])
+	require.Equal(t, `./container-launcher -- python train.py 1><LOG_DIR>/stdout 2><LOG_DIR>/stderr`, nm.launches[0].Commands[0])
+	require.Equal(t, []FinishRequest{{Status: StatusSucceeded, Diagnostics: "2 workers succeeded (0 replaced)", TrackingURL: "http://am-host:1234/"}}, rm.finished)
+
+	st := a.Status()
+	require.Equal(t, "SUCCEEDED", st.State)
+	require.Equal(t, 2, st.Succeeded)
+	require.Equal(t, []string{"nm1", "nm2"}, st.Hosts)
+	require.Equal(t, 0, *st.Containers[0].ExitStatus)
+}
+
+func TestAMReleasesSurplusAndUnmatched(t *testing.T) {
+	c1, extra, stranger := ctr(2, "nm1"), ctr(3, "nm2"), ctr(4, "nm2")
+	stranger.AllocationRequestID = 7
+	rm := &fakeRM{register: gpuLimits, steps: []func(AllocateRequest) (AllocateResponse, error){
+		alloc(c1, extra, stranger),
+		complete(done(c1, 0)),
+	}}
+	nm := &fakeNM{}
+	res, err, _ := runAM(t, testConfig(1, 1), rm, nm, nil)
+	require.NoError(t, err)
+	require.Equal(t, StatusSucceeded, res.Status)
+	require.Equal(t, []string{c1.ID}, nm.started)
+	require.Equal(t, []string{extra.ID, stranger.ID}, rm.requests[1].Release)
+}
+
+func TestAMReplacesFailedWorker(t *testing.T) {
+	c1, c2 := ctr(2, "nm1"), ctr(3, "nm2")
+	rm := &fakeRM{register: gpuLimits, steps: []func(AllocateRequest) (AllocateResponse, error){
+		alloc(c1),
+		complete(done(c1, 1)),
+		func(req AllocateRequest) (AllocateResponse, error) {
+			if len(req.Asks) != 1 || req.Asks[0].Count != 1 {
+				return AllocateResponse{}, errors.New("replacement not asked")
+			}
+			return AllocateResponse{Allocated: []Container{c2}}, nil
+		},
+		complete(done(c2, 0)),
+	}}
+	nm := &fakeNM{}
+	res, err, a := runAM(t, testConfig(1, 1), rm, nm, nil)
+	require.NoError(t, err)
+	require.Equal(t, StatusSucceeded, res.Status)
+	require.Equal(t, "1 workers succeeded (1 replaced)", res.Diagnostics)
+	require.Equal(t, 1, a.Status().Restarts)
+	require.Equal(t, 1, a.Status().Failed)
+}
+
+func TestAMFailsPastFailureLimit(t *testing.T) {
+	c1, c2, c3 := ctr(2, "nm1"), ctr(3, "nm2"), ctr(4, "nm2")
+	rm := &fakeRM{register: gpuLimits, steps: []func(AllocateRequest) (AllocateResponse, error){
+		alloc(c1, c2),
+		complete(done(c1, 1)),
+		alloc(c3),
+		complete(done(c3, 137), done(c2, 0)),
+	}}
+	nm := &fakeNM{}
+	logs := fakeLogs{c1.ID: {"line 1", "Traceback (most recent call last):", "RuntimeError: CUDA out of memory"}}
+	cfg := testConfig(2, 1)
+	cfg.StderrLines = 2
+	res, err, _ := runAM(t, cfg, rm, nm, logs)
+	require.NoError(t, err)
+	require.Equal(t, StatusFailed, res.Status)
+	want := "2 worker containers failed, more than yarn.maximum-failed-containers=1; " +
+		"first failure: container container_1_0001_01_000002 on nm1 exited with exit code 1 (Exit code: 1); " +
+		"last 2 stderr lines:\nTraceback (most recent call last):\nRuntimeError: CUDA out of memory"
+	require.Equal(t, want, res.Diagnostics)
+	require.Equal(t, StatusFailed, rm.finished[0].Status)
+	require.Equal(t, want, rm.finished[0].Diagnostics)
+}
+
+func TestAMStopsRunningWorkersOnFailure(t *testing.T) {
+	c1, c2 := ctr(2, "nm1"), ctr(3, "nm2")
+	rm := &fakeRM{register: gpuLimits, steps: []func(AllocateRequest) (AllocateResponse, error){
+		alloc(c1, c2),
+		complete(done(c1, 1)),
+	}}
+	nm := &fakeNM{}
+	res, err, _ := runAM(t, testConfig(2, 0), rm, nm, nil)
+	require.NoError(t, err)
+	require.Equal(t, StatusFailed, res.Status)
+	require.Equal(t, []string{c2.ID}, nm.stopped)
+}
+
+func TestAMBlacklistsNodeOnDiscoveryFailure(t *testing.T) {
+	c1, onBad, c2 := ctr(2, "bad"), ctr(3, "bad"), ctr(4, "good")
+	rm := &fakeRM{register: gpuLimits}
+	rm.steps = []func(AllocateRequest) (AllocateResponse, error){
+		alloc(c1),
+		complete(done(c1, 3)),
+		func(req AllocateRequest) (AllocateResponse, error) {
+			if len(req.BlacklistAdd) != 1 || req.BlacklistAdd[0] != "bad" {
+				return AllocateResponse{}, errors.New("node not blacklisted")
+			}
+			// The RM allocated on the bad node before it saw the blacklist.
+			return AllocateResponse{Allocated: []Container{onBad}}, nil
+		},
+		func(req AllocateRequest) (AllocateResponse, error) {
+			if len(req.BlacklistAdd) != 0 {
+				return AllocateResponse{}, errors.New("blacklist sent twice")
+			}
+			return AllocateResponse{}, ErrNotRegistered
+		},
+		func(req AllocateRequest) (AllocateResponse, error) {
+			// After re-registering the whole state goes again.
+			if len(req.BlacklistAdd) != 1 || len(req.Asks) != 1 || req.Asks[0].Count != 1 {
+				return AllocateResponse{}, errors.New("state not re-sent after re-register")
+			}
+			return AllocateResponse{Allocated: []Container{c2}}, nil
+		},
+		complete(done(c2, 0)),
+	}
+	nm := &fakeNM{}
+	res, err, a := runAM(t, testConfig(1, 1), rm, nm, nil)
+	require.NoError(t, err)
+	require.Equal(t, StatusSucceeded, res.Status, res.Diagnostics)
+	require.Equal(t, []string{c1.ID, c2.ID}, nm.started)
+	require.Contains(t, rm.requests[3].Release, onBad.ID)
+	require.Equal(t, 2, rm.registers)
+	require.Equal(t, []string{"bad"}, a.Status().Blacklist)
+}
+
+func TestAMConfigErrorFailsAtOnce(t *testing.T) {
+	c1 := ctr(2, "nm1")
+	rm := &fakeRM{register: gpuLimits, steps: []func(AllocateRequest) (AllocateResponse, error){
+		alloc(c1),
+		complete(done(c1, 2)),
+	}}
+	res, err, _ := runAM(t, testConfig(1, 5), rm, &fakeNM{}, fakeLogs{c1.ID: {"unknown key external-resource.gpu.amount: abc"}})
+	require.NoError(t, err)
+	require.Equal(t, StatusFailed, res.Status)
+	require.Contains(t, res.Diagnostics, "container-launcher reports a configuration error")
+	require.Contains(t, res.Diagnostics, "unknown key external-resource.gpu.amount: abc")
+	require.Len(t, rm.requests, 2, "no replacement asked")
+}
+
+func TestAMStartFailureIsReplaced(t *testing.T) {
+	c1, c2 := ctr(2, "nm1"), ctr(3, "nm2")
+	rm := &fakeRM{register: gpuLimits, steps: []func(AllocateRequest) (AllocateResponse, error){
+		alloc(c1),
+		func(req AllocateRequest) (AllocateResponse, error) {
+			if len(req.Release) != 1 || req.Release[0] != c1.ID {
+				return AllocateResponse{}, errors.New("unstarted container not released")
+			}
+			return AllocateResponse{Allocated: []Container{c2}}, nil
+		},
+		complete(done(c2, 0)),
+	}}
+	nm := &fakeNM{startErr: map[string]error{c1.ID: errors.New("NMToken expired")}}
+	res, err, _ := runAM(t, testConfig(1, 1), rm, nm, nil)
+	require.NoError(t, err)
+	require.Equal(t, StatusSucceeded, res.Status)
+}
+
+func TestAMPreemptionIsNotCounted(t *testing.T) {
+	c1, c2 := ctr(2, "nm1"), ctr(3, "nm1")
+	rm := &fakeRM{register: gpuLimits, steps: []func(AllocateRequest) (AllocateResponse, error){
+		alloc(c1),
+		complete(done(c1, ExitPreempted)),
+		alloc(c2),
+		complete(done(c2, 0)),
+	}}
+	res, err, a := runAM(t, testConfig(1, 0), rm, &fakeNM{}, nil)
+	require.NoError(t, err)
+	require.Equal(t, StatusSucceeded, res.Status)
+	require.Equal(t, 0, a.Status().Failed)
+	require.Equal(t, 1, a.Status().Restarts)
+}
+
+func TestAMRejectsProfileBeforeAsking(t *testing.T) {
+	small := gpuLimits
+	small.MaxCapability = Resource{MemoryMB: 8192, VCores: 4, Extra: map[string]int64{"yarn.io/gpu": 0}}
+	rm := &fakeRM{register: small}
+	res, err, _ := runAM(t, testConfig(2, 2), rm, &fakeNM{}, nil)
+	require.NoError(t, err)
+	require.Equal(t, StatusFailed, res.Status)
+	require.Contains(t, res.Diagnostics, "resource gpu (external-resource.gpu.yarn.config-key=yarn.io/gpu): asked 1 per worker, the largest container the cluster allows has 0")
+	require.Empty(t, rm.requests)
+	require.Len(t, rm.finished, 1)
+}
+
+func TestAMHandsRolledToken(t *testing.T) {
+	c1 := ctr(2, "nm1")
+	rolled := Token{Kind: "YARN_AM_RM_TOKEN", Identifier: []byte("new"), Password: []byte("secret")}
+	rm := &fakeRM{register: gpuLimits, steps: []func(AllocateRequest) (AllocateResponse, error){
+		func(AllocateRequest) (AllocateResponse, error) {
+			return AllocateResponse{Allocated: []Container{c1}, AMRMToken: &rolled}, nil
+		},
+		complete(done(c1, 0)),
+	}}
+	var got []Token
+	cfg := testConfig(1, 1)
+	cfg.OnAMRMToken = func(t Token) { got = append(got, t) }
+	_, err, _ := runAM(t, cfg, rm, &fakeNM{}, nil)
+	require.NoError(t, err)
+	require.Equal(t, []Token{rolled}, got)
+}
+
+func TestAMShutdownAndErrors(t *testing.T) {
+	t.Run("AM_SHUTDOWN ends without unregistering", func(t *testing.T) {
+		rm := &fakeRM{register: gpuLimits, steps: []func(AllocateRequest) (AllocateResponse, error){
+			func(AllocateRequest) (AllocateResponse, error) { return AllocateResponse{Shutdown: true}, nil },
+		}}
+		_, err, _ := runAM(t, testConfig(1, 1), rm, &fakeNM{}, nil)
+		require.ErrorIs(t, err, ErrShutdown)
+		require.Empty(t, rm.finished)
+	})
+	t.Run("register failure", func(t *testing.T) {
+		rm := &fakeRM{regErr: errors.New("connection refused")}
+		_, err, _ := runAM(t, testConfig(1, 1), rm, &fakeNM{}, nil)
+		require.EqualError(t, err, "register application master: connection refused")
+	})
+	t.Run("heartbeats keep failing", func(t *testing.T) {
+		fail := func(AllocateRequest) (AllocateResponse, error) { return AllocateResponse{}, errors.New("EOF") }
+		rm := &fakeRM{register: gpuLimits, steps: []func(AllocateRequest) (AllocateResponse, error){fail, fail, fail}}
+		cfg := testConfig(1, 1)
+		cfg.MaxRMErrors = 3
+		_, err, _ := runAM(t, cfg, rm, &fakeNM{}, nil)
+		require.EqualError(t, err, "run application master: 3 heartbeats in a row failed: EOF")
+	})
+	t.Run("failed heartbeat keeps releases for the next", func(t *testing.T) {
+		c1, extra := ctr(2, "nm1"), ctr(3, "nm1")
+		rm := &fakeRM{register: gpuLimits, steps: []func(AllocateRequest) (AllocateResponse, error){
+			alloc(c1, extra),
+			func(AllocateRequest) (AllocateResponse, error) { return AllocateResponse{}, errors.New("EOF") },
+			complete(done(c1, 0)),
+		}}
+		_, err, _ := runAM(t, testConfig(1, 1), rm, &fakeNM{}, nil)
+		require.NoError(t, err)
+		require.Equal(t, []string{extra.ID}, rm.requests[2].Release)
+	})
+	t.Run("context cancelled", func(t *testing.T) {
+		a, err := New(testConfig(1, 1), &fakeRM{register: gpuLimits}, &fakeNM{}, nil)
+		require.NoError(t, err)
+		ctx, cancel := context.WithCancel(context.Background())
+		a.cfg.After = func(time.Duration) <-chan time.Time { cancel(); return make(chan time.Time) }
+		_, err = a.Run(ctx)
+		require.ErrorIs(t, err, context.Canceled)
+	})
+}
+
+func TestAMHeartbeatInterval(t *testing.T) {
+	c1, c2 := ctr(2, "nm1"), ctr(3, "nm1")
+	rm := &fakeRM{register: gpuLimits, steps: []func(AllocateRequest) (AllocateResponse, error){
+		alloc(c1),
+		alloc(c2),
+		complete(done(c1, 0), done(c2, 0)),
+	}}
+	cfg := testConfig(2, 1)
+	cfg.Heartbeat, cfg.RequestHeartbeat = 7*time.Second, 100*time.Millisecond
+	var waits []time.Duration
+	cfg.After = func(d time.Duration) <-chan time.Time { waits = append(waits, d); return ready(d) }
+	_, err, _ := runAM(t, cfg, rm, &fakeNM{}, nil)
+	require.NoError(t, err)
+	require.Equal(t, []time.Duration{100 * time.Millisecond, 7 * time.Second}, waits, "fast interval only while containers are awaited")
+}
+
+func TestTokenRedacted(t *testing.T) {
+	tok := Token{Kind: "NMToken", Service: "nm1:45454", Identifier: []byte("ident"), Password: []byte("hunter2")}
+	for _, s := range []string{tok.String(), tok.GoString()} {
+		require.NotContains(t, s, "hunter2")
+		require.Contains(t, s, "NMToken")
+	}
+}

@@ -1,0 +1,128 @@
+package am
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// fakeRM is a scripted ResourceManager: each Allocate call runs the next
+// step (or answers empty once the script is done) and records the request.
+type fakeRM struct {
+	mu        sync.Mutex
+	register  RegisterResponse
+	regErr    error
+	registers int
+	steps     []func(req AllocateRequest) (AllocateResponse, error)
+	requests  []AllocateRequest
+	finished  []FinishRequest
+	finishErr error
+}
+
+func (f *fakeRM) Register(ctx context.Context, req RegisterRequest) (RegisterResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.registers++
+	return f.register, f.regErr
+}
+
+func (f *fakeRM) Allocate(ctx context.Context, req AllocateRequest) (AllocateResponse, error) {
+	f.mu.Lock()
+	f.requests = append(f.requests, req)
+	n := len(f.requests)
+	var step func(AllocateRequest) (AllocateResponse, error)
+	if n <= len(f.steps) {
+		step = f.steps[n-1]
+	}
+	f.mu.Unlock()
+	if step == nil {
+		if n > 1000 {
+			return AllocateResponse{}, errors.New("fake RM: script exhausted long ago")
+		}
+		return AllocateResponse{}, nil
+	}
+	return step(req)
+}
+
+func (f *fakeRM) Finish(ctx context.Context, req FinishRequest) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.finished = append(f.finished, req)
+	return f.finishErr
+}
+
+// fakeNM records starts and stops; startErr fails chosen containers.
+type fakeNM struct {
+	mu       sync.Mutex
+	started  []string
+	tokens   map[string]Token
+	launches []LaunchContext
+	stopped  []string
+	startErr map[string]error
+}
+
+func (f *fakeNM) StartContainer(ctx context.Context, c Container, tok Token, l LaunchContext) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.startErr[c.ID]; err != nil {
+		return err
+	}
+	f.started = append(f.started, c.ID)
+	if f.tokens == nil {
+		f.tokens = map[string]Token{}
+	}
+	f.tokens[c.ID] = tok
+	f.launches = append(f.launches, l)
+	return nil
+}
+
+func (f *fakeNM) StopContainer(ctx context.Context, c Container, tok Token) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.stopped = append(f.stopped, c.ID)
+	return nil
+}
+
+// fakeLogs serves canned stderr per container.
+type fakeLogs map[string][]string
+
+func (f fakeLogs) Tail(ctx context.Context, c Container, file string, lines int) ([]string, error) {
+	l, ok := f[c.ID]
+	if !ok || file != "stderr" {
+		return nil, fmt.Errorf("no %s for %s", file, c.ID)
+	}
+	if len(l) > lines {
+		l = l[len(l)-lines:]
+	}
+	return l, nil
+}
+
+func ready(time.Duration) <-chan time.Time {
+	c := make(chan time.Time, 1)
+	c <- time.Time{}
+	return c
+}
+
+func ctr(n int, node string) Container {
+	return Container{
+		ID:                  fmt.Sprintf("container_1_0001_01_%06d", n),
+		NodeID:              node + ":45454",
+		NodeHTTP:            node + ":8042",
+		Resource:            Resource{MemoryMB: 2048, VCores: 1},
+		AllocationRequestID: WorkerAskID,
+	}
+}
+
+func done(c Container, exit int) Completed {
+	return Completed{ID: c.ID, ExitStatus: exit, Diagnostics: fmt.Sprintf("Exit code: %d", exit)}
+}
+
+func alloc(cs ...Container) func(AllocateRequest) (AllocateResponse, error) {
+	return func(AllocateRequest) (AllocateResponse, error) { return AllocateResponse{Allocated: cs}, nil }
+}
+
+func complete(cs ...Completed) func(AllocateRequest) (AllocateResponse, error) {
+	return func(AllocateRequest) (AllocateResponse, error) { return AllocateResponse{Completed: cs}, nil }
+}

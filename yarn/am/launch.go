@@ -1,0 +1,144 @@
+package am
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// LocalResourceType is how the NM localizes a resource.
+type LocalResourceType int
+
+// Local resource types (LocalResourceTypeProto).
+const (
+	Archive LocalResourceType = 1 // unpacked
+	File    LocalResourceType = 2
+	Pattern LocalResourceType = 3
+)
+
+// Visibility is who may share a localized resource.
+type Visibility int
+
+// Visibilities (LocalResourceVisibilityProto).
+const (
+	Public      Visibility = 1
+	Private     Visibility = 2
+	Application Visibility = 3
+)
+
+// ResourceURL locates a local resource on a Hadoop file system (URLProto).
+type ResourceURL struct {
+	Scheme string `json:"scheme"`
+	Host   string `json:"host,omitempty"`
+	Port   int32  `json:"port,omitempty"`
+	File   string `json:"file"`
+}
+
+// String renders the URL as scheme://host:port/file.
+func (u ResourceURL) String() string {
+	host := u.Host
+	if u.Port > 0 {
+		host = fmt.Sprintf("%s:%d", u.Host, u.Port)
+	}
+	return u.Scheme + "://" + host + u.File
+}
+
+// LocalResource is one file the NM downloads into the container's working
+// directory before it starts the command. Size and Timestamp must equal the
+// file's length and modification time (ms), or the NM refuses it.
+type LocalResource struct {
+	URL        ResourceURL       `json:"url"`
+	Size       int64             `json:"size"`
+	Timestamp  int64             `json:"timestamp"`
+	Type       LocalResourceType `json:"type"`
+	Visibility Visibility        `json:"visibility"`
+}
+
+// LaunchContext is what a container is started with
+// (ContainerLaunchContextProto). Tokens is an HDTS credentials blob, opaque
+// here; nil on an insecure cluster. It must never carry the AMRMToken.
+type LaunchContext struct {
+	Commands       []string
+	Env            map[string]string
+	LocalResources map[string]LocalResource // link name in the work dir → resource
+	Tokens         []byte
+}
+
+// String lists the commands, environment names and resources; never the
+// environment values or tokens.
+func (l LaunchContext) String() string {
+	return fmt.Sprintf("LaunchContext{commands=%q env=%v resources=%v tokens=%d bytes}",
+		l.Commands, sortedKeys(l.Env), sortedKeys(l.LocalResources), len(l.Tokens))
+}
+
+// LogDir is the NodeManager's placeholder for the container's log folder in
+// a command (ApplicationConstants.LOG_DIR_EXPANSION_VAR).
+const LogDir = "<LOG_DIR>"
+
+// Command builds one container command line: argv, each argument quoted,
+// with stdout and stderr redirected into the container's YARN log folder
+// (<LOG_DIR>/stdout, <LOG_DIR>/stderr) so `yarn logs` and the NM UI show
+// them.
+//
+// The NodeManager writes the command into its launch script as
+//
+//	exec /bin/bash -c "<command>"
+//
+// so the command is first quoted for the inner bash (single quotes) and
+// then escaped for the outer double quotes (\ " $ `).
+func Command(argv []string) string {
+	quoted := make([]string, len(argv))
+	for i, a := range argv {
+		quoted[i] = shellQuote(a)
+	}
+	return escapeDoubleQuoted(strings.Join(quoted, " ")) +
+		" 1>" + LogDir + "/stdout 2>" + LogDir + "/stderr"
+}
+
+func shellQuote(s string) string {
+	if s == "" {
+		return "''"
+	}
+	safe := true
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("_-./:=,+@%", r)) {
+			safe = false
+			break
+		}
+	}
+	if safe {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+func escapeDoubleQuoted(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch r {
+		case '\\', '"', '$', '`':
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// EnvFromConfig collects prefix+VAR=value entries (Flink's
+// containerized.taskmanager.env.VAR / containerized.master.env.VAR) into an
+// environment map. keys lists every configured key.
+func EnvFromConfig(keys []string, get Lookup, prefix string) map[string]string {
+	env := map[string]string{}
+	sorted := append([]string(nil), keys...)
+	sort.Strings(sorted)
+	for _, k := range sorted {
+		name, ok := strings.CutPrefix(k, prefix)
+		if !ok || name == "" {
+			continue
+		}
+		if v, ok := get(k); ok {
+			env[name] = v
+		}
+	}
+	return env
+}

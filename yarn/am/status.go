@@ -1,0 +1,112 @@
+package am
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/xres/xres/resources"
+)
+
+// ErrUnknownContainer is returned by ReportDevices for a container id that
+// is not one of this application's.
+var ErrUnknownContainer = errors.New("unknown container")
+
+// WorkerStatus is one worker container in Status.
+type WorkerStatus struct {
+	Container   string                            `json:"container"`
+	Node        string                            `json:"node"`
+	NodeHTTP    string                            `json:"node-http,omitempty"`
+	Host        string                            `json:"host"`
+	State       string                            `json:"state"`
+	ExitStatus  *int                              `json:"exit-status,omitempty"`
+	Diagnostics string                            `json:"diagnostics,omitempty"`
+	Devices     map[string][]resources.Properties `json:"devices,omitempty"`
+}
+
+// Status is a snapshot of the application, served by the tracking server.
+type Status struct {
+	App         string         `json:"app"`
+	State       string         `json:"state"`
+	Workers     int            `json:"workers"`
+	Pending     int            `json:"pending"`
+	Running     int            `json:"running"`
+	Succeeded   int            `json:"succeeded"`
+	Failed      int            `json:"failed"`
+	Restarts    int            `json:"restarts"`
+	MaxFailed   int            `json:"max-failed-containers"`
+	Profile     Resource       `json:"profile"`
+	Hosts       []string       `json:"hosts"`
+	Blacklist   []string       `json:"blacklist,omitempty"`
+	Diagnostics string         `json:"diagnostics,omitempty"`
+	Containers  []WorkerStatus `json:"containers"`
+}
+
+// Status returns a snapshot of the application.
+func (a *AM) Status() Status {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	s := Status{
+		App: a.cfg.AppID, State: a.state, Workers: a.cfg.Plan.Workers, Pending: a.pending,
+		Succeeded: a.succeeded, Failed: a.failures, Restarts: a.restarts,
+		MaxFailed: a.cfg.Plan.MaxFailedContainers, Profile: a.cfg.Plan.Profile,
+		Blacklist: sortedKeys(a.blacklist), Hosts: []string{}, Containers: []WorkerStatus{},
+	}
+	if a.result != nil {
+		s.Diagnostics = a.result.Diagnostics
+	}
+	hosts := map[string]bool{}
+	for _, id := range a.order {
+		w := a.workers[id]
+		ws := WorkerStatus{Container: id, Node: w.c.NodeID, NodeHTTP: w.c.NodeHTTP, Host: w.c.Host(),
+			State: w.state, Diagnostics: w.diag, Devices: w.devices}
+		if w.state == StateSucceeded || w.state == StateFailed {
+			exit := w.exit
+			ws.ExitStatus = &exit
+		}
+		if w.state == StateRunning {
+			s.Running++
+		}
+		if !hosts[ws.Host] {
+			hosts[ws.Host] = true
+			s.Hosts = append(s.Hosts, ws.Host)
+		}
+		s.Containers = append(s.Containers, ws)
+	}
+	return s
+}
+
+// DeviceReport is what a container-launcher POSTs to the tracking server:
+// the devices it discovered, per external resource name.
+//
+//	{"container": "container_…", "resources": {"gpu": [{"index": "0", "uuid": "GPU-…"}]}}
+type DeviceReport struct {
+	Container string                            `json:"container"`
+	Resources map[string][]resources.Properties `json:"resources"`
+}
+
+// ReportDevices records what a launcher discovered. A report may arrive
+// before the AM has marked the container started; it is kept for it.
+func (a *AM) ReportDevices(r DeviceReport) error {
+	id := strings.TrimSpace(r.Container)
+	if !strings.HasPrefix(id, "container_") {
+		return fmt.Errorf("report devices: %w: %q", ErrUnknownContainer, r.Container)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	w := a.workers[id]
+	if w == nil {
+		if len(a.earlyDevs) >= 4*a.cfg.Plan.Workers+16 {
+			return fmt.Errorf("report devices: %w: %s", ErrUnknownContainer, id)
+		}
+		a.earlyDevs[id] = r.Resources
+		return nil
+	}
+	if w.devices == nil {
+		w.devices = map[string][]resources.Properties{}
+	}
+	for name, infos := range r.Resources {
+		w.devices[name] = infos
+	}
+	return nil
+}

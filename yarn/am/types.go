@@ -1,0 +1,168 @@
+package am
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// ErrNotRegistered is what an RMClient's Allocate or Finish returns (wrapped)
+// when the RM answers ApplicationMasterNotRegisteredException, after an RM
+// restart or fail-over: the AM re-registers and re-sends its whole state.
+var ErrNotRegistered = errors.New("application master is not registered")
+
+// ErrShutdown is returned by Run when the RM orders the AM to shut down
+// (AM_SHUTDOWN): the attempt is over and the AM must exit without
+// unregistering.
+var ErrShutdown = errors.New("resource manager ordered the application master to shut down")
+
+// YARN container exit statuses (ContainerExitStatus); a positive value is
+// the process's own exit code.
+const (
+	ExitSuccess           = 0
+	ExitInvalid           = -1000
+	ExitAborted           = -100
+	ExitDisksFailed       = -101
+	ExitPreempted         = -102
+	ExitKilledExceedVMem  = -103
+	ExitKilledExceedPMem  = -104
+	ExitKilledByAM        = -105
+	ExitKilledByRM        = -106
+	ExitKilledAfterFinish = -107
+)
+
+// Token is a Hadoop token, opaque to the AM: an AMRMToken, an NMToken or a
+// container token. It never prints its identifier or password.
+type Token struct {
+	Identifier []byte
+	Password   []byte
+	Kind       string
+	Service    string
+}
+
+// String redacts the secret parts.
+func (t Token) String() string {
+	return fmt.Sprintf("Token{kind=%s service=%s identifier=%d bytes password=<redacted>}", t.Kind, t.Service, len(t.Identifier))
+}
+
+// GoString redacts the secret parts in %#v too.
+func (t Token) GoString() string { return t.String() }
+
+// NMToken is the token to talk to one NodeManager (node id host:port).
+type NMToken struct {
+	NodeID string
+	Token  Token
+}
+
+// Container is one allocated container (ContainerProto).
+type Container struct {
+	ID                  string   // container_…
+	NodeID              string   // NM RPC address, host:port
+	NodeHTTP            string   // NM web address, host:port
+	Resource            Resource // what was granted (may be larger than asked)
+	AllocationRequestID int64    // the Ask.ID it answers; -1 when the RM set none
+	Token               Token    // container token, passed verbatim to the NM
+}
+
+// Host is the node's host name, without the port.
+func (c Container) Host() string {
+	for i := len(c.NodeID) - 1; i >= 0; i-- {
+		if c.NodeID[i] == ':' {
+			return c.NodeID[:i]
+		}
+	}
+	return c.NodeID
+}
+
+// Completed is the final status of a container (ContainerStatusProto).
+type Completed struct {
+	ID          string
+	ExitStatus  int
+	Diagnostics string
+}
+
+// Ask is one outstanding container request: Count containers of Profile,
+// tied to the answers by ID (allocation_request_id). Count is the absolute
+// number still wanted, as YARN's ResourceRequest means it; 0 cancels.
+type Ask struct {
+	ID       int64
+	Priority int32
+	Profile  Resource
+	Count    int
+}
+
+// RegisterRequest is what the AM tells the RM when it registers.
+type RegisterRequest struct {
+	Host        string
+	RPCPort     int32 // -1: none
+	TrackingURL string
+}
+
+// RegisterResponse is the part of the RM's answer the AM uses.
+type RegisterResponse struct {
+	MaxCapability      Resource
+	ResourceTypes      []ResourceType
+	Queue              string
+	PreviousContainers []Container
+	NMTokens           []NMToken
+}
+
+// AllocateRequest is one heartbeat. The adapter keeps the response id.
+type AllocateRequest struct {
+	Asks            []Ask
+	Release         []string // container ids
+	BlacklistAdd    []string // host names
+	BlacklistRemove []string
+	Progress        float32
+}
+
+// AllocateResponse is the part of the RM's heartbeat answer the AM uses.
+type AllocateResponse struct {
+	Allocated []Container
+	Completed []Completed
+	NMTokens  []NMToken
+	AMRMToken *Token // set when the RM rolled the AMRMToken
+	Shutdown  bool   // AM_SHUTDOWN
+}
+
+// FinalStatus is the application's final status at unregister.
+type FinalStatus string
+
+// Final statuses.
+const (
+	StatusSucceeded FinalStatus = "SUCCEEDED"
+	StatusFailed    FinalStatus = "FAILED"
+	StatusKilled    FinalStatus = "KILLED"
+)
+
+// FinishRequest unregisters the AM.
+type FinishRequest struct {
+	Status      FinalStatus
+	Diagnostics string
+	TrackingURL string
+}
+
+// RMClient is what the AM needs from ApplicationMasterProtocol. An adapter
+// over the Hadoop RPC client implements it: it authenticates with the
+// AMRMToken, keeps the allocate response id (reset on Register), maps
+// ApplicationMasterNotRegisteredException to ErrNotRegistered, and retries
+// finishApplicationMaster until the RM says it is unregistered.
+type RMClient interface {
+	Register(ctx context.Context, req RegisterRequest) (RegisterResponse, error)
+	Allocate(ctx context.Context, req AllocateRequest) (AllocateResponse, error)
+	Finish(ctx context.Context, req FinishRequest) error
+}
+
+// NMClient is what the AM needs from ContainerManagementProtocol, one
+// container at a time. nmToken is the newest NMToken the RM sent for the
+// container's node (zero Token if none was received).
+type NMClient interface {
+	StartContainer(ctx context.Context, c Container, nmToken Token, launch LaunchContext) error
+	StopContainer(ctx context.Context, c Container, nmToken Token) error
+}
+
+// LogFetcher reads the last lines of one of a container's log files
+// ("stderr", "stdout") from its NodeManager (web UI / REST).
+type LogFetcher interface {
+	Tail(ctx context.Context, c Container, file string, lines int) ([]string, error)
+}
