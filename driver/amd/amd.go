@@ -1,0 +1,371 @@
+// Package amd is the built-in driver for AMD GPUs (ROCm). It lists the
+// GPUs from the KFD topology in sysfs, or from rocm-smi where sysfs has no
+// KFD topology, for the shared coordination layer to choose from, and
+// names the environment a ROCm worker needs to see only its GPUs.
+//
+// Params (external-resource.<name>.param.*):
+//
+//	source         auto (default) | kfd | rocm-smi. auto reads the KFD topology
+//	               when <sysfs-root>/class/kfd/kfd/topology/nodes exists, else runs
+//	               rocm-smi when it is on PATH, else fails naming both.
+//	sysfs-root     where sysfs is mounted, default /sys.
+//	dev-root       where device nodes are, default /dev. A GPU whose render node
+//	               (<dev-root>/dri/renderD<minor>) the process cannot open is left
+//	               out, as ROCr leaves it out. When sysfs-root is set and dev-root
+//	               is not, this check is off (a fake sysfs tree has no device nodes).
+//	rocm-smi.path  the rocm-smi program, default "rocm-smi" on PATH.
+//	timeout        how long rocm-smi may run, default 10s.
+//
+// Infos per GPU: index, uuid (GPU-<16 hex digits>, absent when the GPU has
+// no unique id), unique-id, pci.bus-id, and from the KFD source also
+// gpu-id, kfd-node, render-node, device-id, gfx, name; numa-node and
+// local-cpus when sysfs has the PCI function.
+package amd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/xres/xres/driver"
+	"github.com/xres/xres/driver/pci"
+	"github.com/xres/xres/resources"
+)
+
+// FactoryName is the driver-factory.class that selects this driver.
+const FactoryName = "xres.amd-gpu"
+
+// Param keys, as written after external-resource.<name>.param.
+const (
+	ParamSource      = "source"
+	ParamSysfsRoot   = "sysfs-root"
+	ParamDevRoot     = "dev-root"
+	ParamRocmSMIPath = "rocm-smi.path"
+	ParamTimeout     = "timeout"
+)
+
+// Sources.
+const (
+	SourceAuto    = "auto"
+	SourceKFD     = "kfd"
+	SourceRocmSMI = "rocm-smi"
+)
+
+// DefaultTimeout bounds a rocm-smi run.
+const DefaultTimeout = 10 * time.Second
+
+var (
+	// ErrInvalidParam is wrapped by every error about a malformed param;
+	// the message names the full config key.
+	ErrInvalidParam = errors.New("invalid driver param")
+	// ErrNoSource: source auto found neither a KFD topology nor rocm-smi.
+	ErrNoSource = errors.New("no AMD GPU source")
+)
+
+// Enumerator lists the host's AMD GPUs. It implements driver.Enumerator.
+type Enumerator struct {
+	Source      string // auto, kfd or rocm-smi
+	SysfsRoot   string // "/sys" when empty
+	DevRoot     string // "" skips the render-node check
+	RocmSMIPath string
+	Timeout     time.Duration
+	Log         logrus.FieldLogger
+	// open checks that a render node can be opened; nil uses the file
+	// system. Tests replace it.
+	open func(path string) error
+}
+
+var _ driver.Enumerator = (*Enumerator)(nil)
+
+// New builds an Enumerator from a resource's options, validating params.
+func New(opts driver.Options) (*Enumerator, error) {
+	key := func(k string) string { return paramKey(opts.Resource, k) }
+	p := func(k string) string { return strings.TrimSpace(opts.Params[k]) }
+	e := &Enumerator{Source: SourceAuto, SysfsRoot: "/sys", DevRoot: "/dev", RocmSMIPath: "rocm-smi", Timeout: DefaultTimeout, Log: opts.Log}
+	switch s := strings.ToLower(p(ParamSource)); s {
+	case "", SourceAuto:
+	case SourceKFD, SourceRocmSMI:
+		e.Source = s
+	default:
+		return nil, fmt.Errorf("%s: %q is not one of auto, kfd, rocm-smi: %w", key(ParamSource), p(ParamSource), ErrInvalidParam)
+	}
+	if r := p(ParamSysfsRoot); r != "" {
+		e.SysfsRoot = r
+		e.DevRoot = ""
+	}
+	if r := p(ParamDevRoot); r != "" {
+		e.DevRoot = r
+	}
+	if r := p(ParamRocmSMIPath); r != "" {
+		e.RocmSMIPath = r
+	}
+	if t := p(ParamTimeout); t != "" {
+		d, err := parseTimeout(t)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w: %w", key(ParamTimeout), err, ErrInvalidParam)
+		}
+		e.Timeout = d
+	}
+	return e, nil
+}
+
+// parseTimeout takes a Go duration ("10s", "1m") or whole seconds ("10").
+func parseTimeout(s string) (time.Duration, error) {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		n, nerr := strconv.Atoi(s)
+		if nerr != nil {
+			return 0, fmt.Errorf("%q is not a duration (10s) or a number of seconds", s)
+		}
+		d = time.Duration(n) * time.Second
+	}
+	if d <= 0 {
+		return 0, fmt.Errorf("%q must be positive", s)
+	}
+	return d, nil
+}
+
+func paramKey(resource, param string) string {
+	if resource == "" {
+		return "param." + param
+	}
+	return "external-resource." + resource + ".param." + param
+}
+
+// Enumerate implements driver.Enumerator: every usable GPU in ROCr's order,
+// keyed by uuid where the GPU has one, else by PCI bus id.
+func (e *Enumerator) Enumerate(ctx context.Context) ([]driver.Device, error) {
+	source, err := e.source()
+	if err != nil {
+		return nil, err
+	}
+	var devs []driver.Device
+	switch source {
+	case SourceKFD:
+		devs, err = e.fromKFD(ctx)
+	default:
+		devs, err = e.fromRocmSMI(ctx)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("amd gpu: %w", err)
+	}
+	if len(devs) == 0 {
+		return nil, fmt.Errorf("amd gpu: %s lists no usable GPU: %w", source, driver.ErrNotEnoughDevices)
+	}
+	driver.LoggerOrDiscard(e.Log).WithFields(logrus.Fields{"source": source, "gpus": len(devs)}).Debug("amd gpu: enumerated")
+	return devs, nil
+}
+
+// source resolves auto: KFD topology first, rocm-smi second.
+func (e *Enumerator) source() (string, error) {
+	if e.Source == SourceKFD || e.Source == SourceRocmSMI {
+		return e.Source, nil
+	}
+	kfd := filepath.Join(e.sysfsRoot(), KFDNodesDir)
+	if _, err := os.Stat(kfd); err == nil {
+		return SourceKFD, nil
+	}
+	if _, err := exec.LookPath(e.RocmSMIPath); err == nil {
+		return SourceRocmSMI, nil
+	}
+	return "", fmt.Errorf("amd gpu: no KFD topology at %s (is the amdgpu driver loaded?) and no %s on PATH: %w", kfd, e.RocmSMIPath, ErrNoSource)
+}
+
+func (e *Enumerator) sysfsRoot() string {
+	if e.SysfsRoot == "" {
+		return "/sys"
+	}
+	return e.SysfsRoot
+}
+
+func (e *Enumerator) fromKFD(ctx context.Context) ([]driver.Device, error) {
+	nodes, err := ReadTopology(e.sysfsRoot())
+	if err != nil {
+		return nil, err
+	}
+	log := driver.LoggerOrDiscard(e.Log)
+	var devs []driver.Device
+	for _, n := range nodes {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if !n.IsGPU() {
+			continue
+		}
+		render := fmt.Sprintf("/dev/dri/renderD%d", n.RenderMinor())
+		if e.DevRoot != "" {
+			path := filepath.Join(e.DevRoot, "dri", fmt.Sprintf("renderD%d", n.RenderMinor()))
+			usable, err := e.usable(path)
+			if err != nil {
+				return nil, fmt.Errorf("kfd node %d: %w", n.ID, err)
+			}
+			if !usable {
+				log.WithFields(logrus.Fields{"kfd_node": n.ID, "render_node": path, "pci_bus_id": n.PCIBusID()}).Debug("amd gpu: render node not accessible, GPU left out")
+				continue
+			}
+		}
+		p := resources.Properties{
+			"index":       strconv.Itoa(len(devs)),
+			"pci.bus-id":  n.PCIBusID(),
+			"gpu-id":      strconv.FormatUint(uint64(n.GPUID), 10),
+			"kfd-node":    strconv.Itoa(n.ID),
+			"render-node": render,
+		}
+		if id, ok := n.Properties["device_id"]; ok {
+			p["device-id"] = fmt.Sprintf("0x%04x", id)
+		}
+		if gfx := n.GFX(); gfx != "" {
+			p["gfx"] = gfx
+		}
+		if n.Name != "" {
+			p["name"] = n.Name
+		}
+		setUniqueID(p, n.UniqueID())
+		if err := e.addLocality(p); err != nil {
+			return nil, err
+		}
+		devs = append(devs, driver.Device{Key: deviceKey(p), Info: p})
+	}
+	return devs, nil
+}
+
+func (e *Enumerator) fromRocmSMI(ctx context.Context) ([]driver.Device, error) {
+	timeout := e.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	out, err := runRocmSMI(ctx, e.RocmSMIPath, timeout)
+	if err != nil {
+		return nil, err
+	}
+	cards, err := ParseRocmSMI(out)
+	if err != nil {
+		return nil, err
+	}
+	devs := make([]driver.Device, 0, len(cards))
+	for i, c := range cards {
+		p := resources.Properties{
+			"index":      strconv.Itoa(i),
+			"pci.bus-id": c.BusID,
+			"card":       "card" + strconv.Itoa(c.Card),
+		}
+		setUniqueID(p, c.UniqueID)
+		if err := e.addLocality(p); err != nil {
+			return nil, err
+		}
+		devs = append(devs, driver.Device{Key: deviceKey(p), Info: p})
+	}
+	return devs, nil
+}
+
+// setUniqueID adds uuid and unique-id for a GPU that has a unique id.
+func setUniqueID(p resources.Properties, id uint64) {
+	if id == 0 {
+		return
+	}
+	p["unique-id"] = fmt.Sprintf("0x%016x", id)
+	p["uuid"] = fmt.Sprintf("GPU-%016x", id)
+}
+
+// deviceKey is the host-wide coordination key: uuid, else PCI bus id.
+func deviceKey(p resources.Properties) string {
+	if u := p["uuid"]; u != "" {
+		return u
+	}
+	return p["pci.bus-id"]
+}
+
+// addLocality adds numa-node and local-cpus from the GPU's PCI function,
+// when sysfs has it.
+func (e *Enumerator) addLocality(p resources.Properties) error {
+	addr := p["pci.bus-id"]
+	if _, err := os.Stat(filepath.Join(e.sysfsRoot(), pci.DevicesDir, addr)); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	f, err := pci.ReadFunction(e.sysfsRoot(), addr)
+	if err != nil {
+		return err
+	}
+	if f.NUMANode >= 0 {
+		p["numa-node"] = strconv.Itoa(f.NUMANode)
+	}
+	if f.LocalCPUs != "" {
+		p["local-cpus"] = f.LocalCPUs
+	}
+	return nil
+}
+
+// usable reports whether the render node can be opened. Missing (not in
+// this container) and permission denied (device cgroup) mean "not ours";
+// anything else is an error.
+func (e *Enumerator) usable(path string) (bool, error) {
+	open := e.open
+	if open == nil {
+		open = openRenderNode
+	}
+	err := open(path)
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, fs.ErrPermission), errors.Is(err, syscall.EPERM):
+		return false, nil
+	default:
+		return false, fmt.Errorf("open %s: %w", path, err)
+	}
+}
+
+func openRenderNode(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	return f.Close()
+}
+
+// Environment returns the variables a ROCm worker needs to see exactly
+// the given GPUs:
+//
+//	ROCR_VISIBLE_DEVICES  the GPUs' uuids when every GPU has one (they do
+//	                      not depend on numbering), else their indices
+//	HIP_VISIBLE_DEVICES   0,1,…,n-1: HIP numbers the GPUs ROCr left
+//	                      visible from 0, so the host indices would be
+//	                      wrong here; set anyway so that an inherited value
+//	                      cannot hide the granted GPUs
+//
+// GPUs with neither uuid nor index are left out. No GPUs, no variables.
+func Environment(infos []resources.Info) map[string]string {
+	var uuids, indices []string
+	for _, in := range infos {
+		if u, ok := in.Property("uuid"); ok && u != "" {
+			uuids = append(uuids, u)
+		}
+		if i, ok := in.Property("index"); ok && i != "" {
+			indices = append(indices, i)
+		}
+	}
+	ids := indices
+	if len(uuids) == len(infos) {
+		ids = uuids
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	hip := make([]string, len(ids))
+	for i := range ids {
+		hip[i] = strconv.Itoa(i)
+	}
+	return map[string]string{
+		"ROCR_VISIBLE_DEVICES": strings.Join(ids, ","),
+		"HIP_VISIBLE_DEVICES":  strings.Join(hip, ","),
+	}
+}
