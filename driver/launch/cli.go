@@ -1,0 +1,340 @@
+package launch
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/xres/xres/resources"
+)
+
+// InfoFileName is the info file's name in a YARN container's working
+// directory.
+const InfoFileName = "external-resources.json"
+
+// Env is everything Main takes from the process: cmd/container-launcher
+// fills it from os, tests with fakes.
+type Env struct {
+	Getenv  func(string) string // nil: os.Getenv
+	Environ []string            // the worker's base environment; nil: os.Environ()
+	Dir     string              // working directory for the worker and the info file; "": the current one
+	Stdin   io.Reader
+	Stdout  io.Writer
+	Stderr  io.Writer
+	// Signals delivers the signals to forward (ForwardedSignals); nil: none.
+	Signals <-chan os.Signal
+	// Registry holds the driver factories (filled by cmd/).
+	Registry Registry
+	// Load reads the configuration; nil: LoadConfig.
+	Load Loader
+}
+
+func (e *Env) defaults() {
+	if e.Getenv == nil {
+		e.Getenv = os.Getenv
+	}
+	if e.Environ == nil {
+		e.Environ = os.Environ()
+	}
+	if e.Stdout == nil {
+		e.Stdout = io.Discard
+	}
+	if e.Stderr == nil {
+		e.Stderr = io.Discard
+	}
+	if e.Load == nil {
+		e.Load = LoadConfig
+	}
+}
+
+const usageText = `usage:
+  container-launcher [flags] [--] <worker command> [args…]
+        discover the configured resources, tell the worker, run it, release
+  container-launcher probe [flags] [--json]
+        show what would be discovered and who holds what (holds nothing)
+  container-launcher check [flags]
+        report configuration and host problems with a fix for each
+
+flags:
+  --conf FILE|DIR      Flink configuration (default: $FLINK_CONF_DIR)
+  -D key=value         override a configuration key (repeatable; -Dkey=value too)
+  --resources a,b      only these of the configured resources
+  --strict             turn configuration warnings into errors
+  --log-level LEVEL    panic…trace (default info, or $XRES_LOG_LEVEL)
+  --info-file PATH     where to write the info file (run only)
+
+exit codes: worker's own code, or 210 usage, 211 config, 212 discovery,
+213 worker could not start, 214 internal
+`
+
+// common are the flags shared by every subcommand.
+type common struct {
+	conf      string
+	dynamic   multiFlag
+	resources string
+	strict    bool
+	logLevel  string
+}
+
+type multiFlag []string
+
+func (m *multiFlag) String() string     { return strings.Join(*m, " ") }
+func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
+
+func (c *common) register(fs *flag.FlagSet) {
+	fs.StringVar(&c.conf, "conf", "", "Flink configuration file or directory")
+	fs.Var(&c.dynamic, "D", "configuration override key=value (repeatable)")
+	fs.StringVar(&c.resources, "resources", "", "comma-separated resource names to use (default: all configured)")
+	fs.BoolVar(&c.strict, "strict", false, "turn configuration warnings into errors")
+	fs.StringVar(&c.logLevel, "log-level", "", "log level (default info, or $"+EnvLogLevel+")")
+}
+
+// splitDynamic rewrites Flink-style "-Dkey=value" arguments into "-D",
+// "key=value" so the flag package takes them; it stops at "--".
+func splitDynamic(args []string) []string {
+	out := make([]string, 0, len(args))
+	for i, a := range args {
+		if a == "--" {
+			return append(out, args[i:]...)
+		}
+		if strings.HasPrefix(a, "-D") && len(a) > 2 && a[2] != '=' {
+			out = append(out, "-D", a[2:])
+			continue
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// Main runs container-launcher with args (without the program name) and
+// returns the process exit code.
+func Main(ctx context.Context, args []string, env Env) int {
+	env.defaults()
+	if len(args) > 0 {
+		switch args[0] {
+		case "probe":
+			return runProbe(ctx, args[1:], env)
+		case "check":
+			return runCheck(ctx, args[1:], env)
+		case "help", "-h", "-help", "--help":
+			fmt.Fprint(env.Stdout, usageText)
+			return ExitOK
+		}
+	}
+	return runLaunch(ctx, args, env)
+}
+
+// newLogger builds the stderr logger from --log-level or $XRES_LOG_LEVEL.
+func newLogger(w io.Writer, level string, getenv func(string) string) (*logrus.Logger, error) {
+	log := logrus.New()
+	log.SetOutput(w)
+	log.SetFormatter(&logrus.TextFormatter{DisableColors: true, FullTimestamp: true})
+	if level == "" {
+		level = getenv(EnvLogLevel)
+	}
+	if level == "" {
+		level = "info"
+	}
+	lvl, err := logrus.ParseLevel(level)
+	if err != nil {
+		return log, classifyf(ErrUsage, "log level %q (--log-level or %s): %w", level, EnvLogLevel, err)
+	}
+	log.SetLevel(lvl)
+	return log, nil
+}
+
+// parse parses a subcommand's flags; the error is printed and classified.
+func parse(fs *flag.FlagSet, args []string, stderr io.Writer) error {
+	fs.SetOutput(io.Discard)
+	if err := fs.Parse(splitDynamic(args)); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stderr, usageText)
+		}
+		return classifyf(ErrUsage, "parse arguments: %w", err)
+	}
+	return nil
+}
+
+// fail reports err on stderr as one plain line naming the failure kind
+// and exit code (plus the usage for usage errors) and returns the code.
+func fail(stderr io.Writer, err error) int {
+	code := ExitCode(err)
+	fmt.Fprintf(stderr, "container-launcher: %s error (exit %d): %v\n", ExitCodeName(code), code, err)
+	if code == ExitUsage {
+		fmt.Fprint(stderr, usageText)
+	}
+	return code
+}
+
+// selectSpecs keeps the specs named in only (comma-separated; "" keeps all).
+// A name that is not configured is a configuration error.
+func selectSpecs(specs []resources.Spec, only string) ([]resources.Spec, error) {
+	if strings.TrimSpace(only) == "" {
+		return specs, nil
+	}
+	byName := map[string]resources.Spec{}
+	var known []string
+	for _, s := range specs {
+		byName[s.Name] = s
+		known = append(known, s.Name)
+	}
+	var out []resources.Spec
+	seen := map[string]bool{}
+	for _, n := range strings.Split(only, ",") {
+		n = strings.TrimSpace(n)
+		if n == "" || seen[n] {
+			continue
+		}
+		seen[n] = true
+		s, ok := byName[n]
+		if !ok {
+			list := "none"
+			if len(known) > 0 {
+				list = strings.Join(known, ", ")
+			}
+			return nil, classifyf(ErrConfig, "--resources: %q is not a configured resource (external-resources enables: %s)", n, list)
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// runLaunch is the default command: discover, tell, run, release.
+func runLaunch(ctx context.Context, args []string, env Env) int {
+	fs := flag.NewFlagSet("container-launcher", flag.ContinueOnError)
+	var c common
+	c.register(fs)
+	infoFile := fs.String("info-file", "", "path of the info file")
+	grace := fs.Duration("kill-grace", 10*time.Second, "after a cancellation, how long the worker gets between SIGTERM and SIGKILL")
+	if err := parse(fs, args, env.Stderr); err != nil {
+		return fail(env.Stderr, err)
+	}
+	log, err := newLogger(env.Stderr, c.logLevel, env.Getenv)
+	if err != nil {
+		return fail(env.Stderr, err)
+	}
+	command := fs.Args()
+	if len(command) > 0 && command[0] == "--" {
+		command = command[1:]
+	}
+	if len(command) == 0 {
+		return fail(env.Stderr, classifyf(ErrUsage, "no worker command: give it after --"))
+	}
+
+	// Signals: before the worker runs they cancel the launch; afterwards
+	// they are forwarded. The gate watches for the launcher's whole life.
+	lctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	gate := newSignalGate(env.Signals, cancel, log)
+	defer gate.Stop()
+
+	specs, err := env.Load(Config{Path: c.conf, Dynamic: c.dynamic, Strict: c.strict, Getenv: env.Getenv, Log: log})
+	if err != nil {
+		return fail(env.Stderr, err)
+	}
+	specs, err = selectSpecs(specs, c.resources)
+	if err != nil {
+		return fail(env.Stderr, err)
+	}
+
+	l := &Launcher{Registry: env.Registry, Log: log, Getenv: env.Getenv}
+	res, err := l.Acquire(lctx, specs)
+	if err != nil {
+		if sig := gate.Pending(); sig != nil {
+			log.WithError(err).Info("launch stopped by signal before the worker started")
+			return signalExitCode(sig)
+		}
+		return fail(env.Stderr, err)
+	}
+	code, err := l.run(lctx, res, command, env, *infoFile, *grace, gate, log)
+	ctxRel, cancelRel := context.WithTimeout(context.Background(), res.releaseTimeout())
+	defer cancelRel()
+	if rerr := res.Release(ctxRel); rerr != nil {
+		log.WithError(rerr).Error("releasing devices failed; host coordination reclaims them once this launcher has exited")
+	}
+	if err != nil {
+		return fail(env.Stderr, err)
+	}
+	if sig := gate.Pending(); sig != nil && code == 0 {
+		return signalExitCode(sig)
+	}
+	return code
+}
+
+// run writes the info file, runs the worker and returns its exit code. The
+// caller releases res.
+func (l *Launcher) run(ctx context.Context, res *Reservation, command []string, env Env, infoFile string, grace time.Duration, gate *signalGate, log logrus.FieldLogger) (int, error) {
+	dir := env.Dir
+	path, cleanup, err := writeInfo(infoFile, dir, env.Getenv, res.Infos())
+	if err != nil {
+		return 0, err
+	}
+	defer cleanup()
+	log.WithField("info_file", path).Debug("info file written")
+	vars := grantEnv(res.Grants, path)
+	code, err := runWorker(ctx, worker{
+		Args:   command,
+		Env:    mergeEnv(env.Environ, vars),
+		Dir:    dir,
+		Stdin:  env.Stdin,
+		Stdout: env.Stdout,
+		Stderr: env.Stderr,
+	}, gate, grace, log)
+	if err != nil {
+		return 0, err
+	}
+	log.WithField("exit_code", describeCode(code)).Debug("passing the worker's exit code on")
+	return code, nil
+}
+
+// writeInfo writes the info file and returns its path and a cleanup that
+// removes it when it was a temporary file. With explicit set, that path is
+// used. In a YARN container (CONTAINER_ID set) the file is
+// external-resources.json in the working directory, which is private to the
+// container and cleaned by YARN; elsewhere, or when the working directory
+// is not writable, it is a fresh file in $TMPDIR removed after the worker.
+func writeInfo(explicit, dir string, getenv func(string) string, infos map[string][]resources.Info) (string, func(), error) {
+	none := func() {}
+	if explicit != "" {
+		if err := WriteInfoFile(explicit, infos); err != nil {
+			return "", none, fmt.Errorf("write info file %s (--info-file): %w", explicit, err)
+		}
+		return absPath(explicit), none, nil
+	}
+	if getenv("CONTAINER_ID") != "" {
+		p := filepath.Join(dir, InfoFileName)
+		if err := WriteInfoFile(p, infos); err == nil {
+			return absPath(p), none, nil
+		}
+	}
+	tmp := getenv("TMPDIR")
+	if tmp == "" {
+		tmp = os.TempDir()
+	}
+	f, err := os.CreateTemp(tmp, "xres-resources-*.json")
+	if err != nil {
+		return "", none, fmt.Errorf("create info file in %s: %w", tmp, err)
+	}
+	p := f.Name()
+	_ = f.Close()
+	if err := WriteInfoFile(p, infos); err != nil {
+		_ = os.Remove(p)
+		return "", none, fmt.Errorf("write info file %s: %w", p, err)
+	}
+	return p, func() { _ = os.Remove(p) }, nil
+}
+
+func absPath(p string) string {
+	if a, err := filepath.Abs(p); err == nil {
+		return a
+	}
+	return p
+}

@@ -1,0 +1,48 @@
+package launch
+
+import (
+	"github.com/sirupsen/logrus"
+
+	"github.com/xres/xres/conf"
+	"github.com/xres/xres/resources"
+)
+
+// Config is what a Loader needs to read the resource specs.
+type Config struct {
+	Path    string   // --conf: a file or a directory; "" = $FLINK_CONF_DIR
+	Dynamic []string // -D key=value overrides
+	Strict  bool     // --strict
+	Getenv  func(string) string
+	Log     logrus.FieldLogger
+}
+
+// Loader reads the enabled resource specs. Errors are configuration errors.
+type Loader func(c Config) ([]resources.Spec, error)
+
+// loadConf finds and loads the Flink configuration; errors are classified
+// ErrConfig.
+func loadConf(c Config) (*conf.Config, error) {
+	path, err := conf.Find(c.Path, c.Getenv)
+	if err != nil {
+		return nil, classify(ErrConfig, err)
+	}
+	cfg, err := conf.Load(path, c.Dynamic)
+	if err != nil {
+		return nil, classify(ErrConfig, err)
+	}
+	return cfg, nil
+}
+
+// LoadConfig is the default Loader: conf.Find and conf.Load, then the
+// external-resource specs with Flink's semantics (resources.Parse).
+func LoadConfig(c Config) ([]resources.Spec, error) {
+	cfg, err := loadConf(c)
+	if err != nil {
+		return nil, err
+	}
+	specs, err := parseSpecs(cfg, c.Strict, c.Log)
+	if err != nil {
+		return nil, classify(ErrConfig, err)
+	}
+	return specs, nil
+}

@@ -1,0 +1,159 @@
+package launch
+
+import (
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/xres/xres/resources"
+)
+
+// Environment variables the launcher exports to the worker.
+//
+//	variable                        value
+//	------------------------------  ---------------------------------------------
+//	XRES_RESOURCES_FILE             path of the JSON info file (every resource)
+//	XRES_RESOURCES                  names of the resources granted, comma-joined
+//	XRES_RESOURCE_<NAME>_AMOUNT     number of devices granted
+//	XRES_RESOURCE_<NAME>_<KEY>      property KEY of every device, comma-joined in
+//	                                device order ("" for a device without it):
+//	                                _INDEX, _UUID, _NAME, _MEMORY_TOTAL, _PCI_BUS_ID…
+//	CUDA_VISIBLE_DEVICES            NVIDIA GPU resources: index per device (the
+//	                                uuid for MIG instances, MIG-…)
+//	ROCR_VISIBLE_DEVICES,           AMD GPU resources: index per device
+//	HIP_VISIBLE_DEVICES
+//
+// <NAME> and <KEY> are upper-cased with every character other than A-Z and
+// 0-9 replaced by "_": resource "gpu" and key "pci.bus-id" give
+// XRES_RESOURCE_GPU_PCI_BUS_ID.
+const (
+	EnvResourcesFile = "XRES_RESOURCES_FILE"
+	EnvResources     = "XRES_RESOURCES"
+	EnvResourcePfx   = "XRES_RESOURCE_"
+	EnvLogLevel      = "XRES_LOG_LEVEL"
+)
+
+// Vendor names which device-selection variables a resource gets.
+type Vendor string
+
+// Vendors known to the launcher.
+const (
+	VendorNone   Vendor = ""
+	VendorNVIDIA Vendor = "nvidia"
+	VendorAMD    Vendor = "amd"
+)
+
+// visibleVars lists the variables a vendor's runtime reads to select devices.
+func (v Vendor) visibleVars() []string {
+	switch v {
+	case VendorNVIDIA:
+		return []string{"CUDA_VISIBLE_DEVICES"}
+	case VendorAMD:
+		return []string{"ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES"}
+	}
+	return nil
+}
+
+// Grant is what one resource got: the devices to hand to the worker.
+type Grant struct {
+	Spec    resources.Spec
+	Vendor  Vendor
+	Devices []resources.Info
+}
+
+// EnvToken upper-cases s and replaces every character other than A-Z and
+// 0-9 with "_", making it usable inside an environment variable name.
+func EnvToken(s string) string {
+	var b strings.Builder
+	for _, r := range strings.ToUpper(s) {
+		if (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9') {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('_')
+		}
+	}
+	return b.String()
+}
+
+// ResourceEnv names XRES_RESOURCE_<NAME>_<KEY> for resource name and
+// property key.
+func ResourceEnv(name, key string) string {
+	return EnvResourcePfx + EnvToken(name) + "_" + EnvToken(key)
+}
+
+// grantEnv returns the variables for the grants, sorted by name. infoFile
+// is the path of the info file ("" leaves XRES_RESOURCES_FILE out).
+func grantEnv(grants []Grant, infoFile string) map[string]string {
+	env := map[string]string{}
+	if infoFile != "" {
+		env[EnvResourcesFile] = infoFile
+	}
+	names := make([]string, 0, len(grants))
+	visible := map[string][]string{}
+	for _, g := range grants {
+		names = append(names, g.Spec.Name)
+		env[ResourceEnv(g.Spec.Name, "amount")] = strconv.Itoa(len(g.Devices))
+		keys := map[string]bool{}
+		for _, d := range g.Devices {
+			for _, k := range d.Keys() {
+				keys[k] = true
+			}
+		}
+		for k := range keys {
+			vals := make([]string, len(g.Devices))
+			for i, d := range g.Devices {
+				vals[i], _ = d.Property(k)
+			}
+			env[ResourceEnv(g.Spec.Name, k)] = strings.Join(vals, ",")
+		}
+		for _, v := range g.Vendor.visibleVars() {
+			for _, d := range g.Devices {
+				if id := visibleID(d); id != "" {
+					visible[v] = append(visible[v], id)
+				}
+			}
+		}
+	}
+	env[EnvResources] = strings.Join(names, ",")
+	for v, ids := range visible {
+		env[v] = strings.Join(ids, ",")
+	}
+	return env
+}
+
+// visibleID is how a device is named in CUDA_VISIBLE_DEVICES and its
+// siblings: the index, or the UUID for a MIG instance (which has no index of
+// its own) or where no index is known.
+func visibleID(d resources.Info) string {
+	uuid, _ := d.Property("uuid")
+	if strings.HasPrefix(uuid, "MIG-") {
+		return uuid
+	}
+	if idx, ok := d.Property("index"); ok && idx != "" {
+		return idx
+	}
+	return uuid
+}
+
+// mergeEnv returns base (KEY=value entries) with vars set, replacing earlier
+// values of the same keys; the result is sorted by key for new entries and
+// keeps the order of base otherwise.
+func mergeEnv(base []string, vars map[string]string) []string {
+	out := make([]string, 0, len(base)+len(vars))
+	for _, kv := range base {
+		k, _, _ := strings.Cut(kv, "=")
+		if _, ok := vars[k]; ok {
+			continue
+		}
+		out = append(out, kv)
+	}
+	keys := make([]string, 0, len(vars))
+	for k := range vars {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		out = append(out, k+"="+vars[k])
+	}
+	return out
+}

@@ -1,0 +1,248 @@
+// Package launch is the logic of container-launcher: for every configured
+// external resource it builds the driver, discovers (and, under host
+// coordination, reserves) the devices, tells the worker what it got (an info
+// file and environment variables), runs the worker as a supervised child
+// with signals forwarded, passes its exit code on and always releases the
+// devices. It also holds the probe and check subcommands.
+//
+// cmd/container-launcher only wires os.Args, the environment, signals and
+// the driver registry into Main.
+package launch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/xres/xres/driver"
+	"github.com/xres/xres/resources"
+)
+
+// Registry finds driver factories by the name configured in
+// external-resource.<name>.driver-factory.class. *driver.Registry
+// implements it.
+type Registry interface {
+	Lookup(name string) (driver.Factory, error)
+	Canonical(name string) (string, bool)
+}
+
+var _ Registry = (*driver.Registry)(nil)
+
+// Launcher discovers and releases the devices of a set of resources.
+type Launcher struct {
+	Registry Registry
+	Log      logrus.FieldLogger
+	// Getenv is handed to the drivers; nil means os.Getenv.
+	Getenv func(string) string
+	// DryRun discovers without reserving (probe).
+	DryRun bool
+	// VendorOf says which device-selection variables a resource gets,
+	// from its factory's primary name; nil means DefaultVendorOf.
+	VendorOf func(spec resources.Spec, factory string) Vendor
+	// DiscoverTimeout bounds each resource's discovery (0: 2 minutes).
+	DiscoverTimeout time.Duration
+	// ReleaseTimeout bounds the release of every resource (0: 30 seconds).
+	ReleaseTimeout time.Duration
+}
+
+// Reservation is what Acquire got: the grants, in spec order, and what to
+// release when the worker ends.
+type Reservation struct {
+	Grants   []Grant
+	held     []held
+	log      logrus.FieldLogger
+	timeout  time.Duration
+	released bool
+}
+
+type held struct {
+	name string
+	rel  driver.Releaser
+}
+
+func (l *Launcher) log() logrus.FieldLogger { return driver.LoggerOrDiscard(l.Log) }
+
+// Driver builds the driver of spec: the factory looked up in the registry,
+// given the spec's params. A spec without a factory returns (nil, "", nil):
+// Flink requests such a resource but tells the worker nothing. An unknown
+// factory or one that rejects its params is a configuration error.
+func (l *Launcher) Driver(spec resources.Spec) (driver.Driver, string, error) {
+	if strings.TrimSpace(spec.Factory) == "" {
+		return nil, "", nil
+	}
+	key := "external-resource." + spec.Name + ".driver-factory.class"
+	if l.Registry == nil {
+		return nil, "", classifyf(ErrConfig, "%s: %q: %w (no registry)", key, spec.Factory, driver.ErrUnknownFactory)
+	}
+	f, err := l.Registry.Lookup(spec.Factory)
+	if err != nil {
+		return nil, "", classifyf(ErrConfig, "%s: %w", key, err)
+	}
+	canonical, _ := l.Registry.Canonical(spec.Factory)
+	params := make(map[string]string, len(spec.Params))
+	for k, v := range spec.Params {
+		params[k] = v
+	}
+	d, err := f.NewDriver(driver.Options{
+		Resource: spec.Name,
+		Params:   params,
+		Log:      l.log().WithField("resource", spec.Name),
+		Getenv:   l.Getenv,
+		DryRun:   l.DryRun,
+	})
+	if err != nil {
+		return nil, canonical, classifyf(ErrConfig, "create driver %s for resource %s: %w", spec.Factory, spec.Name, err)
+	}
+	if d == nil {
+		return nil, canonical, classifyf(ErrConfig, "create driver %s for resource %s: factory returned no driver", spec.Factory, spec.Name)
+	}
+	return d, canonical, nil
+}
+
+// Acquire discovers the devices of every spec in order. On any failure it
+// releases what earlier specs got before returning, so nothing stays
+// half-reserved. A spec without a driver factory is skipped with a warning
+// (Flink's behaviour: the worker sees no infos for it).
+func (l *Launcher) Acquire(ctx context.Context, specs []resources.Spec) (*Reservation, error) {
+	r := &Reservation{log: l.log(), timeout: l.ReleaseTimeout}
+	for _, spec := range specs {
+		log := l.log().WithField("resource", spec.Name)
+		if err := ctx.Err(); err != nil {
+			return nil, r.abort(fmt.Errorf("discover %s: %w", spec.Name, err))
+		}
+		d, canonical, err := l.Driver(spec)
+		if err != nil {
+			return nil, r.abort(err)
+		}
+		if d == nil {
+			log.Warnf("no driver factory configured (external-resource.%s.driver-factory.class): the worker gets no device infos for it", spec.Name)
+			continue
+		}
+		// Register the releaser before Discover: a driver that reserved part
+		// of its devices and then failed must free them too.
+		if rel, ok := d.(driver.Releaser); ok {
+			r.held = append(r.held, held{name: spec.Name, rel: rel})
+		}
+		timeout := l.DiscoverTimeout
+		if timeout <= 0 {
+			timeout = 2 * time.Minute
+		}
+		dctx, cancel := context.WithTimeout(ctx, timeout)
+		start := time.Now()
+		infos, err := d.Discover(dctx, spec.Amount)
+		cancel()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, r.abort(fmt.Errorf("discover %s: %w", spec.Name, ctx.Err()))
+			}
+			return nil, r.abort(classifyf(ErrDiscovery, "discover %s (amount %d, driver %s): %w", spec.Name, spec.Amount, spec.Factory, err))
+		}
+		if int64(len(infos)) != spec.Amount {
+			log.WithField("amount", spec.Amount).WithField("got", len(infos)).
+				Warn("driver returned a different number of devices than the amount")
+		}
+		vendor := DefaultVendorOf(spec, canonical)
+		if l.VendorOf != nil {
+			vendor = l.VendorOf(spec, canonical)
+		}
+		r.Grants = append(r.Grants, Grant{Spec: spec, Vendor: vendor, Devices: infos})
+		log.WithFields(logrus.Fields{
+			"devices":  describeDevices(infos),
+			"duration": time.Since(start).Round(time.Microsecond).String(),
+			"dry_run":  l.DryRun,
+		}).Info("devices discovered")
+	}
+	return r, nil
+}
+
+// abort releases everything and returns err (with any release error joined).
+func (r *Reservation) abort(err error) error {
+	ctx, cancel := context.WithTimeout(context.Background(), r.releaseTimeout())
+	defer cancel()
+	if rerr := r.Release(ctx); rerr != nil {
+		return errors.Join(err, rerr)
+	}
+	return err
+}
+
+func (r *Reservation) releaseTimeout() time.Duration {
+	if r.timeout <= 0 {
+		return 30 * time.Second
+	}
+	return r.timeout
+}
+
+// Release frees every device the reservation holds, in reverse order,
+// trying all of them even when one fails. Calling it again does nothing.
+func (r *Reservation) Release(ctx context.Context) error {
+	if r == nil || r.released {
+		return nil
+	}
+	r.released = true
+	var errs []error
+	for i := len(r.held) - 1; i >= 0; i-- {
+		h := r.held[i]
+		if err := h.rel.Release(ctx); err != nil {
+			r.log.WithField("resource", h.name).WithError(err).Error("release devices")
+			errs = append(errs, fmt.Errorf("release %s: %w", h.name, err))
+			continue
+		}
+		r.log.WithField("resource", h.name).Debug("devices released")
+	}
+	return errors.Join(errs...)
+}
+
+// Infos maps each granted resource name to its devices, the shape of the
+// info file.
+func (r *Reservation) Infos() map[string][]resources.Info {
+	out := make(map[string][]resources.Info, len(r.Grants))
+	for _, g := range r.Grants {
+		out[g.Spec.Name] = g.Devices
+	}
+	return out
+}
+
+// DefaultVendorOf recognises NVIDIA GPU resources by their driver factory
+// (our GPU driver, by any of its names, including Flink's
+// GPUDriverFactory) and AMD ones by the AMD driver. A spec param
+// "visible-devices.vendor" (nvidia, amd, none) overrides the guess, for
+// plugins and scripts that stand for a known vendor's devices.
+func DefaultVendorOf(spec resources.Spec, factory string) Vendor {
+	if v, ok := spec.Params["visible-devices.vendor"]; ok {
+		switch strings.ToLower(strings.TrimSpace(v)) {
+		case "nvidia":
+			return VendorNVIDIA
+		case "amd":
+			return VendorAMD
+		default:
+			return VendorNone
+		}
+	}
+	names := []string{strings.ToLower(factory), strings.ToLower(spec.Factory)}
+	for _, n := range names {
+		switch {
+		case n == "":
+		case n == "gpu" || n == "nvidia" || strings.HasSuffix(n, "gpu.gpudriverfactory") || strings.Contains(n, "nvidia"):
+			return VendorNVIDIA
+		case n == "amd" || strings.Contains(n, "amd") || strings.Contains(n, "rocm"):
+			return VendorAMD
+		}
+	}
+	return VendorNone
+}
+
+func describeDevices(infos []resources.Info) string {
+	parts := make([]string, 0, len(infos))
+	for _, in := range infos {
+		if id := visibleID(in); id != "" {
+			parts = append(parts, id)
+			continue
+		}
+		parts = append(parts, fmt.Sprint(in))
+	}
+	return strings.Join(parts, ",")
+}

@@ -1,0 +1,353 @@
+package launch
+
+import (
+	"context"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/xres/xres/resources"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+// fixedSpecs is a Loader returning specs, for tests that are not about the
+// configuration file.
+func fixedSpecs(specs ...resources.Spec) Loader {
+	return func(Config) ([]resources.Spec, error) { return specs, nil }
+}
+
+type runResult struct {
+	code   int
+	stdout string
+	stderr string
+}
+
+// runMain runs Main in-process with the fake host's registry.
+func runMain(t *testing.T, h *fakeHost, load Loader, sigs <-chan os.Signal, args ...string) runResult {
+	t.Helper()
+	var stdout, stderr syncBuffer
+	env := Env{
+		Getenv:   func(k string) string { return map[string]string{"TMPDIR": t.TempDir()}[k] },
+		Environ:  []string{"PATH=" + os.Getenv("PATH"), "CUDA_VISIBLE_DEVICES=9", "KEEP=me"},
+		Dir:      t.TempDir(),
+		Stdout:   &stdout,
+		Stderr:   &stderr,
+		Signals:  sigs,
+		Registry: registryWith(h),
+		Load:     load,
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	code := Main(ctx, args, env)
+	return runResult{code: code, stdout: stdout.String(), stderr: stderr.String()}
+}
+
+func gpuSpec(amount int64) resources.Spec {
+	return resources.Spec{Name: "gpu", Amount: amount, YarnKey: "yarn.io/gpu", Factory: "nvidia-fake"}
+}
+
+func fpgaSpec(amount int64) resources.Spec {
+	return resources.Spec{Name: "fpga", Amount: amount, Factory: "com.example.FakeFactory"}
+}
+
+// TestRunWorkerSeesEnvAndInfoFile checks what a worker is told: the
+// environment and the info file, against a golden file.
+func TestRunWorkerSeesEnvAndInfoFile(t *testing.T) {
+	h := newFakeHost()
+	h.devices["gpu"] = 4
+	h.devices["fpga"] = 2
+	h.devices["my.fancy-dev"] = 1
+	h.props["gpu"] = []string{"uuid", "pci.bus-id"}
+	out := t.TempDir()
+	script := `env | grep -E '^(XRES_|CUDA_|ROCR_|HIP_|KEEP=)' | sed "s#$XRES_RESOURCES_FILE#<INFO_FILE>#" | sort > "$1/env"; cat "$XRES_RESOURCES_FILE" > "$1/info.json"`
+	r := runMain(t, h, fixedSpecs(gpuSpec(2), fpgaSpec(1),
+		resources.Spec{Name: "my.fancy-dev", Amount: 1, Factory: "fake"},
+		resources.Spec{Name: "nodriver", Amount: 1}),
+		nil, "--", "sh", "-c", script, "worker", out)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stderr, "no driver factory configured")
+
+	got, err := os.ReadFile(filepath.Join(out, "env"))
+	require.NoError(t, err)
+	golden(t, "run-env.golden", got)
+	info, err := os.ReadFile(filepath.Join(out, "info.json"))
+	require.NoError(t, err)
+	golden(t, "run-info.golden.json", info)
+
+	// The temporary info file is gone and every device is free again.
+	require.Empty(t, h.Held("gpu"))
+	require.Empty(t, h.Held("fpga"))
+	require.Equal(t, 1, h.Releases("gpu"))
+}
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		require.NoError(t, os.MkdirAll("testdata", 0o755))
+		require.NoError(t, os.WriteFile(path, got, 0o644))
+	}
+	want, err := os.ReadFile(path)
+	require.NoError(t, err, "run go test -update to create %s", path)
+	require.Equal(t, string(want), string(got))
+}
+
+// TestRunExitCodes checks that the worker's exit code is passed on and the
+// launcher's own failures get their reserved codes, with devices released
+// in every case.
+func TestRunExitCodes(t *testing.T) {
+	tests := []struct {
+		name    string
+		specs   []resources.Spec
+		setup   func(h *fakeHost)
+		args    []string
+		code    int
+		stderr  string // substring expected on stderr
+		workerR bool   // the worker must have run
+	}{
+		{name: "worker ok", specs: []resources.Spec{gpuSpec(1)}, args: []string{"--", "true"}, code: 0},
+		{name: "worker code passes through", specs: []resources.Spec{gpuSpec(1)}, args: []string{"--", "sh", "-c", "exit 3"}, code: 3},
+		{name: "worker code 143 passes through", specs: []resources.Spec{gpuSpec(1)}, args: []string{"--", "sh", "-c", "exit 143"}, code: 143},
+		{name: "worker killed by signal is 128+sig", specs: []resources.Spec{gpuSpec(1)}, args: []string{"--", "sh", "-c", "kill -9 $$"}, code: 137},
+		{name: "no resources configured still runs", args: []string{"sh", "-c", "exit 4"}, code: 4},
+		{name: "no worker command", specs: []resources.Spec{gpuSpec(1)}, args: []string{"--"}, code: ExitUsage, stderr: "no worker command"},
+		{name: "unknown flag", args: []string{"--bogus", "--", "true"}, code: ExitUsage, stderr: "bogus"},
+		{name: "bad log level", args: []string{"--log-level", "loud", "--", "true"}, code: ExitUsage, stderr: "XRES_LOG_LEVEL"},
+		{name: "worker not found", specs: []resources.Spec{gpuSpec(1)}, args: []string{"--", "/nonexistent/worker"}, code: ExitWorkerStart, stderr: "/nonexistent/worker"},
+		{
+			name:   "unknown factory is a config error naming the key",
+			specs:  []resources.Spec{fpgaSpec(1), {Name: "gpu", Amount: 1, Factory: "org.example.Nope"}},
+			args:   []string{"--", "true"},
+			code:   ExitConfig,
+			stderr: "external-resource.gpu.driver-factory.class",
+		},
+		{
+			name:   "factory rejecting its params is a config error",
+			specs:  []resources.Spec{{Name: "gpu", Amount: 1, Factory: "fake", Params: map[string]string{"reject": "bad"}}},
+			args:   []string{"--", "true"},
+			code:   ExitConfig,
+			stderr: "param reject",
+		},
+		{
+			name:   "no devices left is a discovery failure",
+			specs:  []resources.Spec{gpuSpec(5)},
+			args:   []string{"--", "true"},
+			code:   ExitDiscovery,
+			stderr: "not enough devices",
+		},
+		{
+			name:   "later resource failing releases the earlier one",
+			specs:  []resources.Spec{gpuSpec(2), fpgaSpec(1)},
+			setup:  func(h *fakeHost) { h.fail["fpga"] = errBoom },
+			args:   []string{"--", "true"},
+			code:   ExitDiscovery,
+			stderr: "fell off the bus",
+		},
+		{
+			name:   "--resources names an unknown resource",
+			specs:  []resources.Spec{gpuSpec(1)},
+			args:   []string{"--resources", "gpu,tpu", "--", "true"},
+			code:   ExitConfig,
+			stderr: `"tpu" is not a configured resource`,
+		},
+		{
+			name:  "--resources limits discovery",
+			specs: []resources.Spec{gpuSpec(1), fpgaSpec(9)}, // fpga would fail
+			args:  []string{"--resources", "gpu", "--", "true"},
+			code:  0,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newFakeHost()
+			h.devices["gpu"] = 4
+			h.devices["fpga"] = 2
+			if tc.setup != nil {
+				tc.setup(h)
+			}
+			r := runMain(t, h, fixedSpecs(tc.specs...), nil, tc.args...)
+			require.Equal(t, tc.code, r.code, "stderr:\n%s", r.stderr)
+			if tc.stderr != "" {
+				require.Contains(t, r.stderr, tc.stderr)
+			}
+			require.Empty(t, h.Held("gpu"), "gpu devices left held")
+			require.Empty(t, h.Held("fpga"), "fpga devices left held")
+		})
+	}
+}
+
+// TestRunForwardsSignals: a worker that traps SIGTERM and exits 7 makes
+// the launcher exit 7; the devices are released afterwards.
+func TestRunForwardsSignals(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT} {
+		t.Run(sig.String(), func(t *testing.T) {
+			h := newFakeHost()
+			h.devices["gpu"] = 2
+			ready := filepath.Join(t.TempDir(), "ready")
+			sigs := make(chan os.Signal, 1)
+			done := make(chan runResult, 1)
+			name := strings.TrimPrefix(strings.ToUpper(sigName(sig)), "SIG")
+			script := `trap 'exit 7' ` + name + `; touch "$1"; while :; do sleep 0.02; done`
+			go func() {
+				done <- runMain(t, h, fixedSpecs(gpuSpec(1)), sigs, "--", "sh", "-c", script, "worker", ready)
+			}()
+			waitFor(t, func() bool { _, err := os.Stat(ready); return err == nil })
+			require.Equal(t, []string{"0"}, h.Held("gpu"), "held while the worker runs")
+			sigs <- sig
+			select {
+			case r := <-done:
+				require.Equal(t, 7, r.code, r.stderr)
+				require.Contains(t, r.stderr, "forwarding signal")
+			case <-time.After(10 * time.Second):
+				t.Fatal("launcher did not end after the signal")
+			}
+			require.Empty(t, h.Held("gpu"))
+		})
+	}
+}
+
+func sigName(s syscall.Signal) string {
+	switch s {
+	case syscall.SIGTERM:
+		return "TERM"
+	case syscall.SIGINT:
+		return "INT"
+	case syscall.SIGHUP:
+		return "HUP"
+	case syscall.SIGQUIT:
+		return "QUIT"
+	}
+	return s.String()
+}
+
+// TestRunSignalBeforeWorker: SIGTERM during discovery stops the launch
+// with 143, never starts the worker and releases what was reserved.
+func TestRunSignalBeforeWorker(t *testing.T) {
+	h := newFakeHost()
+	h.devices["gpu"] = 2
+	h.devices["fpga"] = 1
+	h.block["fpga"] = true
+	marker := filepath.Join(t.TempDir(), "ran")
+	sigs := make(chan os.Signal, 1)
+	done := make(chan runResult, 1)
+	go func() {
+		done <- runMain(t, h, fixedSpecs(gpuSpec(1), fpgaSpec(1)), sigs, "--", "touch", marker)
+	}()
+	require.Equal(t, "gpu", <-h.started)
+	require.Equal(t, "fpga", <-h.started)
+	sigs <- syscall.SIGTERM
+	r := <-done
+	require.Equal(t, 143, r.code, r.stderr)
+	require.NoFileExists(t, marker)
+	require.Empty(t, h.Held("gpu"))
+	require.Equal(t, 1, h.Releases("gpu"))
+	require.Equal(t, 1, h.Releases("fpga"))
+}
+
+// TestRunWorkerNotStartedReleases: a worker that cannot start still has
+// its devices released, and the temporary info file is removed.
+func TestRunInfoFileLocation(t *testing.T) {
+	h := newFakeHost()
+	h.devices["gpu"] = 1
+	explicit := filepath.Join(t.TempDir(), "sub-info.json")
+	r := runMain(t, h, fixedSpecs(gpuSpec(1)), nil, "--info-file", explicit, "--",
+		"sh", "-c", `test "$XRES_RESOURCES_FILE" = "$1" && test -s "$1"`, "w", explicit)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.FileExists(t, explicit, "an explicit info file stays")
+
+	tmp := t.TempDir()
+	var stderr syncBuffer
+	code := Main(context.Background(), []string{"--", "sh", "-c", `echo "$XRES_RESOURCES_FILE" > "$0"`, filepath.Join(tmp, "path")}, Env{
+		Getenv:   func(k string) string { return map[string]string{"TMPDIR": tmp}[k] },
+		Environ:  []string{"PATH=" + os.Getenv("PATH")},
+		Stderr:   &stderr,
+		Registry: registryWith(h),
+		Load:     fixedSpecs(gpuSpec(1)),
+	})
+	require.Equal(t, 0, code, stderr.String())
+	p, err := os.ReadFile(filepath.Join(tmp, "path"))
+	require.NoError(t, err)
+	path := strings.TrimSpace(string(p))
+	require.True(t, strings.HasPrefix(path, tmp+string(os.PathSeparator)+"xres-resources-"), path)
+	require.NoFileExists(t, path, "the temporary info file is removed after the worker")
+
+	// In a YARN container the file is external-resources.json in the
+	// working directory.
+	dir := t.TempDir()
+	code = Main(context.Background(), []string{"--", "sh", "-c", `test "$XRES_RESOURCES_FILE" = "$PWD/external-resources.json"`}, Env{
+		Getenv:   func(k string) string { return map[string]string{"CONTAINER_ID": "container_1_0001_01_000002"}[k] },
+		Environ:  []string{"PATH=" + os.Getenv("PATH")},
+		Dir:      dir,
+		Stderr:   &stderr,
+		Registry: registryWith(h),
+		Load:     fixedSpecs(gpuSpec(1)),
+	})
+	require.Equal(t, 0, code, stderr.String())
+	require.FileExists(t, filepath.Join(dir, InfoFileName))
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 10s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestEnvToken(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"gpu", "GPU"},
+		{"pci.bus-id", "PCI_BUS_ID"},
+		{"memory.total", "MEMORY_TOTAL"},
+		{"my fpga2", "MY_FPGA2"},
+		{"ü", "_"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.in, func(t *testing.T) {
+			require.Equal(t, tc.want, EnvToken(tc.in))
+		})
+	}
+	require.Equal(t, "XRES_RESOURCE_GPU_PCI_BUS_ID", ResourceEnv("gpu", "pci.bus-id"))
+}
+
+func TestVisibleDevicesUseMIGUUID(t *testing.T) {
+	env := grantEnv([]Grant{{
+		Spec:   resources.Spec{Name: "gpu"},
+		Vendor: VendorNVIDIA,
+		Devices: []resources.Info{
+			resources.Properties{"index": "0", "uuid": "GPU-aaaa"},
+			resources.Properties{"index": "1", "uuid": "MIG-bbbb"},
+			resources.Properties{"uuid": "GPU-cccc"},
+		},
+	}}, "")
+	require.Equal(t, "0,MIG-bbbb,GPU-cccc", env["CUDA_VISIBLE_DEVICES"])
+	require.Equal(t, "0,1,", env["XRES_RESOURCE_GPU_INDEX"])
+	require.NotContains(t, env, EnvResourcesFile)
+}
+
+func TestExitCodesDistinct(t *testing.T) {
+	codes := []int{ExitUsage, ExitConfig, ExitDiscovery, ExitWorkerStart, ExitInternal}
+	seen := map[int]bool{}
+	for _, c := range codes {
+		require.False(t, seen[c], "duplicate exit code %d", c)
+		seen[c] = true
+		require.NotEqual(t, "worker", ExitCodeName(c))
+		// Clear of shell (126, 127) and signal (128+1 … 128+64) codes.
+		require.True(t, c > 128+64 && c < 256, "code %d collides with common codes", c)
+	}
+}
+
+func TestSplitDynamic(t *testing.T) {
+	got := splitDynamic([]string{"-Da=b", "-D", "c=d", "--conf", "x", "--", "-Dworker=flag"})
+	require.Equal(t, []string{"-D", "a=b", "-D", "c=d", "--conf", "x", "--", "-Dworker=flag"}, got)
+}
