@@ -14,7 +14,10 @@
 //	               out, as ROCr leaves it out. When sysfs-root is set and dev-root
 //	               is not, this check is off (a fake sysfs tree has no device nodes).
 //	rocm-smi.path  the rocm-smi program, default "rocm-smi" on PATH.
-//	timeout        how long rocm-smi may run, default 10s.
+//	timeout        how long rocm-smi may run, default 10 s ("10 s", "500 ms",
+//	               "2 min", a bare number of milliseconds, as the GPU driver).
+//	coordination.enabled, coordination.file
+//	               host coordination, as the GPU driver: on by default.
 //
 // Infos per GPU: index, uuid (GPU-<16 hex digits>, absent when the GPU has
 // no unique id), unique-id, pci.bus-id, and from the KFD source also
@@ -38,6 +41,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/xres/xres/driver"
+	"github.com/xres/xres/driver/gpu"
 	"github.com/xres/xres/driver/pci"
 	"github.com/xres/xres/resources"
 )
@@ -119,15 +123,12 @@ func New(opts driver.Options) (*Enumerator, error) {
 	return e, nil
 }
 
-// parseTimeout takes a Go duration ("10s", "1m") or whole seconds ("10").
+// parseTimeout reads a duration as the GPU driver does (Flink's way): "10 s",
+// "500 ms", "2 min", Go's "1m30s", or a bare number of milliseconds.
 func parseTimeout(s string) (time.Duration, error) {
-	d, err := time.ParseDuration(s)
+	d, err := gpu.ParseDuration(s)
 	if err != nil {
-		n, nerr := strconv.Atoi(s)
-		if nerr != nil {
-			return 0, fmt.Errorf("%q is not a duration (10s) or a number of seconds", s)
-		}
-		d = time.Duration(n) * time.Second
+		return 0, err
 	}
 	if d <= 0 {
 		return 0, fmt.Errorf("%q must be positive", s)
@@ -140,6 +141,23 @@ func paramKey(resource, param string) string {
 		return "param." + param
 	}
 	return "external-resource." + resource + ".param." + param
+}
+
+// NewFactory returns the AMD GPU driver factory: the Enumerator behind the
+// shared coordinated selection layer.
+func NewFactory() driver.Factory {
+	return driver.FactoryFunc(func(opts driver.Options) (driver.Driver, error) {
+		enum, err := New(opts)
+		if err != nil {
+			return nil, err
+		}
+		return pci.Coordinated(opts, enum)
+	})
+}
+
+// Register adds the AMD GPU driver to r as FactoryName.
+func Register(r *driver.Registry) error {
+	return r.Register(FactoryName, NewFactory())
 }
 
 // Enumerate implements driver.Enumerator: every usable GPU in ROCr's order,

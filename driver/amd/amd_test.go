@@ -278,21 +278,46 @@ func TestParamErrors(t *testing.T) {
 	}{
 		{map[string]string{"source": "nvml"}, `external-resource.gpu.param.source: "nvml" is not one of auto, kfd, rocm-smi`},
 		{map[string]string{"timeout": "soon"}, `external-resource.gpu.param.timeout: "soon" is not a duration`},
-		{map[string]string{"timeout": "-1s"}, `external-resource.gpu.param.timeout: "-1s" must be positive`},
-		{map[string]string{"timeout": "0"}, `"0" must be positive`},
+		{map[string]string{"timeout": "0 s"}, `external-resource.gpu.param.timeout: "0 s" must be positive`},
+		{map[string]string{"coordination.enabled": "1"}, `external-resource.gpu.param.coordination.enabled: "1", want true or false`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.want, func(t *testing.T) {
-			_, err := New(driver.Options{Resource: "gpu", Params: tt.params})
-			require.ErrorIs(t, err, ErrInvalidParam)
+			_, err := NewFactory().NewDriver(driver.Options{Resource: "gpu", Params: tt.params})
+			require.Error(t, err)
 			require.ErrorContains(t, err, tt.want)
 		})
 	}
-	e, err := New(driver.Options{Params: map[string]string{"timeout": "15", "source": "KFD"}})
+	e, err := New(driver.Options{Params: map[string]string{"timeout": "15 s", "source": "KFD"}})
 	require.NoError(t, err)
 	require.Equal(t, 15*time.Second, e.Timeout)
 	require.Equal(t, SourceKFD, e.Source)
 	require.Equal(t, "/dev", e.DevRoot, "the real /sys gets the render-node check")
+}
+
+func TestRegisterAndCoordinate(t *testing.T) {
+	r := driver.NewRegistry()
+	require.NoError(t, Register(r))
+	f, err := r.Lookup(FactoryName)
+	require.NoError(t, err)
+	params := map[string]string{"sysfs-root": fourGPUs, "coordination.file": filepath.Join(t.TempDir(), "state")}
+	ctx := context.Background()
+	first, err := f.NewDriver(driver.Options{Resource: "gpu", Params: params})
+	require.NoError(t, err)
+	got, err := first.Discover(ctx, 3)
+	require.NoError(t, err)
+	require.Len(t, got, 3)
+	second, err := f.NewDriver(driver.Options{Resource: "gpu", Params: params})
+	require.NoError(t, err)
+	got, err = second.Discover(ctx, 1)
+	require.NoError(t, err)
+	uuid, _ := got[0].Property("uuid")
+	require.Equal(t, allUUIDs[3], uuid, "the last free GPU")
+	require.Equal(t, map[string]string{"ROCR_VISIBLE_DEVICES": allUUIDs[3], "HIP_VISIBLE_DEVICES": "0"}, Environment(got))
+	_, err = second.Discover(ctx, 1)
+	require.ErrorIs(t, err, driver.ErrNotEnoughDevices)
+	require.NoError(t, first.(driver.Releaser).Release(ctx))
+	require.NoError(t, second.(driver.Releaser).Release(ctx))
 }
 
 func TestEnvironment(t *testing.T) {
