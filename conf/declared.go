@@ -64,10 +64,11 @@ var (
 			"(built-in discovery). Set false only when the cluster isolates devices itself.",
 	})
 	CoordinationFile = Register(Option{
-		Key:  "external-resource.<name>.param.coordination.file",
-		Type: TypeString,
-		Description: "Host-wide reservation state file (a lock file is kept beside it); unset: the " +
-			"driver's per-resource default under the system temp directory.",
+		Key:     "external-resource.<name>.param.coordination.file",
+		Type:    TypeString,
+		Default: "/var/tmp/xres/coordination.state",
+		Description: "Host-wide reservation state file (a lock file is kept beside it). Every worker " +
+			"on a host must use the same file. Flink's --coordination-file in discovery-script.args also sets it.",
 	})
 )
 

@@ -1,0 +1,301 @@
+package resources
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/xres/xres/conf"
+)
+
+// Severity grades a Problem.
+type Severity string
+
+// Severities. An error leaves a worker without its devices (or stops
+// start-up); a warning is a likely mistake that does not.
+const (
+	SeverityError   Severity = "error"
+	SeverityWarning Severity = "warning"
+)
+
+// Problem is one configuration pitfall, with the fix.
+type Problem struct {
+	Key      string   // the key at fault ("" for a file line)
+	Origin   string   // where it was set ("file:line", "-D", ...); "" when unset
+	Severity Severity // error or warning
+	Message  string   // what is wrong
+	Fix      string   // what to do about it
+}
+
+// String renders "key (origin): message (fix: ...)".
+func (p Problem) String() string {
+	var b strings.Builder
+	switch {
+	case p.Key != "" && p.Origin != "":
+		fmt.Fprintf(&b, "%s (%s): ", p.Key, p.Origin)
+	case p.Key != "":
+		b.WriteString(p.Key + ": ")
+	case p.Origin != "":
+		b.WriteString(p.Origin + ": ")
+	}
+	b.WriteString(p.Message)
+	if p.Fix != "" {
+		b.WriteString(" (fix: " + p.Fix + ")")
+	}
+	return b.String()
+}
+
+// knownSuffixes are the per-resource keys Flink and xres read, after
+// external-resource.<name>.
+var knownSuffixes = []string{SuffixAmount, SuffixYarnKey, SuffixK8sKey, SuffixFactory}
+
+// Lint checks the configuration alone (no host, no cluster) for the
+// pitfalls that leave workers without devices, each with a fix:
+//
+//   - file lines Flink skips (no ": " separator, empty value);
+//   - a malformed external-resources list;
+//   - keys set for external-resource.X.* while X is not listed (with a
+//     did-you-mean among the listed names, e.g. gpus → gpu);
+//   - an unknown key under a listed resource (e.g. amout → amount);
+//   - a listed resource without amount, with a non-integer or non-positive
+//     amount;
+//   - a listed resource without driver-factory.class (workers get no infos)
+//     or without yarn.config-key (not requested from YARN);
+//   - two resources with the same yarn.config-key or kubernetes.config-key;
+//   - --enable-coordination in discovery-script.args (the flag from Flink's
+//     docs that the script ignores; the script wants
+//     --enable-coordination-mode).
+//
+// Problems come sorted by key, then message.
+func Lint(cfg *conf.Config) []Problem {
+	var probs []Problem
+	for _, w := range cfg.Warnings() {
+		probs = append(probs, Problem{Origin: fmt.Sprintf("%s:%d", w.File, w.Line), Severity: SeverityWarning,
+			Message: w.Message, Fix: `write "key: value", with a space after the colon and a non-empty value`})
+	}
+	if _, err := cfg.Bool(conf.Strict); err != nil {
+		probs = append(probs, Problem{Key: conf.Strict.Key, Origin: cfg.Origin(conf.Strict.Key),
+			Severity: SeverityError, Message: err.Error(), Fix: "set xres.strict to true or false"})
+	}
+	names, err := Names(cfg)
+	if err != nil {
+		probs = append(probs, Problem{Key: KeyList, Origin: cfg.Origin(KeyList), Severity: SeverityError,
+			Message: err.Error(), Fix: "separate names with ';' and quote a whole name, not part of it"})
+		return sortProblems(probs)
+	}
+	raw, _ := cfg.Get(KeyList)
+	listed := map[string]bool{}
+	for _, n := range names {
+		listed[n] = true
+	}
+
+	// Keys under external-resource.*, grouped by resource name.
+	byName := map[string][]string{}
+	var unknown []string
+	for _, k := range cfg.Keys() {
+		name, suffix, ok := splitResourceKey(k, listed)
+		if !ok {
+			continue
+		}
+		byName[name] = append(byName[name], k)
+		if listed[name] && !isKnownSuffix(suffix) {
+			unknown = append(unknown, k)
+		}
+	}
+
+	for _, k := range unknown {
+		name, suffix, _ := splitResourceKey(k, listed)
+		p := Problem{Key: k, Origin: cfg.Origin(k), Severity: SeverityWarning,
+			Message: fmt.Sprintf("unknown key for resource %s; it is ignored", name)}
+		if s := closest(suffix, knownSuffixes, 3); s != "" {
+			p.Fix = fmt.Sprintf("did you mean %s?", Key(name, s))
+		} else {
+			p.Fix = fmt.Sprintf("use one of %s, or param.<key> for driver parameters", strings.Join(knownSuffixes, ", "))
+		}
+		probs = append(probs, p)
+	}
+
+	// Resources configured but not listed.
+	var unlisted []string
+	for n := range byName {
+		if !listed[n] {
+			unlisted = append(unlisted, n)
+		}
+	}
+	sort.Strings(unlisted)
+	for _, n := range unlisted {
+		k := byName[n][0]
+		p := Problem{Key: k, Origin: cfg.Origin(k), Severity: SeverityError}
+		switch {
+		case raw == None:
+			p.Severity = SeverityWarning
+			p.Message = fmt.Sprintf("keys are set for external-resource.%s.* but external-resources is none; they are ignored", n)
+			p.Fix = fmt.Sprintf("list %s in external-resources if workers should get it", n)
+		case len(names) == 0:
+			p.Message = fmt.Sprintf("keys are set for external-resource.%s.* but external-resources is not set; the resource is ignored", n)
+			p.Fix = fmt.Sprintf("add external-resources: %s", n)
+		default:
+			p.Message = fmt.Sprintf("keys are set for external-resource.%s.* but external-resources lists %s; the resource is ignored",
+				n, strings.Join(names, ";"))
+			if m := closest(n, names, max(2, len(n)/3)); m != "" {
+				p.Fix = fmt.Sprintf("did you mean %s? rename the keys to external-resource.%s.*, or add %s to external-resources", m, m, n)
+			} else {
+				p.Fix = fmt.Sprintf("add %s to external-resources: %s", n, conf.JoinList(append(append([]string(nil), names...), n)))
+			}
+		}
+		probs = append(probs, p)
+	}
+
+	// Listed resources.
+	for _, n := range names {
+		probs = append(probs, lintListed(cfg, n)...)
+	}
+
+	// Duplicate config keys, resolved as Parse does.
+	var specs []Spec
+	for _, n := range names {
+		if s, _ := parseOne(cfg, n, SideAny); s != nil {
+			specs = append(specs, *s)
+		}
+	}
+	probs = append(probs, dedupeKeys(cfg, specs, SuffixYarnKey, func(s *Spec) *string { return &s.YarnKey })...)
+	probs = append(probs, dedupeKeys(cfg, specs, SuffixK8sKey, func(s *Spec) *string { return &s.K8sKey })...)
+	return sortProblems(probs)
+}
+
+func lintListed(cfg *conf.Config, n string) []Problem {
+	if n == "" {
+		_, p := parseOne(cfg, n, SideAny)
+		return p
+	}
+	var probs []Problem
+	amountKey := Key(n, SuffixAmount)
+	amount, ok, err := cfg.Int64Key(amountKey)
+	switch {
+	case err != nil:
+		probs = append(probs, Problem{Key: amountKey, Origin: cfg.Origin(amountKey), Severity: SeverityError,
+			Message: err.Error(), Fix: fmt.Sprintf("set %s to a whole number such as 1", amountKey)})
+	case !ok:
+		probs = append(probs, Problem{Key: amountKey, Severity: SeverityError,
+			Message: fmt.Sprintf("resource %s is listed but has no amount; it is ignored", n),
+			Fix:     fmt.Sprintf("set %s: 1 (devices per worker)", amountKey)})
+	case amount <= 0:
+		probs = append(probs, Problem{Key: amountKey, Origin: cfg.Origin(amountKey), Severity: SeverityError,
+			Message: fmt.Sprintf("the amount of resource %s must be positive, got %d; it is ignored", n, amount),
+			Fix:     fmt.Sprintf("set %s to 1 or more", amountKey)})
+	}
+	if k := Key(n, SuffixFactory); nonBlank(cfg, k) == "" {
+		probs = append(probs, Problem{Key: k, Severity: SeverityError,
+			Message: fmt.Sprintf("resource %s has no driver factory; workers get it from the cluster but are told nothing about it (no device infos, no CUDA_VISIBLE_DEVICES)", n),
+			Fix:     fmt.Sprintf("set %s: org.apache.flink.externalresource.gpu.GPUDriverFactory (or another xres driver)", k)})
+	}
+	if k := Key(n, SuffixYarnKey); nonBlank(cfg, k) == "" {
+		probs = append(probs, Problem{Key: k, Origin: cfg.Origin(k), Severity: SeverityWarning,
+			Message: fmt.Sprintf("resource %s has no yarn.config-key; it is not requested from YARN, so a worker may land on a host without it", n),
+			Fix:     fmt.Sprintf("set %s: yarn.io/gpu (the YARN resource type; yarn.io/fpga for FPGAs)", k)})
+	}
+	argsKey := Key(n, SuffixParam+"discovery-script.args")
+	if args, ok := cfg.Get(argsKey); ok {
+		for _, a := range strings.Fields(args) {
+			if a == "--enable-coordination" {
+				probs = append(probs, Problem{Key: argsKey, Origin: cfg.Origin(argsKey), Severity: SeverityWarning,
+					Message: "--enable-coordination (from Flink's docs) is not a flag the discovery script knows; it is ignored and coordination stays off",
+					Fix:     "write --enable-coordination-mode"})
+			}
+		}
+	}
+	return probs
+}
+
+// splitResourceKey splits external-resource.<name>.<suffix>. A listed name
+// that prefixes the rest wins (names may hold dots); otherwise the name
+// ends before ".param." or a known suffix, or else at the first dot.
+func splitResourceKey(key string, listed map[string]bool) (name, suffix string, ok bool) {
+	rest, ok := strings.CutPrefix(key, KeyPrefix)
+	if !ok || rest == "" {
+		return "", "", false
+	}
+	best := ""
+	for n := range listed {
+		if n != "" && strings.HasPrefix(rest, n+".") && len(n) > len(best) {
+			best = n
+		}
+	}
+	if best != "" {
+		return best, rest[len(best)+1:], true
+	}
+	if i := strings.Index(rest, "."+SuffixParam); i > 0 {
+		return rest[:i], rest[i+1:], true
+	}
+	for _, s := range knownSuffixes {
+		if n, ok := strings.CutSuffix(rest, "."+s); ok && n != "" {
+			return n, s, true
+		}
+	}
+	if i := strings.IndexByte(rest, '.'); i > 0 {
+		return rest[:i], rest[i+1:], true
+	}
+	return rest, "", true
+}
+
+func isKnownSuffix(s string) bool {
+	if strings.HasPrefix(s, SuffixParam) && len(s) > len(SuffixParam) {
+		return true
+	}
+	for _, k := range knownSuffixes {
+		if s == k {
+			return true
+		}
+	}
+	return false
+}
+
+// closest returns the candidate nearest to s by edit distance (case
+// ignored), if within limit; ties go to the earlier candidate.
+func closest(s string, candidates []string, limit int) string {
+	best, bestD := "", limit+1
+	for _, c := range candidates {
+		if c == "" || c == s {
+			continue
+		}
+		if d := editDistance(strings.ToLower(s), strings.ToLower(c)); d < bestD {
+			best, bestD = c, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance between a and b, in runes.
+func editDistance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	prev := make([]int, len(rb)+1)
+	cur := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur[0] = i
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(rb)]
+}
+
+func sortProblems(p []Problem) []Problem {
+	sort.SliceStable(p, func(i, j int) bool {
+		if p[i].Key != p[j].Key {
+			return p[i].Key < p[j].Key
+		}
+		if p[i].Origin != p[j].Origin {
+			return p[i].Origin < p[j].Origin
+		}
+		return p[i].Message < p[j].Message
+	})
+	return p
+}

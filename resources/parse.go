@@ -1,0 +1,307 @@
+package resources
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/xres/xres/conf"
+)
+
+// Key parts of Flink's external-resource options.
+const (
+	KeyList       = "external-resources"
+	KeyPrefix     = "external-resource."
+	SuffixAmount  = "amount"
+	SuffixYarnKey = "yarn.config-key"
+	SuffixK8sKey  = "kubernetes.config-key"
+	SuffixFactory = "driver-factory.class"
+	SuffixParam   = "param."
+	None          = "none" // the reserved list value meaning no resources (Flink 1.13+)
+)
+
+// Key returns the configuration key external-resource.<name>.<suffix>.
+func Key(name, suffix string) string { return KeyPrefix + name + "." + suffix }
+
+// Errors callers test for.
+var (
+	// ErrInvalid marks a configuration Flink refuses to start with: a
+	// malformed external-resources list or a non-integer amount.
+	ErrInvalid = errors.New("invalid external resource configuration")
+	// ErrStrict marks a configuration that strict mode refuses: something
+	// Flink only warns about.
+	ErrStrict = errors.New("external resource configuration refused in strict mode")
+)
+
+// Side says who reads the specs, which decides which missing keys are
+// reported, as Flink reports them on that side.
+type Side int
+
+const (
+	// SideAny checks what every side needs: the list and the amounts.
+	SideAny Side = iota
+	// SideYarn also reports resources without yarn.config-key (Flink's YARN
+	// resource manager warns and does not request them).
+	SideYarn
+	// SideKubernetes also reports resources without kubernetes.config-key.
+	SideKubernetes
+	// SideWorker also reports resources without driver-factory.class
+	// (Flink's TaskManager warns and the worker gets no infos).
+	SideWorker
+)
+
+// ParseOptions tune Parse.
+type ParseOptions struct {
+	// Strict turns every warning into one error listing all problems. The
+	// configuration's xres.strict: true does the same.
+	Strict bool
+	// Log receives one warning per problem when not strict; nil discards.
+	Log logrus.FieldLogger
+	// Side selects the side-specific checks; the zero value checks what
+	// every side needs.
+	Side Side
+}
+
+// ConfigError lists every problem that made Parse fail, at once.
+type ConfigError struct {
+	Problems []Problem
+	strict   bool
+}
+
+// Error renders "external resource configuration: N problem(s): ...".
+func (e *ConfigError) Error() string {
+	parts := make([]string, len(e.Problems))
+	for i, p := range e.Problems {
+		parts[i] = p.String()
+	}
+	s := "s"
+	if len(parts) == 1 {
+		s = ""
+	}
+	return fmt.Sprintf("external resource configuration: %d problem%s: %s", len(parts), s, strings.Join(parts, "; "))
+}
+
+// Is matches ErrInvalid when a problem is an error Flink would fail on,
+// and ErrStrict when strict mode refused a warning.
+func (e *ConfigError) Is(target error) bool {
+	for _, p := range e.Problems {
+		if target == ErrInvalid && p.Severity == SeverityError {
+			return true
+		}
+		if target == ErrStrict && e.strict && p.Severity == SeverityWarning {
+			return true
+		}
+	}
+	return false
+}
+
+// Names returns the names listed in external-resources, in listed order
+// with duplicates dropped (Flink puts them in a set). The single value
+// "none" and an unset or empty value mean no resources. A malformed list
+// is an error naming the key and its origin.
+func Names(cfg *conf.Config) ([]string, error) {
+	raw, ok := cfg.Get(KeyList)
+	if !ok || raw == None {
+		return nil, nil
+	}
+	list, err := conf.SplitList(raw)
+	if err != nil {
+		return nil, fmt.Errorf("config key %s (%s): %w: %w", KeyList, cfg.Origin(KeyList), ErrInvalid, err)
+	}
+	seen := map[string]bool{}
+	var names []string
+	for _, n := range list {
+		if !seen[n] {
+			seen[n] = true
+			names = append(names, n)
+		}
+	}
+	return names, nil
+}
+
+// Parse reads the enabled external resources with Flink's semantics
+// (ExternalResourceUtils): only names listed in external-resources count;
+// a resource whose amount is missing or not positive is skipped with a
+// warning; a non-integer amount or a malformed list is an error. Config
+// keys and the factory class are kept verbatim, blank meaning unset, and
+// param.* is handed over with the prefix stripped.
+//
+// Two resources naming the same yarn.config-key (or kubernetes.config-key)
+// are resolved deterministically: the name listed first in
+// external-resources keeps the key, the later ones lose it (they are not
+// requested from YARN under it, but are still discovered on the worker),
+// and each loss is reported. Flink's choice there depends on hash order.
+//
+// Every problem Flink only warns about is logged as a warning; in strict
+// mode (opts.Strict or xres.strict: true) they all become one *ConfigError
+// instead. Errors are always returned together in one *ConfigError. The
+// specs come back sorted by name.
+func Parse(cfg *conf.Config, opts ParseOptions) ([]Spec, error) {
+	log := opts.Log
+	if log == nil {
+		l := logrus.New()
+		l.SetOutput(io.Discard)
+		log = l
+	}
+	var probs []Problem
+	strict := opts.Strict
+	if s, err := cfg.Bool(conf.Strict); err != nil {
+		probs = append(probs, Problem{Key: conf.Strict.Key, Origin: cfg.Origin(conf.Strict.Key),
+			Severity: SeverityError, Message: err.Error(), Fix: "set xres.strict to true or false"})
+	} else {
+		strict = strict || s
+	}
+	names, err := Names(cfg)
+	if err != nil {
+		probs = append(probs, Problem{Key: KeyList, Origin: cfg.Origin(KeyList), Severity: SeverityError,
+			Message: err.Error(), Fix: "separate names with ';' and quote a whole name, not part of it"})
+		return nil, &ConfigError{Problems: probs, strict: strict}
+	}
+
+	var specs []Spec
+	for _, name := range names {
+		spec, p := parseOne(cfg, name, opts.Side)
+		probs = append(probs, p...)
+		if spec != nil {
+			specs = append(specs, *spec)
+		}
+	}
+	probs = append(probs, dedupeKeys(cfg, specs, SuffixYarnKey, func(s *Spec) *string { return &s.YarnKey })...)
+	probs = append(probs, dedupeKeys(cfg, specs, SuffixK8sKey, func(s *Spec) *string { return &s.K8sKey })...)
+	sort.Slice(specs, func(i, j int) bool { return specs[i].Name < specs[j].Name })
+
+	var fail []Problem
+	for _, p := range probs {
+		if p.Severity == SeverityError || strict {
+			fail = append(fail, p)
+			continue
+		}
+		log.WithFields(logrus.Fields{"key": p.Key, "origin": p.Origin, "fix": p.Fix}).Warn(p.Message)
+	}
+	if len(fail) > 0 {
+		return nil, &ConfigError{Problems: fail, strict: strict}
+	}
+	for _, s := range specs {
+		log.WithFields(logrus.Fields{"resource": s.Name, "amount": s.Amount, "yarn_key": s.YarnKey,
+			"kubernetes_key": s.K8sKey, "factory": s.Factory}).Debug("external resource enabled")
+	}
+	return specs, nil
+}
+
+// parseOne reads one listed resource; nil when it is skipped.
+func parseOne(cfg *conf.Config, name string, side Side) (*Spec, []Problem) {
+	var probs []Problem
+	if name == "" {
+		return nil, []Problem{{Key: KeyList, Origin: cfg.Origin(KeyList), Severity: SeverityWarning,
+			Message: "external-resources holds an empty name (two ';' in a row); it is ignored",
+			Fix:     "remove the extra ';'"}}
+	}
+	amountKey := Key(name, SuffixAmount)
+	amount, ok, err := cfg.Int64Key(amountKey)
+	switch {
+	case err != nil:
+		return nil, []Problem{{Key: amountKey, Origin: cfg.Origin(amountKey), Severity: SeverityError,
+			Message: err.Error(), Fix: fmt.Sprintf("set %s to a whole number such as 1", amountKey)}}
+	case !ok:
+		return nil, []Problem{{Key: amountKey, Severity: SeverityWarning,
+			Message: fmt.Sprintf("the amount of resource %s is not configured; the resource is ignored", name),
+			Fix:     fmt.Sprintf("set %s: 1 (devices per worker)", amountKey)}}
+	case amount <= 0:
+		return nil, []Problem{{Key: amountKey, Origin: cfg.Origin(amountKey), Severity: SeverityWarning,
+			Message: fmt.Sprintf("the amount of resource %s must be positive, got %d; the resource is ignored", name, amount),
+			Fix:     fmt.Sprintf("set %s to 1 or more, or remove %s from %s", amountKey, name, KeyList)}}
+	}
+	s := &Spec{
+		Name:    name,
+		Amount:  amount,
+		YarnKey: nonBlank(cfg, Key(name, SuffixYarnKey)),
+		K8sKey:  nonBlank(cfg, Key(name, SuffixK8sKey)),
+		Factory: nonBlank(cfg, Key(name, SuffixFactory)),
+		Params:  cfg.WithPrefix(Key(name, SuffixParam)),
+	}
+	switch {
+	case side == SideYarn && s.YarnKey == "":
+		k := Key(name, SuffixYarnKey)
+		probs = append(probs, Problem{Key: k, Severity: SeverityWarning,
+			Message: fmt.Sprintf("no valid %s for resource %s; it is not requested from YARN", k, name),
+			Fix:     fmt.Sprintf("set %s: yarn.io/gpu (the YARN resource type)", k)})
+	case side == SideKubernetes && s.K8sKey == "":
+		k := Key(name, SuffixK8sKey)
+		probs = append(probs, Problem{Key: k, Severity: SeverityWarning,
+			Message: fmt.Sprintf("no valid %s for resource %s; it is not requested from Kubernetes", k, name),
+			Fix:     fmt.Sprintf("set %s: nvidia.com/gpu (the extended resource name)", k)})
+	case side == SideWorker && s.Factory == "":
+		k := Key(name, SuffixFactory)
+		probs = append(probs, Problem{Key: k, Severity: SeverityWarning,
+			Message: fmt.Sprintf("no driver class name for resource %s; workers get no device infos", name),
+			Fix:     fmt.Sprintf("set %s: org.apache.flink.externalresource.gpu.GPUDriverFactory", k)})
+	}
+	return s, probs
+}
+
+// nonBlank returns key's value, "" when unset or only blanks (Flink's
+// isNullOrWhitespaceOnly). The value is not trimmed, as in Flink.
+func nonBlank(cfg *conf.Config, key string) string {
+	v, _ := cfg.Get(key)
+	if strings.TrimSpace(v) == "" {
+		return ""
+	}
+	return v
+}
+
+// dedupeKeys clears a config key held by an earlier-listed spec from the
+// later ones (specs are in listed order here) and reports each.
+func dedupeKeys(cfg *conf.Config, specs []Spec, suffix string, field func(*Spec) *string) []Problem {
+	var probs []Problem
+	owner := map[string]string{}
+	for i := range specs {
+		k := field(&specs[i])
+		if *k == "" {
+			continue
+		}
+		first, taken := owner[*k]
+		if !taken {
+			owner[*k] = specs[i].Name
+			continue
+		}
+		key := Key(specs[i].Name, suffix)
+		probs = append(probs, Problem{Key: key, Origin: cfg.Origin(key), Severity: SeverityWarning,
+			Message: fmt.Sprintf("duplicate config key %s: resources %s and %s both use it; %s (listed first) keeps it and %s is not requested under it",
+				*k, first, specs[i].Name, first, specs[i].Name),
+			Fix: fmt.Sprintf("give each resource its own %s, or merge them into one resource", suffix)})
+		*k = ""
+	}
+	return probs
+}
+
+// YarnResources returns the YARN resource request each worker carries for
+// its external resources: yarn.config-key → amount, for specs with a key (the first
+// spec wins a key held twice; Parse never returns such specs).
+func YarnResources(specs []Spec) map[string]int64 {
+	out := map[string]int64{}
+	for _, s := range specs {
+		if _, taken := out[s.YarnKey]; s.YarnKey != "" && !taken {
+			out[s.YarnKey] = s.Amount
+		}
+	}
+	return out
+}
+
+// KubernetesResources returns the extended resources for a worker's main
+// container: requests and limits are equal, kubernetes.config-key →
+// amount, for specs with a key (as Flink's KubernetesUtils).
+func KubernetesResources(specs []Spec) (requests, limits map[string]string) {
+	requests, limits = map[string]string{}, map[string]string{}
+	for _, s := range specs {
+		if _, taken := requests[s.K8sKey]; s.K8sKey != "" && !taken {
+			q := strconv.FormatInt(s.Amount, 10)
+			requests[s.K8sKey], limits[s.K8sKey] = q, q
+		}
+	}
+	return requests, limits
+}
