@@ -46,11 +46,13 @@ func encodeState(entries []Entry) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encode coordination state: %w", err)
 	}
+	return append(headerFor(body), body...), nil
+}
+
+// headerFor returns the header line that pins body.
+func headerFor(body []byte) []byte {
 	sum := sha256.Sum256(body)
-	var buf bytes.Buffer
-	fmt.Fprintf(&buf, "%s %s %d %s\n", stateMagic, stateVersion, len(body), hex.EncodeToString(sum[:]))
-	buf.Write(body)
-	return buf.Bytes(), nil
+	return fmt.Appendf(nil, "%s %s %d %s\n", stateMagic, stateVersion, len(body), hex.EncodeToString(sum[:]))
 }
 
 // errStateFormat marks a state file that is not a complete file of ours.
