@@ -1,0 +1,211 @@
+package am
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html/template"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sirupsen/logrus"
+)
+
+// StatusSource is what the tracking server shows and feeds: the AM.
+type StatusSource interface {
+	Status() Status
+	ReportDevices(r DeviceReport) error
+}
+
+var _ StatusSource = (*AM)(nil)
+
+// Tracking server paths.
+const (
+	PathStatus = "/api/status"
+	PathReport = "/api/report"
+)
+
+const maxReportBytes = 1 << 20
+
+// NewTracker returns the AM's tracking server handler:
+//
+//	GET  /            HTML page: workers, hosts, state, restarts, devices
+//	GET  /api/status  the same as JSON (Status)
+//	POST /api/report  a launcher's DeviceReport (JSON); 204 when recorded
+func NewTracker(src StatusSource, log logrus.FieldLogger) http.Handler {
+	if log == nil {
+		l := logrus.New()
+		l.SetOutput(io.Discard)
+		log = l
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET "+PathStatus, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(src.Status())
+	})
+	mux.HandleFunc("POST "+PathReport, func(w http.ResponseWriter, r *http.Request) {
+		var rep DeviceReport
+		dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxReportBytes))
+		if err := dec.Decode(&rep); err != nil {
+			http.Error(w, fmt.Sprintf("bad device report: %v", err), http.StatusBadRequest)
+			return
+		}
+		if err := src.ReportDevices(rep); err != nil {
+			code := http.StatusInternalServerError
+			if errors.Is(err, ErrUnknownContainer) {
+				code = http.StatusNotFound
+			}
+			http.Error(w, err.Error(), code)
+			return
+		}
+		log.WithFields(logrus.Fields{"container": rep.Container, "resources": sortedKeys(rep.Resources)}).Info("launcher reported devices")
+		w.WriteHeader(http.StatusNoContent)
+	})
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		if err := statusPage.Execute(w, src.Status()); err != nil {
+			log.WithError(err).Warn("rendering status page failed")
+		}
+	})
+	return mux
+}
+
+var statusPage = template.Must(template.New("status").Funcs(template.FuncMap{
+	"devices": func(ws WorkerStatus) string {
+		var parts []string
+		for _, name := range sortedKeys(ws.Devices) {
+			var ids []string
+			for _, d := range ws.Devices[name] {
+				id := d["index"]
+				if u := d["uuid"]; u != "" {
+					id += " (" + u + ")"
+				}
+				ids = append(ids, id)
+			}
+			parts = append(parts, name+": "+strings.Join(ids, ", "))
+		}
+		return strings.Join(parts, "; ")
+	},
+	"exit": func(p *int) string {
+		if p == nil {
+			return ""
+		}
+		return strconv.Itoa(*p)
+	},
+}).Parse(`<!DOCTYPE html>
+<html><head><meta charset="utf-8"><title>xres {{.App}}</title>
+<style>body{font-family:sans-serif}table{border-collapse:collapse}td,th{border:1px solid #999;padding:2px 6px;text-align:left}</style>
+</head><body>
+<h1>xres application {{.App}}</h1>
+<p>State: <b>{{.State}}</b> — workers {{.Workers}}, running {{.Running}}, succeeded {{.Succeeded}}, failed {{.Failed}}, restarts {{.Restarts}} (limit {{.MaxFailed}}), pending {{.Pending}}</p>
+<p>Container profile: {{.Profile}}</p>
+<p>Hosts: {{range $i, $h := .Hosts}}{{if $i}}, {{end}}{{$h}}{{end}}</p>
+{{if .Blacklist}}<p>Blacklisted nodes: {{range $i, $h := .Blacklist}}{{if $i}}, {{end}}{{$h}}{{end}}</p>{{end}}
+{{if .Diagnostics}}<pre>{{.Diagnostics}}</pre>{{end}}
+<table><tr><th>container</th><th>host</th><th>state</th><th>exit</th><th>devices</th><th>diagnostics</th></tr>
+{{range .Containers}}<tr><td>{{.Container}}</td><td>{{.Host}}</td><td>{{.State}}</td><td>{{exit .ExitStatus}}</td><td>{{devices .}}</td><td>{{.Diagnostics}}</td></tr>
+{{end}}</table>
+<p><a href="/api/status">JSON</a></p>
+</body></html>
+`))
+
+// Listen binds the tracking server. port is Flink's rest.bind-port syntax:
+// a port, a range "50100-50200" or a list "50100,50105-50110"; "0" or ""
+// lets the system pick.
+func Listen(ctx context.Context, address, port string) (net.Listener, error) {
+	if strings.TrimSpace(address) == "" {
+		address = "0.0.0.0"
+	}
+	ports, err := parsePorts(port)
+	if err != nil {
+		return nil, err
+	}
+	var lc net.ListenConfig
+	var last error
+	for _, p := range ports {
+		l, err := lc.Listen(ctx, "tcp", net.JoinHostPort(address, strconv.Itoa(p)))
+		if err == nil {
+			return l, nil
+		}
+		last = err
+	}
+	return nil, fmt.Errorf("bind tracking server on %s port %s: %w", address, port, last)
+}
+
+func parsePorts(spec string) ([]int, error) {
+	spec = strings.TrimSpace(spec)
+	if spec == "" {
+		return []int{0}, nil
+	}
+	var out []int
+	bad := func() error {
+		return fmt.Errorf("%w: %s=%q is not a port, range or list", ErrBadConfig, KeyBindPort, spec)
+	}
+	for _, part := range strings.Split(spec, ",") {
+		lo, hi, isRange := strings.Cut(strings.TrimSpace(part), "-")
+		a, err := strconv.Atoi(strings.TrimSpace(lo))
+		if err != nil || a < 0 || a > 65535 {
+			return nil, bad()
+		}
+		b := a
+		if isRange {
+			if b, err = strconv.Atoi(strings.TrimSpace(hi)); err != nil || b < a || b > 65535 {
+				return nil, bad()
+			}
+		}
+		for p := a; p <= b; p++ {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// Serve runs h on l until ctx ends, then shuts down gracefully.
+func Serve(ctx context.Context, l net.Listener, h http.Handler) error {
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(l) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("tracking server: %w", err)
+	case <-ctx.Done():
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+		return nil
+	}
+}
+
+// PostDeviceReport POSTs a launcher's report to the AM at url (the value of
+// XRES_AM_REPORT_URL). cmd/container-launcher calls it after discovery.
+func PostDeviceReport(ctx context.Context, client *http.Client, url string, r DeviceReport) error {
+	if client == nil {
+		client = http.DefaultClient
+	}
+	body, err := json.Marshal(r)
+	if err != nil {
+		return fmt.Errorf("report devices to %s: %w", url, err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(string(body)))
+	if err != nil {
+		return fmt.Errorf("report devices to %s: %w", url, err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := client.Do(req)
+	if err != nil {
+		return fmt.Errorf("report devices to %s: %w", url, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return fmt.Errorf("report devices to %s: %s: %s", url, resp.Status, strings.TrimSpace(string(msg)))
+	}
+	return nil
+}

@@ -1,0 +1,168 @@
+package am
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"time"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/xres/xres/resources"
+)
+
+// trackedAM returns an AM that has started two workers, one finished.
+func trackedAM(t *testing.T) *AM {
+	t.Helper()
+	c1, c2 := ctr(2, "nm1"), ctr(3, "nm2")
+	rm := &fakeRM{register: gpuLimits, steps: []func(AllocateRequest) (AllocateResponse, error){
+		alloc(c1, c2),
+		complete(done(c1, 0)),
+	}}
+	a, err := New(testConfig(2, 2), rm, &fakeNM{}, nil)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	calls := 0
+	a.cfg.After = func(d time.Duration) <-chan time.Time {
+		calls++
+		if calls == 2 {
+			cancel()
+		}
+		return ready(d)
+	}
+	_, err = a.Run(ctx)
+	require.ErrorIs(t, err, context.Canceled)
+	return a
+}
+
+func TestTracker(t *testing.T) {
+	a := trackedAM(t)
+	srv := httptest.NewServer(NewTracker(a, nil))
+	defer srv.Close()
+
+	err := PostDeviceReport(context.Background(), srv.Client(), srv.URL+PathReport, DeviceReport{
+		Container: "container_1_0001_01_000003",
+		Resources: map[string][]resources.Properties{"gpu": {{"index": "1", "uuid": "GPU-abc"}}},
+	})
+	require.NoError(t, err)
+
+	resp, err := srv.Client().Get(srv.URL + PathStatus)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Equal(t, "application/json", resp.Header.Get("Content-Type"))
+	var st Status
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&st))
+	require.Equal(t, "application_1_0001", st.App)
+	require.Equal(t, "RUNNING", st.State)
+	require.Equal(t, 2, st.Workers)
+	require.Equal(t, 1, st.Running)
+	require.Equal(t, 1, st.Succeeded)
+	require.Equal(t, []string{"nm1", "nm2"}, st.Hosts)
+	require.Len(t, st.Containers, 2)
+	require.Equal(t, StateSucceeded, st.Containers[0].State)
+	require.Equal(t, StateRunning, st.Containers[1].State)
+	require.Equal(t, map[string][]resources.Properties{"gpu": {{"index": "1", "uuid": "GPU-abc"}}}, st.Containers[1].Devices)
+
+	page, err := srv.Client().Get(srv.URL + "/")
+	require.NoError(t, err)
+	defer page.Body.Close()
+	body, _ := io.ReadAll(page.Body)
+	require.Contains(t, page.Header.Get("Content-Type"), "text/html")
+	for _, want := range []string{"application_1_0001", "container_1_0001_01_000003", "nm2", "RUNNING", "gpu: 1 (GPU-abc)"} {
+		require.Contains(t, string(body), want)
+	}
+}
+
+func TestTrackerRejects(t *testing.T) {
+	a := trackedAM(t)
+	srv := httptest.NewServer(NewTracker(a, nil))
+	defer srv.Close()
+	tests := []struct {
+		name, method, path, body string
+		code                     int
+	}{
+		{name: "bad json", method: "POST", path: PathReport, body: "{", code: http.StatusBadRequest},
+		{name: "not a container id", method: "POST", path: PathReport, body: `{"container":"x"}`, code: http.StatusNotFound},
+		{name: "GET on report", method: "GET", path: PathReport, code: http.StatusMethodNotAllowed},
+		{name: "POST on status", method: "POST", path: PathStatus, code: http.StatusMethodNotAllowed},
+		{name: "unknown path", method: "GET", path: "/nope", code: http.StatusNotFound},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req, err := http.NewRequest(tt.method, srv.URL+tt.path, strings.NewReader(tt.body))
+			require.NoError(t, err)
+			resp, err := srv.Client().Do(req)
+			require.NoError(t, err)
+			resp.Body.Close()
+			require.Equal(t, tt.code, resp.StatusCode)
+		})
+	}
+	err := PostDeviceReport(context.Background(), srv.Client(), srv.URL+PathReport, DeviceReport{Container: "bogus"})
+	require.ErrorContains(t, err, "404 Not Found")
+}
+
+func TestReportBeforeStartIsKept(t *testing.T) {
+	a, err := New(testConfig(1, 1), &fakeRM{}, &fakeNM{}, nil)
+	require.NoError(t, err)
+	c := ctr(9, "nm1")
+	require.NoError(t, a.ReportDevices(DeviceReport{Container: c.ID, Resources: map[string][]resources.Properties{"gpu": {{"index": "0"}}}}))
+	a.pending = 1
+	a.allocated(context.Background(), c)
+	require.Equal(t, "0", a.Status().Containers[0].Devices["gpu"][0]["index"])
+}
+
+func TestListenPorts(t *testing.T) {
+	tests := []struct {
+		spec string
+		want []int
+		err  bool
+	}{
+		{spec: "", want: []int{0}},
+		{spec: "0", want: []int{0}},
+		{spec: "8081", want: []int{8081}},
+		{spec: "50100-50102", want: []int{50100, 50101, 50102}},
+		{spec: "1, 5-6", want: []int{1, 5, 6}},
+		{spec: "x", err: true},
+		{spec: "9-3", err: true},
+		{spec: "70000", err: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.spec, func(t *testing.T) {
+			got, err := parsePorts(tt.spec)
+			if tt.err {
+				require.ErrorContains(t, err, "rest.bind-port")
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tt.want, got)
+		})
+	}
+	l, err := Listen(context.Background(), "127.0.0.1", "0")
+	require.NoError(t, err)
+	defer l.Close()
+	// The port taken: a range holding only it fails with a clear error.
+	port := l.Addr().(*net.TCPAddr).Port
+	_, err = Listen(context.Background(), "127.0.0.1", strconv.Itoa(port))
+	require.ErrorContains(t, err, "bind tracking server on 127.0.0.1 port "+strconv.Itoa(port))
+}
+
+func TestServeStopsWithContext(t *testing.T) {
+	l, err := Listen(context.Background(), "127.0.0.1", "")
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- Serve(ctx, l, NewTracker(trackedAM(t), nil)) }()
+	resp, err := http.Get("http://" + l.Addr().String() + PathStatus)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	cancel()
+	require.NoError(t, <-errc)
+}
