@@ -9,8 +9,8 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"strings"
-	"time"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
