@@ -304,14 +304,14 @@ func (l *Launcher) run(ctx context.Context, res *Reservation, command []string, 
 func writeInfo(explicit, dir string, getenv func(string) string, infos map[string][]resources.Info) (string, func(), error) {
 	none := func() {}
 	if explicit != "" {
-		if err := WriteInfoFile(explicit, infos); err != nil {
+		if err := resources.WriteInfoFile(explicit, infos); err != nil {
 			return "", none, fmt.Errorf("write info file %s (--info-file): %w", explicit, err)
 		}
 		return absPath(explicit), none, nil
 	}
 	if getenv("CONTAINER_ID") != "" {
 		p := filepath.Join(dir, InfoFileName)
-		if err := WriteInfoFile(p, infos); err == nil {
+		if err := resources.WriteInfoFile(p, infos); err == nil {
 			return absPath(p), none, nil
 		}
 	}
@@ -325,7 +325,7 @@ func writeInfo(explicit, dir string, getenv func(string) string, infos map[strin
 	}
 	p := f.Name()
 	_ = f.Close()
-	if err := WriteInfoFile(p, infos); err != nil {
+	if err := resources.WriteInfoFile(p, infos); err != nil {
 		_ = os.Remove(p)
 		return "", none, fmt.Errorf("write info file %s: %w", p, err)
 	}

@@ -40,7 +40,7 @@ func LoadConfig(c Config) ([]resources.Spec, error) {
 	if err != nil {
 		return nil, err
 	}
-	specs, err := parseSpecs(cfg, c.Strict, c.Log)
+	specs, err := resources.Parse(cfg, resources.ParseOptions{Strict: c.Strict, Log: c.Log, Side: resources.SideWorker})
 	if err != nil {
 		return nil, classify(ErrConfig, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/xres/xres/driver/amd"
 	"github.com/xres/xres/resources"
 )
 
@@ -20,14 +21,16 @@ import (
 //	                                _INDEX, _UUID, _NAME, _MEMORY_TOTAL, _PCI_BUS_ID…
 //	CUDA_VISIBLE_DEVICES            NVIDIA GPU resources: index per device (the
 //	                                uuid for MIG instances, MIG-…)
-//	ROCR_VISIBLE_DEVICES,           AMD GPU resources: index per device
-//	HIP_VISIBLE_DEVICES
+//	ROCR_VISIBLE_DEVICES            AMD GPU resources: uuid per device (index
+//	                                where a GPU has no uuid)
+//	HIP_VISIBLE_DEVICES             AMD GPU resources: 0…n-1 (HIP renumbers
+//	                                the GPUs ROCr leaves visible)
 //
 // <NAME> and <KEY> are upper-cased with every character other than A-Z and
 // 0-9 replaced by "_": resource "gpu" and key "pci.bus-id" give
 // XRES_RESOURCE_GPU_PCI_BUS_ID.
 const (
-	EnvResourcesFile = "XRES_RESOURCES_FILE"
+	EnvResourcesFile = resources.EnvResourcesFile
 	EnvResources     = "XRES_RESOURCES"
 	EnvResourcePfx   = "XRES_RESOURCE_"
 	EnvLogLevel      = "XRES_LOG_LEVEL"
@@ -43,13 +46,24 @@ const (
 	VendorAMD    Vendor = "amd"
 )
 
-// visibleVars lists the variables a vendor's runtime reads to select devices.
-func (v Vendor) visibleVars() []string {
+// visibleEnv returns the variables a vendor's runtime reads to select the
+// given devices: CUDA_VISIBLE_DEVICES for NVIDIA (visibleID per device),
+// ROCR_VISIBLE_DEVICES and HIP_VISIBLE_DEVICES for AMD (amd.Environment).
+func (v Vendor) visibleEnv(devices []resources.Info) map[string]string {
 	switch v {
 	case VendorNVIDIA:
-		return []string{"CUDA_VISIBLE_DEVICES"}
+		var ids []string
+		for _, d := range devices {
+			if id := visibleID(d); id != "" {
+				ids = append(ids, id)
+			}
+		}
+		if len(ids) == 0 {
+			return nil
+		}
+		return map[string]string{"CUDA_VISIBLE_DEVICES": strings.Join(ids, ",")}
 	case VendorAMD:
-		return []string{"ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES"}
+		return amd.Environment(devices)
 	}
 	return nil
 }
@@ -89,7 +103,6 @@ func grantEnv(grants []Grant, infoFile string) map[string]string {
 		env[EnvResourcesFile] = infoFile
 	}
 	names := make([]string, 0, len(grants))
-	visible := map[string][]string{}
 	for _, g := range grants {
 		names = append(names, g.Spec.Name)
 		env[ResourceEnv(g.Spec.Name, "amount")] = strconv.Itoa(len(g.Devices))
@@ -106,18 +119,14 @@ func grantEnv(grants []Grant, infoFile string) map[string]string {
 			}
 			env[ResourceEnv(g.Spec.Name, k)] = strings.Join(vals, ",")
 		}
-		for _, v := range g.Vendor.visibleVars() {
-			for _, d := range g.Devices {
-				if id := visibleID(d); id != "" {
-					visible[v] = append(visible[v], id)
-				}
+		for k, v := range g.Vendor.visibleEnv(g.Devices) {
+			if prev, ok := env[k]; ok && prev != "" {
+				v = prev + "," + v // two resources of one vendor
 			}
+			env[k] = v
 		}
 	}
 	env[EnvResources] = strings.Join(names, ",")
-	for v, ids := range visible {
-		env[v] = strings.Join(ids, ",")
-	}
 	return env
 }
 

@@ -137,13 +137,10 @@ func (d *fakeDriver) Release(ctx context.Context) error {
 }
 
 // registryWith returns a registry holding the fake host's factory under
-// "fake" and "fake-nvidia".
+// "fake" and alias "com.example.FakeFactory".
 func registryWith(h *fakeHost) *driver.Registry {
 	r := driver.NewRegistry()
 	if err := r.Register("fake", h.factory(), "com.example.FakeFactory"); err != nil {
-		panic(err)
-	}
-	if err := r.Register("nvidia-fake", h.factory()); err != nil {
 		panic(err)
 	}
 	return r

@@ -19,6 +19,8 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/xres/xres/driver"
+	"github.com/xres/xres/driver/amd"
+	"github.com/xres/xres/driver/gpu"
 	"github.com/xres/xres/resources"
 )
 
@@ -206,13 +208,16 @@ func (r *Reservation) Infos() map[string][]resources.Info {
 	return out
 }
 
+// ParamVendor is the driver param (external-resource.<name>.param.…) that
+// names the vendor of a resource's devices, for plugins and scripts that
+// stand for NVIDIA or AMD GPUs: nvidia, amd or none.
+const ParamVendor = "visible-devices.vendor"
+
 // DefaultVendorOf recognises NVIDIA GPU resources by their driver factory
-// (our GPU driver, by any of its names, including Flink's
-// GPUDriverFactory) and AMD ones by the AMD driver. A spec param
-// "visible-devices.vendor" (nvidia, amd, none) overrides the guess, for
-// plugins and scripts that stand for a known vendor's devices.
+// (xres.gpu, or Flink's GPUDriverFactory) and AMD ones by xres.amd-gpu;
+// ParamVendor overrides it.
 func DefaultVendorOf(spec resources.Spec, factory string) Vendor {
-	if v, ok := spec.Params["visible-devices.vendor"]; ok {
+	if v, ok := spec.Params[ParamVendor]; ok {
 		switch strings.ToLower(strings.TrimSpace(v)) {
 		case "nvidia":
 			return VendorNVIDIA
@@ -222,15 +227,14 @@ func DefaultVendorOf(spec resources.Spec, factory string) Vendor {
 			return VendorNone
 		}
 	}
-	names := []string{strings.ToLower(factory), strings.ToLower(spec.Factory)}
-	for _, n := range names {
-		switch {
-		case n == "":
-		case n == "gpu" || n == "nvidia" || strings.HasSuffix(n, "gpu.gpudriverfactory") || strings.Contains(n, "nvidia"):
-			return VendorNVIDIA
-		case n == "amd" || strings.Contains(n, "amd") || strings.Contains(n, "rocm"):
-			return VendorAMD
-		}
+	if factory == "" {
+		factory = spec.Factory
+	}
+	switch factory {
+	case gpu.FactoryName, gpu.FlinkFactoryClass:
+		return VendorNVIDIA
+	case amd.FactoryName:
+		return VendorAMD
 	}
 	return VendorNone
 }

@@ -50,7 +50,8 @@ func runMain(t *testing.T, h *fakeHost, load Loader, sigs <-chan os.Signal, args
 }
 
 func gpuSpec(amount int64) resources.Spec {
-	return resources.Spec{Name: "gpu", Amount: amount, YarnKey: "yarn.io/gpu", Factory: "nvidia-fake"}
+	return resources.Spec{Name: "gpu", Amount: amount, YarnKey: "yarn.io/gpu", Factory: "fake",
+		Params: map[string]string{ParamVendor: "nvidia"}}
 }
 
 func fpgaSpec(amount int64) resources.Spec {
@@ -350,4 +351,59 @@ func TestExitCodesDistinct(t *testing.T) {
 func TestSplitDynamic(t *testing.T) {
 	got := splitDynamic([]string{"-Da=b", "-D", "c=d", "--conf", "x", "--", "-Dworker=flag"})
 	require.Equal(t, []string{"-D", "a=b", "-D", "c=d", "--conf", "x", "--", "-Dworker=flag"}, got)
+}
+
+// TestRunWithConfigFile goes through the real configuration loader.
+func TestRunWithConfigFile(t *testing.T) {
+	tests := []struct {
+		name   string
+		args   []string
+		code   int
+		stderr []string
+	}{
+		{
+			name: "ok",
+			args: []string{"--conf", "testdata/conf/ok", "--", "sh", "-c", `test "$XRES_RESOURCE_GPU_AMOUNT" = 1 && test "$CUDA_VISIBLE_DEVICES" = 0`},
+		},
+		{
+			name: "-D overrides the file",
+			args: []string{"--conf", "testdata/conf/ok/flink-conf.yaml", "-Dexternal-resource.gpu.amount=2", "--", "sh", "-c", `test "$XRES_RESOURCE_GPU_INDEX" = 0,1`},
+		},
+		{
+			name:   "non-numeric amount names the key and file:line",
+			args:   []string{"--conf", "testdata/conf/bad-amount", "--", "true"},
+			code:   ExitConfig,
+			stderr: []string{"external-resource.gpu.amount", "testdata/conf/bad-amount/flink-conf.yaml:2", "config error (exit 211)"},
+		},
+		{
+			name:   "unknown factory names the key",
+			args:   []string{"--conf", "testdata/conf/unknown-factory", "--", "true"},
+			code:   ExitConfig,
+			stderr: []string{"external-resource.gpu.driver-factory.class", "org.example.NoSuchFactory", "known: com.example.FakeFactory, fake"},
+		},
+		{
+			name:   "missing --conf file",
+			args:   []string{"--conf", "testdata/conf/nope.yaml", "--", "true"},
+			code:   ExitConfig,
+			stderr: []string{"testdata/conf/nope.yaml"},
+		},
+		{
+			name:   "malformed -D",
+			args:   []string{"--conf", "testdata/conf/ok", "-D", "novalue", "--", "true"},
+			code:   ExitConfig,
+			stderr: []string{"-D"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newFakeHost()
+			h.devices["gpu"] = 2
+			r := runMain(t, h, nil, nil, tc.args...)
+			require.Equal(t, tc.code, r.code, "stderr:\n%s", r.stderr)
+			for _, s := range tc.stderr {
+				require.Contains(t, r.stderr, s)
+			}
+			require.Empty(t, h.Held("gpu"))
+		})
+	}
 }

@@ -1,0 +1,37 @@
+// Command container-launcher runs first in every worker container: it
+// discovers and reserves the worker's external resources (GPUs, FPGAs),
+// tells the worker what it got, runs it, forwards signals, passes its exit
+// code on and frees the devices. See driver/launch for the logic, the exit
+// codes and the environment it exports.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+
+	"github.com/xres/xres/driver"
+	"github.com/xres/xres/driver/builtin"
+	"github.com/xres/xres/driver/launch"
+)
+
+func main() {
+	// Caught from the start, so that no signal kills the launcher while it
+	// holds devices; Main forwards them to the worker.
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, launch.ForwardedSignals...)
+
+	reg := driver.NewRegistry()
+	if err := builtin.RegisterBuiltins(reg); err != nil {
+		fmt.Fprintf(os.Stderr, "container-launcher: %v\n", err)
+		os.Exit(launch.ExitInternal)
+	}
+	os.Exit(launch.Main(context.Background(), os.Args[1:], launch.Env{
+		Stdin:    os.Stdin,
+		Stdout:   os.Stdout,
+		Stderr:   os.Stderr,
+		Signals:  sigs,
+		Registry: reg,
+	}))
+}
