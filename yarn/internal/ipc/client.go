@@ -1,0 +1,99 @@
+package ipc
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+)
+
+// DefaultIdleTimeout is how long an unused connection is kept before the
+// next call dials afresh (Hadoop's ipc.client.connection.maxidletime; the
+// server drops idle connections a little later).
+const DefaultIdleTimeout = 10 * time.Second
+
+// Client keeps one Conn to one address: it dials on first use, again after
+// the connection broke, and again when it sat idle longer than IdleTimeout
+// (so a call never lands on a socket the server is about to drop). It does
+// not retry calls; failover and retries belong to the caller, which knows
+// which calls are safe to repeat.
+type Client struct {
+	cfg  Config
+	idle time.Duration
+
+	mu       sync.Mutex
+	conn     *Conn
+	lastUse  time.Time
+	inflight int
+}
+
+// NewClient returns a Client for cfg. idle <= 0 uses DefaultIdleTimeout.
+func NewClient(cfg Config, idle time.Duration) *Client {
+	if idle <= 0 {
+		idle = DefaultIdleTimeout
+	}
+	return &Client{cfg: cfg, idle: idle}
+}
+
+// Addr returns the server address.
+func (c *Client) Addr() string { return c.cfg.Addr }
+
+// Call runs one call, dialing first when needed.
+func (c *Client) Call(ctx context.Context, method string, req, resp proto.Message) error {
+	conn, err := c.get(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.put()
+	return conn.Call(ctx, method, req, resp)
+}
+
+func (c *Client) get(ctx context.Context) (*Conn, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.conn != nil && (c.conn.Err() != nil || (c.inflight == 0 && time.Since(c.lastUse) > c.idle)) {
+		_ = c.conn.Close()
+		c.conn = nil
+	}
+	if c.conn == nil {
+		conn, err := Dial(ctx, c.cfg)
+		if err != nil {
+			return nil, err
+		}
+		c.conn = conn
+	}
+	c.inflight++
+	c.lastUse = time.Now()
+	return c.conn, nil
+}
+
+func (c *Client) put() {
+	c.mu.Lock()
+	c.inflight--
+	c.lastUse = time.Now()
+	c.mu.Unlock()
+}
+
+// Reset drops the current connection, so the next call dials again (used
+// after the credentials changed).
+func (c *Client) Reset() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.conn != nil && c.inflight == 0 {
+		_ = c.conn.Close()
+		c.conn = nil
+	}
+}
+
+// Close closes the connection.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.conn != nil {
+		err := c.conn.Close()
+		c.conn = nil
+		return err
+	}
+	return nil
+}

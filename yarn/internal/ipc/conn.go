@@ -1,0 +1,362 @@
+package ipc
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/xres/xres/hadoopproto/hadoopcommon"
+	"github.com/xres/xres/yarn/internal/sasl"
+)
+
+// DialFunc opens the TCP connection; net.Dialer.DialContext fits.
+type DialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
+
+// Config says where to connect and how to authenticate.
+type Config struct {
+	// Addr is host:port of the server.
+	Addr string
+	// Protocol is the Java protocol class, e.g.
+	// org.apache.hadoop.yarn.api.ApplicationClientProtocolPB.
+	Protocol string
+	// User is the effective user sent with SIMPLE authentication (and
+	// KERBEROS). Ignored with TOKEN: the token names the user.
+	User string
+	// Mechanism, when set, returns the SASL mechanism for a new connection
+	// (called once per dial, so a rolled token is picked up). nil means
+	// SIMPLE: no SASL at all.
+	Mechanism func() (sasl.Mechanism, error)
+	// Dial opens the connection; nil uses a net.Dialer.
+	Dial DialFunc
+	// PingInterval is how long a call may wait without any bytes from the
+	// server before the client sends a ping (ipc.ping.interval, 60 s).
+	PingInterval time.Duration
+	// Log receives debug records; nil discards them.
+	Log logrus.FieldLogger
+}
+
+// Conn is one authenticated IPC connection. Calls from many goroutines are
+// multiplexed on it and matched to responses by call id. A call whose
+// context ends returns at once and its late response is dropped; the
+// connection stays usable. A network error or a FATAL response breaks the
+// connection: every pending call fails and Err reports why.
+type Conn struct {
+	cfg      Config
+	nc       net.Conn
+	br       *bufio.Reader
+	clientID []byte
+	log      logrus.FieldLogger
+
+	writeMu sync.Mutex
+
+	mu       sync.Mutex
+	calls    map[int32]chan *response
+	nextID   int32
+	err      error // set once when the connection breaks
+	lastRead time.Time
+
+	done chan struct{}
+}
+
+// Dial connects to cfg.Addr, authenticates and sends the connection
+// context. ctx bounds the whole set-up.
+func Dial(ctx context.Context, cfg Config) (*Conn, error) {
+	if cfg.Protocol == "" {
+		return nil, errors.New("ipc dial: no protocol name")
+	}
+	if cfg.PingInterval <= 0 {
+		cfg.PingInterval = 60 * time.Second
+	}
+	log := cfg.Log
+	if log == nil {
+		l := logrus.New()
+		l.SetOutput(io.Discard)
+		log = l
+	}
+	log = log.WithFields(logrus.Fields{"addr": cfg.Addr, "protocol": cfg.Protocol})
+	dial := cfg.Dial
+	if dial == nil {
+		var d net.Dialer
+		dial = d.DialContext
+	}
+	nc, err := dial(ctx, "tcp", cfg.Addr)
+	if err != nil {
+		return nil, &NetError{Op: "dial", Addr: cfg.Addr, Err: err}
+	}
+	c := &Conn{
+		cfg:      cfg,
+		nc:       nc,
+		br:       bufio.NewReader(nc),
+		clientID: make([]byte, 16),
+		log:      log,
+		calls:    map[int32]chan *response{},
+		done:     make(chan struct{}),
+	}
+	if _, err := rand.Read(c.clientID); err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("ipc dial %s: client id: %w", cfg.Addr, err)
+	}
+	if err := c.handshake(ctx); err != nil {
+		nc.Close()
+		return nil, err
+	}
+	c.lastRead = time.Now()
+	go c.readLoop()
+	go c.pingLoop()
+	log.Debug("ipc connection established")
+	return c, nil
+}
+
+// handshake runs the preamble, SASL when configured, and the context.
+func (c *Conn) handshake(ctx context.Context) error {
+	if dl, ok := ctx.Deadline(); ok {
+		_ = c.nc.SetDeadline(dl)
+	}
+	stop := context.AfterFunc(ctx, func() { _ = c.nc.SetDeadline(time.Unix(1, 0)) })
+	defer stop()
+	defer c.nc.SetDeadline(time.Time{})
+
+	wrap := func(err error) error {
+		if ctx.Err() != nil {
+			return fmt.Errorf("ipc connect %s: %w", c.cfg.Addr, ctx.Err())
+		}
+		return err
+	}
+	var mech sasl.Mechanism
+	if c.cfg.Mechanism != nil {
+		m, err := c.cfg.Mechanism()
+		if err != nil {
+			return fmt.Errorf("ipc connect %s: %w", c.cfg.Addr, err)
+		}
+		mech = m
+	}
+	if _, err := c.nc.Write(preamble(mech != nil)); err != nil {
+		return wrap(&NetError{Op: "write", Addr: c.cfg.Addr, Err: err})
+	}
+	if mech != nil {
+		if err := c.saslConnect(mech); err != nil {
+			return wrap(err)
+		}
+	}
+	user := &hadoopcommon.UserInformationProto{}
+	if mech == nil || mech.Method() == "KERBEROS" {
+		user.EffectiveUser = proto.String(c.cfg.User)
+	}
+	pkt, err := encodePacket(requestHeader(callIDContext, c.clientID, invalidRetryCount),
+		&hadoopcommon.IpcConnectionContextProto{UserInfo: user, Protocol: proto.String(c.cfg.Protocol)})
+	if err != nil {
+		return err
+	}
+	if _, err := c.nc.Write(pkt); err != nil {
+		return wrap(&NetError{Op: "write", Addr: c.cfg.Addr, Err: err})
+	}
+	return nil
+}
+
+// Call sends method with req and decodes the answer into resp. It returns
+// a *RemoteError when the server threw, a *NetError when the connection
+// failed, or ctx's error when ctx ended first.
+func (c *Conn) Call(ctx context.Context, method string, req, resp proto.Message) error {
+	c.mu.Lock()
+	if c.err != nil {
+		err := c.err
+		c.mu.Unlock()
+		return err
+	}
+	id := c.nextID
+	c.nextID = (c.nextID + 1) & 0x7fffffff
+	ch := make(chan *response, 1)
+	c.calls[id] = ch
+	c.mu.Unlock()
+
+	pkt, err := encodePacket(requestHeader(id, c.clientID, 0),
+		&hadoopcommon.RequestHeaderProto{
+			MethodName:                 proto.String(method),
+			DeclaringClassProtocolName: proto.String(c.cfg.Protocol),
+			ClientProtocolVersion:      proto.Uint64(protocolVersion),
+		}, req)
+	if err != nil {
+		c.forget(id)
+		return fmt.Errorf("call %s: %w", method, err)
+	}
+	if err := c.write(ctx, pkt); err != nil {
+		c.forget(id)
+		if cerr := c.Err(); cerr != nil && ctx.Err() == nil {
+			err = cerr // the server closed first; its reason beats "broken pipe"
+		}
+		return fmt.Errorf("call %s: %w", method, err)
+	}
+	select {
+	case r, ok := <-ch:
+		if !ok {
+			c.mu.Lock()
+			err := c.err
+			c.mu.Unlock()
+			return fmt.Errorf("call %s: %w", method, err)
+		}
+		if r.header.GetStatus() != hadoopcommon.RpcResponseHeaderProto_SUCCESS {
+			return remoteError(method, r.header)
+		}
+		if err := proto.Unmarshal(r.body, resp); err != nil {
+			return fmt.Errorf("call %s: decode %s: %w", method, resp.ProtoReflect().Descriptor().Name(), err)
+		}
+		return nil
+	case <-ctx.Done():
+		c.forget(id)
+		return fmt.Errorf("call %s to %s: %w", method, c.cfg.Addr, ctx.Err())
+	}
+}
+
+func (c *Conn) forget(id int32) {
+	c.mu.Lock()
+	delete(c.calls, id)
+	c.mu.Unlock()
+}
+
+// write sends one whole packet. A write cut short by ctx leaves a partial
+// packet on the wire, so it breaks the connection.
+func (c *Conn) write(ctx context.Context, pkt []byte) error {
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	if dl, ok := ctx.Deadline(); ok {
+		_ = c.nc.SetWriteDeadline(dl)
+	} else {
+		_ = c.nc.SetWriteDeadline(time.Time{})
+	}
+	stop := context.AfterFunc(ctx, func() { _ = c.nc.SetWriteDeadline(time.Unix(1, 0)) })
+	n, err := c.nc.Write(pkt)
+	stop()
+	if err == nil {
+		return nil
+	}
+	nerr := &NetError{Op: "write", Addr: c.cfg.Addr, Err: err}
+	if ctx.Err() != nil {
+		if n > 0 {
+			c.fail(nerr) // half a packet on the wire: the stream is lost
+		}
+		return ctx.Err()
+	}
+	// The peer went away. If it said why first (a FATAL such as "SIMPLE
+	// authentication is not enabled"), the reader is about to see it:
+	// give it a moment so the caller gets the reason, not "broken pipe".
+	select {
+	case <-c.done:
+	case <-time.After(time.Second):
+	}
+	c.fail(nerr)
+	return c.Err()
+}
+
+// readLoop hands each response to its waiting call until the connection
+// breaks.
+func (c *Conn) readLoop() {
+	for {
+		p, err := readPacket(c.br)
+		if err != nil {
+			if errors.Is(err, ErrFrame) {
+				c.fail(fmt.Errorf("read from %s: %w", c.cfg.Addr, err))
+			} else {
+				c.fail(&NetError{Op: "read", Addr: c.cfg.Addr, Err: err})
+			}
+			return
+		}
+		r, err := decodeResponse(p)
+		if err != nil {
+			c.fail(fmt.Errorf("read from %s: %w", c.cfg.Addr, err))
+			return
+		}
+		id := int32(r.header.GetCallId())
+		c.mu.Lock()
+		c.lastRead = time.Now()
+		ch, ok := c.calls[id]
+		delete(c.calls, id)
+		c.mu.Unlock()
+		if r.header.GetStatus() == hadoopcommon.RpcResponseHeaderProto_FATAL {
+			rerr := remoteError("connection", r.header)
+			if ok {
+				ch <- r
+			}
+			c.fail(rerr)
+			return
+		}
+		if !ok {
+			c.log.WithField("call_id", id).Debug("dropping response to a call that is gone")
+			continue
+		}
+		ch <- r
+	}
+}
+
+// pingLoop sends a ping when calls are waiting and the server has said
+// nothing for a ping interval, as Hadoop's Java client does.
+func (c *Conn) pingLoop() {
+	t := time.NewTicker(c.cfg.PingInterval / 2)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.done:
+			return
+		case <-t.C:
+		}
+		c.mu.Lock()
+		waiting := len(c.calls) > 0 && time.Since(c.lastRead) >= c.cfg.PingInterval
+		c.mu.Unlock()
+		if !waiting {
+			continue
+		}
+		pkt, err := encodePacket(requestHeader(callIDPing, c.clientID, invalidRetryCount))
+		if err != nil {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), c.cfg.PingInterval)
+		err = c.write(ctx, pkt)
+		cancel()
+		if err != nil {
+			return
+		}
+		c.log.Debug("ipc ping sent")
+	}
+}
+
+// fail breaks the connection with err, once, and wakes every waiting call.
+func (c *Conn) fail(err error) {
+	c.mu.Lock()
+	if c.err != nil {
+		c.mu.Unlock()
+		return
+	}
+	c.err = err
+	calls := c.calls
+	c.calls = map[int32]chan *response{}
+	c.mu.Unlock()
+	close(c.done)
+	_ = c.nc.Close()
+	for _, ch := range calls {
+		close(ch)
+	}
+	if !errors.Is(err, ErrClosed) {
+		c.log.WithError(err).Debug("ipc connection broken")
+	}
+}
+
+// Err returns why the connection broke, or nil while it is usable.
+func (c *Conn) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
+
+// Close closes the connection; pending calls fail with ErrClosed.
+func (c *Conn) Close() error {
+	c.fail(fmt.Errorf("ipc %s: %w", c.cfg.Addr, ErrClosed))
+	return nil
+}

@@ -1,0 +1,237 @@
+package ipc_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/xres/xres/hadoopproto/hadoopyarn"
+	"github.com/xres/xres/yarn/internal/ipc"
+	"github.com/xres/xres/yarn/internal/sasl"
+	"github.com/xres/xres/yarn/yarntest"
+)
+
+const testProtocol = "org.apache.hadoop.yarn.api.ApplicationClientProtocolPB"
+
+func appReq(id int32) *hadoopyarn.GetApplicationReportRequestProto {
+	return &hadoopyarn.GetApplicationReportRequestProto{ApplicationId: &hadoopyarn.ApplicationIdProto{Id: proto.Int32(id), ClusterTimestamp: proto.Int64(1)}}
+}
+
+// echo answers getApplicationReport with a report naming the asked id.
+func echo(release <-chan struct{}) yarntest.Handler {
+	return func(ctx context.Context, c *yarntest.Call) (proto.Message, error) {
+		req := &hadoopyarn.GetApplicationReportRequestProto{}
+		if err := c.Decode(req); err != nil {
+			return nil, err
+		}
+		if release != nil && req.GetApplicationId().GetId() == 1 {
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+		}
+		return &hadoopyarn.GetApplicationReportResponseProto{ApplicationReport: &hadoopyarn.ApplicationReportProto{
+			ApplicationId: req.GetApplicationId(), User: proto.String(c.Conn.User), Queue: proto.String(c.Protocol),
+		}}, nil
+	}
+}
+
+func ctxT(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func TestSimpleCall(t *testing.T) {
+	srv := yarntest.NewServer(t, yarntest.Options{})
+	srv.Handle("getApplicationReport", echo(nil))
+	conn, err := ipc.Dial(ctxT(t, 5*time.Second), ipc.Config{Addr: srv.Addr, Protocol: testProtocol, User: "alice"})
+	require.NoError(t, err)
+	defer conn.Close()
+
+	resp := &hadoopyarn.GetApplicationReportResponseProto{}
+	require.NoError(t, conn.Call(ctxT(t, 5*time.Second), "getApplicationReport", appReq(7), resp))
+	require.Equal(t, int32(7), resp.GetApplicationReport().GetApplicationId().GetId())
+	require.Equal(t, "alice", resp.GetApplicationReport().GetUser(), "SIMPLE sends the effective user")
+	require.Equal(t, testProtocol, resp.GetApplicationReport().GetQueue(), "declaringClassProtocolName")
+}
+
+func TestConcurrentCallsOutOfOrder(t *testing.T) {
+	srv := yarntest.NewServer(t, yarntest.Options{})
+	release := make(chan struct{})
+	srv.Handle("getApplicationReport", echo(release))
+	conn, err := ipc.Dial(ctxT(t, 5*time.Second), ipc.Config{Addr: srv.Addr, Protocol: testProtocol, User: "u"})
+	require.NoError(t, err)
+	defer conn.Close()
+
+	slow := make(chan error, 1)
+	go func() {
+		resp := &hadoopyarn.GetApplicationReportResponseProto{}
+		err := conn.Call(ctxT(t, 5*time.Second), "getApplicationReport", appReq(1), resp)
+		if err == nil && resp.GetApplicationReport().GetApplicationId().GetId() != 1 {
+			err = errors.New("slow call got another call's answer")
+		}
+		slow <- err
+	}()
+	var wg sync.WaitGroup
+	for i := int32(2); i < 12; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp := &hadoopyarn.GetApplicationReportResponseProto{}
+			if err := conn.Call(ctxT(t, 5*time.Second), "getApplicationReport", appReq(i), resp); err != nil {
+				t.Error(err)
+				return
+			}
+			if got := resp.GetApplicationReport().GetApplicationId().GetId(); got != i {
+				t.Errorf("call %d got answer for %d", i, got)
+			}
+		}()
+	}
+	wg.Wait() // the fast calls finished while call 1 still waits
+	close(release)
+	require.NoError(t, <-slow)
+	require.Equal(t, int64(1), srv.Connects(), "all calls share one connection")
+}
+
+func TestCancelledCallKeepsConnection(t *testing.T) {
+	srv := yarntest.NewServer(t, yarntest.Options{})
+	release := make(chan struct{})
+	defer close(release)
+	srv.Handle("getApplicationReport", echo(release))
+	conn, err := ipc.Dial(ctxT(t, 5*time.Second), ipc.Config{Addr: srv.Addr, Protocol: testProtocol, User: "u"})
+	require.NoError(t, err)
+	defer conn.Close()
+
+	err = conn.Call(ctxT(t, 50*time.Millisecond), "getApplicationReport", appReq(1), &hadoopyarn.GetApplicationReportResponseProto{})
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	resp := &hadoopyarn.GetApplicationReportResponseProto{}
+	require.NoError(t, conn.Call(ctxT(t, 5*time.Second), "getApplicationReport", appReq(2), resp))
+	require.Equal(t, int32(2), resp.GetApplicationReport().GetApplicationId().GetId())
+	require.NoError(t, conn.Err())
+}
+
+func TestRemoteErrors(t *testing.T) {
+	srv := yarntest.NewServer(t, yarntest.Options{})
+	srv.Handle("getApplicationReport", func(ctx context.Context, c *yarntest.Call) (proto.Message, error) {
+		return nil, &yarntest.Exception{Class: "org.apache.hadoop.yarn.exceptions.ApplicationNotFoundException",
+			Message: "Application with id 'application_1_0007' doesn't exist in RM.\n\tat org.apache.hadoop..."}
+	})
+	conn, err := ipc.Dial(ctxT(t, 5*time.Second), ipc.Config{Addr: srv.Addr, Protocol: testProtocol, User: "u"})
+	require.NoError(t, err)
+	defer conn.Close()
+
+	tests := []struct {
+		name   string
+		method string
+		want   error
+		class  string
+	}{
+		{"application exception", "getApplicationReport", ipc.ErrApplicationNotFound, "org.apache.hadoop.yarn.exceptions.ApplicationNotFoundException"},
+		{"unknown method", "noSuchCall", ipc.ErrNoSuchMethod, "org.apache.hadoop.ipc.RpcNoSuchMethodException"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := conn.Call(ctxT(t, 5*time.Second), tt.method, appReq(7), &hadoopyarn.GetApplicationReportResponseProto{})
+			require.ErrorIs(t, err, tt.want)
+			var re *ipc.RemoteError
+			require.ErrorAs(t, err, &re)
+			require.Equal(t, tt.class, re.Class)
+			require.Equal(t, tt.method, re.Method)
+			require.False(t, re.Fatal)
+			require.NotContains(t, err.Error(), "\tat ", "stack traces stay out of Error()")
+		})
+	}
+	require.NoError(t, conn.Err(), "ERROR responses leave the connection open")
+	srv.SetStandby(true)
+	err = conn.Call(ctxT(t, 5*time.Second), "getApplicationReport", appReq(7), &hadoopyarn.GetApplicationReportResponseProto{})
+	require.ErrorIs(t, err, ipc.ErrStandby)
+}
+
+func TestServerHangsUpMidCall(t *testing.T) {
+	srv := yarntest.NewServer(t, yarntest.Options{})
+	var hang sync.Once
+	srv.Handle("getApplicationReport", func(ctx context.Context, c *yarntest.Call) (proto.Message, error) {
+		hung := false
+		hang.Do(func() { hung = true })
+		if hung {
+			return nil, yarntest.ErrHangUp
+		}
+		return echo(nil)(ctx, c)
+	})
+	cl := ipc.NewClient(ipc.Config{Addr: srv.Addr, Protocol: testProtocol, User: "u"}, 0)
+	defer cl.Close()
+	err := cl.Call(ctxT(t, 10*time.Second), "getApplicationReport", appReq(1), &hadoopyarn.GetApplicationReportResponseProto{})
+	require.ErrorIs(t, err, ipc.ErrConnection)
+	require.NotErrorIs(t, err, context.DeadlineExceeded, "a hang-up fails the call at once")
+	// The client redials for the next call.
+	require.NoError(t, cl.Call(ctxT(t, 5*time.Second), "getApplicationReport", appReq(2), &hadoopyarn.GetApplicationReportResponseProto{}))
+	require.Equal(t, int64(2), srv.Connects())
+}
+
+func TestPingWhileWaiting(t *testing.T) {
+	srv := yarntest.NewServer(t, yarntest.Options{})
+	srv.Handle("getApplicationReport", func(ctx context.Context, c *yarntest.Call) (proto.Message, error) {
+		time.Sleep(400 * time.Millisecond)
+		return &hadoopyarn.GetApplicationReportResponseProto{}, nil
+	})
+	conn, err := ipc.Dial(ctxT(t, 5*time.Second), ipc.Config{Addr: srv.Addr, Protocol: testProtocol, User: "u", PingInterval: 50 * time.Millisecond})
+	require.NoError(t, err)
+	defer conn.Close()
+	require.NoError(t, conn.Call(ctxT(t, 5*time.Second), "getApplicationReport", appReq(1), &hadoopyarn.GetApplicationReportResponseProto{}))
+	require.Positive(t, srv.Pings())
+}
+
+func TestTokenAuth(t *testing.T) {
+	srv := yarntest.NewServer(t, yarntest.Options{Token: true})
+	srv.Handle("getApplicationReport", echo(nil))
+	ident, pass := []byte("identifier-bytes"), []byte("password-bytes")
+	srv.AddToken(ident, pass)
+	mech := func(id, pw []byte) func() (sasl.Mechanism, error) {
+		return func() (sasl.Mechanism, error) {
+			u, p := sasl.TokenCredentials(id, pw)
+			return &sasl.DigestMD5{Username: u, Password: p}, nil
+		}
+	}
+	tests := []struct {
+		name string
+		mech func() (sasl.Mechanism, error)
+		want []error
+	}{
+		{"right token", mech(ident, pass), nil},
+		{"wrong password", mech(ident, []byte("nope")), []error{ipc.ErrUnauthorized}},
+		{"unknown token", mech([]byte("other"), pass), []error{ipc.ErrUnauthorized, ipc.ErrInvalidToken}},
+		{"simple on a token-only server", nil, []error{ipc.ErrUnauthorized, ipc.ErrAccessControl}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			conn, err := ipc.Dial(ctxT(t, 5*time.Second), ipc.Config{Addr: srv.Addr, Protocol: testProtocol, User: "u", Mechanism: tt.mech})
+			if err == nil {
+				defer conn.Close()
+				err = conn.Call(ctxT(t, 5*time.Second), "getApplicationReport", appReq(3), &hadoopyarn.GetApplicationReportResponseProto{})
+			}
+			if tt.want == nil {
+				require.NoError(t, err)
+				return
+			}
+			for _, w := range tt.want {
+				require.ErrorIs(t, err, w)
+			}
+			require.NotContains(t, err.Error(), "password-bytes")
+		})
+	}
+}
+
+func TestDialErrors(t *testing.T) {
+	srv := yarntest.NewServer(t, yarntest.Options{})
+	addr := srv.Addr
+	srv.Close()
+	_, err := ipc.Dial(ctxT(t, 5*time.Second), ipc.Config{Addr: addr, Protocol: testProtocol})
+	require.ErrorIs(t, err, ipc.ErrConnection)
+	require.ErrorContains(t, err, addr)
+}
