@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/xres/xres/conf"
 	"github.com/xres/xres/resources"
 )
 
@@ -42,13 +44,13 @@ type Config struct {
 	MaxRMErrors      int           // consecutive failed heartbeats before giving up (DefaultMaxRMErrors)
 	StderrLines      int           // stderr lines quoted in a failure diagnostic (DefaultStderrLines)
 
-	// Launcher exit codes (cmd/container-launcher): a worker that exits with
-	// DiscoveryFailedExit failed to find its devices (bad node: the node is
-	// blacklisted and the worker replaced); ConfigErrorExit means the job's
-	// configuration is wrong (no replacement can help: the app fails at
-	// once). Zero disables either rule.
-	DiscoveryFailedExit int
-	ConfigErrorExit     int
+	// Launcher exit codes (cmd/container-launcher). A worker that exits
+	// with one of BadNodeExits failed on its node (device discovery): the
+	// node is blacklisted and the worker replaced. One of BadJobExits means
+	// the job itself is wrong (configuration, worker command): no
+	// replacement can help, the application fails at once.
+	BadNodeExits []int
+	BadJobExits  []int
 
 	OnAMRMToken func(Token) // called with each rolled AMRMToken
 	Log         logrus.FieldLogger
@@ -407,19 +409,20 @@ func (a *AM) failed(ctx context.Context, w *worker, exit int, diag string, ran b
 	if a.firstFail == nil {
 		a.firstFail, a.firstTail = w, tail
 	}
-	if a.cfg.DiscoveryFailedExit != 0 && exit == a.cfg.DiscoveryFailedExit {
-		log.Warn("device discovery failed on this node; blacklisting it")
+	if slices.Contains(a.cfg.BadNodeExits, exit) {
+		log.Warn("container-launcher failed on this node; blacklisting it")
 		a.blacklist[w.c.Host()] = true
 	}
-	if a.cfg.ConfigErrorExit != 0 && exit == a.cfg.ConfigErrorExit {
-		log.Error("container-launcher reports a configuration error; failing the application")
-		a.result = &Result{Status: StatusFailed, Diagnostics: a.diagnostic(w, tail, "container-launcher reports a configuration error")}
+	if slices.Contains(a.cfg.BadJobExits, exit) {
+		log.Error("container-launcher reports an error of the job; failing the application")
+		a.result = &Result{Status: StatusFailed, Diagnostics: a.diagnostic(w, tail,
+			"container-launcher reports an error of the job (configuration or worker command), which no replacement can fix")}
 		return
 	}
 	if a.failures > a.cfg.Plan.MaxFailedContainers {
 		log.Error("too many failed workers; failing the application")
 		a.result = &Result{Status: StatusFailed, Diagnostics: a.diagnostic(a.firstFail, a.firstTail,
-			fmt.Sprintf("%d worker containers failed, more than %s=%d", a.failures, KeyMaxFailed, a.cfg.Plan.MaxFailedContainers))}
+			fmt.Sprintf("%d worker containers failed, more than %s=%d", a.failures, conf.YarnMaxFailedContainers.Key, a.cfg.Plan.MaxFailedContainers))}
 		return
 	}
 	log.WithField("failures", a.failures).Warn("worker failed; replacing it")

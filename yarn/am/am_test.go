@@ -20,12 +20,12 @@ func testConfig(workers, maxFailed int) Config {
 		AppID: "application_1_0001",
 		Plan: Plan{BaseWorkers: workers, Workers: workers, SlotsPerWorker: 1, MaxFailedContainers: maxFailed,
 			Profile: Resource{MemoryMB: 1728, VCores: 1, Extra: map[string]int64{"yarn.io/gpu": 1}}},
-		Owners:              map[string]string{"yarn.io/gpu": "gpu"},
-		Launch:              LaunchContext{Commands: []string{Command([]string{"./container-launcher", "--", "python", "train.py"})}},
-		Register:            RegisterRequest{Host: "am-host", RPCPort: -1, TrackingURL: "http://am-host:1234/"},
-		DiscoveryFailedExit: 3,
-		ConfigErrorExit:     2,
-		After:               ready,
+		Owners:       map[string]string{"yarn.io/gpu": "gpu"},
+		Launch:       LaunchContext{Commands: []string{Command([]string{"./container-launcher", "--", "python", "train.py"})}},
+		Register:     RegisterRequest{Host: "am-host", RPCPort: -1, TrackingURL: "http://am-host:1234/"},
+		BadNodeExits: []int{3},
+		BadJobExits:  []int{2},
+		After:        ready,
 	}
 }
 
@@ -194,7 +194,7 @@ func TestAMConfigErrorFailsAtOnce(t *testing.T) {
 	res, err, _ := runAM(t, testConfig(1, 5), rm, &fakeNM{}, fakeLogs{c1.ID: {"unknown key external-resource.gpu.amount: abc"}})
 	require.NoError(t, err)
 	require.Equal(t, StatusFailed, res.Status)
-	require.Contains(t, res.Diagnostics, "container-launcher reports a configuration error")
+	require.Contains(t, res.Diagnostics, "container-launcher reports an error of the job")
 	require.Contains(t, res.Diagnostics, "unknown key external-resource.gpu.amount: abc")
 	require.Len(t, rm.requests, 2, "no replacement asked")
 }

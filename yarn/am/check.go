@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/xres/xres/conf"
 	"github.com/xres/xres/resources"
 )
 
@@ -42,7 +43,7 @@ func CheckProfile(profile Resource, limits ClusterLimits, owners map[string]stri
 	var problems []string
 	if profile.MemoryMB > limits.Max.MemoryMB {
 		problems = append(problems, fmt.Sprintf("memory-mb: asked %d MiB per worker, the cluster's maximum allocation is %d MiB (%s, yarn.scheduler.maximum-allocation-mb)",
-			profile.MemoryMB, limits.Max.MemoryMB, KeyProcessSize))
+			profile.MemoryMB, limits.Max.MemoryMB, conf.TaskManagerProcessSize.Key))
 	}
 	if profile.VCores > limits.Max.VCores {
 		problems = append(problems, fmt.Sprintf("vcores: asked %d per worker, the cluster's maximum allocation is %d (yarn.scheduler.maximum-allocation-vcores)",

@@ -2,8 +2,9 @@ package am
 
 import (
 	"fmt"
-	"sort"
 	"strings"
+
+	"github.com/xres/xres/conf"
 )
 
 // LocalResourceType is how the NM localizes a resource.
@@ -126,19 +127,13 @@ func escapeDoubleQuoted(s string) string {
 
 // EnvFromConfig collects prefix+VAR=value entries (Flink's
 // containerized.taskmanager.env.VAR / containerized.master.env.VAR) into an
-// environment map. keys lists every configured key.
-func EnvFromConfig(keys []string, get Lookup, prefix string) map[string]string {
-	env := map[string]string{}
-	sorted := append([]string(nil), keys...)
-	sort.Strings(sorted)
-	for _, k := range sorted {
-		name, ok := strings.CutPrefix(k, prefix)
-		if !ok || name == "" {
-			continue
-		}
-		if v, ok := get(k); ok {
-			env[name] = v
-		}
-	}
-	return env
+// environment map.
+func EnvFromConfig(cfg *conf.Config, prefix string) map[string]string {
+	return cfg.WithPrefix(prefix)
 }
+
+// Environment prefixes (conf.TaskManagerEnv, conf.MasterEnv without <VAR>).
+const (
+	WorkerEnvPrefix = "containerized.taskmanager.env."
+	MasterEnvPrefix = "containerized.master.env."
+)

@@ -60,17 +60,15 @@ func TestCommandThroughLaunchScript(t *testing.T) {
 }
 
 func TestEnvFromConfig(t *testing.T) {
-	conf := map[string]string{
+	cfg := confOf(map[string]string{
 		"containerized.taskmanager.env.LD_LIBRARY_PATH": "/usr/local/cuda/lib64",
 		"containerized.taskmanager.env.FOO":             "bar",
 		"containerized.taskmanager.env.":                "ignored",
 		"containerized.master.env.JAVA_HOME":            "/jdk",
 		"parallelism.default":                           "4",
-	}
-	keys := sortedKeys(conf)
-	require.Equal(t, map[string]string{"LD_LIBRARY_PATH": "/usr/local/cuda/lib64", "FOO": "bar"},
-		EnvFromConfig(keys, MapLookup(conf), KeyWorkerEnvPrefix))
-	require.Equal(t, map[string]string{"JAVA_HOME": "/jdk"}, EnvFromConfig(keys, MapLookup(conf), KeyMasterEnvPrefix))
+	})
+	require.Equal(t, map[string]string{"LD_LIBRARY_PATH": "/usr/local/cuda/lib64", "FOO": "bar"}, EnvFromConfig(cfg, WorkerEnvPrefix))
+	require.Equal(t, map[string]string{"JAVA_HOME": "/jdk"}, EnvFromConfig(cfg, MasterEnvPrefix))
 }
 
 func TestLaunchContextStringHidesSecrets(t *testing.T) {

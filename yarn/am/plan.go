@@ -5,30 +5,20 @@ import (
 	"fmt"
 	"math"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
+	"github.com/xres/xres/conf"
 	"github.com/xres/xres/resources"
 )
 
-// Configuration keys the AM reads. All but the rest.* and xres.* ones are
-// Flink's, with Flink's meaning.
+// Keys the AM reads that conf/ does not declare (yet): Flink's heartbeat
+// and REST server options.
 const (
-	KeyParallelism      = "parallelism.default"                       // int, default 1
-	KeySlotsPerWorker   = "taskmanager.numberOfTaskSlots"             // int, default 1
-	KeyMaxSlots         = "slotmanager.number-of-slots.max"           // int, default unlimited
-	KeyRedundantWorkers = "slotmanager.redundant-taskmanager-num"     // int, default 0
-	KeyProcessSize      = "taskmanager.memory.process.size"           // memory size, default 1728m
-	KeyCPUCores         = "taskmanager.cpu.cores"                     // double, unset
-	KeyYarnVcores       = "yarn.containers.vcores"                    // int, default -1 (unset)
-	KeyMaxFailed        = "yarn.maximum-failed-containers"            // int, default: the initial worker count
 	KeyHeartbeat        = "yarn.heartbeat.interval"                   // seconds, default 5
 	KeyRequestHeartbeat = "yarn.heartbeat.container-request-interval" // duration (plain number = ms), default 500 ms
-	KeyWorkerEnvPrefix  = "containerized.taskmanager.env."            // + VAR: worker environment
-	KeyMasterEnvPrefix  = "containerized.master.env."                 // + VAR: AM environment
 	KeyBindAddress      = "rest.bind-address"                         // tracking server address, default 0.0.0.0
-	KeyBindPort         = "rest.bind-port"                            // port or range "50100-50200", default 0 (any)
+	KeyBindPort         = "rest.bind-port"                            // port, range or list, default 0 (any)
 )
 
 // DefaultProcessSize is used when taskmanager.memory.process.size is unset:
@@ -43,17 +33,6 @@ const (
 
 // ErrBadConfig is wrapped by every configuration error of this package.
 var ErrBadConfig = errors.New("invalid configuration")
-
-// Lookup reads one configuration value; ok is false when the key is unset.
-type Lookup func(key string) (value string, ok bool)
-
-// MapLookup adapts a flat key/value map to Lookup.
-func MapLookup(m map[string]string) Lookup {
-	return func(key string) (string, bool) {
-		v, ok := m[key]
-		return v, ok
-	}
-}
 
 // Resource is a YARN container size: memory in MiB, virtual cores and the
 // extended resources (YARN resource-type name such as yarn.io/gpu → amount).
@@ -86,9 +65,10 @@ type Plan struct {
 }
 
 // PlanWorkers computes the worker plan from the configuration, with Flink's
-// meaning for every key, and the external resources to ask (specs, as
-// parsed from external-resource.<name>.*). workers > 0 overrides the
-// count derived from parallelism.default (the --workers flag).
+// meaning for every key, and the external resources to ask (specs, from
+// resources.Parse). workers > 0 overrides the count derived from
+// parallelism.default (the --workers flag). Every problem is reported at
+// once, each naming the key and where its value came from (file:line, -D).
 //
 // Rules:
 //   - base workers = ceil(parallelism.default / taskmanager.numberOfTaskSlots);
@@ -96,38 +76,49 @@ type Plan struct {
 //   - the total is capped at floor(slotmanager.number-of-slots.max / slots),
 //     as Flink's slot manager refuses any worker (spares included) that would
 //     pass the slot maximum;
-//   - memory = taskmanager.memory.process.size in MiB, truncating;
+//   - yarn.maximum-failed-containers defaults to that total (Flink: the
+//     number of workers initially requested);
+//   - memory = taskmanager.memory.process.size in MiB, truncating (1728m
+//     when unset);
 //   - vcores = ceil(taskmanager.cpu.cores) if set, else yarn.containers.vcores
 //     if > 0, else the slot count;
 //   - each resource with a yarn.config-key adds <key>: <amount>.
-func PlanWorkers(get Lookup, specs []resources.Spec, workers int) (Plan, error) {
+func PlanWorkers(cfg *conf.Config, specs []resources.Spec, workers int) (Plan, error) {
 	var p Plan
 	var errs []error
-	intOpt := func(key string, def int64) int64 {
-		v, err := intOption(get, key, def)
+	intOpt := func(opt conf.Option) int64 {
+		v, err := cfg.Int(opt)
 		if err != nil {
-			errs = append(errs, err)
+			errs = append(errs, fmt.Errorf("%w: %w", ErrBadConfig, err))
 		}
-		return v
+		return int64(v)
 	}
-	parallelism := intOpt(KeyParallelism, 1)
-	slots := intOpt(KeySlotsPerWorker, 1)
-	maxSlots := intOpt(KeyMaxSlots, math.MaxInt32)
-	spares := intOpt(KeyRedundantWorkers, 0)
+	bad := func(opt conf.Option, format string, args ...any) {
+		origin := cfg.Origin(opt.Key)
+		if origin == "" {
+			origin = conf.OriginDefault
+		}
+		errs = append(errs, fmt.Errorf("%w: config key %s (%s): %s", ErrBadConfig, opt.Key, origin, fmt.Sprintf(format, args...)))
+	}
+	parallelism := intOpt(conf.ParallelismDefault)
+	slots := intOpt(conf.TaskManagerSlots)
+	maxSlots := intOpt(conf.SlotsMax)
+	spares := intOpt(conf.RedundantWorkers)
 	if len(errs) > 0 {
 		return p, errors.Join(errs...)
 	}
-	switch {
-	case parallelism < 1:
-		errs = append(errs, fmt.Errorf("%w: %s must be at least 1, got %d", ErrBadConfig, KeyParallelism, parallelism))
-	case slots < 1:
-		errs = append(errs, fmt.Errorf("%w: %s must be at least 1, got %d", ErrBadConfig, KeySlotsPerWorker, slots))
-	case maxSlots < slots:
-		errs = append(errs, fmt.Errorf("%w: %s (%d) is below %s (%d): no worker fits",
-			ErrBadConfig, KeyMaxSlots, maxSlots, KeySlotsPerWorker, slots))
-	case spares < 0:
-		errs = append(errs, fmt.Errorf("%w: %s must not be negative, got %d", ErrBadConfig, KeyRedundantWorkers, spares))
-	case workers < 0:
+	if parallelism < 1 {
+		bad(conf.ParallelismDefault, "must be at least 1, got %d", parallelism)
+	}
+	if slots < 1 {
+		bad(conf.TaskManagerSlots, "must be at least 1, got %d", slots)
+	} else if maxSlots < slots {
+		bad(conf.SlotsMax, "%d is below %s (%d): no worker fits", maxSlots, conf.TaskManagerSlots.Key, slots)
+	}
+	if spares < 0 {
+		bad(conf.RedundantWorkers, "must not be negative, got %d", spares)
+	}
+	if workers < 0 {
 		errs = append(errs, fmt.Errorf("%w: --workers must be at least 1, got %d", ErrBadConfig, workers))
 	}
 	if len(errs) > 0 {
@@ -143,24 +134,25 @@ func PlanWorkers(get Lookup, specs []resources.Spec, workers int) (Plan, error) 
 	total := int64(p.BaseWorkers) + spares
 	if limit := maxSlots / slots; total > limit {
 		p.Warnings = append(p.Warnings, fmt.Sprintf("%s=%d caps the workers at %d (of %d asked)",
-			KeyMaxSlots, maxSlots, limit, total))
+			conf.SlotsMax.Key, maxSlots, limit, total))
 		total = limit
 	}
 	p.Workers = int(total)
 
-	maxFailed, err := intOption(get, KeyMaxFailed, int64(p.Workers))
-	if err != nil {
-		errs = append(errs, err)
-	} else if maxFailed < 0 {
-		errs = append(errs, fmt.Errorf("%w: %s must not be negative, got %d", ErrBadConfig, KeyMaxFailed, maxFailed))
+	p.MaxFailedContainers = p.Workers
+	if _, set := cfg.Get(conf.YarnMaxFailedContainers.Key); set {
+		v := intOpt(conf.YarnMaxFailedContainers)
+		if v < 0 {
+			bad(conf.YarnMaxFailedContainers, "must not be negative, got %d", v)
+		}
+		p.MaxFailedContainers = int(v)
 	}
-	p.MaxFailedContainers = int(maxFailed)
 
-	mem, err := processMemoryMB(get)
+	mem, err := processMemoryMB(cfg)
 	if err != nil {
 		errs = append(errs, err)
 	}
-	vcores, err := containerVcores(get, slots)
+	vcores, err := containerVcores(cfg, slots)
 	if err != nil {
 		errs = append(errs, err)
 	}
@@ -173,93 +165,97 @@ func PlanWorkers(get Lookup, specs []resources.Spec, workers int) (Plan, error) 
 	return p, errors.Join(errs...)
 }
 
-func processMemoryMB(get Lookup) (int64, error) {
-	text, ok := get(KeyProcessSize)
-	if !ok || strings.TrimSpace(text) == "" {
+func processMemoryMB(cfg *conf.Config) (int64, error) {
+	key := conf.TaskManagerProcessSize.Key
+	text, set := cfg.Get(key)
+	if !set {
 		text = DefaultProcessSize
 	}
-	bytes, err := ParseMemorySize(text)
+	bytes, err := conf.ParseMemorySize(text)
 	if err != nil {
-		return 0, fmt.Errorf("%w: %s: %w", ErrBadConfig, KeyProcessSize, err)
+		return 0, fmt.Errorf("%w: config key %s (%s): %q is not a memory size: %w", ErrBadConfig, key, cfg.Origin(key), text, err)
 	}
 	mb := bytes >> 20
 	if mb < 1 {
-		return 0, fmt.Errorf("%w: %s=%q is below 1 MiB", ErrBadConfig, KeyProcessSize, text)
+		return 0, fmt.Errorf("%w: config key %s (%s): %q is below 1 MiB", ErrBadConfig, key, cfg.Origin(key), text)
 	}
 	return mb, nil
 }
 
-func containerVcores(get Lookup, slots int64) (int64, error) {
-	if text, ok := get(KeyCPUCores); ok && strings.TrimSpace(text) != "" {
-		cores, err := strconv.ParseFloat(strings.TrimSpace(text), 64)
-		if err != nil || math.IsNaN(cores) || math.IsInf(cores, 0) {
-			return 0, fmt.Errorf("%w: %s=%q is not a number", ErrBadConfig, KeyCPUCores, text)
+func containerVcores(cfg *conf.Config, slots int64) (int64, error) {
+	key := conf.TaskManagerCPUCores.Key
+	if text, set := cfg.Get(key); set && strings.TrimSpace(text) != "" {
+		cores, err := cfg.Float(conf.TaskManagerCPUCores)
+		if err != nil {
+			return 0, fmt.Errorf("%w: %w", ErrBadConfig, err)
 		}
-		if cores <= 0 {
-			return 0, fmt.Errorf("%w: %s must be positive, got %s", ErrBadConfig, KeyCPUCores, text)
+		if math.IsNaN(cores) || cores <= 0 || cores > math.MaxInt32 {
+			return 0, fmt.Errorf("%w: config key %s (%s): must be a positive number of cores, got %s", ErrBadConfig, key, cfg.Origin(key), text)
 		}
-		up := math.Ceil(cores)
-		if up > math.MaxInt32 {
-			return 0, fmt.Errorf("%w: %s=%s is too large", ErrBadConfig, KeyCPUCores, text)
-		}
-		return int64(up), nil
+		return int64(math.Ceil(cores)), nil
 	}
-	v, err := intOption(get, KeyYarnVcores, -1)
+	v, err := cfg.Int(conf.YarnContainerVcores)
 	if err != nil {
-		return 0, err
+		return 0, fmt.Errorf("%w: %w", ErrBadConfig, err)
 	}
 	if v > 0 {
-		return v, nil
+		return int64(v), nil
 	}
 	return slots, nil
 }
 
-// yarnResources maps each spec with a yarn.config-key to its amount. A
-// spec without a key is not asked from YARN (warning); two specs with the
-// same key, or a key naming memory-mb or vcores, are errors (Flink lets one
-// win at random).
+// yarnResources maps each spec with a yarn.config-key to its amount (as
+// resources.YarnResources). A spec without a key is not asked from YARN
+// (warning); a key naming memory-mb or vcores is an error.
 func yarnResources(specs []resources.Spec) (map[string]int64, []string, error) {
-	out := map[string]int64{}
-	owner := map[string]string{}
 	var warns []string
 	var errs []error
+	var kept []resources.Spec
 	for _, s := range specs {
-		key := strings.TrimSpace(s.YarnKey)
-		if key == "" {
-			warns = append(warns, fmt.Sprintf("resource %s: external-resource.%s.yarn.config-key is not set; it is not asked from YARN", s.Name, s.Name))
-			continue
+		key := s.YarnKey
+		switch {
+		case strings.TrimSpace(key) == "":
+			warns = append(warns, fmt.Sprintf("resource %s: %s is not set; it is not asked from YARN",
+				s.Name, resources.Key(s.Name, resources.SuffixYarnKey)))
+		case key == "memory-mb" || key == "vcores":
+			errs = append(errs, fmt.Errorf("%w: %s=%s names a built-in resource", ErrBadConfig,
+				resources.Key(s.Name, resources.SuffixYarnKey), key))
+		case s.Amount <= 0:
+			errs = append(errs, fmt.Errorf("%w: %s must be positive, got %d", ErrBadConfig,
+				resources.Key(s.Name, resources.SuffixAmount), s.Amount))
+		default:
+			kept = append(kept, s)
 		}
-		if key == "memory-mb" || key == "vcores" {
-			errs = append(errs, fmt.Errorf("%w: external-resource.%s.yarn.config-key=%s names a built-in resource", ErrBadConfig, s.Name, key))
-			continue
-		}
-		if s.Amount <= 0 {
-			errs = append(errs, fmt.Errorf("%w: external-resource.%s.amount must be positive, got %d", ErrBadConfig, s.Name, s.Amount))
-			continue
-		}
-		if prev, dup := owner[key]; dup {
-			errs = append(errs, fmt.Errorf("%w: resources %s and %s both set yarn.config-key %s", ErrBadConfig, prev, s.Name, key))
-			continue
-		}
-		owner[key] = s.Name
-		out[key] = s.Amount
 	}
+	out := resources.YarnResources(kept)
 	if len(out) == 0 {
 		out = nil
 	}
 	return out, warns, errors.Join(errs...)
 }
 
-func intOption(get Lookup, key string, def int64) (int64, error) {
-	text, ok := get(key)
-	if !ok || strings.TrimSpace(text) == "" {
-		return def, nil
+// Heartbeats reads yarn.heartbeat.interval (whole seconds) and
+// yarn.heartbeat.container-request-interval (Flink duration, plain number =
+// ms), with Flink's defaults.
+func Heartbeats(cfg *conf.Config) (normal, request time.Duration, err error) {
+	normal, request = DefaultHeartbeat, DefaultRequestHeartbeat
+	if v, set, e := cfg.IntKey(KeyHeartbeat); e != nil {
+		return 0, 0, fmt.Errorf("%w: %w", ErrBadConfig, e)
+	} else if set {
+		if v < 1 {
+			return 0, 0, fmt.Errorf("%w: config key %s (%s): must be at least 1 second, got %d", ErrBadConfig, KeyHeartbeat, cfg.Origin(KeyHeartbeat), v)
+		}
+		normal = time.Duration(v) * time.Second
 	}
-	v, err := strconv.ParseInt(strings.TrimSpace(text), 10, 32)
-	if err != nil {
-		return 0, fmt.Errorf("%w: %s=%q is not a 32-bit integer", ErrBadConfig, key, text)
+	if v, set, e := cfg.DurationKey(KeyRequestHeartbeat); e != nil {
+		return 0, 0, fmt.Errorf("%w: %w", ErrBadConfig, e)
+	} else if set {
+		if v <= 0 {
+			return 0, 0, fmt.Errorf("%w: config key %s (%s): must be positive", ErrBadConfig, KeyRequestHeartbeat, cfg.Origin(KeyRequestHeartbeat))
+		}
+		request = v
 	}
-	return v, nil
+	return normal, request, nil
 }
 
 func sortedKeys[V any](m map[string]V) []string {
