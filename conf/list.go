@@ -48,7 +48,7 @@ func SplitList(s string) ([]string, error) {
 				j++
 			}
 			if !closed {
-				return nil, fmt.Errorf("split list %q: %w: quote at position %d is not closed", s, ErrInvalidValue, i)
+				return nil, &listError{fmt.Sprintf("quote at position %d is not closed", i)}
 			}
 			toks = append(toks, token{text: b.String()})
 			i = j
@@ -58,7 +58,7 @@ func SplitList(s string) ([]string, error) {
 			j := i
 			for j < len(s) && s[j] != ';' {
 				if s[j] == '\'' || s[j] == '"' {
-					return nil, fmt.Errorf("split list %q: %w: illegal quote at position %d (quote the whole element)", s, ErrInvalidValue, j)
+					return nil, &listError{fmt.Sprintf("illegal quote at position %d (quote the whole element)", j)}
 				}
 				j++
 			}
@@ -78,6 +78,12 @@ func SplitList(s string) ([]string, error) {
 	}
 	return out, nil
 }
+
+// listError is a malformed list value; it matches ErrInvalidValue.
+type listError struct{ msg string }
+
+func (e *listError) Error() string        { return e.msg }
+func (e *listError) Is(target error) bool { return target == ErrInvalidValue }
 
 // JoinList is SplitList's inverse: elements joined with ';', each quoted
 // with ' when it holds ';', a quote, or leading or trailing blanks, or is

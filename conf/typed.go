@@ -19,13 +19,19 @@ type ValueError struct {
 	Err    error
 }
 
-// Error renders "config key K (origin): cause".
+// Error renders "config key K (origin): reason".
 func (e *ValueError) Error() string {
+	return fmt.Sprintf("config key %s (%s): %s", e.Key, e.Origin, e.Reason())
+}
+
+// Reason is the message without key and origin: `"two" is not a valid
+// Long: not an integer`.
+func (e *ValueError) Reason() string {
 	v := strconv.Quote(e.Value)
 	if IsSensitive(e.Key) {
 		v = "(hidden)"
 	}
-	return fmt.Sprintf("config key %s (%s): %s is not a valid %s: %v", e.Key, e.Origin, v, e.Type, e.Err)
+	return fmt.Sprintf("%s is not a valid %s: %v", v, e.Type, e.Err)
 }
 
 // Is makes errors.Is(err, ErrInvalidValue) true.

@@ -1,6 +1,7 @@
 package resources
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -75,12 +76,12 @@ func Lint(cfg *conf.Config) []Problem {
 	}
 	if _, err := cfg.Bool(conf.Strict); err != nil {
 		probs = append(probs, Problem{Key: conf.Strict.Key, Origin: cfg.Origin(conf.Strict.Key),
-			Severity: SeverityError, Message: err.Error(), Fix: "set xres.strict to true or false"})
+			Severity: SeverityError, Message: reason(err), Fix: "set xres.strict to true or false"})
 	}
 	names, err := Names(cfg)
 	if err != nil {
 		probs = append(probs, Problem{Key: KeyList, Origin: cfg.Origin(KeyList), Severity: SeverityError,
-			Message: err.Error(), Fix: "separate names with ';' and quote a whole name, not part of it"})
+			Message: reason(err), Fix: "separate names with ';' and quote a whole name, not part of it"})
 		return sortProblems(probs)
 	}
 	raw, _ := cfg.Get(KeyList)
@@ -151,12 +152,11 @@ func Lint(cfg *conf.Config) []Problem {
 		probs = append(probs, lintListed(cfg, n)...)
 	}
 
-	// Duplicate config keys, resolved as Parse does.
+	// Duplicate config keys, resolved as Parse does, among all listed
+	// resources (a bad amount is reported above).
 	var specs []Spec
 	for _, n := range names {
-		if s, _ := parseOne(cfg, n, SideAny); s != nil {
-			specs = append(specs, *s)
-		}
+		specs = append(specs, Spec{Name: n, YarnKey: nonBlank(cfg, Key(n, SuffixYarnKey)), K8sKey: nonBlank(cfg, Key(n, SuffixK8sKey))})
 	}
 	probs = append(probs, dedupeKeys(cfg, specs, SuffixYarnKey, func(s *Spec) *string { return &s.YarnKey })...)
 	probs = append(probs, dedupeKeys(cfg, specs, SuffixK8sKey, func(s *Spec) *string { return &s.K8sKey })...)
@@ -174,7 +174,7 @@ func lintListed(cfg *conf.Config, n string) []Problem {
 	switch {
 	case err != nil:
 		probs = append(probs, Problem{Key: amountKey, Origin: cfg.Origin(amountKey), Severity: SeverityError,
-			Message: err.Error(), Fix: fmt.Sprintf("set %s to a whole number such as 1", amountKey)})
+			Message: reason(err), Fix: fmt.Sprintf("set %s to a whole number such as 1", amountKey)})
 	case !ok:
 		probs = append(probs, Problem{Key: amountKey, Severity: SeverityError,
 			Message: fmt.Sprintf("resource %s is listed but has no amount; it is ignored", n),
@@ -236,6 +236,16 @@ func splitResourceKey(key string, listed map[string]bool) (name, suffix string, 
 		return rest[:i], rest[i+1:], true
 	}
 	return rest, "", true
+}
+
+// reason drops key and origin from a conf.ValueError's message: the
+// Problem names them already.
+func reason(err error) string {
+	var ve *conf.ValueError
+	if errors.As(err, &ve) {
+		return ve.Reason()
+	}
+	return err.Error()
 }
 
 func isKnownSuffix(s string) bool {

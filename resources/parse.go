@@ -105,13 +105,12 @@ func (e *ConfigError) Is(target error) bool {
 // "none" and an unset or empty value mean no resources. A malformed list
 // is an error naming the key and its origin.
 func Names(cfg *conf.Config) ([]string, error) {
-	raw, ok := cfg.Get(KeyList)
-	if !ok || raw == None {
+	if raw, _ := cfg.Get(KeyList); raw == None {
 		return nil, nil
 	}
-	list, err := conf.SplitList(raw)
+	list, _, err := cfg.ListKey(KeyList)
 	if err != nil {
-		return nil, fmt.Errorf("config key %s (%s): %w: %w", KeyList, cfg.Origin(KeyList), ErrInvalid, err)
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	seen := map[string]bool{}
 	var names []string
@@ -152,14 +151,14 @@ func Parse(cfg *conf.Config, opts ParseOptions) ([]Spec, error) {
 	strict := opts.Strict
 	if s, err := cfg.Bool(conf.Strict); err != nil {
 		probs = append(probs, Problem{Key: conf.Strict.Key, Origin: cfg.Origin(conf.Strict.Key),
-			Severity: SeverityError, Message: err.Error(), Fix: "set xres.strict to true or false"})
+			Severity: SeverityError, Message: reason(err), Fix: "set xres.strict to true or false"})
 	} else {
 		strict = strict || s
 	}
 	names, err := Names(cfg)
 	if err != nil {
 		probs = append(probs, Problem{Key: KeyList, Origin: cfg.Origin(KeyList), Severity: SeverityError,
-			Message: err.Error(), Fix: "separate names with ';' and quote a whole name, not part of it"})
+			Message: reason(err), Fix: "separate names with ';' and quote a whole name, not part of it"})
 		return nil, &ConfigError{Problems: probs, strict: strict}
 	}
 
@@ -206,7 +205,7 @@ func parseOne(cfg *conf.Config, name string, side Side) (*Spec, []Problem) {
 	switch {
 	case err != nil:
 		return nil, []Problem{{Key: amountKey, Origin: cfg.Origin(amountKey), Severity: SeverityError,
-			Message: err.Error(), Fix: fmt.Sprintf("set %s to a whole number such as 1", amountKey)}}
+			Message: reason(err), Fix: fmt.Sprintf("set %s to a whole number such as 1", amountKey)}}
 	case !ok:
 		return nil, []Problem{{Key: amountKey, Severity: SeverityWarning,
 			Message: fmt.Sprintf("the amount of resource %s is not configured; the resource is ignored", name),

@@ -208,7 +208,7 @@ func TestParseErrors(t *testing.T) {
 		{
 			name: "non-integer amount",
 			kv:   []string{KeyList, "gpu", Key("gpu", SuffixAmount), "two"},
-			want: []string{"config key external-resource.gpu.amount (-D)", `"two" is not a valid Long`},
+			want: []string{"external-resource.gpu.amount (-D): ", `"two" is not a valid Long`},
 		},
 		{
 			name: "fractional amount",
@@ -218,7 +218,7 @@ func TestParseErrors(t *testing.T) {
 		{
 			name: "quote inside an element",
 			kv:   []string{KeyList, "gpu;fp'ga"},
-			want: []string{"config key external-resources (-D)", "illegal quote at position 6"},
+			want: []string{"external-resources (-D): ", "illegal quote at position 6"},
 		},
 		{
 			name: "unclosed quote",
@@ -228,7 +228,7 @@ func TestParseErrors(t *testing.T) {
 		{
 			name: "bad strict flag",
 			kv:   []string{conf.Strict.Key, "yes"},
-			want: []string{"xres.strict", `"yes" is not a valid Boolean`},
+			want: []string{"xres.strict (-D): ", `"yes" is not a valid Boolean`},
 		},
 	}
 	for _, tc := range tests {
