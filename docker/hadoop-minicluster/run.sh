@@ -1,0 +1,346 @@
+#!/usr/bin/env bash
+# xres test cluster: a real Hadoop (1 NameNode, 1 DataNode, 1 ResourceManager, 2 NodeManagers
+# offering yarn.io/gpu and yarn.io/fpga) in one JVM, from Maven Central artifacts.
+#
+#   run.sh deps        check JDK 17 + Maven, download the artifacts, build the launcher (cached)
+#   run.sh start       build if needed, start in the background, wait until ready, print where
+#                      the client configuration (HADOOP_CONF_DIR) is
+#   run.sh stop        stop it (SIGTERM, then SIGKILL after a grace period)
+#   run.sh status      exit 0 if running and ready, 3 if not running, 1 if starting or broken
+#   run.sh logs [N]    last N lines (default 100) of the cluster's logs
+#   run.sh env         print the cluster's addresses as shell assignments (cluster.env)
+#   run.sh foreground  build if needed and run in the foreground (Docker's entry point)
+#
+# Settings (environment):
+#   HADOOP_VERSION              Hadoop artifacts to use (default 3.4.1; 3.5.0 also works)
+#   JAVA_HOME                   a JDK 17; if unset, a JDK 17 is looked for in /usr/lib/jvm and on PATH
+#   XRES_MINICLUSTER_DIR        state folder: conf/, logs, pid file, HDFS and NodeManager dirs
+#                               (default: docker/hadoop-minicluster/work)
+#   XRES_MINICLUSTER_TIMEOUT    seconds to wait for readiness (default 240)
+#   XRES_MINICLUSTER_MVN_TIMEOUT seconds Maven may take (default 1800)
+#   XRES_MINICLUSTER_GPUS / _FPGAS / _NODEMANAGERS   per-NodeManager yarn.io/gpu (2),
+#                               yarn.io/fpga (1), NodeManager count (2)
+#   XRES_MINICLUSTER_NM_MEMORY_MB / _NM_VCORES       per-NodeManager capacity (4096 / 8)
+#   XRES_NN_PORT (8020) XRES_NN_HTTP_PORT (9870) XRES_RM_PORT (8032) XRES_RM_SCHEDULER_PORT (8030)
+#   XRES_RM_TRACKER_PORT (8031) XRES_RM_ADMIN_PORT (8033) XRES_RM_WEBAPP_PORT (8088)
+#   XRES_MINICLUSTER_JAVA_OPTS  extra JVM options (default heap: -Xms256m -Xmx1g)
+set -euo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+HADOOP_VERSION=${HADOOP_VERSION:-3.4.1}
+WORK=${XRES_MINICLUSTER_DIR:-$HERE/work}
+BUILD=$HERE/target/hadoop-$HADOOP_VERSION
+PIDFILE=$WORK/minicluster.pid
+STDOUT=$WORK/stdout.log
+LOG=$WORK/minicluster.log
+OUT=$WORK/minicluster.out
+READY_TIMEOUT=${XRES_MINICLUSTER_TIMEOUT:-240}
+MVN_TIMEOUT=${XRES_MINICLUSTER_MVN_TIMEOUT:-1800}
+MAIN=io.xres.minicluster.Main
+
+# name=port pairs, in launcher option order; each is checked before starting.
+PORTS=(
+  "nn-port:XRES_NN_PORT:${XRES_NN_PORT:-8020}"
+  "nn-http-port:XRES_NN_HTTP_PORT:${XRES_NN_HTTP_PORT:-9870}"
+  "rm-port:XRES_RM_PORT:${XRES_RM_PORT:-8032}"
+  "rm-scheduler-port:XRES_RM_SCHEDULER_PORT:${XRES_RM_SCHEDULER_PORT:-8030}"
+  "rm-tracker-port:XRES_RM_TRACKER_PORT:${XRES_RM_TRACKER_PORT:-8031}"
+  "rm-admin-port:XRES_RM_ADMIN_PORT:${XRES_RM_ADMIN_PORT:-8033}"
+  "rm-webapp-port:XRES_RM_WEBAPP_PORT:${XRES_RM_WEBAPP_PORT:-8088}"
+)
+
+# The module flags Hadoop 3.4 needs on JDK 17 (HADOOP-19310's list).
+JPMS_OPTS=(
+  -XX:+IgnoreUnrecognizedVMOptions
+  --add-opens=java.base/java.io=ALL-UNNAMED
+  --add-opens=java.base/java.lang=ALL-UNNAMED
+  --add-opens=java.base/java.lang.reflect=ALL-UNNAMED
+  --add-opens=java.base/java.math=ALL-UNNAMED
+  --add-opens=java.base/java.net=ALL-UNNAMED
+  --add-opens=java.base/java.text=ALL-UNNAMED
+  --add-opens=java.base/java.util=ALL-UNNAMED
+  --add-opens=java.base/java.util.concurrent=ALL-UNNAMED
+  --add-opens=java.base/java.util.zip=ALL-UNNAMED
+  --add-opens=java.base/sun.security.util=ALL-UNNAMED
+  --add-opens=java.base/sun.security.x509=ALL-UNNAMED
+)
+
+say() { echo "minicluster: $*" >&2; }
+die() { echo "minicluster: error: $*" >&2; exit 1; }
+
+log_tail() {
+  local n=${1:-40} f
+  for f in "$OUT" "$LOG"; do
+    if [[ -s $f ]]; then
+      echo "----- last $n lines of $f -----" >&2
+      tail -n "$n" "$f" >&2
+    fi
+  done
+}
+
+# java_major JAVA -> prints the feature version (17, 25, ...) or nothing.
+java_major() {
+  "$1" -version 2>&1 | sed -n 's/.*version "\([0-9][0-9]*\)[."].*/\1/p' | head -n1
+}
+
+find_java() {
+  local tried=() c
+  if [[ -n ${JAVA_HOME:-} ]]; then
+    c=$JAVA_HOME/bin/java
+    [[ -x $c && $(java_major "$c") == 17 ]] && { JAVA=$c; return; }
+    tried+=("JAVA_HOME=$JAVA_HOME ($( [[ -x $c ]] && echo "java $(java_major "$c")" || echo "no bin/java"))")
+  fi
+  for c in /usr/lib/jvm/*17*/bin/java /usr/lib/jvm/*-17-*/bin/java $(command -v java 2>/dev/null || true); do
+    [[ -x $c ]] || continue
+    if [[ $(java_major "$c") == 17 ]]; then
+      JAVA=$c
+      return
+    fi
+    tried+=("$c (java $(java_major "$c"))")
+  done
+  die "no JDK 17 found (Hadoop $HADOOP_VERSION needs Java 17; newer JDKs break Hadoop 3.4's security code). Tried: ${tried[*]:-nothing}. Install one (Debian: apt-get install openjdk-17-jdk-headless) or set JAVA_HOME to it."
+}
+
+find_mvn() {
+  MVN=$(command -v mvn 2>/dev/null) || die "mvn not found on PATH: Maven is needed once to fetch Hadoop's artifacts and build the launcher (Debian: apt-get install maven)"
+}
+
+# stamp: what the cached build was made from.
+stamp() {
+  (echo "$HADOOP_VERSION"; cat "$HERE/pom.xml"; find "$HERE/src" -type f | LC_ALL=C sort | xargs cat) | sha256sum | cut -d' ' -f1
+}
+
+build_is_current() {
+  [[ -f $BUILD/.stamp && -f $BUILD/classpath.txt && -d $BUILD/classes ]] || return 1
+  [[ $(cat "$BUILD/.stamp") == "$(stamp)" ]] || return 1
+  # A cleaned ~/.m2 invalidates the class path too.
+  local jar
+  while IFS= read -r jar; do [[ -f $jar ]] || return 1; done < <(tr ':' '\n' < "$BUILD/classpath.txt")
+}
+
+build() {
+  if build_is_current; then
+    return
+  fi
+  find_mvn
+  mkdir -p "$BUILD"
+  local mlog=$HERE/target/mvn-$HADOOP_VERSION.log t0=$SECONDS
+  say "building the launcher for Hadoop $HADOOP_VERSION with Maven (first time: downloads ~150 MB to ~/.m2; log: $mlog)"
+  if ! JAVA_HOME=${JAVA%/bin/java} timeout "$MVN_TIMEOUT" "$MVN" -B -q -f "$HERE/pom.xml" \
+      -Dhadoop.version="$HADOOP_VERSION" package dependency:build-classpath \
+      -Dmdep.outputFile="$BUILD/classpath.txt" > "$mlog" 2>&1; then
+    echo "----- last 40 lines of $mlog -----" >&2
+    tail -n 40 "$mlog" >&2
+    die "Maven build of the launcher failed (Hadoop $HADOOP_VERSION; exit status above, full log $mlog)"
+  fi
+  stamp > "$BUILD/.stamp"
+  say "launcher built in $((SECONDS - t0)) s"
+}
+
+# ours PID: is PID a live launcher JVM for this state folder?
+ours() {
+  local pid=$1
+  [[ $pid =~ ^[0-9]+$ ]] && [[ -r /proc/$pid/cmdline ]] || return 1
+  local cmdline
+  cmdline=$(tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null) || return 1
+  [[ $cmdline == *" $MAIN "*"--work-dir=$WORK "* ]]
+}
+
+# running: sets PID from the pid file if it names our live launcher; cleans a stale file.
+running() {
+  PID=
+  [[ -f $PIDFILE ]] || return 1
+  local p
+  p=$(cat "$PIDFILE" 2>/dev/null || true)
+  if ours "$p"; then
+    PID=$p
+    return 0
+  fi
+  if [[ $p =~ ^[0-9]+$ ]] && [[ -e /proc/$p ]]; then
+    say "notice: removing stale pid file $PIDFILE (pid $p is alive but is not this minicluster)"
+  else
+    say "notice: removing stale pid file $PIDFILE (pid ${p:-?} is not running)"
+  fi
+  rm -f "$PIDFILE"
+  return 1
+}
+
+ready() { [[ -f $STDOUT ]] && grep -q '^XRES-MINICLUSTER READY' "$STDOUT"; }
+
+port_in_use() { timeout 2 bash -c "exec 3<>/dev/tcp/127.0.0.1/$1" 2>/dev/null; }
+
+rss() { sed -n 's/^VmRSS:[[:space:]]*//p' "/proc/$1/status" 2>/dev/null || true; }
+
+print_ready() {
+  local conf
+  conf=$(sed -n 's/^XRES_HADOOP_CONF_DIR=//p' "$WORK/cluster.env")
+  echo "minicluster ready (pid $PID, RSS $(rss "$PID"), Hadoop $(sed -n 's/^XRES_HADOOP_VERSION=//p' "$WORK/cluster.env"))"
+  echo "  HADOOP_CONF_DIR=$conf"
+  echo "  RM REST:  $(sed -n 's/^XRES_RM_WEBAPP_URL=//p' "$WORK/cluster.env")/ws/v1/cluster"
+  echo "  NameNode: $(sed -n 's/^XRES_NAMENODE=//p' "$WORK/cluster.env")"
+  echo "  all addresses: $WORK/cluster.env; logs: $LOG"
+}
+
+launcher_args() {
+  local p name
+  ARGS=(--work-dir="$WORK" --conf-dir="$WORK/conf"
+    --nodemanagers="${XRES_MINICLUSTER_NODEMANAGERS:-2}"
+    --gpus="${XRES_MINICLUSTER_GPUS:-2}" --fpgas="${XRES_MINICLUSTER_FPGAS:-1}"
+    --nm-memory-mb="${XRES_MINICLUSTER_NM_MEMORY_MB:-4096}" --nm-vcores="${XRES_MINICLUSTER_NM_VCORES:-8}")
+  for p in "${PORTS[@]}"; do
+    name=${p%%:*}
+    ARGS+=("--$name=${p##*:}")
+  done
+}
+
+java_cmd() {
+  # shellcheck disable=SC2206
+  local extra=(${XRES_MINICLUSTER_JAVA_OPTS:-})
+  CMD=("$JAVA" "${JPMS_OPTS[@]}" -Xms256m -Xmx1g -XX:+UseSerialGC -XX:TieredStopAtLevel=1
+    -Djava.net.preferIPv4Stack=true
+    -Dlog4j.configuration=log4j-xres.properties -Dxres.log.file="$LOG"
+    "${extra[@]}"
+    -cp "$BUILD/classes:$(cat "$BUILD/classpath.txt")" "$MAIN" "${ARGS[@]}")
+}
+
+stop_pid() {
+  local pid=$1 i
+  kill -TERM "$pid" 2>/dev/null || true
+  for ((i = 0; i < 40; i++)); do
+    ours "$pid" || return 0
+    sleep 0.5
+  done
+  say "pid $pid still running 20 s after SIGTERM; sending SIGKILL"
+  kill -KILL "$pid" 2>/dev/null || true
+  for ((i = 0; i < 20; i++)); do
+    ours "$pid" || return 0
+    sleep 0.5
+  done
+  die "pid $pid survived SIGKILL"
+}
+
+cmd_deps() {
+  find_java
+  find_mvn
+  say "java: $JAVA ($("$JAVA" -version 2>&1 | head -n1))"
+  say "mvn:  $MVN ($("$MVN" -v 2>/dev/null | head -n1 | sed 's/\x1b\[[0-9;]*m//g'))"
+  build
+  say "launcher for Hadoop $HADOOP_VERSION is built: $BUILD"
+}
+
+cmd_start() {
+  find_java
+  build
+  mkdir -p "$WORK"
+  if running; then
+    if ready; then
+      say "already running"
+      print_ready
+      return 0
+    fi
+    say "pid $PID is starting; waiting for it"
+  else
+    local p port name var busy=()
+    for p in "${PORTS[@]}"; do
+      name=${p%%:*}; var=${p#*:}; var=${var%%:*}; port=${p##*:}
+      if port_in_use "$port"; then
+        busy+=("port $port ($var, launcher --$name)")
+      fi
+    done
+    if ((${#busy[@]})); then
+      die "cannot start: in use: ${busy[*]}. Stop what listens there (ss -ltnp) or choose other ports through the variables named."
+    fi
+    rm -rf "$WORK/conf" "$WORK/cluster.env" "$STDOUT"
+    [[ -f $LOG ]] && mv -f "$LOG" "$LOG.1"
+    [[ -f $OUT ]] && mv -f "$OUT" "$OUT.1"
+    launcher_args
+    java_cmd
+    # A session of its own, so a Ctrl-C in the shell that started it does not reach it;
+    # the working directory holds MiniYARNCluster's ./target folder.
+    (cd "$WORK" && exec setsid "${CMD[@]}" < /dev/null > "$STDOUT" 2> "$OUT") &
+    PID=$!
+    echo "$PID" > "$PIDFILE"
+    say "started pid $PID (Hadoop $HADOOP_VERSION); waiting up to ${READY_TIMEOUT}s for readiness"
+  fi
+  local t0=$SECONDS
+  while ! ready; do
+    if grep -q '^XRES-MINICLUSTER FAILED' "$STDOUT" 2>/dev/null || ! kill -0 "$PID" 2>/dev/null; then
+      log_tail 40
+      local why
+      why=$(sed -n 's/^XRES-MINICLUSTER FAILED //p' "$STDOUT" 2>/dev/null | head -n1)
+      ours "$PID" && stop_pid "$PID"
+      rm -f "$PIDFILE"
+      die "the cluster failed to start: ${why:-the JVM exited (see the log tail above)}"
+    fi
+    if ((SECONDS - t0 >= READY_TIMEOUT)); then
+      log_tail 40
+      stop_pid "$PID"
+      rm -f "$PIDFILE"
+      die "the cluster was not ready within ${READY_TIMEOUT}s (XRES_MINICLUSTER_TIMEOUT); stopped it; logs in $WORK"
+    fi
+    sleep 0.5
+  done
+  say "ready after $((SECONDS - t0)) s"
+  print_ready
+}
+
+cmd_stop() {
+  if running; then
+    say "stopping pid $PID"
+    stop_pid "$PID"
+    rm -f "$PIDFILE"
+    say "stopped"
+  else
+    say "not running"
+  fi
+}
+
+cmd_status() {
+  if ! running; then
+    echo "minicluster: not running"
+    return 3
+  fi
+  if ready; then
+    print_ready
+    return 0
+  fi
+  echo "minicluster: pid $PID is running but not ready yet (see: $0 logs)"
+  return 1
+}
+
+cmd_logs() {
+  local n=${1:-100}
+  [[ $n =~ ^[0-9]+$ ]] || die "logs: line count must be a number, got '$n'"
+  [[ -s $OUT || -s $LOG ]] || { say "no logs in $WORK"; return 0; }
+  log_tail "$n" 2>&1
+}
+
+cmd_env() {
+  [[ -f $WORK/cluster.env ]] || die "no $WORK/cluster.env: the cluster has not been started"
+  grep '^XRES_' "$WORK/cluster.env"
+}
+
+cmd_foreground() {
+  find_java
+  build
+  mkdir -p "$WORK"
+  launcher_args
+  java_cmd
+  cd "$WORK"
+  say "logs: $LOG"
+  exec "${CMD[@]}"
+}
+
+case ${1:-} in
+  deps) cmd_deps ;;
+  start) cmd_start ;;
+  stop) cmd_stop ;;
+  status) cmd_status ;;
+  logs) cmd_logs "${2:-100}" ;;
+  env) cmd_env ;;
+  foreground) cmd_foreground ;;
+  *)
+    sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//' >&2
+    exit 2
+    ;;
+esac

@@ -1,0 +1,425 @@
+package io.xres.minicluster;
+
+import java.io.File;
+import java.io.FileOutputStream;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.io.PrintStream;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CountDownLatch;
+
+import com.google.inject.servlet.GuiceFilter;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.permission.FsPermission;
+import org.apache.hadoop.hdfs.MiniDFSCluster;
+import org.apache.hadoop.service.Service;
+import org.apache.hadoop.util.VersionInfo;
+import org.apache.hadoop.yarn.conf.YarnConfiguration;
+import org.apache.hadoop.yarn.server.MiniYARNCluster;
+import org.apache.hadoop.yarn.server.nodemanager.NodeManager;
+import org.apache.hadoop.yarn.server.nodemanager.webapp.WebServer;
+import org.apache.hadoop.yarn.server.resourcemanager.ResourceManager;
+import org.apache.hadoop.yarn.util.resource.ResourceUtils;
+import org.apache.hadoop.yarn.webapp.WebApp;
+import org.eclipse.jetty.servlet.FilterHolder;
+
+/**
+ * xres test cluster: MiniDFSCluster (1 NameNode, 1 DataNode) and MiniYARNCluster
+ * (1 ResourceManager, N NodeManagers offering yarn.io/gpu and yarn.io/fpga) in one JVM.
+ *
+ * <p>Options are {@code --name=value}; see {@link #DEFAULTS}. MiniYARNCluster keeps its
+ * NodeManager directories under {@code ./target} of the working directory, so start this
+ * with the work directory as cwd (run.sh does).
+ *
+ * <p>Protocol with run.sh: stdout carries exactly one line, either
+ * {@code XRES-MINICLUSTER READY conf=<dir> ...} once every daemon is up and the
+ * client configuration is written, or {@code XRES-MINICLUSTER FAILED <reason>} before
+ * exiting with status 1. Hadoop's own logging goes to the log file (log4j). SIGTERM, or
+ * end of stdin with {@code --stop-on-stdin-eof=true}, stops the cluster.
+ */
+public final class Main {
+  static final String GPU = "yarn.io/gpu";
+  static final String FPGA = "yarn.io/fpga";
+
+  /** Option names and defaults. Ports are Hadoop's usual ones. */
+  static final Map<String, String> DEFAULTS = new LinkedHashMap<>();
+
+  static {
+    DEFAULTS.put("work-dir", ".");
+    DEFAULTS.put("conf-dir", "");               // default: <work-dir>/conf
+    DEFAULTS.put("nn-port", "8020");
+    DEFAULTS.put("nn-http-port", "9870");
+    DEFAULTS.put("rm-port", "8032");
+    DEFAULTS.put("rm-scheduler-port", "8030");
+    DEFAULTS.put("rm-tracker-port", "8031");
+    DEFAULTS.put("rm-admin-port", "8033");
+    DEFAULTS.put("rm-webapp-port", "8088");
+    DEFAULTS.put("nodemanagers", "2");
+    DEFAULTS.put("gpus", "2");                  // yarn.io/gpu per NodeManager
+    DEFAULTS.put("fpgas", "1");                 // yarn.io/fpga per NodeManager
+    DEFAULTS.put("nm-memory-mb", "4096");
+    DEFAULTS.put("nm-vcores", "8");
+    DEFAULTS.put("stop-on-stdin-eof", "false");
+  }
+
+  private Main() {}
+
+  public static void main(String[] args) {
+    PrintStream out = System.out;
+    Map<String, String> opt;
+    try {
+      opt = parse(args);
+    } catch (IllegalArgumentException e) {
+      out.println("XRES-MINICLUSTER FAILED " + e.getMessage());
+      out.flush();
+      System.exit(2);
+      return;
+    }
+    try {
+      run(opt, out);
+    } catch (Throwable t) {
+      t.printStackTrace();
+      out.println("XRES-MINICLUSTER FAILED " + oneLine(t));
+      out.flush();
+      // Halt: half-started Hadoop services leave non-daemon threads behind.
+      Runtime.getRuntime().halt(1);
+    }
+  }
+
+  static Map<String, String> parse(String[] args) {
+    Map<String, String> opt = new LinkedHashMap<>(DEFAULTS);
+    for (String a : args) {
+      int eq = a.indexOf('=');
+      if (!a.startsWith("--") || eq < 0) {
+        throw new IllegalArgumentException("bad argument " + a + ": want --name=value");
+      }
+      String k = a.substring(2, eq);
+      if (!DEFAULTS.containsKey(k)) {
+        throw new IllegalArgumentException("unknown option --" + k + "; known: " + DEFAULTS.keySet());
+      }
+      opt.put(k, a.substring(eq + 1));
+    }
+    for (String k : DEFAULTS.keySet()) {
+      if (k.endsWith("port") || k.equals("nodemanagers") || k.equals("gpus") || k.equals("fpgas")
+          || k.startsWith("nm-")) {
+        try {
+          if (Integer.parseInt(opt.get(k)) < 0) {
+            throw new NumberFormatException("negative");
+          }
+        } catch (NumberFormatException e) {
+          throw new IllegalArgumentException("option --" + k + "=" + opt.get(k) + ": not a non-negative integer");
+        }
+      }
+    }
+    return opt;
+  }
+
+  static void run(Map<String, String> opt, PrintStream out) throws Exception {
+    long t0 = System.nanoTime();
+    File work = new File(opt.get("work-dir")).getAbsoluteFile();
+    File confDir = opt.get("conf-dir").isEmpty() ? new File(work, "conf") : new File(opt.get("conf-dir")).getAbsoluteFile();
+    String rmHost = "localhost";
+    int nms = num(opt, "nodemanagers");
+
+    // Fail early, naming the option, rather than deep inside a Hadoop service.
+    for (String k : opt.keySet()) {
+      if (k.endsWith("port")) {
+        checkPortFree(k, num(opt, k));
+      }
+    }
+
+    YarnConfiguration conf = new YarnConfiguration();
+    conf.set("hadoop.tmp.dir", new File(work, "tmp").getPath());
+    // Simple auth; the RM REST API accepts writes with ?user.name=<user>.
+    conf.set("hadoop.security.authentication", "simple");
+    conf.set("hadoop.http.filter.initializers", "org.apache.hadoop.security.AuthenticationFilterInitializer");
+    conf.set("hadoop.http.authentication.type", "simple");
+    conf.setBoolean("hadoop.http.authentication.simple.anonymous.allowed", true);
+
+    // HDFS: 1 NameNode, 1 DataNode.
+    conf.set(MiniDFSCluster.HDFS_MINIDFS_BASEDIR, new File(work, "dfs").getPath());
+    conf.setInt("dfs.replication", 1);
+    conf.setInt("dfs.namenode.handler.count", 5);
+    conf.setInt("dfs.datanode.handler.count", 3);
+    conf.setLong("dfs.namenode.resource.du.reserved", 0);
+    MiniDFSCluster dfs = new MiniDFSCluster.Builder(conf)
+        .nameNodePort(num(opt, "nn-port"))
+        .nameNodeHttpPort(num(opt, "nn-http-port"))
+        .numDataNodes(1)
+        .format(true)
+        .build();
+    dfs.waitActive();
+    String defaultFS = "hdfs://localhost:" + dfs.getNameNodePort();
+    conf.set("fs.defaultFS", defaultFS);
+    try (FileSystem fs = dfs.getFileSystem()) {
+      // What real clusters offer: a world-writable /tmp and a /user any client can create a home in.
+      fs.mkdirs(new org.apache.hadoop.fs.Path("/tmp"));
+      fs.setPermission(new org.apache.hadoop.fs.Path("/tmp"), new FsPermission((short) 01777));
+      fs.mkdirs(new org.apache.hadoop.fs.Path("/user"));
+      fs.setPermission(new org.apache.hadoop.fs.Path("/user"), new FsPermission((short) 0777));
+    }
+
+    // YARN: fixed ports, so the written configuration is exact.
+    conf.setBoolean(YarnConfiguration.YARN_MINICLUSTER_FIXED_PORTS, true);
+    conf.set("yarn.resourcemanager.hostname", rmHost);
+    conf.set("yarn.resourcemanager.address", rmHost + ":" + num(opt, "rm-port"));
+    conf.set("yarn.resourcemanager.scheduler.address", rmHost + ":" + num(opt, "rm-scheduler-port"));
+    conf.set("yarn.resourcemanager.resource-tracker.address", rmHost + ":" + num(opt, "rm-tracker-port"));
+    conf.set("yarn.resourcemanager.admin.address", rmHost + ":" + num(opt, "rm-admin-port"));
+    conf.set("yarn.resourcemanager.webapp.address", rmHost + ":" + num(opt, "rm-webapp-port"));
+    conf.setBoolean("yarn.webapp.ui2.enable", false);
+    conf.setBoolean("yarn.timeline-service.enabled", false);
+    conf.setBoolean("yarn.log-aggregation-enable", false);
+    conf.setInt("yarn.resourcemanager.am.max-attempts", 1);
+    conf.setInt("yarn.resourcemanager.nodemanagers.heartbeat-interval-ms", 200);
+    conf.setInt("yarn.resourcemanager.client.thread-count", 5);
+    conf.setInt("yarn.resourcemanager.scheduler.client.thread-count", 5);
+    conf.setInt("yarn.resourcemanager.resource-tracker.client.thread-count", 5);
+    conf.setInt("yarn.scheduler.minimum-allocation-mb", 64);
+    conf.setInt("yarn.scheduler.maximum-allocation-mb", num(opt, "nm-memory-mb"));
+    conf.setInt("yarn.scheduler.maximum-allocation-vcores", num(opt, "nm-vcores"));
+    // NodeManagers: MiniYARNCluster overwrites resource.memory-mb with this key.
+    conf.setInt("yarn.minicluster.yarn.nodemanager.resource.memory-mb", num(opt, "nm-memory-mb"));
+    conf.setInt("yarn.nodemanager.resource.cpu-vcores", num(opt, "nm-vcores"));
+    conf.setBoolean("yarn.nodemanager.vmem-check-enabled", false);
+    conf.setBoolean("yarn.nodemanager.pmem-check-enabled", false);
+    conf.setFloat("yarn.nodemanager.disk-health-checker.max-disk-utilization-per-disk-percentage", 99.9f);
+    conf.setLong("yarn.nodemanager.disk-health-checker.min-free-space-per-disk-mb", 0);
+    // Keep container work dirs (launch_container.sh, container_tokens, logs) for post-mortems.
+    conf.setInt("yarn.nodemanager.delete.debug-delay-sec", 3600);
+    conf.set("yarn.nodemanager.container-executor.class",
+        "org.apache.hadoop.yarn.server.nodemanager.DefaultContainerExecutor");
+
+    // Resource types. ResourceUtils is JVM-global static state that does not read the
+    // Configuration given to the cluster, so reset it from ours before anything starts;
+    // resource-types.xml on the class path says the same for lazy readers.
+    conf.set("yarn.resource-types", GPU + "," + FPGA);
+    conf.set("yarn.nodemanager.resource-type." + GPU, opt.get("gpus"));
+    conf.set("yarn.nodemanager.resource-type." + FPGA, opt.get("fpgas"));
+    Map<String, String> cs = capacityScheduler();
+    cs.forEach(conf::set);
+    ResourceUtils.resetResourceTypes(conf);
+    ResourceUtils.resetNodeResources();
+
+    MiniYARNCluster yarn = new MiniYARNCluster("xres", 1, nms, 1, 1);
+    installShutdownHook(yarn, dfs);
+    yarn.init(conf);
+    yarn.start();
+    if (!yarn.waitForNodeManagersToConnect(120_000)) {
+      throw new IllegalStateException("NodeManagers did not register with the ResourceManager within 120 s");
+    }
+    isolateWebApps(yarn, nms);
+    Configuration eff = yarn.getConfig();
+
+    writeConf(confDir, eff, cs, defaultFS, opt);
+    Map<String, String> env = new LinkedHashMap<>();
+    env.put("XRES_HADOOP_CONF_DIR", confDir.getPath());
+    env.put("XRES_HADOOP_VERSION", VersionInfo.getVersion());
+    env.put("XRES_RM_WEBAPP_URL", "http://" + eff.get("yarn.resourcemanager.webapp.address"));
+    env.put("XRES_RM_ADDRESS", eff.get("yarn.resourcemanager.address"));
+    env.put("XRES_RM_SCHEDULER_ADDRESS", eff.get("yarn.resourcemanager.scheduler.address"));
+    env.put("XRES_NAMENODE", defaultFS);
+    env.put("XRES_NAMENODE_HTTP", "http://localhost:" + dfs.getNameNode().getHttpAddress().getPort());
+    env.put("XRES_NODEMANAGERS", Integer.toString(nms));
+    for (int i = 0; i < nms; i++) {
+      NodeManager nm = yarn.getNodeManager(i);
+      env.put("XRES_NM" + i + "_ID", nm.getNMContext().getNodeId().toString());
+      env.put("XRES_NM" + i + "_HTTP", nm.getNMContext().getNodeId().getHost() + ":" + nm.getNMContext().getHttpPort());
+      env.put("XRES_NM" + i + "_LOCAL_DIRS", nm.getConfig().get("yarn.nodemanager.local-dirs"));
+      env.put("XRES_NM" + i + "_LOG_DIRS", nm.getConfig().get("yarn.nodemanager.log-dirs"));
+    }
+    env.put("XRES_MINICLUSTER_PID", Long.toString(ProcessHandle.current().pid()));
+    env.put("XRES_MINICLUSTER_START_SECONDS", String.format("%.1f", (System.nanoTime() - t0) / 1e9));
+    StringBuilder sb = new StringBuilder("# written by the xres minicluster launcher\n");
+    env.forEach((k, v) -> sb.append(k).append('=').append(v).append('\n'));
+    writeAtomically(new File(work, "cluster.env"), sb.toString());
+
+    CountDownLatch stop = new CountDownLatch(1);
+    if (Boolean.parseBoolean(opt.get("stop-on-stdin-eof"))) {
+      Thread t = new Thread(() -> {
+        try {
+          while (System.in.read() >= 0) {
+            // drain until EOF
+          }
+        } catch (IOException ignored) {
+          // treat as EOF
+        }
+        stop.countDown();
+      }, "stdin-eof-watcher");
+      t.setDaemon(true);
+      t.start();
+    }
+    out.println("XRES-MINICLUSTER READY conf=" + confDir.getPath()
+        + " rm=" + env.get("XRES_RM_WEBAPP_URL") + " nn=" + defaultFS
+        + " hadoop=" + VersionInfo.getVersion() + " seconds=" + env.get("XRES_MINICLUSTER_START_SECONDS"));
+    out.flush();
+    stop.await();
+    System.exit(0); // runs the shutdown hook
+  }
+
+  /** CapacityScheduler keys, set in code: some artifacts strip capacity-scheduler.xml. */
+  static Map<String, String> capacityScheduler() {
+    Map<String, String> cs = new LinkedHashMap<>();
+    cs.put("yarn.resourcemanager.scheduler.class",
+        "org.apache.hadoop.yarn.server.resourcemanager.scheduler.capacity.CapacityScheduler");
+    // Without DominantResourceCalculator the scheduler ignores everything but memory.
+    cs.put("yarn.scheduler.capacity.resource-calculator",
+        "org.apache.hadoop.yarn.util.resource.DominantResourceCalculator");
+    cs.put("yarn.scheduler.capacity.root.queues", "default");
+    cs.put("yarn.scheduler.capacity.root.default.capacity", "100");
+    cs.put("yarn.scheduler.capacity.root.default.maximum-capacity", "100");
+    cs.put("yarn.scheduler.capacity.root.default.user-limit-factor", "1");
+    cs.put("yarn.scheduler.capacity.root.default.state", "RUNNING");
+    cs.put("yarn.scheduler.capacity.root.default.acl_submit_applications", "*");
+    cs.put("yarn.scheduler.capacity.root.default.acl_administer_queue", "*");
+    cs.put("yarn.scheduler.capacity.maximum-am-resource-percent", "0.5");
+    cs.put("yarn.scheduler.capacity.node-locality-delay", "-1");
+    return cs;
+  }
+
+  /** Writes a client configuration any Hadoop client can use as HADOOP_CONF_DIR. */
+  static void writeConf(File dir, Configuration eff, Map<String, String> cs, String defaultFS,
+      Map<String, String> opt) throws IOException {
+    Files.createDirectories(dir.toPath());
+    Map<String, String> core = new LinkedHashMap<>();
+    core.put("fs.defaultFS", defaultFS);
+    for (String k : List.of("hadoop.security.authentication", "hadoop.http.filter.initializers",
+        "hadoop.http.authentication.type", "hadoop.http.authentication.simple.anonymous.allowed")) {
+      core.put(k, eff.get(k));
+    }
+    Map<String, String> hdfs = new LinkedHashMap<>();
+    hdfs.put("dfs.replication", "1");
+    hdfs.put("dfs.namenode.rpc-address", "localhost:" + opt.get("nn-port"));
+    hdfs.put("dfs.namenode.http-address", "localhost:" + opt.get("nn-http-port"));
+    Map<String, String> yarn = new LinkedHashMap<>();
+    for (String k : List.of("yarn.resourcemanager.hostname", "yarn.resourcemanager.address",
+        "yarn.resourcemanager.scheduler.address", "yarn.resourcemanager.resource-tracker.address",
+        "yarn.resourcemanager.admin.address", "yarn.resourcemanager.webapp.address",
+        "yarn.resourcemanager.scheduler.class", "yarn.resourcemanager.am.max-attempts",
+        "yarn.scheduler.minimum-allocation-mb", "yarn.scheduler.maximum-allocation-mb",
+        "yarn.scheduler.minimum-allocation-vcores", "yarn.scheduler.maximum-allocation-vcores",
+        "yarn.nodemanager.resource-type." + GPU, "yarn.nodemanager.resource-type." + FPGA,
+        "yarn.nodemanager.delete.debug-delay-sec", "yarn.log-aggregation-enable",
+        "yarn.timeline-service.enabled", "yarn.http.policy")) {
+      String v = eff.get(k); // get() expands ${...}
+      if (v != null) {
+        yarn.put(k, v);
+      }
+    }
+    Map<String, String> types = new LinkedHashMap<>();
+    types.put("yarn.resource-types", GPU + "," + FPGA);
+    writeXml(new File(dir, "core-site.xml"), core);
+    writeXml(new File(dir, "hdfs-site.xml"), hdfs);
+    writeXml(new File(dir, "yarn-site.xml"), yarn);
+    writeXml(new File(dir, "resource-types.xml"), types);
+    writeXml(new File(dir, "capacity-scheduler.xml"), cs);
+  }
+
+  static void writeXml(File f, Map<String, String> kv) throws IOException {
+    Configuration c = new Configuration(false);
+    kv.forEach((k, v) -> c.set(k, v, "xres-minicluster"));
+    File tmp = new File(f.getPath() + ".tmp");
+    try (OutputStream os = new FileOutputStream(tmp)) {
+      c.writeXml(os);
+    }
+    Files.move(tmp.toPath(), f.toPath(), StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+  }
+
+  static void writeAtomically(File f, String text) throws IOException {
+    Path tmp = Path.of(f.getPath() + ".tmp");
+    Files.writeString(tmp, text, StandardCharsets.UTF_8);
+    Files.move(tmp, f.toPath(), StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+  }
+
+  /** Stops YARN, then HDFS, giving each a bounded time (YARN's stop has been seen over 30 s). */
+  static void installShutdownHook(MiniYARNCluster yarn, MiniDFSCluster dfs) {
+    Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+      List<Thread> steps = new ArrayList<>();
+      steps.add(new Thread(yarn::stop, "stop-yarn"));
+      steps.add(new Thread(() -> dfs.shutdown(true), "stop-hdfs"));
+      for (Thread s : steps) {
+        s.setDaemon(true);
+        s.start();
+        try {
+          s.join(10_000);
+        } catch (InterruptedException e) {
+          return;
+        }
+      }
+    }, "xres-minicluster-stop"));
+  }
+
+  /**
+   * Gives each YARN web app its own Guice pipeline back. WebApps registers Jetty's "guice"
+   * filter by class name, so Jetty builds a GuiceFilter that routes through Guice's static
+   * pipeline, and that holds whichever injector was created last: in one JVM the last
+   * NodeManager then answers on every web port, and the RM's /ws/v1/cluster/* is a 404. Each
+   * WebApp also keeps the GuiceFilter its own injector built; put that one into the holder.
+   */
+  static void isolateWebApps(MiniYARNCluster yarn, int nms) throws ReflectiveOperationException {
+    List<WebApp> apps = new ArrayList<>();
+    apps.add((WebApp) field(ResourceManager.class, "webApp").get(yarn.getResourceManager()));
+    for (int i = 0; i < nms; i++) {
+      for (Service s : yarn.getNodeManager(i).getServices()) {
+        if (s instanceof WebServer) {
+          apps.add((WebApp) field(WebServer.class, "webApp").get(s));
+        }
+      }
+    }
+    if (apps.size() != nms + 1) {
+      throw new IllegalStateException("found " + apps.size() + " YARN web apps, want " + (nms + 1));
+    }
+    for (WebApp app : apps) {
+      GuiceFilter own = (GuiceFilter) field(WebApp.class, "guiceFilter").get(app);
+      FilterHolder holder = app.httpServer().getWebAppContext().getServletHandler().getFilter("guice");
+      if (own == null || holder == null) {
+        throw new IllegalStateException("web app " + app.name() + " has no guice filter to isolate");
+      }
+      field(FilterHolder.class, "_filter").set(holder, own);
+    }
+  }
+
+  static java.lang.reflect.Field field(Class<?> c, String name) throws NoSuchFieldException {
+    java.lang.reflect.Field f = c.getDeclaredField(name);
+    f.setAccessible(true);
+    return f;
+  }
+
+  static void checkPortFree(String option, int port) {
+    if (port == 0) {
+      return;
+    }
+    try (ServerSocket s = new ServerSocket()) {
+      s.setReuseAddress(true);
+      s.bind(new InetSocketAddress(port));
+    } catch (IOException e) {
+      throw new IllegalStateException("port " + port + " (--" + option + ") is in use: " + e.getMessage());
+    }
+  }
+
+  static int num(Map<String, String> opt, String k) {
+    return Integer.parseInt(opt.get(k));
+  }
+
+  static String oneLine(Throwable t) {
+    Throwable root = t;
+    while (root.getCause() != null && root.getCause() != root) {
+      root = root.getCause();
+    }
+    String msg = t.toString();
+    if (root != t) {
+      msg += " (cause: " + root + ")";
+    }
+    return msg.replace('\n', ' ');
+  }
+}
