@@ -1,5 +1,228 @@
 package launch
 
-import "context"
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"time"
 
-func runCheck(ctx context.Context, args []string, env Env) int { return ExitInternal }
+	"github.com/xres/xres/conf"
+	"github.com/xres/xres/driver"
+	"github.com/xres/xres/driver/coord"
+	"github.com/xres/xres/driver/gpu"
+	"github.com/xres/xres/resources"
+)
+
+// Finding is one problem `container-launcher check` reports: a
+// configuration problem (resources.Lint and friends) or a host problem
+// (the driver cannot discover here, coordination cannot work).
+type Finding struct {
+	resources.Problem
+	// Host marks a problem of this host rather than of the configuration.
+	Host bool
+}
+
+// String renders "error   key (origin): message (fix: …)".
+func (f Finding) String() string {
+	return fmt.Sprintf("%-7s %s", f.Severity, f.Problem.String())
+}
+
+// checkTimeout bounds each resource's trial discovery in check.
+const checkTimeout = 10 * time.Second
+
+// Check reports every pitfall that applies to cfg on this host: the
+// configuration lint, then per enabled resource the driver factory, the
+// driver's params (script missing or not executable…), a trial discovery of
+// one device in a dry run (script exit code and stderr, no GPU source…) and
+// host coordination (off, directory not writable, state file corrupt).
+func (l *Launcher) Check(ctx context.Context, cfg *conf.Config) []Finding {
+	var out []Finding
+	seen := map[string]bool{}
+	add := func(f Finding) {
+		k := f.Problem.String()
+		if seen[k] {
+			return
+		}
+		seen[k] = true
+		out = append(out, f)
+	}
+	for _, p := range resources.Lint(cfg) {
+		add(Finding{Problem: p})
+	}
+	specs, err := resources.Parse(cfg, resources.ParseOptions{Side: resources.SideWorker})
+	if err != nil {
+		var ce *resources.ConfigError
+		if errors.As(err, &ce) {
+			for _, p := range ce.Problems {
+				add(Finding{Problem: p})
+			}
+		} else {
+			add(Finding{Problem: resources.Problem{Severity: resources.SeverityError, Message: err.Error()}})
+		}
+	}
+	dry := *l
+	dry.DryRun = true
+	for _, spec := range specs {
+		for _, f := range dry.checkSpec(ctx, cfg, spec) {
+			add(f)
+		}
+	}
+	return out
+}
+
+func (l *Launcher) checkSpec(ctx context.Context, cfg *conf.Config, spec resources.Spec) []Finding {
+	if strings.TrimSpace(spec.Factory) == "" {
+		return nil // Lint reports it
+	}
+	factoryKey := resources.Key(spec.Name, resources.SuffixFactory)
+	var out []Finding
+	cfgErr := func(key, msg, fix string) {
+		out = append(out, Finding{Problem: resources.Problem{Key: key, Origin: cfg.Origin(key), Severity: resources.SeverityError, Message: msg, Fix: fix}})
+	}
+	hostProblem := func(sev resources.Severity, key, msg, fix string) {
+		out = append(out, Finding{Host: true, Problem: resources.Problem{Key: key, Origin: cfg.Origin(key), Severity: sev, Message: msg, Fix: fix}})
+	}
+
+	d, canonical, err := l.Driver(spec)
+	switch {
+	case errors.Is(err, driver.ErrUnknownFactory):
+		known := "none"
+		if r, ok := l.Registry.(interface{ Names() []string }); ok {
+			known = strings.Join(r.Names(), ", ")
+		}
+		fix := "use a registered factory: " + known
+		if strings.Contains(spec.Factory, ".") && strings.ToLower(spec.Factory) != spec.Factory {
+			fix += "; Flink plugin jars are not loaded by xres: register an exec plugin or use a built-in driver"
+		}
+		cfgErr(factoryKey, fmt.Sprintf("driver factory %q is not known, so workers get no %s devices", spec.Factory, spec.Name), fix)
+		return out
+	case errors.Is(err, gpu.ErrScriptNotFound):
+		key := paramKey(spec.Name, gpu.ParamScriptPath)
+		hostProblem(resources.SeverityError, key, err.Error(), "install the discovery script at that path on every worker host (relative paths are resolved against $FLINK_HOME), or unset it to use built-in discovery")
+		return out
+	case errors.Is(err, gpu.ErrScriptNotExecutable):
+		key := paramKey(spec.Name, gpu.ParamScriptPath)
+		hostProblem(resources.SeverityError, key, err.Error(), "chmod +x the script (and give it a #! line)")
+		return out
+	case err != nil:
+		cfgErr(factoryKey, err.Error(), "fix the resource's param.* keys named in the message")
+		return out
+	}
+
+	// A trial discovery of one device, holding nothing.
+	dctx, cancel := context.WithTimeout(ctx, checkTimeout)
+	_, derr := d.Discover(dctx, 1)
+	cancel()
+	if rel, ok := d.(driver.Releaser); ok {
+		_ = rel.Release(ctx)
+	}
+	co := coordinationOf(spec, canonical, l.getenv())
+	if derr != nil {
+		key, fix := factoryKey, "make the devices visible to this host's workers (drivers installed, device nodes readable)"
+		switch {
+		case co.Mode == "script" || co.Mode == "off" && scriptMode(spec.Params, l.getenv()):
+			key, fix = paramKey(spec.Name, gpu.ParamScriptPath), "run the script by hand as `<script> 1 <args>`; it must print comma-separated indices on its first line and exit 0"
+		case errors.Is(derr, driver.ErrNotEnoughDevices):
+			fix = "check that this host has the devices, and that no stale worker holds them (container-launcher probe shows the holders)"
+		case errors.Is(derr, gpu.ErrNVMLUnavailable) || strings.Contains(derr.Error(), "nvidia-smi"):
+			key, fix = paramKey(spec.Name, gpu.ParamSource), "install the NVIDIA driver (libnvidia-ml, nvidia-smi) on the host, or set param.discovery-script.path to a discovery script"
+		}
+		hostProblem(resources.SeverityError, key, "trial discovery of 1 device failed: "+derr.Error(), fix)
+	}
+
+	switch co.Mode {
+	case "off":
+		key := paramKey(spec.Name, gpu.ParamCoordEnabled)
+		if scriptMode(spec.Params, l.getenv()) {
+			key = paramKey(spec.Name, gpu.ParamScriptArgs)
+		}
+		out = append(out, Finding{Problem: resources.Problem{Key: key, Origin: cfg.Origin(key), Severity: resources.SeverityWarning,
+			Message: "host coordination is off: several workers on one host will take the same devices unless YARN isolates them (cgroups)",
+			Fix:     "remove " + paramKey(spec.Name, gpu.ParamCoordEnabled) + ": false (or add --enable-coordination-mode to the script args), unless YARN's GPU isolation is on"}})
+	case "xres":
+		h, err := coord.New(coord.Options{StateFile: co.StateFile, LockTimeout: 5 * time.Second})
+		if err == nil {
+			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			err = h.Check(cctx)
+			cancel()
+		}
+		if err != nil {
+			key := paramKey(spec.Name, gpu.ParamCoordFile)
+			fix := "make the directory of " + co.StateFile + " writable by every user that runs workers, or set " + key + " to a file in one that is"
+			if errors.Is(err, coord.ErrCorruptState) {
+				fix = "stop the workers on this host, then remove " + co.StateFile
+			}
+			hostProblem(resources.SeverityError, key, "host coordination cannot work: "+err.Error(), fix)
+		}
+	}
+	return out
+}
+
+func paramKey(resource, param string) string {
+	return resources.Key(resource, resources.SuffixParam+param)
+}
+
+// runCheck is `container-launcher check`.
+func runCheck(ctx context.Context, args []string, env Env) int {
+	fs := flag.NewFlagSet("container-launcher check", flag.ContinueOnError)
+	var c common
+	c.register(fs)
+	if err := parse(fs, args, env.Stderr); err != nil {
+		return fail(env.Stderr, err)
+	}
+	if fs.NArg() > 0 {
+		return fail(env.Stderr, classifyf(ErrUsage, "check takes no arguments, got %q", fs.Args()))
+	}
+	log, err := newLogger(env.Stderr, c.logLevel, "warn", env.Getenv)
+	if err != nil {
+		return fail(env.Stderr, err)
+	}
+	// Check's own findings are the output; the drivers' logs would repeat them.
+	if c.logLevel == "" && env.Getenv(EnvLogLevel) == "" {
+		log.SetOutput(io.Discard)
+	}
+	ctx, stop := cancelOnSignal(ctx, env.Signals)
+	defer stop()
+
+	cfg, err := loadConf(Config{Path: c.conf, Dynamic: c.dynamic, Getenv: env.Getenv})
+	if err != nil {
+		fmt.Fprintf(env.Stdout, "%-7s %s (fix: correct the file or the -D argument named)\n", resources.SeverityError, err)
+		return ExitConfig
+	}
+	if cfg.Path() != "" {
+		fmt.Fprintf(env.Stdout, "checking %s\n", cfg.Path())
+	} else {
+		fmt.Fprintln(env.Stdout, "checking: no configuration file found (--conf or $FLINK_CONF_DIR); -D overrides only")
+	}
+	l := &Launcher{Registry: env.Registry, Log: log, Getenv: env.Getenv}
+	findings := l.Check(ctx, cfg)
+	code := ExitOK
+	errs, warns := 0, 0
+	for _, f := range findings {
+		fmt.Fprintln(env.Stdout, f.String())
+		if f.Severity != resources.SeverityError {
+			warns++
+			continue
+		}
+		errs++
+		switch {
+		case !f.Host:
+			code = ExitConfig
+		case code == ExitOK:
+			code = ExitDiscovery
+		}
+	}
+	if c.strict && code == ExitOK && warns > 0 {
+		code = ExitConfig
+	}
+	switch {
+	case len(findings) == 0:
+		fmt.Fprintln(env.Stdout, "no problems found")
+	default:
+		fmt.Fprintf(env.Stdout, "%d error(s), %d warning(s)\n", errs, warns)
+	}
+	return code
+}

@@ -68,7 +68,7 @@ flags:
   -D key=value         override a configuration key (repeatable; -Dkey=value too)
   --resources a,b      only these of the configured resources
   --strict             turn configuration warnings into errors
-  --log-level LEVEL    panic…trace (default info, or $XRES_LOG_LEVEL)
+  --log-level LEVEL    panic…trace (default $XRES_LOG_LEVEL, else info; warn for probe, check)
   --info-file PATH     where to write the info file (run only)
 
 exit codes: worker's own code, or 210 usage, 211 config, 212 discovery,
@@ -133,7 +133,8 @@ func Main(ctx context.Context, args []string, env Env) int {
 }
 
 // newLogger builds the stderr logger from --log-level or $XRES_LOG_LEVEL.
-func newLogger(w io.Writer, level string, getenv func(string) string) (*logrus.Logger, error) {
+// def is the level when neither is set.
+func newLogger(w io.Writer, level, def string, getenv func(string) string) (*logrus.Logger, error) {
 	log := logrus.New()
 	log.SetOutput(w)
 	log.SetFormatter(&logrus.TextFormatter{DisableColors: true, FullTimestamp: true})
@@ -141,7 +142,7 @@ func newLogger(w io.Writer, level string, getenv func(string) string) (*logrus.L
 		level = getenv(EnvLogLevel)
 	}
 	if level == "" {
-		level = "info"
+		level = def
 	}
 	lvl, err := logrus.ParseLevel(level)
 	if err != nil {
@@ -217,7 +218,7 @@ func runLaunch(ctx context.Context, args []string, env Env) int {
 	if err := parse(fs, args, env.Stderr); err != nil {
 		return fail(env.Stderr, err)
 	}
-	log, err := newLogger(env.Stderr, c.logLevel, env.Getenv)
+	log, err := newLogger(env.Stderr, c.logLevel, "info", env.Getenv)
 	if err != nil {
 		return fail(env.Stderr, err)
 	}

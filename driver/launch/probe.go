@@ -1,5 +1,314 @@
 package launch
 
-import "context"
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
 
-func runProbe(ctx context.Context, args []string, env Env) int { return ExitInternal }
+	"github.com/xres/xres/driver/coord"
+	"github.com/xres/xres/resources"
+)
+
+// ProbeReport is what `container-launcher probe --json` prints: per
+// configured resource, what a launcher would get now, and who holds what.
+type ProbeReport struct {
+	Resources []ProbeResource `json:"resources"`
+	// Error is set when the configuration itself could not be read.
+	Error string `json:"error,omitempty"`
+	// ExitCode is the probe's exit code: 0, or the code a launcher would
+	// exit with for the first failing resource.
+	ExitCode int `json:"exit_code"`
+}
+
+// ProbeResource is one resource in a ProbeReport.
+type ProbeResource struct {
+	Name         string                 `json:"name"`
+	Amount       int64                  `json:"amount"`
+	YarnKey      string                 `json:"yarn_key,omitempty"`
+	Factory      string                 `json:"factory,omitempty"` // as configured
+	Driver       string                 `json:"driver,omitempty"`  // the registry's primary name
+	Vendor       string                 `json:"vendor,omitempty"`
+	Devices      []resources.Properties `json:"devices"` // what a launcher would get now
+	Env          map[string]string      `json:"env,omitempty"`
+	Coordination ProbeCoordination      `json:"coordination"`
+	Error        string                 `json:"error,omitempty"`
+	ExitCode     int                    `json:"exit_code"` // the launcher's code for this resource
+}
+
+// ProbeCoordination is a resource's host coordination and its holders.
+type ProbeCoordination struct {
+	Mode      string        `json:"mode"` // xres, script (Flink's), off, "" (unknown: a plugin)
+	StateFile string        `json:"state_file,omitempty"`
+	Holders   []ProbeHolder `json:"holders"`
+	Error     string        `json:"error,omitempty"`
+}
+
+// ProbeHolder is one recorded reservation of the resource.
+type ProbeHolder struct {
+	Device  string    `json:"device"`
+	PID     int       `json:"pid"`
+	Alive   bool      `json:"alive"`
+	Command string    `json:"command,omitempty"`
+	Since   time.Time `json:"since"`
+}
+
+// Probe discovers every spec in a dry run (nothing is reserved) and reads
+// the coordination state. It never fails as a whole: each resource carries
+// its own error.
+func (l *Launcher) Probe(ctx context.Context, specs []resources.Spec) ProbeReport {
+	dry := *l
+	dry.DryRun = true
+	rep := ProbeReport{Resources: []ProbeResource{}}
+	for _, spec := range specs {
+		pr := ProbeResource{Name: spec.Name, Amount: spec.Amount, YarnKey: spec.YarnKey, Factory: spec.Factory,
+			Devices: []resources.Properties{}, Coordination: ProbeCoordination{Holders: []ProbeHolder{}}}
+		canonical := ""
+		if dry.Registry != nil && spec.Factory != "" {
+			canonical, _ = dry.Registry.Canonical(spec.Factory)
+		}
+		pr.Driver = canonical
+		res, err := dry.Acquire(ctx, []resources.Spec{spec})
+		switch {
+		case err != nil:
+			pr.Error = err.Error()
+			pr.ExitCode = ExitCode(err)
+		case len(res.Grants) == 0:
+			pr.Error = "no driver factory configured (" + resources.Key(spec.Name, resources.SuffixFactory) + "): the worker would get no device infos"
+		default:
+			g := res.Grants[0]
+			pr.Vendor = string(g.Vendor)
+			for _, d := range g.Devices {
+				p := resources.Properties{}
+				for _, k := range d.Keys() {
+					p[k], _ = d.Property(k)
+				}
+				pr.Devices = append(pr.Devices, p)
+			}
+			pr.Env = grantEnv(res.Grants, "")
+			delete(pr.Env, EnvResources)
+		}
+		if res != nil {
+			_ = res.Release(ctx) // a dry run holds nothing; a plugin that reserved anyway is undone
+		}
+		c := coordinationOf(spec, canonical, dry.getenv())
+		pr.Coordination.Mode, pr.Coordination.StateFile = c.Mode, c.StateFile
+		if c.Mode == "xres" {
+			holders, err := readHolders(c.StateFile, spec.Name)
+			if err != nil {
+				pr.Coordination.Error = err.Error()
+			}
+			pr.Coordination.Holders = append(pr.Coordination.Holders, holders...)
+		}
+		if rep.ExitCode == 0 && pr.ExitCode != 0 {
+			rep.ExitCode = pr.ExitCode
+		}
+		rep.Resources = append(rep.Resources, pr)
+	}
+	return rep
+}
+
+func (l *Launcher) getenv() func(string) string {
+	if l.Getenv == nil {
+		return os.Getenv
+	}
+	return l.Getenv
+}
+
+// readHolders lists the reservations of resource in a state file; a file
+// that does not exist holds nothing.
+func readHolders(stateFile, resource string) ([]ProbeHolder, error) {
+	if _, err := os.Stat(stateFile); os.IsNotExist(err) {
+		return nil, nil
+	}
+	h, err := coord.New(coord.Options{StateFile: stateFile})
+	if err != nil {
+		return nil, err
+	}
+	all, err := h.Holders()
+	if err != nil {
+		return nil, err
+	}
+	var out []ProbeHolder
+	for _, e := range all {
+		if e.Resource != resource {
+			continue
+		}
+		out = append(out, ProbeHolder{Device: e.Key, PID: e.PID, Alive: e.Alive, Command: e.Command, Since: e.Since})
+	}
+	return out, nil
+}
+
+// runProbe is `container-launcher probe`.
+func runProbe(ctx context.Context, args []string, env Env) int {
+	fs := flag.NewFlagSet("container-launcher probe", flag.ContinueOnError)
+	var c common
+	c.register(fs)
+	asJSON := fs.Bool("json", false, "print JSON")
+	if err := parse(fs, args, env.Stderr); err != nil {
+		return fail(env.Stderr, err)
+	}
+	if fs.NArg() > 0 {
+		return fail(env.Stderr, classifyf(ErrUsage, "probe takes no arguments, got %q", fs.Args()))
+	}
+	log, err := newLogger(env.Stderr, c.logLevel, "warn", env.Getenv)
+	if err != nil {
+		return fail(env.Stderr, err)
+	}
+	ctx, stop := cancelOnSignal(ctx, env.Signals)
+	defer stop()
+
+	var rep ProbeReport
+	specs, err := env.Load(Config{Path: c.conf, Dynamic: c.dynamic, Strict: c.strict, Getenv: env.Getenv, Log: log})
+	if err == nil {
+		specs, err = selectSpecs(specs, c.resources)
+	}
+	if err != nil {
+		rep = ProbeReport{Resources: []ProbeResource{}, Error: err.Error(), ExitCode: ExitCode(err)}
+	} else {
+		l := &Launcher{Registry: env.Registry, Log: log, Getenv: env.Getenv, DiscoverTimeout: 30 * time.Second}
+		rep = l.Probe(ctx, specs)
+	}
+	if *asJSON {
+		enc := json.NewEncoder(env.Stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rep); err != nil {
+			return fail(env.Stderr, fmt.Errorf("write probe report: %w", err))
+		}
+	} else {
+		writeProbeText(env.Stdout, rep)
+	}
+	return rep.ExitCode
+}
+
+// writeProbeText prints the human form of a probe report.
+func writeProbeText(w io.Writer, rep ProbeReport) {
+	if rep.Error != "" {
+		fmt.Fprintf(w, "configuration: %s\n", rep.Error)
+		return
+	}
+	if len(rep.Resources) == 0 {
+		fmt.Fprintln(w, "no external resources configured (external-resources is unset, empty or none)")
+		return
+	}
+	for i, r := range rep.Resources {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		driverName := r.Factory
+		if r.Driver != "" && r.Driver != r.Factory {
+			driverName += " (" + r.Driver + ")"
+		}
+		if driverName == "" {
+			driverName = "none"
+		}
+		fmt.Fprintf(w, "%s: amount %d, driver %s", r.Name, r.Amount, driverName)
+		if r.YarnKey != "" {
+			fmt.Fprintf(w, ", yarn %s", r.YarnKey)
+		}
+		fmt.Fprintln(w)
+		if r.Error != "" {
+			fmt.Fprintf(w, "  error (exit %d): %s\n", r.ExitCode, r.Error)
+		}
+		if len(r.Devices) > 0 {
+			fmt.Fprintln(w, "  would get:")
+			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+			keys := propertyKeys(r.Devices)
+			fmt.Fprintf(tw, "    %s\n", strings.ToUpper(strings.Join(keys, "\t")))
+			for _, d := range r.Devices {
+				vals := make([]string, len(keys))
+				for j, k := range keys {
+					vals[j] = d[k]
+				}
+				fmt.Fprintf(tw, "    %s\n", strings.Join(vals, "\t"))
+			}
+			_ = tw.Flush()
+		}
+		if len(r.Env) > 0 {
+			for _, k := range sortedKeys(r.Env) {
+				if strings.HasPrefix(k, EnvResourcePfx) && !strings.HasSuffix(k, "_INDEX") && !strings.HasSuffix(k, "_AMOUNT") {
+					continue // the device table shows them
+				}
+				fmt.Fprintf(w, "  env %s=%s\n", k, r.Env[k])
+			}
+		}
+		co := r.Coordination
+		switch co.Mode {
+		case "xres":
+			fmt.Fprintf(w, "  coordination: on, state file %s, %d held\n", co.StateFile, len(co.Holders))
+		case "script":
+			fmt.Fprintf(w, "  coordination: by the discovery script, file %s\n", co.StateFile)
+		case "off":
+			fmt.Fprintln(w, "  coordination: OFF: every worker on this host gets the same first devices")
+		default:
+			fmt.Fprintln(w, "  coordination: up to the driver")
+		}
+		if co.Error != "" {
+			fmt.Fprintf(w, "  coordination error: %s\n", co.Error)
+		}
+		for _, h := range co.Holders {
+			state := "alive"
+			if !h.Alive {
+				state = "dead, reclaimable"
+			}
+			cmd := ""
+			if h.Command != "" {
+				cmd = " " + h.Command
+			}
+			fmt.Fprintf(w, "    %s held by pid %d (%s) since %s%s\n", h.Device, h.PID, state, h.Since.Format(time.RFC3339), cmd)
+		}
+	}
+}
+
+func propertyKeys(devs []resources.Properties) []string {
+	seen := map[string]bool{}
+	var keys []string
+	for _, d := range devs {
+		for k := range d {
+			if !seen[k] {
+				seen[k] = true
+				keys = append(keys, k)
+			}
+		}
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		// index first, then the rest alphabetically
+		if (keys[i] == "index") != (keys[j] == "index") {
+			return keys[i] == "index"
+		}
+		return keys[i] < keys[j]
+	})
+	return keys
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// cancelOnSignal returns ctx cancelled by the first signal on sigs.
+func cancelOnSignal(ctx context.Context, sigs <-chan os.Signal) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	if sigs == nil {
+		return ctx, cancel
+	}
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-sigs:
+			cancel()
+		case <-done:
+		}
+	}()
+	return ctx, func() { close(done); cancel() }
+}
