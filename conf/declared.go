@@ -40,7 +40,7 @@ var (
 	ExternalResourceParam = Register(Option{
 		Key:         "external-resource.<name>.param.<param>",
 		Type:        TypeString,
-		Description: "Driver parameter <param>, handed to the driver with the prefix stripped.",
+		Description: "Driver parameter `<param>`, handed to the driver with the prefix stripped.",
 	})
 	DiscoveryScriptPath = Register(Option{
 		Key:     "external-resource.<name>.param.discovery-script.path",
@@ -54,7 +54,7 @@ var (
 		Key:  "external-resource.<name>.param.discovery-script.args",
 		Type: TypeString,
 		Description: "Arguments passed to the discovery script after the amount. Flink's " +
-			"--enable-coordination-mode and --coordination-file <path> also switch on xres coordination.",
+			"`--enable-coordination-mode` and `--coordination-file <path>` also switch on xres coordination.",
 	})
 	CoordinationEnabled = Register(Option{
 		Key:     "external-resource.<name>.param.coordination.enabled",
@@ -68,7 +68,7 @@ var (
 		Type:    TypeString,
 		Default: "/var/tmp/xres/coordination.state",
 		Description: "Host-wide reservation state file (a lock file is kept beside it). Every worker " +
-			"on a host must use the same file. Flink's --coordination-file in discovery-script.args also sets it.",
+			"on a host must use the same file. Flink's `--coordination-file` in discovery-script.args also sets it.",
 	})
 )
 
@@ -79,7 +79,7 @@ var (
 		Type:    TypeBool,
 		Default: "false",
 		Description: "Strict mode: every problem Flink only warns about (resource without amount, " +
-			"duplicate config key, ...) becomes one error listing them all. Also the --strict flag.",
+			"duplicate config key, ...) becomes one error listing them all. Also the `--strict` flag.",
 	})
 	DiscoveryTimeout = Register(Option{
 		Key:         "xres.discovery.timeout",
@@ -150,11 +150,11 @@ var (
 	TaskManagerEnv = Register(Option{
 		Key:         "containerized.taskmanager.env.<VAR>",
 		Type:        TypeString,
-		Description: "Environment variable <VAR> set in every worker container.",
+		Description: "Environment variable `<VAR>` set in every worker container.",
 	})
 	MasterEnv = Register(Option{
 		Key:         "containerized.master.env.<VAR>",
 		Type:        TypeString,
-		Description: "Environment variable <VAR> set in the ApplicationMaster container.",
+		Description: "Environment variable `<VAR>` set in the ApplicationMaster container.",
 	})
 )

@@ -158,6 +158,9 @@ func CheckOptions() error {
 		if o.Key == "" || o.Description == "" {
 			problems = append(problems, fmt.Sprintf("option %q needs a key and a description", o.Key))
 		}
+		if bareAngle(o.Description) {
+			problems = append(problems, fmt.Sprintf("option %q: put <placeholders> in the description in backticks (markdown)", o.Key))
+		}
 		if o.Default == "" {
 			continue
 		}
@@ -187,4 +190,15 @@ func CheckOptions() error {
 		return fmt.Errorf("check options: %s", strings.Join(problems, "; "))
 	}
 	return nil
+}
+
+// bareAngle reports a '<' outside `code spans`, which markdown would take
+// for an HTML tag.
+func bareAngle(s string) bool {
+	for i, part := range strings.Split(s, "`") {
+		if i%2 == 0 && strings.ContainsAny(part, "<>") {
+			return true
+		}
+	}
+	return false
 }

@@ -19,19 +19,19 @@ import (
 func main() {
 	readme := flag.String("readme", "README.md", "file holding the table markers")
 	check := flag.Bool("check", false, "only check that the file is up to date")
-	print := flag.Bool("print", false, "print the table to stdout and change nothing")
+	printOnly := flag.Bool("print", false, "print the table to stdout and change nothing")
 	flag.Parse()
-	if err := run(*readme, *check, *print); err != nil {
+	if err := run(*readme, *check, *printOnly); err != nil {
 		fmt.Fprintln(os.Stderr, "gendoc:", err)
 		os.Exit(1)
 	}
 }
 
-func run(readme string, check, print bool) error {
+func run(readme string, check, printOnly bool) error {
 	if err := conf.CheckOptions(); err != nil {
 		return err
 	}
-	if print {
+	if printOnly {
 		_, err := fmt.Print(conf.MarkdownTable())
 		return err
 	}
