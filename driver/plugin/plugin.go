@@ -1,0 +1,488 @@
+// Package plugin runs out-of-process device plugins, the Go counterpart of
+// Flink's plugins/<dir>/ jars: an executable in a directory under the
+// plugins root, speaking a small JSON protocol (see ProtocolVersion), so
+// users add a device type without rebuilding xres.
+//
+// Naming a plugin (external-resource.<name>.driver-factory.class):
+//
+//	plugin:<dir>   runs <root>/<dir>/<dir>
+//	<dir>          the same, for a name no built-in driver has, when that
+//	               executable exists
+//	xres.plugin    runs param.plugin: a directory name as above, a path
+//	               relative to the root (tools/bin/list-devices), or an
+//	               absolute path
+//
+// The plugins root is $XRES_PLUGINS_DIR, else $FLINK_PLUGINS_DIR, else
+// $FLINK_HOME/plugins, else ./plugins.
+//
+// Params: plugin (see above), timeout (default 10 s; on expiry the plugin's
+// whole process group is killed), coordination.enabled and
+// coordination.file (host coordination, as for built-in drivers). Every
+// param is passed to the plugin.
+package plugin
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/xres/xres/driver"
+	"github.com/xres/xres/driver/gpu"
+	"github.com/xres/xres/driver/pci"
+	"github.com/xres/xres/resources"
+)
+
+// Names.
+const (
+	FactoryName = "xres.plugin" // the factory that runs param.plugin
+	ClassPrefix = "plugin:"     // driver-factory.class prefix naming a plugin directory
+)
+
+// Params.
+const (
+	ParamPlugin  = "plugin"
+	ParamTimeout = "timeout"
+)
+
+// DefaultTimeout bounds one plugin run.
+const DefaultTimeout = 10 * time.Second
+
+// Environment variables that choose the plugins root, in order.
+const (
+	EnvPluginsDir      = "XRES_PLUGINS_DIR"
+	EnvFlinkPluginsDir = "FLINK_PLUGINS_DIR"
+	EnvFlinkHome       = "FLINK_HOME"
+)
+
+var (
+	// ErrInvalidParam is wrapped by errors about a malformed or missing
+	// param; the message names the full config key.
+	ErrInvalidParam = errors.New("invalid driver param")
+	// ErrNotFound: the plugin executable does not exist.
+	ErrNotFound = errors.New("plugin not found")
+	// ErrNotExecutable: the plugin exists but cannot be executed.
+	ErrNotExecutable = errors.New("plugin not executable")
+	// ErrFailed: the plugin exited non-zero or was killed by a signal.
+	ErrFailed = errors.New("plugin failed")
+	// ErrTimeout: the plugin ran longer than its timeout and was killed.
+	ErrTimeout = errors.New("plugin timed out")
+)
+
+// Root returns the plugins root and where it came from, for messages.
+func Root(getenv func(string) string) (dir, from string) {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	switch {
+	case getenv(EnvPluginsDir) != "":
+		return getenv(EnvPluginsDir), "$" + EnvPluginsDir
+	case getenv(EnvFlinkPluginsDir) != "":
+		return getenv(EnvFlinkPluginsDir), "$" + EnvFlinkPluginsDir
+	case getenv(EnvFlinkHome) != "":
+		return filepath.Join(getenv(EnvFlinkHome), "plugins"), "$" + EnvFlinkHome + "/plugins"
+	}
+	if abs, err := filepath.Abs("plugins"); err == nil {
+		return abs, "./plugins"
+	}
+	return "plugins", "./plugins"
+}
+
+// Resolve turns a plugin name into the executable's path: an absolute
+// path as is, a path with a slash relative to the root, a bare name to
+// <root>/<name>/<name>. It checks that the file exists and is executable.
+func Resolve(name string, getenv func(string) string) (string, error) {
+	name = strings.TrimSpace(name)
+	if name == "" {
+		return "", fmt.Errorf("empty plugin name: %w", ErrNotFound)
+	}
+	root, from := Root(getenv)
+	var path string
+	switch {
+	case filepath.IsAbs(name):
+		path = name
+	case strings.ContainsRune(name, '/'):
+		path = filepath.Join(root, name)
+	default:
+		path = filepath.Join(root, name, name)
+	}
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return "", fmt.Errorf("plugin %q: no executable at %s (plugins root %s from %s): %w", name, path, root, from, ErrNotFound)
+	case err != nil:
+		return "", fmt.Errorf("plugin %q: %s: %w: %w", name, path, err, ErrNotFound)
+	case !fi.Mode().IsRegular():
+		return "", fmt.Errorf("plugin %q: %s is not a regular file: %w", name, path, ErrNotExecutable)
+	}
+	if err := syscall.Access(path, 0x1 /* X_OK */); err != nil {
+		return "", fmt.Errorf("plugin %q: %s: %v (chmod +x it): %w", name, path, err, ErrNotExecutable)
+	}
+	return path, nil
+}
+
+// Plugin is one resolved plugin executable with its run settings.
+type Plugin struct {
+	Path     string
+	Resource string
+	Params   map[string]string
+	Timeout  time.Duration // DefaultTimeout when 0
+	DryRun   bool
+	Log      logrus.FieldLogger
+}
+
+// Run runs the plugin once and returns the devices it printed. It fails
+// with ErrTimeout, ErrFailed (exit code or signal, and stderr's last
+// lines) or ErrBadOutput.
+func (p *Plugin) Run(ctx context.Context, amount int64) ([]resources.Properties, error) {
+	timeout := p.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	params := p.Params
+	if params == nil {
+		params = map[string]string{}
+	}
+	req, err := json.Marshal(request{Protocol: ProtocolVersion, Resource: p.Resource, Amount: amount, DryRun: p.DryRun, Params: params})
+	if err != nil {
+		return nil, fmt.Errorf("plugin %s: encode request: %w", p.Path, err)
+	}
+	runCtx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+
+	cmd := exec.CommandContext(runCtx, p.Path, "discover", strconv.FormatInt(amount, 10))
+	cmd.Dir = filepath.Dir(p.Path)
+	cmd.Env = append(os.Environ(), p.env(amount)...)
+	cmd.Stdin = bytes.NewReader(req)
+	stdout := &capped{max: MaxOutput}
+	stderr := &tailBuffer{max: 16 << 10}
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	isolate(cmd)
+	cmd.WaitDelay = 2 * time.Second
+
+	log := driver.LoggerOrDiscard(p.Log).WithField("plugin", p.Path)
+	start := time.Now()
+	runErr := cmd.Run()
+	killGroup(cmd) // whatever the plugin left behind in its group
+	elapsed := time.Since(start).Round(time.Millisecond)
+	for _, line := range stderr.lines(0) {
+		log.WithField("stderr", line).Debug("plugin stderr")
+	}
+
+	switch {
+	case errors.Is(runCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil:
+		return nil, fmt.Errorf("plugin %s: %w after %s (its process group was killed)%s", p.Path, ErrTimeout, timeout, stderr.quote())
+	case ctx.Err() != nil:
+		return nil, fmt.Errorf("plugin %s: %w", p.Path, ctx.Err())
+	}
+	var exit *exec.ExitError
+	if errors.As(runErr, &exit) {
+		if ws, ok := exit.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return nil, fmt.Errorf("plugin %s: %w: killed by signal %s%s", p.Path, ErrFailed, ws.Signal(), stderr.quote())
+		}
+		return nil, fmt.Errorf("plugin %s: %w: exit code %d%s", p.Path, ErrFailed, exit.ExitCode(), stderr.quote())
+	}
+	if runErr != nil && !errors.Is(runErr, exec.ErrWaitDelay) {
+		return nil, fmt.Errorf("plugin %s: run: %w", p.Path, runErr)
+	}
+	if stdout.overflow {
+		return nil, fmt.Errorf("plugin %s: %w: more than %d bytes on stdout", p.Path, ErrBadOutput, MaxOutput)
+	}
+	devices, err := ParseOutput(stdout.Bytes())
+	if err != nil {
+		return nil, fmt.Errorf("plugin %s: %w%s", p.Path, err, stderr.quote())
+	}
+	log.WithFields(logrus.Fields{"devices": len(devices), "elapsed": elapsed}).Debug("plugin ran")
+	return devices, nil
+}
+
+// env is what the plugin gets on top of the launcher's environment.
+func (p *Plugin) env(amount int64) []string {
+	env := []string{
+		"XRES_PLUGIN_PROTOCOL=" + strconv.Itoa(ProtocolVersion),
+		"XRES_RESOURCE=" + p.Resource,
+		"XRES_AMOUNT=" + strconv.FormatInt(amount, 10),
+		"XRES_DRY_RUN=" + strconv.FormatBool(p.DryRun),
+	}
+	keys := make([]string, 0, len(p.Params))
+	for k := range p.Params {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		env = append(env, "XRES_PARAM_"+envToken(k)+"="+p.Params[k])
+	}
+	return env
+}
+
+// envToken upper-cases s with every character other than A-Z and 0-9 as
+// "_": "sysfs-root" gives SYSFS_ROOT.
+func envToken(s string) string {
+	var b strings.Builder
+	for _, r := range strings.ToUpper(s) {
+		if (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9') {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('_')
+		}
+	}
+	return b.String()
+}
+
+// Devices runs the plugin and keys its devices for coordination.
+func (p *Plugin) Devices(ctx context.Context, amount int64) ([]driver.Device, error) {
+	props, err := p.Run(ctx, amount)
+	if err != nil {
+		return nil, err
+	}
+	devs := make([]driver.Device, 0, len(props))
+	seen := map[string]int{}
+	for i, pr := range props {
+		key, ok := Identity(pr)
+		if !ok {
+			return nil, fmt.Errorf("plugin %s: %w: device %d has none of %s to identify it", p.Path, ErrBadOutput, i, strings.Join(IdentityKeys, ", "))
+		}
+		if j, dup := seen[key]; dup {
+			return nil, fmt.Errorf("plugin %s: %w: devices %d and %d are both %q", p.Path, ErrBadOutput, j, i, key)
+		}
+		seen[key] = i
+		devs = append(devs, driver.Device{Key: key, Info: pr})
+	}
+	return devs, nil
+}
+
+// pluginDriver runs the plugin on Discover and lets the shared layer pick
+// and reserve among its devices.
+type pluginDriver struct {
+	plugin *Plugin
+	opts   driver.Options
+
+	mu  sync.Mutex
+	sel *driver.Coordinated
+}
+
+var (
+	_ driver.Driver   = (*pluginDriver)(nil)
+	_ driver.Releaser = (*pluginDriver)(nil)
+)
+
+type enumFunc func(ctx context.Context) ([]driver.Device, error)
+
+func (f enumFunc) Enumerate(ctx context.Context) ([]driver.Device, error) { return f(ctx) }
+
+// Discover implements driver.Driver.
+func (d *pluginDriver) Discover(ctx context.Context, amount int64) ([]resources.Info, error) {
+	sel, err := pci.Coordinated(d.opts, enumFunc(func(ctx context.Context) ([]driver.Device, error) {
+		return d.plugin.Devices(ctx, amount)
+	}))
+	if err != nil {
+		return nil, err
+	}
+	d.mu.Lock()
+	d.sel = sel
+	d.mu.Unlock()
+	return sel.Discover(ctx, amount)
+}
+
+// Release implements driver.Releaser.
+func (d *pluginDriver) Release(ctx context.Context) error {
+	d.mu.Lock()
+	sel := d.sel
+	d.mu.Unlock()
+	if sel == nil {
+		return nil
+	}
+	return sel.Release(ctx)
+}
+
+// NewFactory returns the xres.plugin factory: it runs param.plugin.
+func NewFactory() driver.Factory {
+	return driver.FactoryFunc(func(opts driver.Options) (driver.Driver, error) {
+		name := strings.TrimSpace(opts.Params[ParamPlugin])
+		if name == "" {
+			return nil, fmt.Errorf("%s: missing; name the plugin directory or executable: %w", paramKey(opts.Resource, ParamPlugin), ErrInvalidParam)
+		}
+		return newDriver(opts, name, paramKey(opts.Resource, ParamPlugin))
+	})
+}
+
+// FactoryFor returns the factory of the plugin named dir (driver-factory.class
+// plugin:<dir>).
+func FactoryFor(dir string) driver.Factory {
+	return driver.FactoryFunc(func(opts driver.Options) (driver.Driver, error) {
+		key := "external-resource." + opts.Resource + ".driver-factory.class"
+		if p := strings.TrimSpace(opts.Params[ParamPlugin]); p != "" && p != dir {
+			return nil, fmt.Errorf("%s names plugin %q but %s names %q; keep one: %w", key, dir, paramKey(opts.Resource, ParamPlugin), p, ErrInvalidParam)
+		}
+		return newDriver(opts, dir, key)
+	})
+}
+
+func newDriver(opts driver.Options, name, key string) (driver.Driver, error) {
+	path, err := Resolve(name, opts.Getenv)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", key, err)
+	}
+	timeout := DefaultTimeout
+	if raw := strings.TrimSpace(opts.Params[ParamTimeout]); raw != "" {
+		d, err := gpu.ParseDuration(raw)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w: %w", paramKey(opts.Resource, ParamTimeout), err, ErrInvalidParam)
+		}
+		if d <= 0 {
+			return nil, fmt.Errorf("%s: %q must be positive: %w", paramKey(opts.Resource, ParamTimeout), raw, ErrInvalidParam)
+		}
+		timeout = d
+	}
+	// Coordination params are checked now, so a typo is a config error.
+	if _, err := pci.HostCoordination(opts.Resource, opts.Params, nil); err != nil {
+		return nil, err
+	}
+	params := make(map[string]string, len(opts.Params))
+	for k, v := range opts.Params {
+		params[k] = v
+	}
+	return &pluginDriver{
+		plugin: &Plugin{Path: path, Resource: opts.Resource, Params: params, Timeout: timeout, DryRun: opts.DryRun, Log: opts.Log},
+		opts:   opts,
+	}, nil
+}
+
+func paramKey(resource, param string) string {
+	if resource == "" {
+		return "param." + param
+	}
+	return "external-resource." + resource + ".param." + param
+}
+
+// Register adds the xres.plugin factory to r.
+func Register(r *driver.Registry) error {
+	return r.Register(FactoryName, NewFactory())
+}
+
+// Lookuper is what the launcher needs of a registry; *driver.Registry
+// implements it.
+type Lookuper interface {
+	Lookup(name string) (driver.Factory, error)
+	Canonical(name string) (string, bool)
+}
+
+// Registry adds plugin names to a registry: "plugin:<dir>" always finds
+// the plugin factory (whose NewDriver reports a missing executable as a
+// configuration error), and a name Base does not know finds the plugin
+// <root>/<name>/<name> when that executable exists.
+type Registry struct {
+	Base   Lookuper
+	Getenv func(string) string
+}
+
+var _ Lookuper = Registry{}
+
+// Lookup implements Lookuper.
+func (r Registry) Lookup(name string) (driver.Factory, error) {
+	if dir, ok := strings.CutPrefix(name, ClassPrefix); ok {
+		return FactoryFor(strings.TrimSpace(dir)), nil
+	}
+	f, err := r.Base.Lookup(name)
+	if err == nil || !errors.Is(err, driver.ErrUnknownFactory) {
+		return f, err
+	}
+	if !strings.ContainsAny(name, "/ ") {
+		if _, rerr := Resolve(name, r.Getenv); rerr == nil {
+			return FactoryFor(name), nil
+		}
+	}
+	return nil, err
+}
+
+// Canonical implements Lookuper: plugin names are their own canonical
+// names.
+func (r Registry) Canonical(name string) (string, bool) {
+	if strings.HasPrefix(name, ClassPrefix) {
+		return name, true
+	}
+	if c, ok := r.Base.Canonical(name); ok {
+		return c, true
+	}
+	if _, err := r.Base.Lookup(name); errors.Is(err, driver.ErrUnknownFactory) && !strings.ContainsAny(name, "/ ") {
+		if _, rerr := Resolve(name, r.Getenv); rerr == nil {
+			return ClassPrefix + name, true
+		}
+	}
+	return "", false
+}
+
+// capped keeps at most max bytes and notes whether more came. (No
+// embedded bytes.Buffer: its ReadFrom would let io.Copy bypass the cap.)
+type capped struct {
+	buf      bytes.Buffer
+	max      int
+	overflow bool
+}
+
+func (c *capped) Write(p []byte) (int, error) {
+	room := c.max - c.buf.Len()
+	if len(p) > room {
+		c.overflow = true
+		if room > 0 {
+			c.buf.Write(p[:room])
+		}
+		return len(p), nil
+	}
+	return c.buf.Write(p)
+}
+
+func (c *capped) Bytes() []byte { return c.buf.Bytes() }
+
+// tailBuffer keeps the last max bytes written.
+type tailBuffer struct {
+	buf []byte
+	max int
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.buf = append(t.buf, p...)
+	if len(t.buf) > t.max {
+		t.buf = t.buf[len(t.buf)-t.max:]
+	}
+	return len(p), nil
+}
+
+// lines returns the last n lines (all when n <= 0).
+func (t *tailBuffer) lines(n int) []string {
+	s := strings.TrimRight(string(t.buf), "\n")
+	if strings.TrimSpace(s) == "" {
+		return nil
+	}
+	ls := strings.Split(s, "\n")
+	if n > 0 && len(ls) > n {
+		ls = ls[len(ls)-n:]
+	}
+	return ls
+}
+
+// quote formats stderr's last lines for an error message.
+func (t *tailBuffer) quote() string {
+	ls := t.lines(10)
+	if len(ls) == 0 {
+		return "; no stderr"
+	}
+	s := strings.Join(ls, "\n")
+	if len(s) > 2048 {
+		s = "…" + s[len(s)-2048:]
+	}
+	return "; stderr: " + s
+}
