@@ -201,4 +201,3 @@ func contains(list []*launched, l *launched) bool {
 	}
 	return false
 }
-
