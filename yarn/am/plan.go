@@ -156,11 +156,10 @@ func PlanWorkers(cfg *conf.Config, specs []resources.Spec, workers int) (Plan, e
 	if err != nil {
 		errs = append(errs, err)
 	}
-	extra, warns, err := yarnResources(specs)
+	extra, err := yarnResources(specs)
 	if err != nil {
 		errs = append(errs, err)
 	}
-	p.Warnings = append(p.Warnings, warns...)
 	p.Profile = Resource{MemoryMB: mem, VCores: vcores, Extra: extra}
 	return p, errors.Join(errs...)
 }
@@ -205,18 +204,17 @@ func containerVcores(cfg *conf.Config, slots int64) (int64, error) {
 }
 
 // yarnResources maps each spec with a yarn.config-key to its amount (as
-// resources.YarnResources). A spec without a key is not asked from YARN
-// (warning); a key naming memory-mb or vcores is an error.
-func yarnResources(specs []resources.Spec) (map[string]int64, []string, error) {
-	var warns []string
+// resources.YarnResources). A spec without a key is not asked from YARN;
+// a key naming memory-mb or vcores is an error.
+func yarnResources(specs []resources.Spec) (map[string]int64, error) {
 	var errs []error
 	var kept []resources.Spec
 	for _, s := range specs {
 		key := s.YarnKey
 		switch {
 		case strings.TrimSpace(key) == "":
-			warns = append(warns, fmt.Sprintf("resource %s: %s is not set; it is not asked from YARN",
-				s.Name, resources.Key(s.Name, resources.SuffixYarnKey)))
+			// Not asked from YARN; resources.Parse (SideYarn) and Lint
+			// report it.
 		case key == "memory-mb" || key == "vcores":
 			errs = append(errs, fmt.Errorf("%w: %s=%s names a built-in resource", ErrBadConfig,
 				resources.Key(s.Name, resources.SuffixYarnKey), key))
@@ -231,7 +229,7 @@ func yarnResources(specs []resources.Spec) (map[string]int64, []string, error) {
 	if len(out) == 0 {
 		out = nil
 	}
-	return out, warns, errors.Join(errs...)
+	return out, errors.Join(errs...)
 }
 
 // Heartbeats reads yarn.heartbeat.interval (whole seconds) and

@@ -91,11 +91,10 @@ func TestPlanWorkers(t *testing.T) {
 				Profile: Resource{MemoryMB: 2048, VCores: 1, Extra: map[string]int64{"yarn.io/gpu": 2, "yarn.io/fpga": 1}}},
 		},
 		{
-			name:  "resource without yarn key is a warning",
+			name:  "resource without yarn key is not asked",
 			specs: []resources.Spec{{Name: "tpu", Amount: 1}},
 			want: Plan{BaseWorkers: 1, Workers: 1, SlotsPerWorker: 1, MaxFailedContainers: 1,
 				Profile: Resource{MemoryMB: 1728, VCores: 1}},
-			warn: "resource tpu: external-resource.tpu.yarn.config-key is not set; it is not asked from YARN",
 		},
 	}
 	for _, tt := range tests {

@@ -1,0 +1,73 @@
+package submit
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/colinmarc/hdfs/v2"
+	"github.com/colinmarc/hdfs/v2/hadoopconf"
+
+	"github.com/xres/xres/conf"
+)
+
+// hdfsFS adapts a colinmarc/hdfs/v2 client to FS. The client takes no
+// context: each call checks ctx first, and a call in flight runs to its end.
+type hdfsFS struct{ c *hdfs.Client }
+
+var _ FS = hdfsFS{}
+
+// NewHDFS adapts an HDFS client to FS.
+func NewHDFS(c *hdfs.Client) FS { return hdfsFS{c: c} }
+
+func (h hdfsFS) MkdirAll(ctx context.Context, dir string, perm os.FileMode) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return h.c.MkdirAll(dir, perm)
+}
+
+func (h hdfsFS) CopyToRemote(ctx context.Context, local, remote string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return h.c.CopyToRemote(local, remote)
+}
+
+func (h hdfsFS) Stat(ctx context.Context, name string) (os.FileInfo, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return h.c.Stat(name)
+}
+
+func (h hdfsFS) RemoveAll(ctx context.Context, name string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return h.c.RemoveAll(name)
+}
+
+// DialHDFS connects to the NameNode(s) of the Hadoop configuration (fs.defaultFS
+// or dfs.namenode.rpc-address.*) as user. Kerberos is not supported yet.
+func DialHDFS(hc *conf.HadoopConfig, user string) (*hdfs.Client, error) {
+	m := hadoopconf.HadoopConf{}
+	for _, k := range hc.Keys() {
+		if v, ok := hc.Get(k); ok {
+			m[k] = v
+		}
+	}
+	opts := hdfs.ClientOptionsFromConf(m)
+	if opts.KerberosClient != nil || m["hadoop.security.authentication"] == "kerberos" {
+		return nil, fmt.Errorf("connect to HDFS: kerberos is not supported yet")
+	}
+	opts.User = user
+	if len(opts.Addresses) == 0 {
+		return nil, fmt.Errorf("connect to HDFS: no namenode address in fs.defaultFS or dfs.namenode.rpc-address (HADOOP_CONF_DIR %s)", hc.Dir())
+	}
+	c, err := hdfs.NewClient(opts)
+	if err != nil {
+		return nil, fmt.Errorf("connect to HDFS %v: %w", opts.Addresses, err)
+	}
+	return c, nil
+}

@@ -1,0 +1,93 @@
+package submit
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"strconv"
+
+	"github.com/xres/xres/yarn/am"
+)
+
+// Environment of the AM container, set by the client.
+const (
+	// EnvLocalResources carries the staged files to the AM, which gives
+	// them to every worker: base64 of the JSON map link name → resource
+	// (base64 because the NodeManager writes values inside double quotes).
+	EnvLocalResources = "XRES_LOCAL_RESOURCES"
+	// EnvStagingDir names the staging folder, for the AM's clean-up.
+	EnvStagingDir = "XRES_STAGING_DIR"
+)
+
+// EncodeResources renders resources for EnvLocalResources.
+func EncodeResources(res map[string]am.LocalResource) (string, error) {
+	data, err := json.Marshal(res)
+	if err != nil {
+		return "", fmt.Errorf("encode local resources: %w", err)
+	}
+	return base64.StdEncoding.EncodeToString(data), nil
+}
+
+// DecodeResources reads EnvLocalResources back.
+func DecodeResources(s string) (map[string]am.LocalResource, error) {
+	data, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		return nil, fmt.Errorf("decode %s: %w", EnvLocalResources, err)
+	}
+	var res map[string]am.LocalResource
+	if err := json.Unmarshal(data, &res); err != nil {
+		return nil, fmt.Errorf("decode %s: %w", EnvLocalResources, err)
+	}
+	return res, nil
+}
+
+// AMSpec is what the ApplicationMaster container is started with.
+type AMSpec struct {
+	Staged   Staged
+	ConfName string            // link name of the Flink configuration; "" for none
+	Dynamic  []string          // -D overrides, key=value, passed on to the AM and the launchers
+	Workers  int               // --workers; 0: from the configuration
+	Worker   []string          // the worker command
+	Env      map[string]string // containerized.master.env.*
+	Tokens   []byte            // HDTS credentials for the AM; nil on an insecure cluster
+}
+
+// AMLaunchContext builds the AM container's launch context:
+//
+//	./am run [--conf NAME] [-D k=v]… [--workers N] -- <worker command> 1><LOG_DIR>/stdout 2><LOG_DIR>/stderr
+//
+// with the staged files as local resources and the environment
+// (containerized.master.env.*, EnvLocalResources, EnvStagingDir).
+func AMLaunchContext(spec AMSpec) (am.LaunchContext, error) {
+	if len(spec.Worker) == 0 {
+		return am.LaunchContext{}, fmt.Errorf("build AM launch context: no worker command")
+	}
+	argv := []string{"./" + AMBinary, "run"}
+	if spec.ConfName != "" {
+		argv = append(argv, "--conf", spec.ConfName)
+	}
+	for _, d := range spec.Dynamic {
+		argv = append(argv, "-D", d)
+	}
+	if spec.Workers > 0 {
+		argv = append(argv, "--workers", strconv.Itoa(spec.Workers))
+	}
+	argv = append(append(argv, "--"), spec.Worker...)
+	enc, err := EncodeResources(spec.Staged.Resources)
+	if err != nil {
+		return am.LaunchContext{}, err
+	}
+	env := maps.Clone(spec.Env)
+	if env == nil {
+		env = map[string]string{}
+	}
+	env[EnvLocalResources] = enc
+	env[EnvStagingDir] = spec.Staged.Dir
+	return am.LaunchContext{
+		Commands:       []string{am.Command(argv)},
+		Env:            env,
+		LocalResources: maps.Clone(spec.Staged.Resources),
+		Tokens:         spec.Tokens,
+	}, nil
+}

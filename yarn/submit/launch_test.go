@@ -1,0 +1,60 @@
+package submit
+
+import (
+	"sort"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/xres/xres/yarn/am"
+)
+
+func sortStrings(s []string) { sort.Strings(s) }
+
+func TestAMLaunchContext(t *testing.T) {
+	staged := Staged{Dir: "/user/alice/.xres/app", Resources: map[string]am.LocalResource{
+		"am": {URL: am.ResourceURL{Scheme: "hdfs", Host: "nn", Port: 8020, File: "/user/alice/.xres/app/am"}, Size: 10, Timestamp: 5, Type: am.File, Visibility: am.Application},
+	}}
+	lc, err := AMLaunchContext(AMSpec{
+		Staged: staged, ConfName: "flink-conf.yaml", Dynamic: []string{"parallelism.default=4"}, Workers: 3,
+		Worker: []string{"python", "train.py", "--lr", "0.1"}, Env: map[string]string{"JAVA_HOME": "/jdk"},
+	})
+	require.NoError(t, err)
+	require.Equal(t, []string{"./am run --conf flink-conf.yaml -D parallelism.default=4 --workers 3 -- python train.py --lr 0.1 1><LOG_DIR>/stdout 2><LOG_DIR>/stderr"}, lc.Commands)
+	require.Equal(t, "/jdk", lc.Env["JAVA_HOME"])
+	require.Equal(t, "/user/alice/.xres/app", lc.Env[EnvStagingDir])
+	back, err := DecodeResources(lc.Env[EnvLocalResources])
+	require.NoError(t, err)
+	require.Equal(t, staged.Resources, back)
+	require.Equal(t, staged.Resources, lc.LocalResources)
+	require.Nil(t, lc.Tokens)
+
+	_, err = AMLaunchContext(AMSpec{Staged: staged})
+	require.ErrorContains(t, err, "no worker command")
+}
+
+func TestDecodeResourcesErrors(t *testing.T) {
+	_, err := DecodeResources("!!!")
+	require.ErrorContains(t, err, "decode XRES_LOCAL_RESOURCES")
+	_, err = DecodeResources("bm90IGpzb24=") // "not json"
+	require.ErrorContains(t, err, "decode XRES_LOCAL_RESOURCES")
+}
+
+func FuzzDecodeResources(f *testing.F) {
+	good, err := EncodeResources(map[string]am.LocalResource{"x": {Size: 1, Type: am.File}})
+	require.NoError(f, err)
+	for _, s := range []string{good, "", "!!!", "bnVsbA==", "e30="} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		res, err := DecodeResources(s)
+		if err != nil {
+			return
+		}
+		again, err := EncodeResources(res)
+		require.NoError(t, err)
+		back, err := DecodeResources(again)
+		require.NoError(t, err)
+		require.Equal(t, res, back)
+	})
+}

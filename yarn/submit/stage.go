@@ -1,0 +1,185 @@
+package submit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"path"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/xres/xres/yarn/am"
+)
+
+// Link names of the files every xres application ships.
+const (
+	AMBinary       = "am"
+	LauncherBinary = "container-launcher"
+)
+
+// ErrBadFile is wrapped by errors about the files to stage.
+var ErrBadFile = errors.New("invalid file to stage")
+
+// FS is what staging needs from a Hadoop file system: the few
+// colinmarc/hdfs/v2 Client methods, with a context (the adapter checks it
+// between calls, as the hdfs client takes none).
+type FS interface {
+	MkdirAll(ctx context.Context, dir string, perm os.FileMode) error
+	CopyToRemote(ctx context.Context, local, remote string) error
+	Stat(ctx context.Context, name string) (os.FileInfo, error)
+	RemoveAll(ctx context.Context, name string) error
+}
+
+// File is one local file to ship: it appears as Name in every container's
+// working directory.
+type File struct {
+	Local string
+	Name  string
+	Type  am.LocalResourceType // am.File (default) or am.Archive (unpacked)
+}
+
+// Files lists what an application ships: the am and container-launcher
+// binaries, the Flink configuration (under its own base name, so its
+// format is kept: flink-conf.yaml or config.yaml) and the user's files.
+// A user file is "path" or "path#name" (Hadoop's -files syntax); .tar.gz,
+// .tgz, .tar and .zip files are unpacked (ARCHIVE). Names must be unique.
+func Files(amPath, launcherPath, confPath string, userFiles []string) ([]File, error) {
+	files := []File{
+		{Local: amPath, Name: AMBinary, Type: am.File},
+		{Local: launcherPath, Name: LauncherBinary, Type: am.File},
+	}
+	if confPath != "" {
+		files = append(files, File{Local: confPath, Name: filepath.Base(confPath), Type: am.File})
+	}
+	for _, spec := range userFiles {
+		local, name, hasName := strings.Cut(spec, "#")
+		if !hasName {
+			name = filepath.Base(local)
+		}
+		if local == "" || name == "" || name == "." || name == ".." || strings.Contains(name, "/") {
+			return nil, fmt.Errorf("%w: --files %q: want PATH or PATH#NAME with a plain NAME", ErrBadFile, spec)
+		}
+		typ := am.File
+		for _, ext := range []string{".tar.gz", ".tgz", ".tar", ".zip"} {
+			if strings.HasSuffix(local, ext) {
+				typ = am.Archive
+			}
+		}
+		files = append(files, File{Local: local, Name: name, Type: typ})
+	}
+	seen := map[string]string{}
+	for _, f := range files {
+		if prev, dup := seen[f.Name]; dup {
+			return nil, fmt.Errorf("%w: %s and %s would both be %q in the container; rename one with PATH#NAME", ErrBadFile, prev, f.Local, f.Name)
+		}
+		seen[f.Name] = f.Local
+	}
+	return files, nil
+}
+
+// StagingDir is the application's staging folder: /user/<user>/.xres/<appId>.
+func StagingDir(user, appID string) string {
+	return path.Join("/user", user, ".xres", appID)
+}
+
+// Staged is the outcome of Stage: the folder and one local resource per
+// file, keyed by link name.
+type Staged struct {
+	Dir       string
+	Resources map[string]am.LocalResource
+}
+
+// Stager copies files into a staging folder on a Hadoop file system.
+type Stager struct {
+	FS FS
+	// DefaultFS is fs.defaultFS, e.g. hdfs://namenode:8020: the scheme and
+	// authority of every resource URL.
+	DefaultFS string
+	Log       logrus.FieldLogger
+}
+
+// Stage creates dir, copies every file into it and stats each copy for the
+// exact size and modification time the NodeManager checks. Local files are
+// checked first, so a missing one fails before anything is copied. On any
+// failure the folder is removed again.
+func (s Stager) Stage(ctx context.Context, dir string, files []File) (Staged, error) {
+	base, err := parseDefaultFS(s.DefaultFS)
+	if err != nil {
+		return Staged{}, err
+	}
+	for _, f := range files {
+		st, err := os.Stat(f.Local)
+		if err != nil {
+			return Staged{}, fmt.Errorf("stage %s: %w: %w", f.Local, ErrBadFile, err)
+		}
+		if st.IsDir() {
+			return Staged{}, fmt.Errorf("stage %s: %w: is a directory (pack it as .tar.gz or .zip)", f.Local, ErrBadFile)
+		}
+	}
+	log := s.Log
+	if log == nil {
+		l := logrus.New()
+		l.SetOutput(io.Discard)
+		log = l
+	}
+	out := Staged{Dir: dir, Resources: map[string]am.LocalResource{}}
+	fail := func(err error) (Staged, error) {
+		if cerr := s.FS.RemoveAll(context.WithoutCancel(ctx), dir); cerr != nil {
+			return Staged{}, errors.Join(err, fmt.Errorf("remove staging folder %s: %w", dir, cerr))
+		}
+		return Staged{}, err
+	}
+	if err := s.FS.MkdirAll(ctx, dir, 0o700); err != nil {
+		return fail(fmt.Errorf("create staging folder %s: %w", dir, err))
+	}
+	for _, f := range files {
+		remote := path.Join(dir, f.Name)
+		if err := s.FS.CopyToRemote(ctx, f.Local, remote); err != nil {
+			return fail(fmt.Errorf("copy %s to %s: %w", f.Local, remote, err))
+		}
+		st, err := s.FS.Stat(ctx, remote)
+		if err != nil {
+			return fail(fmt.Errorf("stat %s: %w", remote, err))
+		}
+		u := base
+		u.File = remote
+		typ := f.Type
+		if typ == 0 {
+			typ = am.File
+		}
+		out.Resources[f.Name] = am.LocalResource{URL: u, Size: st.Size(), Timestamp: st.ModTime().UnixMilli(),
+			Type: typ, Visibility: am.Application}
+		log.WithFields(logrus.Fields{"file": f.Local, "remote": remote, "size": st.Size()}).Debug("staged")
+	}
+	return out, nil
+}
+
+// Cleanup removes the staging folder (gone already is fine).
+func (s Stager) Cleanup(ctx context.Context, dir string) error {
+	if err := s.FS.RemoveAll(ctx, dir); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("remove staging folder %s: %w", dir, err)
+	}
+	return nil
+}
+
+func parseDefaultFS(s string) (am.ResourceURL, error) {
+	u, err := url.Parse(strings.TrimSpace(s))
+	if err != nil || u.Scheme == "" || u.Host == "" {
+		return am.ResourceURL{}, fmt.Errorf("fs.defaultFS %q: want scheme://host[:port], e.g. hdfs://namenode:8020", s)
+	}
+	out := am.ResourceURL{Scheme: u.Scheme, Host: u.Hostname()}
+	if p := u.Port(); p != "" {
+		n, err := strconv.ParseInt(p, 10, 32)
+		if err != nil {
+			return am.ResourceURL{}, fmt.Errorf("fs.defaultFS %q: bad port", s)
+		}
+		out.Port = int32(n)
+	}
+	return out, nil
+}

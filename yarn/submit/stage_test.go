@@ -1,0 +1,206 @@
+package submit
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/xres/xres/yarn/am"
+)
+
+// memFS is an in-memory FS: files hold their content; copyErr and statErr
+// fail chosen remote paths.
+type memFS struct {
+	mu      sync.Mutex
+	dirs    map[string]bool
+	files   map[string][]byte
+	mtime   time.Time
+	copyErr map[string]error
+	removed []string
+}
+
+func newMemFS() *memFS {
+	return &memFS{dirs: map[string]bool{}, files: map[string][]byte{}, mtime: time.UnixMilli(1700000000123)}
+}
+
+func (m *memFS) MkdirAll(ctx context.Context, dir string, perm os.FileMode) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.dirs[dir] = true
+	return nil
+}
+
+func (m *memFS) CopyToRemote(ctx context.Context, local, remote string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.copyErr[remote]; err != nil {
+		return err
+	}
+	if !m.dirs[path.Dir(remote)] {
+		return &fs.PathError{Op: "create", Path: remote, Err: fs.ErrNotExist}
+	}
+	data, err := os.ReadFile(local)
+	if err != nil {
+		return err
+	}
+	m.files[remote] = data
+	return nil
+}
+
+type memInfo struct {
+	name  string
+	size  int64
+	mtime time.Time
+}
+
+func (i memInfo) Name() string       { return i.name }
+func (i memInfo) Size() int64        { return i.size }
+func (i memInfo) Mode() fs.FileMode  { return 0o644 }
+func (i memInfo) ModTime() time.Time { return i.mtime }
+func (i memInfo) IsDir() bool        { return false }
+func (i memInfo) Sys() any           { return nil }
+
+func (m *memFS) Stat(ctx context.Context, name string) (os.FileInfo, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	data, ok := m.files[name]
+	if !ok {
+		return nil, &fs.PathError{Op: "stat", Path: name, Err: fs.ErrNotExist}
+	}
+	return memInfo{name: path.Base(name), size: int64(len(data)), mtime: m.mtime}, nil
+}
+
+func (m *memFS) RemoveAll(ctx context.Context, name string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.removed = append(m.removed, name)
+	for f := range m.files {
+		if strings.HasPrefix(f, name+"/") {
+			delete(m.files, f)
+		}
+	}
+	delete(m.dirs, name)
+	return nil
+}
+
+func localFiles(t *testing.T) (amBin, launcher, confFile, data string) {
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, []byte(content), 0o755))
+		return p
+	}
+	return write("am", "AM-BINARY"), write("container-launcher", "LAUNCHER"), write("flink-conf.yaml", "parallelism.default: 2\n"), write("data.csv", "a,b\n1,2\n")
+}
+
+func TestStage(t *testing.T) {
+	amBin, launcher, confFile, data := localFiles(t)
+	files, err := Files(amBin, launcher, confFile, []string{data, data + "#input.csv"})
+	require.NoError(t, err)
+	mfs := newMemFS()
+	s := Stager{FS: mfs, DefaultFS: "hdfs://namenode:8020"}
+	dir := StagingDir("alice", "application_1_0002")
+	require.Equal(t, "/user/alice/.xres/application_1_0002", dir)
+
+	staged, err := s.Stage(context.Background(), dir, files)
+	require.NoError(t, err)
+	require.Equal(t, dir, staged.Dir)
+	require.Equal(t, am.LocalResource{
+		URL:  am.ResourceURL{Scheme: "hdfs", Host: "namenode", Port: 8020, File: dir + "/am"},
+		Size: int64(len("AM-BINARY")), Timestamp: 1700000000123, Type: am.File, Visibility: am.Application,
+	}, staged.Resources["am"])
+	require.Equal(t, []string{"am", "container-launcher", "data.csv", "flink-conf.yaml", "input.csv"}, sortedNames(staged.Resources))
+	require.Equal(t, int64(8), staged.Resources["input.csv"].Size)
+	require.Equal(t, "parallelism.default: 2\n", string(mfs.files[dir+"/flink-conf.yaml"]))
+
+	require.NoError(t, s.Cleanup(context.Background(), dir))
+	require.Empty(t, mfs.files)
+}
+
+func TestStageFailureCleansUp(t *testing.T) {
+	amBin, launcher, confFile, _ := localFiles(t)
+	files, err := Files(amBin, launcher, confFile, nil)
+	require.NoError(t, err)
+	dir := StagingDir("alice", "application_1_0003")
+
+	t.Run("copy fails", func(t *testing.T) {
+		mfs := newMemFS()
+		mfs.copyErr = map[string]error{dir + "/container-launcher": errors.New("no datanode available")}
+		_, err := Stager{FS: mfs, DefaultFS: "hdfs://nn:8020"}.Stage(context.Background(), dir, files)
+		require.ErrorContains(t, err, "copy "+launcher+" to "+dir+"/container-launcher: no datanode available")
+		require.Equal(t, []string{dir}, mfs.removed)
+		require.Empty(t, mfs.files)
+	})
+	t.Run("missing local file fails before copying", func(t *testing.T) {
+		mfs := newMemFS()
+		bad := append(files, File{Local: filepath.Join(t.TempDir(), "nope.py"), Name: "nope.py"})
+		_, err := Stager{FS: mfs, DefaultFS: "hdfs://nn:8020"}.Stage(context.Background(), dir, bad)
+		require.ErrorIs(t, err, ErrBadFile)
+		require.ErrorContains(t, err, "nope.py")
+		require.Empty(t, mfs.dirs)
+	})
+	t.Run("directory refused", func(t *testing.T) {
+		_, err := Stager{FS: newMemFS(), DefaultFS: "hdfs://nn:8020"}.Stage(context.Background(), dir, []File{{Local: t.TempDir(), Name: "d"}})
+		require.ErrorContains(t, err, "is a directory")
+	})
+	t.Run("bad defaultFS", func(t *testing.T) {
+		_, err := Stager{FS: newMemFS(), DefaultFS: "namenode"}.Stage(context.Background(), dir, files)
+		require.ErrorContains(t, err, `fs.defaultFS "namenode": want scheme://host[:port]`)
+	})
+}
+
+func TestFiles(t *testing.T) {
+	tests := []struct {
+		name  string
+		user  []string
+		names []string
+		types []am.LocalResourceType
+		err   string
+	}{
+		{name: "no user files", names: []string{"am", "container-launcher", "flink-conf.yaml"}, types: []am.LocalResourceType{am.File, am.File, am.File}},
+		{name: "alias and archive", user: []string{"/x/train.py", "/x/env.tar.gz#venv"},
+			names: []string{"am", "container-launcher", "flink-conf.yaml", "train.py", "venv"},
+			types: []am.LocalResourceType{am.File, am.File, am.File, am.File, am.Archive}},
+		{name: "clash with a reserved name", user: []string{"/x/am"}, err: `would both be "am"`},
+		{name: "clash between user files", user: []string{"/a/x.py", "/b/x.py"}, err: `/a/x.py and /b/x.py would both be "x.py"`},
+		{name: "slash in alias", user: []string{"/a/x.py#dir/x.py"}, err: "want PATH or PATH#NAME with a plain NAME"},
+		{name: "empty alias", user: []string{"/a/x.py#"}, err: "want PATH or PATH#NAME"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			files, err := Files("/bin/am", "/bin/container-launcher", "/etc/flink/flink-conf.yaml", tt.user)
+			if tt.err != "" {
+				require.ErrorIs(t, err, ErrBadFile)
+				require.ErrorContains(t, err, tt.err)
+				return
+			}
+			require.NoError(t, err)
+			var names []string
+			var types []am.LocalResourceType
+			for _, f := range files {
+				names = append(names, f.Name)
+				types = append(types, f.Type)
+			}
+			require.Equal(t, tt.names, names)
+			require.Equal(t, tt.types, types)
+		})
+	}
+}
+
+func sortedNames(m map[string]am.LocalResource) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	sortStrings(out)
+	return out
+}
