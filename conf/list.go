@@ -3,14 +3,13 @@ package conf
 import (
 	"fmt"
 	"strings"
-	"unicode"
 )
 
 // SplitList splits a list value on ';' with the rules of Flink's
 // StructuredOptionsSplitter (1.11+), which reads external-resources:
 //
-//   - whitespace before an element is skipped and unquoted elements are
-//     trimmed: "gpu ; fpga" → [gpu fpga];
+//   - blanks (bytes up to ' ') before an element are skipped and unquoted
+//     elements trimmed: "gpu ; fpga" → [gpu fpga];
 //   - an element may be quoted with ' or " (the quote doubled inside stands
 //     for itself): "'a;b';c" → [a;b c];
 //   - an empty element appears only between two consecutive ';': "a;;b" →
@@ -52,7 +51,7 @@ func SplitList(s string) ([]string, error) {
 			}
 			toks = append(toks, token{text: b.String()})
 			i = j
-		case c <= ' ' || unicode.IsSpace(rune(c)):
+		case c <= ' ':
 			i++
 		default:
 			j := i
@@ -62,7 +61,7 @@ func SplitList(s string) ([]string, error) {
 				}
 				j++
 			}
-			toks = append(toks, token{text: strings.TrimSpace(s[i:j])})
+			toks = append(toks, token{text: trimBlanks(s[i:j])})
 			i = j
 		}
 	}
@@ -99,8 +98,14 @@ func JoinList(elems []string) string {
 // quoteElem quotes s with single quotes, as Flink escapes list and map
 // elements, when it holds one of delims, a quote, or would lose blanks.
 func quoteElem(s, delims string) string {
-	if s != "" && !strings.ContainsAny(s, delims+"'\"") && strings.TrimSpace(s) == s {
+	if s != "" && !strings.ContainsAny(s, delims+"'\"") && trimBlanks(s) == s {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", "''") + "'"
+}
+
+// trimBlanks trims bytes up to ' ' (control characters and space) from
+// both ends, as Java's String.trim that Flink uses.
+func trimBlanks(s string) string {
+	return strings.TrimFunc(s, func(r rune) bool { return r <= ' ' })
 }
