@@ -1,0 +1,374 @@
+package gpu
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/xres/xres/driver"
+	"github.com/xres/xres/driver/drivertest"
+	"github.com/xres/xres/resources"
+)
+
+// writeScript writes an executable shell script into dir.
+func writeScript(t *testing.T, dir, name, body string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	require.NoError(t, os.WriteFile(p, []byte("#!/bin/sh\n"+body), 0o755))
+	return p
+}
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func indices(infos []resources.Info) []string {
+	out := make([]string, len(infos))
+	for i, in := range infos {
+		out[i], _ = in.Property("index")
+	}
+	return out
+}
+
+// unavailableNVML stands for a host without the NVIDIA library.
+var unavailableNVML = drivertest.New(drivertest.FailWith(fmt.Errorf("%w: test host", ErrNVMLUnavailable)))
+
+// fakeEnv is the environment of a host whose nvidia-smi is the fake one.
+func fakeEnv(t *testing.T, extra map[string]string) func(string) string {
+	t.Helper()
+	fakebin, err := filepath.Abs(filepath.Join("testdata", "fakebin"))
+	require.NoError(t, err)
+	return func(k string) string {
+		if v, ok := extra[k]; ok {
+			return v
+		}
+		if k == "PATH" {
+			return fakebin + ":" + os.Getenv("PATH")
+		}
+		return os.Getenv(k)
+	}
+}
+
+func TestScriptMode(t *testing.T) {
+	dir := t.TempDir()
+	tests := []struct {
+		name   string
+		body   string
+		args   string
+		amount int64
+		want   []string
+		errIs  error
+		errHas []string
+	}{
+		{name: "flink protocol: amount first, args after, no null",
+			body: `[ "$#" = 3 ] && [ "$1" = 2 ] && [ "$2" = --a ] && [ "$3" = b ] || { echo "args: $*"; exit 3; }
+echo "0, 1"`,
+			args: "  --a\tb ", amount: 2, want: []string{"0", "1"}},
+		{name: "no args: no literal null",
+			body: `[ "$#" = 1 ] || { echo "args: $*"; exit 3; }; echo 5`, amount: 1, want: []string{"5"}},
+		{name: "more than requested is passed on, like Flink",
+			body: "echo 0,1,2", amount: 2, want: []string{"0", "1", "2"}},
+		{name: "non-zero exit names code, stdout and stderr",
+			body: `echo "Could not get enough GPU resources."; echo "nvidia-smi: not found" >&2; exit 7`, amount: 1,
+			errIs: ErrScriptFailed, errHas: []string{"exit code 7", "Could not get enough GPU resources.", "nvidia-smi: not found"}},
+		{name: "too few indices",
+			body: "echo 0", amount: 2, errIs: driver.ErrNotEnoughDevices, errHas: []string{"2 requested, it printed 1"}},
+		{name: "empty output",
+			body: "exit 0", amount: 1, errIs: driver.ErrNotEnoughDevices},
+		{name: "garbage",
+			body: `printf '\001\002 zz\n'`, amount: 1, errIs: ErrScriptOutput},
+		{name: "killed by a signal",
+			body: "kill -9 $$", amount: 1, errIs: ErrScriptFailed, errHas: []string{"killed by a signal"}},
+	}
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			path := writeScript(t, dir, "s"+strconv.Itoa(i)+".sh", tc.body)
+			d, err := New(driver.Options{Resource: "gpu", Params: map[string]string{
+				ParamScriptPath: path, ParamScriptArgs: tc.args,
+			}})
+			require.NoError(t, err)
+			infos, err := d.Discover(ctxT(t), tc.amount)
+			if tc.errIs != nil {
+				require.ErrorIs(t, err, tc.errIs)
+				require.Contains(t, err.Error(), path, "the error names the script")
+				for _, s := range tc.errHas {
+					require.Contains(t, err.Error(), s)
+				}
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tc.want, indices(infos))
+			for _, in := range infos {
+				require.Equal(t, []string{"index"}, in.Keys(), "script mode reports only the index")
+			}
+		})
+	}
+}
+
+func TestScriptConfigErrors(t *testing.T) {
+	dir := t.TempDir()
+	noExec := filepath.Join(dir, "noexec.sh")
+	require.NoError(t, os.WriteFile(noExec, []byte("#!/bin/sh\necho 0\n"), 0o644))
+	tests := []struct {
+		name   string
+		params map[string]string
+		errIs  error
+		has    string
+	}{
+		{"missing", map[string]string{ParamScriptPath: filepath.Join(dir, "nope.sh")}, ErrScriptNotFound, "external-resource.gpu.param.discovery-script.path"},
+		{"not executable", map[string]string{ParamScriptPath: noExec}, ErrScriptNotExecutable, "chmod +x"},
+		{"directory", map[string]string{ParamScriptPath: dir}, ErrScriptNotExecutable, "not a regular file"},
+		{"bad timeout", map[string]string{ParamScriptTimeout: "soon"}, ErrInvalidParam, "external-resource.gpu.param.discovery-script.timeout"},
+		{"zero timeout", map[string]string{ParamScriptTimeout: "0 s"}, ErrInvalidParam, "must be positive"},
+		{"bad coordination flag", map[string]string{ParamCoordEnabled: "yes please"}, ErrInvalidParam, "coordination.enabled"},
+		{"bad source", map[string]string{ParamSource: "opencl"}, ErrInvalidParam, "discovery.source"},
+		{"coordination file without value", map[string]string{ParamScriptArgs: "--coordination-file"}, ErrInvalidParam, "needs a file"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := New(driver.Options{Resource: "gpu", Params: tc.params})
+			require.ErrorIs(t, err, tc.errIs)
+			require.Contains(t, err.Error(), tc.has)
+		})
+	}
+}
+
+func TestScriptRelativePath(t *testing.T) {
+	home := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(home, "plugins", "gpu"), 0o755))
+	writeScript(t, filepath.Join(home, "plugins", "gpu"), "d.sh", "echo 3\n")
+	d, err := New(driver.Options{Resource: "gpu",
+		Params: map[string]string{ParamScriptPath: "plugins/gpu/d.sh"},
+		Getenv: func(k string) string {
+			if k == "FLINK_HOME" {
+				return home
+			}
+			return ""
+		}})
+	require.NoError(t, err)
+	infos, err := d.Discover(ctxT(t), 1)
+	require.NoError(t, err)
+	require.Equal(t, []string{"3"}, indices(infos))
+}
+
+func TestScriptTimeoutKillsProcessGroup(t *testing.T) {
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "child.pid")
+	path := writeScript(t, dir, "hang.sh", fmt.Sprintf("sleep 60 &\necho $! > %s\nwait\n", pidFile))
+	d, err := New(driver.Options{Resource: "gpu", Params: map[string]string{
+		ParamScriptPath: path, ParamScriptTimeout: "300 ms"}})
+	require.NoError(t, err)
+	start := time.Now()
+	_, err = d.Discover(ctxT(t), 1)
+	require.ErrorIs(t, err, ErrScriptTimeout)
+	require.Contains(t, err.Error(), path)
+	require.Contains(t, err.Error(), "300ms")
+	require.Less(t, time.Since(start), 5*time.Second, "returns soon after the timeout, although a child holds the pipes")
+
+	b, err := os.ReadFile(pidFile)
+	require.NoError(t, err)
+	child, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", child))
+		if err != nil {
+			return true // gone
+		}
+		f := strings.Fields(string(st[strings.LastIndexByte(string(st), ')')+1:]))
+		return len(f) > 0 && f[0] == "Z"
+	}, 5*time.Second, 20*time.Millisecond, "the script's child was killed with it")
+	_ = syscall.Kill(child, syscall.SIGKILL)
+}
+
+// A script that writes far more than a pipe buffer to both streams must
+// not deadlock.
+func TestScriptLargeOutput(t *testing.T) {
+	dir := t.TempDir()
+	path := writeScript(t, dir, "loud.sh", `echo 0,1
+i=0; while [ $i -lt 2000 ]; do echo "noise line $i ......................................................................"; echo "err $i ........................................................................" >&2; i=$((i+1)); done
+`)
+	d, err := New(driver.Options{Resource: "gpu", Params: map[string]string{ParamScriptPath: path}})
+	require.NoError(t, err)
+	infos, err := d.Discover(ctxT(t), 2)
+	require.NoError(t, err)
+	require.Equal(t, []string{"0", "1"}, indices(infos))
+}
+
+// Our own script with Flink's calling convention and coordination flags,
+// against the fake nvidia-smi: what Flink's nvidia-gpu-discovery.sh needs.
+func TestFlinkStyleScriptWithCoordination(t *testing.T) {
+	script, err := filepath.Abs(filepath.Join("testdata", "scripts", "flink-style-discovery.sh"))
+	require.NoError(t, err)
+	fakebin, err := filepath.Abs(filepath.Join("testdata", "fakebin"))
+	require.NoError(t, err)
+	t.Setenv("PATH", fakebin+":"+os.Getenv("PATH"))
+	t.Setenv("XRES_FAKE_GPUS", "4")
+	file := filepath.Join(t.TempDir(), "flink-coordination")
+
+	newDriver := func(args string) driver.Driver {
+		d, err := New(driver.Options{Resource: "gpu", Params: map[string]string{
+			ParamScriptPath: script, ParamScriptArgs: args}})
+		require.NoError(t, err)
+		return d
+	}
+	plain := newDriver("")
+	for i := 0; i < 2; i++ {
+		infos, err := plain.Discover(ctxT(t), 2)
+		require.NoError(t, err)
+		require.Equal(t, []string{"0", "1"}, indices(infos), "without coordination every caller gets the first GPUs")
+	}
+	coordinated := newDriver("--enable-coordination-mode --coordination-file " + file)
+	infos, err := coordinated.Discover(ctxT(t), 2)
+	require.NoError(t, err)
+	require.Equal(t, []string{"0", "1"}, indices(infos))
+	infos, err = coordinated.Discover(ctxT(t), 2)
+	require.NoError(t, err)
+	require.Equal(t, []string{"2", "3"}, indices(infos), "this process still holds 0 and 1")
+	_, err = coordinated.Discover(ctxT(t), 1)
+	require.ErrorIs(t, err, ErrScriptFailed)
+	require.Contains(t, err.Error(), "Could not get enough GPU resources.")
+}
+
+func TestFlinkDefaultScriptMissingFallsBackToBuiltin(t *testing.T) {
+	t.Setenv("XRES_FAKE_GPUS", "2")
+	state := filepath.Join(t.TempDir(), "state")
+	d, err := newDriver(driver.Options{Resource: "gpu",
+		Params: map[string]string{ParamScriptPath: FlinkDefaultScript, ParamCoordFile: state},
+		Getenv: fakeEnv(t, map[string]string{"FLINK_HOME": t.TempDir()}),
+	}, deps{nvml: unavailableNVML})
+	require.NoError(t, err)
+	require.IsType(t, &driver.Coordinated{}, d)
+	infos, err := d.Discover(ctxT(t), 1)
+	require.NoError(t, err)
+	require.Equal(t, []string{"0"}, indices(infos))
+	require.NoError(t, d.(driver.Releaser).Release(ctxT(t)))
+}
+
+func TestBuiltinWithFakeNvidiaSMI(t *testing.T) {
+	t.Setenv("XRES_FAKE_GPUS", "3")
+	state := filepath.Join(t.TempDir(), "state")
+	build := func(params map[string]string, dry bool) driver.Driver {
+		d, err := newDriver(driver.Options{Resource: "gpu", Params: params, Getenv: fakeEnv(t, nil), DryRun: dry},
+			deps{nvml: unavailableNVML})
+		require.NoError(t, err)
+		return d
+	}
+	a := build(map[string]string{ParamCoordFile: state}, false)
+	infos, err := a.Discover(ctxT(t), 2)
+	require.NoError(t, err)
+	require.Equal(t, resources.Properties{
+		"index": "0", "uuid": "GPU-00000000-0000-4000-8000-000000000000", "name": "NVIDIA Fake GPU 80GB",
+		"memory.total": "81920", "pci.bus-id": "00000000:10:00.0",
+	}, infos[0])
+	require.Equal(t, []string{"0", "1"}, indices(infos))
+
+	// Flink's --coordination-file names the same state file.
+	b := build(map[string]string{ParamScriptArgs: "--enable-coordination-mode --coordination-file " + state}, false)
+	infos, err = b.Discover(ctxT(t), 1)
+	require.NoError(t, err)
+	require.Equal(t, []string{"2"}, indices(infos))
+
+	probe := build(map[string]string{ParamCoordFile: state}, true)
+	_, err = probe.Discover(ctxT(t), 1)
+	require.ErrorIs(t, err, driver.ErrNotEnoughDevices)
+	require.Contains(t, err.Error(), "held by pid")
+
+	off := build(map[string]string{ParamCoordFile: state, ParamCoordEnabled: "false"}, false)
+	infos, err = off.Discover(ctxT(t), 2)
+	require.NoError(t, err)
+	require.Equal(t, []string{"0", "1"}, indices(infos), "coordination off: the first devices, like Flink")
+
+	forcedOn := build(map[string]string{ParamCoordFile: state, ParamCoordEnabled: "false", ParamScriptArgs: "--enable-coordination-mode"}, false)
+	_, err = forcedOn.Discover(ctxT(t), 1)
+	require.ErrorIs(t, err, driver.ErrNotEnoughDevices, "Flink's flag switches coordination back on")
+
+	require.NoError(t, a.(driver.Releaser).Release(ctxT(t)))
+	infos, err = probe.Discover(ctxT(t), 2)
+	require.NoError(t, err)
+	require.Equal(t, []string{"0", "1"}, indices(infos), "released devices are free again")
+	require.NoError(t, b.(driver.Releaser).Release(ctxT(t)))
+
+	_, err = a.Discover(ctxT(t), 4)
+	require.ErrorIs(t, err, driver.ErrNotEnoughDevices)
+	require.Contains(t, err.Error(), "4 requested but the host has 3")
+}
+
+func TestBuiltinSources(t *testing.T) {
+	emptyDir := t.TempDir()
+	tests := []struct {
+		name   string
+		nvml   driver.Enumerator
+		params map[string]string
+		env    map[string]string
+		setenv map[string]string
+		want   int
+		errIs  error
+		errHas string
+	}{
+		{name: "nvml preferred", nvml: drivertest.New(drivertest.Devices(drivertest.GPUs(5)...)), want: 5},
+		{name: "nvml unavailable: nvidia-smi", nvml: unavailableNVML, setenv: map[string]string{"XRES_FAKE_GPUS": "8"}, want: 8},
+		{name: "source forced to nvidia-smi", nvml: drivertest.New(drivertest.Devices(drivertest.GPUs(5)...)),
+			params: map[string]string{ParamSource: "nvidia-smi"}, setenv: map[string]string{"XRES_FAKE_GPUS": "1"}, want: 1},
+		{name: "nvml broken after init: no fallback", nvml: drivertest.New(drivertest.FailWith(fmt.Errorf("nvml device 0: unknown error"))),
+			errHas: "nvml device 0"},
+		{name: "neither", nvml: unavailableNVML, env: map[string]string{"PATH": emptyDir}, errIs: ErrNoGPUSource, errHas: "nvidia-smi not found on PATH"},
+		{name: "source nvml only", nvml: unavailableNVML, params: map[string]string{ParamSource: "nvml"}, errIs: ErrNVMLUnavailable},
+		{name: "nvidia-smi reports no devices", nvml: unavailableNVML, setenv: map[string]string{"XRES_FAKE_GPUS": "0"},
+			errIs: driver.ErrNotEnoughDevices, errHas: "the host has 0"},
+		{name: "nvidia-smi driver failure", nvml: unavailableNVML, setenv: map[string]string{
+			"XRES_FAKE_NVIDIA_SMI_FIXTURE": "testdata/smi/failed-driver.txt", "XRES_FAKE_NVIDIA_SMI_EXIT": "9"},
+			errIs: ErrNvidiaSMI, errHas: "exit code 9: NVIDIA-SMI has failed"},
+		{name: "nvidia-smi version mismatch with exit 0", nvml: unavailableNVML, setenv: map[string]string{
+			"XRES_FAKE_NVIDIA_SMI_FIXTURE": "testdata/smi/version-mismatch.txt"},
+			errIs: ErrNvidiaSMI, errHas: "Driver/library version mismatch"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			for k, v := range tc.setenv {
+				t.Setenv(k, v)
+			}
+			params := map[string]string{ParamCoordEnabled: "false"}
+			for k, v := range tc.params {
+				params[k] = v
+			}
+			d, err := newDriver(driver.Options{Resource: "gpu", Params: params, Getenv: fakeEnv(t, tc.env)}, deps{nvml: tc.nvml})
+			require.NoError(t, err)
+			infos, err := d.Discover(ctxT(t), 1)
+			if tc.errIs != nil || tc.errHas != "" {
+				require.Error(t, err)
+				if tc.errIs != nil {
+					require.ErrorIs(t, err, tc.errIs)
+				}
+				require.Contains(t, err.Error(), tc.errHas)
+				return
+			}
+			require.NoError(t, err)
+			require.Len(t, infos, 1)
+			all, err := d.(*driver.Coordinated).Discover(ctxT(t), int64(tc.want))
+			require.NoError(t, err)
+			require.Len(t, all, tc.want)
+		})
+	}
+}
+
+func TestUnwritableCoordinationDir(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "a-file")
+	require.NoError(t, os.WriteFile(file, nil, 0o644))
+	t.Setenv("XRES_FAKE_GPUS", "1")
+	d, err := newDriver(driver.Options{Resource: "gpu", Params: map[string]string{ParamCoordFile: filepath.Join(file, "state")}, Getenv: fakeEnv(t, nil)},
+		deps{nvml: unavailableNVML})
+	require.NoError(t, err)
+	_, err = d.Discover(ctxT(t), 1)
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "create coordination directory "+file)
+}

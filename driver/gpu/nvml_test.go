@@ -1,0 +1,137 @@
+//go:build cgo && linux
+
+package gpu
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
+	"github.com/stretchr/testify/require"
+
+	"github.com/xres/xres/driver"
+	"github.com/xres/xres/resources"
+)
+
+func busID(s string) [32]int8 {
+	var b [32]int8
+	for i := 0; i < len(s) && i < 31; i++ {
+		b[i] = int8(s[i])
+	}
+	return b
+}
+
+// fakeH100 is an NVML device as an 80 GB H100 reports itself.
+func fakeH100(i int) *mock.Device {
+	return &mock.Device{
+		GetUUIDFunc: func() (string, nvml.Return) { return fmt.Sprintf("GPU-h100-%d", i), nvml.SUCCESS },
+		GetNameFunc: func() (string, nvml.Return) { return "NVIDIA H100 80GB HBM3", nvml.SUCCESS },
+		GetMemoryInfoFunc: func() (nvml.Memory, nvml.Return) {
+			return nvml.Memory{Total: 81559 << 20}, nvml.SUCCESS
+		},
+		GetPciInfoFunc: func() (nvml.PciInfo, nvml.Return) {
+			return nvml.PciInfo{BusId: busID(fmt.Sprintf("00000000:%02X:00.0", 0x18+i))}, nvml.SUCCESS
+		},
+	}
+}
+
+// fakeNVML is a library with the given devices; ret overrides Init's result.
+func fakeNVML(init nvml.Return, devices ...nvml.Device) (*mock.Interface, *int) {
+	shutdowns := 0
+	return &mock.Interface{
+		InitFunc:           func() nvml.Return { return init },
+		ShutdownFunc:       func() nvml.Return { shutdowns++; return nvml.SUCCESS },
+		DeviceGetCountFunc: func() (int, nvml.Return) { return len(devices), nvml.SUCCESS },
+		DeviceGetHandleByIndexFunc: func(i int) (nvml.Device, nvml.Return) {
+			if i < 0 || i >= len(devices) {
+				return nil, nvml.ERROR_INVALID_ARGUMENT
+			}
+			return devices[i], nvml.SUCCESS
+		},
+	}, &shutdowns
+}
+
+func TestNVMLEnumerate(t *testing.T) {
+	lib, shutdowns := fakeNVML(nvml.SUCCESS, fakeH100(0), fakeH100(1))
+	devs, err := (&nvmlEnumerator{lib: lib}).Enumerate(ctxT(t))
+	require.NoError(t, err)
+	require.Equal(t, []driver.Device{
+		{Key: "GPU-h100-0", Info: resources.Properties{"index": "0", "uuid": "GPU-h100-0", "name": "NVIDIA H100 80GB HBM3", "memory.total": "81559", "pci.bus-id": "00000000:18:00.0"}},
+		{Key: "GPU-h100-1", Info: resources.Properties{"index": "1", "uuid": "GPU-h100-1", "name": "NVIDIA H100 80GB HBM3", "memory.total": "81559", "pci.bus-id": "00000000:19:00.0"}},
+	}, devs)
+	require.Equal(t, 1, *shutdowns, "NVML is shut down after use")
+}
+
+func TestNVMLFailures(t *testing.T) {
+	noUUID := fakeH100(0)
+	noUUID.GetUUIDFunc = func() (string, nvml.Return) { return "", nvml.ERROR_GPU_IS_LOST }
+	noExtras := fakeH100(0)
+	noExtras.GetNameFunc = func() (string, nvml.Return) { return "", nvml.ERROR_NOT_SUPPORTED }
+	noExtras.GetMemoryInfoFunc = func() (nvml.Memory, nvml.Return) { return nvml.Memory{}, nvml.ERROR_NOT_SUPPORTED }
+	noExtras.GetPciInfoFunc = func() (nvml.PciInfo, nvml.Return) { return nvml.PciInfo{}, nvml.ERROR_NOT_SUPPORTED }
+
+	libNotFound, _ := fakeNVML(nvml.ERROR_LIBRARY_NOT_FOUND)
+	driverNotLoaded, _ := fakeNVML(nvml.ERROR_DRIVER_NOT_LOADED)
+	lostGPU, _ := fakeNVML(nvml.SUCCESS, noUUID)
+	badHandle, _ := fakeNVML(nvml.SUCCESS, fakeH100(0))
+	badHandle.DeviceGetCountFunc = func() (int, nvml.Return) { return 2, nvml.SUCCESS }
+	panics, _ := fakeNVML(nvml.SUCCESS)
+	panics.DeviceGetCountFunc = func() (int, nvml.Return) { panic("symbol not found") }
+	partial, _ := fakeNVML(nvml.SUCCESS, noExtras)
+
+	tests := []struct {
+		name   string
+		lib    nvmlLib
+		errIs  error
+		errHas string
+		want   resources.Properties
+	}{
+		{name: "library not found", lib: libNotFound, errIs: ErrNVMLUnavailable, errHas: "init"},
+		{name: "driver not loaded", lib: driverNotLoaded, errIs: ErrNVMLUnavailable},
+		{name: "gpu lost", lib: lostGPU, errIs: nvml.ERROR_GPU_IS_LOST, errHas: "nvml device 0 uuid"},
+		{name: "bad handle", lib: badHandle, errIs: nvml.ERROR_INVALID_ARGUMENT, errHas: "nvml device 1"},
+		{name: "panic becomes an error", lib: panics, errIs: ErrNVMLUnavailable, errHas: "symbol not found"},
+		{name: "optional fields missing", lib: partial, want: resources.Properties{"index": "0", "uuid": "GPU-h100-0"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			devs, err := (&nvmlEnumerator{lib: tc.lib}).Enumerate(ctxT(t))
+			if tc.want != nil {
+				require.NoError(t, err)
+				require.Equal(t, tc.want, devs[0].Info)
+				return
+			}
+			require.ErrorIs(t, err, tc.errIs)
+			require.Contains(t, err.Error(), tc.errHas)
+		})
+	}
+}
+
+// A host without libnvidia-ml: the real go-nvml returns an error (never
+// panics), and built-in discovery falls back to nvidia-smi.
+func TestNVMLMissingLibrary(t *testing.T) {
+	e := newNVMLEnumerator("/nonexistent/libnvidia-ml.so.1")
+	_, err := e.Enumerate(ctxT(t))
+	require.ErrorIs(t, err, ErrNVMLUnavailable)
+
+	t.Setenv("XRES_FAKE_GPUS", "2")
+	d, err := newDriver(driver.Options{Resource: "gpu", Getenv: fakeEnv(t, nil),
+		Params: map[string]string{ParamNVMLLibrary: "/nonexistent/libnvidia-ml.so.1", ParamCoordEnabled: "false"}}, deps{})
+	require.NoError(t, err)
+	infos, err := d.Discover(ctxT(t), 2)
+	require.NoError(t, err)
+	require.Equal(t, []string{"0", "1"}, indices(infos))
+}
+
+func TestNVMLThroughDriver(t *testing.T) {
+	lib, _ := fakeNVML(nvml.SUCCESS, fakeH100(0), fakeH100(1), fakeH100(2))
+	d, err := newDriver(driver.Options{Resource: "gpu", Params: map[string]string{ParamCoordEnabled: "false"}},
+		deps{nvml: &nvmlEnumerator{lib: lib}})
+	require.NoError(t, err)
+	infos, err := d.Discover(ctxT(t), 3)
+	require.NoError(t, err)
+	require.Equal(t, []string{"0", "1", "2"}, indices(infos))
+	u, _ := infos[2].Property("uuid")
+	require.Equal(t, "GPU-h100-2", u)
+}
