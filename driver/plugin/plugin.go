@@ -119,6 +119,11 @@ func Resolve(name string, getenv func(string) string) (string, error) {
 	default:
 		path = filepath.Join(root, name, name)
 	}
+	// Absolute, so that messages and XRES_PLUGIN_DIR do not depend on the
+	// working directory.
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs
+	}
 	fi, err := os.Stat(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -164,7 +169,6 @@ func (p *Plugin) Run(ctx context.Context, amount int64) ([]resources.Properties,
 	defer cancel()
 
 	cmd := exec.CommandContext(runCtx, p.Path, "discover", strconv.FormatInt(amount, 10))
-	cmd.Dir = filepath.Dir(p.Path)
 	cmd.Env = append(os.Environ(), p.env(amount)...)
 	cmd.Stdin = bytes.NewReader(req)
 	stdout := &capped{max: MaxOutput}
@@ -213,6 +217,7 @@ func (p *Plugin) Run(ctx context.Context, amount int64) ([]resources.Properties,
 func (p *Plugin) env(amount int64) []string {
 	env := []string{
 		"XRES_PLUGIN_PROTOCOL=" + strconv.Itoa(ProtocolVersion),
+		"XRES_PLUGIN_DIR=" + filepath.Dir(p.Path),
 		"XRES_RESOURCE=" + p.Resource,
 		"XRES_AMOUNT=" + strconv.FormatInt(amount, 10),
 		"XRES_DRY_RUN=" + strconv.FormatBool(p.DryRun),

@@ -85,6 +85,7 @@ func TestHelperPlugin(t *testing.T) {
 			"dry-run":   req["dry_run"],
 			"params":    string(params),
 			"env-proto": os.Getenv("XRES_PLUGIN_PROTOCOL"),
+			"env-dir":   os.Getenv("XRES_PLUGIN_DIR"),
 			"env-res":   os.Getenv("XRES_RESOURCE"),
 			"env-amt":   os.Getenv("XRES_AMOUNT"),
 			"env-dry":   os.Getenv("XRES_DRY_RUN"),
@@ -97,6 +98,8 @@ func TestHelperPlugin(t *testing.T) {
 }
 
 func TestProtocol(t *testing.T) {
+	wd, err := os.Getwd()
+	require.NoError(t, err)
 	root := helper(t, "", "echo", "echo")
 	d, err := FactoryFor("echo").NewDriver(driver.Options{
 		Resource: "fpga",
@@ -112,7 +115,8 @@ func TestProtocol(t *testing.T) {
 	require.Equal(t, resources.Properties{
 		"id":        "echo-0",
 		"argv":      "discover 1",
-		"cwd":       filepath.Join(root, "echo"),
+		"cwd":       wd,
+		"env-dir":   filepath.Join(root, "echo"),
 		"protocol":  "1",
 		"resource":  "fpga",
 		"amount":    "1",
@@ -313,6 +317,19 @@ func TestResolveAndConfigErrors(t *testing.T) {
 		_, err := NewFactory().NewDriver(driver.Options{Resource: "dev", Params: map[string]string{"plugin": name}, Getenv: getenv})
 		require.NoError(t, err, name)
 	}
+}
+
+// A relative plugins root works although the plugin runs in its own
+// directory.
+func TestRelativeRoot(t *testing.T) {
+	root := install(t, "", "dev", `echo '[{"id": "a"}]'`)
+	t.Chdir(filepath.Dir(root))
+	d, err := FactoryFor("dev").NewDriver(driver.Options{Resource: "dev", Params: map[string]string{"coordination.enabled": "false"},
+		Getenv: env(EnvPluginsDir, filepath.Base(root))})
+	require.NoError(t, err)
+	infos, err := d.Discover(context.Background(), 1)
+	require.NoError(t, err)
+	require.Len(t, infos, 1)
 }
 
 func TestRoot(t *testing.T) {

@@ -16,9 +16,10 @@ import (
 // The launcher runs the plugin executable once per discovery:
 //
 //	argv    <plugin> discover <amount>
-//	cwd     the plugin's directory
+//	cwd     the launcher's (relative paths in params mean the same to both)
 //	env     the launcher's environment, plus
 //	          XRES_PLUGIN_PROTOCOL=1
+//	          XRES_PLUGIN_DIR=<the plugin's directory>   for files shipped with it
 //	          XRES_RESOURCE=<resource name>        e.g. fpga
 //	          XRES_AMOUNT=<amount>
 //	          XRES_DRY_RUN=true|false              true for probe
