@@ -69,11 +69,7 @@ var knownSuffixes = []string{SuffixAmount, SuffixYarnKey, SuffixK8sKey, SuffixFa
 //
 // Problems come sorted by key, then message.
 func Lint(cfg *conf.Config) []Problem {
-	var probs []Problem
-	for _, w := range cfg.Warnings() {
-		probs = append(probs, Problem{Origin: fmt.Sprintf("%s:%d", w.File, w.Line), Severity: SeverityWarning,
-			Message: w.Message, Fix: `write "key: value", with a space after the colon and a non-empty value`})
-	}
+	probs := fileProblems(cfg)
 	if _, err := cfg.Bool(conf.Strict); err != nil {
 		probs = append(probs, Problem{Key: conf.Strict.Key, Origin: cfg.Origin(conf.Strict.Key),
 			Severity: SeverityError, Message: reason(err), Fix: "set xres.strict to true or false"})
@@ -308,4 +304,14 @@ func sortProblems(p []Problem) []Problem {
 		return p[i].Message < p[j].Message
 	})
 	return p
+}
+
+// fileProblems reports the configuration file lines the loader skipped.
+func fileProblems(cfg *conf.Config) []Problem {
+	var probs []Problem
+	for _, w := range cfg.Warnings() {
+		probs = append(probs, Problem{Origin: fmt.Sprintf("%s:%d", w.File, w.Line), Severity: SeverityWarning,
+			Message: w.Message, Fix: `write "key: value", with a space after the colon and a non-empty value`})
+	}
+	return probs
 }

@@ -136,7 +136,8 @@ func Names(cfg *conf.Config) ([]string, error) {
 // requested from YARN under it, but are still discovered on the worker),
 // and each loss is reported. Flink's choice there depends on hash order.
 //
-// Every problem Flink only warns about is logged as a warning; in strict
+// Every problem Flink only warns about, including configuration file
+// lines the loader skipped, is logged as a warning; in strict
 // mode (opts.Strict or xres.strict: true) they all become one *ConfigError
 // instead. Errors are always returned together in one *ConfigError. The
 // specs come back sorted by name.
@@ -147,7 +148,8 @@ func Parse(cfg *conf.Config, opts ParseOptions) ([]Spec, error) {
 		l.SetOutput(io.Discard)
 		log = l
 	}
-	var probs []Problem
+	// Lines the configuration loader skipped are Flink WARN-and-skips too.
+	probs := fileProblems(cfg)
 	strict := opts.Strict
 	if s, err := cfg.Bool(conf.Strict); err != nil {
 		probs = append(probs, Problem{Key: conf.Strict.Key, Origin: cfg.Origin(conf.Strict.Key),

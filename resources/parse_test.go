@@ -2,6 +2,7 @@ package resources
 
 import (
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -365,4 +366,25 @@ func TestKubernetesResourcesEmpty(t *testing.T) {
 	require.Empty(t, req)
 	require.Empty(t, lim)
 	require.NotNil(t, req)
+}
+
+func TestSkippedFileLinesAreWarningsOrStrictErrors(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "flink-conf.yaml")
+	require.NoError(t, os.WriteFile(path, []byte("external-resources: gpu\nexternal-resource.gpu.amount:2\n"), 0o644))
+	c, err := conf.Load(path, nil)
+	require.NoError(t, err)
+
+	log, hook := newLog()
+	specs, err := Parse(c, ParseOptions{Log: log})
+	require.NoError(t, err)
+	require.Empty(t, specs)
+	w := warnings(hook)
+	require.Len(t, w, 2, "the skipped line, then the missing amount")
+	require.Equal(t, path+":2", w[0].Data["origin"])
+
+	_, err = Parse(c, ParseOptions{Strict: true})
+	require.ErrorIs(t, err, ErrStrict)
+	require.Contains(t, err.Error(), "2 problems: "+path+`:2: no ": " between key and value`)
+	require.Contains(t, err.Error(), "amount of resource gpu is not configured")
 }
