@@ -118,6 +118,14 @@ func (s *Server) AddToken(identifier, password []byte) {
 	s.tokens[base64.StdEncoding.EncodeToString(identifier)] = append([]byte(nil), password...)
 }
 
+// RemoveToken stops accepting a token (as an RM does once it retires a
+// master key); established connections stay.
+func (s *Server) RemoveToken(identifier []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.tokens, base64.StdEncoding.EncodeToString(identifier))
+}
+
 // SetStandby makes every call fail with StandbyException, as a standby RM.
 func (s *Server) SetStandby(v bool) {
 	s.mu.Lock()

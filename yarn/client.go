@@ -1,0 +1,185 @@
+package yarn
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/user"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/xres/xres/hadoopproto/hadoopyarn"
+	"github.com/xres/xres/yarn/internal/ipc"
+	"github.com/xres/xres/yarn/internal/sasl"
+)
+
+// Java protocol names (the *PB interfaces), version 1 each.
+const (
+	ProtocolApplicationClient   = "org.apache.hadoop.yarn.api.ApplicationClientProtocolPB"
+	ProtocolApplicationMaster   = "org.apache.hadoop.yarn.api.ApplicationMasterProtocolPB"
+	ProtocolContainerManagement = "org.apache.hadoop.yarn.api.ContainerManagementProtocolPB"
+)
+
+// ClientConfig configures a Client.
+type ClientConfig struct {
+	// Addrs are the ResourceManager client addresses (yarn.resourcemanager.address,
+	// one per rm-id under HA; see RMAddresses).
+	Addrs []string
+	// User is the user for SIMPLE authentication; "" uses $HADOOP_USER_NAME,
+	// then the OS user.
+	User string
+	// Kerberos, when set, authenticates with KERBEROS (GSSAPI) instead of
+	// SIMPLE.
+	Kerberos *Kerberos
+	// Log receives failover notices and debug records; nil discards them.
+	Log logrus.FieldLogger
+	// Dial opens connections; nil uses net.Dialer.
+	Dial DialFunc
+	// Backoff bounds failover retries.
+	Backoff Backoff
+	// PingInterval: ping while a call waits this long (default 60 s).
+	PingInterval time.Duration
+	// IdleTimeout: redial after a connection sat idle this long (default 10 s).
+	IdleTimeout time.Duration
+}
+
+// Client is an ApplicationClientProtocol client: what `yarn application`
+// and a submission client use. Safe for concurrent use.
+type Client struct {
+	ep *endpoints
+}
+
+// NewClient returns a Client; it connects on the first call.
+func NewClient(cfg ClientConfig) (*Client, error) {
+	userName := cfg.User
+	if userName == "" {
+		userName = defaultUser()
+	}
+	var mech func() (sasl.Mechanism, error)
+	if cfg.Kerberos != nil {
+		k := cfg.Kerberos
+		mech = func() (sasl.Mechanism, error) { return k.mechanism() }
+		userName = k.principal()
+	}
+	log := discardLog(cfg.Log)
+	ep, err := newEndpoints(cfg.Addrs, func(addr string) ipc.Config {
+		return ipc.Config{Addr: addr, Protocol: ProtocolApplicationClient, User: userName, Mechanism: mech,
+			Dial: ipc.DialFunc(cfg.Dial), PingInterval: cfg.PingInterval, Log: log}
+	}, cfg.IdleTimeout, cfg.Backoff, log, ErrNoActiveRM)
+	if err != nil {
+		return nil, fmt.Errorf("yarn client: %w", err)
+	}
+	return &Client{ep: ep}, nil
+}
+
+func defaultUser() string {
+	if u := os.Getenv("HADOOP_USER_NAME"); u != "" {
+		return u
+	}
+	if u, err := user.Current(); err == nil {
+		return u.Username
+	}
+	return os.Getenv("USER")
+}
+
+// Close closes the connections.
+func (c *Client) Close() error { return c.ep.close() }
+
+// GetNewApplication reserves an application id; the response also carries
+// the largest container the cluster can give.
+func (c *Client) GetNewApplication(ctx context.Context) (*hadoopyarn.GetNewApplicationResponseProto, error) {
+	resp := &hadoopyarn.GetNewApplicationResponseProto{}
+	if err := c.ep.call(ctx, "getNewApplication", &hadoopyarn.GetNewApplicationRequestProto{}, resp); err != nil {
+		return nil, err
+	}
+	return resp, nil
+}
+
+// SubmitApplication submits an application under an id from
+// GetNewApplication. The RM treats a repeated submission of the same id as
+// done, so a retry after failover is safe.
+func (c *Client) SubmitApplication(ctx context.Context, asc *hadoopyarn.ApplicationSubmissionContextProto) error {
+	return c.ep.call(ctx, "submitApplication",
+		&hadoopyarn.SubmitApplicationRequestProto{ApplicationSubmissionContext: asc},
+		&hadoopyarn.SubmitApplicationResponseProto{})
+}
+
+// GetApplicationReport returns the RM's report of an application.
+func (c *Client) GetApplicationReport(ctx context.Context, id *hadoopyarn.ApplicationIdProto) (*hadoopyarn.ApplicationReportProto, error) {
+	resp := &hadoopyarn.GetApplicationReportResponseProto{}
+	if err := c.ep.call(ctx, "getApplicationReport", &hadoopyarn.GetApplicationReportRequestProto{ApplicationId: id}, resp); err != nil {
+		return nil, err
+	}
+	return resp.GetApplicationReport(), nil
+}
+
+// ForceKillApplication asks the RM to kill an application once and
+// reports whether the kill has completed.
+func (c *Client) ForceKillApplication(ctx context.Context, id *hadoopyarn.ApplicationIdProto, diagnostics string) (bool, error) {
+	req := &hadoopyarn.KillApplicationRequestProto{ApplicationId: id}
+	if diagnostics != "" {
+		req.Diagnostics = proto.String(diagnostics)
+	}
+	resp := &hadoopyarn.KillApplicationResponseProto{}
+	if err := c.ep.call(ctx, "forceKillApplication", req, resp); err != nil {
+		return false, err
+	}
+	return resp.GetIsKillCompleted(), nil
+}
+
+// KillApplication calls ForceKillApplication until the kill completes or
+// ctx ends, as `yarn application -kill` does.
+func (c *Client) KillApplication(ctx context.Context, id *hadoopyarn.ApplicationIdProto, diagnostics string) error {
+	for {
+		done, err := c.ForceKillApplication(ctx, id, diagnostics)
+		if err != nil || done {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("kill %s: %w", ApplicationID(id), ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// GetClusterNodes lists NodeManagers in the given states (none: all).
+func (c *Client) GetClusterNodes(ctx context.Context, states ...hadoopyarn.NodeStateProto) ([]*hadoopyarn.NodeReportProto, error) {
+	resp := &hadoopyarn.GetClusterNodesResponseProto{}
+	if err := c.ep.call(ctx, "getClusterNodes", &hadoopyarn.GetClusterNodesRequestProto{NodeStates: states}, resp); err != nil {
+		return nil, err
+	}
+	return resp.GetNodeReports(), nil
+}
+
+// GetClusterMetrics returns NodeManager counts.
+func (c *Client) GetClusterMetrics(ctx context.Context) (*hadoopyarn.YarnClusterMetricsProto, error) {
+	resp := &hadoopyarn.GetClusterMetricsResponseProto{}
+	if err := c.ep.call(ctx, "getClusterMetrics", &hadoopyarn.GetClusterMetricsRequestProto{}, resp); err != nil {
+		return nil, err
+	}
+	return resp.GetClusterMetrics(), nil
+}
+
+// GetResourceTypeInfo lists the resource types the RM knows (memory-mb,
+// vcores, and e.g. yarn.io/gpu). The RM silently drops asks for types not
+// listed here, so check before asking.
+func (c *Client) GetResourceTypeInfo(ctx context.Context) ([]*hadoopyarn.ResourceTypeInfoProto, error) {
+	resp := &hadoopyarn.GetAllResourceTypeInfoResponseProto{}
+	if err := c.ep.call(ctx, "getResourceTypeInfo", &hadoopyarn.GetAllResourceTypeInfoRequestProto{}, resp); err != nil {
+		return nil, err
+	}
+	return resp.GetResourceTypeInfo(), nil
+}
+
+// HasResourceType reports whether name is among types.
+func HasResourceType(types []*hadoopyarn.ResourceTypeInfoProto, name string) bool {
+	for _, t := range types {
+		if t.GetName() == name {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,14 @@
+// Package yarn talks to Hadoop YARN over its native RPC: the
+// ApplicationClientProtocol of the ResourceManager (Client: new
+// application, submit, reports, kill, nodes, metrics, resource types), the
+// ApplicationMasterProtocol (AMRMClient: register, allocate, finish, with
+// the AMRMToken over SASL DIGEST-MD5) and the ContainerManagementProtocol
+// of NodeManagers (NMClient: start, status, stop, with NMTokens). With
+// several ResourceManager addresses (RM HA) a client fails over on a
+// standby answer or a connection error, with backoff.
+//
+// The wire layer lives in yarn/internal/ipc and yarn/internal/sasl;
+// messages are the generated types of hadoopproto/hadoopyarn; tokens and
+// token files are in yarn/security; yarn/yarntest runs fake servers for
+// tests. RM addresses come from the Hadoop configuration (RMAddresses).
+package yarn

@@ -1,0 +1,148 @@
+package yarn
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/xres/xres/hadoopproto/hadoopyarn"
+	"github.com/xres/xres/yarn/security"
+)
+
+// containerIDBits is how many low bits of ContainerIdProto.id hold the
+// container number; the RM epoch sits above them.
+const containerIDBits = 40
+
+// ApplicationID formats an application id as YARN prints it:
+// application_<cluster timestamp>_<id, 4 digits at least>.
+func ApplicationID(p *hadoopyarn.ApplicationIdProto) string {
+	return fmt.Sprintf("application_%d_%04d", p.GetClusterTimestamp(), p.GetId())
+}
+
+// AttemptID formats appattempt_<ts>_<app>_<attempt, 6 digits>.
+func AttemptID(p *hadoopyarn.ApplicationAttemptIdProto) string {
+	a := p.GetApplicationId()
+	return fmt.Sprintf("appattempt_%d_%04d_%06d", a.GetClusterTimestamp(), a.GetId(), p.GetAttemptId())
+}
+
+// ContainerID formats container_[e<epoch>_]<ts>_<app>_<attempt 2>_<n 6>.
+func ContainerID(p *hadoopyarn.ContainerIdProto) string {
+	att := p.GetAppAttemptId()
+	app := att.GetApplicationId()
+	if app == nil {
+		app = p.GetAppId()
+	}
+	id := p.GetId()
+	epoch := id >> containerIDBits
+	n := id & (1<<containerIDBits - 1)
+	var b strings.Builder
+	b.WriteString("container_")
+	if epoch > 0 {
+		fmt.Fprintf(&b, "e%02d_", epoch)
+	}
+	fmt.Fprintf(&b, "%d_%04d_%02d_%06d", app.GetClusterTimestamp(), app.GetId(), att.GetAttemptId(), n)
+	return b.String()
+}
+
+// NodeID formats host:port.
+func NodeID(p *hadoopyarn.NodeIdProto) string {
+	return fmt.Sprintf("%s:%d", p.GetHost(), p.GetPort())
+}
+
+// ParseApplicationID parses application_<ts>_<id>.
+func ParseApplicationID(s string) (*hadoopyarn.ApplicationIdProto, error) {
+	parts := strings.Split(s, "_")
+	if len(parts) != 3 || parts[0] != "application" {
+		return nil, fmt.Errorf("parse application id %q: want application_<timestamp>_<number>", s)
+	}
+	ts, err1 := strconv.ParseInt(parts[1], 10, 64)
+	id, err2 := strconv.ParseInt(parts[2], 10, 32)
+	if err1 != nil || err2 != nil {
+		return nil, fmt.Errorf("parse application id %q: want application_<timestamp>_<number>", s)
+	}
+	return &hadoopyarn.ApplicationIdProto{Id: proto.Int32(int32(id)), ClusterTimestamp: proto.Int64(ts)}, nil
+}
+
+// ParseContainerID parses a container id such as the CONTAINER_ID
+// variable the NodeManager sets: container_[e<epoch>_]<ts>_<app>_<attempt>_<n>.
+func ParseContainerID(s string) (*hadoopyarn.ContainerIdProto, error) {
+	bad := fmt.Errorf("parse container id %q: want container_[e<epoch>_]<timestamp>_<app>_<attempt>_<number>", s)
+	parts := strings.Split(s, "_")
+	if len(parts) < 5 || parts[0] != "container" {
+		return nil, bad
+	}
+	parts = parts[1:]
+	var epoch int64
+	if strings.HasPrefix(parts[0], "e") {
+		e, err := strconv.ParseInt(parts[0][1:], 10, 64)
+		if err != nil {
+			return nil, bad
+		}
+		epoch = e
+		parts = parts[1:]
+	}
+	if len(parts) != 4 {
+		return nil, bad
+	}
+	var nums [4]int64
+	for i, p := range parts {
+		n, err := strconv.ParseInt(p, 10, 64)
+		if err != nil || n < 0 {
+			return nil, bad
+		}
+		nums[i] = n
+	}
+	app := &hadoopyarn.ApplicationIdProto{Id: proto.Int32(int32(nums[1])), ClusterTimestamp: proto.Int64(nums[0])}
+	att := &hadoopyarn.ApplicationAttemptIdProto{ApplicationId: app, AttemptId: proto.Int32(int32(nums[2]))}
+	return &hadoopyarn.ContainerIdProto{AppId: app, AppAttemptId: att, Id: proto.Int64(epoch<<containerIDBits | nums[3])}, nil
+}
+
+// TokenAttempt decodes the application attempt an AMRMToken or NMToken
+// was issued to (both identifiers start with the attempt id in field 1).
+func TokenAttempt(t *security.Token) (*hadoopyarn.ApplicationAttemptIdProto, error) {
+	if t == nil {
+		return nil, ErrNoToken
+	}
+	id := &hadoopyarn.AMRMTokenIdentifierProto{}
+	if err := proto.Unmarshal(t.Identifier, id); err != nil || id.GetAppAttemptId() == nil {
+		return nil, fmt.Errorf("decode %s identifier: not a YARN protobuf identifier", t.Kind)
+	}
+	return id.GetAppAttemptId(), nil
+}
+
+// ResourceValue returns the amount of resource name in r: "memory-mb" and
+// "vcores" read fields 1 and 2, anything else the resource map.
+func ResourceValue(r *hadoopyarn.ResourceProto, name string) (int64, bool) {
+	switch name {
+	case "memory-mb", "memory":
+		return r.GetMemory(), r.Memory != nil
+	case "vcores":
+		return int64(r.GetVirtualCores()), r.VirtualCores != nil
+	}
+	for _, ri := range r.GetResourceValueMap() {
+		if ri.GetKey() == name {
+			return ri.GetValue(), true
+		}
+	}
+	return 0, false
+}
+
+// NewResource builds a ResourceProto of memory (MiB), vcores and extra
+// countable resources such as {"yarn.io/gpu": 1}.
+func NewResource(memoryMB int64, vcores int32, extra map[string]int64) *hadoopyarn.ResourceProto {
+	r := &hadoopyarn.ResourceProto{Memory: proto.Int64(memoryMB), VirtualCores: proto.Int32(vcores)}
+	keys := make([]string, 0, len(extra))
+	for k := range extra {
+		keys = append(keys, k)
+	}
+	sortStrings(keys)
+	for _, k := range keys {
+		r.ResourceValueMap = append(r.ResourceValueMap, &hadoopyarn.ResourceInformationProto{
+			Key: proto.String(k), Value: proto.Int64(extra[k]), Units: proto.String(""),
+			Type: hadoopyarn.ResourceTypesProto_COUNTABLE.Enum(),
+		})
+	}
+	return r
+}

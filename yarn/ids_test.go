@@ -1,0 +1,67 @@
+package yarn
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/xres/xres/hadoopproto/hadoopyarn"
+	"github.com/xres/xres/yarn/security"
+)
+
+func TestContainerIDs(t *testing.T) {
+	tests := []struct{ in string }{
+		{"container_1410901177871_0001_01_000005"},
+		{"container_e17_1410901177871_0001_01_000005"},
+		{"container_e17_1410901177871_12345_02_1234567"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			id, err := ParseContainerID(tt.in)
+			require.NoError(t, err)
+			require.Equal(t, tt.in, ContainerID(id))
+		})
+	}
+	id, err := ParseContainerID("container_e17_1410901177871_0001_01_000005")
+	require.NoError(t, err)
+	require.Equal(t, int64(17)<<40|5, id.GetId(), "epoch above bit 40")
+	require.Equal(t, "appattempt_1410901177871_0001_000001", AttemptID(id.GetAppAttemptId()))
+	for _, bad := range []string{"", "container_1_2_3", "application_1_2", "container_ex_1_2_3_4", "container_1_2_3_-4"} {
+		_, err := ParseContainerID(bad)
+		require.Error(t, err, bad)
+	}
+}
+
+func TestApplicationIDs(t *testing.T) {
+	id, err := ParseApplicationID("application_1700000000000_0042")
+	require.NoError(t, err)
+	require.Equal(t, int32(42), id.GetId())
+	require.Equal(t, "application_1700000000000_0042", ApplicationID(id))
+	require.Equal(t, "application_1_12345", ApplicationID(&hadoopyarn.ApplicationIdProto{Id: proto.Int32(12345), ClusterTimestamp: proto.Int64(1)}))
+	_, err = ParseApplicationID("application_x_1")
+	require.ErrorContains(t, err, "application_x_1")
+}
+
+func TestTokenAttempt(t *testing.T) {
+	tok := amrmToken(t, 4, "")
+	att, err := TokenAttempt(tok)
+	require.NoError(t, err)
+	require.Equal(t, "appattempt_1700000000000_0003_000001", AttemptID(att))
+	_, err = TokenAttempt(&security.Token{Identifier: []byte{0xff, 0xff}, Kind: "X"})
+	require.Error(t, err)
+	_, err = TokenAttempt(nil)
+	require.ErrorIs(t, err, ErrNoToken)
+}
+
+func TestResourceValue(t *testing.T) {
+	r := NewResource(1024, 2, map[string]int64{"yarn.io/gpu": 1, "yarn.io/fpga": 3})
+	for name, want := range map[string]int64{"memory-mb": 1024, "vcores": 2, "yarn.io/gpu": 1, "yarn.io/fpga": 3} {
+		got, ok := ResourceValue(r, name)
+		require.True(t, ok, name)
+		require.Equal(t, want, got, name)
+	}
+	_, ok := ResourceValue(r, "other")
+	require.False(t, ok)
+	require.Equal(t, "yarn.io/fpga", r.GetResourceValueMap()[0].GetKey(), "sorted keys")
+}
