@@ -48,7 +48,7 @@ func fakeRM(t *testing.T) *yarntest.Server {
 		}
 		return &hadoopyarn.GetApplicationReportResponseProto{ApplicationReport: &hadoopyarn.ApplicationReportProto{
 			ApplicationId: testApp, User: proto.String(c.Conn.User),
-			YarnApplicationState: hadoopyarn.YarnApplicationStateProto_FINISHED.Enum(),
+			YarnApplicationState:   hadoopyarn.YarnApplicationStateProto_FINISHED.Enum(),
 			FinalApplicationStatus: hadoopyarn.FinalApplicationStatusProto_APP_SUCCEEDED.Enum()}}, nil
 	})
 	var kills atomic.Int32
