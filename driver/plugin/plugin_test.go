@@ -393,3 +393,25 @@ func TestRegistry(t *testing.T) {
 	_, err = reg.Lookup(FactoryName)
 	require.NoError(t, err)
 }
+
+// A plugin that fails reserves nothing; a later run gets every device.
+func TestFailedRunReservesNothing(t *testing.T) {
+	flagFile := filepath.Join(t.TempDir(), "fail")
+	require.NoError(t, os.WriteFile(flagFile, nil, 0o644))
+	root := install(t, "", "dev", `[ -e "`+flagFile+`" ] && { echo "card busy" >&2; exit 5; }; echo '[{"id": "a"}, {"id": "b"}]'`)
+	opts := driver.Options{Resource: "dev", Getenv: env(EnvPluginsDir, root),
+		Params: map[string]string{"coordination.file": filepath.Join(t.TempDir(), "state")}}
+	d, err := FactoryFor("dev").NewDriver(opts)
+	require.NoError(t, err)
+	_, err = d.Discover(context.Background(), 2)
+	require.ErrorContains(t, err, "exit code 5; stderr: card busy")
+	require.NoError(t, d.(driver.Releaser).Release(context.Background()))
+
+	require.NoError(t, os.Remove(flagFile))
+	d, err = FactoryFor("dev").NewDriver(opts)
+	require.NoError(t, err)
+	infos, err := d.Discover(context.Background(), 2)
+	require.NoError(t, err)
+	require.Len(t, infos, 2)
+	require.NoError(t, d.(driver.Releaser).Release(context.Background()))
+}
