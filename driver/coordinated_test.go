@@ -1,0 +1,141 @@
+package driver_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/xres/xres/driver"
+	"github.com/xres/xres/driver/drivertest"
+	"github.com/xres/xres/resources"
+)
+
+// fakeReserver grants the candidates at the given positions.
+type fakeReserver struct {
+	pick     []int
+	grant    []string // overrides pick when set
+	err      error
+	dryRuns  []bool
+	released []string
+}
+
+func (f *fakeReserver) Reserve(_ context.Context, _ string, candidates []string, amount int, dryRun bool) ([]string, error) {
+	f.dryRuns = append(f.dryRuns, dryRun)
+	if f.err != nil {
+		return nil, f.err
+	}
+	if f.grant != nil {
+		return f.grant, nil
+	}
+	var out []string
+	for _, i := range f.pick[:amount] {
+		out = append(out, candidates[i])
+	}
+	return out, nil
+}
+
+func (f *fakeReserver) Release(_ context.Context, resource string) error {
+	f.released = append(f.released, resource)
+	return nil
+}
+
+func uuids(infos []resources.Info) []string {
+	var out []string
+	for _, in := range infos {
+		u, _ := in.Property("uuid")
+		out = append(out, u)
+	}
+	return out
+}
+
+func TestCoordinatedDiscover(t *testing.T) {
+	four := drivertest.New(drivertest.Devices(drivertest.GPUs(4)...))
+	boom := errors.New("boom")
+	tests := []struct {
+		name     string
+		enum     driver.Enumerator
+		reserver *fakeReserver
+		amount   int64
+		want     []string
+		errIs    error
+		errHas   string
+	}{
+		{name: "no coordination: the first devices", enum: four, amount: 2, want: []string{"GPU-fake-0", "GPU-fake-1"}},
+		{name: "reserver chooses", enum: four, reserver: &fakeReserver{pick: []int{3, 1}}, amount: 2, want: []string{"GPU-fake-3", "GPU-fake-1"}},
+		{name: "too few devices on the host", enum: four, amount: 5, errIs: driver.ErrNotEnoughDevices, errHas: "5 requested but the host has 4"},
+		{name: "no devices at all", enum: drivertest.New(), amount: 1, errIs: driver.ErrNotEnoughDevices, errHas: "none found"},
+		{name: "zero amount", enum: four, amount: 0, errHas: "amount must be positive"},
+		{name: "enumeration fails", enum: drivertest.New(drivertest.FailWith(boom)), amount: 1, errIs: boom},
+		{name: "reserver fails", enum: four, reserver: &fakeReserver{err: boom}, amount: 1, errIs: boom},
+		{name: "reserver returns an unknown key", enum: four, reserver: &fakeReserver{grant: []string{"GPU-x"}}, amount: 1, errHas: "unknown device key"},
+		{name: "duplicate keys", enum: drivertest.New(drivertest.Devices(drivertest.GPU("0", drivertest.WithUUID("u")), drivertest.GPU("1", drivertest.WithUUID("u")))),
+			amount: 1, errHas: `device key "u" listed twice`},
+		{name: "empty key", enum: drivertest.New(drivertest.Devices(drivertest.GPU("0", drivertest.WithKey("")))), amount: 1, errHas: "empty key"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := driver.CoordinatedOptions{}
+			if tc.reserver != nil {
+				opts.Reserver = tc.reserver
+			}
+			c := driver.NewCoordinated("gpu", tc.enum, opts)
+			infos, err := c.Discover(context.Background(), tc.amount)
+			if tc.errIs != nil || tc.errHas != "" {
+				require.Error(t, err)
+				if tc.errIs != nil {
+					require.ErrorIs(t, err, tc.errIs)
+				}
+				require.Contains(t, err.Error(), tc.errHas)
+				require.Contains(t, err.Error(), "discover gpu")
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tc.want, uuids(infos))
+		})
+	}
+}
+
+func TestCoordinatedInfosAreCopies(t *testing.T) {
+	f := drivertest.New(drivertest.Devices(drivertest.GPU("0", drivertest.WithUUID("u"))))
+	c := driver.NewCoordinated("gpu", f, driver.CoordinatedOptions{})
+	infos, err := c.Discover(context.Background(), 1)
+	require.NoError(t, err)
+	infos[0].(resources.Properties)["index"] = "changed"
+	again, err := c.Discover(context.Background(), 1)
+	require.NoError(t, err)
+	ix, _ := again[0].Property("index")
+	require.Equal(t, "0", ix)
+}
+
+func TestCoordinatedReleaseAndDryRun(t *testing.T) {
+	four := drivertest.New(drivertest.Devices(drivertest.GPUs(4)...))
+
+	r := &fakeReserver{pick: []int{0}}
+	c := driver.NewCoordinated("gpu", four, driver.CoordinatedOptions{Reserver: r})
+	_, err := c.Discover(context.Background(), 1)
+	require.NoError(t, err)
+	require.NoError(t, c.Release(context.Background()))
+	require.Equal(t, []bool{false}, r.dryRuns)
+	require.Equal(t, []string{"gpu"}, r.released)
+
+	probe := &fakeReserver{pick: []int{0}}
+	p := driver.NewCoordinated("gpu", four, driver.CoordinatedOptions{Reserver: probe, DryRun: true})
+	_, err = p.Discover(context.Background(), 1)
+	require.NoError(t, err)
+	require.NoError(t, p.Release(context.Background()))
+	require.Equal(t, []bool{true}, probe.dryRuns, "a dry run asks the reserver not to record")
+	require.Empty(t, probe.released, "a dry run holds nothing to release")
+
+	require.NoError(t, driver.NewCoordinated("gpu", four, driver.CoordinatedOptions{}).Release(context.Background()))
+}
+
+func TestCoordinatedHonoursContext(t *testing.T) {
+	slow := drivertest.New(drivertest.Devices(drivertest.GPUs(1)...), drivertest.Slow(time.Minute))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	_, err := driver.NewCoordinated("gpu", slow, driver.CoordinatedOptions{}).Discover(ctx, 1)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+}
