@@ -96,10 +96,10 @@ func testCtx(t *testing.T) context.Context {
 
 func TestReadCalls(t *testing.T) {
 	rm := newFakeRM(t, map[string]http.HandlerFunc{
-		"GET /ws/v1/cluster/info":    serve(t, 200, "info.json"),
-		"GET /ws/v1/cluster/metrics": serve(t, 200, "metrics.json"),
-		"GET /ws/v1/cluster/nodes":   serve(t, 200, "nodes.json"),
-		"GET /ws/v1/cluster/apps":    serve(t, 200, "apps.json"),
+		"GET /ws/v1/cluster/info":                                      serve(t, 200, "info.json"),
+		"GET /ws/v1/cluster/metrics":                                   serve(t, 200, "metrics.json"),
+		"GET /ws/v1/cluster/nodes":                                     serve(t, 200, "nodes.json"),
+		"GET /ws/v1/cluster/apps":                                      serve(t, 200, "apps.json"),
 		"GET /ws/v1/cluster/apps/application_1795959644570_0002":       serve(t, 200, "app-accepted.json"),
 		"GET /ws/v1/cluster/apps/application_1795959644570_0002/state": serve(t, 200, "state-accepted.json"),
 	})
