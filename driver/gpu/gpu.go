@@ -20,8 +20,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/sirupsen/logrus"
-
 	"github.com/xres/xres/driver"
 	"github.com/xres/xres/driver/coord"
 )
@@ -89,26 +87,23 @@ func newDriver(opts driver.Options, d deps) (driver.Driver, error) {
 	if err != nil {
 		return nil, err
 	}
-	args := strings.Fields(p.get(ParamScriptArgs))
-	if slicesContains(args, "--enable-coordination") {
-		log.Warn("discovery-script.args contains --enable-coordination, which Flink's script silently ignores; the flag is --enable-coordination-mode")
+	co, err := CoordinationOf(opts.Resource, opts.Params, getenv)
+	if err != nil {
+		return nil, err
 	}
-
-	if raw := strings.TrimSpace(p.get(ParamScriptPath)); raw != "" {
-		path := resolveScript(raw, getenv)
-		_, statErr := os.Stat(path)
-		switch {
-		case errors.Is(statErr, os.ErrNotExist) && filepath.Clean(raw) == FlinkDefaultScript:
-			log.WithField("script", path).Info("Flink's default GPU discovery script is not installed; using built-in discovery (NVML, else nvidia-smi)")
-		default:
-			if err := checkScript(p.key(ParamScriptPath), path, statErr); err != nil {
-				return nil, err
-			}
-			if opts.DryRun && slicesContains(args, "--enable-coordination-mode") {
-				log.Info("dry run: the discovery script coordinates by itself and will record its choice")
-			}
-			return &scriptDriver{resource: opts.Resource, path: path, args: args, timeout: timeout, log: log}, nil
+	for _, w := range co.Warnings {
+		log.Warn(w)
+	}
+	if co.Script != "" {
+		_, statErr := os.Stat(co.Script)
+		if err := checkScript(p.key(ParamScriptPath), co.Script, statErr); err != nil {
+			return nil, err
 		}
+		if opts.DryRun && co.Mode == CoordScript {
+			log.Info("dry run: the discovery script coordinates by itself and will record its choice")
+		}
+		args := strings.Fields(p.get(ParamScriptArgs))
+		return &scriptDriver{resource: opts.Resource, path: co.Script, args: args, timeout: timeout, log: log}, nil
 	}
 
 	// Built-in mode.
@@ -130,62 +125,17 @@ func newDriver(opts driver.Options, d deps) (driver.Driver, error) {
 	}
 	enum := &autoSource{source: source, nvml: nv, smi: smi, getenv: getenv, timeout: smiTimeout, log: log}
 
-	reserver, err := coordination(p, args, log)
-	if err != nil {
-		return nil, err
-	}
-	co := driver.CoordinatedOptions{DryRun: opts.DryRun, Log: log}
-	if reserver != nil {
-		co.Reserver = reserver
-	}
-	return driver.NewCoordinated(opts.Resource, enum, co), nil
-}
-
-// coordination decides host coordination for built-in discovery: on by
-// default; param coordination.enabled=false switches it off unless Flink's
-// --enable-coordination-mode is in discovery-script.args (the safer choice
-// wins). The state file comes from coordination.file, else Flink's
-// --coordination-file, else coord.DefaultStateFile.
-func coordination(p params, args []string, log logrus.FieldLogger) (*coord.Host, error) {
-	flinkOn, flinkFile := false, ""
-	for i := 0; i < len(args); i++ {
-		switch a := args[i]; {
-		case a == "--enable-coordination-mode":
-			flinkOn = true
-		case a == "--coordination-file":
-			if i+1 >= len(args) {
-				return nil, fmt.Errorf("%w %s: --coordination-file needs a file", ErrInvalidParam, p.key(ParamScriptArgs))
-			}
-			i++
-			flinkFile = args[i]
-		case strings.HasPrefix(a, "--coordination-file="):
-			flinkFile = strings.TrimPrefix(a, "--coordination-file=")
+	do := driver.CoordinatedOptions{DryRun: opts.DryRun, Log: log}
+	if co.Mode == CoordXres {
+		h, err := coord.New(coord.Options{StateFile: co.StateFile, Log: log})
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", p.key(ParamCoordFile), err)
 		}
-	}
-	enabled, err := p.boolean(ParamCoordEnabled, true)
-	if err != nil {
-		return nil, err
-	}
-	if !enabled && flinkOn {
-		log.Warnf("%s is false but %s has --enable-coordination-mode; coordinating", p.key(ParamCoordEnabled), p.key(ParamScriptArgs))
-		enabled = true
-	}
-	if !enabled {
+		do.Reserver = h
+	} else {
 		log.Info("host coordination is off: every worker on this host gets the first devices")
-		return nil, nil
 	}
-	file := strings.TrimSpace(p.get(ParamCoordFile))
-	if file != "" && flinkFile != "" && file != flinkFile {
-		log.Warnf("%s and --coordination-file in %s differ; using %s", p.key(ParamCoordFile), p.key(ParamScriptArgs), file)
-	}
-	if file == "" {
-		file = flinkFile
-	}
-	h, err := coord.New(coord.Options{StateFile: file, Log: log})
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", p.key(ParamCoordFile), err)
-	}
-	return h, nil
+	return driver.NewCoordinated(opts.Resource, enum, do), nil
 }
 
 // resolveScript applies Flink's rule: a relative path is relative to
@@ -297,13 +247,4 @@ func ParseDuration(s string) (time.Duration, error) {
 		return 0, fmt.Errorf("%q is too long", s)
 	}
 	return time.Duration(n) * u, nil
-}
-
-func slicesContains(s []string, v string) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }
