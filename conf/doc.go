@@ -28,6 +28,11 @@
 // not split into a non-empty key and value is skipped with a warning
 // (Config.Warnings), exactly as Flink skips it.
 //
+// Scalars keep their text: there is no YAML 1.1 conversion, so 0x10ee,
+// 010 and yes stay as written, and ~, null and an empty value mean no value
+// (the key is skipped with a warning). If both files are in one directory,
+// config.yaml wins, as in Flink 1.19+.
+//
 // The YAML reader is our own and covers what Flink configurations use. It
 // rejects, with a "file:line: ..." error, what it does not cover: anchors,
 // aliases, tags, block scalars (| and >), multi-line scalars, several

@@ -1,10 +1,6 @@
 package conf
 
-import (
-	"bufio"
-	"bytes"
-	"strings"
-)
+import "strings"
 
 // parseFlat reads Flink's legacy flink-conf.yaml the way Flink's
 // GlobalConfiguration does, line by line:
@@ -20,21 +16,15 @@ import (
 func parseFlat(name string, data []byte) ([]keyValue, []Warning) {
 	var kvs []keyValue
 	var warns []Warning
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 64*1024), 16*1024*1024)
-	line := 0
-	for sc.Scan() {
-		line++
-		text := sc.Text()
-		if line == 1 {
-			text = strings.TrimPrefix(text, "\ufeff")
-		}
-		text, _, _ = strings.Cut(text, "#")
-		text = strings.TrimSpace(text)
-		if text == "" {
+	text := strings.TrimPrefix(string(data), "\ufeff")
+	for i, raw := range strings.Split(text, "\n") {
+		line := i + 1
+		raw, _, _ = strings.Cut(raw, "#")
+		raw = strings.TrimSpace(raw)
+		if raw == "" {
 			continue
 		}
-		k, v, ok := strings.Cut(text, ": ")
+		k, v, ok := strings.Cut(raw, ": ")
 		if !ok {
 			warns = append(warns, Warning{File: name, Line: line,
 				Message: `no ": " between key and value; Flink skips this line`})
@@ -51,9 +41,6 @@ func parseFlat(name string, data []byte) ([]keyValue, []Warning) {
 			continue
 		}
 		kvs = append(kvs, keyValue{key: k, value: v, line: line})
-	}
-	if err := sc.Err(); err != nil {
-		warns = append(warns, Warning{File: name, Line: line + 1, Message: "stopped reading: " + err.Error()})
 	}
 	return kvs, warns
 }
