@@ -137,3 +137,41 @@ const (
 	WorkerEnvPrefix = "containerized.taskmanager.env."
 	MasterEnvPrefix = "containerized.master.env."
 )
+
+// LauncherName is the container-launcher's link name in a container.
+const LauncherName = "container-launcher"
+
+// WorkerSpec is how every worker container is started.
+type WorkerSpec struct {
+	Resources map[string]LocalResource // the staged files; the AM's own binary ("am") is left out
+	ConfName  string                   // link name of the Flink configuration; "" for none
+	Dynamic   []string                 // -D overrides, key=value
+	Worker    []string                 // the worker command
+	Env       map[string]string        // containerized.taskmanager.env.* and xres's own
+	Tokens    []byte                   // HDTS credentials without the AMRMToken; nil when insecure
+}
+
+// WorkerLaunch builds a worker's launch context:
+//
+//	./container-launcher [--conf NAME] [-D k=v]… -- <worker command> 1><LOG_DIR>/stdout 2><LOG_DIR>/stderr
+func WorkerLaunch(spec WorkerSpec) LaunchContext {
+	argv := []string{"./" + LauncherName}
+	if spec.ConfName != "" {
+		argv = append(argv, "--conf", spec.ConfName)
+	}
+	for _, d := range spec.Dynamic {
+		argv = append(argv, "-D", d)
+	}
+	argv = append(append(argv, "--"), spec.Worker...)
+	res := map[string]LocalResource{}
+	for name, r := range spec.Resources {
+		if name != "am" {
+			res[name] = r
+		}
+	}
+	env := map[string]string{}
+	for k, v := range spec.Env {
+		env[k] = v
+	}
+	return LaunchContext{Commands: []string{Command(argv)}, Env: env, LocalResources: res, Tokens: spec.Tokens}
+}

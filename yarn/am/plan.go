@@ -104,40 +104,41 @@ func PlanWorkers(cfg *conf.Config, specs []resources.Spec, workers int) (Plan, e
 	slots := intOpt(conf.TaskManagerSlots)
 	maxSlots := intOpt(conf.SlotsMax)
 	spares := intOpt(conf.RedundantWorkers)
-	if len(errs) > 0 {
-		return p, errors.Join(errs...)
+	counted := len(errs) == 0
+	if counted {
+		n := len(errs)
+		if parallelism < 1 {
+			bad(conf.ParallelismDefault, "must be at least 1, got %d", parallelism)
+		}
+		if slots < 1 {
+			bad(conf.TaskManagerSlots, "must be at least 1, got %d", slots)
+		} else if maxSlots < slots {
+			bad(conf.SlotsMax, "%d is below %s (%d): no worker fits", maxSlots, conf.TaskManagerSlots.Key, slots)
+		}
+		if spares < 0 {
+			bad(conf.RedundantWorkers, "must not be negative, got %d", spares)
+		}
+		if workers < 0 {
+			errs = append(errs, fmt.Errorf("%w: --workers must be at least 1, got %d", ErrBadConfig, workers))
+		}
+		counted = len(errs) == n
 	}
-	if parallelism < 1 {
-		bad(conf.ParallelismDefault, "must be at least 1, got %d", parallelism)
+	if counted {
+		p.SlotsPerWorker = int(slots)
+		if workers > 0 {
+			p.BaseWorkers = workers
+		} else {
+			p.BaseWorkers = int((parallelism + slots - 1) / slots)
+		}
+		p.Spares = int(spares)
+		total := int64(p.BaseWorkers) + spares
+		if limit := maxSlots / slots; total > limit {
+			p.Warnings = append(p.Warnings, fmt.Sprintf("%s=%d caps the workers at %d (of %d asked)",
+				conf.SlotsMax.Key, maxSlots, limit, total))
+			total = limit
+		}
+		p.Workers = int(total)
 	}
-	if slots < 1 {
-		bad(conf.TaskManagerSlots, "must be at least 1, got %d", slots)
-	} else if maxSlots < slots {
-		bad(conf.SlotsMax, "%d is below %s (%d): no worker fits", maxSlots, conf.TaskManagerSlots.Key, slots)
-	}
-	if spares < 0 {
-		bad(conf.RedundantWorkers, "must not be negative, got %d", spares)
-	}
-	if workers < 0 {
-		errs = append(errs, fmt.Errorf("%w: --workers must be at least 1, got %d", ErrBadConfig, workers))
-	}
-	if len(errs) > 0 {
-		return p, errors.Join(errs...)
-	}
-	p.SlotsPerWorker = int(slots)
-	if workers > 0 {
-		p.BaseWorkers = workers
-	} else {
-		p.BaseWorkers = int((parallelism + slots - 1) / slots)
-	}
-	p.Spares = int(spares)
-	total := int64(p.BaseWorkers) + spares
-	if limit := maxSlots / slots; total > limit {
-		p.Warnings = append(p.Warnings, fmt.Sprintf("%s=%d caps the workers at %d (of %d asked)",
-			conf.SlotsMax.Key, maxSlots, limit, total))
-		total = limit
-	}
-	p.Workers = int(total)
 
 	p.MaxFailedContainers = p.Workers
 	if _, set := cfg.Get(conf.YarnMaxFailedContainers.Key); set {
@@ -151,6 +152,9 @@ func PlanWorkers(cfg *conf.Config, specs []resources.Spec, workers int) (Plan, e
 	mem, err := processMemoryMB(cfg)
 	if err != nil {
 		errs = append(errs, err)
+	}
+	if slots < 1 {
+		slots = 1 // reported above; keeps the vcores check going
 	}
 	vcores, err := containerVcores(cfg, slots)
 	if err != nil {

@@ -1,0 +1,180 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/xres/xres/driver/launch"
+	"github.com/xres/xres/resources"
+	"github.com/xres/xres/yarn/am"
+	"github.com/xres/xres/yarn/submit"
+)
+
+// amClients are the cluster clients the ApplicationMaster runs on.
+type amClients struct {
+	RM          am.RMClient
+	NM          am.NMClient
+	Logs        am.LogFetcher // may be nil
+	OnAMRMToken func(am.Token)
+	Close       func()
+}
+
+// deps are the cluster clients am is wired to; a nil field is a client
+// not available yet (the subcommand fails with "not implemented yet").
+type deps struct {
+	amClients func(ctx context.Context, getenv func(string) string, log logrus.FieldLogger) (amClients, error)
+}
+
+// defaultDeps wires the real clients.
+func defaultDeps() deps {
+	return deps{}
+}
+
+// Launcher exit codes that blame the node (blacklist it and replace the
+// worker) or the job (fail the application at once).
+var (
+	badNodeExits = []int{launch.ExitDiscovery, launch.ExitInternal}
+	badJobExits  = []int{launch.ExitUsage, launch.ExitConfig, launch.ExitWorkerStart}
+)
+
+// cmdRun: am run [--conf FILE] [-D k=v]… [--workers N] -- <worker command…>
+// It is the ApplicationMaster, in the AM container YARN started.
+func cmdRun(ctx context.Context, args []string, e *env) error {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	var c common
+	c.register(fs, true)
+	workers := fs.Int("workers", 0, "number of workers (default: from parallelism.default)")
+	pos, worker, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return fmt.Errorf("%w: unexpected argument %q (the worker command goes after --)", errUsage, pos[0])
+	}
+	if len(worker) == 0 {
+		return fmt.Errorf("%w: no worker command (am run [flags] -- <worker command…>)", errUsage)
+	}
+	if err := c.apply(e); err != nil {
+		return err
+	}
+	cfg, err := c.load(e)
+	if err != nil {
+		return err
+	}
+	specs, err := resources.Parse(cfg, resources.ParseOptions{Side: resources.SideYarn, Log: e.log})
+	if err != nil {
+		return configError{err}
+	}
+	plan, err := am.PlanWorkers(cfg, specs, *workers)
+	if err != nil {
+		return configError{err}
+	}
+	for _, w := range plan.Warnings {
+		e.log.Warn(w)
+	}
+	beat, fast, err := am.Heartbeats(cfg)
+	if err != nil {
+		return configError{err}
+	}
+	var staged map[string]am.LocalResource
+	if v := e.getenv(submit.EnvLocalResources); v != "" {
+		if staged, err = submit.DecodeResources(v); err != nil {
+			return err
+		}
+	}
+	if e.deps.amClients == nil {
+		return fmt.Errorf("%w: the ApplicationMasterProtocol and ContainerManagementProtocol clients are not wired to am yet", errNotImplemented)
+	}
+
+	addr, _ := cfg.Get(am.KeyBindAddress)
+	port, _ := cfg.Get(am.KeyBindPort)
+	l, err := am.Listen(ctx, addr, port)
+	if err != nil {
+		return configError{err}
+	}
+	host := e.getenv("NM_HOST")
+	if host == "" {
+		host, _ = os.Hostname()
+	}
+	trackingURL := fmt.Sprintf("http://%s/", net.JoinHostPort(host, strconv.Itoa(l.Addr().(*net.TCPAddr).Port)))
+
+	clients, err := e.deps.amClients(ctx, e.getenv, e.log)
+	if err != nil {
+		l.Close()
+		return clusterError{err}
+	}
+	if clients.Close != nil {
+		defer clients.Close()
+	}
+
+	workerEnv := am.EnvFromConfig(cfg, am.WorkerEnvPrefix)
+	workerEnv[am.ReportURLEnv] = strings.TrimSuffix(trackingURL, "/") + am.PathReport
+	confName := ""
+	if cfg.Path() != "" {
+		// Staged under its base name beside every worker.
+		confName = filepath.Base(cfg.Path())
+	}
+	appID := appIDFromContainer(e.getenv("CONTAINER_ID"))
+	a, err := am.New(am.Config{
+		AppID:  appID,
+		Plan:   plan,
+		Owners: am.Owners(specs),
+		Launch: am.WorkerLaunch(am.WorkerSpec{Resources: staged, ConfName: confName, Dynamic: c.dynamic,
+			Worker: worker, Env: workerEnv}),
+		Register:         am.RegisterRequest{Host: host, RPCPort: -1, TrackingURL: trackingURL},
+		Heartbeat:        beat,
+		RequestHeartbeat: fast,
+		BadNodeExits:     badNodeExits,
+		BadJobExits:      badJobExits,
+		OnAMRMToken:      clients.OnAMRMToken,
+		Log:              e.log,
+	}, clients.RM, clients.NM, clients.Logs)
+	if err != nil {
+		l.Close()
+		return configError{err}
+	}
+
+	sctx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := am.Serve(sctx, l, am.NewTracker(a, e.log)); err != nil {
+			e.log.WithError(err).Warn("tracking server stopped")
+		}
+	}()
+	e.log.WithFields(logrus.Fields{"workers": plan.Workers, "profile": plan.Profile.String(), "tracking_url": trackingURL}).Info("application master starting")
+	res, err := a.Run(ctx)
+	stop()
+	wg.Wait()
+	if err != nil {
+		return clusterError{err}
+	}
+	fmt.Fprintf(e.stdout, "final status: %s\n%s\n", res.Status, res.Diagnostics)
+	if res.Status != am.StatusSucceeded {
+		return errAppFailed
+	}
+	return nil
+}
+
+// appIDFromContainer derives the application id from CONTAINER_ID
+// (container_[e<epoch>_]<ts>_<app>_<attempt>_<n>); "" if it has none.
+func appIDFromContainer(id string) string {
+	parts := strings.Split(id, "_")
+	if len(parts) == 6 && strings.HasPrefix(parts[1], "e") {
+		parts = append(parts[:1], parts[2:]...)
+	}
+	if len(parts) != 5 || parts[0] != "container" {
+		return ""
+	}
+	return "application_" + parts[1] + "_" + parts[2]
+}

@@ -1,0 +1,163 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/sirupsen/logrus"
+	"github.com/stretchr/testify/require"
+
+	"github.com/xres/xres/driver/launch"
+	"github.com/xres/xres/resources"
+	"github.com/xres/xres/yarn/am"
+	"github.com/xres/xres/yarn/submit"
+)
+
+// scriptRM allocates every asked container on the first heartbeat and
+// completes each with the exit code exits[i] in the same answer.
+type scriptRM struct {
+	mu       sync.Mutex
+	exits    []int
+	next     int
+	reg      am.RegisterRequest
+	finished []am.FinishRequest
+	asks     []am.Ask
+}
+
+func (r *scriptRM) Register(ctx context.Context, req am.RegisterRequest) (am.RegisterResponse, error) {
+	r.reg = req
+	return am.RegisterResponse{
+		MaxCapability: am.Resource{MemoryMB: 8192, VCores: 8, Extra: map[string]int64{"yarn.io/gpu": 2}},
+		ResourceTypes: []am.ResourceType{{Name: "memory-mb"}, {Name: "vcores"}, {Name: "yarn.io/gpu"}},
+	}, nil
+}
+
+func (r *scriptRM) Allocate(ctx context.Context, req am.AllocateRequest) (am.AllocateResponse, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var resp am.AllocateResponse
+	for _, ask := range req.Asks {
+		r.asks = append(r.asks, ask)
+		for i := 0; i < ask.Count && r.next < len(r.exits); i++ {
+			r.next++
+			c := am.Container{ID: fmt.Sprintf("container_1700000000000_0001_01_%06d", r.next+1),
+				NodeID: fmt.Sprintf("nm%d:45454", r.next%2), NodeHTTP: "nm:8042", AllocationRequestID: ask.ID}
+			resp.Allocated = append(resp.Allocated, c)
+			resp.Completed = append(resp.Completed, am.Completed{ID: c.ID, ExitStatus: r.exits[r.next-1]})
+		}
+	}
+	return resp, nil
+}
+
+func (r *scriptRM) Finish(ctx context.Context, req am.FinishRequest) error {
+	r.finished = append(r.finished, req)
+	return nil
+}
+
+// reportingNM plays the launcher: on start it POSTs a device report to the
+// URL the worker environment names.
+type reportingNM struct {
+	mu       sync.Mutex
+	launches []am.LaunchContext
+	reports  []int
+}
+
+func (n *reportingNM) StartContainer(ctx context.Context, c am.Container, tok am.Token, l am.LaunchContext) error {
+	n.mu.Lock()
+	n.launches = append(n.launches, l)
+	n.mu.Unlock()
+	err := am.PostDeviceReport(ctx, nil, l.Env[am.ReportURLEnv], am.DeviceReport{Container: c.ID,
+		Resources: map[string][]resources.Properties{"gpu": {{"index": "0"}}}})
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if err != nil {
+		n.reports = append(n.reports, 0)
+		return nil
+	}
+	n.reports = append(n.reports, http.StatusNoContent)
+	return nil
+}
+
+func (n *reportingNM) StopContainer(ctx context.Context, c am.Container, tok am.Token) error { return nil }
+
+func fakeDeps(rm *scriptRM, nm *reportingNM) deps {
+	return deps{amClients: func(ctx context.Context, getenv func(string) string, log logrus.FieldLogger) (amClients, error) {
+		return amClients{RM: rm, NM: nm}, nil
+	}}
+}
+
+func TestRunWiresTheAM(t *testing.T) {
+	staged := map[string]am.LocalResource{
+		"am":                 {URL: am.ResourceURL{Scheme: "hdfs", Host: "nn", Port: 8020, File: "/s/am"}, Size: 1, Timestamp: 2, Type: am.File, Visibility: am.Application},
+		"container-launcher": {URL: am.ResourceURL{Scheme: "hdfs", Host: "nn", Port: 8020, File: "/s/container-launcher"}, Size: 3, Timestamp: 4, Type: am.File, Visibility: am.Application},
+	}
+	enc, err := submit.EncodeResources(staged)
+	require.NoError(t, err)
+	envs := map[string]string{"NM_HOST": "127.0.0.1", "CONTAINER_ID": "container_1700000000000_0001_01_000001", submit.EnvLocalResources: enc}
+
+	tests := []struct {
+		name   string
+		exits  []int
+		code   int
+		status am.FinalStatus
+		diag   string
+	}{
+		{name: "all workers succeed", exits: []int{0, 0, 0, 0}, code: ExitOK, status: am.StatusSucceeded},
+		{name: "a config error fails at once", exits: []int{0, launch.ExitConfig, 0, 0}, code: ExitAppFailed, status: am.StatusFailed,
+			diag: "container-launcher reports an error of the job"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rm, nm := &scriptRM{exits: tt.exits}, &reportingNM{}
+			code, out, stderr := runAm(t, fakeDeps(rm, nm), envs, "run", "--conf", "testdata/flink-conf.yaml",
+				"-D", "rest.bind-address=127.0.0.1", "--log-level", "warn", "--", "python", "train.py", "--epochs", "2")
+			require.Equal(t, tt.code, code, stderr)
+			require.Len(t, rm.finished, 1)
+			require.Equal(t, tt.status, rm.finished[0].Status)
+			require.Contains(t, rm.finished[0].Diagnostics, tt.diag)
+			require.Contains(t, out, "final status: "+string(tt.status))
+
+			// Registered with the tracking server's URL on the NM host.
+			require.True(t, strings.HasPrefix(rm.reg.TrackingURL, "http://127.0.0.1:"), rm.reg.TrackingURL)
+			// Four workers of the configured profile were asked.
+			require.Equal(t, am.Ask{ID: am.WorkerAskID, Count: 4,
+				Profile: am.Resource{MemoryMB: 4096, VCores: 2, Extra: map[string]int64{"yarn.io/gpu": 1}}}, rm.asks[0])
+
+			l := nm.launches[0]
+			require.Equal(t, []string{"./container-launcher --conf flink-conf.yaml -D rest.bind-address=127.0.0.1 -- python train.py --epochs 2 1><LOG_DIR>/stdout 2><LOG_DIR>/stderr"}, l.Commands)
+			require.Equal(t, "/usr/local/cuda/lib64", l.Env["LD_LIBRARY_PATH"])
+			require.Equal(t, strings.TrimSuffix(rm.reg.TrackingURL, "/")+am.PathReport, l.Env[am.ReportURLEnv])
+			require.Contains(t, l.LocalResources, "container-launcher")
+			require.NotContains(t, l.LocalResources, "am")
+			for _, r := range nm.reports {
+				require.Equal(t, http.StatusNoContent, r, "the launcher's report reached the tracking server")
+			}
+		})
+	}
+}
+
+func TestRunRejectsBadConfigBeforeConnecting(t *testing.T) {
+	called := false
+	d := deps{amClients: func(context.Context, func(string) string, logrus.FieldLogger) (amClients, error) {
+		called = true
+		return amClients{}, errors.New("should not connect")
+	}}
+	code, _, stderr := runAm(t, d, nil, "run", "--conf", "testdata/bad.yaml", "--", "true")
+	require.Equal(t, ExitConfig, code)
+	require.Contains(t, stderr, "testdata/bad.yaml:3")
+	require.False(t, called)
+}
+
+func TestRunClusterError(t *testing.T) {
+	d := deps{amClients: func(context.Context, func(string) string, logrus.FieldLogger) (amClients, error) {
+		return amClients{}, errors.New("no AMRMToken in $HADOOP_TOKEN_FILE_LOCATION")
+	}}
+	code, _, stderr := runAm(t, d, nil, "run", "--conf", "testdata/flink-conf.yaml", "-D", "rest.bind-address=127.0.0.1", "--", "true")
+	require.Equal(t, ExitCluster, code)
+	require.Contains(t, stderr, "no AMRMToken")
+}

@@ -1,0 +1,154 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+// runAm runs am with args and a fixed environment.
+func runAm(t *testing.T, d deps, envs map[string]string, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	getenv := func(k string) string { return envs[k] }
+	code := run(ctx, args, env{getenv: getenv, stdout: &out, stderr: &errb, deps: d})
+	return code, out.String(), errb.String()
+}
+
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		require.NoError(t, os.WriteFile(path, []byte(got), 0o644))
+	}
+	want, err := os.ReadFile(path)
+	require.NoError(t, err, "run go test -update to create it")
+	require.Equal(t, string(want), got)
+}
+
+func TestUsage(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		code int
+		err  string
+	}{
+		{name: "no command", code: ExitUsage, err: "usage:"},
+		{name: "help", args: []string{"--help"}, code: ExitOK, err: "am resources"},
+		{name: "unknown command", args: []string{"deploy"}, code: ExitUsage, err: `unknown command "deploy"`},
+		{name: "unknown flag", args: []string{"resources", "--bogus"}, code: ExitUsage, err: "flag provided but not defined: -bogus"},
+		{name: "bad -D", args: []string{"resources", "-D", "novalue"}, code: ExitUsage, err: "novalue"},
+		{name: "bad log level", args: []string{"resources", "--log-level", "loud"}, code: ExitUsage, err: `--log-level "loud"`},
+		{name: "status without id", args: []string{"status"}, code: ExitUsage, err: "want exactly one application id"},
+		{name: "status bad id", args: []string{"status", "app_1"}, code: ExitUsage, err: `"app_1" is not an application id`},
+		{name: "submit without worker", args: []string{"submit", "--workers", "2"}, code: ExitUsage, err: "no worker command"},
+		{name: "run without worker", args: []string{"run"}, code: ExitUsage, err: "no worker command"},
+		{name: "missing conf file", args: []string{"resources", "--conf", "testdata/nope.yaml"}, code: ExitConfig, err: "testdata/nope.yaml"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, _, stderr := runAm(t, deps{}, nil, tt.args...)
+			require.Equal(t, tt.code, code, stderr)
+			require.Contains(t, stderr, tt.err)
+		})
+	}
+}
+
+func TestNotImplementedYet(t *testing.T) {
+	for _, args := range [][]string{
+		{"submit", "--conf", "testdata/flink-conf.yaml", "--", "python", "train.py"},
+		{"status", "application_1700000000000_0001", "--json"},
+		{"kill", "application_1700000000000_0001"},
+		{"cluster", "--json"},
+		{"run", "--conf", "testdata/flink-conf.yaml", "--", "python", "train.py"},
+	} {
+		t.Run(args[0], func(t *testing.T) {
+			code, _, stderr := runAm(t, deps{}, nil, args...)
+			require.Equal(t, ExitNotImplemented, code, stderr)
+			require.Contains(t, stderr, "not implemented yet")
+		})
+	}
+}
+
+func TestResources(t *testing.T) {
+	code, out, stderr := runAm(t, deps{}, nil, "resources", "--conf", "testdata/flink-conf.yaml")
+	require.Equal(t, ExitOK, code, stderr)
+	golden(t, "resources.golden.txt", out)
+
+	code, out, stderr = runAm(t, deps{}, nil, "resources", "--conf", "testdata/flink-conf.yaml", "--json", "-Dexternal-resource.gpu.amount=2", "--workers", "3")
+	require.Equal(t, ExitOK, code, stderr)
+	golden(t, "resources.golden.json", out)
+	var rep resourcesReport
+	require.NoError(t, json.Unmarshal([]byte(out), &rep))
+	require.Equal(t, 3, rep.Plan.Workers)
+	require.Equal(t, map[string]int64{"yarn.io/gpu": 2}, rep.Plan.Profile.Extra)
+}
+
+func TestResourcesFromEnvironmentDefaults(t *testing.T) {
+	code, out, stderr := runAm(t, deps{}, map[string]string{"FLINK_CONF_DIR": "testdata/none"}, "resources")
+	require.Equal(t, ExitOK, code, stderr)
+	require.Contains(t, out, "configuration: none (Flink defaults)")
+	require.Contains(t, out, "YARN container profile per worker: <memory:1728, vCores:1>")
+}
+
+func TestResourcesErrors(t *testing.T) {
+	code, out, stderr := runAm(t, deps{}, nil, "resources", "--conf", "testdata/bad.yaml")
+	require.Equal(t, ExitConfig, code, stderr)
+	golden(t, "resources-bad.golden.txt", out)
+	require.Contains(t, stderr, "configuration error(s), listed above")
+
+	code, out, _ = runAm(t, deps{}, nil, "resources", "--conf", "testdata/flink-conf.yaml", "--json", "--strict",
+		"-D", "external-resource.gpu.driver-factory.class=")
+	require.Equal(t, ExitConfig, code)
+	var rep resourcesReport
+	require.NoError(t, json.Unmarshal([]byte(out), &rep))
+	require.Empty(t, rep.Warnings)
+	require.NotEmpty(t, rep.Errors)
+	require.Contains(t, rep.Errors[0].Key, "external-resource.gpu.driver-factory.class")
+}
+
+func TestParseInterspersed(t *testing.T) {
+	fs := flag.NewFlagSet("x", flag.ContinueOnError)
+	j := fs.Bool("json", false, "")
+	var d dynamicFlag
+	fs.Var(&d, "D", "")
+	pos, rest, err := parse(fs, []string{"application_1_1", "--json", "-Dk=v", "--", "--json", "x"})
+	require.NoError(t, err)
+	require.True(t, *j)
+	require.Equal(t, []string{"application_1_1"}, pos)
+	require.Equal(t, []string{"--json", "x"}, rest)
+	require.Equal(t, dynamicFlag{"k=v"}, d)
+}
+
+func TestAppIDFromContainer(t *testing.T) {
+	tests := map[string]string{
+		"container_1700000000000_0001_01_000001":     "application_1700000000000_0001",
+		"container_e17_1700000000000_0002_01_000005": "application_1700000000000_0002",
+		"":              "",
+		"container_1_2": "",
+		"task_1_2_3_4":  "",
+	}
+	for in, want := range tests {
+		t.Run(in, func(t *testing.T) {
+			require.Equal(t, want, appIDFromContainer(in))
+		})
+	}
+}
+
+func TestUsageMentionsEveryCommand(t *testing.T) {
+	for _, c := range []string{"submit", "run", "status", "kill", "cluster", "resources"} {
+		require.True(t, strings.Contains(usageText, "am "+c), c)
+	}
+}
