@@ -83,7 +83,9 @@ func (n *reportingNM) StartContainer(ctx context.Context, c am.Container, tok am
 	return nil
 }
 
-func (n *reportingNM) StopContainer(ctx context.Context, c am.Container, tok am.Token) error { return nil }
+func (n *reportingNM) StopContainer(ctx context.Context, c am.Container, tok am.Token) error {
+	return nil
+}
 
 func fakeDeps(rm *scriptRM, nm *reportingNM) deps {
 	return deps{amClients: func(ctx context.Context, getenv func(string) string, log logrus.FieldLogger) (amClients, error) {
