@@ -320,3 +320,30 @@ func TestReplaceTable(t *testing.T) {
 	_, err = ReplaceTable([]byte(TableEnd + TableBegin))
 	require.Error(t, err)
 }
+
+func TestCheckOptionsFindsBadDeclarations(t *testing.T) {
+	registryMu.Lock()
+	savedReg, savedDup := registry, duplicates
+	registry = map[string]Option{}
+	for k, v := range savedReg {
+		registry[k] = v
+	}
+	duplicates = nil
+	registryMu.Unlock()
+	t.Cleanup(func() {
+		registryMu.Lock()
+		registry, duplicates = savedReg, savedDup
+		registryMu.Unlock()
+	})
+
+	Register(Option{Key: "xres.strict", Type: TypeBool, Default: "false", Description: "again"})
+	Register(Option{Key: "test.bad-default", Type: TypeDuration, Default: "soon", Description: "d"})
+	Register(Option{Key: "test.no-description", Type: TypeString})
+	Register(Option{Key: "test.bare", Type: TypeString, Description: "set <X>"})
+	err := CheckOptions()
+	require.Error(t, err)
+	for _, want := range []string{"option xres.strict declared twice", `config key test.bad-default (default): "soon"`,
+		`option "test.no-description" needs a key and a description`, `option "test.bare": put <placeholders>`} {
+		require.ErrorContains(t, err, want)
+	}
+}
