@@ -1,0 +1,274 @@
+package am
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/xres/xres/hadoopproto/hadoopcommon"
+	"github.com/xres/xres/hadoopproto/hadoopyarn"
+	"github.com/xres/xres/yarn"
+	"github.com/xres/xres/yarn/security"
+)
+
+// AMRMProtocol is the part of *yarn.AMRMClient the adapter uses.
+type AMRMProtocol interface {
+	Register(ctx context.Context, req *hadoopyarn.RegisterApplicationMasterRequestProto) (*hadoopyarn.RegisterApplicationMasterResponseProto, error)
+	Allocate(ctx context.Context, req *hadoopyarn.AllocateRequestProto) (*hadoopyarn.AllocateResponseProto, error)
+	Finish(ctx context.Context, req *hadoopyarn.FinishApplicationMasterRequestProto) error
+}
+
+// NMProtocol is the part of *yarn.NMClient the adapter uses.
+type NMProtocol interface {
+	StartContainer(ctx context.Context, c *hadoopyarn.ContainerProto, nmToken *security.Token, launch *hadoopyarn.ContainerLaunchContextProto) error
+	StopContainer(ctx context.Context, c *hadoopyarn.ContainerProto, nmToken *security.Token) error
+}
+
+var (
+	_ AMRMProtocol = (*yarn.AMRMClient)(nil)
+	_ NMProtocol   = (*yarn.NMClient)(nil)
+)
+
+// WorkerPriority is the YARN priority of the worker ask.
+const WorkerPriority int32 = 1
+
+// NewRPCRMClient adapts the Hadoop RPC ApplicationMasterProtocol client to
+// RMClient.
+func NewRPCRMClient(c AMRMProtocol) RMClient { return rpcRM{c: c} }
+
+// NewRPCNMClient adapts the Hadoop RPC ContainerManagementProtocol client
+// to NMClient.
+func NewRPCNMClient(c NMProtocol) NMClient { return rpcNM{c: c} }
+
+type rpcRM struct{ c AMRMProtocol }
+
+func notRegistered(err error) error {
+	if errors.Is(err, yarn.ErrApplicationMasterNotRegistered) {
+		return fmt.Errorf("%w: %w", ErrNotRegistered, err)
+	}
+	return err
+}
+
+func (r rpcRM) Register(ctx context.Context, req RegisterRequest) (RegisterResponse, error) {
+	resp, err := r.c.Register(ctx, &hadoopyarn.RegisterApplicationMasterRequestProto{
+		Host: proto.String(req.Host), RpcPort: proto.Int32(req.RPCPort), TrackingUrl: proto.String(req.TrackingURL),
+	})
+	if err != nil {
+		return RegisterResponse{}, err
+	}
+	out := RegisterResponse{MaxCapability: fromResource(resp.GetMaximumCapability()), Queue: resp.GetQueue()}
+	for _, t := range resp.GetResourceTypes() {
+		out.ResourceTypes = append(out.ResourceTypes, ResourceType{Name: t.GetName(), Units: t.GetUnits()})
+	}
+	if len(out.ResourceTypes) == 0 {
+		// Older RMs leave resource_types empty: every configured type
+		// appears in the maximum capability.
+		out.ResourceTypes = typesOf(resp.GetMaximumCapability())
+	}
+	for _, c := range resp.GetContainersFromPreviousAttempts() {
+		out.PreviousContainers = append(out.PreviousContainers, fromContainer(c))
+	}
+	for _, t := range resp.GetNmTokensFromPreviousAttempts() {
+		out.NMTokens = append(out.NMTokens, NMToken{NodeID: yarn.NodeID(t.GetNodeId()), Token: fromToken(t.GetToken())})
+	}
+	return out, nil
+}
+
+func (r rpcRM) Allocate(ctx context.Context, req AllocateRequest) (AllocateResponse, error) {
+	preq, err := allocateProto(req)
+	if err != nil {
+		return AllocateResponse{}, err
+	}
+	resp, err := r.c.Allocate(ctx, preq)
+	if err != nil {
+		return AllocateResponse{}, notRegistered(err)
+	}
+	out := AllocateResponse{Shutdown: resp.GetAMCommand() == hadoopyarn.AMCommandProto_AM_SHUTDOWN}
+	for _, c := range resp.GetAllocatedContainers() {
+		out.Allocated = append(out.Allocated, fromContainer(c))
+	}
+	for _, s := range resp.GetCompletedContainerStatuses() {
+		out.Completed = append(out.Completed, Completed{ID: yarn.ContainerID(s.GetContainerId()),
+			ExitStatus: int(s.GetExitStatus()), Diagnostics: s.GetDiagnostics()})
+	}
+	for _, t := range resp.GetNmTokens() {
+		out.NMTokens = append(out.NMTokens, NMToken{NodeID: yarn.NodeID(t.GetNodeId()), Token: fromToken(t.GetToken())})
+	}
+	if t := resp.GetAmRmToken(); t != nil {
+		tok := fromToken(t)
+		out.AMRMToken = &tok
+	}
+	return out, nil
+}
+
+func (r rpcRM) Finish(ctx context.Context, req FinishRequest) error {
+	status := map[FinalStatus]hadoopyarn.FinalApplicationStatusProto{
+		StatusSucceeded: hadoopyarn.FinalApplicationStatusProto_APP_SUCCEEDED,
+		StatusFailed:    hadoopyarn.FinalApplicationStatusProto_APP_FAILED,
+		StatusKilled:    hadoopyarn.FinalApplicationStatusProto_APP_KILLED,
+	}[req.Status]
+	return notRegistered(r.c.Finish(ctx, &hadoopyarn.FinishApplicationMasterRequestProto{
+		Diagnostics: proto.String(req.Diagnostics), TrackingUrl: proto.String(req.TrackingURL),
+		FinalApplicationStatus: status.Enum(),
+	}))
+}
+
+// allocateProto builds the heartbeat: each ask as one ANY ("*") request,
+// keyed by allocation_request_id.
+func allocateProto(req AllocateRequest) (*hadoopyarn.AllocateRequestProto, error) {
+	p := &hadoopyarn.AllocateRequestProto{Progress: proto.Float32(req.Progress)}
+	for _, a := range req.Asks {
+		prio := a.Priority
+		if prio == 0 {
+			prio = WorkerPriority
+		}
+		p.Ask = append(p.Ask, &hadoopyarn.ResourceRequestProto{
+			Priority:            &hadoopyarn.PriorityProto{Priority: proto.Int32(prio)},
+			ResourceName:        proto.String("*"),
+			Capability:          yarn.NewResource(a.Profile.MemoryMB, int32(a.Profile.VCores), a.Profile.Extra),
+			NumContainers:       proto.Int32(int32(a.Count)),
+			RelaxLocality:       proto.Bool(true),
+			AllocationRequestId: proto.Int64(a.ID),
+		})
+	}
+	for _, id := range req.Release {
+		cid, err := yarn.ParseContainerID(id)
+		if err != nil {
+			return nil, fmt.Errorf("release %s: %w", id, err)
+		}
+		p.Release = append(p.Release, cid)
+	}
+	if len(req.BlacklistAdd)+len(req.BlacklistRemove) > 0 {
+		p.BlacklistRequest = &hadoopyarn.ResourceBlacklistRequestProto{
+			BlacklistAdditions: req.BlacklistAdd, BlacklistRemovals: req.BlacklistRemove}
+	}
+	return p, nil
+}
+
+func fromResource(r *hadoopyarn.ResourceProto) Resource {
+	out := Resource{MemoryMB: r.GetMemory(), VCores: int64(r.GetVirtualCores())}
+	for _, ri := range r.GetResourceValueMap() {
+		switch ri.GetKey() {
+		case "memory-mb", "vcores":
+			continue
+		}
+		if out.Extra == nil {
+			out.Extra = map[string]int64{}
+		}
+		out.Extra[ri.GetKey()] = ri.GetValue()
+	}
+	return out
+}
+
+func typesOf(r *hadoopyarn.ResourceProto) []ResourceType {
+	types := []ResourceType{{Name: "memory-mb", Units: "Mi"}, {Name: "vcores"}}
+	for _, ri := range r.GetResourceValueMap() {
+		switch ri.GetKey() {
+		case "memory-mb", "vcores":
+			continue
+		}
+		types = append(types, ResourceType{Name: ri.GetKey(), Units: ri.GetUnits()})
+	}
+	return types
+}
+
+func fromContainer(c *hadoopyarn.ContainerProto) Container {
+	id := int64(-1)
+	if c.AllocationRequestId != nil {
+		id = c.GetAllocationRequestId()
+	}
+	return Container{ID: yarn.ContainerID(c.GetId()), NodeID: yarn.NodeID(c.GetNodeId()),
+		NodeHTTP: c.GetNodeHttpAddress(), Resource: fromResource(c.GetResource()),
+		AllocationRequestID: id, Token: fromToken(c.GetContainerToken())}
+}
+
+func fromToken(t *hadoopcommon.TokenProto) Token {
+	if t == nil {
+		return Token{}
+	}
+	return Token{Identifier: t.GetIdentifier(), Password: t.GetPassword(), Kind: t.GetKind(), Service: t.GetService()}
+}
+
+func toToken(t Token) *hadoopcommon.TokenProto {
+	return &hadoopcommon.TokenProto{Identifier: t.Identifier, Password: t.Password,
+		Kind: proto.String(t.Kind), Service: proto.String(t.Service)}
+}
+
+type rpcNM struct{ c NMProtocol }
+
+func containerProto(c Container) (*hadoopyarn.ContainerProto, error) {
+	id, err := yarn.ParseContainerID(c.ID)
+	if err != nil {
+		return nil, err
+	}
+	host, port, err := net.SplitHostPort(c.NodeID)
+	if err != nil {
+		return nil, fmt.Errorf("container %s: node id %q: %w", c.ID, c.NodeID, err)
+	}
+	p, err := strconv.ParseInt(port, 10, 32)
+	if err != nil {
+		return nil, fmt.Errorf("container %s: node id %q: bad port", c.ID, c.NodeID)
+	}
+	return &hadoopyarn.ContainerProto{Id: id,
+		NodeId:          &hadoopyarn.NodeIdProto{Host: proto.String(host), Port: proto.Int32(int32(p))},
+		NodeHttpAddress: proto.String(c.NodeHTTP), ContainerToken: toToken(c.Token)}, nil
+}
+
+func nmSecurityToken(t Token) *security.Token {
+	if t.Kind == "" {
+		return nil
+	}
+	return &security.Token{Identifier: t.Identifier, Password: t.Password, Kind: t.Kind, Service: t.Service}
+}
+
+func (n rpcNM) StartContainer(ctx context.Context, c Container, nmToken Token, launch LaunchContext) error {
+	cp, err := containerProto(c)
+	if err != nil {
+		return err
+	}
+	return n.c.StartContainer(ctx, cp, nmSecurityToken(nmToken), launchProto(launch))
+}
+
+func (n rpcNM) StopContainer(ctx context.Context, c Container, nmToken Token) error {
+	cp, err := containerProto(c)
+	if err != nil {
+		return err
+	}
+	return n.c.StopContainer(ctx, cp, nmSecurityToken(nmToken))
+}
+
+// launchProto builds ContainerLaunchContextProto; maps in sorted order.
+func launchProto(l LaunchContext) *hadoopyarn.ContainerLaunchContextProto {
+	p := &hadoopyarn.ContainerLaunchContextProto{Command: l.Commands}
+	if len(l.Tokens) > 0 {
+		p.Tokens = l.Tokens
+	}
+	for _, name := range sortedKeys(l.LocalResources) {
+		r := l.LocalResources[name]
+		lr := &hadoopyarn.LocalResourceProto{
+			Resource: &hadoopyarn.URLProto{Scheme: proto.String(r.URL.Scheme), File: proto.String(r.URL.File)},
+			Size:     proto.Int64(r.Size), Timestamp: proto.Int64(r.Timestamp),
+			Type:       hadoopyarn.LocalResourceTypeProto(r.Type).Enum(),
+			Visibility: hadoopyarn.LocalResourceVisibilityProto(r.Visibility).Enum(),
+		}
+		if r.URL.Host != "" {
+			lr.Resource.Host = proto.String(r.URL.Host)
+		}
+		if r.URL.Port > 0 {
+			lr.Resource.Port = proto.Int32(r.URL.Port)
+		}
+		p.LocalResources = append(p.LocalResources, &hadoopyarn.StringLocalResourceMapProto{Key: proto.String(name), Value: lr})
+	}
+	for _, k := range sortedKeys(l.Env) {
+		p.Environment = append(p.Environment, &hadoopyarn.StringStringMapProto{Key: proto.String(k), Value: proto.String(l.Env[k])})
+	}
+	return p
+}
+
+// LaunchProto exposes launchProto for the submission client (the AM
+// container's launch context).
+func LaunchProto(l LaunchContext) *hadoopyarn.ContainerLaunchContextProto { return launchProto(l) }

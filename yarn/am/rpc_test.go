@@ -1,0 +1,213 @@
+package am
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/xres/xres/hadoopproto/hadoopyarn"
+	"github.com/xres/xres/yarn"
+	"github.com/xres/xres/yarn/security"
+	"github.com/xres/xres/yarn/yarntest"
+)
+
+func TestAllocateProto(t *testing.T) {
+	p, err := allocateProto(AllocateRequest{
+		Asks:         []Ask{{ID: 1, Count: 3, Profile: Resource{MemoryMB: 1728, VCores: 2, Extra: map[string]int64{"yarn.io/gpu": 1}}}},
+		Release:      []string{"container_e17_1700000000000_0001_01_000005"},
+		BlacklistAdd: []string{"badhost"},
+		Progress:     0.5,
+	})
+	require.NoError(t, err)
+	require.Len(t, p.GetAsk(), 1)
+	ask := p.GetAsk()[0]
+	require.Equal(t, "*", ask.GetResourceName())
+	require.Equal(t, int32(3), ask.GetNumContainers())
+	require.Equal(t, int64(1), ask.GetAllocationRequestId())
+	require.Equal(t, WorkerPriority, ask.GetPriority().GetPriority())
+	require.True(t, ask.GetRelaxLocality())
+	gpu, ok := yarn.ResourceValue(ask.GetCapability(), "yarn.io/gpu")
+	require.True(t, ok)
+	require.Equal(t, int64(1), gpu)
+	require.Equal(t, int64(1728), ask.GetCapability().GetMemory())
+	require.Equal(t, "container_e17_1700000000000_0001_01_000005", yarn.ContainerID(p.GetRelease()[0]))
+	require.Equal(t, []string{"badhost"}, p.GetBlacklistRequest().GetBlacklistAdditions())
+	require.Equal(t, float32(0.5), p.GetProgress())
+
+	_, err = allocateProto(AllocateRequest{Release: []string{"bogus"}})
+	require.ErrorContains(t, err, "release bogus")
+}
+
+func TestLaunchProto(t *testing.T) {
+	p := launchProto(LaunchContext{
+		Commands: []string{"./container-launcher -- x 1><LOG_DIR>/stdout 2><LOG_DIR>/stderr"},
+		Env:      map[string]string{"B": "2", "A": "1"},
+		LocalResources: map[string]LocalResource{
+			"container-launcher": {URL: ResourceURL{Scheme: "hdfs", Host: "nn", Port: 8020, File: "/s/container-launcher"}, Size: 7, Timestamp: 8, Type: File, Visibility: Application},
+			"env":                {URL: ResourceURL{Scheme: "hdfs", File: "/s/env.tgz"}, Size: 1, Timestamp: 2, Type: Archive, Visibility: Private},
+		},
+	})
+	require.Equal(t, []string{"./container-launcher -- x 1><LOG_DIR>/stdout 2><LOG_DIR>/stderr"}, p.GetCommand())
+	require.Equal(t, "A", p.GetEnvironment()[0].GetKey())
+	require.Nil(t, p.Tokens, "no tokens field on an insecure cluster")
+	lr := p.GetLocalResources()[0]
+	require.Equal(t, "container-launcher", lr.GetKey())
+	require.Equal(t, "nn", lr.GetValue().GetResource().GetHost())
+	require.Equal(t, int32(8020), lr.GetValue().GetResource().GetPort())
+	require.Equal(t, int64(7), lr.GetValue().GetSize())
+	require.Equal(t, int64(8), lr.GetValue().GetTimestamp())
+	require.Equal(t, hadoopyarn.LocalResourceTypeProto_FILE, lr.GetValue().GetType())
+	require.Equal(t, hadoopyarn.LocalResourceVisibilityProto_APPLICATION, lr.GetValue().GetVisibility())
+	env := p.GetLocalResources()[1].GetValue()
+	require.Equal(t, hadoopyarn.LocalResourceTypeProto_ARCHIVE, env.GetType())
+	require.Nil(t, env.GetResource().Host)
+}
+
+func TestRegisterFallsBackToCapabilityTypes(t *testing.T) {
+	fake := &protoRM{register: &hadoopyarn.RegisterApplicationMasterResponseProto{
+		MaximumCapability: yarn.NewResource(8192, 4, map[string]int64{"yarn.io/gpu": 2}),
+	}}
+	resp, err := NewRPCRMClient(fake).Register(context.Background(), RegisterRequest{Host: "h", RPCPort: -1})
+	require.NoError(t, err)
+	require.Equal(t, []ResourceType{{Name: "memory-mb", Units: "Mi"}, {Name: "vcores"}, {Name: "yarn.io/gpu", Units: ""}}, resp.ResourceTypes)
+	require.Equal(t, Resource{MemoryMB: 8192, VCores: 4, Extra: map[string]int64{"yarn.io/gpu": 2}}, resp.MaxCapability)
+}
+
+func TestNotRegisteredMapped(t *testing.T) {
+	fake := &protoRM{allocErr: yarn.ErrApplicationMasterNotRegistered}
+	_, err := NewRPCRMClient(fake).Allocate(context.Background(), AllocateRequest{})
+	require.ErrorIs(t, err, ErrNotRegistered)
+	fake.allocErr = errors.New("EOF")
+	_, err = NewRPCRMClient(fake).Allocate(context.Background(), AllocateRequest{})
+	require.NotErrorIs(t, err, ErrNotRegistered)
+}
+
+type protoRM struct {
+	register *hadoopyarn.RegisterApplicationMasterResponseProto
+	allocErr error
+}
+
+func (p *protoRM) Register(context.Context, *hadoopyarn.RegisterApplicationMasterRequestProto) (*hadoopyarn.RegisterApplicationMasterResponseProto, error) {
+	return p.register, nil
+}
+
+func (p *protoRM) Allocate(context.Context, *hadoopyarn.AllocateRequestProto) (*hadoopyarn.AllocateResponseProto, error) {
+	return nil, p.allocErr
+}
+
+func (p *protoRM) Finish(context.Context, *hadoopyarn.FinishApplicationMasterRequestProto) error {
+	return nil
+}
+
+// TestAMOverHadoopRPC runs the AM core through the adapters and the real
+// Hadoop RPC clients against in-process RM and NM fakes (TOKEN auth with
+// the AMRMToken and NMToken): two workers are asked with yarn.io/gpu,
+// started with their container tokens, complete, and the AM unregisters
+// SUCCEEDED.
+func TestAMOverHadoopRPC(t *testing.T) {
+	app := &hadoopyarn.ApplicationIdProto{Id: proto.Int32(1), ClusterTimestamp: proto.Int64(1700000000000)}
+	attempt := &hadoopyarn.ApplicationAttemptIdProto{ApplicationId: app, AttemptId: proto.Int32(1)}
+	amrmID, err := proto.Marshal(&hadoopyarn.AMRMTokenIdentifierProto{AppAttemptId: attempt, KeyId: proto.Int32(1)})
+	require.NoError(t, err)
+	amrm := &security.Token{Identifier: amrmID, Password: []byte("amrm-secret"), Kind: security.KindAMRMToken}
+	nmID, err := proto.Marshal(&hadoopyarn.NMTokenIdentifierProto{AppAttemptId: attempt, KeyId: proto.Int32(1)})
+	require.NoError(t, err)
+	nmTok := &security.Token{Identifier: nmID, Password: []byte("nm-secret"), Kind: security.KindNMToken}
+
+	nm := yarntest.NewServer(t, yarntest.Options{Token: true})
+	nm.AddToken(nmTok.Identifier, nmTok.Password)
+	nmHost, nmPort, _ := net.SplitHostPort(nm.Addr)
+	port, _ := strconv.Atoi(nmPort)
+	var mu sync.Mutex
+	var started []*hadoopyarn.StartContainerRequestProto
+	nm.Handle("startContainers", func(ctx context.Context, c *yarntest.Call) (proto.Message, error) {
+		req := &hadoopyarn.StartContainersRequestProto{}
+		if err := c.Decode(req); err != nil {
+			return nil, err
+		}
+		mu.Lock()
+		started = append(started, req.GetStartContainerRequest()...)
+		mu.Unlock()
+		return &hadoopyarn.StartContainersResponseProto{}, nil
+	})
+
+	rm := yarntest.NewServer(t, yarntest.Options{Token: true})
+	rm.AddToken(amrm.Identifier, amrm.Password)
+	amrm.Service = rm.Addr
+	rm.Handle("registerApplicationMaster", func(ctx context.Context, c *yarntest.Call) (proto.Message, error) {
+		return &hadoopyarn.RegisterApplicationMasterResponseProto{
+			MaximumCapability: yarn.NewResource(8192, 4, map[string]int64{"yarn.io/gpu": 2}),
+			ResourceTypes: []*hadoopyarn.ResourceTypeInfoProto{{Name: proto.String("memory-mb")}, {Name: proto.String("vcores")},
+				{Name: proto.String("yarn.io/gpu")}},
+		}, nil
+	})
+	var asked []*hadoopyarn.ResourceRequestProto
+	var calls int
+	container := func(n int64) *hadoopyarn.ContainerProto {
+		return &hadoopyarn.ContainerProto{
+			Id:     &hadoopyarn.ContainerIdProto{AppId: app, AppAttemptId: attempt, Id: proto.Int64(n)},
+			NodeId: &hadoopyarn.NodeIdProto{Host: proto.String(nmHost), Port: proto.Int32(int32(port))},
+			NodeHttpAddress: proto.String(nmHost + ":8042"), Resource: yarn.NewResource(2048, 1, map[string]int64{"yarn.io/gpu": 1}),
+			ContainerToken:      (&security.Token{Identifier: []byte{byte(n)}, Password: []byte("ct"), Kind: security.KindContainerToken}).Proto(),
+			AllocationRequestId: proto.Int64(WorkerAskID),
+		}
+	}
+	rm.Handle("allocate", func(ctx context.Context, c *yarntest.Call) (proto.Message, error) {
+		req := &hadoopyarn.AllocateRequestProto{}
+		if err := c.Decode(req); err != nil {
+			return nil, err
+		}
+		calls++
+		asked = append(asked, req.GetAsk()...)
+		resp := &hadoopyarn.AllocateResponseProto{ResponseId: proto.Int32(int32(calls))}
+		switch calls {
+		case 1:
+			resp.AllocatedContainers = []*hadoopyarn.ContainerProto{container(2), container(3)}
+			resp.NmTokens = []*hadoopyarn.NMTokenProto{{NodeId: container(2).GetNodeId(), Token: nmTok.Proto()}}
+		case 2:
+			for _, n := range []int64{2, 3} {
+				resp.CompletedContainerStatuses = append(resp.CompletedContainerStatuses, &hadoopyarn.ContainerStatusProto{
+					ContainerId: container(n).GetId(), State: hadoopyarn.ContainerStateProto_C_COMPLETE.Enum(), ExitStatus: proto.Int32(0)})
+			}
+		}
+		return resp, nil
+	})
+	var final *hadoopyarn.FinishApplicationMasterRequestProto
+	rm.Handle("finishApplicationMaster", func(ctx context.Context, c *yarntest.Call) (proto.Message, error) {
+		final = &hadoopyarn.FinishApplicationMasterRequestProto{}
+		if err := c.Decode(final); err != nil {
+			return nil, err
+		}
+		return &hadoopyarn.FinishApplicationMasterResponseProto{IsUnregistered: proto.Bool(true)}, nil
+	})
+
+	amrmClient, err := yarn.NewAMRMClient(yarn.AMConfig{Addrs: []string{rm.Addr}, Token: amrm})
+	require.NoError(t, err)
+	defer amrmClient.Close()
+	nmClient := yarn.NewNMClient(yarn.NMConfig{})
+	defer nmClient.Close()
+
+	cfg := testConfig(2, 2)
+	a, err := New(cfg, NewRPCRMClient(amrmClient), NewRPCNMClient(nmClient), nil)
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	res, err := a.Run(ctx)
+	require.NoError(t, err)
+	require.Equal(t, StatusSucceeded, res.Status, res.Diagnostics)
+
+	require.Equal(t, hadoopyarn.FinalApplicationStatusProto_APP_SUCCEEDED, final.GetFinalApplicationStatus())
+	require.Equal(t, int32(2), asked[0].GetNumContainers())
+	gpu, _ := yarn.ResourceValue(asked[0].GetCapability(), "yarn.io/gpu")
+	require.Equal(t, int64(1), gpu)
+	require.Len(t, started, 2)
+	require.Equal(t, []byte{2}, started[0].GetContainerToken().GetIdentifier(), "the container token is passed on verbatim")
+	require.Equal(t, cfg.Launch.Commands, started[0].GetContainerLaunchContext().GetCommand())
+}
