@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/user"
+	"strings"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -182,4 +183,25 @@ func HasResourceType(types []*hadoopyarn.ResourceTypeInfoProto, name string) boo
 		}
 	}
 	return false
+}
+
+// CheckResource returns an error wrapping ErrResourceNotFound that names
+// every resource in r the RM does not know (types from
+// GetResourceTypeInfo or the register response). The RM itself drops
+// unknown names silently, so an ask would otherwise lose them.
+func CheckResource(types []*hadoopyarn.ResourceTypeInfoProto, r *hadoopyarn.ResourceProto) error {
+	var missing, known []string
+	for _, t := range types {
+		known = append(known, t.GetName())
+	}
+	for _, ri := range r.GetResourceValueMap() {
+		if !HasResourceType(types, ri.GetKey()) {
+			missing = append(missing, ri.GetKey())
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: resourcemanager does not know resource type %s (it knows %s; see yarn.resource-types in resource-types.xml)",
+		ErrResourceNotFound, strings.Join(missing, ", "), strings.Join(known, ", "))
 }

@@ -205,3 +205,12 @@ func TestClientFailover(t *testing.T) {
 		require.ErrorContains(t, err, "no server address")
 	})
 }
+
+func TestCheckResource(t *testing.T) {
+	types := []*hadoopyarn.ResourceTypeInfoProto{{Name: proto.String("memory-mb")}, {Name: proto.String("vcores")}, {Name: proto.String("yarn.io/gpu")}}
+	require.NoError(t, CheckResource(types, NewResource(1024, 1, map[string]int64{"yarn.io/gpu": 1})))
+	err := CheckResource(types, NewResource(1024, 1, map[string]int64{"yarn.io/gpu": 1, "yarn.io/fpga": 1}))
+	require.ErrorIs(t, err, ErrResourceNotFound)
+	require.ErrorContains(t, err, "yarn.io/fpga")
+	require.NotContains(t, err.Error(), "type yarn.io/gpu")
+}

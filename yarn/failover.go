@@ -85,7 +85,13 @@ func (e *endpoints) call(ctx context.Context, method string, req, resp proto.Mes
 		if err == nil {
 			return nil
 		}
-		if ctx.Err() != nil || !retryable(err) {
+		if ctx.Err() != nil {
+			if errors.Is(err, ctx.Err()) {
+				return err
+			}
+			return fmt.Errorf("call %s: %w (last error: %v)", method, ctx.Err(), err)
+		}
+		if !retryable(err) {
 			return err
 		}
 		last = err

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"sync"
 	"time"
 
@@ -126,8 +127,8 @@ func (c *Conn) handshake(ctx context.Context) error {
 	defer c.nc.SetDeadline(time.Time{})
 
 	wrap := func(err error) error {
-		if ctx.Err() != nil {
-			return fmt.Errorf("ipc connect %s: %w", c.cfg.Addr, ctx.Err())
+		if cerr := ctxErr(ctx, err); cerr != nil {
+			return fmt.Errorf("ipc connect %s: %w", c.cfg.Addr, cerr)
 		}
 		return err
 	}
@@ -239,11 +240,11 @@ func (c *Conn) write(ctx context.Context, pkt []byte) error {
 		return nil
 	}
 	nerr := &NetError{Op: "write", Addr: c.cfg.Addr, Err: err}
-	if ctx.Err() != nil {
+	if cerr := ctxErr(ctx, err); cerr != nil {
 		if n > 0 {
 			c.fail(nerr) // half a packet on the wire: the stream is lost
 		}
-		return ctx.Err()
+		return cerr
 	}
 	// The peer went away. If it said why first (a FATAL such as "SIMPLE
 	// authentication is not enabled"), the reader is about to see it:
@@ -254,6 +255,21 @@ func (c *Conn) write(ctx context.Context, pkt []byte) error {
 	}
 	c.fail(nerr)
 	return c.Err()
+}
+
+// ctxErr returns ctx's error when err came from ctx ending: either ctx is
+// done, or err is the socket deadline that mirrors ctx's deadline (the
+// socket can notice a passed deadline before ctx's own timer fires).
+func ctxErr(ctx context.Context, err error) error {
+	if e := ctx.Err(); e != nil {
+		return e
+	}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+			return context.DeadlineExceeded
+		}
+	}
+	return nil
 }
 
 // readLoop hands each response to its waiting call until the connection

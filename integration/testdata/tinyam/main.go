@@ -1,0 +1,187 @@
+// Command tinyam is the smallest ApplicationMaster the integration tests
+// run on the real cluster: it reads its token file, registers with the
+// AMRMToken over DIGEST-MD5, checks that an oversized ask is refused, asks
+// for one container with yarn.io/gpu: 1, starts `true` in it with the
+// NMToken, waits for it to complete with exit code 0, and unregisters with
+// SUCCEEDED (FAILED, with the reason as diagnostics, on any error).
+//
+// Settings (environment): TINYAM_SCHEDULER, the RM scheduler address(es),
+// comma-separated; HADOOP_TOKEN_FILE_LOCATION and CONTAINER_ID as the
+// NodeManager sets them.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/xres/xres/hadoopproto/hadoopyarn"
+	"github.com/xres/xres/yarn"
+	"github.com/xres/xres/yarn/security"
+)
+
+func main() {
+	log := logrus.New()
+	log.SetOutput(os.Stderr)
+	log.SetLevel(logrus.DebugLevel)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	if err := run(ctx, log); err != nil {
+		log.WithError(err).Error("tinyam failed")
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, log *logrus.Logger) error {
+	creds, err := security.ReadTokenFile(os.Getenv("HADOOP_TOKEN_FILE_LOCATION"))
+	if err != nil {
+		return err
+	}
+	log.WithField("credentials", creds.String()).Info("read token file")
+	tok := creds.Select(security.KindAMRMToken, "")
+	if tok == nil {
+		return fmt.Errorf("no %s in %s", security.KindAMRMToken, creds)
+	}
+	addrs := strings.Split(os.Getenv("TINYAM_SCHEDULER"), ",")
+	am, err := yarn.NewAMRMClient(yarn.AMConfig{Addrs: addrs, Token: tok, Log: log})
+	if err != nil {
+		return err
+	}
+	defer am.Close()
+	host, _ := os.Hostname()
+	reg, err := am.Register(ctx, &hadoopyarn.RegisterApplicationMasterRequestProto{Host: proto.String(host), RpcPort: proto.Int32(-1), TrackingUrl: proto.String("")})
+	if err != nil {
+		return fmt.Errorf("register: %w", err)
+	}
+	log.WithField("max", reg.GetMaximumCapability().String()).Info("registered")
+
+	outcome := work(ctx, log, am, reg)
+	status := hadoopyarn.FinalApplicationStatusProto_APP_SUCCEEDED
+	diag := "tinyam: ok"
+	if outcome.err != nil {
+		status = hadoopyarn.FinalApplicationStatusProto_APP_FAILED
+		diag = "tinyam: " + outcome.err.Error()
+	}
+	diag += "; oversized ask: " + outcome.oversized
+	fctx, fcancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer fcancel()
+	if err := am.Finish(fctx, &hadoopyarn.FinishApplicationMasterRequestProto{FinalApplicationStatus: status.Enum(), Diagnostics: proto.String(diag)}); err != nil {
+		return fmt.Errorf("finish: %w", err)
+	}
+	log.WithField("status", status).Info("unregistered")
+	return outcome.err
+}
+
+type result struct {
+	err       error
+	oversized string // what the RM said to an ask above the maximum
+}
+
+func ask(gpus int64, n int32) *hadoopyarn.ResourceRequestProto {
+	return &hadoopyarn.ResourceRequestProto{
+		Priority:            &hadoopyarn.PriorityProto{Priority: proto.Int32(1)},
+		ResourceName:        proto.String("*"),
+		Capability:          yarn.NewResource(256, 1, map[string]int64{"yarn.io/gpu": gpus}),
+		NumContainers:       proto.Int32(n),
+		AllocationRequestId: proto.Int64(1),
+	}
+}
+
+func work(ctx context.Context, log *logrus.Logger, am *yarn.AMRMClient, reg *hadoopyarn.RegisterApplicationMasterResponseProto) (res result) {
+	if !yarn.HasResourceType(reg.GetResourceTypes(), "yarn.io/gpu") {
+		return result{err: errors.New("resourcemanager does not know yarn.io/gpu")}
+	}
+	// An ask above the cluster's maximum must be refused with a clear error.
+	maxGPU, _ := yarn.ResourceValue(reg.GetMaximumCapability(), "yarn.io/gpu")
+	_, err := am.Allocate(ctx, &hadoopyarn.AllocateRequestProto{Ask: []*hadoopyarn.ResourceRequestProto{ask(maxGPU+10, 1)}})
+	var re *yarn.RemoteError
+	switch {
+	case errors.As(err, &re):
+		res.oversized = re.Class
+	case err != nil:
+		return result{err: fmt.Errorf("oversized ask: %w", err)}
+	default:
+		res.oversized = "accepted"
+	}
+	log.WithField("answer", res.oversized).Info("oversized ask")
+
+	nm := yarn.NewNMClient(yarn.NMConfig{Log: log})
+	defer nm.Close()
+	nmTokens := map[string]*security.Token{}
+	var container *hadoopyarn.ContainerProto
+	req := &hadoopyarn.AllocateRequestProto{Ask: []*hadoopyarn.ResourceRequestProto{ask(1, 1)}}
+	for container == nil {
+		resp, err := am.Allocate(ctx, req)
+		if err != nil {
+			res.err = fmt.Errorf("allocate: %w", err)
+			return res
+		}
+		req = &hadoopyarn.AllocateRequestProto{Progress: proto.Float32(0.1)}
+		for _, t := range resp.GetNmTokens() {
+			nmTokens[yarn.NodeID(t.GetNodeId())] = security.FromProto(t.GetToken())
+		}
+		for _, c := range resp.GetAllocatedContainers() {
+			if container != nil {
+				req.Release = append(req.Release, c.GetId())
+				continue
+			}
+			container = c
+		}
+		if container == nil {
+			if err := sleep(ctx, 300*time.Millisecond); err != nil {
+				res.err = err
+				return res
+			}
+		}
+	}
+	gpus, _ := yarn.ResourceValue(container.GetResource(), "yarn.io/gpu")
+	node := yarn.NodeID(container.GetNodeId())
+	log.WithFields(logrus.Fields{"container": yarn.ContainerID(container.GetId()), "node": node, "gpus": gpus}).Info("allocated")
+	if gpus != 1 {
+		res.err = fmt.Errorf("container %s has %d yarn.io/gpu, want 1", yarn.ContainerID(container.GetId()), gpus)
+		return res
+	}
+	launch := &hadoopyarn.ContainerLaunchContextProto{Command: []string{"true", "1><LOG_DIR>/stdout", "2><LOG_DIR>/stderr"}}
+	if err := nm.StartContainer(ctx, container, nmTokens[node], launch); err != nil {
+		res.err = fmt.Errorf("start container on %s: %w", node, err)
+		return res
+	}
+	log.Info("started")
+	for {
+		resp, err := am.Allocate(ctx, req)
+		if err != nil {
+			res.err = fmt.Errorf("allocate: %w", err)
+			return res
+		}
+		req = &hadoopyarn.AllocateRequestProto{Progress: proto.Float32(0.5)}
+		for _, st := range resp.GetCompletedContainerStatuses() {
+			if yarn.ContainerID(st.GetContainerId()) != yarn.ContainerID(container.GetId()) {
+				continue
+			}
+			log.WithFields(logrus.Fields{"exit": st.GetExitStatus(), "diagnostics": st.GetDiagnostics()}).Info("container completed")
+			if st.GetExitStatus() != 0 {
+				res.err = fmt.Errorf("container exited with %d: %s", st.GetExitStatus(), st.GetDiagnostics())
+			}
+			return res
+		}
+		if err := sleep(ctx, 300*time.Millisecond); err != nil {
+			res.err = err
+			return res
+		}
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(d):
+		return nil
+	}
+}
