@@ -152,8 +152,8 @@ func TestAMOverHadoopRPC(t *testing.T) {
 	var calls int
 	container := func(n int64) *hadoopyarn.ContainerProto {
 		return &hadoopyarn.ContainerProto{
-			Id:     &hadoopyarn.ContainerIdProto{AppId: app, AppAttemptId: attempt, Id: proto.Int64(n)},
-			NodeId: &hadoopyarn.NodeIdProto{Host: proto.String(nmHost), Port: proto.Int32(int32(port))},
+			Id:              &hadoopyarn.ContainerIdProto{AppId: app, AppAttemptId: attempt, Id: proto.Int64(n)},
+			NodeId:          &hadoopyarn.NodeIdProto{Host: proto.String(nmHost), Port: proto.Int32(int32(port))},
 			NodeHttpAddress: proto.String(nmHost + ":8042"), Resource: yarn.NewResource(2048, 1, map[string]int64{"yarn.io/gpu": 1}),
 			ContainerToken:      (&security.Token{Identifier: []byte{byte(n)}, Password: []byte("ct"), Kind: security.KindContainerToken}).Proto(),
 			AllocationRequestId: proto.Int64(WorkerAskID),
