@@ -1,0 +1,40 @@
+package am
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestNMWebLogs(t *testing.T) {
+	var gotPath, gotQuery string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		gotPath, gotQuery = r.URL.Path, r.URL.RawQuery
+		if strings.Contains(r.URL.Path, "missing") {
+			http.Error(w, "not found", http.StatusNotFound)
+			return
+		}
+		_, _ = w.Write([]byte("starting\n\nTraceback:\r\n  File x\nValueError: bad\n"))
+	}))
+	defer srv.Close()
+	c := Container{ID: "container_1_0001_01_000002", NodeHTTP: strings.TrimPrefix(srv.URL, "http://")}
+	logs := NMWebLogs{Client: srv.Client(), User: "alice"}
+
+	lines, err := logs.Tail(context.Background(), c, "stderr", 3)
+	require.NoError(t, err)
+	require.Equal(t, []string{"Traceback:", "  File x", "ValueError: bad"}, lines)
+	require.Equal(t, "/ws/v1/node/containerlogs/container_1_0001_01_000002/stderr", gotPath)
+	require.Contains(t, gotQuery, "size=-65536")
+	require.Contains(t, gotQuery, "user.name=alice")
+
+	c.ID = "container_missing"
+	_, err = logs.Tail(context.Background(), c, "stderr", 3)
+	require.ErrorContains(t, err, "404 Not Found")
+
+	_, err = logs.Tail(context.Background(), Container{ID: "x"}, "stderr", 3)
+	require.ErrorContains(t, err, "no NodeManager web address")
+}
