@@ -323,7 +323,14 @@ func (h *Host) write(entries []Entry) error {
 		return err
 	}
 	dir := filepath.Dir(h.state)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(h.state)+".*.tmp")
+	pattern := "." + filepath.Base(h.state) + ".*.tmp"
+	// Writers hold the lock, so any temp file here is a crashed writer's.
+	if stale, _ := filepath.Glob(filepath.Join(dir, pattern)); len(stale) > 0 {
+		for _, f := range stale {
+			_ = os.Remove(f)
+		}
+	}
+	tmp, err := os.CreateTemp(dir, pattern)
 	if err != nil {
 		return fmt.Errorf("write coordination state %s: %w", h.state, err)
 	}

@@ -375,9 +375,12 @@ func TestLockTimeout(t *testing.T) {
 
 func TestStateFileIsReplacedNotTheLock(t *testing.T) {
 	state := filepath.Join(t.TempDir(), "state")
+	crashed := filepath.Join(filepath.Dir(state), ".state.123.tmp")
+	require.NoError(t, os.WriteFile(crashed, []byte("half a"), 0o644))
 	h := newHost(t, state, Owner{})
 	_, err := h.Reserve(ctxT(t), "gpu", []string{"a", "b"}, 1, false)
 	require.NoError(t, err)
+	require.NoFileExists(t, crashed, "a crashed writer's temp file is cleaned up")
 	lockBefore, err := os.Stat(state + ".lock")
 	require.NoError(t, err)
 	stateBefore, err := os.Stat(state)

@@ -372,3 +372,14 @@ func TestUnwritableCoordinationDir(t *testing.T) {
 	require.Error(t, err)
 	require.Contains(t, err.Error(), "create coordination directory "+file)
 }
+
+func TestScriptCallerDeadline(t *testing.T) {
+	path := writeScript(t, t.TempDir(), "slow.sh", "sleep 30\n")
+	d, err := New(driver.Options{Resource: "gpu", Params: map[string]string{ParamScriptPath: path}})
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	_, err = d.Discover(ctx, 1)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.NotErrorIs(t, err, ErrScriptTimeout, "the caller's deadline is not the script's timeout")
+}

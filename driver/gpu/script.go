@@ -54,12 +54,13 @@ func (s *scriptDriver) Discover(ctx context.Context, amount int64) ([]resources.
 	if err != nil {
 		return nil, fmt.Errorf("run discovery script %s: %w", s.path, err)
 	}
+	if err := ctx.Err(); err != nil {
+		// The caller's deadline or cancellation, not the script timeout.
+		return nil, fmt.Errorf("run discovery script %s: %w (its process group was killed)", s.path, err)
+	}
 	if res.timedOut {
 		return nil, fmt.Errorf("run discovery script %s: %w after %s (its process group was killed)%s",
 			s.path, ErrScriptTimeout, s.timeout, outputTail(res))
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("run discovery script %s: %w", s.path, err)
 	}
 	if res.exitCode != 0 {
 		how := fmt.Sprintf("exit code %d", res.exitCode)
