@@ -3,7 +3,7 @@ GO      ?= go
 BIN     ?= bin
 PKGS    := ./...
 
-.PHONY: all build unit test integration bench lint demo proto proto-check clean
+.PHONY: all build unit test integration bench bench-rpc lint demo proto proto-check clean
 
 all: build
 
@@ -24,6 +24,11 @@ integration:
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
+
+# getClusterMetrics: our RPC client vs Hadoop's Java YarnClient (integration/javabench,
+# built with Maven on first use), 1 and 8 callers, against the real cluster.
+bench-rpc:
+	$(GO) test -count=1 -tags integration -timeout 40m -run '^$$' -bench 'RPCGetClusterMetrics' -benchtime 1x ./integration/
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
