@@ -1,0 +1,305 @@
+//go:build integration
+
+package integration
+
+// BenchmarkRPCGetClusterMetrics puts our ApplicationClientProtocol client
+// and Hadoop's Java YarnClient side by side against the same RM, in one run:
+// closed-loop getClusterMetrics from 1 and 8 concurrent callers sharing one
+// client, calls per second and p50/p99 latency, then a table with ratios.
+//
+//	make bench-rpc
+//	go test -tags integration -run '^$' -bench RPCGetClusterMetrics -benchtime 1x ./integration/
+//
+// Settings: XRES_BENCH_CALLERS (default "1,8"), XRES_BENCH_WARMUP and
+// XRES_BENCH_SECONDS (warm-up and measured time per caller count, default
+// 3 and 5 seconds). The Java side is integration/javabench (Maven, built on
+// first use). Both sides measure the same way: every caller calls back to
+// back for the measured time after an unmeasured warm-up, every call's
+// latency is kept, and percentiles are nearest-rank.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/xres/xres/conf"
+	"github.com/xres/xres/integration/harness"
+	"github.com/xres/xres/yarn"
+	"github.com/xres/xres/yarn/rest"
+)
+
+type benchResult struct {
+	Impl    string  `json:"impl"`
+	Callers int     `json:"callers"`
+	Calls   int     `json:"calls"`
+	Seconds float64 `json:"seconds"`
+	P50us   float64 `json:"p50_us"`
+	P99us   float64 `json:"p99_us"`
+}
+
+func (r benchResult) rate() float64 { return float64(r.Calls) / r.Seconds }
+
+func benchEnv(b *testing.B, key string, def float64) float64 {
+	v := os.Getenv(key)
+	if v == "" {
+		return def
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || f <= 0 {
+		b.Fatalf("%s=%q: want a positive number", key, v)
+	}
+	return f
+}
+
+func benchCallers(b *testing.B) []int {
+	v := os.Getenv("XRES_BENCH_CALLERS")
+	if v == "" {
+		v = "1,8"
+	}
+	var out []int
+	for _, s := range strings.Split(v, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n <= 0 {
+			b.Fatalf("XRES_BENCH_CALLERS=%q: want comma-separated positive counts", v)
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
+// percentile is the nearest-rank percentile of sorted latencies, in µs.
+func percentile(sorted []time.Duration, p float64) float64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(math.Ceil(p*float64(len(sorted)))) - 1
+	i = min(max(i, 0), len(sorted)-1)
+	return float64(sorted[i]) / float64(time.Microsecond)
+}
+
+// measureGo runs n goroutines calling getClusterMetrics on one shared
+// client for d, returning every call's latency when measure is set.
+func measureGo(ctx context.Context, cl *yarn.Client, n int, d time.Duration, measure bool) ([]time.Duration, error) {
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		all      []time.Duration
+		firstErr error
+	)
+	stop := time.Now().Add(d)
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			lat := make([]time.Duration, 0, 1<<16)
+			for time.Now().Before(stop) {
+				t0 := time.Now()
+				_, err := cl.GetClusterMetrics(ctx)
+				if err != nil {
+					mu.Lock()
+					if firstErr == nil {
+						firstErr = err
+					}
+					mu.Unlock()
+					return
+				}
+				lat = append(lat, time.Since(t0))
+			}
+			if measure {
+				mu.Lock()
+				all = append(all, lat...)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	sort.Slice(all, func(i, j int) bool { return all[i] < all[j] })
+	return all, firstErr
+}
+
+// javaBench builds integration/javabench when its jar is missing or older
+// than its sources and returns the java command line prefix.
+func javaBench(b *testing.B) []string {
+	dir, err := filepath.Abs("javabench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	cpFile := filepath.Join(dir, "target", "classpath.txt")
+	stale := func() bool {
+		out, err := os.Stat(filepath.Join(dir, "target", "xres-javabench-0.1.0.jar"))
+		if err != nil {
+			return true
+		}
+		if _, err := os.Stat(cpFile); err != nil {
+			return true
+		}
+		for _, src := range []string{"pom.xml", "src/main/java/io/xres/javabench/Main.java", "src/main/resources/log4j.properties"} {
+			in, err := os.Stat(filepath.Join(dir, src))
+			if err != nil || in.ModTime().After(out.ModTime()) {
+				return true
+			}
+		}
+		return false
+	}
+	if stale() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+		defer cancel()
+		args := []string{"-B", "-q", "-f", filepath.Join(dir, "pom.xml"), "package", "dependency:build-classpath", "-Dmdep.outputFile=" + cpFile}
+		// Offline first: the minicluster's build has fetched Hadoop already.
+		if out, err := exec.CommandContext(ctx, "mvn", append([]string{"-o"}, args...)...).CombinedOutput(); err != nil {
+			b.Logf("javabench: offline build failed, trying online: %v\n%s", err, tailLines(out, 20))
+			if out, err := exec.CommandContext(ctx, "mvn", args...).CombinedOutput(); err != nil {
+				b.Fatalf("javabench: mvn %s: %v\n%s", strings.Join(args, " "), err, tailLines(out, 40))
+			}
+		}
+	}
+	cp, err := os.ReadFile(cpFile)
+	if err != nil {
+		b.Fatalf("javabench: %v", err)
+	}
+	java := "java"
+	if h := os.Getenv("JAVA_HOME"); h != "" {
+		java = filepath.Join(h, "bin", "java")
+	}
+	return []string{java, "-cp", filepath.Join(dir, "target", "classes") + ":" + strings.TrimSpace(string(cp)), "io.xres.javabench.Main"}
+}
+
+func tailLines(b []byte, n int) string {
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+func reportBench(b *testing.B, r benchResult) {
+	b.ReportMetric(r.rate(), "calls/s")
+	b.ReportMetric(r.P50us, "p50-µs")
+	b.ReportMetric(r.P99us, "p99-µs")
+	b.ReportMetric(r.Seconds*1e9*float64(r.Callers)/float64(max(r.Calls, 1)), "ns/op")
+}
+
+func BenchmarkRPCGetClusterMetrics(b *testing.B) {
+	c := harness.Get(b)
+	hc, err := conf.LoadHadoop(c.ConfDir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	addrs, err := yarn.RMAddresses(hc, yarn.RMClient)
+	if err != nil {
+		b.Fatal(err)
+	}
+	callers := benchCallers(b)
+	warmup := time.Duration(benchEnv(b, "XRES_BENCH_WARMUP", 3) * float64(time.Second))
+	seconds := time.Duration(benchEnv(b, "XRES_BENCH_SECONDS", 5) * float64(time.Second))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
+
+	results := map[string]benchResult{}
+	key := func(impl string, n int) string { return impl + "/" + strconv.Itoa(n) }
+
+	cl, err := yarn.NewClient(yarn.ClientConfig{Addrs: addrs, User: c.User})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cl.Close()
+	m, err := cl.GetClusterMetrics(ctx)
+	if err != nil {
+		b.Fatalf("go getClusterMetrics %v: %v", addrs, err)
+	}
+	if m.GetNumNodeManagers() <= 0 {
+		b.Fatalf("go getClusterMetrics: %d NodeManagers", m.GetNumNodeManagers())
+	}
+	for _, n := range callers {
+		b.Run(fmt.Sprintf("impl=go/callers=%d", n), func(b *testing.B) {
+			if _, err := measureGo(ctx, cl, n, warmup, false); err != nil {
+				b.Fatalf("go warm-up: %v", err)
+			}
+			lat, err := measureGo(ctx, cl, n, seconds, true)
+			if err != nil {
+				b.Fatalf("go getClusterMetrics: %v", err)
+			}
+			r := benchResult{Impl: "go", Callers: n, Calls: len(lat), Seconds: seconds.Seconds(),
+				P50us: percentile(lat, 0.50), P99us: percentile(lat, 0.99)}
+			results[key("go", n)] = r
+			reportBench(b, r)
+		})
+	}
+
+	// One JVM for all caller counts, as an application would run.
+	cmdline := javaBench(b)
+	list := make([]string, len(callers))
+	for i, n := range callers {
+		list[i] = strconv.Itoa(n)
+	}
+	args := append(cmdline[1:], c.ConfDir, strings.Join(list, ","),
+		strconv.FormatFloat(warmup.Seconds(), 'f', -1, 64), strconv.FormatFloat(seconds.Seconds(), 'f', -1, 64))
+	cmd := exec.CommandContext(ctx, cmdline[0], args...)
+	cmd.Env = append(os.Environ(), "HADOOP_USER_NAME="+c.User)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		b.Fatalf("java YarnClient bench: %v\n%s", err, tailLines(stderr.Bytes(), 30))
+	}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		var r benchResult
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			b.Fatalf("java bench output %q: %v", sc.Text(), err)
+		}
+		results[key("java", r.Callers)] = r
+	}
+	for _, n := range callers {
+		r, ok := results[key("java", n)]
+		if !ok || r.Calls == 0 {
+			b.Fatalf("java bench reported nothing for %d callers; stderr:\n%s", n, tailLines(stderr.Bytes(), 30))
+		}
+		b.Run(fmt.Sprintf("impl=java/callers=%d", n), func(b *testing.B) { reportBench(b, r) })
+	}
+
+	version := "unknown"
+	if rc, err := rest.New(rest.Config{Endpoints: mustWebURLs(b, hc)}); err == nil {
+		if info, err := rc.ClusterInfo(ctx); err == nil {
+			version = info.HadoopVersion
+		}
+	}
+	var t strings.Builder
+	fmt.Fprintf(&t, "\ngetClusterMetrics against %s (Hadoop %s), %s warm-up + %s measured per row\n", strings.Join(addrs, ","), version, warmup, seconds)
+	fmt.Fprintf(&t, "%-8s %-5s %12s %10s %10s\n", "callers", "impl", "calls/s", "p50 µs", "p99 µs")
+	for _, n := range callers {
+		for _, impl := range []string{"go", "java"} {
+			r := results[key(impl, n)]
+			fmt.Fprintf(&t, "%-8d %-5s %12.0f %10.1f %10.1f\n", n, impl, r.rate(), r.P50us, r.P99us)
+		}
+		g, j := results[key("go", n)], results[key("java", n)]
+		fmt.Fprintf(&t, "%-8d %-5s %11.2fx %9.2fx %9.2fx   (throughput go/java; latency java/go: >1 means go is faster)\n",
+			n, "ratio", g.rate()/j.rate(), j.P50us/g.P50us, j.P99us/g.P99us)
+	}
+	fmt.Print(t.String())
+	if path := os.Getenv("XRES_BENCH_OUT"); path != "" {
+		if err := os.WriteFile(path, []byte(t.String()), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func mustWebURLs(b *testing.B, hc *conf.HadoopConfig) []string {
+	urls, err := yarn.RMWebappURLs(hc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return urls
+}

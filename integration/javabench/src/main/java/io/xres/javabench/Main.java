@@ -1,0 +1,131 @@
+package io.xres.javabench;
+
+import java.io.File;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
+
+import org.apache.hadoop.fs.Path;
+import org.apache.hadoop.yarn.client.api.YarnClient;
+import org.apache.hadoop.yarn.conf.YarnConfiguration;
+
+/**
+ * Closed-loop load on the ResourceManager's getClusterMetrics through Hadoop's YarnClient.
+ *
+ * <p>Usage: {@code Main <HADOOP_CONF_DIR> <callers,callers,...> <warmup-seconds> <seconds>}.
+ * For each caller count, one shared YarnClient (as an application would hold one) is
+ * called by that many threads back to back: first for the warm-up time (JIT, connection
+ * set-up; not measured), then for the measured time. Each call's latency is recorded.
+ * One JSON line per caller count goes to stdout:
+ * {"impl":"java","callers":8,"calls":12345,"seconds":5.0,"p50_us":310.2,"p99_us":900.1}
+ */
+public final class Main {
+  private Main() {}
+
+  public static void main(String[] args) throws Exception {
+    if (args.length != 4) {
+      System.err.println("usage: Main HADOOP_CONF_DIR CALLERS[,CALLERS...] WARMUP_SECONDS SECONDS");
+      System.exit(2);
+    }
+    File confDir = new File(args[0]);
+    int[] callers = Arrays.stream(args[1].split(",")).mapToInt(s -> Integer.parseInt(s.trim())).toArray();
+    double warmup = Double.parseDouble(args[2]);
+    double seconds = Double.parseDouble(args[3]);
+
+    YarnConfiguration conf = new YarnConfiguration();
+    for (String f : new String[] {"core-site.xml", "yarn-site.xml"}) {
+      File file = new File(confDir, f);
+      if (file.isFile()) {
+        conf.addResource(new Path(file.getAbsolutePath()));
+      }
+    }
+    YarnClient client = YarnClient.createYarnClient();
+    client.init(conf);
+    client.start();
+    try {
+      for (int n : callers) {
+        run(client, n, warmup, false);
+        long[] lat = run(client, n, seconds, true);
+        System.out.println(json(n, lat, seconds));
+        System.out.flush();
+      }
+    } finally {
+      client.stop();
+    }
+  }
+
+  /** Runs n callers for the given time; returns every call's latency in ns when measured. */
+  private static long[] run(YarnClient client, int n, double seconds, boolean measure) throws Exception {
+    AtomicBoolean stop = new AtomicBoolean();
+    AtomicReference<Throwable> failure = new AtomicReference<>();
+    List<long[]> perThread = new ArrayList<>();
+    int[] counts = new int[n];
+    CountDownLatch start = new CountDownLatch(1);
+    CountDownLatch done = new CountDownLatch(n);
+    for (int i = 0; i < n; i++) {
+      long[] buf = new long[1 << 20];
+      perThread.add(buf);
+      final int id = i;
+      Thread t = new Thread(() -> {
+        try {
+          start.await();
+          int k = 0;
+          long[] b = buf;
+          while (!stop.get()) {
+            long t0 = System.nanoTime();
+            client.getYarnClusterMetrics();
+            long d = System.nanoTime() - t0;
+            if (k == b.length) {
+              b = Arrays.copyOf(b, b.length * 2);
+              perThread.set(id, b);
+            }
+            b[k++] = d;
+          }
+          counts[id] = k;
+        } catch (Throwable e) {
+          failure.compareAndSet(null, e);
+        } finally {
+          done.countDown();
+        }
+      }, "caller-" + i);
+      t.setDaemon(true);
+      t.start();
+    }
+    start.countDown();
+    Thread.sleep((long) (seconds * 1000));
+    stop.set(true);
+    done.await();
+    if (failure.get() != null) {
+      throw new RuntimeException("getClusterMetrics failed", failure.get());
+    }
+    if (!measure) {
+      return new long[0];
+    }
+    int total = Arrays.stream(counts).sum();
+    long[] all = new long[total];
+    int off = 0;
+    for (int i = 0; i < n; i++) {
+      System.arraycopy(perThread.get(i), 0, all, off, counts[i]);
+      off += counts[i];
+    }
+    Arrays.sort(all);
+    return all;
+  }
+
+  private static double percentileMicros(long[] sorted, double p) {
+    if (sorted.length == 0) {
+      return 0;
+    }
+    int idx = (int) Math.ceil(p * sorted.length) - 1;
+    return sorted[Math.max(0, Math.min(idx, sorted.length - 1))] / 1000.0;
+  }
+
+  private static String json(int callers, long[] sorted, double seconds) {
+    return String.format(java.util.Locale.ROOT,
+        "{\"impl\":\"java\",\"callers\":%d,\"calls\":%d,\"seconds\":%.3f,\"p50_us\":%.1f,\"p99_us\":%.1f}",
+        callers, sorted.length, seconds, percentileMicros(sorted, 0.50), percentileMicros(sorted, 0.99));
+  }
+}
