@@ -1,0 +1,236 @@
+package launch
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Benchmarks of the real binary on a fake GPU host, side by side with the
+// peer: coordination done the way Flink's discovery script does it (bash,
+// flock, the same fake nvidia-smi), testdata/flink-style-discovery.sh.
+// Each reports the median as "median-ms" besides Go's mean ns/op. Run them
+// with `make bench` or:
+//
+//	go test -run '^$' -bench . ./driver/launch/
+
+const flinkStyleScript = "testdata/flink-style-discovery.sh"
+
+// reportMedian records the median of ds as median-ms.
+func reportMedian(b *testing.B, ds []time.Duration) {
+	if len(ds) == 0 {
+		return
+	}
+	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+	m := ds[len(ds)/2]
+	if len(ds)%2 == 0 {
+		m = (ds[len(ds)/2-1] + ds[len(ds)/2]) / 2
+	}
+	b.ReportMetric(float64(m.Microseconds())/1000, "median-ms")
+}
+
+func flinkPeer(b *testing.B) string {
+	b.Helper()
+	for _, tool := range []string{"bash", "flock", "ps", "awk", "sed"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			b.Skipf("the Flink-style peer needs %s: %v", tool, err)
+		}
+	}
+	p, err := filepath.Abs(flinkStyleScript)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return p
+}
+
+// BenchmarkLauncherOverhead: one discovery of 2 GPUs on a fake 2-GPU host
+// with coordination on.
+//
+//	xres-probe        container-launcher probe (dry run, holds nothing)
+//	xres-launch       container-launcher -- true (reserve, run, release)
+//	flink-style       the Flink-style script, coordination mode (reserves)
+//	process-spawn     /bin/true, the floor for any of them
+func BenchmarkLauncherOverhead(b *testing.B) {
+	bin := launcherBinary(b)
+	run := func(b *testing.B, h *fakeGPUHost, before func(), name string, args ...string) {
+		var ds []time.Duration
+		for i := 0; i < b.N; i++ {
+			if before != nil {
+				b.StopTimer()
+				before()
+				b.StartTimer()
+			}
+			cmd := exec.Command(name, args...)
+			cmd.Env, cmd.Dir = h.env, h.dir
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			start := time.Now()
+			err := cmd.Run()
+			ds = append(ds, time.Since(start))
+			if err != nil {
+				b.Fatalf("%s %v: %v\n%s", name, args, err, stderr.String())
+			}
+		}
+		reportMedian(b, ds)
+	}
+	b.Run("xres-probe", func(b *testing.B) {
+		h := newFakeGPUHost(b, 2, 2)
+		run(b, h, nil, bin, "probe", "--conf", h.conf)
+	})
+	b.Run("xres-launch", func(b *testing.B) {
+		h := newFakeGPUHost(b, 2, 2)
+		run(b, h, nil, bin, "--log-level", "warn", "--conf", h.conf, "--", "true")
+	})
+	b.Run("flink-style", func(b *testing.B) {
+		script := flinkPeer(b)
+		h := newFakeGPUHost(b, 2, 2)
+		file := filepath.Join(h.dir, "flink-coordination")
+		// The caller of the script is its recorded owner; a fresh file per
+		// run stands for the release Flink never does.
+		run(b, h, func() { _ = os.Remove(file) }, "bash", "-c", script+` 2 --enable-coordination-mode --coordination-file "$0" >/dev/null`, file)
+	})
+	b.Run("process-spawn", func(b *testing.B) {
+		h := newFakeGPUHost(b, 2, 2)
+		run(b, h, nil, "true")
+	})
+}
+
+// BenchmarkContention64: 64 workers started at once on a fake 8-GPU host,
+// amount 1, coordination on. The time measured runs from the first start
+// until every one has decided: 8 hold a GPU, 56 have failed. The holders
+// then end (not measured).
+func BenchmarkContention64(b *testing.B) {
+	const n, gpus = 64, 8
+	bin := launcherBinary(b)
+	b.Run("xres", func(b *testing.B) {
+		var ds []time.Duration
+		for i := 0; i < b.N; i++ {
+			b.StopTimer()
+			h := newFakeGPUHost(b, gpus, 1)
+			out := filepath.Join(h.dir, "grants")
+			if err := os.Mkdir(out, 0o755); err != nil {
+				b.Fatal(err)
+			}
+			release := filepath.Join(h.dir, "release")
+			b.StartTimer()
+			start := time.Now()
+			all, done := startHolders(b, h, bin, n, out, release)
+			failed := 0
+			for failed < n-gpus {
+				l := <-done
+				if l.code != ExitDiscovery {
+					b.Fatalf("launcher %d exited %d: %s", l.id, l.code, l.stderr)
+				}
+				failed++
+			}
+			waitForCount(b, out, gpus, "", time.Minute)
+			ds = append(ds, time.Since(start))
+			b.StopTimer()
+			_ = os.WriteFile(release, nil, 0o644)
+			for j := 0; j < gpus; j++ {
+				if l := <-done; l.code != 0 {
+					b.Fatalf("holder %d exited %d: %s", l.id, l.code, l.stderr)
+				}
+			}
+			_ = all
+			b.StartTimer()
+		}
+		reportMedian(b, ds)
+	})
+	b.Run("flink-style", func(b *testing.B) {
+		script := flinkPeer(b)
+		// Each worker: run the script (its caller, this shell, is the
+		// recorded owner and stays alive while it holds the GPU), write the
+		// exit code, and hold until released when it got a GPU.
+		worker := script + ` 1 --enable-coordination-mode --coordination-file "$1" > "$2/$3.out"; echo $? > "$2/$3.rc.tmp"; mv "$2/$3.rc.tmp" "$2/$3.rc"; ` +
+			`if [ "$(cat "$2/$3.rc")" = 0 ]; then while [ ! -e "$4" ]; do sleep 0.02; done; fi`
+		var ds []time.Duration
+		for i := 0; i < b.N; i++ {
+			b.StopTimer()
+			h := newFakeGPUHost(b, gpus, 1)
+			out := filepath.Join(h.dir, "grants")
+			if err := os.Mkdir(out, 0o755); err != nil {
+				b.Fatal(err)
+			}
+			release := filepath.Join(h.dir, "release")
+			file := filepath.Join(h.dir, "flink-coordination")
+			cmds := make([]*exec.Cmd, n)
+			for j := range cmds {
+				cmds[j] = exec.Command("bash", "-c", worker, "worker", file, out, strconv.Itoa(j), release)
+				cmds[j].Env, cmds[j].Dir = h.env, h.dir
+			}
+			b.StartTimer()
+			start := time.Now()
+			for _, c := range cmds {
+				if err := c.Start(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			waitForCount(b, out, n, ".rc", 5*time.Minute) // serialised under one lock, each loser spawns ps/grep/awk per holder
+			ds = append(ds, time.Since(start))
+			b.StopTimer()
+			checkFlinkGrants(b, out, n, gpus)
+			_ = os.WriteFile(release, nil, 0o644)
+			for _, c := range cmds {
+				_ = c.Wait()
+			}
+			b.StartTimer()
+		}
+		reportMedian(b, ds)
+	})
+}
+
+// waitForCount waits until dir holds want files ending in suffix ("" for
+// files without a dot), at most within.
+func waitForCount(b *testing.B, dir string, want int, suffix string, within time.Duration) {
+	b.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			b.Fatal(err)
+		}
+		got := 0
+		for _, e := range ents {
+			name := e.Name()
+			if (suffix == "" && !strings.Contains(name, ".")) || (suffix != "" && strings.HasSuffix(name, suffix)) {
+				got++
+			}
+		}
+		if got >= want {
+			return
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("%d of %d results in %s after %s", got, want, dir, within)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// checkFlinkGrants: exactly gpus scripts succeeded, with distinct indices.
+func checkFlinkGrants(b *testing.B, out string, n, gpus int) {
+	b.Helper()
+	seen := map[string]bool{}
+	for j := 0; j < n; j++ {
+		rc, _ := os.ReadFile(filepath.Join(out, fmt.Sprintf("%d.rc", j)))
+		if strings.TrimSpace(string(rc)) != "0" {
+			continue
+		}
+		idx, _ := os.ReadFile(filepath.Join(out, fmt.Sprintf("%d.out", j)))
+		i := strings.TrimSpace(string(idx))
+		if seen[i] {
+			b.Fatalf("flink-style peer granted GPU %s twice", i)
+		}
+		seen[i] = true
+	}
+	if len(seen) != gpus {
+		b.Fatalf("flink-style peer granted %d GPUs, want %d", len(seen), gpus)
+	}
+}
