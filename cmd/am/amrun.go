@@ -13,19 +13,23 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/xres/xres/conf"
 	"github.com/xres/xres/driver/launch"
 	"github.com/xres/xres/resources"
+	"github.com/xres/xres/yarn"
 	"github.com/xres/xres/yarn/am"
+	"github.com/xres/xres/yarn/security"
 	"github.com/xres/xres/yarn/submit"
 )
 
 // amClients are the cluster clients the ApplicationMaster runs on.
 type amClients struct {
-	RM          am.RMClient
-	NM          am.NMClient
-	Logs        am.LogFetcher // may be nil
-	OnAMRMToken func(am.Token)
-	Close       func()
+	RM           am.RMClient
+	NM           am.NMClient
+	Logs         am.LogFetcher // may be nil
+	OnAMRMToken  func(am.Token)
+	WorkerTokens []byte // HDTS credentials for the workers (the AM's, less the AMRMToken); nil if none
+	Close        func()
 }
 
 // deps are the cluster clients am is wired to; a nil field is a client
@@ -36,7 +40,58 @@ type deps struct {
 
 // defaultDeps wires the real clients.
 func defaultDeps() deps {
-	return deps{}
+	return deps{amClients: rpcAMClients}
+}
+
+// rpcAMClients builds the Hadoop RPC clients of an AM in its YARN
+// container: scheduler addresses from $HADOOP_CONF_DIR, the AMRMToken from
+// $HADOOP_TOKEN_FILE_LOCATION.
+func rpcAMClients(ctx context.Context, getenv func(string) string, log logrus.FieldLogger) (amClients, error) {
+	hc, err := conf.LoadHadoopOptions(conf.HadoopOptions{Getenv: getenv, Log: log})
+	if err != nil {
+		return amClients{}, err
+	}
+	addrs, err := yarn.RMAddresses(hc, yarn.RMScheduler)
+	if err != nil {
+		return amClients{}, err
+	}
+	path := getenv("HADOOP_TOKEN_FILE_LOCATION")
+	if path == "" {
+		return amClients{}, fmt.Errorf("read AMRMToken: HADOOP_TOKEN_FILE_LOCATION is not set (am run runs in the AM container YARN starts)")
+	}
+	creds, err := security.ReadTokenFile(path)
+	if err != nil {
+		return amClients{}, fmt.Errorf("read AMRMToken: %w", err)
+	}
+	tok := creds.Select(security.KindAMRMToken, "")
+	if tok == nil {
+		return amClients{}, fmt.Errorf("read AMRMToken: no %s token in %s", security.KindAMRMToken, path)
+	}
+	rm, err := yarn.NewAMRMClient(yarn.AMConfig{Addrs: addrs, Token: tok, Log: log})
+	if err != nil {
+		return amClients{}, err
+	}
+	nm := yarn.NewNMClient(yarn.NMConfig{Log: log})
+	// Workers get the AM's credentials (HDFS delegation tokens on a secure
+	// cluster) but never the AMRMToken.
+	for _, alias := range creds.Aliases() {
+		if t := creds.Token(alias); t != nil && t.Kind == security.KindAMRMToken {
+			creds.Remove(alias)
+		}
+	}
+	var workerTokens []byte
+	if len(creds.Aliases())+len(creds.SecretAliases()) > 0 {
+		if workerTokens, err = creds.Marshal(security.FormatWritable); err != nil {
+			return amClients{}, fmt.Errorf("pass credentials to workers: %w", err)
+		}
+	}
+	return amClients{
+		RM:           am.NewRPCRMClient(rm),
+		NM:           am.NewRPCNMClient(nm),
+		Logs:         am.NMWebLogs{User: getenv("USER")},
+		WorkerTokens: workerTokens,
+		Close:        func() { _ = rm.Close(); _ = nm.Close() },
+	}, nil
 }
 
 // Launcher exit codes that blame the node (blacklist it and replace the
@@ -129,7 +184,7 @@ func cmdRun(ctx context.Context, args []string, e *env) error {
 		Plan:   plan,
 		Owners: am.Owners(specs),
 		Launch: am.WorkerLaunch(am.WorkerSpec{Resources: staged, ConfName: confName, Dynamic: c.dynamic,
-			Worker: worker, Env: workerEnv}),
+			Worker: worker, Env: workerEnv, Tokens: clients.WorkerTokens}),
 		Register:         am.RegisterRequest{Host: host, RPCPort: -1, TrackingURL: trackingURL},
 		Heartbeat:        beat,
 		RequestHeartbeat: fast,

@@ -163,3 +163,32 @@ func TestRunClusterError(t *testing.T) {
 	require.Equal(t, ExitCluster, code)
 	require.Contains(t, stderr, "no AMRMToken")
 }
+
+func TestRunOutsideYarn(t *testing.T) {
+	dir := t.TempDir()
+	tests := []struct {
+		name string
+		envs map[string]string
+		err  string
+	}{
+		{name: "no hadoop configuration", envs: map[string]string{}, err: "set HADOOP_CONF_DIR or YARN_CONF_DIR"},
+		{name: "no token file", envs: map[string]string{"HADOOP_CONF_DIR": "testdata/hadoop"}, err: "HADOOP_TOKEN_FILE_LOCATION is not set"},
+		{name: "unreadable token file", envs: map[string]string{"HADOOP_CONF_DIR": "testdata/hadoop", "HADOOP_TOKEN_FILE_LOCATION": dir + "/nope"}, err: "read AMRMToken"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, _, stderr := runAm(t, defaultDeps(), tt.envs, "run", "--conf", "testdata/flink-conf.yaml",
+				"-D", "rest.bind-address=127.0.0.1", "--", "true")
+			require.Equal(t, ExitCluster, code, stderr)
+			require.Contains(t, stderr, tt.err)
+		})
+	}
+}
+
+func TestPublicRun(t *testing.T) {
+	var out, errb strings.Builder
+	code := Run(context.Background(), []string{"resources", "--conf", "testdata/flink-conf.yaml", "--json"},
+		func(string) string { return "" }, &out, &errb)
+	require.Equal(t, ExitOK, code, errb.String())
+	require.Contains(t, out.String(), `"yarn.io/gpu": 1`)
+}

@@ -72,7 +72,6 @@ func TestNotImplementedYet(t *testing.T) {
 		{"status", "application_1700000000000_0001", "--json"},
 		{"kill", "application_1700000000000_0001"},
 		{"cluster", "--json"},
-		{"run", "--conf", "testdata/flink-conf.yaml", "--", "python", "train.py"},
 	} {
 		t.Run(args[0], func(t *testing.T) {
 			code, _, stderr := runAm(t, deps{}, nil, args...)
