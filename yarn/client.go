@@ -58,14 +58,15 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	if userName == "" {
 		userName = defaultUser()
 	}
-	var mech func() (sasl.Mechanism, error)
 	if cfg.Kerberos != nil {
-		k := cfg.Kerberos
-		mech = func() (sasl.Mechanism, error) { return k.mechanism() }
-		userName = k.principal()
+		userName = cfg.Kerberos.principal()
 	}
 	log := discardLog(cfg.Log)
 	ep, err := newEndpoints(cfg.Addrs, func(addr string) ipc.Config {
+		var mech func() (sasl.Mechanism, error)
+		if k := cfg.Kerberos; k != nil {
+			mech = func() (sasl.Mechanism, error) { return k.mechanism(addr) }
+		}
 		return ipc.Config{Addr: addr, Protocol: ProtocolApplicationClient, User: userName, Mechanism: mech,
 			Dial: ipc.DialFunc(cfg.Dial), PingInterval: cfg.PingInterval, Log: log}
 	}, cfg.IdleTimeout, cfg.Backoff, log, ErrNoActiveRM)

@@ -1,0 +1,76 @@
+package sasl
+
+import (
+	"testing"
+
+	"github.com/jcmturner/gokrb5/v8/crypto"
+	"github.com/jcmturner/gokrb5/v8/gssapi"
+	"github.com/jcmturner/gokrb5/v8/iana/etypeID"
+	"github.com/jcmturner/gokrb5/v8/iana/keyusage"
+	krbtypes "github.com/jcmturner/gokrb5/v8/types"
+	"github.com/stretchr/testify/require"
+)
+
+func testKey(t *testing.T) krbtypes.EncryptionKey {
+	et, err := crypto.GetEtype(etypeID.AES256_CTS_HMAC_SHA1_96)
+	require.NoError(t, err)
+	key := make([]byte, et.GetKeyByteSize())
+	for i := range key {
+		key[i] = byte(i)
+	}
+	return krbtypes.EncryptionKey{KeyType: etypeID.AES256_CTS_HMAC_SHA1_96, KeyValue: key}
+}
+
+// acceptorToken builds the wrap token a Hadoop server sends after the AP-REQ.
+func acceptorToken(t *testing.T, key krbtypes.EncryptionKey, payload []byte) []byte {
+	et, err := crypto.GetEtype(key.KeyType)
+	require.NoError(t, err)
+	wt := &gssapi.WrapToken{Flags: 0x01, EC: uint16(et.GetHMACBitLength() / 8), Payload: payload}
+	require.NoError(t, wt.SetCheckSum(key, keyusage.GSSAPI_ACCEPTOR_SEAL))
+	b, err := wt.Marshal()
+	require.NoError(t, err)
+	return b
+}
+
+func TestGSSAPISecurityLayer(t *testing.T) {
+	key := testKey(t)
+	tests := []struct {
+		name    string
+		token   func() []byte
+		wantErr error
+	}{
+		{"auth offered", func() []byte { return acceptorToken(t, key, []byte{0x07, 0, 0x10, 0}) }, nil},
+		{"privacy only", func() []byte { return acceptorToken(t, key, []byte{0x04, 0, 0x10, 0}) }, ErrQOP},
+		{"bad payload size", func() []byte { return acceptorToken(t, key, []byte{0x01}) }, ErrBadChallenge},
+		{"not a wrap token", func() []byte { return []byte{1, 2, 3} }, ErrBadChallenge},
+		{"signed with another key", func() []byte {
+			other := testKey(t)
+			other.KeyValue[0] ^= 0xff
+			return acceptorToken(t, other, []byte{0x01, 0, 0, 0})
+		}, ErrServerProof},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := &GSSAPI{key: key, started: true}
+			out, err := g.Next(tt.token())
+			if tt.wantErr != nil {
+				require.ErrorIs(t, err, tt.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			var wt gssapi.WrapToken
+			require.NoError(t, wt.Unmarshal(out, false))
+			ok, err := wt.Verify(key, keyusage.GSSAPI_INITIATOR_SEAL)
+			require.NoError(t, err)
+			require.True(t, ok)
+			require.Equal(t, []byte{0x01, 0, 0, 0}, wt.Payload, "no security layer, no buffer")
+		})
+	}
+}
+
+func TestGSSAPIStartErrors(t *testing.T) {
+	_, err := (&GSSAPI{}).Start("rm", "host", nil)
+	require.ErrorIs(t, err, ErrKerberos)
+	_, err = (&GSSAPI{}).Next([]byte{1})
+	require.ErrorIs(t, err, ErrKerberos)
+}
