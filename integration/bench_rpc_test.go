@@ -27,6 +27,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -221,6 +222,11 @@ func BenchmarkRPCGetClusterMetrics(b *testing.B) {
 	}
 	if m.GetNumNodeManagers() <= 0 {
 		b.Fatalf("go getClusterMetrics: %d NodeManagers", m.GetNumNodeManagers())
+	}
+	// Warm the RM itself (its JIT, handler threads) before the first row,
+	// so that neither side measures a cold server.
+	if _, err := measureGo(ctx, cl, slices.Max(callers), warmup, false); err != nil {
+		b.Fatalf("rm warm-up: %v", err)
 	}
 	for _, n := range callers {
 		b.Run(fmt.Sprintf("impl=go/callers=%d", n), func(b *testing.B) {
