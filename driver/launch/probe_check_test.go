@@ -1,0 +1,212 @@
+package launch
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/xres/xres/driver"
+	"github.com/xres/xres/driver/builtin"
+	"github.com/xres/xres/driver/coord"
+	"github.com/xres/xres/resources"
+)
+
+// fullRegistry holds the fake host's factory and the built-in drivers.
+func fullRegistry(t *testing.T, h *fakeHost) *driver.Registry {
+	t.Helper()
+	r := registryWith(h)
+	require.NoError(t, builtin.RegisterBuiltins(r))
+	return r
+}
+
+func runSub(t *testing.T, reg Registry, load Loader, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb syncBuffer
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	code = Main(ctx, args, Env{
+		Getenv:   func(string) string { return "" },
+		Environ:  []string{"PATH=" + os.Getenv("PATH")},
+		Stdout:   &out,
+		Stderr:   &errb,
+		Registry: reg,
+		Load:     load,
+	})
+	return code, out.String(), errb.String()
+}
+
+func TestProbe(t *testing.T) {
+	state := filepath.Join(t.TempDir(), "coord.state")
+	// This test process holds device "3" of gpu in the state file.
+	host, err := coord.New(coord.Options{StateFile: state})
+	require.NoError(t, err)
+	_, err = host.Reserve(context.Background(), "gpu", []string{"3"}, 1, false)
+	require.NoError(t, err)
+
+	gpu := gpuSpec(2)
+	gpu.Params = map[string]string{ParamVendor: "nvidia", "coordination.file": state}
+	tests := []struct {
+		name    string
+		specs   []resources.Spec
+		code    int
+		check   func(t *testing.T, rep ProbeReport)
+		devices int
+	}{
+		{
+			name:  "what a launcher would get, and who holds what",
+			specs: []resources.Spec{gpu},
+			check: func(t *testing.T, rep ProbeReport) {
+				r := rep.Resources[0]
+				require.Empty(t, r.Error)
+				require.Equal(t, []resources.Properties{{"index": "0"}, {"index": "1"}}, r.Devices)
+				require.Equal(t, "0,1", r.Env["CUDA_VISIBLE_DEVICES"])
+				require.Equal(t, "nvidia", r.Vendor)
+				require.Equal(t, "xres", r.Coordination.Mode)
+				require.Equal(t, state, r.Coordination.StateFile)
+				require.Len(t, r.Coordination.Holders, 1)
+				require.Equal(t, "3", r.Coordination.Holders[0].Device)
+				require.Equal(t, os.Getpid(), r.Coordination.Holders[0].PID)
+				require.True(t, r.Coordination.Holders[0].Alive)
+			},
+		},
+		{
+			name:  "a failing resource carries its error and exit code",
+			specs: []resources.Spec{fpgaSpec(5)},
+			code:  ExitDiscovery,
+			check: func(t *testing.T, rep ProbeReport) {
+				require.Contains(t, rep.Resources[0].Error, "not enough devices")
+				require.Equal(t, ExitDiscovery, rep.Resources[0].ExitCode)
+			},
+		},
+		{
+			name:  "coordination off",
+			specs: []resources.Spec{{Name: "gpu", Amount: 1, Factory: "fake", Params: map[string]string{"coordination.enabled": "false"}}},
+			check: func(t *testing.T, rep ProbeReport) {
+				require.Equal(t, "off", rep.Resources[0].Coordination.Mode)
+			},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newFakeHost()
+			h.devices["gpu"] = 4
+			h.devices["fpga"] = 2
+			code, stdout, stderr := runSub(t, registryWith(h), fixedSpecs(tc.specs...), "probe", "--json")
+			require.Equal(t, tc.code, code, stderr)
+			var rep ProbeReport
+			require.NoError(t, json.Unmarshal([]byte(stdout), &rep), stdout)
+			require.Equal(t, tc.code, rep.ExitCode)
+			require.Len(t, rep.Resources, len(tc.specs))
+			tc.check(t, rep)
+			require.Empty(t, h.Held("gpu"), "probe holds nothing")
+			require.Empty(t, h.Held("fpga"), "probe holds nothing")
+			require.Equal(t, len(tc.specs), h.dryRuns, "drivers are built for a dry run")
+
+			// The text form says the same.
+			code, text, _ := runSub(t, registryWith(h), fixedSpecs(tc.specs...), "probe")
+			require.Equal(t, tc.code, code)
+			require.Contains(t, text, tc.specs[0].Name+": amount")
+		})
+	}
+}
+
+func TestProbeText(t *testing.T) {
+	h := newFakeHost()
+	h.devices["gpu"] = 4
+	h.props["gpu"] = []string{"uuid"}
+	_, text, _ := runSub(t, registryWith(h), fixedSpecs(gpuSpec(2)), "probe")
+	for _, want := range []string{
+		"gpu: amount 2, driver fake, yarn yarn.io/gpu",
+		"would get:",
+		"INDEX  UUID",
+		"0      gpu-uuid-0",
+		"env CUDA_VISIBLE_DEVICES=0,1",
+		"coordination: on, state file " + coord.DefaultStateFile,
+	} {
+		require.Contains(t, text, want)
+	}
+	code, text, _ := runSub(t, registryWith(h), fixedSpecs(), "probe")
+	require.Zero(t, code)
+	require.Contains(t, text, "no external resources configured")
+	code, _, stderr := runSub(t, registryWith(h), nil, "probe", "--conf", "testdata/conf/bad-amount")
+	require.Equal(t, ExitConfig, code, stderr)
+}
+
+func TestCheck(t *testing.T) {
+	tmp := t.TempDir()
+	coordOK := "-Dexternal-resource.gpu.param.coordination.file=" + filepath.Join(tmp, "coord.state")
+	script := func(name string) string {
+		p, err := filepath.Abs(filepath.Join("testdata/check", name))
+		require.NoError(t, err)
+		return "-Dexternal-resource.gpu.param.discovery-script.path=" + p
+	}
+	tests := []struct {
+		name    string
+		args    []string
+		devices int
+		code    int
+		want    []string // substrings of stdout
+	}{
+		{name: "clean", args: []string{"--conf", "testdata/check/ok.yaml", coordOK}, devices: 2,
+			want: []string{"checking testdata/check/ok.yaml", "no problems found"}},
+		{name: "misspelled resource", args: []string{"--conf", "testdata/check/typo.yaml", coordOK}, devices: 2, code: ExitConfig,
+			want: []string{"error   external-resource.gpus.amount (testdata/check/typo.yaml:2):", "did you mean gpu?"}},
+		{name: "unknown factory", args: []string{"--conf", "testdata/check/unknown-factory.yaml", coordOK}, devices: 2, code: ExitConfig,
+			want: []string{"error   external-resource.gpu.driver-factory.class (testdata/check/unknown-factory.yaml:4):", `"com.example.MissingPluginFactory" is not known`, "Flink plugin jars are not loaded"}},
+		{name: "coordination off is a warning", args: []string{"--conf", "testdata/check/coordination-off.yaml"}, devices: 2,
+			want: []string{"warning external-resource.gpu.param.coordination.enabled (testdata/check/coordination-off.yaml:5): host coordination is off", "0 error(s), 1 warning(s)"}},
+		{name: "coordination off fails --strict", args: []string{"--strict", "--conf", "testdata/check/coordination-off.yaml"}, devices: 2, code: ExitConfig,
+			want: []string{"host coordination is off"}},
+		{name: "coordination directory not writable", args: []string{"--conf", "testdata/check/ok.yaml", "-Dexternal-resource.gpu.param.coordination.file=/proc/xres-test/state"}, devices: 2, code: ExitDiscovery,
+			want: []string{"error   external-resource.gpu.param.coordination.file (-D): host coordination cannot work", "/proc/xres-test"}},
+		{name: "no devices on this host", args: []string{"--conf", "testdata/check/ok.yaml", coordOK}, devices: 0, code: ExitDiscovery,
+			want: []string{"trial discovery of 1 device failed", "not enough devices"}},
+		{name: "script missing", args: []string{"--conf", "testdata/check/script.yaml", "-Dexternal-resource.gpu.param.discovery-script.path=/nonexistent/discover.sh"}, code: ExitDiscovery,
+			want: []string{"error   external-resource.gpu.param.discovery-script.path (-D):", "/nonexistent/discover.sh", "install the discovery script"}},
+		{name: "script not executable", args: []string{"--conf", "testdata/check/script.yaml", script("not-executable.sh")}, code: ExitDiscovery,
+			want: []string{"not-executable.sh", "chmod +x"}},
+		{name: "script exits non-zero", args: []string{"--conf", "testdata/check/script.yaml", script("failing-script.sh")}, code: ExitDiscovery,
+			want: []string{"trial discovery of 1 device failed", "failing-script.sh", "no GPUs on this box", "run the script by hand"}},
+		{name: "script fine", args: []string{"--conf", "testdata/check/script.yaml", script("good-script.sh")},
+			want: []string{"no problems found"}},
+		{name: "missing config file", args: []string{"--conf", "testdata/check/nope.yaml"}, code: ExitConfig,
+			want: []string{"error", "testdata/check/nope.yaml"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newFakeHost()
+			h.devices["gpu"] = tc.devices
+			code, stdout, stderr := runSub(t, fullRegistry(t, h), nil, append([]string{"check"}, tc.args...)...)
+			require.Equal(t, tc.code, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
+			for _, w := range tc.want {
+				require.Contains(t, stdout, w)
+			}
+			for _, line := range strings.Split(strings.TrimSpace(stdout), "\n") {
+				if strings.HasPrefix(line, "error") || strings.HasPrefix(line, "warning") {
+					require.Contains(t, line, "(fix: ", "every problem has a fix: %s", line)
+				}
+			}
+			require.Empty(t, h.Held("gpu"), "check holds nothing")
+		})
+	}
+}
+
+func TestProbeAndCheckUsage(t *testing.T) {
+	for _, args := range [][]string{{"probe", "extra"}, {"check", "--nope"}, {"probe", "--log-level", "chatty"}} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			code, _, stderr := runSub(t, driver.NewRegistry(), fixedSpecs(), args...)
+			require.Equal(t, ExitUsage, code)
+			require.Contains(t, stderr, "usage:")
+		})
+	}
+	code, stdout, _ := runSub(t, driver.NewRegistry(), fixedSpecs(), "help")
+	require.Zero(t, code)
+	require.True(t, bytes.Contains([]byte(stdout), []byte("container-launcher probe")))
+}
