@@ -151,8 +151,10 @@ func waitReport(t *testing.T, cl *yarn.Client, id *hadoopyarn.ApplicationIdProto
 	}
 }
 
-// A Go AM end to end: token file, AMRMToken over DIGEST-MD5, one
-// yarn.io/gpu container started with its NMToken, exit 0, FINISHED/SUCCEEDED.
+// A Go AM end to end: token file, AMRMToken over DIGEST-MD5, two
+// yarn.io/gpu containers started with their NMTokens (one exits 0, one is
+// stopped through stopContainers after getContainerStatuses saw it run),
+// FINISHED/SUCCEEDED.
 func TestRPCTinyAMEndToEnd(t *testing.T) {
 	c := harness.Get(t)
 	cl := rpcClient(t, c)
@@ -201,6 +203,9 @@ func TestRPCTinyAMEndToEnd(t *testing.T) {
 	require.Contains(t, r.GetDiagnostics(), "tinyam: ok")
 	// An ask above the maximum allocation is refused with the RM's own exception.
 	require.Contains(t, r.GetDiagnostics(), "oversized ask: org.apache.hadoop.yarn.exceptions.InvalidResourceRequestException")
+	// The container stopped over ContainerManagementProtocol ends as killed
+	// by the AM (-105), or with the signal's exit code.
+	require.Regexp(t, `stopped container exit: (-105|143|137)\b`, r.GetDiagnostics())
 }
 
 // Failures against the real servers end quickly with a clear error.

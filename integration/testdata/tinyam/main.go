@@ -1,9 +1,11 @@
 // Command tinyam is the smallest ApplicationMaster the integration tests
 // run on the real cluster: it reads its token file, registers with the
 // AMRMToken over DIGEST-MD5, checks that an oversized ask is refused, asks
-// for one container with yarn.io/gpu: 1, starts `true` in it with the
-// NMToken, waits for it to complete with exit code 0, and unregisters with
-// SUCCEEDED (FAILED, with the reason as diagnostics, on any error).
+// for two containers with yarn.io/gpu: 1 each, starts `true` in one and
+// `sleep 300` in the other with the NMTokens, polls the second's status on
+// its NodeManager and stops it, waits for the first to complete with exit
+// code 0, and unregisters with SUCCEEDED (FAILED, with the reason as
+// diagnostics, on any error).
 //
 // Settings (environment): TINYAM_SCHEDULER, the RM scheduler address(es),
 // comma-separated; HADOOP_TOKEN_FILE_LOCATION and CONTAINER_ID as the
@@ -68,7 +70,7 @@ func run(ctx context.Context, log *logrus.Logger) error {
 		status = hadoopyarn.FinalApplicationStatusProto_APP_FAILED
 		diag = "tinyam: " + outcome.err.Error()
 	}
-	diag += "; oversized ask: " + outcome.oversized
+	diag += fmt.Sprintf("; oversized ask: %s; stopped container exit: %d", outcome.oversized, outcome.stopped)
 	fctx, fcancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer fcancel()
 	if err := am.Finish(fctx, &hadoopyarn.FinishApplicationMasterRequestProto{FinalApplicationStatus: status.Enum(), Diagnostics: proto.String(diag)}); err != nil {
@@ -81,6 +83,7 @@ func run(ctx context.Context, log *logrus.Logger) error {
 type result struct {
 	err       error
 	oversized string // what the RM said to an ask above the maximum
+	stopped   int32  // exit status of the container we stopped
 }
 
 func ask(gpus int64, n int32) *hadoopyarn.ResourceRequestProto {
@@ -114,67 +117,110 @@ func work(ctx context.Context, log *logrus.Logger, am *yarn.AMRMClient, reg *had
 	nm := yarn.NewNMClient(yarn.NMConfig{Log: log})
 	defer nm.Close()
 	nmTokens := map[string]*security.Token{}
-	var container *hadoopyarn.ContainerProto
-	req := &hadoopyarn.AllocateRequestProto{Ask: []*hadoopyarn.ResourceRequestProto{ask(1, 1)}}
-	for container == nil {
+	var got []*hadoopyarn.ContainerProto
+	var completed []*hadoopyarn.ContainerStatusProto
+	// heartbeat sends one allocate and files what comes back.
+	heartbeat := func(req *hadoopyarn.AllocateRequestProto) error {
 		resp, err := am.Allocate(ctx, req)
 		if err != nil {
-			res.err = fmt.Errorf("allocate: %w", err)
-			return res
+			return fmt.Errorf("allocate: %w", err)
 		}
-		req = &hadoopyarn.AllocateRequestProto{Progress: proto.Float32(0.1)}
 		for _, t := range resp.GetNmTokens() {
 			nmTokens[yarn.NodeID(t.GetNodeId())] = security.FromProto(t.GetToken())
 		}
-		for _, c := range resp.GetAllocatedContainers() {
-			if container != nil {
-				req.Release = append(req.Release, c.GetId())
-				continue
-			}
-			container = c
-		}
-		if container == nil {
-			if err := sleep(ctx, 300*time.Millisecond); err != nil {
-				res.err = err
-				return res
-			}
-		}
+		got = append(got, resp.GetAllocatedContainers()...)
+		completed = append(completed, resp.GetCompletedContainerStatuses()...)
+		return nil
 	}
-	gpus, _ := yarn.ResourceValue(container.GetResource(), "yarn.io/gpu")
-	node := yarn.NodeID(container.GetNodeId())
-	log.WithFields(logrus.Fields{"container": yarn.ContainerID(container.GetId()), "node": node, "gpus": gpus}).Info("allocated")
-	if gpus != 1 {
-		res.err = fmt.Errorf("container %s has %d yarn.io/gpu, want 1", yarn.ContainerID(container.GetId()), gpus)
+	// Two containers with one GPU each: one runs `true`, the other
+	// `sleep 300` until we stop it.
+	if err := heartbeat(&hadoopyarn.AllocateRequestProto{Ask: []*hadoopyarn.ResourceRequestProto{ask(1, 2)}}); err != nil {
+		res.err = err
 		return res
 	}
-	launch := &hadoopyarn.ContainerLaunchContextProto{Command: []string{"true", "1><LOG_DIR>/stdout", "2><LOG_DIR>/stderr"}}
-	if err := nm.StartContainer(ctx, container, nmTokens[node], launch); err != nil {
-		res.err = fmt.Errorf("start container on %s: %w", node, err)
+	for len(got) < 2 {
+		if err := sleep(ctx, 300*time.Millisecond); err != nil {
+			res.err = err
+			return res
+		}
+		if err := heartbeat(&hadoopyarn.AllocateRequestProto{Progress: proto.Float32(0.1)}); err != nil {
+			res.err = err
+			return res
+		}
+	}
+	short, long := got[0], got[1]
+	for _, c := range got[:2] {
+		gpus, _ := yarn.ResourceValue(c.GetResource(), "yarn.io/gpu")
+		log.WithFields(logrus.Fields{"container": yarn.ContainerID(c.GetId()), "node": yarn.NodeID(c.GetNodeId()), "gpus": gpus}).Info("allocated")
+		if gpus != 1 {
+			res.err = fmt.Errorf("container %s has %d yarn.io/gpu, want 1", yarn.ContainerID(c.GetId()), gpus)
+			return res
+		}
+	}
+	start := func(c *hadoopyarn.ContainerProto, cmd string) error {
+		launch := &hadoopyarn.ContainerLaunchContextProto{Command: []string{cmd, "1><LOG_DIR>/stdout", "2><LOG_DIR>/stderr"}}
+		if err := nm.StartContainer(ctx, c, nmTokens[yarn.NodeID(c.GetNodeId())], launch); err != nil {
+			return fmt.Errorf("start container on %s: %w", yarn.NodeID(c.GetNodeId()), err)
+		}
+		return nil
+	}
+	if err := start(short, "true"); err != nil {
+		res.err = err
 		return res
 	}
-	log.Info("started")
+	if err := start(long, "sleep 300"); err != nil {
+		res.err = err
+		return res
+	}
+	log.Info("started both")
+	// Ask the NodeManager directly until the long one runs, then stop it.
 	for {
-		resp, err := am.Allocate(ctx, req)
+		st, err := nm.GetContainerStatus(ctx, long, nmTokens[yarn.NodeID(long.GetNodeId())])
 		if err != nil {
-			res.err = fmt.Errorf("allocate: %w", err)
+			res.err = fmt.Errorf("container status: %w", err)
 			return res
 		}
-		req = &hadoopyarn.AllocateRequestProto{Progress: proto.Float32(0.5)}
-		for _, st := range resp.GetCompletedContainerStatuses() {
-			if yarn.ContainerID(st.GetContainerId()) != yarn.ContainerID(container.GetId()) {
-				continue
-			}
-			log.WithFields(logrus.Fields{"exit": st.GetExitStatus(), "diagnostics": st.GetDiagnostics()}).Info("container completed")
-			if st.GetExitStatus() != 0 {
-				res.err = fmt.Errorf("container exited with %d: %s", st.GetExitStatus(), st.GetDiagnostics())
-			}
+		if st.GetState() == hadoopyarn.ContainerStateProto_C_RUNNING {
+			break
+		}
+		if st.GetState() == hadoopyarn.ContainerStateProto_C_COMPLETE {
+			res.err = fmt.Errorf("sleeping container completed early: exit %d: %s", st.GetExitStatus(), st.GetDiagnostics())
 			return res
+		}
+		if err := sleep(ctx, 200*time.Millisecond); err != nil {
+			res.err = err
+			return res
+		}
+	}
+	if err := nm.StopContainer(ctx, long, nmTokens[yarn.NodeID(long.GetNodeId())]); err != nil {
+		res.err = fmt.Errorf("stop container: %w", err)
+		return res
+	}
+	log.Info("stopped the sleeping container")
+	exits := map[string]int32{}
+	for len(exits) < 2 {
+		for _, st := range completed {
+			exits[yarn.ContainerID(st.GetContainerId())] = st.GetExitStatus()
+			log.WithFields(logrus.Fields{"container": yarn.ContainerID(st.GetContainerId()), "exit": st.GetExitStatus(), "diagnostics": st.GetDiagnostics()}).Info("container completed")
+		}
+		completed = nil
+		if len(exits) >= 2 {
+			break
 		}
 		if err := sleep(ctx, 300*time.Millisecond); err != nil {
 			res.err = err
 			return res
 		}
+		if err := heartbeat(&hadoopyarn.AllocateRequestProto{Progress: proto.Float32(0.5)}); err != nil {
+			res.err = err
+			return res
+		}
 	}
+	res.stopped = exits[yarn.ContainerID(long.GetId())]
+	if e := exits[yarn.ContainerID(short.GetId())]; e != 0 {
+		res.err = fmt.Errorf("container %s exited with %d, want 0", yarn.ContainerID(short.GetId()), e)
+	}
+	return res
 }
 
 func sleep(ctx context.Context, d time.Duration) error {
