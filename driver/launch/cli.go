@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -35,6 +36,9 @@ type Env struct {
 	Registry Registry
 	// Load reads the configuration; nil: LoadConfig.
 	Load Loader
+	// HTTP posts the device report to $XRES_AM_REPORT_URL; nil: a default
+	// client.
+	HTTP *http.Client
 }
 
 func (e *Env) defaults() {
@@ -52,6 +56,9 @@ func (e *Env) defaults() {
 	}
 	if e.Load == nil {
 		e.Load = LoadConfig
+	}
+	if e.HTTP == nil {
+		e.HTTP = &http.Client{}
 	}
 }
 
@@ -280,6 +287,11 @@ func (l *Launcher) run(ctx context.Context, res *Reservation, command []string, 
 	}
 	defer cleanup()
 	log.WithField("info_file", path).Debug("info file written")
+	if url := env.Getenv(EnvReportURL); url != "" {
+		if err := postReport(ctx, env.HTTP, url, env.Getenv(EnvContainerID), res.Grants); err != nil {
+			log.WithError(err).Warn("could not report the devices to the application master; starting the worker anyway")
+		}
+	}
 	vars := grantEnv(res.Grants, path)
 	code, err := runWorker(ctx, worker{
 		Args:   command,

@@ -110,3 +110,12 @@ func classify(kind, err error) error {
 func classifyf(kind error, format string, args ...any) error {
 	return classify(kind, fmt.Errorf(format, args...))
 }
+
+// BadNodeExitCodes are the launcher codes that blame the host: discovery
+// failed there (no device free, driver or script failure) or the launcher
+// could not work there. An ApplicationMaster replaces the worker elsewhere.
+func BadNodeExitCodes() []int { return []int{ExitDiscovery, ExitInternal} }
+
+// BadJobExitCodes are the launcher codes that blame the job: the command
+// line, the configuration or the worker command. No replacement can help.
+func BadJobExitCodes() []int { return []int{ExitUsage, ExitConfig, ExitWorkerStart} }
