@@ -22,8 +22,10 @@ test: unit integration
 integration:
 	$(GO) test -count=1 -tags integration -timeout 40m ./integration/...
 
+# Includes container-launcher's overhead and 64-launcher contention beside a
+# Flink-style flock script (driver/launch; see median-ms, the median per run).
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
+	$(GO) test -timeout 30m -run '^$$' -bench . -benchmem $(PKGS)
 
 # getClusterMetrics: our RPC client vs Hadoop's Java YarnClient (integration/javabench,
 # built with Maven on first use), 1 and 8 callers, against the real cluster.
