@@ -329,7 +329,7 @@ func (e *Enumerator) addLocality(p resources.Properties) error {
 func (e *Enumerator) usable(path string) (bool, error) {
 	open := e.open
 	if open == nil {
-		open = openRenderNode
+		open = pci.OpenDevice
 	}
 	err := open(path)
 	switch {
@@ -338,16 +338,8 @@ func (e *Enumerator) usable(path string) (bool, error) {
 	case errors.Is(err, fs.ErrNotExist), errors.Is(err, fs.ErrPermission), errors.Is(err, syscall.EPERM):
 		return false, nil
 	default:
-		return false, fmt.Errorf("open %s: %w", path, err)
+		return false, fmt.Errorf("open %s: %w", path, pci.PathCause(err))
 	}
-}
-
-func openRenderNode(path string) error {
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
-	if err != nil {
-		return err
-	}
-	return f.Close()
 }
 
 // Environment returns the variables a ROCm worker needs to see exactly

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xres/xres/driver"
+	"github.com/xres/xres/driver/pci"
 	"github.com/xres/xres/resources"
 )
 
@@ -71,7 +73,7 @@ func TestKFDRenderNodeAccess(t *testing.T) {
 			return &os.PathError{Op: "open", Path: path, Err: syscall.EPERM} // device cgroup
 		}
 		if real == nil {
-			return openRenderNode(path)
+			return pci.OpenDevice(path)
 		}
 		return real(path)
 	}
@@ -83,7 +85,8 @@ func TestKFDRenderNodeAccess(t *testing.T) {
 
 	e.open = func(path string) error { return &os.PathError{Op: "open", Path: path, Err: syscall.EIO} }
 	_, err = e.Enumerate(context.Background())
-	require.ErrorContains(t, err, "kfd node 2: open "+filepath.Join(dev, "dri/renderD128"))
+	require.ErrorContains(t, err, "kfd node 2: open "+filepath.Join(dev, "dri/renderD128")+": input/output error")
+	require.Equal(t, 1, strings.Count(err.Error(), "renderD128"), "the path once: %v", err)
 
 	e.open = func(path string) error { return &os.PathError{Op: "open", Path: path, Err: syscall.ENOENT} }
 	_, err = e.Enumerate(context.Background())

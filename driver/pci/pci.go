@@ -9,10 +9,17 @@
 //	device      optional  hex device ids, comma-separated: 0x5005
 //	class       optional  hex class-code prefixes, comma-separated: 0x12 (processing accelerators), 0x1200, 0x120000
 //	sysfs-root  optional  where sysfs is mounted, default /sys (tests and demos point it at a fake tree)
+//	dev-root    optional  where device nodes are, default /dev; a function with DRM render
+//	                      nodes (XRT's xocl, amdgpu) none of which the process can open
+//	                      (device cgroup, not in the container) is left out. When
+//	                      sysfs-root is set and dev-root is not, this check is off.
+//	coordination.enabled, coordination.file
+//	                      host coordination, as the GPU driver: on by default
 //
 // Infos per device: index, address, pci, vendor, device, class,
 // numa-node (absent when the platform does not say), local-cpus, driver
-// (the bound kernel driver, absent when none).
+// (the bound kernel driver, absent when none), render-node (absent when
+// the function has none).
 package pci
 
 import (
@@ -25,6 +32,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/sirupsen/logrus"
 
@@ -47,6 +55,7 @@ const (
 	ParamDevice    = "device"
 	ParamClass     = "class"
 	ParamSysfsRoot = "sysfs-root"
+	ParamDevRoot   = "dev-root"
 )
 
 // ErrInvalidParam is wrapped by every error about a malformed or missing
@@ -95,7 +104,12 @@ func containsID(ids []uint16, id uint16) bool {
 type Enumerator struct {
 	Root   string // sysfs root, "/sys" when empty
 	Filter Filter
-	Log    logrus.FieldLogger
+	// DevRoot is where device nodes are; "" skips the render-node check.
+	DevRoot string
+	Log     logrus.FieldLogger
+	// open checks that a device node can be opened; nil uses the file
+	// system. Tests replace it.
+	open func(path string) error
 }
 
 var _ driver.Enumerator = (*Enumerator)(nil)
@@ -123,11 +137,16 @@ func New(opts driver.Options) (*Enumerator, error) {
 			return nil, fmt.Errorf("%s: %w: %w", key(ParamClass), err, ErrInvalidParam)
 		}
 	}
-	root := strings.TrimSpace(opts.Params[ParamSysfsRoot])
+	root, devRoot := strings.TrimSpace(opts.Params[ParamSysfsRoot]), "/dev"
 	if root == "" {
 		root = DefaultSysfsRoot
+	} else {
+		devRoot = "" // a fake sysfs tree has no device nodes
 	}
-	return &Enumerator{Root: root, Filter: flt, Log: opts.Log}, nil
+	if d := strings.TrimSpace(opts.Params[ParamDevRoot]); d != "" {
+		devRoot = d
+	}
+	return &Enumerator{Root: root, Filter: flt, DevRoot: devRoot, Log: opts.Log}, nil
 }
 
 // paramKey is the config key a user writes for a param.
@@ -203,7 +222,9 @@ func (e *Enumerator) Functions(ctx context.Context) ([]Function, error) {
 	}
 	sort.Slice(addrs, func(i, j int) bool { return addressLess(addrs[i], addrs[j]) })
 
+	log := driver.LoggerOrDiscard(e.Log)
 	var out []Function
+	hidden := 0
 	for _, addr := range addrs {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("pci: scan %s: %w", dir, err)
@@ -212,12 +233,24 @@ func (e *Enumerator) Functions(ctx context.Context) ([]Function, error) {
 		if err != nil {
 			return nil, fmt.Errorf("pci: %w", err)
 		}
-		if ok {
-			out = append(out, f)
+		if !ok {
+			continue
 		}
+		usable, err := e.usable(f)
+		if err != nil {
+			return nil, fmt.Errorf("pci: %s: %w", addr, err)
+		}
+		if !usable {
+			hidden++
+			log.WithFields(logrus.Fields{"address": addr, "render_nodes": strings.Join(f.RenderNodes, ",")}).Debug("pci: no render node of the function can be opened, left out")
+			continue
+		}
+		out = append(out, f)
 	}
-	log := driver.LoggerOrDiscard(e.Log)
 	if len(out) == 0 {
+		if hidden > 0 {
+			return nil, fmt.Errorf("pci: %d functions under %s with %s, but the process can open none of their render nodes under %s: %w", hidden, dir, e.Filter, filepath.Join(e.DevRoot, "dri"), driver.ErrNotEnoughDevices)
+		}
 		return nil, fmt.Errorf("pci: %d functions under %s, none with %s: %w", len(addrs), dir, e.Filter, driver.ErrNotEnoughDevices)
 	}
 	log.WithFields(logrus.Fields{"scanned": len(addrs), "matched": len(out), "filter": e.Filter.String()}).Debug("pci: scanned sysfs")
@@ -290,6 +323,42 @@ func joinIDs(ids []uint16) string {
 	return strings.Join(parts, ",")
 }
 
+// usable reports whether the process can use f: true when the check is
+// off or f has no render nodes, else when one of them opens. Missing (not
+// in this container) and permission denied (device cgroup) mean "not
+// ours"; other errors are errors.
+func (e *Enumerator) usable(f Function) (bool, error) {
+	if e.DevRoot == "" || len(f.RenderNodes) == 0 {
+		return true, nil
+	}
+	open := e.open
+	if open == nil {
+		open = OpenDevice
+	}
+	for _, n := range f.RenderNodes {
+		path := filepath.Join(e.DevRoot, "dri", n)
+		err := open(path)
+		switch {
+		case err == nil:
+			return true, nil
+		case errors.Is(err, fs.ErrNotExist), errors.Is(err, fs.ErrPermission), errors.Is(err, syscall.EPERM):
+		default:
+			return false, fmt.Errorf("open %s: %w", path, PathCause(err))
+		}
+	}
+	return false, nil
+}
+
+// OpenDevice opens a device node read-write and closes it again: the
+// check ROCm and XRT make before they use a render node.
+func OpenDevice(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	return f.Close()
+}
+
 // Info is what a worker is told about the i-th matching function.
 func Info(i int, f Function) resources.Properties {
 	p := resources.Properties{
@@ -308,6 +377,13 @@ func Info(i int, f Function) resources.Properties {
 	}
 	if f.Driver != "" {
 		p["driver"] = f.Driver
+	}
+	if len(f.RenderNodes) > 0 {
+		nodes := make([]string, len(f.RenderNodes))
+		for i, n := range f.RenderNodes {
+			nodes[i] = "/dev/dri/" + n
+		}
+		p["render-node"] = strings.Join(nodes, ",")
 	}
 	return p
 }

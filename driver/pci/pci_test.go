@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -75,6 +76,7 @@ func TestEnumerateInfos(t *testing.T) {
 		"index": "1", "address": "0000:3b:00.1", "pci": "0000:3b:00.1",
 		"vendor": "0x10ee", "device": "0x5005", "class": "0x120000",
 		"numa-node": "0", "local-cpus": "0-15,32-47", "driver": "xocl",
+		"render-node": "/dev/dri/renderD128",
 	}, devs[1].Info)
 	require.Equal(t, resources.Properties{
 		"index": "2", "address": "0000:af:00.0", "pci": "0000:af:00.0",
@@ -85,7 +87,11 @@ func TestEnumerateInfos(t *testing.T) {
 		"index": "4", "address": "0000:d8:00.1", "pci": "0000:d8:00.1",
 		"vendor": "0x10ee", "device": "0x5005", "class": "0x120000",
 		"numa-node": "1", "local-cpus": "16-31,48-63", "driver": "xocl",
+		"render-node": "/dev/dri/renderD129",
 	}, devs[4].Info)
+	require.Equal(t, "0x5004", devs[0].Info["device"])
+	_, ok := devs[0].Info["render-node"]
+	require.False(t, ok, "management functions have no render node")
 }
 
 func TestVendorWithNoDevices(t *testing.T) {
@@ -191,6 +197,11 @@ func TestBadFixtures(t *testing.T) {
 		{"no bus/pci/devices", func(t *testing.T, root string) {
 			require.NoError(t, os.RemoveAll(filepath.Join(root, "bus")))
 		}, "pci: list " /* + dir */},
+		{"drm unreadable", unreadable(fpga + "drm/renderD128/dev"), ""},
+		{"drm not a directory", func(t *testing.T, root string) {
+			require.NoError(t, os.RemoveAll(filepath.Join(root, fpga, "drm")))
+			write(fpga+"drm", "x\n")(t, root)
+		}, fpgaLink + "drm: not a directory"},
 		{"optional files absent", func(t *testing.T, root string) {
 			remove(fpga+"numa_node")(t, root)
 			remove(fpga+"local_cpulist")(t, root)
@@ -225,6 +236,7 @@ func TestOptionalFilesAbsentLeaveInfosOut(t *testing.T) {
 	for _, f := range []string{"numa_node", "local_cpulist", "driver"} {
 		remove(fpga+f)(t, root)
 	}
+	require.NoError(t, os.RemoveAll(filepath.Join(root, fpga, "drm")))
 	f, err := ReadFunction(root, "0000:3b:00.1")
 	require.NoError(t, err)
 	require.Equal(t, Function{Address: "0000:3b:00.1", Vendor: 0x10ee, Device: 0x5005, Class: 0x120000, NUMANode: -1}, f)
@@ -234,6 +246,43 @@ func TestOptionalFilesAbsentLeaveInfosOut(t *testing.T) {
 	}, Info(0, f))
 }
 
+// A function whose render nodes the process cannot open (not in this
+// container, or denied by the device cgroup) is left out, as XRT and ROCm
+// leave it out; functions without render nodes are not checked.
+func TestRenderNodeAccess(t *testing.T) {
+	dev := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(dev, "dri"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dev, "dri", "renderD129"), nil, 0o644)) // renderD128 is not in this container
+	params := map[string]string{"vendor": "0x10ee", "class": "0x12", "sysfs-root": twoFPGAs, "dev-root": dev}
+	e, err := New(driver.Options{Resource: "fpga", Params: params})
+	require.NoError(t, err)
+	devs, err := e.Enumerate(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, []string{"0000:3b:00.0", "0000:d8:00.0", "0000:d8:00.1"}, addresses(devs))
+	require.Equal(t, "2", devs[2].Info["index"])
+
+	e.open = func(path string) error { return &os.PathError{Op: "open", Path: path, Err: syscall.EPERM} }
+	params["device"] = "0x5005"
+	e2, err := New(driver.Options{Resource: "fpga", Params: params})
+	require.NoError(t, err)
+	e2.open = e.open
+	_, err = e2.Enumerate(context.Background())
+	require.ErrorIs(t, err, driver.ErrNotEnoughDevices)
+	require.ErrorContains(t, err, "2 functions under "+filepath.Join(twoFPGAs, DevicesDir)+" with vendor 0x10ee device 0x5005 class 0x12*, but the process can open none of their render nodes under "+filepath.Join(dev, "dri"))
+
+	e2.open = func(path string) error { return &os.PathError{Op: "open", Path: path, Err: syscall.EIO} }
+	_, err = e2.Enumerate(context.Background())
+	require.ErrorContains(t, err, "pci: 0000:3b:00.1: open "+filepath.Join(dev, "dri", "renderD128")+": input/output error")
+
+	// The real /sys gets the check by default; a fake one does not.
+	e3, err := New(driver.Options{Params: map[string]string{"vendor": "0x10ee"}})
+	require.NoError(t, err)
+	require.Equal(t, "/dev", e3.DevRoot)
+	e3, err = New(driver.Options{Params: map[string]string{"vendor": "0x10ee", "sysfs-root": twoFPGAs}})
+	require.NoError(t, err)
+	require.Empty(t, e3.DevRoot)
+}
+
 func TestReadFunctionErrors(t *testing.T) {
 	_, err := ReadFunction(twoFPGAs, "0000:99:00.0")
 	require.ErrorContains(t, err, "0000:99:00.0/vendor: no such file or directory")
@@ -241,6 +290,9 @@ func TestReadFunctionErrors(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, Function{Address: "0000:d8:00.0", Vendor: 0x10ee, Device: 0x5004, Class: 0x120000,
 		NUMANode: 1, LocalCPUs: "16-31,48-63", Driver: "xclmgmt"}, f)
+	f, err = ReadFunction(twoFPGAs, "0000:d8:00.1")
+	require.NoError(t, err)
+	require.Equal(t, []string{"renderD129"}, f.RenderNodes)
 }
 
 func TestEnumerateHonoursContext(t *testing.T) {

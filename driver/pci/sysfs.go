@@ -23,6 +23,8 @@ import (
 //	numa_node      "0\n" or "-1\n"   decimal, -1 when the platform does not say
 //	local_cpulist  "0-15,32-47\n"    CPUs close to the device
 //	driver         -> ../../../../bus/pci/drivers/xocl   (only when bound)
+//	drm/renderD128/                                      (only for DRM drivers:
+//	                                                      amdgpu, XRT's xocl)
 const DevicesDir = "bus/pci/devices"
 
 // Function is one PCI function as sysfs describes it.
@@ -34,6 +36,9 @@ type Function struct {
 	NUMANode  int    // -1 when unknown
 	LocalCPUs string // as sysfs prints it, "" when the file is absent
 	Driver    string // bound kernel driver, "" when none
+	// RenderNodes are the function's DRM render nodes ("renderD128"), the
+	// device files a worker opens under /dev/dri; none for most devices.
+	RenderNodes []string
 }
 
 // VendorHex is the vendor id as sysfs prints it ("0x10ee").
@@ -94,6 +99,15 @@ func readLocality(dir string, f *Function) error {
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("read %s: %w", filepath.Join(dir, "driver"), err)
 	}
+	entries, err := os.ReadDir(filepath.Join(dir, "drm"))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return readErr(filepath.Join(dir, "drm"), err)
+	}
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), "renderD") {
+			f.RenderNodes = append(f.RenderNodes, e.Name())
+		}
+	}
 	return nil
 }
 
@@ -127,11 +141,17 @@ func readHex(path string, bits int) (uint64, error) {
 // readErr says which file could not be read, once: the path error's own
 // operation and path are dropped.
 func readErr(path string, err error) error {
+	return fmt.Errorf("read %s: %w", path, PathCause(err))
+}
+
+// PathCause strips a *fs.PathError down to its cause, for messages that
+// name the path themselves.
+func PathCause(err error) error {
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
-		return fmt.Errorf("read %s: %w", path, pe.Err)
+		return pe.Err
 	}
-	return fmt.Errorf("read %s: %w", path, err)
+	return err
 }
 
 // ParseHex parses a hexadecimal id as sysfs prints it ("0x10ee") or as a
