@@ -24,12 +24,18 @@
 #   XRES_NN_PORT (8020) XRES_NN_HTTP_PORT (9870) XRES_RM_PORT (8032) XRES_RM_SCHEDULER_PORT (8030)
 #   XRES_RM_TRACKER_PORT (8031) XRES_RM_ADMIN_PORT (8033) XRES_RM_WEBAPP_PORT (8088)
 #   XRES_MINICLUSTER_JAVA_OPTS  extra JVM options (default heap: -Xms256m -Xmx1g)
+#   XRES_MINICLUSTER_STOP_GRACE seconds between SIGTERM and SIGKILL on stop (default 20)
+#   XRES_MINICLUSTER_BUILD_DIR  cached launcher build (default target/hadoop-$HADOOP_VERSION)
+#   XRES_MINICLUSTER_JVM_DIRS   folders searched for a JDK 17 when JAVA_HOME is not one
+#                               (default /usr/lib/jvm)
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 HADOOP_VERSION=${HADOOP_VERSION:-3.4.1}
 WORK=${XRES_MINICLUSTER_DIR:-$HERE/work}
-BUILD=$HERE/target/hadoop-$HADOOP_VERSION
+BUILD=${XRES_MINICLUSTER_BUILD_DIR:-$HERE/target/hadoop-$HADOOP_VERSION}
+JVM_DIRS=${XRES_MINICLUSTER_JVM_DIRS:-/usr/lib/jvm}
+STOP_GRACE=${XRES_MINICLUSTER_STOP_GRACE:-20}
 PIDFILE=$WORK/minicluster.pid
 STDOUT=$WORK/stdout.log
 LOG=$WORK/minicluster.log
@@ -90,7 +96,9 @@ find_java() {
     [[ -x $c && $(java_major "$c") == 17 ]] && { JAVA=$c; return; }
     tried+=("JAVA_HOME=$JAVA_HOME ($( [[ -x $c ]] && echo "java $(java_major "$c")" || echo "no bin/java"))")
   fi
-  for c in /usr/lib/jvm/*17*/bin/java /usr/lib/jvm/*-17-*/bin/java $(command -v java 2>/dev/null || true); do
+  local d cands=()
+  for d in $JVM_DIRS; do cands+=("$d"/*17*/bin/java); done
+  for c in "${cands[@]}" $(command -v java 2>/dev/null || true); do
     [[ -x $c ]] || continue
     if [[ $(java_major "$c") == 17 ]]; then
       JAVA=$c
@@ -115,7 +123,7 @@ build_is_current() {
   [[ $(cat "$BUILD/.stamp") == "$(stamp)" ]] || return 1
   # A cleaned ~/.m2 invalidates the class path too.
   local jar
-  while IFS= read -r jar; do [[ -f $jar ]] || return 1; done < <(tr ':' '\n' < "$BUILD/classpath.txt")
+  while IFS= read -r jar; do [[ -z $jar || -f $jar ]] || return 1; done < <(tr ':' '\n' < "$BUILD/classpath.txt")
 }
 
 build() {
@@ -124,7 +132,7 @@ build() {
   fi
   find_mvn
   mkdir -p "$BUILD"
-  local mlog=$HERE/target/mvn-$HADOOP_VERSION.log t0=$SECONDS
+  local mlog=$BUILD/mvn.log t0=$SECONDS
   say "building the launcher for Hadoop $HADOOP_VERSION with Maven (first time: downloads ~150 MB to ~/.m2; log: $mlog)"
   if ! JAVA_HOME=${JAVA%/bin/java} timeout "$MVN_TIMEOUT" "$MVN" -B -q -f "$HERE/pom.xml" \
       -Dhadoop.version="$HADOOP_VERSION" package dependency:build-classpath \
@@ -206,11 +214,11 @@ java_cmd() {
 stop_pid() {
   local pid=$1 i
   kill -TERM "$pid" 2>/dev/null || true
-  for ((i = 0; i < 40; i++)); do
+  for ((i = 0; i < STOP_GRACE * 2; i++)); do
     ours "$pid" || return 0
     sleep 0.5
   done
-  say "pid $pid still running 20 s after SIGTERM; sending SIGKILL"
+  say "pid $pid still running ${STOP_GRACE}s after SIGTERM; sending SIGKILL"
   kill -KILL "$pid" 2>/dev/null || true
   for ((i = 0; i < 20; i++)); do
     ours "$pid" || return 0
@@ -226,6 +234,10 @@ cmd_deps() {
   say "mvn:  $MVN ($("$MVN" -v 2>/dev/null | head -n1 | sed 's/\x1b\[[0-9;]*m//g'))"
   build
   say "launcher for Hadoop $HADOOP_VERSION is built: $BUILD"
+  # The NodeManagers bind the machine's hostname; Java must be able to resolve it.
+  if ! getent hosts "$(hostname)" > /dev/null 2>&1; then
+    say "warning: hostname '$(hostname)' does not resolve; the NodeManagers will fail to start. Fix: echo \"127.0.0.1 $(hostname)\" >> /etc/hosts"
+  fi
 }
 
 cmd_start() {
