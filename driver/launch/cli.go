@@ -17,6 +17,11 @@ import (
 	"github.com/xres/xres/resources"
 )
 
+// killGrace is how long a worker gets between SIGTERM and SIGKILL when the
+// launch is cancelled through its context (library use; the command's
+// context is never cancelled, signals are forwarded instead).
+const killGrace = 10 * time.Second
+
 // InfoFileName is the info file's name in a YARN container's working
 // directory.
 const InfoFileName = "external-resources.json"
@@ -221,7 +226,6 @@ func runLaunch(ctx context.Context, args []string, env Env) int {
 	var c common
 	c.register(fs)
 	infoFile := fs.String("info-file", "", "path of the info file")
-	grace := fs.Duration("kill-grace", 10*time.Second, "after a cancellation, how long the worker gets between SIGTERM and SIGKILL")
 	if err := parse(fs, args, env.Stderr); err != nil {
 		return fail(env.Stderr, err)
 	}
@@ -262,7 +266,7 @@ func runLaunch(ctx context.Context, args []string, env Env) int {
 		}
 		return fail(env.Stderr, err)
 	}
-	code, err := l.run(lctx, res, command, env, *infoFile, *grace, gate, log)
+	code, err := l.run(lctx, res, command, env, *infoFile, gate, log)
 	ctxRel, cancelRel := context.WithTimeout(context.Background(), res.releaseTimeout())
 	defer cancelRel()
 	if rerr := res.Release(ctxRel); rerr != nil {
@@ -271,15 +275,12 @@ func runLaunch(ctx context.Context, args []string, env Env) int {
 	if err != nil {
 		return fail(env.Stderr, err)
 	}
-	if sig := gate.Pending(); sig != nil && code == 0 {
-		return signalExitCode(sig)
-	}
 	return code
 }
 
 // run writes the info file, runs the worker and returns its exit code. The
 // caller releases res.
-func (l *Launcher) run(ctx context.Context, res *Reservation, command []string, env Env, infoFile string, grace time.Duration, gate *signalGate, log logrus.FieldLogger) (int, error) {
+func (l *Launcher) run(ctx context.Context, res *Reservation, command []string, env Env, infoFile string, gate *signalGate, log logrus.FieldLogger) (int, error) {
 	dir := env.Dir
 	path, cleanup, err := writeInfo(infoFile, dir, env.Getenv, res.Infos())
 	if err != nil {
@@ -300,7 +301,7 @@ func (l *Launcher) run(ctx context.Context, res *Reservation, command []string, 
 		Stdin:  env.Stdin,
 		Stdout: env.Stdout,
 		Stderr: env.Stderr,
-	}, gate, grace, log)
+	}, gate, killGrace, log)
 	if err != nil {
 		return 0, err
 	}
