@@ -7,15 +7,26 @@ import (
 	"fmt"
 
 	"github.com/xres/xres/driver"
+	"github.com/xres/xres/driver/amd"
 	"github.com/xres/xres/driver/gpu"
+	"github.com/xres/xres/driver/pci"
+	"github.com/xres/xres/driver/plugin"
 )
 
 // RegisterBuiltins registers every built-in driver factory in r:
 //
-//	xres.gpu  alias org.apache.flink.externalresource.gpu.GPUDriverFactory
+//	xres.gpu      alias org.apache.flink.externalresource.gpu.GPUDriverFactory
+//	xres.pci      alias org.apache.flink.externalresource.fpga.FPGADriverFactory
+//	xres.amd-gpu
+//	xres.plugin   (out-of-process plugins named by param.plugin)
 func RegisterBuiltins(r *driver.Registry) error {
 	if err := r.Register(gpu.FactoryName, gpu.NewFactory(), gpu.FlinkFactoryClass); err != nil {
 		return fmt.Errorf("register built-in drivers: %w", err)
+	}
+	for _, register := range []func(*driver.Registry) error{pci.Register, amd.Register, plugin.Register} {
+		if err := register(r); err != nil {
+			return fmt.Errorf("register built-in drivers: %w", err)
+		}
 	}
 	return nil
 }
