@@ -5,11 +5,13 @@ import (
 	"flag"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/sirupsen/logrus"
 
@@ -29,18 +31,26 @@ type amClients struct {
 	Logs         am.LogFetcher // may be nil
 	OnAMRMToken  func(am.Token)
 	WorkerTokens []byte // HDTS credentials for the workers (the AM's, less the AMRMToken); nil if none
-	Close        func()
+	// Cleanup removes the staging folder once the application is over
+	// (the client does it too when it follows the application); may be nil.
+	Cleanup func(ctx context.Context, dir string) error
+	Close   func()
 }
 
 // deps are the cluster clients am is wired to; a nil field is a client
 // not available yet (the subcommand fails with "not implemented yet").
 type deps struct {
-	amClients func(ctx context.Context, getenv func(string) string, log logrus.FieldLogger) (amClients, error)
+	amClients  func(ctx context.Context, getenv func(string) string, log logrus.FieldLogger) (amClients, error)
+	rm         func(ctx context.Context, getenv func(string) string, log logrus.FieldLogger) (rmAPI, *conf.HadoopConfig, func(), error)
+	hdfs       func(hc *conf.HadoopConfig, user string) (submit.FS, func(), error)
+	executable func() (string, error)               // this binary (os.Executable)
+	after      func(time.Duration) <-chan time.Time // polling waits; nil: time.After
+	http       *http.Client                         // AM status requests; nil: http.DefaultClient
 }
 
 // defaultDeps wires the real clients.
 func defaultDeps() deps {
-	return deps{amClients: rpcAMClients}
+	return deps{amClients: rpcAMClients, rm: rpcRM, hdfs: rpcHDFS, executable: os.Executable}
 }
 
 // rpcAMClients builds the Hadoop RPC clients of an AM in its YARN
@@ -85,7 +95,16 @@ func rpcAMClients(ctx context.Context, getenv func(string) string, log logrus.Fi
 			return amClients{}, fmt.Errorf("pass credentials to workers: %w", err)
 		}
 	}
+	cleanup := func(ctx context.Context, dir string) error {
+		fs, closeFS, err := rpcHDFS(hc, currentUser(getenv))
+		if err != nil {
+			return err
+		}
+		defer closeFS()
+		return submit.Stager{FS: fs}.Cleanup(ctx, dir)
+	}
 	return amClients{
+		Cleanup:      cleanup,
 		RM:           am.NewRPCRMClient(rm),
 		NM:           am.NewRPCNMClient(nm),
 		Logs:         am.NMWebLogs{User: getenv("USER")},
@@ -213,6 +232,13 @@ func cmdRun(ctx context.Context, args []string, e *env) error {
 	wg.Wait()
 	if err != nil {
 		return clusterError{err}
+	}
+	if dir := e.getenv(submit.EnvStagingDir); dir != "" && clients.Cleanup != nil {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		if err := clients.Cleanup(cctx, dir); err != nil {
+			e.log.WithError(err).WithField("dir", dir).Warn("could not remove the staging folder")
+		}
+		cancel()
 	}
 	fmt.Fprintf(e.stdout, "final status: %s\n%s\n", res.Status, res.Diagnostics)
 	if res.Status != am.StatusSucceeded {

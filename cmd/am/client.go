@@ -2,10 +2,82 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/user"
+	"path/filepath"
 	"regexp"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/xres/xres/conf"
+	"github.com/xres/xres/hadoopproto/hadoopyarn"
+	"github.com/xres/xres/resources"
+	"github.com/xres/xres/yarn"
+	"github.com/xres/xres/yarn/am"
+	"github.com/xres/xres/yarn/submit"
 )
+
+// rmAPI is what the client subcommands need from ApplicationClientProtocol.
+type rmAPI interface {
+	submit.RM
+	KillApplication(ctx context.Context, id *hadoopyarn.ApplicationIdProto, diagnostics string) error
+	GetClusterNodes(ctx context.Context, states ...hadoopyarn.NodeStateProto) ([]*hadoopyarn.NodeReportProto, error)
+}
+
+var _ rmAPI = (*yarn.Client)(nil)
+
+// Flink options the client reads besides conf's declared ones.
+const (
+	keyAMMemory    = "jobmanager.memory.process.size" // AM container memory; default 256m
+	keyAMVcores    = "yarn.appmaster.vcores"          // AM container vcores; default 1
+	keyAppAttempts = "yarn.application-attempts"      // AM attempts; default: the cluster's
+)
+
+// rpcRM connects to the ResourceManager named by $HADOOP_CONF_DIR.
+func rpcRM(ctx context.Context, getenv func(string) string, log logrus.FieldLogger) (rmAPI, *conf.HadoopConfig, func(), error) {
+	hc, err := conf.LoadHadoopOptions(conf.HadoopOptions{Getenv: getenv, Log: log})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	addrs, err := yarn.RMAddresses(hc, yarn.RMClient)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	c, err := yarn.NewClient(yarn.ClientConfig{Addrs: addrs, User: getenv("HADOOP_USER_NAME"), Log: log})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return c, hc, func() { _ = c.Close() }, nil
+}
+
+// rpcHDFS connects to HDFS as user.
+func rpcHDFS(hc *conf.HadoopConfig, user string) (submit.FS, func(), error) {
+	c, err := submit.DialHDFS(hc, user)
+	if err != nil {
+		return nil, nil, err
+	}
+	return submit.NewHDFS(c), func() { _ = c.Close() }, nil
+}
+
+func currentUser(getenv func(string) string) string {
+	if u := getenv("HADOOP_USER_NAME"); u != "" {
+		return u
+	}
+	if u, err := user.Current(); err == nil {
+		return u.Username
+	}
+	return getenv("USER")
+}
 
 // cmdSubmit: am submit [--conf FILE] [-D k=v]… [--name] [--queue] [--workers N]
 // [--files …] [--detach] -- <worker command…>
@@ -14,11 +86,12 @@ func cmdSubmit(ctx context.Context, args []string, e *env) error {
 	var c common
 	c.register(fs, true)
 	var files listFlag
-	fs.String("name", "", "application name (default: yarn.application.name, else xres)")
-	fs.String("queue", "", "YARN queue (default: yarn.application.queue, else default)")
-	fs.Int("workers", 0, "number of workers (default: from parallelism.default)")
+	name := fs.String("name", "", "application name (default: yarn.application.name, else xres)")
+	queue := fs.String("queue", "", "YARN queue (default: yarn.application.queue, else default)")
+	workers := fs.Int("workers", 0, "number of workers (default: from parallelism.default)")
 	fs.Var(&files, "files", "files to ship, PATH or PATH#NAME, comma-separated (repeatable)")
-	fs.Bool("detach", false, "return after submission instead of following the application")
+	detach := fs.Bool("detach", false, "return after submission instead of following the application")
+	launcher := fs.String("launcher", "", "container-launcher binary to ship (default: $XRES_LAUNCHER, else beside am)")
 	pos, worker, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -32,10 +105,170 @@ func cmdSubmit(ctx context.Context, args []string, e *env) error {
 	if err := c.apply(e); err != nil {
 		return err
 	}
-	if _, err := c.load(e); err != nil {
+	cfg, err := c.load(e)
+	if err != nil {
 		return err
 	}
-	return fmt.Errorf("submit: %w: the ApplicationClientProtocol client is not wired to am yet", errNotImplemented)
+	specs, err := resources.Parse(cfg, resources.ParseOptions{Side: resources.SideYarn, Log: e.log})
+	if err != nil {
+		return configError{err}
+	}
+	plan, err := am.PlanWorkers(cfg, specs, *workers)
+	if err != nil {
+		return configError{err}
+	}
+	if e.deps.rm == nil || e.deps.hdfs == nil {
+		return fmt.Errorf("%w: the YARN and HDFS clients are not wired to am", errNotImplemented)
+	}
+	amMem, amVcores, attempts, err := amContainer(cfg)
+	if err != nil {
+		return configError{err}
+	}
+	amPath, launcherPath, err := binaries(e, *launcher)
+	if err != nil {
+		return configError{err}
+	}
+	shipped, err := submit.Files(amPath, launcherPath, cfg.Path(), files)
+	if err != nil {
+		return configError{err}
+	}
+	rm, hc, closeRM, err := e.deps.rm(ctx, e.getenv, e.log)
+	if err != nil {
+		return clusterError{err}
+	}
+	defer closeRM()
+	who := currentUser(e.getenv)
+	hfs, closeFS, err := e.deps.hdfs(hc, who)
+	if err != nil {
+		return clusterError{err}
+	}
+	defer closeFS()
+	defaultFS, _ := hc.Get("fs.defaultFS")
+	if *name == "" {
+		*name, _ = cfg.Get(conf.YarnApplicationName.Key)
+	}
+	if *queue == "" {
+		*queue, _ = cfg.Get(conf.YarnApplicationQueue.Key)
+	}
+	confName := ""
+	if cfg.Path() != "" {
+		confName = filepath.Base(cfg.Path())
+	}
+	client := submit.Client{RM: rm, Stager: submit.Stager{FS: hfs, DefaultFS: defaultFS, Log: e.log}, Log: e.log,
+		After: e.deps.after}
+	sub, err := client.Submit(ctx, submit.Request{
+		Name: *name, Queue: *queue, User: who, Files: shipped, ConfName: confName, Dynamic: c.dynamic,
+		Workers: *workers, Worker: worker, MasterEnv: am.EnvFromConfig(cfg, am.MasterEnvPrefix),
+		AMMemoryMB: amMem, AMVcores: amVcores, MaxAttempts: attempts,
+		WorkerProfile: plan.Profile, Owners: am.Owners(specs),
+	})
+	if errors.Is(err, am.ErrProfileUnsatisfiable) {
+		return configError{err}
+	}
+	if err != nil {
+		return clusterError{err}
+	}
+	fmt.Fprintf(e.stdout, "submitted %s: %d workers of %s\n", sub.AppID, plan.Workers, plan.Profile)
+	if *detach {
+		fmt.Fprintf(e.stdout, "follow it with: am status %s\n", sub.AppID)
+		return nil
+	}
+	rep, err := client.Wait(ctx, sub.ID, func(r *hadoopyarn.ApplicationReportProto) {
+		fmt.Fprintf(e.stdout, "%s %s", sub.AppID, r.GetYarnApplicationState())
+		if u := r.GetTrackingUrl(); u != "" && r.GetYarnApplicationState() == hadoopyarn.YarnApplicationStateProto_RUNNING {
+			fmt.Fprintf(e.stdout, " tracking URL %s", u)
+		}
+		fmt.Fprintln(e.stdout)
+	})
+	if err != nil {
+		fmt.Fprintf(e.stderr, "am submit: stopped following %s; it keeps running (am kill %s stops it)\n", sub.AppID, sub.AppID)
+		return clusterError{err}
+	}
+	if err := client.Stager.Cleanup(context.WithoutCancel(ctx), sub.StagingDir); err != nil {
+		e.log.WithError(err).Warn("staging folder left behind")
+	}
+	final := strings.TrimPrefix(rep.GetFinalApplicationStatus().String(), "APP_")
+	fmt.Fprintf(e.stdout, "%s finished: %s %s\n", sub.AppID, rep.GetYarnApplicationState(), final)
+	if d := strings.TrimSpace(rep.GetDiagnostics()); d != "" && d != "N/A" {
+		fmt.Fprintf(e.stdout, "diagnostics: %s\n", d)
+	}
+	if rep.GetFinalApplicationStatus() != hadoopyarn.FinalApplicationStatusProto_APP_SUCCEEDED {
+		return errAppFailed
+	}
+	return nil
+}
+
+// amContainer reads the AM container's size and attempts.
+func amContainer(cfg *conf.Config) (memMB int64, vcores, attempts int32, err error) {
+	memMB = submit.DefaultAMMemoryMB
+	if v, set, err := cfg.MemorySizeKey(keyAMMemory); err != nil {
+		return 0, 0, 0, err
+	} else if set {
+		memMB = v >> 20
+	}
+	vcores = submit.DefaultAMVcores
+	if v, set, err := cfg.IntKey(keyAMVcores); err != nil {
+		return 0, 0, 0, err
+	} else if set {
+		vcores = int32(v)
+	}
+	if v, set, err := cfg.IntKey(keyAppAttempts); err != nil {
+		return 0, 0, 0, err
+	} else if set {
+		attempts = int32(v)
+	}
+	if memMB < 1 || vcores < 1 || attempts < 0 {
+		return 0, 0, 0, fmt.Errorf("AM container: %s, %s and %s must be positive", keyAMMemory, keyAMVcores, keyAppAttempts)
+	}
+	return memMB, vcores, attempts, nil
+}
+
+// binaries finds the am binary (this executable) and the container-launcher.
+func binaries(e *env, launcherFlag string) (string, string, error) {
+	exe := e.deps.executable
+	if exe == nil {
+		exe = os.Executable
+	}
+	amPath, err := exe()
+	if err != nil {
+		return "", "", fmt.Errorf("locate the am binary: %w", err)
+	}
+	launcher := launcherFlag
+	if launcher == "" {
+		launcher = e.getenv("XRES_LAUNCHER")
+	}
+	if launcher == "" {
+		launcher = filepath.Join(filepath.Dir(amPath), submit.LauncherBinary)
+	}
+	if st, err := os.Stat(launcher); err != nil || st.IsDir() {
+		return "", "", fmt.Errorf("container-launcher binary %s not found: build it (make build) or pass --launcher PATH / set XRES_LAUNCHER", launcher)
+	}
+	return amPath, launcher, nil
+}
+
+// connect opens the RM client for status, kill and cluster.
+func connect(ctx context.Context, e *env) (rmAPI, func(), error) {
+	if e.deps.rm == nil {
+		return nil, nil, fmt.Errorf("%w: the YARN client is not wired to am", errNotImplemented)
+	}
+	rm, _, closeRM, err := e.deps.rm(ctx, e.getenv, e.log)
+	if err != nil {
+		return nil, nil, clusterError{err}
+	}
+	return rm, closeRM, nil
+}
+
+type statusJSON struct {
+	App         string     `json:"app"`
+	Name        string     `json:"name"`
+	User        string     `json:"user"`
+	Queue       string     `json:"queue"`
+	State       string     `json:"state"`
+	FinalStatus string     `json:"final-status"`
+	Progress    float32    `json:"progress"`
+	TrackingURL string     `json:"tracking-url,omitempty"`
+	Diagnostics string     `json:"diagnostics,omitempty"`
+	AM          *am.Status `json:"am,omitempty"` // the AM's own report, while it runs
 }
 
 // cmdStatus: am status APP_ID [--json]
@@ -43,11 +276,111 @@ func cmdStatus(ctx context.Context, args []string, e *env) error {
 	fs := flag.NewFlagSet("status", flag.ContinueOnError)
 	var c common
 	c.register(fs, false)
-	fs.Bool("json", false, "print JSON")
-	if _, err := appID(fs, args); err != nil {
+	asJSON := fs.Bool("json", false, "print JSON")
+	id, err := appID(fs, args)
+	if err != nil {
 		return err
 	}
-	return fmt.Errorf("status: %w: the YARN client is not wired to am yet", errNotImplemented)
+	if err := c.apply(e); err != nil {
+		return err
+	}
+	rm, closeRM, err := connect(ctx, e)
+	if err != nil {
+		return err
+	}
+	defer closeRM()
+	pid, err := yarn.ParseApplicationID(id)
+	if err != nil {
+		return fmt.Errorf("%w: %w", errUsage, err)
+	}
+	rep, err := rm.GetApplicationReport(ctx, pid)
+	if err != nil {
+		return clusterError{fmt.Errorf("get report of %s: %w", id, err)}
+	}
+	st := statusJSON{App: id, Name: rep.GetName(), User: rep.GetUser(), Queue: rep.GetQueue(),
+		State: rep.GetYarnApplicationState().String(), FinalStatus: strings.TrimPrefix(rep.GetFinalApplicationStatus().String(), "APP_"),
+		Progress: rep.GetProgress(), TrackingURL: rep.GetTrackingUrl(), Diagnostics: rep.GetDiagnostics()}
+	if st.Diagnostics == "N/A" {
+		st.Diagnostics = ""
+	}
+	if rep.GetYarnApplicationState() == hadoopyarn.YarnApplicationStateProto_RUNNING && st.TrackingURL != "" {
+		st.AM = amStatus(ctx, e, st.TrackingURL)
+	}
+	if *asJSON {
+		enc := json.NewEncoder(e.stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(st)
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "application\t%s\nname\t%s\nuser\t%s\nqueue\t%s\nstate\t%s\nfinal status\t%s\nprogress\t%.0f%%\n",
+		st.App, st.Name, st.User, st.Queue, st.State, st.FinalStatus, 100*st.Progress)
+	if st.TrackingURL != "" {
+		fmt.Fprintf(tw, "tracking URL\t%s\n", st.TrackingURL)
+	}
+	if st.Diagnostics != "" {
+		fmt.Fprintf(tw, "diagnostics\t%s\n", st.Diagnostics)
+	}
+	tw.Flush()
+	if a := st.AM; a != nil {
+		fmt.Fprintf(e.stdout, "workers: %d wanted, %d running, %d succeeded, %d failed, %d restarts\n",
+			a.Workers, a.Running, a.Succeeded, a.Failed, a.Restarts)
+		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+		for _, w := range a.Containers {
+			var devs []string
+			for _, name := range sortedNames(w.Devices) {
+				var idx []string
+				for _, d := range w.Devices[name] {
+					idx = append(idx, d["index"])
+				}
+				devs = append(devs, name+"="+strings.Join(idx, ","))
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", w.Container, w.Host, w.State, strings.Join(devs, " "))
+		}
+		tw.Flush()
+	}
+	return nil
+}
+
+func sortedNames[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// amStatus asks a running AM for its status through the tracking URL (the
+// RM's web proxy); nil when it cannot be reached.
+func amStatus(ctx context.Context, e *env, trackingURL string) *am.Status {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	u := strings.TrimSuffix(trackingURL, "/") + am.PathStatus
+	if !strings.Contains(u, "://") {
+		u = "http://" + u
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil
+	}
+	client := e.deps.http
+	if client == nil {
+		client = http.DefaultClient
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		e.log.WithError(err).Debug("AM status not reachable")
+		return nil
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil
+	}
+	var st am.Status
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 8<<20)).Decode(&st); err != nil {
+		return nil
+	}
+	return &st
 }
 
 // cmdKill: am kill APP_ID
@@ -55,10 +388,53 @@ func cmdKill(ctx context.Context, args []string, e *env) error {
 	fs := flag.NewFlagSet("kill", flag.ContinueOnError)
 	var c common
 	c.register(fs, false)
-	if _, err := appID(fs, args); err != nil {
+	id, err := appID(fs, args)
+	if err != nil {
 		return err
 	}
-	return fmt.Errorf("kill: %w: the YARN client is not wired to am yet", errNotImplemented)
+	if err := c.apply(e); err != nil {
+		return err
+	}
+	rm, closeRM, err := connect(ctx, e)
+	if err != nil {
+		return err
+	}
+	defer closeRM()
+	pid, err := yarn.ParseApplicationID(id)
+	if err != nil {
+		return fmt.Errorf("%w: %w", errUsage, err)
+	}
+	kctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	if err := rm.KillApplication(kctx, pid, "killed by am kill"); err != nil {
+		return clusterError{fmt.Errorf("kill %s: %w", id, err)}
+	}
+	fmt.Fprintf(e.stdout, "killed %s\n", id)
+	return nil
+}
+
+type nodeJSON struct {
+	Node       string           `json:"node"`
+	HTTP       string           `json:"http,omitempty"`
+	Rack       string           `json:"rack,omitempty"`
+	State      string           `json:"state"`
+	Containers int32            `json:"containers"`
+	Capability map[string]int64 `json:"capability"`
+	Used       map[string]int64 `json:"used"`
+	Health     string           `json:"health,omitempty"`
+}
+
+type clusterJSON struct {
+	ResourceTypes []string   `json:"resource-types"`
+	Nodes         []nodeJSON `json:"nodes"`
+}
+
+func resourceMap(r *hadoopyarn.ResourceProto) map[string]int64 {
+	m := map[string]int64{"memory-mb": r.GetMemory(), "vcores": int64(r.GetVirtualCores())}
+	for _, ri := range r.GetResourceValueMap() {
+		m[ri.GetKey()] = ri.GetValue()
+	}
+	return m
 }
 
 // cmdCluster: am cluster [--json]
@@ -66,7 +442,7 @@ func cmdCluster(ctx context.Context, args []string, e *env) error {
 	fs := flag.NewFlagSet("cluster", flag.ContinueOnError)
 	var c common
 	c.register(fs, false)
-	fs.Bool("json", false, "print JSON")
+	asJSON := fs.Bool("json", false, "print JSON")
 	pos, rest, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -74,7 +450,52 @@ func cmdCluster(ctx context.Context, args []string, e *env) error {
 	if len(pos)+len(rest) > 0 {
 		return fmt.Errorf("%w: unexpected argument", errUsage)
 	}
-	return fmt.Errorf("cluster: %w: the YARN client is not wired to am yet", errNotImplemented)
+	if err := c.apply(e); err != nil {
+		return err
+	}
+	rm, closeRM, err := connect(ctx, e)
+	if err != nil {
+		return err
+	}
+	defer closeRM()
+	types, err := rm.GetResourceTypeInfo(ctx)
+	if err != nil {
+		return clusterError{fmt.Errorf("get resource types: %w", err)}
+	}
+	nodes, err := rm.GetClusterNodes(ctx)
+	if err != nil {
+		return clusterError{fmt.Errorf("list nodes: %w", err)}
+	}
+	out := clusterJSON{Nodes: []nodeJSON{}}
+	for _, t := range types {
+		out.ResourceTypes = append(out.ResourceTypes, t.GetName())
+	}
+	for _, n := range nodes {
+		out.Nodes = append(out.Nodes, nodeJSON{Node: yarn.NodeID(n.GetNodeId()), HTTP: n.GetHttpAddress(), Rack: n.GetRackName(),
+			State: strings.TrimPrefix(n.GetNodeState().String(), "NS_"), Containers: n.GetNumContainers(),
+			Capability: resourceMap(n.GetCapability()), Used: resourceMap(n.GetUsed()), Health: n.GetHealthReport()})
+	}
+	sort.Slice(out.Nodes, func(i, j int) bool { return out.Nodes[i].Node < out.Nodes[j].Node })
+	if *asJSON {
+		enc := json.NewEncoder(e.stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(out)
+	}
+	fmt.Fprintf(e.stdout, "resource types: %s\n", strings.Join(out.ResourceTypes, ", "))
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	header := "NODE\tSTATE\tCONTAINERS"
+	for _, t := range out.ResourceTypes {
+		header += "\t" + t + " (used/total)"
+	}
+	fmt.Fprintln(tw, header)
+	for _, n := range out.Nodes {
+		line := fmt.Sprintf("%s\t%s\t%d", n.Node, n.State, n.Containers)
+		for _, t := range out.ResourceTypes {
+			line += fmt.Sprintf("\t%d/%d", n.Used[t], n.Capability[t])
+		}
+		fmt.Fprintln(tw, line)
+	}
+	return tw.Flush()
 }
 
 func appID(fs *flag.FlagSet, args []string) (string, error) {

@@ -1,0 +1,254 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http/httptest"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/xres/xres/conf"
+	"github.com/xres/xres/hadoopproto/hadoopyarn"
+	"github.com/xres/xres/resources"
+	"github.com/xres/xres/yarn"
+	"github.com/xres/xres/yarn/am"
+	"github.com/xres/xres/yarn/submit"
+)
+
+// clientRM is a scripted ApplicationClientProtocol.
+type clientRM struct {
+	mu        sync.Mutex
+	types     []string
+	submitted *hadoopyarn.ApplicationSubmissionContextProto
+	states    []hadoopyarn.YarnApplicationStateProto
+	final     hadoopyarn.FinalApplicationStatusProto
+	tracking  string
+	reports   int
+	killed    []string
+	nodes     []*hadoopyarn.NodeReportProto
+}
+
+var clientApp = &hadoopyarn.ApplicationIdProto{Id: proto.Int32(3), ClusterTimestamp: proto.Int64(1700000000000)}
+
+func (r *clientRM) GetNewApplication(ctx context.Context) (*hadoopyarn.GetNewApplicationResponseProto, error) {
+	return &hadoopyarn.GetNewApplicationResponseProto{ApplicationId: clientApp,
+		MaximumCapability: yarn.NewResource(8192, 8, map[string]int64{"yarn.io/gpu": 2})}, nil
+}
+
+func (r *clientRM) GetResourceTypeInfo(ctx context.Context) ([]*hadoopyarn.ResourceTypeInfoProto, error) {
+	var out []*hadoopyarn.ResourceTypeInfoProto
+	for _, t := range r.types {
+		out = append(out, &hadoopyarn.ResourceTypeInfoProto{Name: proto.String(t)})
+	}
+	return out, nil
+}
+
+func (r *clientRM) SubmitApplication(ctx context.Context, asc *hadoopyarn.ApplicationSubmissionContextProto) error {
+	r.submitted = asc
+	return nil
+}
+
+func (r *clientRM) GetApplicationReport(ctx context.Context, id *hadoopyarn.ApplicationIdProto) (*hadoopyarn.ApplicationReportProto, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := r.states[min(r.reports, len(r.states)-1)]
+	r.reports++
+	rep := &hadoopyarn.ApplicationReportProto{ApplicationId: id, Name: proto.String("xres"), User: proto.String("alice"),
+		Queue: proto.String("default"), YarnApplicationState: s.Enum(), TrackingUrl: proto.String(r.tracking),
+		Progress: proto.Float32(0.5), Diagnostics: proto.String("N/A")}
+	if submit.Ended(s) {
+		rep.FinalApplicationStatus = r.final.Enum()
+		rep.Diagnostics = proto.String("2 workers succeeded (0 replaced)")
+	}
+	return rep, nil
+}
+
+func (r *clientRM) KillApplication(ctx context.Context, id *hadoopyarn.ApplicationIdProto, diag string) error {
+	r.killed = append(r.killed, yarn.ApplicationID(id))
+	return nil
+}
+
+func (r *clientRM) GetClusterNodes(ctx context.Context, states ...hadoopyarn.NodeStateProto) ([]*hadoopyarn.NodeReportProto, error) {
+	return r.nodes, nil
+}
+
+// diskFS stages into a local folder, as HDFS would.
+type diskFS struct {
+	root    string
+	removed []string
+}
+
+func (d *diskFS) p(name string) string { return filepath.Join(d.root, filepath.FromSlash(name)) }
+
+func (d *diskFS) MkdirAll(ctx context.Context, dir string, perm os.FileMode) error {
+	return os.MkdirAll(d.p(dir), 0o755)
+}
+
+func (d *diskFS) CopyToRemote(ctx context.Context, local, remote string) error {
+	data, err := os.ReadFile(local)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(d.p(remote), data, 0o644)
+}
+
+func (d *diskFS) Stat(ctx context.Context, name string) (os.FileInfo, error) { return os.Stat(d.p(name)) }
+
+func (d *diskFS) RemoveAll(ctx context.Context, name string) error {
+	d.removed = append(d.removed, path.Clean(name))
+	return os.RemoveAll(d.p(name))
+}
+
+func clientDeps(t *testing.T, rm *clientRM, dfs *diskFS) deps {
+	bin := t.TempDir()
+	for _, name := range []string{"am", "container-launcher"} {
+		require.NoError(t, os.WriteFile(filepath.Join(bin, name), []byte(name+" binary"), 0o755))
+	}
+	return deps{
+		rm: func(ctx context.Context, getenv func(string) string, log logrus.FieldLogger) (rmAPI, *conf.HadoopConfig, func(), error) {
+			hc := conf.NewHadoopConfig(getenv)
+			hc.Set("fs.defaultFS", "hdfs://namenode:8020")
+			return rm, hc, func() {}, nil
+		},
+		hdfs: func(hc *conf.HadoopConfig, user string) (submit.FS, func(), error) { return dfs, func() {}, nil },
+		executable: func() (string, error) { return filepath.Join(bin, "am"), nil },
+		after: func(time.Duration) <-chan time.Time {
+			c := make(chan time.Time, 1)
+			c <- time.Time{}
+			return c
+		},
+	}
+}
+
+func TestSubmitFollowsToTheEnd(t *testing.T) {
+	tests := []struct {
+		name   string
+		final  hadoopyarn.FinalApplicationStatusProto
+		state  hadoopyarn.YarnApplicationStateProto
+		code   int
+		detach bool
+	}{
+		{name: "succeeded", final: hadoopyarn.FinalApplicationStatusProto_APP_SUCCEEDED, state: hadoopyarn.YarnApplicationStateProto_FINISHED, code: ExitOK},
+		{name: "failed", final: hadoopyarn.FinalApplicationStatusProto_APP_FAILED, state: hadoopyarn.YarnApplicationStateProto_FINISHED, code: ExitAppFailed},
+		{name: "killed", final: hadoopyarn.FinalApplicationStatusProto_APP_KILLED, state: hadoopyarn.YarnApplicationStateProto_KILLED, code: ExitAppFailed},
+		{name: "detached", detach: true, code: ExitOK},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rm := &clientRM{types: []string{"memory-mb", "vcores", "yarn.io/gpu"}, final: tt.final, tracking: "http://rm:8088/proxy/application_1700000000000_0003/",
+				states: []hadoopyarn.YarnApplicationStateProto{hadoopyarn.YarnApplicationStateProto_ACCEPTED, hadoopyarn.YarnApplicationStateProto_RUNNING, tt.state}}
+			dfs := &diskFS{root: t.TempDir()}
+			args := []string{"submit", "--conf", "testdata/flink-conf.yaml", "--name", "demo", "--workers", "2", "--files", "testdata/bad.yaml#input.yaml"}
+			if tt.detach {
+				args = append(args, "--detach")
+			}
+			args = append(args, "--", "sh", "-c", "echo $CUDA_VISIBLE_DEVICES")
+			code, out, stderr := runAm(t, clientDeps(t, rm, dfs), map[string]string{"HADOOP_USER_NAME": "alice"}, args...)
+			require.Equal(t, tt.code, code, stderr)
+			require.Contains(t, out, "submitted application_1700000000000_0003: 2 workers of <memory:4096, vCores:2, yarn.io/gpu: 1>")
+
+			asc := rm.submitted
+			require.Equal(t, "demo", asc.GetApplicationName())
+			require.Equal(t, []string{`./am run --conf flink-conf.yaml --workers 2 -- sh -c 'echo \$CUDA_VISIBLE_DEVICES' 1><LOG_DIR>/stdout 2><LOG_DIR>/stderr`},
+				asc.GetAmContainerSpec().GetCommand())
+			var names []string
+			for _, lr := range asc.GetAmContainerSpec().GetLocalResources() {
+				names = append(names, lr.GetKey())
+			}
+			require.Equal(t, []string{"am", "container-launcher", "flink-conf.yaml", "input.yaml"}, names)
+			staging := "/user/alice/.xres/application_1700000000000_0003"
+			if tt.detach {
+				require.Contains(t, out, "follow it with: am status application_1700000000000_0003")
+				require.Empty(t, dfs.removed, "a detached submission leaves staging to the AM")
+				require.FileExists(t, dfs.p(staging+"/am"))
+				return
+			}
+			require.Contains(t, out, "application_1700000000000_0003 RUNNING tracking URL http://rm:8088/proxy/")
+			require.Contains(t, out, "diagnostics: 2 workers succeeded")
+			require.Equal(t, []string{staging}, dfs.removed)
+			require.NoDirExists(t, dfs.p(staging))
+		})
+	}
+}
+
+func TestSubmitFailsFastOnUnknownResource(t *testing.T) {
+	rm := &clientRM{types: []string{"memory-mb", "vcores"}}
+	dfs := &diskFS{root: t.TempDir()}
+	code, _, stderr := runAm(t, clientDeps(t, rm, dfs), nil, "submit", "--conf", "testdata/flink-conf.yaml", "--", "true")
+	require.Equal(t, ExitConfig, code)
+	require.Contains(t, stderr, "resource gpu (external-resource.gpu.yarn.config-key=yarn.io/gpu): yarn.io/gpu is not a resource type of this cluster (it offers: memory-mb, vcores)")
+	require.Nil(t, rm.submitted)
+}
+
+func TestSubmitNeedsTheLauncher(t *testing.T) {
+	d := clientDeps(t, &clientRM{}, &diskFS{root: t.TempDir()})
+	d.executable = func() (string, error) { return filepath.Join(t.TempDir(), "am"), nil }
+	code, _, stderr := runAm(t, d, nil, "submit", "--conf", "testdata/flink-conf.yaml", "--", "true")
+	require.Equal(t, ExitConfig, code)
+	require.Contains(t, stderr, "container-launcher binary")
+	require.Contains(t, stderr, "--launcher PATH")
+}
+
+func TestStatus(t *testing.T) {
+	amSrv := httptest.NewServer(am.NewTracker(staticStatus{am.Status{App: "application_1700000000000_0003", Workers: 2, Running: 2,
+		Containers: []am.WorkerStatus{{Container: "container_1700000000000_0003_01_000002", Host: "nm1", State: am.StateRunning,
+			Devices: map[string][]resources.Properties{"gpu": {{"index": "1"}}}}}}}, nil))
+	defer amSrv.Close()
+	rm := &clientRM{tracking: amSrv.URL + "/", states: []hadoopyarn.YarnApplicationStateProto{hadoopyarn.YarnApplicationStateProto_RUNNING}}
+	d := clientDeps(t, rm, &diskFS{})
+	code, out, stderr := runAm(t, d, nil, "status", "application_1700000000000_0003")
+	require.Equal(t, ExitOK, code, stderr)
+	for _, want := range []string{"state         RUNNING", "progress      50%", "workers: 2 wanted, 2 running", "container_1700000000000_0003_01_000002  nm1  RUNNING  gpu=1"} {
+		require.Contains(t, out, want)
+	}
+	code, out, _ = runAm(t, d, nil, "status", "--json", "application_1700000000000_0003")
+	require.Equal(t, ExitOK, code)
+	var st statusJSON
+	require.NoError(t, json.Unmarshal([]byte(out), &st))
+	require.Equal(t, "RUNNING", st.State)
+	require.Equal(t, "", st.Diagnostics)
+	require.Equal(t, 2, st.AM.Running)
+}
+
+type staticStatus struct{ s am.Status }
+
+func (s staticStatus) Status() am.Status                  { return s.s }
+func (s staticStatus) ReportDevices(am.DeviceReport) error { return errors.New("read only") }
+
+func TestKillAndCluster(t *testing.T) {
+	node := func(host string, used, total int64) *hadoopyarn.NodeReportProto {
+		return &hadoopyarn.NodeReportProto{NodeId: &hadoopyarn.NodeIdProto{Host: proto.String(host), Port: proto.Int32(45454)},
+			HttpAddress: proto.String(host + ":8042"), NodeState: hadoopyarn.NodeStateProto_NS_RUNNING.Enum(), NumContainers: proto.Int32(int32(used)),
+			Capability: yarn.NewResource(8192, 8, map[string]int64{"yarn.io/gpu": total}), Used: yarn.NewResource(1024*used, int32(used), map[string]int64{"yarn.io/gpu": used})}
+	}
+	rm := &clientRM{types: []string{"memory-mb", "vcores", "yarn.io/gpu"}, nodes: []*hadoopyarn.NodeReportProto{node("nm2", 0, 2), node("nm1", 1, 2)}}
+	d := clientDeps(t, rm, &diskFS{})
+
+	code, out, stderr := runAm(t, d, nil, "kill", "application_1700000000000_0003")
+	require.Equal(t, ExitOK, code, stderr)
+	require.Equal(t, "killed application_1700000000000_0003\n", out)
+	require.Equal(t, []string{"application_1700000000000_0003"}, rm.killed)
+
+	code, out, stderr = runAm(t, d, nil, "cluster")
+	require.Equal(t, ExitOK, code, stderr)
+	golden(t, "cluster.golden.txt", out)
+
+	code, out, _ = runAm(t, d, nil, "cluster", "--json")
+	require.Equal(t, ExitOK, code)
+	var cl clusterJSON
+	require.NoError(t, json.Unmarshal([]byte(out), &cl))
+	require.Equal(t, "nm1:45454", cl.Nodes[0].Node)
+	require.Equal(t, int64(1), cl.Nodes[0].Used["yarn.io/gpu"])
+	require.Equal(t, int64(2), cl.Nodes[1].Capability["yarn.io/gpu"])
+	require.True(t, strings.HasPrefix(cl.Nodes[0].HTTP, "nm1"))
+}
