@@ -102,7 +102,9 @@ func (d *diskFS) CopyToRemote(ctx context.Context, local, remote string) error {
 	return os.WriteFile(d.p(remote), data, 0o644)
 }
 
-func (d *diskFS) Stat(ctx context.Context, name string) (os.FileInfo, error) { return os.Stat(d.p(name)) }
+func (d *diskFS) Stat(ctx context.Context, name string) (os.FileInfo, error) {
+	return os.Stat(d.p(name))
+}
 
 func (d *diskFS) RemoveAll(ctx context.Context, name string) error {
 	d.removed = append(d.removed, path.Clean(name))
@@ -120,7 +122,7 @@ func clientDeps(t *testing.T, rm *clientRM, dfs *diskFS) deps {
 			hc.Set("fs.defaultFS", "hdfs://namenode:8020")
 			return rm, hc, func() {}, nil
 		},
-		hdfs: func(hc *conf.HadoopConfig, user string) (submit.FS, func(), error) { return dfs, func() {}, nil },
+		hdfs:       func(hc *conf.HadoopConfig, user string) (submit.FS, func(), error) { return dfs, func() {}, nil },
 		executable: func() (string, error) { return filepath.Join(bin, "am"), nil },
 		after: func(time.Duration) <-chan time.Time {
 			c := make(chan time.Time, 1)
@@ -222,7 +224,7 @@ func TestStatus(t *testing.T) {
 
 type staticStatus struct{ s am.Status }
 
-func (s staticStatus) Status() am.Status                  { return s.s }
+func (s staticStatus) Status() am.Status                   { return s.s }
 func (s staticStatus) ReportDevices(am.DeviceReport) error { return errors.New("read only") }
 
 func TestKillAndCluster(t *testing.T) {
