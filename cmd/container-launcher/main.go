@@ -11,8 +11,6 @@ import (
 	"os"
 	"os/signal"
 
-	"github.com/xres/xres/driver"
-	"github.com/xres/xres/driver/builtin"
 	"github.com/xres/xres/driver/launch"
 )
 
@@ -22,8 +20,8 @@ func main() {
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, launch.ForwardedSignals...)
 
-	reg := driver.NewRegistry()
-	if err := builtin.RegisterBuiltins(reg); err != nil {
+	reg, err := launch.NewRegistry(os.Getenv)
+	if err != nil {
 		fmt.Fprintf(os.Stderr, "container-launcher: %v\n", err)
 		os.Exit(launch.ExitInternal)
 	}

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/xres/xres/driver"
 	"github.com/xres/xres/driver/coord"
 	"github.com/xres/xres/driver/gpu"
+	"github.com/xres/xres/driver/plugin"
 	"github.com/xres/xres/resources"
 )
 
@@ -89,15 +91,18 @@ func (l *Launcher) checkSpec(ctx context.Context, cfg *conf.Config, spec resourc
 	d, canonical, err := l.Driver(spec)
 	switch {
 	case errors.Is(err, driver.ErrUnknownFactory):
-		known := "none"
-		if r, ok := l.Registry.(interface{ Names() []string }); ok {
-			known = strings.Join(r.Names(), ", ")
-		}
-		fix := "use a registered factory: " + known
+		root, from := plugin.Root(l.getenv())
+		fix := "use a registered factory (" + strings.Join(knownFactories(l.Registry), ", ") + "), or install a device plugin as " +
+			filepath.Join(root, spec.Factory, spec.Factory) + " (plugins root from " + from + ")"
 		if strings.Contains(spec.Factory, ".") && strings.ToLower(spec.Factory) != spec.Factory {
-			fix += "; Flink plugin jars are not loaded by xres: register an exec plugin or use a built-in driver"
+			fix += "; Flink plugin jars are not loaded by xres"
 		}
 		cfgErr(factoryKey, fmt.Sprintf("driver factory %q is not known, so workers get no %s devices", spec.Factory, spec.Name), fix)
+		return out
+	case errors.Is(err, plugin.ErrNotFound) || errors.Is(err, plugin.ErrNotExecutable):
+		root, from := plugin.Root(l.getenv())
+		hostProblem(resources.SeverityError, factoryKey, err.Error(),
+			"install the plugin executable (chmod +x) on every worker host under the plugins root "+root+" (from "+from+"; set $XRES_PLUGINS_DIR to move it)")
 		return out
 	case errors.Is(err, gpu.ErrScriptNotFound):
 		key := paramKey(spec.Name, gpu.ParamScriptPath)
@@ -159,6 +164,20 @@ func (l *Launcher) checkSpec(ctx context.Context, cfg *conf.Config, spec resourc
 		}
 	}
 	return out
+}
+
+// knownFactories lists the factory names a registry knows, where it can say.
+func knownFactories(r Registry) []string {
+	type namer interface{ Names() []string }
+	switch reg := r.(type) {
+	case namer:
+		return reg.Names()
+	case plugin.Registry:
+		if n, ok := reg.Base.(namer); ok {
+			return append(n.Names(), plugin.ClassPrefix+"<dir>")
+		}
+	}
+	return nil
 }
 
 func paramKey(resource, param string) string {

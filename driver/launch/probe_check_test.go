@@ -13,16 +13,18 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xres/xres/driver"
-	"github.com/xres/xres/driver/builtin"
 	"github.com/xres/xres/driver/coord"
 	"github.com/xres/xres/resources"
 )
 
-// fullRegistry holds the fake host's factory and the built-in drivers.
-func fullRegistry(t *testing.T, h *fakeHost) *driver.Registry {
+// fullRegistry holds the fake host's factory, the built-in drivers and
+// the plugins under testdata/plugins, as the command's registry does.
+func fullRegistry(t *testing.T, h *fakeHost) Registry {
 	t.Helper()
-	r := registryWith(h)
-	require.NoError(t, builtin.RegisterBuiltins(r))
+	r, err := withBuiltins(registryWith(h), func(k string) string {
+		return map[string]string{"XRES_PLUGINS_DIR": "testdata/plugins"}[k]
+	})
+	require.NoError(t, err)
 	return r
 }
 
@@ -176,6 +178,10 @@ func TestCheck(t *testing.T) {
 			want: []string{"trial discovery of 1 device failed", "failing-script.sh", "no GPUs on this box", "run the script by hand"}},
 		{name: "script fine", args: []string{"--conf", "testdata/check/script.yaml", script("good-script.sh")},
 			want: []string{"no problems found"}},
+		{name: "plugin missing", args: []string{"--conf", "testdata/check/ok.yaml", coordOK, "-Dexternal-resource.gpu.driver-factory.class=plugin:nosuch"}, code: ExitDiscovery,
+			want: []string{"error   external-resource.gpu.driver-factory.class (-D):", "nosuch", "install the plugin executable"}},
+		{name: "unknown factory suggests a plugin", args: []string{"--conf", "testdata/check/ok.yaml", coordOK, "-Dexternal-resource.gpu.driver-factory.class=nosuch"}, code: ExitConfig,
+			want: []string{"is not known", "xres.gpu", "xres.amd-gpu", "xres.pci", "install a device plugin as ", "/plugins/nosuch/nosuch (plugins root from ./plugins)"}},
 		{name: "missing config file", args: []string{"--conf", "testdata/check/nope.yaml"}, code: ExitConfig,
 			want: []string{"error", "testdata/check/nope.yaml"}},
 	}
