@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -99,13 +100,18 @@ func (l *Launcher) Probe(ctx context.Context, specs []resources.Spec) ProbeRepor
 		}
 		c := coordinationOf(spec, canonical, dry.getenv())
 		pr.Coordination.Mode, pr.Coordination.StateFile = c.Mode, c.StateFile
-		if c.Mode == "xres" {
-			holders, err := readHolders(c.StateFile, spec.Name)
-			if err != nil {
-				pr.Coordination.Error = err.Error()
-			}
-			pr.Coordination.Holders = append(pr.Coordination.Holders, holders...)
+		var holders []ProbeHolder
+		var herr error
+		switch c.Mode {
+		case "xres":
+			holders, herr = readHolders(c.StateFile, spec.Name)
+		case "script":
+			holders, herr = readFlinkHolders(c.StateFile)
 		}
+		if herr != nil {
+			pr.Coordination.Error = herr.Error()
+		}
+		pr.Coordination.Holders = append(pr.Coordination.Holders, holders...)
 		if rep.ExitCode == 0 && pr.ExitCode != 0 {
 			rep.ExitCode = pr.ExitCode
 		}
@@ -141,6 +147,36 @@ func readHolders(stateFile, resource string) ([]ProbeHolder, error) {
 			continue
 		}
 		out = append(out, ProbeHolder{Device: e.Key, PID: e.PID, Alive: e.Alive, Command: e.Command, Since: e.Since})
+	}
+	return out, nil
+}
+
+// readFlinkHolders lists the entries of a Flink coordination file: one
+// "<index> <owner pid>" line per GPU held. Liveness is by pid alone, as
+// Flink's script judges it.
+func readFlinkHolders(file string) ([]ProbeHolder, error) {
+	b, err := os.ReadFile(file)
+	if os.IsNotExist(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read Flink coordination file: %w", err)
+	}
+	var out []ProbeHolder
+	for n, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		pid := 0
+		if len(f) == 2 {
+			pid, err = strconv.Atoi(f[1])
+		}
+		if len(f) != 2 || err != nil || pid <= 0 {
+			return out, fmt.Errorf("coordination file %s:%d (Flink format): want \"<index> <pid>\", got %q", file, n+1, line)
+		}
+		_, serr := os.Stat(fmt.Sprintf("/proc/%d", pid))
+		out = append(out, ProbeHolder{Device: f[0], PID: pid, Alive: serr == nil})
 	}
 	return out, nil
 }
@@ -261,7 +297,11 @@ func writeProbeText(w io.Writer, rep ProbeReport) {
 			if h.Command != "" {
 				cmd = " " + h.Command
 			}
-			fmt.Fprintf(w, "    %s held by pid %d (%s) since %s%s\n", h.Device, h.PID, state, h.Since.Format(time.RFC3339), cmd)
+			since := ""
+			if !h.Since.IsZero() {
+				since = " since " + h.Since.Format(time.RFC3339)
+			}
+			fmt.Fprintf(w, "    %s held by pid %d (%s)%s%s\n", h.Device, h.PID, state, since, cmd)
 		}
 	}
 }

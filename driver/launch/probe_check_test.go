@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -215,4 +216,26 @@ func TestProbeAndCheckUsage(t *testing.T) {
 	code, stdout, _ := runSub(t, driver.NewRegistry(), fixedSpecs(), "help")
 	require.Zero(t, code)
 	require.True(t, bytes.Contains([]byte(stdout), []byte("container-launcher probe")))
+}
+
+// TestProbeFlinkScriptHolders: a Flink discovery script in coordination
+// mode keeps "<index> <pid>" lines; probe shows them with liveness.
+func TestProbeFlinkScriptHolders(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "flink-gpu-coordination")
+	require.NoError(t, os.WriteFile(file, []byte("0 "+strconv.Itoa(os.Getpid())+"\n1 2147483646\n"), 0o644))
+	scriptPath, err := filepath.Abs("testdata/check/good-script.sh")
+	require.NoError(t, err)
+	spec := resources.Spec{Name: "gpu", Amount: 1, Factory: "org.apache.flink.externalresource.gpu.GPUDriverFactory", Params: map[string]string{
+		"discovery-script.path": scriptPath,
+		"discovery-script.args": "--enable-coordination-mode --coordination-file " + file,
+	}}
+	code, stdout, stderr := runSub(t, fullRegistry(t, newFakeHost()), fixedSpecs(spec), "probe", "--json")
+	require.Zero(t, code, stderr)
+	var rep ProbeReport
+	require.NoError(t, json.Unmarshal([]byte(stdout), &rep))
+	co := rep.Resources[0].Coordination
+	require.Equal(t, "script", co.Mode)
+	require.Equal(t, file, co.StateFile)
+	require.Equal(t, []ProbeHolder{{Device: "0", PID: os.Getpid(), Alive: true}, {Device: "1", PID: 2147483646}}, co.Holders)
+	require.Equal(t, []resources.Properties{{"index": "0"}}, rep.Resources[0].Devices)
 }
