@@ -11,11 +11,13 @@ package integration
 //	go test -tags integration -run '^$' -bench RPCGetClusterMetrics -benchtime 1x ./integration/
 //
 // Settings: XRES_BENCH_CALLERS (default "1,8"), XRES_BENCH_WARMUP and
-// XRES_BENCH_SECONDS (warm-up and measured time per caller count, default
-// 3 and 5 seconds). The Java side is integration/javabench (Maven, built on
-// first use). Both sides measure the same way: every caller calls back to
-// back for the measured time after an unmeasured warm-up, every call's
-// latency is kept, and percentiles are nearest-rank.
+// XRES_BENCH_SECONDS (warm-up and measured time per row, default 2 and 4
+// seconds), XRES_BENCH_ROUNDS (default 3), XRES_BENCH_OUT (also write the
+// table to this file). The Java side is integration/javabench (Maven, built
+// on first use), one JVM for the whole run. Both sides measure the same way:
+// every caller calls back to back for the measured time after an unmeasured
+// warm-up, every call's latency is kept, percentiles are nearest-rank, and
+// Go and Java rows alternate over the rounds; the table shows medians.
 
 import (
 	"bufio"
@@ -23,6 +25,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"os/exec"
@@ -192,6 +195,86 @@ func reportBench(b *testing.B, r benchResult) {
 	b.ReportMetric(r.Seconds*1e9*float64(r.Callers)/float64(max(r.Calls, 1)), "ns/op")
 }
 
+// javaProc is the running Java side, driven one row per stdin line.
+type javaProc struct {
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	out    *bufio.Scanner
+	stderr *bytes.Buffer
+}
+
+func startJava(ctx context.Context, b *testing.B, confDir, user string) *javaProc {
+	cmdline := javaBench(b)
+	cmd := exec.CommandContext(ctx, cmdline[0], append(cmdline[1:], confDir)...)
+	cmd.Env = append(os.Environ(), "HADOOP_USER_NAME="+user)
+	p := &javaProc{cmd: cmd, stderr: &bytes.Buffer{}}
+	cmd.Stderr = p.stderr
+	var err error
+	if p.stdin, err = cmd.StdinPipe(); err != nil {
+		b.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	p.out = bufio.NewScanner(stdout)
+	if err := cmd.Start(); err != nil {
+		b.Fatalf("start java YarnClient bench: %v", err)
+	}
+	return p
+}
+
+func (p *javaProc) row(b *testing.B, n int, warmup, seconds time.Duration) benchResult {
+	if _, err := fmt.Fprintf(p.stdin, "%d %g %g\n", n, warmup.Seconds(), seconds.Seconds()); err != nil {
+		b.Fatalf("java bench: %v\n%s", err, tailLines(p.stderr.Bytes(), 30))
+	}
+	if !p.out.Scan() {
+		_ = p.cmd.Wait()
+		b.Fatalf("java bench ended without a result for %d callers: %v\n%s", n, p.out.Err(), tailLines(p.stderr.Bytes(), 30))
+	}
+	var r benchResult
+	if err := json.Unmarshal(p.out.Bytes(), &r); err != nil || r.Callers != n || r.Calls == 0 {
+		b.Fatalf("java bench output %q (err %v)\n%s", p.out.Text(), err, tailLines(p.stderr.Bytes(), 30))
+	}
+	return r
+}
+
+func (p *javaProc) stop(b *testing.B) {
+	_ = p.stdin.Close()
+	if err := p.cmd.Wait(); err != nil {
+		b.Errorf("java bench: %v\n%s", err, tailLines(p.stderr.Bytes(), 30))
+	}
+}
+
+// median returns the median row of rounds by each metric separately.
+func median(rows []benchResult) benchResult {
+	pick := func(f func(benchResult) float64) float64 {
+		v := make([]float64, len(rows))
+		for i, r := range rows {
+			v[i] = f(r)
+		}
+		sort.Float64s(v)
+		if len(v)%2 == 1 {
+			return v[len(v)/2]
+		}
+		return (v[len(v)/2-1] + v[len(v)/2]) / 2
+	}
+	m := rows[0]
+	m.Seconds = 1
+	m.Calls = int(math.Round(pick(benchResult.rate)))
+	m.P50us = pick(func(r benchResult) float64 { return r.P50us })
+	m.P99us = pick(func(r benchResult) float64 { return r.P99us })
+	return m
+}
+
+func spread(rows []benchResult) (lo, hi float64) {
+	lo, hi = math.Inf(1), 0
+	for _, r := range rows {
+		lo, hi = math.Min(lo, r.rate()), math.Max(hi, r.rate())
+	}
+	return lo, hi
+}
+
 func BenchmarkRPCGetClusterMetrics(b *testing.B) {
 	c := harness.Get(b)
 	hc, err := conf.LoadHadoop(c.ConfDir)
@@ -203,13 +286,11 @@ func BenchmarkRPCGetClusterMetrics(b *testing.B) {
 		b.Fatal(err)
 	}
 	callers := benchCallers(b)
-	warmup := time.Duration(benchEnv(b, "XRES_BENCH_WARMUP", 3) * float64(time.Second))
-	seconds := time.Duration(benchEnv(b, "XRES_BENCH_SECONDS", 5) * float64(time.Second))
+	warmup := time.Duration(benchEnv(b, "XRES_BENCH_WARMUP", 2) * float64(time.Second))
+	seconds := time.Duration(benchEnv(b, "XRES_BENCH_SECONDS", 4) * float64(time.Second))
+	rounds := int(benchEnv(b, "XRES_BENCH_ROUNDS", 3))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
-
-	results := map[string]benchResult{}
-	key := func(impl string, n int) string { return impl + "/" + strconv.Itoa(n) }
 
 	cl, err := yarn.NewClient(yarn.ClientConfig{Addrs: addrs, User: c.User})
 	if err != nil {
@@ -223,57 +304,56 @@ func BenchmarkRPCGetClusterMetrics(b *testing.B) {
 	if m.GetNumNodeManagers() <= 0 {
 		b.Fatalf("go getClusterMetrics: %d NodeManagers", m.GetNumNodeManagers())
 	}
+	java := startJava(ctx, b, c.ConfDir, c.User)
+	defer java.stop(b)
+
 	// Warm the RM itself (its JIT, handler threads) before the first row,
 	// so that neither side measures a cold server.
 	if _, err := measureGo(ctx, cl, slices.Max(callers), warmup, false); err != nil {
 		b.Fatalf("rm warm-up: %v", err)
 	}
-	for _, n := range callers {
-		b.Run(fmt.Sprintf("impl=go/callers=%d", n), func(b *testing.B) {
-			if _, err := measureGo(ctx, cl, n, warmup, false); err != nil {
-				b.Fatalf("go warm-up: %v", err)
-			}
-			lat, err := measureGo(ctx, cl, n, seconds, true)
-			if err != nil {
-				b.Fatalf("go getClusterMetrics: %v", err)
-			}
-			r := benchResult{Impl: "go", Callers: n, Calls: len(lat), Seconds: seconds.Seconds(),
-				P50us: percentile(lat, 0.50), P99us: percentile(lat, 0.99)}
-			results[key("go", n)] = r
-			reportBench(b, r)
-		})
-	}
 
-	// One JVM for all caller counts, as an application would run.
-	cmdline := javaBench(b)
-	list := make([]string, len(callers))
-	for i, n := range callers {
-		list[i] = strconv.Itoa(n)
+	// Rounds alternate Go and Java rows (Java first in odd rounds), so that
+	// the load other processes put on the machine hits both sides alike;
+	// each metric is the median over rounds.
+	type key struct {
+		impl    string
+		callers int
 	}
-	args := append(cmdline[1:], c.ConfDir, strings.Join(list, ","),
-		strconv.FormatFloat(warmup.Seconds(), 'f', -1, 64), strconv.FormatFloat(seconds.Seconds(), 'f', -1, 64))
-	cmd := exec.CommandContext(ctx, cmdline[0], args...)
-	cmd.Env = append(os.Environ(), "HADOOP_USER_NAME="+c.User)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		b.Fatalf("java YarnClient bench: %v\n%s", err, tailLines(stderr.Bytes(), 30))
-	}
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	for sc.Scan() {
-		var r benchResult
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			b.Fatalf("java bench output %q: %v", sc.Text(), err)
+	rows := map[key][]benchResult{}
+	goRow := func(n int) benchResult {
+		if _, err := measureGo(ctx, cl, n, warmup, false); err != nil {
+			b.Fatalf("go warm-up: %v", err)
 		}
-		results[key("java", r.Callers)] = r
+		lat, err := measureGo(ctx, cl, n, seconds, true)
+		if err != nil {
+			b.Fatalf("go getClusterMetrics: %v", err)
+		}
+		return benchResult{Impl: "go", Callers: n, Calls: len(lat), Seconds: seconds.Seconds(),
+			P50us: percentile(lat, 0.50), P99us: percentile(lat, 0.99)}
+	}
+	for round := 0; round < rounds; round++ {
+		for _, n := range callers {
+			order := []string{"go", "java"}
+			if round%2 == 1 {
+				order = []string{"java", "go"}
+			}
+			for _, impl := range order {
+				var r benchResult
+				if impl == "go" {
+					r = goRow(n)
+				} else {
+					r = java.row(b, n, warmup, seconds)
+				}
+				rows[key{impl, n}] = append(rows[key{impl, n}], r)
+			}
+		}
 	}
 	for _, n := range callers {
-		r, ok := results[key("java", n)]
-		if !ok || r.Calls == 0 {
-			b.Fatalf("java bench reported nothing for %d callers; stderr:\n%s", n, tailLines(stderr.Bytes(), 30))
+		for _, impl := range []string{"go", "java"} {
+			r := median(rows[key{impl, n}])
+			b.Run(fmt.Sprintf("impl=%s/callers=%d", impl, n), func(b *testing.B) { reportBench(b, r) })
 		}
-		b.Run(fmt.Sprintf("impl=java/callers=%d", n), func(b *testing.B) { reportBench(b, r) })
 	}
 
 	version := "unknown"
@@ -283,14 +363,16 @@ func BenchmarkRPCGetClusterMetrics(b *testing.B) {
 		}
 	}
 	var t strings.Builder
-	fmt.Fprintf(&t, "\ngetClusterMetrics against %s (Hadoop %s), %s warm-up + %s measured per row\n", strings.Join(addrs, ","), version, warmup, seconds)
-	fmt.Fprintf(&t, "%-8s %-5s %12s %10s %10s\n", "callers", "impl", "calls/s", "p50 µs", "p99 µs")
+	fmt.Fprintf(&t, "\ngetClusterMetrics against %s (Hadoop %s): %d rounds of %s warm-up + %s measured per row, medians\n",
+		strings.Join(addrs, ","), version, rounds, warmup, seconds)
+	fmt.Fprintf(&t, "%-8s %-5s %12s %10s %10s   %s\n", "callers", "impl", "calls/s", "p50 µs", "p99 µs", "calls/s over rounds")
 	for _, n := range callers {
 		for _, impl := range []string{"go", "java"} {
-			r := results[key(impl, n)]
-			fmt.Fprintf(&t, "%-8d %-5s %12.0f %10.1f %10.1f\n", n, impl, r.rate(), r.P50us, r.P99us)
+			r := median(rows[key{impl, n}])
+			lo, hi := spread(rows[key{impl, n}])
+			fmt.Fprintf(&t, "%-8d %-5s %12.0f %10.1f %10.1f   %.0f–%.0f\n", n, impl, r.rate(), r.P50us, r.P99us, lo, hi)
 		}
-		g, j := results[key("go", n)], results[key("java", n)]
+		g, j := median(rows[key{"go", n}]), median(rows[key{"java", n}])
 		fmt.Fprintf(&t, "%-8d %-5s %11.2fx %9.2fx %9.2fx   (throughput go/java; latency java/go: >1 means go is faster)\n",
 			n, "ratio", g.rate()/j.rate(), j.P50us/g.P50us, j.P99us/g.P99us)
 	}

@@ -1,6 +1,9 @@
 package io.xres.javabench;
 
+import java.io.BufferedReader;
 import java.io.File;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -15,26 +18,27 @@ import org.apache.hadoop.yarn.conf.YarnConfiguration;
 /**
  * Closed-loop load on the ResourceManager's getClusterMetrics through Hadoop's YarnClient.
  *
- * <p>Usage: {@code Main <HADOOP_CONF_DIR> <callers,callers,...> <warmup-seconds> <seconds>}.
- * For each caller count, one shared YarnClient (as an application would hold one) is
- * called by that many threads back to back: first for the warm-up time (JIT, connection
- * set-up; not measured), then for the measured time. Each call's latency is recorded.
- * One JSON line per caller count goes to stdout:
+ * <p>Usage: {@code Main <HADOOP_CONF_DIR>}, then one request per stdin line,
+ * {@code <callers> <warmup-seconds> <seconds>}; EOF ends the program. The Go side of the
+ * benchmark drives it this way so that Go and Java rows can alternate in one run.
+ * {@code Main <HADOOP_CONF_DIR> <callers,callers,...> <warmup-seconds> <seconds>} runs the
+ * rows at once instead.
+ *
+ * <p>For each row, one shared YarnClient (as an application would hold one) is called by
+ * that many threads back to back: first for the warm-up time (JIT, connection set-up; not
+ * measured), then for the measured time. Each call's latency is recorded. One JSON line per
+ * row goes to stdout:
  * {"impl":"java","callers":8,"calls":12345,"seconds":5.0,"p50_us":310.2,"p99_us":900.1}
  */
 public final class Main {
   private Main() {}
 
   public static void main(String[] args) throws Exception {
-    if (args.length != 4) {
-      System.err.println("usage: Main HADOOP_CONF_DIR CALLERS[,CALLERS...] WARMUP_SECONDS SECONDS");
+    if (args.length != 1 && args.length != 4) {
+      System.err.println("usage: Main HADOOP_CONF_DIR [CALLERS[,CALLERS...] WARMUP_SECONDS SECONDS]");
       System.exit(2);
     }
     File confDir = new File(args[0]);
-    int[] callers = Arrays.stream(args[1].split(",")).mapToInt(s -> Integer.parseInt(s.trim())).toArray();
-    double warmup = Double.parseDouble(args[2]);
-    double seconds = Double.parseDouble(args[3]);
-
     YarnConfiguration conf = new YarnConfiguration();
     for (String f : new String[] {"core-site.xml", "yarn-site.xml"}) {
       File file = new File(confDir, f);
@@ -46,15 +50,30 @@ public final class Main {
     client.init(conf);
     client.start();
     try {
-      for (int n : callers) {
-        run(client, n, warmup, false);
-        long[] lat = run(client, n, seconds, true);
-        System.out.println(json(n, lat, seconds));
-        System.out.flush();
+      if (args.length == 4) {
+        for (String c : args[1].split(",")) {
+          row(client, Integer.parseInt(c.trim()), Double.parseDouble(args[2]), Double.parseDouble(args[3]));
+        }
+        return;
+      }
+      BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+      for (String line; (line = in.readLine()) != null; ) {
+        String[] f = line.trim().split("\\s+");
+        if (f.length != 3) {
+          throw new IllegalArgumentException("want '<callers> <warmup-seconds> <seconds>', got: " + line);
+        }
+        row(client, Integer.parseInt(f[0]), Double.parseDouble(f[1]), Double.parseDouble(f[2]));
       }
     } finally {
       client.stop();
     }
+  }
+
+  private static void row(YarnClient client, int n, double warmup, double seconds) throws Exception {
+    run(client, n, warmup, false);
+    long[] lat = run(client, n, seconds, true);
+    System.out.println(json(n, lat, seconds));
+    System.out.flush();
   }
 
   /** Runs n callers for the given time; returns every call's latency in ns when measured. */
