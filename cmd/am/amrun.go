@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"net"
@@ -53,15 +54,32 @@ func defaultDeps() deps {
 	return deps{amClients: rpcAMClients, rm: rpcRM, hdfs: rpcHDFS, executable: os.Executable}
 }
 
+// amHadoopConfig reads the Hadoop configuration of the AM container
+// ($HADOOP_CONF_DIR); where the NodeManager sets none, it falls back on
+// the scheduler addresses and fs.defaultFS the client passed.
+func amHadoopConfig(getenv func(string) string, log logrus.FieldLogger) (*conf.HadoopConfig, []string, error) {
+	hc, err := conf.LoadHadoopOptions(conf.HadoopOptions{Getenv: getenv, Log: log})
+	if err == nil {
+		addrs, err := yarn.RMAddresses(hc, yarn.RMScheduler)
+		return hc, addrs, err
+	}
+	fallback := getenv(submit.EnvSchedulerAddresses)
+	if !errors.Is(err, conf.ErrNoHadoopConf) || fallback == "" {
+		return nil, nil, err
+	}
+	hc = conf.NewHadoopConfig(getenv)
+	if fs := getenv(submit.EnvDefaultFS); fs != "" {
+		hc.Set("fs.defaultFS", fs)
+	}
+	log.WithField("scheduler", fallback).Info("no HADOOP_CONF_DIR in the container; using the addresses the client passed")
+	return hc, strings.Split(fallback, ","), nil
+}
+
 // rpcAMClients builds the Hadoop RPC clients of an AM in its YARN
 // container: scheduler addresses from $HADOOP_CONF_DIR, the AMRMToken from
 // $HADOOP_TOKEN_FILE_LOCATION.
 func rpcAMClients(ctx context.Context, getenv func(string) string, log logrus.FieldLogger) (amClients, error) {
-	hc, err := conf.LoadHadoopOptions(conf.HadoopOptions{Getenv: getenv, Log: log})
-	if err != nil {
-		return amClients{}, err
-	}
-	addrs, err := yarn.RMAddresses(hc, yarn.RMScheduler)
+	hc, addrs, err := amHadoopConfig(getenv, log)
 	if err != nil {
 		return amClients{}, err
 	}

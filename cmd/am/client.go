@@ -154,11 +154,18 @@ func cmdSubmit(ctx context.Context, args []string, e *env) error {
 	if cfg.Path() != "" {
 		confName = filepath.Base(cfg.Path())
 	}
+	masterEnv := am.EnvFromConfig(cfg, am.MasterEnvPrefix)
+	if sched, err := yarn.RMAddresses(hc, yarn.RMScheduler); err == nil {
+		masterEnv[submit.EnvSchedulerAddresses] = strings.Join(sched, ",")
+	}
+	if defaultFS != "" {
+		masterEnv[submit.EnvDefaultFS] = defaultFS
+	}
 	client := submit.Client{RM: rm, Stager: submit.Stager{FS: hfs, DefaultFS: defaultFS, Log: e.log}, Log: e.log,
 		After: e.deps.after}
 	sub, err := client.Submit(ctx, submit.Request{
 		Name: *name, Queue: *queue, User: who, Files: shipped, ConfName: confName, Dynamic: c.dynamic,
-		Workers: *workers, Worker: worker, MasterEnv: am.EnvFromConfig(cfg, am.MasterEnvPrefix),
+		Workers: *workers, Worker: worker, MasterEnv: masterEnv,
 		AMMemoryMB: amMem, AMVcores: amVcores, MaxAttempts: attempts,
 		WorkerProfile: plan.Profile, Owners: am.Owners(specs),
 	})

@@ -18,6 +18,12 @@ const (
 	EnvLocalResources = "XRES_LOCAL_RESOURCES"
 	// EnvStagingDir names the staging folder, for the AM's clean-up.
 	EnvStagingDir = "XRES_STAGING_DIR"
+	// EnvSchedulerAddresses is the client's view of the RM scheduler
+	// address(es), comma-separated; the AM uses it when its container has
+	// no Hadoop configuration (HADOOP_CONF_DIR).
+	EnvSchedulerAddresses = "XRES_RM_SCHEDULER_ADDRESSES"
+	// EnvDefaultFS is the client's fs.defaultFS, for the same fallback.
+	EnvDefaultFS = "XRES_DEFAULT_FS"
 )
 
 // EncodeResources renders resources for EnvLocalResources.
