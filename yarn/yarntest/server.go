@@ -62,6 +62,12 @@ type Options struct {
 	// Token makes the server accept TOKEN authentication only, as the RM
 	// scheduler port and NodeManagers do. Register tokens with AddToken.
 	Token bool
+	// QOP is the DIGEST-MD5 qop list offered with Token, as
+	// hadoop.rpc.protection sets it: "auth" (default), "auth-int"
+	// (integrity), "auth-conf" (privacy), or several, comma-separated.
+	QOP string
+	// Ciphers are the auth-conf ciphers offered ("" = the JDK's list).
+	Ciphers string
 }
 
 // Server is a fake Hadoop RPC server on 127.0.0.1.
@@ -69,8 +75,10 @@ type Server struct {
 	// Addr is host:port to dial.
 	Addr string
 
-	ln    net.Listener
-	token bool
+	ln      net.Listener
+	token   bool
+	qop     string
+	ciphers string
 
 	mu       sync.Mutex
 	handlers map[string]Handler
@@ -94,7 +102,7 @@ func NewServer(t testing.TB, opt Options) *Server {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{
-		Addr: ln.Addr().String(), ln: ln, token: opt.Token,
+		Addr: ln.Addr().String(), ln: ln, token: opt.Token, qop: opt.QOP, ciphers: opt.Ciphers,
 		handlers: map[string]Handler{}, tokens: map[string][]byte{},
 		conns: map[net.Conn]struct{}{}, ctx: ctx, cancel: cancel,
 	}
@@ -195,9 +203,10 @@ func (s *Server) accept() {
 }
 
 type serverConn struct {
-	nc  net.Conn
-	br  *bufio.Reader
-	wmu sync.Mutex
+	nc    net.Conn
+	br    *bufio.Reader
+	wmu   sync.Mutex
+	layer sasl.Layer // set once SASL negotiated integrity or privacy
 }
 
 func (c *serverConn) send(callID int32, status hadoopcommon.RpcResponseHeaderProto_RpcStatusProto,
@@ -222,7 +231,57 @@ func (c *serverConn) send(callID int32, status hadoopcommon.RpcResponseHeaderPro
 	}
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
+	if c.layer != nil {
+		token, err := c.layer.Wrap(pkt)
+		if err != nil {
+			return
+		}
+		pkt, err = ipc.EncodePacket(&hadoopcommon.RpcResponseHeaderProto{
+			CallId: proto.Uint32(uint32(0xffffffdf)), Status: hadoopcommon.RpcResponseHeaderProto_SUCCESS.Enum(),
+		}, &hadoopcommon.RpcSaslProto{State: hadoopcommon.RpcSaslProto_WRAP.Enum(), Token: token})
+		if err != nil {
+			return
+		}
+	}
 	_, _ = c.nc.Write(pkt)
+}
+
+// unwrapReader yields the plain request stream of a protected connection.
+type unwrapReader struct {
+	c   *serverConn
+	src *bufio.Reader
+	buf []byte
+}
+
+func (u *unwrapReader) Read(p []byte) (int, error) {
+	for len(u.buf) == 0 {
+		pkt, err := ipc.ReadPacket(u.src)
+		if err != nil {
+			return 0, err
+		}
+		h, rest, _, err := ipc.SplitDelimited(pkt)
+		if err != nil {
+			return 0, err
+		}
+		hdr := &hadoopcommon.RpcRequestHeaderProto{}
+		if err := proto.Unmarshal(h, hdr); err != nil || hdr.GetCallId() != -33 {
+			return 0, errors.New("yarntest: expected a SASL WRAP packet")
+		}
+		body, _, _, err := ipc.SplitDelimited(rest)
+		if err != nil {
+			return 0, err
+		}
+		m := &hadoopcommon.RpcSaslProto{}
+		if err := proto.Unmarshal(body, m); err != nil || m.GetState() != hadoopcommon.RpcSaslProto_WRAP {
+			return 0, errors.New("yarntest: expected a SASL WRAP message")
+		}
+		if u.buf, err = u.c.layer.Unwrap(m.GetToken()); err != nil {
+			return 0, err
+		}
+	}
+	n := copy(p, u.buf)
+	u.buf = u.buf[n:]
+	return n, nil
 }
 
 func (c *serverConn) fatal(class, msg string, code hadoopcommon.RpcResponseHeaderProto_RpcErrorCodeProto) {
@@ -394,7 +453,7 @@ func (s *Server) saslServe(c *serverConn, info *ConnInfo) bool {
 	}
 	nonce := make([]byte, 12)
 	_, _ = io.ReadFull(randReader{}, nonce)
-	ds := &sasl.DigestServer{Realm: "default", Nonce: base64.StdEncoding.EncodeToString(nonce),
+	ds := &sasl.DigestServer{Realm: "default", Nonce: base64.StdEncoding.EncodeToString(nonce), QOP: s.qop, Ciphers: s.ciphers,
 		Password: func(user string) (string, error) {
 			s.mu.Lock()
 			defer s.mu.Unlock()
@@ -420,7 +479,7 @@ func (s *Server) saslServe(c *serverConn, info *ConnInfo) bool {
 		c.fatal(classAccessControl, "TOKEN authentication is not enabled.  Available:[TOKEN]", fatalUnauthorized)
 		return false
 	}
-	proof, user, err := ds.Verify(m.GetToken(), "/default")
+	proof, user, layer, err := ds.VerifyLayer(m.GetToken(), "/default")
 	if err != nil {
 		var ex *Exception
 		if errors.As(err, &ex) {
@@ -433,5 +492,9 @@ func (s *Server) saslServe(c *serverConn, info *ConnInfo) bool {
 	id, _ := base64.StdEncoding.DecodeString(user)
 	info.Identifier = id
 	reply(&hadoopcommon.RpcSaslProto{State: hadoopcommon.RpcSaslProto_SUCCESS.Enum(), Token: proof})
+	if layer != nil {
+		c.layer = layer
+		c.br = bufio.NewReader(&unwrapReader{c: c, src: c.br})
+	}
 	return true
 }

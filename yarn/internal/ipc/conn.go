@@ -56,6 +56,7 @@ type Conn struct {
 	br       *bufio.Reader
 	clientID []byte
 	log      logrus.FieldLogger
+	layer    sasl.Layer // SASL security layer, nil for authentication only
 
 	writeMu sync.Mutex
 
@@ -147,6 +148,11 @@ func (c *Conn) handshake(ctx context.Context) error {
 		if err := c.saslConnect(mech); err != nil {
 			return wrap(err)
 		}
+		if l, ok := mech.(sasl.Layered); ok && l.Layer() != nil {
+			c.layer = l.Layer()
+			c.br = bufio.NewReader(&unwrapReader{src: c.br, layer: c.layer})
+			c.log.Debug("sasl security layer in use (hadoop.rpc.protection integrity or privacy)")
+		}
 	}
 	user := &hadoopcommon.UserInformationProto{}
 	if mech == nil || mech.Method() == "KERBEROS" {
@@ -157,7 +163,7 @@ func (c *Conn) handshake(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if _, err := c.nc.Write(pkt); err != nil {
+	if _, err := c.writeWire(pkt); err != nil {
 		return wrap(&NetError{Op: "write", Addr: c.cfg.Addr, Err: err})
 	}
 	return nil
@@ -234,7 +240,7 @@ func (c *Conn) write(ctx context.Context, pkt []byte) error {
 		_ = c.nc.SetWriteDeadline(time.Time{})
 	}
 	stop := context.AfterFunc(ctx, func() { _ = c.nc.SetWriteDeadline(time.Unix(1, 0)) })
-	n, err := c.nc.Write(pkt)
+	n, err := c.writeWire(pkt)
 	stop()
 	if err == nil {
 		return nil
@@ -278,7 +284,10 @@ func (c *Conn) readLoop() {
 	for {
 		p, err := readPacket(c.br)
 		if err != nil {
-			if errors.Is(err, ErrFrame) {
+			var re *RemoteError
+			if errors.As(err, &re) {
+				c.fail(re)
+			} else if errors.Is(err, ErrFrame) {
 				c.fail(fmt.Errorf("read from %s: %w", c.cfg.Addr, err))
 			} else {
 				c.fail(&NetError{Op: "read", Addr: c.cfg.Addr, Err: err})

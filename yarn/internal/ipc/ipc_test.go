@@ -235,3 +235,62 @@ func TestDialErrors(t *testing.T) {
 	require.ErrorIs(t, err, ipc.ErrConnection)
 	require.ErrorContains(t, err, addr)
 }
+
+// hadoop.rpc.protection integrity and privacy: every packet after SASL is
+// wrapped, including large ones cut into several WRAP messages.
+func TestProtectedConnections(t *testing.T) {
+	for _, qop := range []string{"auth-int", "auth-conf", "auth,auth-int,auth-conf"} {
+		for _, ciphers := range []string{"rc4", "3des"} {
+			t.Run(qop+"/"+ciphers, func(t *testing.T) {
+				srv := yarntest.NewServer(t, yarntest.Options{Token: true, QOP: qop, Ciphers: ciphers})
+				srv.Handle("getApplicationReport", echo(nil))
+				srv.AddToken([]byte("id"), []byte("pw"))
+				u, p := sasl.TokenCredentials([]byte("id"), []byte("pw"))
+				conn, err := ipc.Dial(ctxT(t, 5*time.Second), ipc.Config{Addr: srv.Addr, Protocol: testProtocol,
+					Mechanism: func() (sasl.Mechanism, error) { return &sasl.DigestMD5{Username: u, Password: p}, nil }})
+				require.NoError(t, err)
+				defer conn.Close()
+				var wg sync.WaitGroup
+				for i := int32(1); i <= 20; i++ {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						req := appReq(i)
+						resp := &hadoopyarn.GetApplicationReportResponseProto{}
+						if err := conn.Call(ctxT(t, 5*time.Second), "getApplicationReport", req, resp); err != nil {
+							t.Error(err)
+							return
+						}
+						if resp.GetApplicationReport().GetApplicationId().GetId() != i {
+							t.Errorf("call %d: wrong answer", i)
+						}
+					}()
+				}
+				wg.Wait()
+				// 200 KiB: more than one SASL buffer (64 KiB), so it is cut.
+				big := &hadoopyarn.SubmitApplicationRequestProto{ApplicationSubmissionContext: &hadoopyarn.ApplicationSubmissionContextProto{
+					AmContainerSpec: &hadoopyarn.ContainerLaunchContextProto{Tokens: make([]byte, 200<<10)}}}
+				srv.Handle("submitApplication", func(ctx context.Context, c *yarntest.Call) (proto.Message, error) {
+					req := &hadoopyarn.SubmitApplicationRequestProto{}
+					if err := c.Decode(req); err != nil {
+						return nil, err
+					}
+					if len(req.GetApplicationSubmissionContext().GetAmContainerSpec().GetTokens()) != 200<<10 {
+						return nil, errors.New("big request arrived damaged")
+					}
+					return &hadoopyarn.SubmitApplicationResponseProto{}, nil
+				})
+				require.NoError(t, conn.Call(ctxT(t, 5*time.Second), "submitApplication", big, &hadoopyarn.SubmitApplicationResponseProto{}))
+			})
+		}
+	}
+	t.Run("auth only client refuses", func(t *testing.T) {
+		srv := yarntest.NewServer(t, yarntest.Options{Token: true, QOP: "auth-conf"})
+		srv.AddToken([]byte("id"), []byte("pw"))
+		u, p := sasl.TokenCredentials([]byte("id"), []byte("pw"))
+		_, err := ipc.Dial(ctxT(t, 5*time.Second), ipc.Config{Addr: srv.Addr, Protocol: testProtocol,
+			Mechanism: func() (sasl.Mechanism, error) { return &sasl.DigestMD5{Username: u, Password: p, AuthOnly: true}, nil }})
+		require.ErrorIs(t, err, sasl.ErrQOP)
+		require.ErrorContains(t, err, "hadoop.rpc.protection")
+	})
+}

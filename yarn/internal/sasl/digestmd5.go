@@ -11,10 +11,12 @@ import (
 	"strings"
 )
 
-// DigestMD5 is the client side of DIGEST-MD5 (RFC 2831) with qop=auth, as
-// Hadoop's TOKEN method uses it: the username is base64 of the token
-// identifier and the password base64 of the token password (see
-// TokenCredentials).
+// DigestMD5 is the client side of DIGEST-MD5 (RFC 2831), as Hadoop's
+// TOKEN method uses it: the username is base64 of the token identifier and
+// the password base64 of the token password (see TokenCredentials). It
+// picks the strongest qop the server offers (hadoop.rpc.protection):
+// auth-conf (rc4, 3des, des, rc4-56 or rc4-40), auth-int, then auth; with
+// the first two, Layer returns the security layer for the connection.
 type DigestMD5 struct {
 	Username string
 	Password string
@@ -22,9 +24,14 @@ type DigestMD5 struct {
 	// Tests pin it to reproduce RFC 2831's example.
 	CNonce func() (string, error)
 
+	// AuthOnly refuses integrity and privacy even when offered (they are
+	// chosen, strongest first, when the server offers them).
+	AuthOnly bool
+
 	uri       string
 	responded bool
 	wantProof string
+	layer     Layer
 }
 
 var _ Mechanism = (*DigestMD5)(nil)
@@ -75,8 +82,9 @@ func (m *DigestMD5) Next(challenge []byte) ([]byte, error) {
 	if alg := d.Get("algorithm"); !strings.EqualFold(alg, "md5-sess") {
 		return nil, fmt.Errorf("%w: algorithm %q, want md5-sess", ErrBadChallenge, alg)
 	}
-	if !offersAuth(d) {
-		return nil, fmt.Errorf("%w (server offers qop %q)", ErrQOP, d.Get("qop"))
+	qop, cipherName, err := chooseQOP(d, m.AuthOnly)
+	if err != nil {
+		return nil, err
 	}
 	cnonceFn := m.CNonce
 	if cnonceFn == nil {
@@ -88,18 +96,35 @@ func (m *DigestMD5) Next(challenge []byte) ([]byte, error) {
 	}
 	realm := d.Get("realm")
 	const nc = "00000001"
-	resp, proof := digestResponse(m.Username, realm, m.Password, nonce, cnonce, nc, m.uri)
+	resp, proof, ha1 := digestResponse(m.Username, realm, m.Password, nonce, cnonce, nc, m.uri, qop)
 	m.wantProof = proof
 	m.responded = true
+	if qop != qopAuth {
+		maxSend := 65536
+		if v := d.Get("maxbuf"); v != "" {
+			if _, err := fmt.Sscanf(v, "%d", &maxSend); err != nil || maxSend < 64 {
+				return nil, fmt.Errorf("%w: maxbuf %q", ErrBadChallenge, v)
+			}
+		}
+		if m.layer, err = newDigestLayer(ha1, qop, cipherName, true, maxSend-32); err != nil {
+			return nil, err
+		}
+	}
 
 	var b strings.Builder
 	if strings.EqualFold(d.Get("charset"), "utf-8") {
 		b.WriteString("charset=utf-8,")
 	}
-	fmt.Fprintf(&b, `username=%s,realm=%s,nonce=%s,nc=%s,cnonce=%s,digest-uri=%s,maxbuf=65536,response=%s,qop=auth`,
-		quote(m.Username), quote(realm), quote(nonce), nc, quote(cnonce), quote(m.uri), resp)
+	fmt.Fprintf(&b, `username=%s,realm=%s,nonce=%s,nc=%s,cnonce=%s,digest-uri=%s,maxbuf=65536,response=%s,qop=%s`,
+		quote(m.Username), quote(realm), quote(nonce), nc, quote(cnonce), quote(m.uri), resp, qop)
+	if cipherName != "" {
+		b.WriteString(",cipher=" + quote(cipherName))
+	}
 	return []byte(b.String()), nil
 }
+
+// Layer implements Layered: nil unless integrity or privacy was chosen.
+func (m *DigestMD5) Layer() Layer { return m.layer }
 
 // Finish implements Mechanism: it checks rspauth when the server sent it.
 func (m *DigestMD5) Finish(data []byte) error {
@@ -124,19 +149,57 @@ func (m *DigestMD5) checkProof(d Directives) error {
 	return nil
 }
 
-func offersAuth(d Directives) bool {
-	q := d["qop"]
-	if len(q) == 0 {
-		return true // RFC 2831: absent qop means auth
+// cipherPreference lists the ciphers we implement, preferred first.
+var cipherPreference = []string{"rc4", "3des", "des", "rc4-56", "rc4-40"}
+
+// chooseQOP picks the strongest qop the server offers and, for auth-conf,
+// a cipher. Hadoop servers offer what hadoop.rpc.protection lists.
+func chooseQOP(d Directives, authOnly bool) (qop, cipherName string, err error) {
+	offered := list(d["qop"])
+	if len(offered) == 0 {
+		offered = []string{qopAuth} // RFC 2831: absent qop means auth
 	}
-	for _, v := range q {
-		for _, opt := range strings.Split(v, ",") {
-			if strings.TrimSpace(opt) == "auth" {
+	has := func(q string) bool {
+		for _, o := range offered {
+			if o == q {
 				return true
 			}
 		}
+		return false
 	}
-	return false
+	if !authOnly && has(qopConf) {
+		ciphers := list(d["cipher"])
+		for _, want := range cipherPreference {
+			for _, c := range ciphers {
+				if c == want {
+					return qopConf, c, nil
+				}
+			}
+		}
+		if !has(qopInt) && !has(qopAuth) {
+			return "", "", fmt.Errorf("%w (server offers ciphers %q, xres has %s)", ErrQOP, strings.Join(ciphers, ","), strings.Join(cipherPreference, ","))
+		}
+	}
+	if !authOnly && has(qopInt) {
+		return qopInt, "", nil
+	}
+	if has(qopAuth) {
+		return qopAuth, "", nil
+	}
+	return "", "", fmt.Errorf("%w (server offers qop %q)", ErrQOP, strings.Join(offered, ","))
+}
+
+// list splits comma-separated directive values.
+func list(vals []string) []string {
+	var out []string
+	for _, v := range vals {
+		for _, o := range strings.Split(v, ",") {
+			if o = strings.TrimSpace(o); o != "" {
+				out = append(out, strings.ToLower(o))
+			}
+		}
+	}
+	return out
 }
 
 func quote(s string) string {
@@ -156,22 +219,29 @@ func md5hex(s string) string {
 	return hex.EncodeToString(h[:])
 }
 
-// digestResponse computes the qop=auth md5-sess response and the rspauth
-// value the server must send back (RFC 2831 §2.1.2.1):
+// digestResponse computes the md5-sess response, the rspauth value the
+// server must send back, and H(A1) for the security layer keys (RFC 2831
+// §2.1.2.1):
 //
 //	A1 = MD5(user:realm:pass) ":" nonce ":" cnonce   (inner MD5 raw, 16 bytes)
 //	A2 = "AUTHENTICATE:" digest-uri                  (rspauth: ":" digest-uri)
-//	response = HEX(MD5(HEX(MD5(A1)):nonce:nc:cnonce:auth:HEX(MD5(A2))))
-func digestResponse(user, realm, pass, nonce, cnonce, nc, uri string) (response, rspauth string) {
+//	     + ":00000000000000000000000000000000" for auth-int and auth-conf
+//	response = HEX(MD5(HEX(MD5(A1)):nonce:nc:cnonce:qop:HEX(MD5(A2))))
+func digestResponse(user, realm, pass, nonce, cnonce, nc, uri, qop string) (response, rspauth string, ha1 []byte) {
 	inner := md5.Sum([]byte(user + ":" + realm + ":" + pass))
-	ha1 := md5hex(string(inner[:]) + ":" + nonce + ":" + cnonce)
-	kd := func(a2 string) string {
-		return md5hex(ha1 + ":" + nonce + ":" + nc + ":" + cnonce + ":auth:" + md5hex(a2))
+	ha1raw := md5.Sum([]byte(string(inner[:]) + ":" + nonce + ":" + cnonce))
+	ha1hex := hex.EncodeToString(ha1raw[:])
+	suffix := ""
+	if qop != qopAuth {
+		suffix = ":00000000000000000000000000000000"
 	}
-	return kd("AUTHENTICATE:" + uri), kd(":" + uri)
+	kd := func(a2 string) string {
+		return md5hex(ha1hex + ":" + nonce + ":" + nc + ":" + cnonce + ":" + qop + ":" + md5hex(a2+suffix))
+	}
+	return kd("AUTHENTICATE:" + uri), kd(":" + uri), ha1raw[:]
 }
 
-// DigestServer is the server side of DIGEST-MD5 with qop=auth. xres uses it
+// DigestServer is the server side of DIGEST-MD5. xres uses it
 // in its in-process fake ResourceManager and NodeManager (package yarntest)
 // and to test the client against an independent check.
 type DigestServer struct {
@@ -180,8 +250,11 @@ type DigestServer struct {
 	// Password returns the password for a username, or an error that the
 	// server reports as the authentication failure.
 	Password func(username string) (string, error)
-	// QOP is the qop list to offer; "" offers "auth".
+	// QOP is the qop list to offer, e.g. "auth-conf"; "" offers "auth".
 	QOP string
+	// Ciphers is the cipher list offered with auth-conf; "" offers
+	// "3des,rc4,des,rc4-56,rc4-40" as the JDK does.
+	Ciphers string
 }
 
 // ErrBadResponse means the client's digest response did not verify.
@@ -193,34 +266,63 @@ func (s *DigestServer) Challenge() []byte {
 	if qop == "" {
 		qop = "auth"
 	}
-	return []byte(fmt.Sprintf(`realm=%s,nonce=%s,qop=%s,charset=utf-8,algorithm=md5-sess`,
-		quote(s.Realm), quote(s.Nonce), quote(qop)))
+	c := fmt.Sprintf(`realm=%s,nonce=%s,qop=%s,charset=utf-8,algorithm=md5-sess`, quote(s.Realm), quote(s.Nonce), quote(qop))
+	if strings.Contains(qop, qopConf) {
+		ciphers := s.Ciphers
+		if ciphers == "" {
+			ciphers = "3des,rc4,des,rc4-56,rc4-40"
+		}
+		c += ",cipher=" + quote(ciphers)
+	}
+	if qop != qopAuth {
+		c += ",maxbuf=65536"
+	}
+	return []byte(c)
 }
 
 // Verify checks a client response for digest-uri wantURI and returns the
 // rspauth reply and the authenticated username.
 func (s *DigestServer) Verify(resp []byte, wantURI string) (reply []byte, username string, err error) {
+	reply, username, _, err = s.VerifyLayer(resp, wantURI)
+	return reply, username, err
+}
+
+// VerifyLayer is Verify that also returns the server side of the security
+// layer the client chose (nil for auth).
+func (s *DigestServer) VerifyLayer(resp []byte, wantURI string) (reply []byte, username string, layer Layer, err error) {
 	d, err := ParseDirectives(resp)
 	if err != nil {
-		return nil, "", err
+		return nil, "", nil, err
 	}
 	user := d.Get("username")
 	if d.Get("nonce") != s.Nonce {
-		return nil, user, fmt.Errorf("%w: nonce mismatch", ErrBadResponse)
+		return nil, user, nil, fmt.Errorf("%w: nonce mismatch", ErrBadResponse)
 	}
 	if d.Get("digest-uri") != wantURI {
-		return nil, user, fmt.Errorf("%w: digest-uri %q, want %q", ErrBadResponse, d.Get("digest-uri"), wantURI)
+		return nil, user, nil, fmt.Errorf("%w: digest-uri %q, want %q", ErrBadResponse, d.Get("digest-uri"), wantURI)
 	}
-	if d.Get("qop") != "auth" {
-		return nil, user, fmt.Errorf("%w: qop %q", ErrBadResponse, d.Get("qop"))
+	offered := s.QOP
+	if offered == "" {
+		offered = qopAuth
+	}
+	qop := d.Get("qop")
+	if !strings.Contains(","+offered+",", ","+qop+",") {
+		return nil, user, nil, fmt.Errorf("%w: qop %q not offered", ErrBadResponse, qop)
 	}
 	pass, err := s.Password(user)
 	if err != nil {
-		return nil, user, err
+		return nil, user, nil, err
 	}
-	want, proof := digestResponse(user, d.Get("realm"), pass, s.Nonce, d.Get("cnonce"), d.Get("nc"), wantURI)
+	want, proof, ha1 := digestResponse(user, d.Get("realm"), pass, s.Nonce, d.Get("cnonce"), d.Get("nc"), wantURI, qop)
 	if subtle.ConstantTimeCompare([]byte(want), []byte(d.Get("response"))) != 1 {
-		return nil, user, ErrBadResponse
+		return nil, user, nil, ErrBadResponse
 	}
-	return []byte("rspauth=" + proof), user, nil
+	if qop != qopAuth {
+		l, err := newDigestLayer(ha1, qop, d.Get("cipher"), false, 65536-32)
+		if err != nil {
+			return nil, user, nil, err
+		}
+		layer = l
+	}
+	return []byte("rspauth=" + proof), user, layer, nil
 }

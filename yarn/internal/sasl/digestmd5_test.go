@@ -9,8 +9,8 @@ import (
 
 // RFC 2831 §4, the IMAP example: user chris, password secret.
 func TestDigestMD5RFC2831Example(t *testing.T) {
-	resp, proof := digestResponse("chris", "elwood.innosoft.com", "secret",
-		"OA6MG9tEQGm2hh", "OA6MHXh6VqTrRk", "00000001", "imap/elwood.innosoft.com")
+	resp, proof, _ := digestResponse("chris", "elwood.innosoft.com", "secret",
+		"OA6MG9tEQGm2hh", "OA6MHXh6VqTrRk", "00000001", "imap/elwood.innosoft.com", "auth")
 	require.Equal(t, "d388dad90d4bbd760a152321f2143af7", resp)
 	require.Equal(t, "ea40f60335c427b5527b84dbabcdfffd", proof)
 }
@@ -70,8 +70,8 @@ func TestDigestMD5ChallengeErrors(t *testing.T) {
 		challenge string
 		wantErr   error
 	}{
-		{"privacy only", `realm="default",nonce="x",qop="auth-conf",algorithm=md5-sess`, ErrQOP},
-		{"integrity and privacy", `realm="default",nonce="x",qop="auth-int,auth-conf",algorithm=md5-sess`, ErrQOP},
+		{"privacy with no cipher we have", `realm="default",nonce="x",qop="auth-conf",cipher="aes-gcm",algorithm=md5-sess`, ErrQOP},
+		{"unknown qop only", `realm="default",nonce="x",qop="auth-foo",algorithm=md5-sess`, ErrQOP},
 		{"no nonce", `realm="default",qop="auth",algorithm=md5-sess`, ErrBadChallenge},
 		{"wrong algorithm", `nonce="x",algorithm=md5`, ErrBadChallenge},
 		{"unterminated quote", `nonce="x`, ErrBadChallenge},
@@ -84,8 +84,9 @@ func TestDigestMD5ChallengeErrors(t *testing.T) {
 		})
 	}
 	t.Run("qop error names the hadoop key", func(t *testing.T) {
-		c := &DigestMD5{Username: "u", Password: "p"}
-		_, err := c.Start("", "default", []byte(`nonce="x",qop="auth-conf",algorithm=md5-sess`))
+		c := &DigestMD5{Username: "u", Password: "p", AuthOnly: true}
+		_, err := c.Start("", "default", []byte(`nonce="x",qop="auth-conf",cipher="rc4",algorithm=md5-sess`))
+		require.ErrorIs(t, err, ErrQOP)
 		require.ErrorContains(t, err, "hadoop.rpc.protection")
 	})
 }
