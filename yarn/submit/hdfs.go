@@ -3,7 +3,9 @@ package submit
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
+	"time"
 
 	"github.com/colinmarc/hdfs/v2"
 	"github.com/colinmarc/hdfs/v2/hadoopconf"
@@ -27,11 +29,49 @@ func (h hdfsFS) MkdirAll(ctx context.Context, dir string, perm os.FileMode) erro
 	return h.c.MkdirAll(dir, perm)
 }
 
+// CopyToRemote copies local to remote. When the NameNode has not yet seen
+// the minimum replication at close (ErrReplicating), Close is retried with
+// a growing pause, as the Java client does.
 func (h hdfsFS) CopyToRemote(ctx context.Context, local, remote string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return h.c.CopyToRemote(local, remote)
+	src, err := os.Open(local)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	dst, err := h.c.Create(remote)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(dst, src); err != nil {
+		_ = dst.Close()
+		return err
+	}
+	return closeReplicated(ctx, dst.Close)
+}
+
+// maxCloseAttempts bounds closeReplicated (about 30 s of pauses).
+const maxCloseAttempts = 20
+
+// closeReplicated calls closeFn until it stops failing with ErrReplicating.
+func closeReplicated(ctx context.Context, closeFn func() error) error {
+	pause := 50 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		err := closeFn()
+		if !hdfs.IsErrReplicating(err) || attempt == maxCloseAttempts {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w (still replicating when %w)", err, ctx.Err())
+		case <-time.After(pause):
+		}
+		if pause < 2*time.Second {
+			pause *= 2
+		}
+	}
 }
 
 func (h hdfsFS) Stat(ctx context.Context, name string) (os.FileInfo, error) {
