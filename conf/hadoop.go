@@ -171,22 +171,22 @@ func LoadHadoopOptions(o HadoopOptions) (*HadoopConfig, error) {
 		l.SetOutput(io.Discard)
 		log = l
 	}
-	dir := o.Dir
+	dir, from := o.Dir, ""
 	if dir == "" {
-		dir = hc.getenv("HADOOP_CONF_DIR")
+		dir, from = hc.getenv("HADOOP_CONF_DIR"), " (from HADOOP_CONF_DIR)"
 	}
 	if dir == "" {
-		dir = hc.getenv("YARN_CONF_DIR")
+		dir, from = hc.getenv("YARN_CONF_DIR"), " (from YARN_CONF_DIR)"
 	}
 	if dir == "" {
 		return nil, fmt.Errorf("load hadoop configuration: %w: set HADOOP_CONF_DIR or YARN_CONF_DIR", ErrNoHadoopConf)
 	}
 	st, err := os.Stat(dir)
 	if err != nil {
-		return nil, fmt.Errorf("load hadoop configuration %s: %w", dir, err)
+		return nil, fmt.Errorf("load hadoop configuration%s: %w", from, err)
 	}
 	if !st.IsDir() {
-		return nil, fmt.Errorf("load hadoop configuration %s: not a directory", dir)
+		return nil, fmt.Errorf("load hadoop configuration %s%s: not a directory", dir, from)
 	}
 	hc.dir = dir
 	files := o.Files

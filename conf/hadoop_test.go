@@ -126,6 +126,7 @@ func TestLoadHadoopDirectorySelection(t *testing.T) {
 		env     map[string]string
 		wantDir string
 		wantErr error
+		wantMsg string
 	}{
 		{name: "explicit dir wins", dir: basic, env: map[string]string{"HADOOP_CONF_DIR": ha, "YARN_CONF_DIR": ha}, wantDir: basic},
 		{name: "HADOOP_CONF_DIR before YARN_CONF_DIR", env: map[string]string{"HADOOP_CONF_DIR": basic, "YARN_CONF_DIR": ha}, wantDir: basic},
@@ -133,12 +134,21 @@ func TestLoadHadoopDirectorySelection(t *testing.T) {
 		{name: "nothing set", env: map[string]string{}, wantErr: ErrNoHadoopConf},
 		{name: "no site files", dir: filepath.Join("testdata", "hadoop", "empty"), wantErr: ErrNoHadoopConf},
 		{name: "missing dir", dir: filepath.Join("testdata", "hadoop", "nope"), wantErr: os.ErrNotExist},
+		{name: "missing dir from env", env: map[string]string{"YARN_CONF_DIR": "/no/such/dir"}, wantErr: os.ErrNotExist,
+			wantMsg: "load hadoop configuration (from YARN_CONF_DIR): stat /no/such/dir: no such file or directory"},
+		{name: "file, not dir", dir: filepath.Join("testdata", "hadoop", "empty", "README"),
+			wantMsg: "empty/README: not a directory"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			hc, err := LoadHadoopOptions(HadoopOptions{Dir: tt.dir, Getenv: hadoopEnv(tt.env)})
+			if tt.wantMsg != "" {
+				require.ErrorContains(t, err, tt.wantMsg)
+			}
 			if tt.wantErr != nil {
 				require.ErrorIs(t, err, tt.wantErr)
+			}
+			if tt.wantErr != nil || tt.wantMsg != "" {
 				return
 			}
 			require.NoError(t, err)
