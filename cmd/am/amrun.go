@@ -17,7 +17,6 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/xres/xres/conf"
-	"github.com/xres/xres/driver/launch"
 	"github.com/xres/xres/resources"
 	"github.com/xres/xres/yarn"
 	"github.com/xres/xres/yarn/am"
@@ -131,11 +130,21 @@ func rpcAMClients(ctx context.Context, getenv func(string) string, log logrus.Fi
 	}, nil
 }
 
+// container-launcher's exit codes (driver/launch; a test checks they
+// match). Kept here so that am does not link the device drivers.
+const (
+	launcherExitUsage       = 210
+	launcherExitConfig      = 211
+	launcherExitDiscovery   = 212
+	launcherExitWorkerStart = 213
+	launcherExitInternal    = 214
+)
+
 // Launcher exit codes that blame the node (blacklist it and replace the
 // worker) or the job (fail the application at once).
 var (
-	badNodeExits = []int{launch.ExitDiscovery, launch.ExitInternal}
-	badJobExits  = []int{launch.ExitUsage, launch.ExitConfig, launch.ExitWorkerStart}
+	badNodeExits = []int{launcherExitDiscovery, launcherExitInternal}
+	badJobExits  = []int{launcherExitUsage, launcherExitConfig, launcherExitWorkerStart}
 )
 
 // cmdRun: am run [--conf FILE] [-D k=v]… [--workers N] -- <worker command…>

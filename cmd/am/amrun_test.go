@@ -192,3 +192,11 @@ func TestPublicRun(t *testing.T) {
 	require.Equal(t, ExitOK, code, errb.String())
 	require.Contains(t, out.String(), `"yarn.io/gpu": 1`)
 }
+
+func TestLauncherExitCodesMatch(t *testing.T) {
+	require.Equal(t, launch.ExitUsage, launcherExitUsage)
+	require.Equal(t, launch.ExitConfig, launcherExitConfig)
+	require.Equal(t, launch.ExitDiscovery, launcherExitDiscovery)
+	require.Equal(t, launch.ExitWorkerStart, launcherExitWorkerStart)
+	require.Equal(t, launch.ExitInternal, launcherExitInternal)
+}
