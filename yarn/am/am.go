@@ -430,12 +430,21 @@ func (a *AM) failed(ctx context.Context, w *worker, exit int, diag string, ran b
 	a.restarts++
 }
 
+// maxDiagnostics bounds the YARN diagnostics quoted in a failure.
+const maxDiagnostics = 1000
+
 // diagnostic names the failing container, its host, exit code and the last
 // stderr lines.
 func (a *AM) diagnostic(w *worker, tail []string, why string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s; first failure: container %s on %s exited with %s", why, w.c.ID, w.c.Host(), exitText(w.exit))
-	if d := strings.TrimSpace(w.diag); d != "" {
+	// YARN's own diagnostics explain its exit statuses (memory limits,
+	// preemption, lost node); for a process's exit code they only repeat
+	// the stderr tail, so they are quoted only when no tail was fetched.
+	if d := strings.TrimSpace(w.diag); d != "" && (w.exit < 0 || len(tail) == 0) {
+		if len(d) > maxDiagnostics {
+			d = d[:maxDiagnostics] + "…"
+		}
 		fmt.Fprintf(&b, " (%s)", d)
 	}
 	if len(tail) > 0 {

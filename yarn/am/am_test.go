@@ -127,7 +127,7 @@ func TestAMFailsPastFailureLimit(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, StatusFailed, res.Status)
 	want := "2 worker containers failed, more than yarn.maximum-failed-containers=1; " +
-		"first failure: container container_1_0001_01_000002 on nm1 exited with exit code 1 (Exit code: 1); " +
+		"first failure: container container_1_0001_01_000002 on nm1 exited with exit code 1; " +
 		"last 2 stderr lines:\nTraceback (most recent call last):\nRuntimeError: CUDA out of memory"
 	require.Equal(t, want, res.Diagnostics)
 	require.Equal(t, StatusFailed, rm.finished[0].Status)
@@ -326,4 +326,16 @@ func TestTokenRedacted(t *testing.T) {
 		require.NotContains(t, s, "hunter2")
 		require.Contains(t, s, "NMToken")
 	}
+}
+
+func TestAMDiagnosticQuotesYarnReasons(t *testing.T) {
+	c1 := ctr(2, "nm1")
+	rm := &fakeRM{register: gpuLimits, steps: []func(AllocateRequest) (AllocateResponse, error){
+		alloc(c1),
+		complete(Completed{ID: c1.ID, ExitStatus: ExitKilledExceedPMem, Diagnostics: "Container is running beyond physical memory limits."}),
+	}}
+	res, err, _ := runAM(t, testConfig(1, 0), rm, &fakeNM{}, fakeLogs{c1.ID: {"allocating"}})
+	require.NoError(t, err)
+	require.Equal(t, StatusFailed, res.Status)
+	require.Contains(t, res.Diagnostics, "exited with exit status -104 (KILLED_EXCEEDED_PMEM) (Container is running beyond physical memory limits.); last 1 stderr lines:\nallocating")
 }

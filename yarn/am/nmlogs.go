@@ -61,7 +61,23 @@ func (n NMWebLogs) Tail(ctx context.Context, c Container, file string, lines int
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("fetch %s of %s from %s: %s", file, c.ID, c.NodeHTTP, resp.Status)
 	}
-	return lastLines(body, lines), nil
+	return lastLines(logContents(body), lines), nil
+}
+
+// logContents strips the NodeManager's framing (Container:, LogType:, …,
+// LogContents:, End of LogType:, a line of stars) around a log file's text
+// when the response has it.
+func logContents(b []byte) []byte {
+	const start, end = "LogContents:\n", "\nEnd of LogType:"
+	i := bytes.Index(b, []byte(start))
+	if i < 0 {
+		return b
+	}
+	b = b[i+len(start):]
+	if j := bytes.LastIndex(b, []byte(end)); j >= 0 {
+		b = b[:j]
+	}
+	return b
 }
 
 // lastLines returns up to n last non-empty lines of b.

@@ -38,3 +38,9 @@ func TestNMWebLogs(t *testing.T) {
 	_, err = logs.Tail(context.Background(), Container{ID: "x"}, "stderr", 3)
 	require.ErrorContains(t, err, "no NodeManager web address")
 }
+
+func TestLogContents(t *testing.T) {
+	framed := "Container: container_1 on localhost:43487\nLogAggregationType: LOCAL\n====\nLogType:stderr\nLogLength:22\nLogContents:\nline one\nline two\nEnd of LogType:stderr.\n*****\n"
+	require.Equal(t, []string{"line one", "line two"}, lastLines(logContents([]byte(framed)), 5))
+	require.Equal(t, []string{"plain"}, lastLines(logContents([]byte("plain\n")), 5))
+}
