@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/sirupsen/logrus"
 
@@ -42,11 +43,15 @@ type Coordinated struct {
 	enum     Enumerator
 	opts     CoordinatedOptions
 	log      logrus.FieldLogger
+
+	mu        sync.Mutex
+	unhealthy []UnhealthyDevice // of the last Discover
 }
 
 var (
-	_ Driver   = (*Coordinated)(nil)
-	_ Releaser = (*Coordinated)(nil)
+	_ Driver         = (*Coordinated)(nil)
+	_ Releaser       = (*Coordinated)(nil)
+	_ HealthReporter = (*Coordinated)(nil)
 )
 
 // NewCoordinated returns the Driver for resource that selects among the
@@ -75,6 +80,7 @@ func (c *Coordinated) Discover(ctx context.Context, amount int64) ([]resources.I
 	}
 	byKey := make(map[string]Device, len(devices))
 	keys := make([]string, 0, len(devices))
+	var sick []UnhealthyDevice
 	for _, d := range devices {
 		if d.Key == "" {
 			return nil, fmt.Errorf("discover %s: device %v has an empty key", c.resource, d.Info)
@@ -83,9 +89,25 @@ func (c *Coordinated) Discover(ctx context.Context, amount int64) ([]resources.I
 			return nil, fmt.Errorf("discover %s: device key %q listed twice", c.resource, d.Key)
 		}
 		byKey[d.Key] = d
+		if d.Unhealthy != "" {
+			sick = append(sick, UnhealthyDevice{Key: d.Key, Info: copyProps(d.Info), Reason: d.Unhealthy})
+			continue
+		}
 		keys = append(keys, d.Key)
 	}
+	c.mu.Lock()
+	c.unhealthy = sick
+	c.mu.Unlock()
+	for _, u := range sick {
+		c.log.WithFields(logrus.Fields{
+			"device": u.Key, "index": u.Info["index"], "reason": u.Reason,
+		}).Warn("unhealthy device left out")
+	}
 	if int64(len(keys)) < amount {
+		if len(sick) > 0 {
+			return nil, fmt.Errorf("discover %s: %w: %d requested but the host has %d healthy (%s); unhealthy: %s",
+				c.resource, ErrNotEnoughDevices, amount, len(keys), describeKeys(keys), c.describeUnhealthy(sick))
+		}
 		return nil, fmt.Errorf("discover %s: %w: %d requested but the host has %d (%s)",
 			c.resource, ErrNotEnoughDevices, amount, len(keys), describeKeys(keys))
 	}
@@ -95,6 +117,9 @@ func (c *Coordinated) Discover(ctx context.Context, amount int64) ([]resources.I
 	} else {
 		chosen, err = c.opts.Reserver.Reserve(ctx, c.resource, keys, int(amount), c.opts.DryRun)
 		if err != nil {
+			if len(sick) > 0 {
+				return nil, fmt.Errorf("discover %s: %w; unhealthy: %s", c.resource, err, c.describeUnhealthy(sick))
+			}
 			return nil, fmt.Errorf("discover %s: %w", c.resource, err)
 		}
 	}
@@ -104,11 +129,7 @@ func (c *Coordinated) Discover(ctx context.Context, amount int64) ([]resources.I
 		if !ok {
 			return nil, fmt.Errorf("discover %s: reserver returned unknown device key %q", c.resource, k)
 		}
-		p := make(resources.Properties, len(d.Info))
-		for pk, pv := range d.Info {
-			p[pk] = pv
-		}
-		infos = append(infos, p)
+		infos = append(infos, copyProps(d.Info))
 	}
 	c.log.WithFields(logrus.Fields{
 		"devices":      strings.Join(chosen, ","),
@@ -128,6 +149,36 @@ func (c *Coordinated) Release(ctx context.Context) error {
 		return fmt.Errorf("release %s: %w", c.resource, err)
 	}
 	return nil
+}
+
+// Unhealthy implements HealthReporter: the devices the last Discover left
+// out as unhealthy, and why.
+func (c *Coordinated) Unhealthy() []UnhealthyDevice {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]UnhealthyDevice(nil), c.unhealthy...)
+}
+
+// describeUnhealthy names each device the way an operator finds it:
+// "gpu 3 (GPU-…): retired pages pending", or "gpu GPU-…: …" without index.
+func (c *Coordinated) describeUnhealthy(sick []UnhealthyDevice) string {
+	parts := make([]string, len(sick))
+	for i, u := range sick {
+		if ix := u.Info["index"]; ix != "" && ix != u.Key {
+			parts[i] = fmt.Sprintf("%s %s (%s): %s", c.resource, ix, u.Key, u.Reason)
+		} else {
+			parts[i] = fmt.Sprintf("%s %s: %s", c.resource, u.Key, u.Reason)
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+func copyProps(in resources.Properties) resources.Properties {
+	p := make(resources.Properties, len(in))
+	for k, v := range in {
+		p[k] = v
+	}
+	return p
 }
 
 func describeKeys(keys []string) string {

@@ -5,6 +5,7 @@ package driver
 
 import (
 	"context"
+	"time"
 
 	"github.com/sirupsen/logrus"
 
@@ -30,6 +31,10 @@ type Options struct {
 	Log      logrus.FieldLogger
 	Getenv   func(string) string // environment lookup; nil means os.Getenv
 	DryRun   bool                // discover without reserving anything (probe)
+	// Timeout is the global xres.discovery.timeout: the time limit of one
+	// discovery step (script, nvidia-smi, rocm-smi, plugin) for a resource
+	// whose params set none. 0: DefaultTimeout.
+	Timeout time.Duration
 }
 
 // Factory builds a Driver from a resource's options, the counterpart of
@@ -51,6 +56,23 @@ type Device struct {
 	Key string
 	// Info is what a worker is told about the device ("index", "uuid", …).
 	Info resources.Properties
+	// Unhealthy, when not empty, says why the device must not be handed out
+	// ("retired pages pending"). Such a device is never a candidate; the
+	// coordination layer names it in a warning and in ErrNotEnoughDevices.
+	Unhealthy string
+}
+
+// UnhealthyDevice is a device left out of a discovery, and why.
+type UnhealthyDevice struct {
+	Key    string               `json:"key"`
+	Info   resources.Properties `json:"info"`
+	Reason string               `json:"reason"`
+}
+
+// HealthReporter is implemented by drivers that leave unhealthy devices
+// out (Coordinated): Unhealthy lists those of the last Discover.
+type HealthReporter interface {
+	Unhealthy() []UnhealthyDevice
 }
 
 // Enumerator lists every usable device of one kind on the host, in the

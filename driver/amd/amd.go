@@ -14,8 +14,8 @@
 //	               out, as ROCr leaves it out. When sysfs-root is set and dev-root
 //	               is not, this check is off (a fake sysfs tree has no device nodes).
 //	rocm-smi.path  the rocm-smi program, default "rocm-smi" on PATH.
-//	timeout        how long rocm-smi may run, default 10 s ("10 s", "500 ms",
-//	               "2 min", a bare number of milliseconds, as the GPU driver).
+//	timeout        how long rocm-smi may run ("10 s", "500 ms", "2 min", a bare
+//	               number of milliseconds); default xres.discovery.timeout, else 10 s.
 //	coordination.enabled, coordination.file
 //	               host coordination, as the GPU driver: on by default.
 //
@@ -41,7 +41,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/xres/xres/driver"
-	"github.com/xres/xres/driver/gpu"
+	"github.com/xres/xres/driver/coord"
 	"github.com/xres/xres/driver/pci"
 	"github.com/xres/xres/resources"
 )
@@ -65,13 +65,14 @@ const (
 	SourceRocmSMI = "rocm-smi"
 )
 
-// DefaultTimeout bounds a rocm-smi run.
-const DefaultTimeout = 10 * time.Second
+// DefaultTimeout bounds a rocm-smi run when neither param.timeout nor
+// xres.discovery.timeout is set.
+const DefaultTimeout = driver.DefaultTimeout
 
 var (
 	// ErrInvalidParam is wrapped by every error about a malformed param;
 	// the message names the full config key.
-	ErrInvalidParam = errors.New("invalid driver param")
+	ErrInvalidParam = driver.ErrInvalidParam
 	// ErrNoSource: source auto found neither a KFD topology nor rocm-smi.
 	ErrNoSource = errors.New("no AMD GPU source")
 )
@@ -95,7 +96,11 @@ var _ driver.Enumerator = (*Enumerator)(nil)
 func New(opts driver.Options) (*Enumerator, error) {
 	key := func(k string) string { return paramKey(opts.Resource, k) }
 	p := func(k string) string { return strings.TrimSpace(opts.Params[k]) }
-	e := &Enumerator{Source: SourceAuto, SysfsRoot: "/sys", DevRoot: "/dev", RocmSMIPath: "rocm-smi", Timeout: DefaultTimeout, Log: opts.Log}
+	timeout, err := opts.TimeoutParam(ParamTimeout)
+	if err != nil {
+		return nil, err
+	}
+	e := &Enumerator{Source: SourceAuto, SysfsRoot: "/sys", DevRoot: "/dev", RocmSMIPath: "rocm-smi", Timeout: timeout, Log: opts.Log}
 	switch s := strings.ToLower(p(ParamSource)); s {
 	case "", SourceAuto:
 	case SourceKFD, SourceRocmSMI:
@@ -113,35 +118,10 @@ func New(opts driver.Options) (*Enumerator, error) {
 	if r := p(ParamRocmSMIPath); r != "" {
 		e.RocmSMIPath = r
 	}
-	if t := p(ParamTimeout); t != "" {
-		d, err := parseTimeout(t)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w: %w", key(ParamTimeout), err, ErrInvalidParam)
-		}
-		e.Timeout = d
-	}
 	return e, nil
 }
 
-// parseTimeout reads a duration as the GPU driver does (Flink's way): "10 s",
-// "500 ms", "2 min", Go's "1m30s", or a bare number of milliseconds.
-func parseTimeout(s string) (time.Duration, error) {
-	d, err := gpu.ParseDuration(s)
-	if err != nil {
-		return 0, err
-	}
-	if d <= 0 {
-		return 0, fmt.Errorf("%q must be positive", s)
-	}
-	return d, nil
-}
-
-func paramKey(resource, param string) string {
-	if resource == "" {
-		return "param." + param
-	}
-	return "external-resource." + resource + ".param." + param
-}
+func paramKey(resource, param string) string { return driver.ParamKey(resource, param) }
 
 // NewFactory returns the AMD GPU driver factory: the Enumerator behind the
 // shared coordinated selection layer.
@@ -151,7 +131,7 @@ func NewFactory() driver.Factory {
 		if err != nil {
 			return nil, err
 		}
-		return pci.Coordinated(opts, enum)
+		return coord.NewCoordinated(opts, enum)
 	})
 }
 

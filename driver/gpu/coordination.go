@@ -2,7 +2,6 @@ package gpu
 
 import (
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -45,62 +44,36 @@ func CoordinationOf(resource string, param map[string]string, getenv func(string
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	p := params{resource: resource, m: param}
-	var c Coordination
-	args := strings.Fields(p.get(ParamScriptArgs))
-	flinkOn, flinkFile := false, ""
-	for i := 0; i < len(args); i++ {
-		switch a := args[i]; {
-		case a == "--enable-coordination-mode":
-			flinkOn = true
-		case a == "--enable-coordination":
-			c.Warnings = append(c.Warnings, p.key(ParamScriptArgs)+" has --enable-coordination, which Flink's script silently ignores; the flag is --enable-coordination-mode")
-		case a == "--coordination-file":
-			if i+1 >= len(args) {
-				return Coordination{}, fmt.Errorf("%w %s: --coordination-file needs a file", ErrInvalidParam, p.key(ParamScriptArgs))
-			}
-			i++
-			flinkFile = args[i]
-		case strings.HasPrefix(a, "--coordination-file="):
-			flinkFile = strings.TrimPrefix(a, "--coordination-file=")
-		}
-	}
-	enabled, err := p.boolean(ParamCoordEnabled, true)
+	// The same reading of coordination.* and Flink's flags as every other
+	// built-in driver; script mode only adds its own rules on top.
+	s, err := coord.ParseParams(resource, param)
 	if err != nil {
 		return Coordination{}, err
 	}
-
-	if raw := strings.TrimSpace(p.get(ParamScriptPath)); raw != "" {
+	c := Coordination{Warnings: append([]string(nil), s.Flink.Warnings...)}
+	if raw := strings.TrimSpace(param[ParamScriptPath]); raw != "" {
 		path := resolveScript(raw, getenv)
 		_, statErr := os.Stat(path)
 		if errors.Is(statErr, os.ErrNotExist) && filepath.Clean(raw) == FlinkDefaultScript {
 			c.Warnings = append(c.Warnings, "Flink's default GPU discovery script "+path+" is not installed; using built-in discovery (NVML, else nvidia-smi)")
 		} else {
 			c.Script = path
-			if !flinkOn {
+			if !s.Flink.Enabled {
 				c.Mode = CoordOff
 				return c, nil
 			}
 			c.Mode = CoordScript
-			c.StateFile = abs(orDefault(flinkFile, FlinkDefaultCoordinationFile))
+			c.StateFile = abs(orDefault(s.Flink.File, FlinkDefaultCoordinationFile))
 			return c, nil
 		}
 	}
-
-	if !enabled && flinkOn {
-		c.Warnings = append(c.Warnings, fmt.Sprintf("%s is false but %s has --enable-coordination-mode; coordinating", p.key(ParamCoordEnabled), p.key(ParamScriptArgs)))
-		enabled = true
-	}
-	if !enabled {
+	c.Warnings = append(c.Warnings, s.Warnings[len(s.Flink.Warnings):]...)
+	if !s.Enabled {
 		c.Mode = CoordOff
 		return c, nil
 	}
-	file := strings.TrimSpace(p.get(ParamCoordFile))
-	if file != "" && flinkFile != "" && file != flinkFile {
-		c.Warnings = append(c.Warnings, fmt.Sprintf("%s and --coordination-file in %s differ; using %s", p.key(ParamCoordFile), p.key(ParamScriptArgs), file))
-	}
 	c.Mode = CoordXres
-	c.StateFile = abs(orDefault(orDefault(file, flinkFile), coord.DefaultStateFile))
+	c.StateFile = s.StateFile
 	return c, nil
 }
 

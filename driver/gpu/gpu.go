@@ -15,7 +15,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -38,8 +37,12 @@ const (
 	ParamSource        = "discovery.source"         // auto | nvml | nvidia-smi
 	ParamNvidiaSMI     = "nvidia-smi.path"          // default: nvidia-smi on PATH
 	ParamNVMLLibrary   = "nvml.library"             // default: libnvidia-ml.so.1
-	ParamCoordEnabled  = "coordination.enabled"     // default true (built-in mode)
-	ParamCoordFile     = "coordination.file"        // default coord.DefaultStateFile
+	ParamCoordEnabled  = coord.ParamEnabled         // default true (built-in mode)
+	ParamCoordFile     = coord.ParamFile            // default coord.DefaultStateFile
+	ParamSMITimeout    = "nvidia-smi.timeout"       // default xres.discovery.timeout, else 10 s
+	ParamMIGStrategy   = "mig.strategy"             // none (default) | single | mixed
+	ParamMIGProfile    = "mig.profile"              // only MIG instances of this profile, e.g. 1g.10gb
+	ParamHealth        = "health.enabled"           // default true: unhealthy GPUs are not handed out
 )
 
 // Defaults.
@@ -47,12 +50,12 @@ const (
 	// FlinkDefaultScript is Flink's default discovery-script.path, relative
 	// to $FLINK_HOME.
 	FlinkDefaultScript   = "plugins/external-resource-gpu/nvidia-gpu-discovery.sh"
-	DefaultScriptTimeout = 10 * time.Second
+	DefaultScriptTimeout = driver.DefaultTimeout
 )
 
 // Configuration errors (returned by New, i.e. by Factory.NewDriver).
 var (
-	ErrInvalidParam        = errors.New("invalid GPU driver parameter")
+	ErrInvalidParam        = driver.ErrInvalidParam
 	ErrScriptNotFound      = errors.New("discovery script not found")
 	ErrScriptNotExecutable = errors.New("discovery script not executable")
 	// ErrNVMLUnavailable: the NVIDIA management library could not be loaded
@@ -83,7 +86,7 @@ func newDriver(opts driver.Options, d deps) (driver.Driver, error) {
 	}
 	p := params{resource: opts.Resource, m: opts.Params}
 
-	timeout, err := p.duration(ParamScriptTimeout, DefaultScriptTimeout)
+	timeout, err := opts.TimeoutParam(ParamScriptTimeout)
 	if err != nil {
 		return nil, err
 	}
@@ -94,7 +97,14 @@ func newDriver(opts driver.Options, d deps) (driver.Driver, error) {
 	for _, w := range co.Warnings {
 		log.Warn(w)
 	}
+	units, err := parseUnitOptions(p)
+	if err != nil {
+		return nil, err
+	}
 	if co.Script != "" {
+		if units.wantMIG() {
+			log.Warnf("%s is ignored: the discovery script picks the devices", p.key(ParamMIGStrategy))
+		}
 		_, statErr := os.Stat(co.Script)
 		if err := checkScript(p.key(ParamScriptPath), co.Script, statErr); err != nil {
 			return nil, err
@@ -117,19 +127,23 @@ func newDriver(opts driver.Options, d deps) (driver.Driver, error) {
 	}
 	nv := d.nvml
 	if nv == nil {
-		nv = newNVMLEnumerator(strings.TrimSpace(p.get(ParamNVMLLibrary)))
+		nv = newNVMLEnumerator(strings.TrimSpace(p.get(ParamNVMLLibrary)), units, log)
+	}
+	smiTimeout, err := opts.TimeoutParam(ParamSMITimeout)
+	if err != nil {
+		return nil, err
 	}
 	smi := strings.TrimSpace(p.get(ParamNvidiaSMI))
 	if smi == "" {
 		smi = "nvidia-smi"
 	}
-	enum := &autoSource{source: source, nvml: nv, smi: smi, getenv: getenv, timeout: smiTimeout, log: log}
+	enum := &autoSource{source: source, nvml: nv, smi: smi, getenv: getenv, timeout: smiTimeout, units: units, log: log}
 
 	do := driver.CoordinatedOptions{DryRun: opts.DryRun, Log: log}
 	if co.Mode == CoordXres {
-		h, err := coord.New(coord.Options{StateFile: co.StateFile, Log: log})
+		h, err := coord.Settings{Enabled: true, StateFile: co.StateFile}.Reserver(opts.Resource, log)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", p.key(ParamCoordFile), err)
+			return nil, err
 		}
 		do.Reserver = h
 	} else {
@@ -182,69 +196,7 @@ func (p params) key(k string) string {
 	return "external-resource." + p.resource + ".param." + k
 }
 
-func (p params) boolean(k string, def bool) (bool, error) {
-	v := strings.TrimSpace(p.m[k])
-	switch {
-	case v == "":
-		return def, nil
-	case strings.EqualFold(v, "true"):
-		return true, nil
-	case strings.EqualFold(v, "false"):
-		return false, nil
-	}
-	return false, fmt.Errorf("%w %s: %q, want true or false", ErrInvalidParam, p.key(k), v)
-}
-
-func (p params) duration(k string, def time.Duration) (time.Duration, error) {
-	v := strings.TrimSpace(p.m[k])
-	if v == "" {
-		return def, nil
-	}
-	d, err := ParseDuration(v)
-	if err != nil {
-		return 0, fmt.Errorf("%w %s: %v", ErrInvalidParam, p.key(k), err)
-	}
-	if d <= 0 {
-		return 0, fmt.Errorf("%w %s: %q must be positive", ErrInvalidParam, p.key(k), v)
-	}
-	return d, nil
-}
-
 // ParseDuration reads a duration the way Flink writes them: "10 s",
-// "10000 ms", "2 min", a bare number of milliseconds, or Go's "1m30s".
-func ParseDuration(s string) (time.Duration, error) {
-	s = strings.TrimSpace(s)
-	i := 0
-	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-		i++
-	}
-	if i == 0 {
-		return 0, fmt.Errorf("%q is not a duration", s)
-	}
-	n, err := strconv.ParseInt(s[:i], 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("%q is not a duration: %w", s, err)
-	}
-	unit := strings.ToLower(strings.TrimSpace(s[i:]))
-	var u time.Duration
-	switch unit {
-	case "", "ms", "milli", "millis", "millisecond", "milliseconds":
-		u = time.Millisecond
-	case "s", "sec", "secs", "second", "seconds":
-		u = time.Second
-	case "m", "min", "mins", "minute", "minutes":
-		u = time.Minute
-	case "h", "hour", "hours":
-		u = time.Hour
-	default:
-		d, err := time.ParseDuration(s)
-		if err != nil {
-			return 0, fmt.Errorf("%q is not a duration (use e.g. 10 s, 500 ms, 2 min)", s)
-		}
-		return d, nil
-	}
-	if n > int64(1<<62)/int64(u) {
-		return 0, fmt.Errorf("%q is too long", s)
-	}
-	return time.Duration(n) * u, nil
-}
+// "10000 ms", "2 min", a bare number of milliseconds, or Go's "1m30s"
+// (driver.ParseDuration).
+func ParseDuration(s string) (time.Duration, error) { return driver.ParseDuration(s) }

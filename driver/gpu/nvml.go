@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/sirupsen/logrus"
 
 	"github.com/xres/xres/driver"
 	"github.com/xres/xres/resources"
@@ -22,21 +23,23 @@ type nvmlLib interface {
 	DeviceGetHandleByIndex(index int) (nvml.Device, nvml.Return)
 }
 
-// nvmlEnumerator lists GPUs through NVML.
+// nvmlEnumerator lists GPUs (or their MIG instances) through NVML.
 type nvmlEnumerator struct {
-	lib nvmlLib
+	lib   nvmlLib
+	units unitOptions
+	log   logrus.FieldLogger
 }
 
 var _ driver.Enumerator = (*nvmlEnumerator)(nil)
 
 // newNVMLEnumerator loads libnvidia-ml from libPath ("" = the default
 // libnvidia-ml.so.1) when Enumerate first runs.
-func newNVMLEnumerator(libPath string) driver.Enumerator {
+func newNVMLEnumerator(libPath string, units unitOptions, log logrus.FieldLogger) driver.Enumerator {
 	var opts []nvml.LibraryOption
 	if libPath != "" {
 		opts = append(opts, nvml.WithLibraryPath(libPath))
 	}
-	return &nvmlEnumerator{lib: nvml.New(opts...)}
+	return &nvmlEnumerator{lib: nvml.New(opts...), units: units, log: log}
 }
 
 // Enumerate implements driver.Enumerator. A library that cannot be loaded
@@ -59,7 +62,7 @@ func (e *nvmlEnumerator) Enumerate(ctx context.Context) (devs []driver.Device, e
 	if ret != nvml.SUCCESS {
 		return nil, fmt.Errorf("nvml device count: %w", nvmlErr(ret))
 	}
-	devs = make([]driver.Device, 0, n)
+	gpus := make([]gpuRecord, 0, n)
 	for i := 0; i < n; i++ {
 		d, ret := e.lib.DeviceGetHandleByIndex(i)
 		if ret != nvml.SUCCESS {
@@ -69,9 +72,105 @@ func (e *nvmlEnumerator) Enumerate(ctx context.Context) (devs []driver.Device, e
 		if err != nil {
 			return nil, err
 		}
-		devs = append(devs, driver.Device{Key: deviceKey(info), Info: info})
+		g := gpuRecord{key: deviceKey(info), info: info}
+		if cur, _, ret := d.GetMigMode(); ret == nvml.SUCCESS && cur == nvml.DEVICE_MIG_ENABLE {
+			g.migMode = true
+			if e.units.wantMIG() {
+				if g.migs, err = nvmlMIGs(i, d); err != nil {
+					return nil, err
+				}
+			}
+		}
+		if e.units.health {
+			g.unhealthy = nvmlHealth(d)
+		}
+		gpus = append(gpus, g)
 	}
-	return devs, nil
+	return selectUnits(gpus, e.units, driver.LoggerOrDiscard(e.log))
+}
+
+// nvmlMIGs lists the MIG instances of GPU i: every slot up to
+// GetMaxMigDeviceCount that holds one (an empty slot is ERROR_NOT_FOUND).
+func nvmlMIGs(i int, d nvmlDevice) ([]migRecord, error) {
+	max, ret := d.GetMaxMigDeviceCount()
+	if ret != nvml.SUCCESS {
+		return nil, fmt.Errorf("nvml device %d: MIG device count: %w", i, nvmlErr(ret))
+	}
+	var migs []migRecord
+	for j := 0; j < max; j++ {
+		m, ret := d.GetMigDeviceHandleByIndex(j)
+		if ret == nvml.ERROR_NOT_FOUND || ret == nvml.ERROR_INVALID_ARGUMENT {
+			continue
+		}
+		if ret != nvml.SUCCESS {
+			return nil, fmt.Errorf("nvml device %d: MIG device %d: %w", i, j, nvmlErr(ret))
+		}
+		uuid, ret := m.GetUUID()
+		if ret != nvml.SUCCESS {
+			return nil, fmt.Errorf("nvml device %d: MIG device %d uuid: %w", i, j, nvmlErr(ret))
+		}
+		r := migRecord{uuid: uuid, index: j, info: resources.Properties{}}
+		name, ret := m.GetName()
+		if ret == nvml.SUCCESS && name != "" {
+			r.info["name"] = name
+			r.profile = ProfileFromName(name)
+		}
+		if mem, ret := m.GetMemoryInfo(); ret == nvml.SUCCESS {
+			r.info["memory.total"] = strconv.FormatUint(mem.Total>>20, 10)
+		}
+		if a, ret := m.GetAttributes(); ret == nvml.SUCCESS {
+			if r.profile == "" && a.GpuInstanceSliceCount > 0 {
+				r.profile = profileFromAttributes(a.GpuInstanceSliceCount, a.ComputeInstanceSliceCount, a.MemorySizeMB)
+			}
+			if _, ok := r.info["memory.total"]; !ok && a.MemorySizeMB > 0 {
+				r.info["memory.total"] = strconv.FormatUint(a.MemorySizeMB, 10)
+			}
+		}
+		if gi, ret := m.GetGpuInstanceId(); ret == nvml.SUCCESS {
+			r.info["mig.gi"] = strconv.Itoa(gi)
+		}
+		if ci, ret := m.GetComputeInstanceId(); ret == nvml.SUCCESS {
+			r.info["mig.ci"] = strconv.Itoa(ci)
+		}
+		migs = append(migs, r)
+	}
+	return migs, nil
+}
+
+// nvmlHealth asks NVML, each discovery afresh, what makes the GPU unfit:
+//
+//   - pages pending retirement (GetRetiredPagesPendingStatus; pre-Ampere
+//     GPUs with ECC): memory the driver will take out at the next reboot
+//     can still be handed to a worker and corrupt it;
+//   - row remapping pending or failed (GetRemappedRows; Ampere and later):
+//     pending needs a GPU reset, failed means the GPU should be replaced;
+//   - a GPU that has fallen off the bus (ERROR_GPU_IS_LOST).
+//
+// XID errors are not checked: NVML reports them only as events to a
+// process that registered for them before they happened (an event set and
+// a loop), never as a state a one-shot discovery can read. A query NVML
+// does not support on a GPU (ERROR_NOT_SUPPORTED) says nothing about it.
+func nvmlHealth(d nvmlDevice) []string {
+	var why []string
+	lost := false
+	switch st, ret := d.GetRetiredPagesPendingStatus(); {
+	case ret == nvml.SUCCESS && st == nvml.FEATURE_ENABLED:
+		why = append(why, ReasonRetiredPagesPending)
+	case ret == nvml.ERROR_GPU_IS_LOST:
+		lost = true
+	}
+	switch _, _, pending, failed, ret := d.GetRemappedRows(); {
+	case ret == nvml.SUCCESS && failed:
+		why = append(why, ReasonRowRemapFailed)
+	case ret == nvml.SUCCESS && pending:
+		why = append(why, ReasonRowRemapPending)
+	case ret == nvml.ERROR_GPU_IS_LOST:
+		lost = true
+	}
+	if lost {
+		why = append(why, ReasonGPULost)
+	}
+	return why
 }
 
 // nvmlDevice is the part of nvml.Device the driver reads.
@@ -80,6 +179,13 @@ type nvmlDevice interface {
 	GetName() (string, nvml.Return)
 	GetMemoryInfo() (nvml.Memory, nvml.Return)
 	GetPciInfo() (nvml.PciInfo, nvml.Return)
+	// MIG
+	GetMigMode() (int, int, nvml.Return)
+	GetMaxMigDeviceCount() (int, nvml.Return)
+	GetMigDeviceHandleByIndex(int) (nvml.Device, nvml.Return)
+	// health
+	GetRetiredPagesPendingStatus() (nvml.EnableState, nvml.Return)
+	GetRemappedRows() (int, int, bool, bool, nvml.Return)
 }
 
 func nvmlInfo(i int, d nvmlDevice) (resources.Properties, error) {

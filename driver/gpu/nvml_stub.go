@@ -6,6 +6,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/sirupsen/logrus"
+
 	"github.com/xres/xres/driver"
 )
 
@@ -15,7 +17,7 @@ type nvmlStub struct{}
 
 var _ driver.Enumerator = nvmlStub{}
 
-func newNVMLEnumerator(string) driver.Enumerator { return nvmlStub{} }
+func newNVMLEnumerator(string, unitOptions, logrus.FieldLogger) driver.Enumerator { return nvmlStub{} }
 
 // Enumerate implements driver.Enumerator.
 func (nvmlStub) Enumerate(context.Context) ([]driver.Device, error) {

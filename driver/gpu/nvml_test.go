@@ -33,6 +33,9 @@ func fakeH100(i int) *mock.Device {
 		GetPciInfoFunc: func() (nvml.PciInfo, nvml.Return) {
 			return nvml.PciInfo{BusId: busID(fmt.Sprintf("00000000:%02X:00.0", 0x18+i))}, nvml.SUCCESS
 		},
+		GetMigModeFunc: func() (int, int, nvml.Return) {
+			return nvml.DEVICE_MIG_DISABLE, nvml.DEVICE_MIG_DISABLE, nvml.SUCCESS
+		},
 	}
 }
 
@@ -111,7 +114,7 @@ func TestNVMLFailures(t *testing.T) {
 // A host without libnvidia-ml: the real go-nvml returns an error (never
 // panics), and built-in discovery falls back to nvidia-smi.
 func TestNVMLMissingLibrary(t *testing.T) {
-	e := newNVMLEnumerator("/nonexistent/libnvidia-ml.so.1")
+	e := newNVMLEnumerator("/nonexistent/libnvidia-ml.so.1", unitOptions{}, nil)
 	_, err := e.Enumerate(ctxT(t))
 	require.ErrorIs(t, err, ErrNVMLUnavailable)
 

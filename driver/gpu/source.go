@@ -19,6 +19,7 @@ type autoSource struct {
 	smi     string // nvidia-smi.path param: a name looked up on PATH, or a path
 	getenv  func(string) string
 	timeout time.Duration
+	units   unitOptions
 	log     logrus.FieldLogger
 }
 
@@ -45,5 +46,5 @@ func (a *autoSource) Enumerate(ctx context.Context) ([]driver.Device, error) {
 		}
 		return nil, fmt.Errorf("%w (%v)", ErrNoGPUSource, err)
 	}
-	return (&smiEnumerator{path: path, timeout: a.timeout}).Enumerate(ctx)
+	return (&smiEnumerator{path: path, timeout: a.timeout, units: a.units, log: a.log}).Enumerate(ctx)
 }

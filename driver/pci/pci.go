@@ -61,7 +61,7 @@ const (
 // ErrInvalidParam is wrapped by every error about a malformed or missing
 // param; the message names the full config key. When sysfs lists no
 // matching device, Enumerate fails with driver.ErrNotEnoughDevices.
-var ErrInvalidParam = errors.New("invalid driver param")
+var ErrInvalidParam = driver.ErrInvalidParam
 
 // Filter says which PCI functions a resource uses.
 type Filter struct {
@@ -150,12 +150,7 @@ func New(opts driver.Options) (*Enumerator, error) {
 }
 
 // paramKey is the config key a user writes for a param.
-func paramKey(resource, param string) string {
-	if resource == "" {
-		return "param." + param
-	}
-	return "external-resource." + resource + ".param." + param
-}
+func paramKey(resource, param string) string { return driver.ParamKey(resource, param) }
 
 // parseIDs parses "0x10ee, 0x8086" into 16-bit ids.
 func parseIDs(raw string) ([]uint16, error) {

@@ -15,7 +15,8 @@
 // The plugins root is $XRES_PLUGINS_DIR, else $FLINK_PLUGINS_DIR, else
 // $FLINK_HOME/plugins, else ./plugins.
 //
-// Params: plugin (see above), timeout (default 10 s; on expiry the plugin's
+// Params: plugin (see above), timeout (default xres.discovery.timeout, else
+// 10 s; on expiry the plugin's
 // whole process group is killed), coordination.enabled and
 // coordination.file (host coordination, as for built-in drivers). Every
 // param is passed to the plugin.
@@ -41,8 +42,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/xres/xres/driver"
-	"github.com/xres/xres/driver/gpu"
-	"github.com/xres/xres/driver/pci"
+	"github.com/xres/xres/driver/coord"
 	"github.com/xres/xres/resources"
 )
 
@@ -58,8 +58,9 @@ const (
 	ParamTimeout = "timeout"
 )
 
-// DefaultTimeout bounds one plugin run.
-const DefaultTimeout = 10 * time.Second
+// DefaultTimeout bounds one plugin run when neither param.timeout nor
+// xres.discovery.timeout is set.
+const DefaultTimeout = driver.DefaultTimeout
 
 // Environment variables that choose the plugins root, in order.
 const (
@@ -71,7 +72,7 @@ const (
 var (
 	// ErrInvalidParam is wrapped by errors about a malformed or missing
 	// param; the message names the full config key.
-	ErrInvalidParam = errors.New("invalid driver param")
+	ErrInvalidParam = driver.ErrInvalidParam
 	// ErrNotFound: the plugin executable does not exist.
 	ErrNotFound = errors.New("plugin not found")
 	// ErrNotExecutable: the plugin exists but cannot be executed.
@@ -290,7 +291,7 @@ func (f enumFunc) Enumerate(ctx context.Context) ([]driver.Device, error) { retu
 
 // Discover implements driver.Driver.
 func (d *pluginDriver) Discover(ctx context.Context, amount int64) ([]resources.Info, error) {
-	sel, err := pci.Coordinated(d.opts, enumFunc(func(ctx context.Context) ([]driver.Device, error) {
+	sel, err := coord.NewCoordinated(d.opts, enumFunc(func(ctx context.Context) ([]driver.Device, error) {
 		return d.plugin.Devices(ctx, amount)
 	}))
 	if err != nil {
@@ -341,19 +342,12 @@ func newDriver(opts driver.Options, name, key string) (driver.Driver, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", key, err)
 	}
-	timeout := DefaultTimeout
-	if raw := strings.TrimSpace(opts.Params[ParamTimeout]); raw != "" {
-		d, err := gpu.ParseDuration(raw)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w: %w", paramKey(opts.Resource, ParamTimeout), err, ErrInvalidParam)
-		}
-		if d <= 0 {
-			return nil, fmt.Errorf("%s: %q must be positive: %w", paramKey(opts.Resource, ParamTimeout), raw, ErrInvalidParam)
-		}
-		timeout = d
+	timeout, err := opts.TimeoutParam(ParamTimeout)
+	if err != nil {
+		return nil, err
 	}
 	// Coordination params are checked now, so a typo is a config error.
-	if _, err := pci.HostCoordination(opts.Resource, opts.Params, nil); err != nil {
+	if _, err := coord.ParseParams(opts.Resource, opts.Params); err != nil {
 		return nil, err
 	}
 	params := make(map[string]string, len(opts.Params))
@@ -366,12 +360,7 @@ func newDriver(opts driver.Options, name, key string) (driver.Driver, error) {
 	}, nil
 }
 
-func paramKey(resource, param string) string {
-	if resource == "" {
-		return "param." + param
-	}
-	return "external-resource." + resource + ".param." + param
-}
+func paramKey(resource, param string) string { return driver.ParamKey(resource, param) }
 
 // Register adds the xres.plugin factory to r.
 func Register(r *driver.Registry) error {

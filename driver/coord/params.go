@@ -1,0 +1,160 @@
+package coord
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/xres/xres/driver"
+)
+
+// The params (external-resource.<name>.param.<key>) that switch host
+// coordination, read the same way by every built-in driver (gpu, pci,
+// amd) and by exec plugins.
+const (
+	ParamEnabled    = "coordination.enabled"  // default true
+	ParamFile       = "coordination.file"     // default DefaultStateFile
+	ParamScriptArgs = "discovery-script.args" // Flink's; its coordination flags count
+)
+
+// Flink's discovery-script flags.
+const (
+	FlinkFlagEnable = "--enable-coordination-mode"
+	FlinkFlagFile   = "--coordination-file"
+	// flinkFlagMisspelt is what Flink's docs show; Flink's script ignores it.
+	flinkFlagMisspelt = "--enable-coordination"
+)
+
+// FlinkArgs is what Flink's coordination flags in discovery-script.args say.
+type FlinkArgs struct {
+	Enabled  bool     // --enable-coordination-mode is there
+	File     string   // --coordination-file <file>, as written; "" when absent
+	Warnings []string // flags Flink's script would silently ignore
+}
+
+// ParseFlinkArgs reads Flink's --enable-coordination-mode and
+// --coordination-file (also --coordination-file=<file>) from the
+// resource's discovery-script.args. --coordination-file without a file is
+// an error wrapping driver.ErrInvalidParam.
+func ParseFlinkArgs(resource string, params map[string]string) (FlinkArgs, error) {
+	var f FlinkArgs
+	key := driver.ParamKey(resource, ParamScriptArgs)
+	args := strings.Fields(params[ParamScriptArgs])
+	for i := 0; i < len(args); i++ {
+		switch a := args[i]; {
+		case a == FlinkFlagEnable:
+			f.Enabled = true
+		case a == flinkFlagMisspelt:
+			f.Warnings = append(f.Warnings, key+" has "+flinkFlagMisspelt+", which Flink's script silently ignores; the flag is "+FlinkFlagEnable)
+		case a == FlinkFlagFile:
+			if i+1 >= len(args) {
+				return FlinkArgs{}, fmt.Errorf("%s: %s needs a file: %w", key, FlinkFlagFile, driver.ErrInvalidParam)
+			}
+			i++
+			f.File = args[i]
+		case strings.HasPrefix(a, FlinkFlagFile+"="):
+			f.File = strings.TrimPrefix(a, FlinkFlagFile+"=")
+		}
+	}
+	return f, nil
+}
+
+// Settings is how a built-in driver coordinates a resource's devices.
+type Settings struct {
+	// Enabled: xres's host coordination is on.
+	Enabled bool
+	// StateFile is the absolute state file; "" when off.
+	StateFile string
+	// Flink is what discovery-script.args say.
+	Flink FlinkArgs
+	// Warnings are the notices for these params (Flink's, then ours): an
+	// ignored flag, conflicting settings.
+	Warnings []string
+}
+
+// ParseParams works out, without side effects, how a built-in driver
+// coordinates: on unless coordination.enabled is false, and Flink's
+// --enable-coordination-mode in discovery-script.args switches it back on
+// (with a warning); the state file is coordination.file, else Flink's
+// --coordination-file, else DefaultStateFile. Malformed values are errors
+// naming the key and wrapping driver.ErrInvalidParam.
+func ParseParams(resource string, params map[string]string) (Settings, error) {
+	fl, err := ParseFlinkArgs(resource, params)
+	if err != nil {
+		return Settings{}, err
+	}
+	enabled, err := driver.BoolParam(resource, params, ParamEnabled, true)
+	if err != nil {
+		return Settings{}, err
+	}
+	s := Settings{Flink: fl, Warnings: append([]string(nil), fl.Warnings...)}
+	if !enabled && fl.Enabled {
+		s.Warnings = append(s.Warnings, fmt.Sprintf("%s is false but %s has %s; coordinating",
+			driver.ParamKey(resource, ParamEnabled), driver.ParamKey(resource, ParamScriptArgs), FlinkFlagEnable))
+		enabled = true
+	}
+	if !enabled {
+		return s, nil
+	}
+	file := strings.TrimSpace(params[ParamFile])
+	if file != "" && fl.File != "" && file != fl.File {
+		s.Warnings = append(s.Warnings, fmt.Sprintf("%s and %s in %s differ; using %s",
+			driver.ParamKey(resource, ParamFile), FlinkFlagFile, driver.ParamKey(resource, ParamScriptArgs), file))
+	}
+	if file == "" {
+		file = fl.File
+	}
+	if file == "" {
+		file = DefaultStateFile
+	}
+	s.Enabled = true
+	s.StateFile = absPath(file)
+	return s, nil
+}
+
+// Reserver opens the host coordination s describes: nil when it is off. An
+// unusable state file is an error naming coordination.file.
+func (s Settings) Reserver(resource string, log logrus.FieldLogger) (driver.Reserver, error) {
+	if !s.Enabled {
+		return nil, nil
+	}
+	h, err := New(Options{StateFile: s.StateFile, Log: log})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", driver.ParamKey(resource, ParamFile), err)
+	}
+	return h, nil
+}
+
+// NewCoordinated is the one way built-in drivers and plugins put an
+// Enumerator behind the shared selection layer: it reads the coordination
+// params of opts (ParseParams), logs their warnings, and opens the host
+// coordination unless it is off.
+func NewCoordinated(opts driver.Options, enum driver.Enumerator) (*driver.Coordinated, error) {
+	s, err := ParseParams(opts.Resource, opts.Params)
+	if err != nil {
+		return nil, err
+	}
+	log := driver.LoggerOrDiscard(opts.Log)
+	for _, w := range s.Warnings {
+		log.Warn(w)
+	}
+	res, err := s.Reserver(opts.Resource, opts.Log)
+	if err != nil {
+		return nil, err
+	}
+	if res == nil {
+		log.Info("host coordination is off: every worker on this host gets the first devices")
+	}
+	return driver.NewCoordinated(opts.Resource, enum, driver.CoordinatedOptions{
+		Reserver: res, DryRun: opts.DryRun, Log: opts.Log,
+	}), nil
+}
+
+func absPath(p string) string {
+	if a, err := filepath.Abs(p); err == nil {
+		return a
+	}
+	return p
+}
