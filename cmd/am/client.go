@@ -477,6 +477,7 @@ func cmdCluster(ctx context.Context, args []string, e *env) error {
 	for _, t := range types {
 		out.ResourceTypes = append(out.ResourceTypes, t.GetName())
 	}
+	sort.Slice(out.ResourceTypes, func(i, j int) bool { return typeRank(out.ResourceTypes[i], out.ResourceTypes[j]) })
 	for _, n := range nodes {
 		out.Nodes = append(out.Nodes, nodeJSON{Node: yarn.NodeID(n.GetNodeId()), HTTP: n.GetHttpAddress(), Rack: n.GetRackName(),
 			State: strings.TrimPrefix(n.GetNodeState().String(), "NS_"), Containers: n.GetNumContainers(),
@@ -503,6 +504,23 @@ func cmdCluster(ctx context.Context, args []string, e *env) error {
 		fmt.Fprintln(tw, line)
 	}
 	return tw.Flush()
+}
+
+// typeRank orders resource types: memory-mb, vcores, then by name.
+func typeRank(a, b string) bool {
+	rank := func(s string) int {
+		switch s {
+		case "memory-mb":
+			return 0
+		case "vcores":
+			return 1
+		}
+		return 2
+	}
+	if ra, rb := rank(a), rank(b); ra != rb {
+		return ra < rb
+	}
+	return a < b
 }
 
 func appID(fs *flag.FlagSet, args []string) (string, error) {

@@ -254,3 +254,33 @@ func TestKillAndCluster(t *testing.T) {
 	require.Equal(t, int64(2), cl.Nodes[1].Capability["yarn.io/gpu"])
 	require.True(t, strings.HasPrefix(cl.Nodes[0].HTTP, "nm1"))
 }
+
+func TestResourcesClusterCheck(t *testing.T) {
+	node := &hadoopyarn.NodeReportProto{NodeId: &hadoopyarn.NodeIdProto{Host: proto.String("nm1"), Port: proto.Int32(1)},
+		Capability: yarn.NewResource(4096, 8, map[string]int64{"yarn.io/gpu": 2})}
+	envs := map[string]string{"HADOOP_CONF_DIR": "testdata/hadoop"}
+	tests := []struct {
+		name  string
+		types []string
+		args  []string
+		code  int
+		out   string
+	}{
+		{name: "fits", types: []string{"memory-mb", "vcores", "yarn.io/gpu"}, code: ExitOK,
+			out: "cluster check: ok (resource types memory-mb, vcores, yarn.io/gpu; largest NodeManager <memory:4096, vCores:8, yarn.io/gpu: 2>)"},
+		{name: "more gpus than a node has", types: []string{"memory-mb", "vcores", "yarn.io/gpu"}, args: []string{"-D", "external-resource.gpu.amount=3"},
+			code: ExitConfig, out: "asked 3 per worker, the largest NodeManager has 2"},
+		{name: "unknown resource type", types: []string{"memory-mb", "vcores"}, code: ExitConfig,
+			out: "yarn.io/gpu is not a resource type of this cluster (it offers: memory-mb, vcores)"},
+		{name: "offline", types: []string{"memory-mb", "vcores"}, args: []string{"--offline"}, code: ExitOK, out: "cluster check: skipped (--offline)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rm := &clientRM{types: tt.types, nodes: []*hadoopyarn.NodeReportProto{node}}
+			args := append([]string{"resources", "--conf", "testdata/flink-conf.yaml"}, tt.args...)
+			code, out, stderr := runAm(t, clientDeps(t, rm, &diskFS{}), envs, args...)
+			require.Equal(t, tt.code, code, stderr)
+			require.Contains(t, out, tt.out)
+		})
+	}
+}

@@ -10,10 +10,12 @@ import (
 	"sort"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/sirupsen/logrus"
 
 	"github.com/xres/xres/conf"
+	"github.com/xres/xres/hadoopproto/hadoopyarn"
 	"github.com/xres/xres/resources"
 	"github.com/xres/xres/yarn/am"
 )
@@ -35,12 +37,22 @@ type specJSON struct {
 	Params        map[string]string `json:"params,omitempty"`
 }
 
+// clusterCheck is the profile checked against a live cluster.
+type clusterCheck struct {
+	Checked       bool         `json:"checked"`
+	Skipped       string       `json:"skipped,omitempty"` // why not checked
+	ResourceTypes []string     `json:"resource-types,omitempty"`
+	LargestNode   *am.Resource `json:"largest-node,omitempty"` // per resource, the most any running NodeManager has
+	Error         string       `json:"error,omitempty"`
+}
+
 type resourcesReport struct {
 	Config    string        `json:"config"`
 	Resources []specJSON    `json:"resources"`
 	Plan      *am.Plan      `json:"plan,omitempty"`
 	Warnings  []problemJSON `json:"warnings"`
 	Errors    []problemJSON `json:"errors"`
+	Cluster   clusterCheck  `json:"cluster"`
 }
 
 // cmdResources: am resources [--conf FILE] [-D k=v]… [--workers N] [--strict] [--json]
@@ -51,6 +63,7 @@ func cmdResources(ctx context.Context, args []string, e *env) error {
 	workers := fs.Int("workers", 0, "number of workers (default: from parallelism.default)")
 	asJSON := fs.Bool("json", false, "print JSON")
 	strict := fs.Bool("strict", false, "turn configuration warnings into errors")
+	offline := fs.Bool("offline", false, "do not check against the cluster even when HADOOP_CONF_DIR is set")
 	pos, rest, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -66,6 +79,10 @@ func cmdResources(ctx context.Context, args []string, e *env) error {
 		return err
 	}
 	rep := buildResourcesReport(cfg, *workers, *strict)
+	rep.Cluster = checkCluster(ctx, e, rep, *offline)
+	if rep.Cluster.Error != "" {
+		rep.Errors = append(rep.Errors, problemJSON{Severity: string(resources.SeverityError), Message: rep.Cluster.Error})
+	}
 	if *asJSON {
 		enc := json.NewEncoder(e.stdout)
 		enc.SetIndent("", "  ")
@@ -209,7 +226,82 @@ func printResources(w io.Writer, rep resourcesReport) {
 			fmt.Fprintf(w, "  - %s\n", problemText(p))
 		}
 	}
-	fmt.Fprintln(w, "cluster check: not available yet (needs the YARN client)")
+	switch c := rep.Cluster; {
+	case !c.Checked:
+		fmt.Fprintf(w, "cluster check: skipped (%s)\n", c.Skipped)
+	case c.Error != "":
+		fmt.Fprintln(w, "cluster check: FAILED (see errors)")
+	default:
+		fmt.Fprintf(w, "cluster check: ok (resource types %s; largest NodeManager %s)\n",
+			strings.Join(c.ResourceTypes, ", "), c.LargestNode)
+	}
+}
+
+// checkCluster checks the profile against the cluster of $HADOOP_CONF_DIR:
+// every key must be a resource type, and fit the largest running
+// NodeManager (the YARN counterpart of a Kubernetes cluster without the
+// device plugin).
+func checkCluster(ctx context.Context, e *env, rep resourcesReport, offline bool) clusterCheck {
+	switch {
+	case offline:
+		return clusterCheck{Skipped: "--offline"}
+	case rep.Plan == nil:
+		return clusterCheck{Skipped: "no valid profile"}
+	case e.getenv("HADOOP_CONF_DIR") == "" && e.getenv("YARN_CONF_DIR") == "":
+		return clusterCheck{Skipped: "no cluster: HADOOP_CONF_DIR is not set"}
+	case e.deps.rm == nil:
+		return clusterCheck{Skipped: "the YARN client is not wired"}
+	}
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	rm, _, closeRM, err := e.deps.rm(cctx, e.getenv, e.log)
+	if err != nil {
+		return clusterCheck{Checked: true, Error: fmt.Sprintf("cluster check: %v", err)}
+	}
+	defer closeRM()
+	types, err := rm.GetResourceTypeInfo(cctx)
+	if err != nil {
+		return clusterCheck{Checked: true, Error: fmt.Sprintf("cluster check: get resource types: %v", err)}
+	}
+	nodes, err := rm.GetClusterNodes(cctx, hadoopyarn.NodeStateProto_NS_RUNNING)
+	if err != nil {
+		return clusterCheck{Checked: true, Error: fmt.Sprintf("cluster check: list nodes: %v", err)}
+	}
+	out := clusterCheck{Checked: true}
+	limits := am.ClusterLimits{}
+	for _, t := range types {
+		out.ResourceTypes = append(out.ResourceTypes, t.GetName())
+		limits.Types = append(limits.Types, am.ResourceType{Name: t.GetName(), Units: t.GetUnits()})
+	}
+	sort.Slice(out.ResourceTypes, func(i, j int) bool { return typeRank(out.ResourceTypes[i], out.ResourceTypes[j]) })
+	largest := am.Resource{Extra: map[string]int64{}}
+	for _, n := range nodes {
+		for k, v := range resourceMap(n.GetCapability()) {
+			switch k {
+			case "memory-mb":
+				largest.MemoryMB = max(largest.MemoryMB, v)
+			case "vcores":
+				largest.VCores = max(largest.VCores, v)
+			default:
+				largest.Extra[k] = max(largest.Extra[k], v)
+			}
+		}
+	}
+	out.LargestNode = &largest
+	limits.Max = largest
+	owners := map[string]string{}
+	for _, s := range rep.Resources {
+		if s.YarnKey != "" {
+			owners[s.YarnKey] = s.Name
+		}
+	}
+	if len(nodes) == 0 {
+		out.Error = "cluster check: no running NodeManager"
+	} else if err := am.CheckProfile(rep.Plan.Profile, limits, owners); err != nil {
+		out.Error = strings.Replace(err.Error(), "the cluster's maximum allocation", "the largest NodeManager", -1)
+		out.Error = strings.Replace(out.Error, "the largest container the cluster allows", "the largest NodeManager", -1)
+	}
+	return out
 }
 
 func problemText(p problemJSON) string {
