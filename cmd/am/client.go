@@ -402,9 +402,12 @@ func cmdKill(ctx context.Context, args []string, e *env) error {
 	if err := c.apply(e); err != nil {
 		return err
 	}
-	rm, closeRM, err := connect(ctx, e)
+	if e.deps.rm == nil {
+		return fmt.Errorf("%w: the YARN client is not wired to am", errNotImplemented)
+	}
+	rm, hc, closeRM, err := e.deps.rm(ctx, e.getenv, e.log)
 	if err != nil {
-		return err
+		return clusterError{err}
 	}
 	defer closeRM()
 	pid, err := yarn.ParseApplicationID(id)
@@ -417,6 +420,16 @@ func cmdKill(ctx context.Context, args []string, e *env) error {
 		return clusterError{fmt.Errorf("kill %s: %w", id, err)}
 	}
 	fmt.Fprintf(e.stdout, "killed %s\n", id)
+	// A killed AM cannot remove its staging folder: do it here.
+	if rep, err := rm.GetApplicationReport(kctx, pid); err == nil && rep.GetUser() != "" && e.deps.hdfs != nil {
+		if hfs, closeFS, err := e.deps.hdfs(hc, rep.GetUser()); err == nil {
+			defer closeFS()
+			dir := submit.StagingDir(rep.GetUser(), id)
+			if err := (submit.Stager{FS: hfs}).Cleanup(kctx, dir); err != nil {
+				e.log.WithError(err).WithField("dir", dir).Warn("staging folder left behind")
+			}
+		}
+	}
 	return nil
 }
 

@@ -233,13 +233,16 @@ func TestKillAndCluster(t *testing.T) {
 			HttpAddress: proto.String(host + ":8042"), NodeState: hadoopyarn.NodeStateProto_NS_RUNNING.Enum(), NumContainers: proto.Int32(int32(used)),
 			Capability: yarn.NewResource(8192, 8, map[string]int64{"yarn.io/gpu": total}), Used: yarn.NewResource(1024*used, int32(used), map[string]int64{"yarn.io/gpu": used})}
 	}
-	rm := &clientRM{types: []string{"memory-mb", "vcores", "yarn.io/gpu"}, nodes: []*hadoopyarn.NodeReportProto{node("nm2", 0, 2), node("nm1", 1, 2)}}
-	d := clientDeps(t, rm, &diskFS{})
+	rm := &clientRM{types: []string{"memory-mb", "vcores", "yarn.io/gpu"}, nodes: []*hadoopyarn.NodeReportProto{node("nm2", 0, 2), node("nm1", 1, 2)},
+		states: []hadoopyarn.YarnApplicationStateProto{hadoopyarn.YarnApplicationStateProto_KILLED}}
+	dfs := &diskFS{root: t.TempDir()}
+	d := clientDeps(t, rm, dfs)
 
 	code, out, stderr := runAm(t, d, nil, "kill", "application_1700000000000_0003")
 	require.Equal(t, ExitOK, code, stderr)
 	require.Equal(t, "killed application_1700000000000_0003\n", out)
 	require.Equal(t, []string{"application_1700000000000_0003"}, rm.killed)
+	require.Equal(t, []string{"/user/alice/.xres/application_1700000000000_0003"}, dfs.removed, "kill removes the staging folder")
 
 	code, out, stderr = runAm(t, d, nil, "cluster")
 	require.Equal(t, ExitOK, code, stderr)
