@@ -238,6 +238,8 @@ func cmdRun(ctx context.Context, args []string, e *env) error {
 		BadJobExits:      badJobExits,
 		OnAMRMToken:      clients.OnAMRMToken,
 		Log:              e.log,
+		SubmitTime:       submitTime(e.getenv("APP_SUBMIT_TIME_ENV")),
+		PeakRSS:          peakRSS,
 	}, clients.RM, clients.NM, clients.Logs)
 	if err != nil {
 		l.Close()
@@ -285,4 +287,33 @@ func appIDFromContainer(id string) string {
 		return ""
 	}
 	return "application_" + parts[1] + "_" + parts[2]
+}
+
+// submitTime parses APP_SUBMIT_TIME_ENV (ms since the epoch, set by the RM
+// in the AM container); zero if absent.
+func submitTime(ms string) time.Time {
+	v, err := strconv.ParseInt(strings.TrimSpace(ms), 10, 64)
+	if err != nil || v <= 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(v)
+}
+
+// peakRSS reads this process's peak resident memory (VmHWM, KiB) on Linux;
+// 0 elsewhere.
+func peakRSS() int64 {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			f := strings.Fields(rest)
+			if len(f) > 0 {
+				v, _ := strconv.ParseInt(f[0], 10, 64)
+				return v
+			}
+		}
+	}
+	return 0
 }

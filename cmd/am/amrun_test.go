@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/sirupsen/logrus"
 	"github.com/stretchr/testify/require"
@@ -199,4 +201,13 @@ func TestLauncherExitCodesMatch(t *testing.T) {
 	require.Equal(t, launch.ExitDiscovery, launcherExitDiscovery)
 	require.Equal(t, launch.ExitWorkerStart, launcherExitWorkerStart)
 	require.Equal(t, launch.ExitInternal, launcherExitInternal)
+}
+
+func TestSubmitTimeAndRSS(t *testing.T) {
+	require.Equal(t, time.UnixMilli(1700000000123), submitTime("1700000000123"))
+	require.True(t, submitTime("").IsZero())
+	require.True(t, submitTime("soon").IsZero())
+	if _, err := os.Stat("/proc/self/status"); err == nil {
+		require.Greater(t, peakRSS(), int64(0))
+	}
 }

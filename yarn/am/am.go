@@ -58,6 +58,13 @@ type Config struct {
 	// a function returning a ready channel.
 	After func(time.Duration) <-chan time.Time
 	Now   func() time.Time
+	// SubmitTime is when the client submitted the application
+	// (APP_SUBMIT_TIME_ENV); zero if unknown. Status reports how long after
+	// it every worker was running.
+	SubmitTime time.Time
+	// PeakRSS reports the AM process's peak resident memory in KiB, for
+	// Status; nil if unknown.
+	PeakRSS func() int64
 }
 
 // Result is how the application ended.
@@ -112,6 +119,7 @@ type AM struct {
 	limits     ClusterLimits
 	earlyDevs  map[string]map[string][]resources.Properties
 	registered bool
+	allRunning time.Time // first time every wanted worker was running
 }
 
 // New builds an AM. logs may be nil (diagnostics then carry no stderr).
@@ -355,8 +363,20 @@ func (a *AM) allocated(ctx context.Context, c Container) {
 	if w.state == StateStarting {
 		w.state = StateRunning
 	}
+	all := false
+	if a.allRunning.IsZero() && a.runningLocked() == a.cfg.Plan.Workers {
+		a.allRunning = a.cfg.Now()
+		all = true
+	}
 	a.mu.Unlock()
 	log.Info("worker started")
+	if all {
+		f := logrus.Fields{"workers": a.cfg.Plan.Workers}
+		if !a.cfg.SubmitTime.IsZero() {
+			f["since_submit"] = a.allRunning.Sub(a.cfg.SubmitTime).String()
+		}
+		a.log.WithFields(f).Info("all workers running")
+	}
 }
 
 func (a *AM) completed(ctx context.Context, st Completed) {
@@ -375,6 +395,16 @@ func (a *AM) completed(ctx context.Context, st Completed) {
 	}
 	a.mu.Unlock()
 	a.failed(ctx, w, st.ExitStatus, st.Diagnostics, true)
+}
+
+func (a *AM) runningLocked() int {
+	n := 0
+	for _, w := range a.workers {
+		if w.state == StateRunning {
+			n++
+		}
+	}
+	return n
 }
 
 // failed records a failed worker and decides: replace it, blacklist its

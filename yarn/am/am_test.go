@@ -339,3 +339,24 @@ func TestAMDiagnosticQuotesYarnReasons(t *testing.T) {
 	require.Equal(t, StatusFailed, res.Status)
 	require.Contains(t, res.Diagnostics, "exited with exit status -104 (KILLED_EXCEEDED_PMEM) (Container is running beyond physical memory limits.); last 1 stderr lines:\nallocating")
 }
+
+func TestAMReportsWhenAllWorkersRan(t *testing.T) {
+	c1, c2 := ctr(2, "nm1"), ctr(3, "nm2")
+	rm := &fakeRM{register: gpuLimits, steps: []func(AllocateRequest) (AllocateResponse, error){
+		alloc(c1), alloc(c2), complete(done(c1, 0), done(c2, 0)),
+	}}
+	submit := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	clock := submit
+	cfg := testConfig(2, 2)
+	cfg.SubmitTime = submit
+	cfg.Now = func() time.Time { clock = clock.Add(time.Second); return clock }
+	cfg.PeakRSS = func() int64 { return 12345 }
+	_, err, a := runAM(t, cfg, rm, &fakeNM{}, nil)
+	require.NoError(t, err)
+	st := a.Status()
+	// Now is read when each worker is allocated (+1 s, +2 s) and when all
+	// run (+3 s).
+	require.Equal(t, int64(3000), st.AllRunningAfterMS)
+	require.Equal(t, submit, *st.SubmitTime)
+	require.Equal(t, int64(12345), st.AMPeakRSSKiB)
+}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/xres/xres/resources"
 )
@@ -40,6 +41,14 @@ type Status struct {
 	Blacklist   []string       `json:"blacklist,omitempty"`
 	Diagnostics string         `json:"diagnostics,omitempty"`
 	Containers  []WorkerStatus `json:"containers"`
+	// SubmitTime and AllRunningTime (RFC 3339) and AllRunningAfterMS: when
+	// the application was submitted, when every wanted worker was first
+	// running, and the time between (when both are known).
+	SubmitTime        *time.Time `json:"submit-time,omitempty"`
+	AllRunningTime    *time.Time `json:"all-running-time,omitempty"`
+	AllRunningAfterMS int64      `json:"all-running-after-ms,omitempty"`
+	// AMPeakRSSKiB is the AM process's peak resident memory.
+	AMPeakRSSKiB int64 `json:"am-peak-rss-kib,omitempty"`
 }
 
 // Status returns a snapshot of the application.
@@ -54,6 +63,18 @@ func (a *AM) Status() Status {
 	}
 	if a.result != nil {
 		s.Diagnostics = a.result.Diagnostics
+	}
+	if t := a.cfg.SubmitTime; !t.IsZero() {
+		s.SubmitTime = &t
+	}
+	if t := a.allRunning; !t.IsZero() {
+		s.AllRunningTime = &t
+		if s.SubmitTime != nil {
+			s.AllRunningAfterMS = t.Sub(*s.SubmitTime).Milliseconds()
+		}
+	}
+	if a.cfg.PeakRSS != nil {
+		s.AMPeakRSSKiB = a.cfg.PeakRSS()
 	}
 	hosts := map[string]bool{}
 	for _, id := range a.order {
