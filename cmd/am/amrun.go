@@ -269,6 +269,7 @@ func cmdRun(ctx context.Context, args []string, e *env) error {
 		}
 		cancel()
 	}
+	e.log.WithFields(logrus.Fields{"status": res.Status, "am_peak_rss_kib": peakRSS()}).Info("application master done")
 	fmt.Fprintf(e.stdout, "final status: %s\n%s\n", res.Status, res.Diagnostics)
 	if res.Status != am.StatusSucceeded {
 		return errAppFailed
