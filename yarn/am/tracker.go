@@ -112,7 +112,7 @@ var statusPage = template.Must(template.New("status").Funcs(template.FuncMap{
 <table><tr><th>container</th><th>host</th><th>state</th><th>exit</th><th>devices</th><th>diagnostics</th></tr>
 {{range .Containers}}<tr><td>{{.Container}}</td><td>{{.Host}}</td><td>{{.State}}</td><td>{{exit .ExitStatus}}</td><td>{{devices .}}</td><td>{{.Diagnostics}}</td></tr>
 {{end}}</table>
-<p><a href="/api/status">JSON</a></p>
+<p><a href="api/status">JSON</a> </p>
 </body></html>
 `))
 

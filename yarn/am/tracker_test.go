@@ -166,3 +166,15 @@ func TestServeStopsWithContext(t *testing.T) {
 	cancel()
 	require.NoError(t, <-errc)
 }
+
+func TestStatusPageLinksRelative(t *testing.T) {
+	srv := httptest.NewServer(NewTracker(trackedAM(t), nil))
+	defer srv.Close()
+	resp, err := srv.Client().Get(srv.URL + "/")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	// Behind the RM web proxy (/proxy/<app>/) an absolute link would leave the app.
+	require.Contains(t, string(body), `href="api/status"`)
+	require.NotContains(t, string(body), `href="/`)
+}
