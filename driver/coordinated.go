@@ -156,7 +156,11 @@ func (c *Coordinated) Release(ctx context.Context) error {
 func (c *Coordinated) Unhealthy() []UnhealthyDevice {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return append([]UnhealthyDevice(nil), c.unhealthy...)
+	out := make([]UnhealthyDevice, len(c.unhealthy))
+	for i, u := range c.unhealthy {
+		out[i] = UnhealthyDevice{Key: u.Key, Info: copyProps(u.Info), Reason: u.Reason}
+	}
+	return out
 }
 
 // describeUnhealthy names each device the way an operator finds it:

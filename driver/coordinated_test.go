@@ -139,3 +139,72 @@ func TestCoordinatedHonoursContext(t *testing.T) {
 	_, err := driver.NewCoordinated("gpu", slow, driver.CoordinatedOptions{}).Discover(ctx, 1)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 }
+
+// unhealthyEnum lists GPUs 0-3 of which 1 and 3 are unhealthy.
+func unhealthyEnum() driver.Enumerator {
+	devs := drivertest.GPUs(4)
+	devs[1].Unhealthy = "retired pages pending"
+	devs[3].Unhealthy = "row remapping failed"
+	return drivertest.New(drivertest.Devices(devs...))
+}
+
+func TestCoordinatedLeavesUnhealthyOut(t *testing.T) {
+	tests := []struct {
+		name     string
+		reserver *fakeReserver
+		amount   int64
+		want     []string
+		errIs    error
+		errHas   []string
+	}{
+		{name: "healthy ones only", amount: 2, want: []string{"GPU-fake-0", "GPU-fake-2"}},
+		{name: "the reserver never sees them", reserver: &fakeReserver{pick: []int{1, 0}}, amount: 2, want: []string{"GPU-fake-2", "GPU-fake-0"}},
+		{name: "too few healthy: each named with why", amount: 3, errIs: driver.ErrNotEnoughDevices, errHas: []string{
+			"3 requested but the host has 2 healthy (GPU-fake-0, GPU-fake-2)",
+			"unhealthy: gpu 1 (GPU-fake-1): retired pages pending; gpu 3 (GPU-fake-3): row remapping failed"}},
+		{name: "held by others: the unhealthy ones are named too", reserver: &fakeReserver{err: driver.ErrNotEnoughDevices}, amount: 1,
+			errIs: driver.ErrNotEnoughDevices, errHas: []string{"unhealthy: gpu 1 (GPU-fake-1): retired pages pending"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := driver.CoordinatedOptions{}
+			if tc.reserver != nil {
+				opts.Reserver = tc.reserver
+			}
+			c := driver.NewCoordinated("gpu", unhealthyEnum(), opts)
+			infos, err := c.Discover(context.Background(), tc.amount)
+			require.Len(t, c.Unhealthy(), 2, "reported whatever the outcome")
+			if tc.errIs != nil {
+				require.ErrorIs(t, err, tc.errIs)
+				for _, s := range tc.errHas {
+					require.Contains(t, err.Error(), s)
+				}
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tc.want, uuids(infos))
+		})
+	}
+}
+
+func TestCoordinatedUnhealthyReport(t *testing.T) {
+	c := driver.NewCoordinated("gpu", unhealthyEnum(), driver.CoordinatedOptions{})
+	require.Empty(t, c.Unhealthy(), "nothing before the first discovery")
+	_, err := c.Discover(context.Background(), 1)
+	require.NoError(t, err)
+	got := c.Unhealthy()
+	require.Equal(t, "GPU-fake-1", got[0].Key)
+	require.Equal(t, "retired pages pending", got[0].Reason)
+	ix, _ := got[0].Info.Property("index")
+	require.Equal(t, "1", ix)
+	got[0].Info["index"] = "changed"
+	again := c.Unhealthy()
+	require.Equal(t, "1", again[0].Info["index"], "the report is a copy")
+
+	// An index-less device is named by its key alone.
+	dev := driver.Device{Key: "0000:3b:00.0", Info: resources.Properties{"address": "0000:3b:00.0"}, Unhealthy: "link down"}
+	f := driver.NewCoordinated("fpga", drivertest.New(drivertest.Devices(dev)), driver.CoordinatedOptions{})
+	_, err = f.Discover(context.Background(), 1)
+	require.ErrorIs(t, err, driver.ErrNotEnoughDevices)
+	require.Contains(t, err.Error(), "unhealthy: fpga 0000:3b:00.0: link down")
+}

@@ -352,3 +352,25 @@ func TestEnvironment(t *testing.T) {
 		})
 	}
 }
+
+// Without param.timeout, rocm-smi gets the global xres.discovery.timeout
+// (driver.Options.Timeout), else 10 s.
+func TestTimeoutFallsBackToGlobal(t *testing.T) {
+	tests := []struct {
+		name   string
+		param  string
+		global time.Duration
+		want   time.Duration
+	}{
+		{"default", "", 0, DefaultTimeout},
+		{"global", "", 42 * time.Second, 42 * time.Second},
+		{"param wins", "3 s", 42 * time.Second, 3 * time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e, err := New(driver.Options{Resource: "gpu", Params: map[string]string{"timeout": tt.param}, Timeout: tt.global})
+			require.NoError(t, err)
+			require.Equal(t, tt.want, e.Timeout)
+		})
+	}
+}

@@ -138,3 +138,123 @@ func TestNVMLThroughDriver(t *testing.T) {
 	u, _ := infos[2].Property("uuid")
 	require.Equal(t, "GPU-h100-2", u)
 }
+
+// fakeMIG is a MIG instance of an H100 as NVML reports it.
+func fakeMIG(uuid, name string, gi, ci int, giSlices uint32, memMiB uint64) *mock.Device {
+	return &mock.Device{
+		GetUUIDFunc: func() (string, nvml.Return) { return uuid, nvml.SUCCESS },
+		GetNameFunc: func() (string, nvml.Return) { return name, nvml.SUCCESS },
+		GetMemoryInfoFunc: func() (nvml.Memory, nvml.Return) {
+			return nvml.Memory{Total: memMiB << 20}, nvml.SUCCESS
+		},
+		GetAttributesFunc: func() (nvml.DeviceAttributes, nvml.Return) {
+			return nvml.DeviceAttributes{GpuInstanceSliceCount: giSlices, ComputeInstanceSliceCount: giSlices, MemorySizeMB: memMiB}, nvml.SUCCESS
+		},
+		GetGpuInstanceIdFunc:     func() (int, nvml.Return) { return gi, nvml.SUCCESS },
+		GetComputeInstanceIdFunc: func() (int, nvml.Return) { return ci, nvml.SUCCESS },
+	}
+}
+
+// withMIG puts the GPU in MIG mode with the instances in slots 0…; the
+// other slots up to 7 are empty.
+func withMIG(d *mock.Device, migs ...*mock.Device) *mock.Device {
+	d.GetMigModeFunc = func() (int, int, nvml.Return) { return nvml.DEVICE_MIG_ENABLE, nvml.DEVICE_MIG_ENABLE, nvml.SUCCESS }
+	d.GetMaxMigDeviceCountFunc = func() (int, nvml.Return) { return 7, nvml.SUCCESS }
+	d.GetMigDeviceHandleByIndexFunc = func(i int) (nvml.Device, nvml.Return) {
+		if i < len(migs) {
+			return migs[i], nvml.SUCCESS
+		}
+		return nil, nvml.ERROR_NOT_FOUND
+	}
+	return d
+}
+
+// withHealth makes the GPU answer the health queries; retired and remap
+// override the answers.
+func withHealth(d *mock.Device, retired nvml.EnableState, retiredRet nvml.Return, pending, failed bool, remapRet nvml.Return) *mock.Device {
+	d.GetRetiredPagesPendingStatusFunc = func() (nvml.EnableState, nvml.Return) { return retired, retiredRet }
+	d.GetRemappedRowsFunc = func() (int, int, bool, bool, nvml.Return) { return 0, 0, pending, failed, remapRet }
+	return d
+}
+
+func TestNVMLMIG(t *testing.T) {
+	gpu0 := withMIG(fakeH100(0),
+		fakeMIG("MIG-a0", "NVIDIA H100 80GB HBM3 MIG 3g.40gb", 2, 0, 3, 40192),
+		fakeMIG("MIG-a1", "NVIDIA H100 80GB HBM3 MIG 1g.10gb", 9, 0, 1, 9856),
+		// An older driver names the instance like its GPU: the profile
+		// comes from the attributes.
+		fakeMIG("MIG-a2", "NVIDIA H100 80GB HBM3", 10, 0, 1, 9856))
+	gpu1 := fakeH100(1)
+	lib, _ := fakeNVML(nvml.SUCCESS, gpu0, gpu1)
+
+	devs, err := (&nvmlEnumerator{lib: lib, units: unitOptions{mig: MIGMixed}}).Enumerate(ctxT(t))
+	require.NoError(t, err)
+	require.Len(t, devs, 4)
+	require.Equal(t, driver.Device{Key: "MIG-a0", Info: resources.Properties{
+		"index": "0:0", "uuid": "MIG-a0", "name": "NVIDIA H100 80GB HBM3 MIG 3g.40gb", "memory.total": "40192",
+		"mig.profile": "3g.40gb", "mig.index": "0", "mig.gi": "2", "mig.ci": "0",
+		"gpu.index": "0", "gpu.uuid": "GPU-h100-0", "pci.bus-id": "00000000:18:00.0",
+	}}, devs[0])
+	require.Equal(t, "1g.10gb", devs[2].Info["mig.profile"])
+	require.Equal(t, "GPU-h100-1", devs[3].Key, "a GPU without MIG is a unit of its own")
+
+	devs, err = (&nvmlEnumerator{lib: lib, units: unitOptions{mig: MIGMixed, profile: "1g.10gb"}}).Enumerate(ctxT(t))
+	require.NoError(t, err)
+	require.Equal(t, []string{"MIG-a1", "MIG-a2"}, []string{devs[0].Key, devs[1].Key})
+
+	_, err = (&nvmlEnumerator{lib: lib, units: unitOptions{mig: MIGSingle}}).Enumerate(ctxT(t))
+	require.ErrorIs(t, err, ErrMIGConfig)
+	require.Contains(t, err.Error(), "gpu 1 (GPU-h100-1) is not")
+
+	devs, err = (&nvmlEnumerator{lib: lib, units: unitOptions{mig: MIGNone}}).Enumerate(ctxT(t))
+	require.NoError(t, err)
+	require.Equal(t, "enabled", devs[0].Info["mig.mode"])
+	require.Equal(t, "GPU-h100-0", devs[0].Key)
+
+	broken := withMIG(fakeH100(0))
+	broken.GetMigDeviceHandleByIndexFunc = func(int) (nvml.Device, nvml.Return) { return nil, nvml.ERROR_UNKNOWN }
+	lib, _ = fakeNVML(nvml.SUCCESS, broken)
+	_, err = (&nvmlEnumerator{lib: lib, units: unitOptions{mig: MIGMixed}}).Enumerate(ctxT(t))
+	require.ErrorIs(t, err, nvml.ERROR_UNKNOWN)
+	require.Contains(t, err.Error(), "nvml device 0: MIG device 0")
+}
+
+func TestNVMLHealth(t *testing.T) {
+	ok := nvml.SUCCESS
+	tests := []struct {
+		name string
+		dev  *mock.Device
+		want []string
+	}{
+		{"healthy", withHealth(fakeH100(0), nvml.FEATURE_DISABLED, ok, false, false, ok), nil},
+		{"retired pages pending", withHealth(fakeH100(0), nvml.FEATURE_ENABLED, ok, false, false, nvml.ERROR_NOT_SUPPORTED), []string{ReasonRetiredPagesPending}},
+		{"row remapping pending", withHealth(fakeH100(0), 0, nvml.ERROR_NOT_SUPPORTED, true, false, ok), []string{ReasonRowRemapPending}},
+		{"row remapping failed", withHealth(fakeH100(0), 0, nvml.ERROR_NOT_SUPPORTED, true, true, ok), []string{ReasonRowRemapFailed}},
+		{"nothing supported tells nothing", withHealth(fakeH100(0), 0, nvml.ERROR_NOT_SUPPORTED, false, false, nvml.ERROR_NOT_SUPPORTED), nil},
+		{"lost", withHealth(fakeH100(0), 0, nvml.ERROR_GPU_IS_LOST, false, false, nvml.ERROR_GPU_IS_LOST), []string{ReasonGPULost}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			require.Equal(t, tc.want, nvmlHealth(tc.dev))
+		})
+	}
+
+	// Through the driver: the unhealthy GPU is left out and named.
+	sick := withHealth(fakeH100(1), nvml.FEATURE_DISABLED, ok, true, false, ok)
+	lib, _ := fakeNVML(nvml.SUCCESS, withHealth(fakeH100(0), nvml.FEATURE_DISABLED, ok, false, false, ok), sick)
+	enum := &nvmlEnumerator{lib: lib, units: unitOptions{mig: MIGNone, health: true}}
+	d, err := newDriver(driver.Options{Resource: "gpu", Params: map[string]string{ParamCoordEnabled: "false"}}, deps{nvml: enum})
+	require.NoError(t, err)
+	infos, err := d.Discover(ctxT(t), 1)
+	require.NoError(t, err)
+	require.Equal(t, []string{"0"}, indices(infos))
+	_, err = d.Discover(ctxT(t), 2)
+	require.ErrorIs(t, err, driver.ErrNotEnoughDevices)
+	require.Contains(t, err.Error(), "gpu 1 (GPU-h100-1): row remapping pending")
+
+	// Health checks off: no health query is made (the mock would panic).
+	lib, _ = fakeNVML(nvml.SUCCESS, fakeH100(0), fakeH100(1))
+	devs, err := (&nvmlEnumerator{lib: lib, units: unitOptions{health: false}}).Enumerate(ctxT(t))
+	require.NoError(t, err)
+	require.Len(t, devs, 2)
+}

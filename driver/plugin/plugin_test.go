@@ -416,3 +416,17 @@ func TestFailedRunReservesNothing(t *testing.T) {
 	require.Len(t, infos, 2)
 	require.NoError(t, d.(driver.Releaser).Release(context.Background()))
 }
+
+// Without param.timeout a plugin gets the global xres.discovery.timeout
+// (driver.Options.Timeout).
+func TestTimeoutFallsBackToGlobal(t *testing.T) {
+	root := install(t, "", "dev", `sleep 30`)
+	d, err := FactoryFor("dev").NewDriver(driver.Options{Resource: "dev", Timeout: 300 * time.Millisecond,
+		Params: map[string]string{"coordination.enabled": "false"}, Getenv: env(EnvPluginsDir, root)})
+	require.NoError(t, err)
+	start := time.Now()
+	_, err = d.Discover(context.Background(), 1)
+	require.ErrorIs(t, err, ErrTimeout)
+	require.ErrorContains(t, err, "timed out after 300ms")
+	require.Less(t, time.Since(start), 10*time.Second)
+}
