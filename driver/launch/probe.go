@@ -162,23 +162,33 @@ func readFlinkHolders(file string) ([]ProbeHolder, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read Flink coordination file: %w", err)
 	}
+	return parseFlinkHolders(file, b, pidAlive)
+}
+
+// parseFlinkHolders reads the lines of a Flink coordination file named
+// file; alive says whether a pid runs.
+func parseFlinkHolders(file string, data []byte, alive func(int) bool) ([]ProbeHolder, error) {
 	var out []ProbeHolder
-	for n, line := range strings.Split(string(b), "\n") {
+	for n, line := range strings.Split(string(data), "\n") {
 		f := strings.Fields(line)
 		if len(f) == 0 {
 			continue
 		}
-		pid := 0
+		pid, err := 0, error(nil)
 		if len(f) == 2 {
 			pid, err = strconv.Atoi(f[1])
 		}
 		if len(f) != 2 || err != nil || pid <= 0 {
 			return out, fmt.Errorf("coordination file %s:%d (Flink format): want \"<index> <pid>\", got %q", file, n+1, line)
 		}
-		_, serr := os.Stat(fmt.Sprintf("/proc/%d", pid))
-		out = append(out, ProbeHolder{Device: f[0], PID: pid, Alive: serr == nil})
+		out = append(out, ProbeHolder{Device: f[0], PID: pid, Alive: alive(pid)})
 	}
 	return out, nil
+}
+
+func pidAlive(pid int) bool {
+	_, err := os.Stat(fmt.Sprintf("/proc/%d", pid))
+	return err == nil
 }
 
 // runProbe is `container-launcher probe`.
