@@ -135,7 +135,7 @@ build() {
   local mlog=$BUILD/mvn.log t0=$SECONDS
   say "building the launcher for Hadoop $HADOOP_VERSION with Maven (first time: downloads ~150 MB to ~/.m2; log: $mlog)"
   if ! JAVA_HOME=${JAVA%/bin/java} timeout "$MVN_TIMEOUT" "$MVN" -B -q -f "$HERE/pom.xml" \
-      -Dhadoop.version="$HADOOP_VERSION" package dependency:build-classpath \
+      -Dhadoop.version="$HADOOP_VERSION" -Dxres.build.dir="$BUILD" package dependency:build-classpath \
       -Dmdep.outputFile="$BUILD/classpath.txt" > "$mlog" 2>&1; then
     echo "----- last 40 lines of $mlog -----" >&2
     tail -n 40 "$mlog" >&2
@@ -336,6 +336,7 @@ cmd_foreground() {
   find_java
   build
   mkdir -p "$WORK"
+  rm -rf "$WORK/conf" "$WORK/cluster.env"   # cluster.env appears again once ready
   launcher_args
   java_cmd
   cd "$WORK"

@@ -116,6 +116,12 @@ func Main(m *testing.M) int {
 	} else if c.binDir != "" {
 		os.RemoveAll(c.binDir)
 	}
+	if c.script != "" {
+		// The cluster's resident memory after the suite, for the record.
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		c.runScript(ctx, "status")
+		cancel()
+	}
 	if c.Started && os.Getenv(EnvKeep) == "" {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
