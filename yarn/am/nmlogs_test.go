@@ -44,3 +44,19 @@ func TestLogContents(t *testing.T) {
 	require.Equal(t, []string{"line one", "line two"}, lastLines(logContents([]byte(framed)), 5))
 	require.Equal(t, []string{"plain"}, lastLines(logContents([]byte("plain\n")), 5))
 }
+
+func FuzzLogContents(f *testing.F) {
+	for _, s := range []string{"", "plain\n", "LogContents:\nx\nEnd of LogType:stderr.\n", "LogContents:\n", "a\r\nb\n\n\nc"} {
+		f.Add(s, 3)
+	}
+	f.Fuzz(func(t *testing.T, s string, n int) {
+		if n < 0 || n > 1000 {
+			return
+		}
+		lines := lastLines(logContents([]byte(s)), n)
+		require.LessOrEqual(t, len(lines), n)
+		for _, l := range lines {
+			require.NotEmpty(t, strings.TrimSpace(l))
+		}
+	})
+}

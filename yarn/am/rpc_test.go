@@ -110,7 +110,8 @@ func (p *protoRM) Finish(context.Context, *hadoopyarn.FinishApplicationMasterReq
 // Hadoop RPC clients against in-process RM and NM fakes (TOKEN auth with
 // the AMRMToken and NMToken): two workers are asked with yarn.io/gpu,
 // started with their container tokens, complete, and the AM unregisters
-// SUCCEEDED.
+// SUCCEEDED. The first heartbeat meets ApplicationMasterNotRegistered, as
+// after an RM restart: the AM registers again and re-sends its ask.
 func TestAMOverHadoopRPC(t *testing.T) {
 	app := &hadoopyarn.ApplicationIdProto{Id: proto.Int32(1), ClusterTimestamp: proto.Int64(1700000000000)}
 	attempt := &hadoopyarn.ApplicationAttemptIdProto{ApplicationId: app, AttemptId: proto.Int32(1)}
@@ -141,7 +142,9 @@ func TestAMOverHadoopRPC(t *testing.T) {
 	rm := yarntest.NewServer(t, yarntest.Options{Token: true})
 	rm.AddToken(amrm.Identifier, amrm.Password)
 	amrm.Service = rm.Addr
+	var registers int
 	rm.Handle("registerApplicationMaster", func(ctx context.Context, c *yarntest.Call) (proto.Message, error) {
+		registers++
 		return &hadoopyarn.RegisterApplicationMasterResponseProto{
 			MaximumCapability: yarn.NewResource(8192, 4, map[string]int64{"yarn.io/gpu": 2}),
 			ResourceTypes: []*hadoopyarn.ResourceTypeInfoProto{{Name: proto.String("memory-mb")}, {Name: proto.String("vcores")},
@@ -165,9 +168,15 @@ func TestAMOverHadoopRPC(t *testing.T) {
 			return nil, err
 		}
 		calls++
+		if calls == 1 {
+			// As after an RM restart: the AM must register again and
+			// re-send its asks.
+			return nil, &yarntest.Exception{Class: "org.apache.hadoop.yarn.exceptions.ApplicationMasterNotRegisteredException",
+				Message: "AM is not registered for known application attempt"}
+		}
 		asked = append(asked, req.GetAsk()...)
 		resp := &hadoopyarn.AllocateResponseProto{ResponseId: proto.Int32(int32(calls))}
-		switch calls {
+		switch calls - 1 {
 		case 1:
 			resp.AllocatedContainers = []*hadoopyarn.ContainerProto{container(2), container(3)}
 			resp.NmTokens = []*hadoopyarn.NMTokenProto{{NodeId: container(2).GetNodeId(), Token: nmTok.Proto()}}
@@ -204,6 +213,7 @@ func TestAMOverHadoopRPC(t *testing.T) {
 	require.Equal(t, StatusSucceeded, res.Status, res.Diagnostics)
 
 	require.Equal(t, hadoopyarn.FinalApplicationStatusProto_APP_SUCCEEDED, final.GetFinalApplicationStatus())
+	require.Equal(t, 2, registers, "registered again after ApplicationMasterNotRegisteredException")
 	require.Equal(t, int32(2), asked[0].GetNumContainers())
 	gpu, _ := yarn.ResourceValue(asked[0].GetCapability(), "yarn.io/gpu")
 	require.Equal(t, int64(1), gpu)

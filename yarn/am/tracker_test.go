@@ -178,3 +178,20 @@ func TestStatusPageLinksRelative(t *testing.T) {
 	require.Contains(t, string(body), `href="api/status"`)
 	require.NotContains(t, string(body), `href="/`)
 }
+
+func FuzzParsePorts(f *testing.F) {
+	for _, s := range []string{"", "0", "8081", "50100-50200", "1,5-6", "x", "9-3", "70000", "1-65535"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		ports, err := parsePorts(s)
+		if err != nil {
+			require.ErrorIs(t, err, ErrBadConfig)
+			return
+		}
+		require.NotEmpty(t, ports)
+		for _, p := range ports {
+			require.True(t, p >= 0 && p <= 65535)
+		}
+	})
+}
