@@ -110,11 +110,14 @@ func (c *common) register(fs *flag.FlagSet) {
 }
 
 // splitDynamic rewrites Flink-style "-Dkey=value" arguments into "-D",
-// "key=value" so the flag package takes them; it stops at "--".
-func splitDynamic(args []string) []string {
-	out := make([]string, 0, len(args))
-	for i, a := range args {
-		if a == "--" {
+// "key=value" so the flag package takes them. It stops where fs stops
+// parsing: at "--" or the first argument that is not a flag of fs, so a
+// worker's own -D arguments are left alone.
+func splitDynamic(fs *flag.FlagSet, args []string) []string {
+	out := make([]string, 0, len(args)+2)
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" || a == "-" || !strings.HasPrefix(a, "-") {
 			return append(out, args[i:]...)
 		}
 		if strings.HasPrefix(a, "-D") && len(a) > 2 && a[2] != '=' {
@@ -122,6 +125,21 @@ func splitDynamic(args []string) []string {
 			continue
 		}
 		out = append(out, a)
+		name := strings.TrimLeft(a, "-")
+		if strings.Contains(name, "=") {
+			continue // -flag=value
+		}
+		f := fs.Lookup(name)
+		if f == nil {
+			continue // the flag package reports it
+		}
+		if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+			continue
+		}
+		if i+1 < len(args) { // the flag's value, whatever it looks like
+			i++
+			out = append(out, args[i])
+		}
 	}
 	return out
 }
@@ -167,7 +185,7 @@ func newLogger(w io.Writer, level, def string, getenv func(string) string) (*log
 // parse parses a subcommand's flags; the error is printed and classified.
 func parse(fs *flag.FlagSet, args []string, stderr io.Writer) error {
 	fs.SetOutput(io.Discard)
-	if err := fs.Parse(splitDynamic(args)); err != nil {
+	if err := fs.Parse(splitDynamic(fs, args)); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(stderr, usageText)
 		}

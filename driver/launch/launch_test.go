@@ -349,61 +349,38 @@ func TestExitCodesDistinct(t *testing.T) {
 }
 
 func TestSplitDynamic(t *testing.T) {
-	got := splitDynamic([]string{"-Da=b", "-D", "c=d", "--conf", "x", "--", "-Dworker=flag"})
-	require.Equal(t, []string{"-D", "a=b", "-D", "c=d", "--conf", "x", "--", "-Dworker=flag"}, got)
-}
-
-// TestRunWithConfigFile goes through the real configuration loader.
-func TestRunWithConfigFile(t *testing.T) {
 	tests := []struct {
-		name   string
-		args   []string
-		code   int
-		stderr []string
+		name string
+		in   []string
+		want []string
 	}{
-		{
-			name: "ok",
-			args: []string{"--conf", "testdata/conf/ok", "--", "sh", "-c", `test "$XRES_RESOURCE_GPU_AMOUNT" = 1 && test "$CUDA_VISIBLE_DEVICES" = 0`},
-		},
-		{
-			name: "-D overrides the file",
-			args: []string{"--conf", "testdata/conf/ok/flink-conf.yaml", "-Dexternal-resource.gpu.amount=2", "--", "sh", "-c", `test "$XRES_RESOURCE_GPU_INDEX" = 0,1`},
-		},
-		{
-			name:   "non-numeric amount names the key and file:line",
-			args:   []string{"--conf", "testdata/conf/bad-amount", "--", "true"},
-			code:   ExitConfig,
-			stderr: []string{"external-resource.gpu.amount", "testdata/conf/bad-amount/flink-conf.yaml:2", "config error (exit 211)"},
-		},
-		{
-			name:   "unknown factory names the key",
-			args:   []string{"--conf", "testdata/conf/unknown-factory", "--", "true"},
-			code:   ExitConfig,
-			stderr: []string{"external-resource.gpu.driver-factory.class", "org.example.NoSuchFactory", "known: com.example.FakeFactory, fake"},
-		},
-		{
-			name:   "missing --conf file",
-			args:   []string{"--conf", "testdata/conf/nope.yaml", "--", "true"},
-			code:   ExitConfig,
-			stderr: []string{"testdata/conf/nope.yaml"},
-		},
-		{
-			name:   "malformed -D",
-			args:   []string{"--conf", "testdata/conf/ok", "-D", "novalue", "--", "true"},
-			code:   ExitConfig,
-			stderr: []string{"-D"},
-		},
+		{name: "flink style and separate", in: []string{"-Da=b", "-D", "c=d", "--conf", "x", "--", "-Dworker=flag"},
+			want: []string{"-D", "a=b", "-D", "c=d", "--conf", "x", "--", "-Dworker=flag"}},
+		{name: "worker without --", in: []string{"--strict", "-Da=b", "java", "-Dx=y", "Main"},
+			want: []string{"--strict", "-D", "a=b", "java", "-Dx=y", "Main"}},
+		{name: "flag value that looks like -D", in: []string{"--info-file", "-Dodd", "-Da=b", "true"},
+			want: []string{"--info-file", "-Dodd", "-D", "a=b", "true"}},
+		{name: "flag=value", in: []string{"--conf=x", "-Da=b"}, want: []string{"--conf=x", "-D", "a=b"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newFakeHost()
-			h.devices["gpu"] = 2
-			r := runMain(t, h, nil, nil, tc.args...)
-			require.Equal(t, tc.code, r.code, "stderr:\n%s", r.stderr)
-			for _, s := range tc.stderr {
-				require.Contains(t, r.stderr, s)
-			}
-			require.Empty(t, h.Held("gpu"))
+			fs := flag.NewFlagSet("t", flag.ContinueOnError)
+			var c common
+			c.register(fs)
+			fs.String("info-file", "", "")
+			require.Equal(t, tc.want, splitDynamic(fs, tc.in))
 		})
 	}
+}
+
+// TestRunWorkerArgsUntouched: without "--", the worker's own -D arguments
+// reach it unchanged.
+func TestRunWorkerArgsUntouched(t *testing.T) {
+	h := newFakeHost()
+	out := filepath.Join(t.TempDir(), "args")
+	r := runMain(t, h, fixedSpecs(), nil, "-Dsome.key=1", "sh", "-c", `echo "$@" > "$0"`, out, "-Dx=y", "--", "z")
+	require.Equal(t, 0, r.code, r.stderr)
+	b, err := os.ReadFile(out)
+	require.NoError(t, err)
+	require.Equal(t, "-Dx=y -- z\n", string(b))
 }
