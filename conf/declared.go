@@ -72,6 +72,115 @@ var (
 	})
 )
 
+// Driver params of the built-in drivers (external-resource.<name>.param.*).
+// Each names the drivers that read it; the keys are the drivers' own
+// constants (driver/gpu, driver/pci, driver/amd, driver/plugin).
+var (
+	DiscoveryScriptTimeout = Register(Option{
+		Key:  "external-resource.<name>.param.discovery-script.timeout",
+		Type: TypeDuration,
+		Description: "GPU driver: time limit of the discovery script; on expiry its whole process group is killed. " +
+			"Unset: xres.discovery.timeout.",
+	})
+	DiscoverySource = Register(Option{
+		Key:     "external-resource.<name>.param.discovery.source",
+		Type:    TypeString,
+		Default: "auto",
+		Description: "GPU driver, built-in discovery: `auto` (NVML, else nvidia-smi where the NVIDIA library is absent), " +
+			"`nvml` or `nvidia-smi`.",
+	})
+	NvidiaSMIPath = Register(Option{
+		Key:         "external-resource.<name>.param.nvidia-smi.path",
+		Type:        TypeString,
+		Default:     "nvidia-smi",
+		Description: "GPU driver: the nvidia-smi program, a name looked up on PATH or a path.",
+	})
+	NvidiaSMITimeout = Register(Option{
+		Key:         "external-resource.<name>.param.nvidia-smi.timeout",
+		Type:        TypeDuration,
+		Description: "GPU driver: time limit of one nvidia-smi run. Unset: xres.discovery.timeout.",
+	})
+	NVMLLibrary = Register(Option{
+		Key:         "external-resource.<name>.param.nvml.library",
+		Type:        TypeString,
+		Default:     "libnvidia-ml.so.1",
+		Description: "GPU driver: the NVIDIA management library (NVML) to load.",
+	})
+	MIGStrategy = Register(Option{
+		Key:     "external-resource.<name>.param.mig.strategy",
+		Type:    TypeString,
+		Default: "none",
+		Description: "GPU driver, NVIDIA MIG: `none` hands out whole GPUs (a GPU in MIG mode too, with a warning); " +
+			"`single` hands out MIG instances and needs every GPU in MIG mode with one profile; `mixed` hands out the " +
+			"MIG instances of GPUs in MIG mode and the other GPUs whole. A MIG instance's infos carry its uuid (MIG-...), " +
+			"which CUDA_VISIBLE_DEVICES receives.",
+	})
+	MIGProfile = Register(Option{
+		Key:  "external-resource.<name>.param.mig.profile",
+		Type: TypeString,
+		Description: "GPU driver, with mig.strategy single or mixed: hand out only MIG instances of this profile, " +
+			"e.g. 1g.10gb (one resource per profile, like the Kubernetes device plugin's mixed strategy).",
+	})
+	HealthEnabled = Register(Option{
+		Key:     "external-resource.<name>.param.health.enabled",
+		Type:    TypeBool,
+		Default: "true",
+		Description: "GPU driver, built-in discovery: leave out GPUs with pages pending retirement, row remapping " +
+			"pending or failed, or lost from the bus (checked on every discovery); they are named in the log and " +
+			"in the error when too few healthy GPUs remain.",
+	})
+	PCIDevice = Register(Option{
+		Key:  "external-resource.<name>.param.device",
+		Type: TypeString,
+		Description: "PCI driver (xres.pci, which also needs param.vendor, hex vendor ids such as 0x10ee): hex device ids, " +
+			"comma-separated, e.g. 0x5005. Unset: any device of the vendor.",
+	})
+	PCIClass = Register(Option{
+		Key:  "external-resource.<name>.param.class",
+		Type: TypeString,
+		Description: "PCI driver: hex class-code prefixes, comma-separated, e.g. 0x12 (processing accelerators). " +
+			"Unset: any class.",
+	})
+	SysfsRoot = Register(Option{
+		Key:         "external-resource.<name>.param.sysfs-root",
+		Type:        TypeString,
+		Default:     "/sys",
+		Description: "PCI and AMD GPU drivers: where sysfs is mounted (tests and demos point it at a fake tree).",
+	})
+	DevRoot = Register(Option{
+		Key:     "external-resource.<name>.param.dev-root",
+		Type:    TypeString,
+		Default: "/dev",
+		Description: "PCI and AMD GPU drivers: where device nodes are; a device whose render node the process " +
+			"cannot open is left out. When sysfs-root is set and dev-root is not, this check is off.",
+	})
+	AMDSource = Register(Option{
+		Key:     "external-resource.<name>.param.source",
+		Type:    TypeString,
+		Default: "auto",
+		Description: "AMD GPU driver (xres.amd-gpu): `auto` (the KFD topology in sysfs, else rocm-smi), `kfd` " +
+			"or `rocm-smi`.",
+	})
+	RocmSMIPath = Register(Option{
+		Key:         "external-resource.<name>.param.rocm-smi.path",
+		Type:        TypeString,
+		Default:     "rocm-smi",
+		Description: "AMD GPU driver: the rocm-smi program.",
+	})
+	DriverTimeout = Register(Option{
+		Key:  "external-resource.<name>.param.timeout",
+		Type: TypeDuration,
+		Description: "AMD GPU driver (rocm-smi) and device plugins: time limit of one run; on expiry a plugin's " +
+			"whole process group is killed. Unset: xres.discovery.timeout.",
+	})
+	PluginName = Register(Option{
+		Key:  "external-resource.<name>.param.plugin",
+		Type: TypeString,
+		Description: "Device plugin (xres.plugin): a directory under the plugins root (runs `<dir>/<dir>`), " +
+			"a path relative to the root, or an absolute path.",
+	})
+)
+
 // xres's own options.
 var (
 	Strict = Register(Option{
@@ -82,10 +191,11 @@ var (
 			"duplicate config key, ...) becomes one error listing them all. Also the `--strict` flag.",
 	})
 	DiscoveryTimeout = Register(Option{
-		Key:         "xres.discovery.timeout",
-		Type:        TypeDuration,
-		Default:     "10 s",
-		Description: "Time limit for discovering one resource (script, NVML or nvidia-smi), Flink syntax (10 s, 500 ms, 1 min).",
+		Key:     "xres.discovery.timeout",
+		Type:    TypeDuration,
+		Default: "10 s",
+		Description: "Time limit of one discovery step (discovery script, nvidia-smi, rocm-smi, device plugin), " +
+			"Flink syntax (10 s, 500 ms, 1 min), for every resource whose param sets none.",
 	})
 )
 
