@@ -123,13 +123,6 @@ func (e *endpoints) call(ctx context.Context, method string, req, resp proto.Mes
 	return fmt.Errorf("call %s: gave up on [%s] after %d attempts: %w", method, strings.Join(e.addrs, " "), e.backoff.Attempts, last)
 }
 
-// reset drops idle connections so the next call authenticates afresh.
-func (e *endpoints) reset() {
-	for _, c := range e.clients {
-		c.Reset()
-	}
-}
-
 func (e *endpoints) close() error {
 	var errs []error
 	for _, c := range e.clients {

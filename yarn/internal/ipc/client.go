@@ -2,6 +2,7 @@ package ipc
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -26,6 +27,7 @@ type Client struct {
 	conn     *Conn
 	lastUse  time.Time
 	inflight int
+	closed   bool
 }
 
 // NewClient returns a Client for cfg. idle <= 0 uses DefaultIdleTimeout.
@@ -52,6 +54,9 @@ func (c *Client) Call(ctx context.Context, method string, req, resp proto.Messag
 func (c *Client) get(ctx context.Context) (*Conn, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.closed {
+		return nil, fmt.Errorf("ipc %s: %w", c.cfg.Addr, ErrClosed)
+	}
 	if c.conn != nil && (c.conn.Err() != nil || (c.inflight == 0 && time.Since(c.lastUse) > c.idle)) {
 		_ = c.conn.Close()
 		c.conn = nil
@@ -86,10 +91,11 @@ func (c *Client) Reset() {
 	}
 }
 
-// Close closes the connection.
+// Close closes the connection; later calls fail with ErrClosed.
 func (c *Client) Close() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.closed = true
 	if c.conn != nil {
 		err := c.conn.Close()
 		c.conn = nil

@@ -294,3 +294,27 @@ func TestProtectedConnections(t *testing.T) {
 		require.ErrorContains(t, err, "hadoop.rpc.protection")
 	})
 }
+
+func TestClientClosed(t *testing.T) {
+	srv := yarntest.NewServer(t, yarntest.Options{})
+	srv.Handle("getApplicationReport", echo(nil))
+	cl := ipc.NewClient(ipc.Config{Addr: srv.Addr, Protocol: testProtocol, User: "u"}, 0)
+	require.NoError(t, cl.Call(ctxT(t, 5*time.Second), "getApplicationReport", appReq(1), &hadoopyarn.GetApplicationReportResponseProto{}))
+	require.NoError(t, cl.Close())
+	err := cl.Call(ctxT(t, 5*time.Second), "getApplicationReport", appReq(1), &hadoopyarn.GetApplicationReportResponseProto{})
+	require.ErrorIs(t, err, ipc.ErrClosed)
+	require.Equal(t, int64(1), srv.Connects(), "no redial after Close")
+}
+
+// An idle connection is replaced before the server would drop it.
+func TestClientRedialsWhenIdle(t *testing.T) {
+	srv := yarntest.NewServer(t, yarntest.Options{})
+	srv.Handle("getApplicationReport", echo(nil))
+	cl := ipc.NewClient(ipc.Config{Addr: srv.Addr, Protocol: testProtocol, User: "u"}, 50*time.Millisecond)
+	defer cl.Close()
+	for i := 0; i < 2; i++ {
+		require.NoError(t, cl.Call(ctxT(t, 5*time.Second), "getApplicationReport", appReq(1), &hadoopyarn.GetApplicationReportResponseProto{}))
+		time.Sleep(100 * time.Millisecond)
+	}
+	require.Equal(t, int64(2), srv.Connects())
+}
