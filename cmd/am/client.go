@@ -40,7 +40,7 @@ var _ rmAPI = (*yarn.Client)(nil)
 const (
 	keyAMMemory    = "jobmanager.memory.process.size" // AM container memory; default 256m
 	keyAMVcores    = "yarn.appmaster.vcores"          // AM container vcores; default 1
-	keyAppAttempts = "yarn.application-attempts"      // AM attempts; default: the cluster's
+	keyAppAttempts = "yarn.application-attempts"      // AM attempts; default 1
 )
 
 // rpcRM connects to the ResourceManager named by $HADOOP_CONF_DIR.
@@ -219,12 +219,15 @@ func amContainer(cfg *conf.Config) (memMB int64, vcores, attempts int32, err err
 	} else if set {
 		vcores = int32(v)
 	}
+	// One attempt unless configured, as Flink without HA: a second attempt
+	// would start every worker again and only delay the failure.
+	attempts = 1
 	if v, set, err := cfg.IntKey(keyAppAttempts); err != nil {
 		return 0, 0, 0, err
 	} else if set {
 		attempts = int32(v)
 	}
-	if memMB < 1 || vcores < 1 || attempts < 0 {
+	if memMB < 1 || vcores < 1 || attempts < 1 {
 		return 0, 0, 0, fmt.Errorf("AM container: %s, %s and %s must be positive", keyAMMemory, keyAMVcores, keyAppAttempts)
 	}
 	return memMB, vcores, attempts, nil

@@ -161,6 +161,7 @@ func TestSubmitFollowsToTheEnd(t *testing.T) {
 
 			asc := rm.submitted
 			require.Equal(t, "demo", asc.GetApplicationName())
+			require.Equal(t, int32(1), asc.GetMaxAppAttempts())
 			require.Equal(t, []string{`./am run --conf flink-conf.yaml --workers 2 -- sh -c 'echo \$CUDA_VISIBLE_DEVICES' 1><LOG_DIR>/stdout 2><LOG_DIR>/stderr`},
 				asc.GetAmContainerSpec().GetCommand())
 			var names []string

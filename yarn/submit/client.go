@@ -122,7 +122,7 @@ func (c Client) Submit(ctx context.Context, req Request) (Submitted, error) {
 	if err := c.RM.SubmitApplication(ctx, asc); err != nil {
 		return sub, c.failed(ctx, sub, fmt.Errorf("submit %s: %w", sub.AppID, err))
 	}
-	c.log().WithFields(logrus.Fields{"app": sub.AppID, "staging": sub.StagingDir}).Info("application submitted")
+	c.log().WithFields(logrus.Fields{"app": sub.AppID, "staging": sub.StagingDir}).Debug("application submitted")
 	return sub, nil
 }
 
