@@ -40,7 +40,10 @@ const checkTimeout = 10 * time.Second
 // driver's params (script missing or not executable…), a trial discovery of
 // one device in a dry run (script exit code and stderr, no GPU source…) and
 // host coordination (off, directory not writable, state file corrupt).
-func (l *Launcher) Check(ctx context.Context, cfg *conf.Config) []Finding {
+//
+// only (comma-separated names, "" for all) limits the per-resource checks,
+// like --resources.
+func (l *Launcher) Check(ctx context.Context, cfg *conf.Config, only string) []Finding {
 	var out []Finding
 	seen := map[string]bool{}
 	add := func(f Finding) {
@@ -64,6 +67,11 @@ func (l *Launcher) Check(ctx context.Context, cfg *conf.Config) []Finding {
 		} else {
 			add(Finding{Problem: resources.Problem{Severity: resources.SeverityError, Message: err.Error()}})
 		}
+	}
+	specs, err = selectSpecs(specs, only)
+	if err != nil {
+		add(Finding{Problem: resources.Problem{Key: resources.KeyList, Origin: "--resources", Severity: resources.SeverityError,
+			Message: err.Error(), Fix: "name only resources listed in " + resources.KeyList}})
 	}
 	dry := *l
 	dry.DryRun = true
@@ -217,7 +225,7 @@ func runCheck(ctx context.Context, args []string, env Env) int {
 		fmt.Fprintln(env.Stdout, "checking: no configuration file found (--conf or $FLINK_CONF_DIR); -D overrides only")
 	}
 	l := &Launcher{Registry: env.Registry, Log: log, Getenv: env.Getenv}
-	findings := l.Check(ctx, cfg)
+	findings := l.Check(ctx, cfg, c.resources)
 	code := ExitOK
 	errs, warns := 0, 0
 	for _, f := range findings {

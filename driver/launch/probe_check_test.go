@@ -183,6 +183,11 @@ func TestCheck(t *testing.T) {
 			want: []string{"error   external-resource.gpu.driver-factory.class (-D):", "nosuch", "install the plugin executable"}},
 		{name: "unknown factory suggests a plugin", args: []string{"--conf", "testdata/check/ok.yaml", coordOK, "-Dexternal-resource.gpu.driver-factory.class=nosuch"}, code: ExitConfig,
 			want: []string{"is not known", "xres.gpu", "xres.amd-gpu", "xres.pci", "install a device plugin as ", "/plugins/nosuch/nosuch (plugins root from ./plugins)"}},
+		{name: "--resources names an unlisted resource", args: []string{"--conf", "testdata/check/ok.yaml", coordOK, "--resources", "fpga"}, devices: 2, code: ExitConfig,
+			want: []string{`"fpga" is not a configured resource`}},
+		{name: "--resources skips the failing resource", args: []string{"--conf", "testdata/check/ok.yaml", coordOK, "-Dexternal-resources=gpu;tpu", "-Dexternal-resource.tpu.amount=1",
+			"-Dexternal-resource.tpu.yarn.config-key=x/tpu", "-Dexternal-resource.tpu.driver-factory.class=nosuch", "--resources", "gpu"}, devices: 2,
+			want: []string{"no problems found"}},
 		{name: "missing config file", args: []string{"--conf", "testdata/check/nope.yaml"}, code: ExitConfig,
 			want: []string{"error", "testdata/check/nope.yaml"}},
 	}
