@@ -126,6 +126,20 @@ func (c *Credentials) Remove(alias string) {
 	}
 }
 
+// WithoutKind returns a copy of c without the tokens of kind: what an AM
+// passes on to task containers (never the AMRMToken:
+// c.WithoutKind(KindAMRMToken)).
+func (c *Credentials) WithoutKind(kind string) *Credentials {
+	out := &Credentials{}
+	for _, e := range c.tokens {
+		if e.v == nil || e.v.Kind != kind {
+			out.tokens = append(out.tokens, e)
+		}
+	}
+	out.secrets = append(out.secrets, c.secrets...)
+	return out
+}
+
 // String lists aliases and redacted tokens.
 func (c *Credentials) String() string {
 	var b bytes.Buffer

@@ -141,3 +141,17 @@ func FuzzParseCredentials(f *testing.F) {
 		}
 	})
 }
+
+func TestWithoutKind(t *testing.T) {
+	c, err := ReadTokenFile("testdata/v0-two-tokens-one-secret.hdts")
+	require.NoError(t, err)
+	task := c.WithoutKind(KindAMRMToken)
+	require.Equal(t, []string{"ha-hdfs:cluster"}, task.Aliases())
+	require.Equal(t, []byte{0, 1, 2}, task.Secret("my-secret"))
+	require.Len(t, c.Aliases(), 2, "the original is unchanged")
+	b, err := task.Marshal(FormatWritable)
+	require.NoError(t, err)
+	back, err := ParseCredentials(b)
+	require.NoError(t, err)
+	require.Nil(t, back.Select(KindAMRMToken, ""))
+}
