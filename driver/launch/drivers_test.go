@@ -43,7 +43,9 @@ func TestRunRealDrivers(t *testing.T) {
 			require.NoError(t, err)
 			var stderr syncBuffer
 			code := Main(t.Context(), []string{"--", "sh", "-c", tc.check}, Env{
-				Getenv:   func(k string) string { return map[string]string{"TMPDIR": t.TempDir(), "PATH": fakebin + ":" + os.Getenv("PATH")}[k] },
+				Getenv: func(k string) string {
+					return map[string]string{"TMPDIR": t.TempDir(), "PATH": fakebin + ":" + os.Getenv("PATH")}[k]
+				},
 				Environ:  []string{"PATH=" + fakebin + ":" + os.Getenv("PATH"), "XRES_FAKE_GPUS=4"},
 				Stderr:   &stderr,
 				Registry: reg,
