@@ -8,6 +8,23 @@
 //     configured but not installed): NVML through go-nvml, falling back to
 //     nvidia-smi where the NVIDIA library is absent, with host coordination
 //     (driver/coord) on by default.
+//
+// In built-in mode the units handed out are whole GPUs or, with param
+// mig.strategy single or mixed, NVIDIA MIG instances (see MIGNone). A MIG
+// instance's infos are index "<gpu>:<instance>", uuid MIG-…, mig.profile,
+// mig.index, gpu.index, gpu.uuid, pci.bus-id, name, memory.total (and from
+// NVML mig.gi, mig.ci); its coordination key is its MIG uuid, which is
+// also what CUDA_VISIBLE_DEVICES takes.
+//
+// Unless param health.enabled is false, every discovery asks afresh which
+// GPUs are unfit and leaves them out: pages pending retirement, row
+// remapping pending or failed, a GPU lost from the bus (NVML; nvidia-smi's
+// retired_pages.pending and --query-remapped-rows). XID errors are not
+// seen: NVML reports them only as events to a process listening when they
+// happen. The coordination layer names the GPUs it left out, and why.
+//
+// Time limits (discovery-script.timeout, nvidia-smi.timeout) default to
+// driver.Options.Timeout (xres.discovery.timeout), else 10 s.
 package gpu
 
 import (
