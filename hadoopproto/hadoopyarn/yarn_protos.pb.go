@@ -2573,6 +2573,245 @@ func (x *ApplicationSubmissionContextProto) GetAmContainerResourceRequest() []*R
 	return nil
 }
 
+type PreemptionContainerProto struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            *ContainerIdProto      `protobuf:"bytes,1,opt,name=id" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PreemptionContainerProto) Reset() {
+	*x = PreemptionContainerProto{}
+	mi := &file_hadoopproto_hadoopyarn_yarn_protos_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PreemptionContainerProto) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PreemptionContainerProto) ProtoMessage() {}
+
+func (x *PreemptionContainerProto) ProtoReflect() protoreflect.Message {
+	mi := &file_hadoopproto_hadoopyarn_yarn_protos_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PreemptionContainerProto.ProtoReflect.Descriptor instead.
+func (*PreemptionContainerProto) Descriptor() ([]byte, []int) {
+	return file_hadoopproto_hadoopyarn_yarn_protos_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *PreemptionContainerProto) GetId() *ContainerIdProto {
+	if x != nil {
+		return x.Id
+	}
+	return nil
+}
+
+type PreemptionResourceRequestProto struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Resource      *ResourceRequestProto  `protobuf:"bytes,1,opt,name=resource" json:"resource,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PreemptionResourceRequestProto) Reset() {
+	*x = PreemptionResourceRequestProto{}
+	mi := &file_hadoopproto_hadoopyarn_yarn_protos_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PreemptionResourceRequestProto) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PreemptionResourceRequestProto) ProtoMessage() {}
+
+func (x *PreemptionResourceRequestProto) ProtoReflect() protoreflect.Message {
+	mi := &file_hadoopproto_hadoopyarn_yarn_protos_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PreemptionResourceRequestProto.ProtoReflect.Descriptor instead.
+func (*PreemptionResourceRequestProto) Descriptor() ([]byte, []int) {
+	return file_hadoopproto_hadoopyarn_yarn_protos_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *PreemptionResourceRequestProto) GetResource() *ResourceRequestProto {
+	if x != nil {
+		return x.Resource
+	}
+	return nil
+}
+
+// StrictPreemptionContractProto: these containers will be taken.
+type StrictPreemptionContractProto struct {
+	state         protoimpl.MessageState      `protogen:"open.v1"`
+	Container     []*PreemptionContainerProto `protobuf:"bytes,1,rep,name=container" json:"container,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StrictPreemptionContractProto) Reset() {
+	*x = StrictPreemptionContractProto{}
+	mi := &file_hadoopproto_hadoopyarn_yarn_protos_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StrictPreemptionContractProto) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StrictPreemptionContractProto) ProtoMessage() {}
+
+func (x *StrictPreemptionContractProto) ProtoReflect() protoreflect.Message {
+	mi := &file_hadoopproto_hadoopyarn_yarn_protos_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StrictPreemptionContractProto.ProtoReflect.Descriptor instead.
+func (*StrictPreemptionContractProto) Descriptor() ([]byte, []int) {
+	return file_hadoopproto_hadoopyarn_yarn_protos_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *StrictPreemptionContractProto) GetContainer() []*PreemptionContainerProto {
+	if x != nil {
+		return x.Container
+	}
+	return nil
+}
+
+// PreemptionContractProto: give back this much, or the RM picks among
+// these containers.
+type PreemptionContractProto struct {
+	state         protoimpl.MessageState            `protogen:"open.v1"`
+	Resource      []*PreemptionResourceRequestProto `protobuf:"bytes,1,rep,name=resource" json:"resource,omitempty"`
+	Container     []*PreemptionContainerProto       `protobuf:"bytes,2,rep,name=container" json:"container,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PreemptionContractProto) Reset() {
+	*x = PreemptionContractProto{}
+	mi := &file_hadoopproto_hadoopyarn_yarn_protos_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PreemptionContractProto) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PreemptionContractProto) ProtoMessage() {}
+
+func (x *PreemptionContractProto) ProtoReflect() protoreflect.Message {
+	mi := &file_hadoopproto_hadoopyarn_yarn_protos_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PreemptionContractProto.ProtoReflect.Descriptor instead.
+func (*PreemptionContractProto) Descriptor() ([]byte, []int) {
+	return file_hadoopproto_hadoopyarn_yarn_protos_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *PreemptionContractProto) GetResource() []*PreemptionResourceRequestProto {
+	if x != nil {
+		return x.Resource
+	}
+	return nil
+}
+
+func (x *PreemptionContractProto) GetContainer() []*PreemptionContainerProto {
+	if x != nil {
+		return x.Container
+	}
+	return nil
+}
+
+type PreemptionMessageProto struct {
+	state          protoimpl.MessageState         `protogen:"open.v1"`
+	StrictContract *StrictPreemptionContractProto `protobuf:"bytes,1,opt,name=strictContract" json:"strictContract,omitempty"`
+	Contract       *PreemptionContractProto       `protobuf:"bytes,2,opt,name=contract" json:"contract,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *PreemptionMessageProto) Reset() {
+	*x = PreemptionMessageProto{}
+	mi := &file_hadoopproto_hadoopyarn_yarn_protos_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PreemptionMessageProto) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PreemptionMessageProto) ProtoMessage() {}
+
+func (x *PreemptionMessageProto) ProtoReflect() protoreflect.Message {
+	mi := &file_hadoopproto_hadoopyarn_yarn_protos_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PreemptionMessageProto.ProtoReflect.Descriptor instead.
+func (*PreemptionMessageProto) Descriptor() ([]byte, []int) {
+	return file_hadoopproto_hadoopyarn_yarn_protos_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *PreemptionMessageProto) GetStrictContract() *StrictPreemptionContractProto {
+	if x != nil {
+		return x.StrictContract
+	}
+	return nil
+}
+
+func (x *PreemptionMessageProto) GetContract() *PreemptionContractProto {
+	if x != nil {
+		return x.Contract
+	}
+	return nil
+}
+
 var File_hadoopproto_hadoopyarn_yarn_protos_proto protoreflect.FileDescriptor
 
 const file_hadoopproto_hadoopyarn_yarn_protos_proto_rawDesc = "" +
@@ -2754,7 +2993,19 @@ const file_hadoopproto_hadoopyarn_yarn_protos_proto_rawDesc = "" +
 	"\x0fapplicationTags\x18\f \x03(\tR\x0fapplicationTags\x12O\n" +
 	"\"attempt_failures_validity_interval\x18\r \x01(\x03:\x02-1R\x1fattemptFailuresValidityInterval\x122\n" +
 	"\x15node_label_expression\x18\x10 \x01(\tR\x13nodeLabelExpression\x12d\n" +
-	"\x1dam_container_resource_request\x18\x11 \x03(\v2!.hadoop.yarn.ResourceRequestProtoR\x1aamContainerResourceRequest*#\n" +
+	"\x1dam_container_resource_request\x18\x11 \x03(\v2!.hadoop.yarn.ResourceRequestProtoR\x1aamContainerResourceRequest\"I\n" +
+	"\x18PreemptionContainerProto\x12-\n" +
+	"\x02id\x18\x01 \x01(\v2\x1d.hadoop.yarn.ContainerIdProtoR\x02id\"_\n" +
+	"\x1ePreemptionResourceRequestProto\x12=\n" +
+	"\bresource\x18\x01 \x01(\v2!.hadoop.yarn.ResourceRequestProtoR\bresource\"d\n" +
+	"\x1dStrictPreemptionContractProto\x12C\n" +
+	"\tcontainer\x18\x01 \x03(\v2%.hadoop.yarn.PreemptionContainerProtoR\tcontainer\"\xa7\x01\n" +
+	"\x17PreemptionContractProto\x12G\n" +
+	"\bresource\x18\x01 \x03(\v2+.hadoop.yarn.PreemptionResourceRequestProtoR\bresource\x12C\n" +
+	"\tcontainer\x18\x02 \x03(\v2%.hadoop.yarn.PreemptionContainerProtoR\tcontainer\"\xae\x01\n" +
+	"\x16PreemptionMessageProto\x12R\n" +
+	"\x0estrictContract\x18\x01 \x01(\v2*.hadoop.yarn.StrictPreemptionContractProtoR\x0estrictContract\x12@\n" +
+	"\bcontract\x18\x02 \x01(\v2$.hadoop.yarn.PreemptionContractProtoR\bcontract*#\n" +
 	"\x12ResourceTypesProto\x12\r\n" +
 	"\tCOUNTABLE\x10\x00*?\n" +
 	"\x13ContainerStateProto\x12\t\n" +
@@ -2823,7 +3074,7 @@ func file_hadoopproto_hadoopyarn_yarn_protos_proto_rawDescGZIP() []byte {
 }
 
 var file_hadoopproto_hadoopyarn_yarn_protos_proto_enumTypes = make([]protoimpl.EnumInfo, 9)
-var file_hadoopproto_hadoopyarn_yarn_protos_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
+var file_hadoopproto_hadoopyarn_yarn_protos_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
 var file_hadoopproto_hadoopyarn_yarn_protos_proto_goTypes = []any{
 	(ResourceTypesProto)(0),                   // 0: hadoop.yarn.ResourceTypesProto
 	(ContainerStateProto)(0),                  // 1: hadoop.yarn.ContainerStateProto
@@ -2859,7 +3110,12 @@ var file_hadoopproto_hadoopyarn_yarn_protos_proto_goTypes = []any{
 	(*ResourceRequestProto)(nil),              // 31: hadoop.yarn.ResourceRequestProto
 	(*ResourceBlacklistRequestProto)(nil),     // 32: hadoop.yarn.ResourceBlacklistRequestProto
 	(*ApplicationSubmissionContextProto)(nil), // 33: hadoop.yarn.ApplicationSubmissionContextProto
-	(*hadoopcommon.TokenProto)(nil),           // 34: xres.hadoop.common.TokenProto
+	(*PreemptionContainerProto)(nil),          // 34: hadoop.yarn.PreemptionContainerProto
+	(*PreemptionResourceRequestProto)(nil),    // 35: hadoop.yarn.PreemptionResourceRequestProto
+	(*StrictPreemptionContractProto)(nil),     // 36: hadoop.yarn.StrictPreemptionContractProto
+	(*PreemptionContractProto)(nil),           // 37: hadoop.yarn.PreemptionContractProto
+	(*PreemptionMessageProto)(nil),            // 38: hadoop.yarn.PreemptionMessageProto
+	(*hadoopcommon.TokenProto)(nil),           // 39: xres.hadoop.common.TokenProto
 }
 var file_hadoopproto_hadoopyarn_yarn_protos_proto_depIdxs = []int32{
 	9,  // 0: hadoop.yarn.ApplicationAttemptIdProto.application_id:type_name -> hadoop.yarn.ApplicationIdProto
@@ -2872,7 +3128,7 @@ var file_hadoopproto_hadoopyarn_yarn_protos_proto_depIdxs = []int32{
 	12, // 7: hadoop.yarn.ContainerProto.nodeId:type_name -> hadoop.yarn.NodeIdProto
 	16, // 8: hadoop.yarn.ContainerProto.resource:type_name -> hadoop.yarn.ResourceProto
 	13, // 9: hadoop.yarn.ContainerProto.priority:type_name -> hadoop.yarn.PriorityProto
-	34, // 10: hadoop.yarn.ContainerProto.container_token:type_name -> xres.hadoop.common.TokenProto
+	39, // 10: hadoop.yarn.ContainerProto.container_token:type_name -> xres.hadoop.common.TokenProto
 	2,  // 11: hadoop.yarn.ContainerProto.execution_type:type_name -> hadoop.yarn.ExecutionTypeProto
 	11, // 12: hadoop.yarn.ContainerStatusProto.container_id:type_name -> hadoop.yarn.ContainerIdProto
 	1,  // 13: hadoop.yarn.ContainerStatusProto.state:type_name -> hadoop.yarn.ContainerStateProto
@@ -2884,13 +3140,13 @@ var file_hadoopproto_hadoopyarn_yarn_protos_proto_depIdxs = []int32{
 	16, // 19: hadoop.yarn.NodeReportProto.capability:type_name -> hadoop.yarn.ResourceProto
 	3,  // 20: hadoop.yarn.NodeReportProto.node_state:type_name -> hadoop.yarn.NodeStateProto
 	12, // 21: hadoop.yarn.NMTokenProto.nodeId:type_name -> hadoop.yarn.NodeIdProto
-	34, // 22: hadoop.yarn.NMTokenProto.token:type_name -> xres.hadoop.common.TokenProto
+	39, // 22: hadoop.yarn.NMTokenProto.token:type_name -> xres.hadoop.common.TokenProto
 	9,  // 23: hadoop.yarn.ApplicationReportProto.applicationId:type_name -> hadoop.yarn.ApplicationIdProto
-	34, // 24: hadoop.yarn.ApplicationReportProto.client_to_am_token:type_name -> xres.hadoop.common.TokenProto
+	39, // 24: hadoop.yarn.ApplicationReportProto.client_to_am_token:type_name -> xres.hadoop.common.TokenProto
 	4,  // 25: hadoop.yarn.ApplicationReportProto.yarn_application_state:type_name -> hadoop.yarn.YarnApplicationStateProto
 	5,  // 26: hadoop.yarn.ApplicationReportProto.final_application_status:type_name -> hadoop.yarn.FinalApplicationStatusProto
 	10, // 27: hadoop.yarn.ApplicationReportProto.currentApplicationAttemptId:type_name -> hadoop.yarn.ApplicationAttemptIdProto
-	34, // 28: hadoop.yarn.ApplicationReportProto.am_rm_token:type_name -> xres.hadoop.common.TokenProto
+	39, // 28: hadoop.yarn.ApplicationReportProto.am_rm_token:type_name -> xres.hadoop.common.TokenProto
 	24, // 29: hadoop.yarn.LocalResourceProto.resource:type_name -> hadoop.yarn.URLProto
 	6,  // 30: hadoop.yarn.LocalResourceProto.type:type_name -> hadoop.yarn.LocalResourceTypeProto
 	7,  // 31: hadoop.yarn.LocalResourceProto.visibility:type_name -> hadoop.yarn.LocalResourceVisibilityProto
@@ -2907,11 +3163,18 @@ var file_hadoopproto_hadoopyarn_yarn_protos_proto_depIdxs = []int32{
 	29, // 42: hadoop.yarn.ApplicationSubmissionContextProto.am_container_spec:type_name -> hadoop.yarn.ContainerLaunchContextProto
 	16, // 43: hadoop.yarn.ApplicationSubmissionContextProto.resource:type_name -> hadoop.yarn.ResourceProto
 	31, // 44: hadoop.yarn.ApplicationSubmissionContextProto.am_container_resource_request:type_name -> hadoop.yarn.ResourceRequestProto
-	45, // [45:45] is the sub-list for method output_type
-	45, // [45:45] is the sub-list for method input_type
-	45, // [45:45] is the sub-list for extension type_name
-	45, // [45:45] is the sub-list for extension extendee
-	0,  // [0:45] is the sub-list for field type_name
+	11, // 45: hadoop.yarn.PreemptionContainerProto.id:type_name -> hadoop.yarn.ContainerIdProto
+	31, // 46: hadoop.yarn.PreemptionResourceRequestProto.resource:type_name -> hadoop.yarn.ResourceRequestProto
+	34, // 47: hadoop.yarn.StrictPreemptionContractProto.container:type_name -> hadoop.yarn.PreemptionContainerProto
+	35, // 48: hadoop.yarn.PreemptionContractProto.resource:type_name -> hadoop.yarn.PreemptionResourceRequestProto
+	34, // 49: hadoop.yarn.PreemptionContractProto.container:type_name -> hadoop.yarn.PreemptionContainerProto
+	36, // 50: hadoop.yarn.PreemptionMessageProto.strictContract:type_name -> hadoop.yarn.StrictPreemptionContractProto
+	37, // 51: hadoop.yarn.PreemptionMessageProto.contract:type_name -> hadoop.yarn.PreemptionContractProto
+	52, // [52:52] is the sub-list for method output_type
+	52, // [52:52] is the sub-list for method input_type
+	52, // [52:52] is the sub-list for extension type_name
+	52, // [52:52] is the sub-list for extension extendee
+	0,  // [0:52] is the sub-list for field type_name
 }
 
 func init() { file_hadoopproto_hadoopyarn_yarn_protos_proto_init() }
@@ -2925,7 +3188,7 @@ func file_hadoopproto_hadoopyarn_yarn_protos_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_hadoopproto_hadoopyarn_yarn_protos_proto_rawDesc), len(file_hadoopproto_hadoopyarn_yarn_protos_proto_rawDesc)),
 			NumEnums:      9,
-			NumMessages:   25,
+			NumMessages:   30,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

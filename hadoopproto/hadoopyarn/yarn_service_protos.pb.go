@@ -367,6 +367,7 @@ type AllocateResponseProto struct {
 	Limit                      *ResourceProto          `protobuf:"bytes,5,opt,name=limit" json:"limit,omitempty"`
 	UpdatedNodes               []*NodeReportProto      `protobuf:"bytes,6,rep,name=updated_nodes,json=updatedNodes" json:"updated_nodes,omitempty"`
 	NumClusterNodes            *int32                  `protobuf:"varint,7,opt,name=num_cluster_nodes,json=numClusterNodes" json:"num_cluster_nodes,omitempty"`
+	Preempt                    *PreemptionMessageProto `protobuf:"bytes,8,opt,name=preempt" json:"preempt,omitempty"`
 	NmTokens                   []*NMTokenProto         `protobuf:"bytes,9,rep,name=nm_tokens,json=nmTokens" json:"nm_tokens,omitempty"`
 	// Set when the RM rolled its AMRMToken key: use this token from now on.
 	AmRmToken                      *hadoopcommon.TokenProto `protobuf:"bytes,12,opt,name=am_rm_token,json=amRmToken" json:"am_rm_token,omitempty"`
@@ -452,6 +453,13 @@ func (x *AllocateResponseProto) GetNumClusterNodes() int32 {
 		return *x.NumClusterNodes
 	}
 	return 0
+}
+
+func (x *AllocateResponseProto) GetPreempt() *PreemptionMessageProto {
+	if x != nil {
+		return x.Preempt
+	}
+	return nil
 }
 
 func (x *AllocateResponseProto) GetNmTokens() []*NMTokenProto {
@@ -1511,7 +1519,7 @@ const file_hadoopproto_hadoopyarn_yarn_service_protos_proto_rawDesc = "" +
 	"\x11blacklist_request\x18\x03 \x01(\v2*.hadoop.yarn.ResourceBlacklistRequestProtoR\x10blacklistRequest\x12\x1f\n" +
 	"\vresponse_id\x18\x04 \x01(\x05R\n" +
 	"responseId\x12\x1a\n" +
-	"\bprogress\x18\x05 \x01(\x02R\bprogress\"\xab\x05\n" +
+	"\bprogress\x18\x05 \x01(\x02R\bprogress\"\xea\x05\n" +
 	"\x15AllocateResponseProto\x12;\n" +
 	"\va_m_command\x18\x01 \x01(\x0e2\x1b.hadoop.yarn.AMCommandProtoR\taMCommand\x12\x1f\n" +
 	"\vresponse_id\x18\x02 \x01(\x05R\n" +
@@ -1520,7 +1528,8 @@ const file_hadoopproto_hadoopyarn_yarn_service_protos_proto_rawDesc = "" +
 	"\x1ccompleted_container_statuses\x18\x04 \x03(\v2!.hadoop.yarn.ContainerStatusProtoR\x1acompletedContainerStatuses\x120\n" +
 	"\x05limit\x18\x05 \x01(\v2\x1a.hadoop.yarn.ResourceProtoR\x05limit\x12A\n" +
 	"\rupdated_nodes\x18\x06 \x03(\v2\x1c.hadoop.yarn.NodeReportProtoR\fupdatedNodes\x12*\n" +
-	"\x11num_cluster_nodes\x18\a \x01(\x05R\x0fnumClusterNodes\x126\n" +
+	"\x11num_cluster_nodes\x18\a \x01(\x05R\x0fnumClusterNodes\x12=\n" +
+	"\apreempt\x18\b \x01(\v2#.hadoop.yarn.PreemptionMessageProtoR\apreempt\x126\n" +
 	"\tnm_tokens\x18\t \x03(\v2\x19.hadoop.yarn.NMTokenProtoR\bnmTokens\x12>\n" +
 	"\vam_rm_token\x18\f \x01(\v2\x1e.xres.hadoop.common.TokenProtoR\tamRmToken\x12f\n" +
 	"!containers_from_previous_attempts\x18\x11 \x03(\v2\x1b.hadoop.yarn.ContainerProtoR\x1econtainersFromPreviousAttempts\"\x1f\n" +
@@ -1628,15 +1637,16 @@ var file_hadoopproto_hadoopyarn_yarn_service_protos_proto_goTypes = []any{
 	(AMCommandProto)(0),                            // 36: hadoop.yarn.AMCommandProto
 	(*ContainerStatusProto)(nil),                   // 37: hadoop.yarn.ContainerStatusProto
 	(*NodeReportProto)(nil),                        // 38: hadoop.yarn.NodeReportProto
-	(*hadoopcommon.TokenProto)(nil),                // 39: xres.hadoop.common.TokenProto
-	(*ApplicationIdProto)(nil),                     // 40: hadoop.yarn.ApplicationIdProto
-	(*ApplicationSubmissionContextProto)(nil),      // 41: hadoop.yarn.ApplicationSubmissionContextProto
-	(*ApplicationReportProto)(nil),                 // 42: hadoop.yarn.ApplicationReportProto
-	(*YarnClusterMetricsProto)(nil),                // 43: hadoop.yarn.YarnClusterMetricsProto
-	(NodeStateProto)(0),                            // 44: hadoop.yarn.NodeStateProto
-	(*ContainerLaunchContextProto)(nil),            // 45: hadoop.yarn.ContainerLaunchContextProto
-	(*SerializedExceptionProto)(nil),               // 46: hadoop.yarn.SerializedExceptionProto
-	(*StringBytesMapProto)(nil),                    // 47: hadoop.yarn.StringBytesMapProto
+	(*PreemptionMessageProto)(nil),                 // 39: hadoop.yarn.PreemptionMessageProto
+	(*hadoopcommon.TokenProto)(nil),                // 40: xres.hadoop.common.TokenProto
+	(*ApplicationIdProto)(nil),                     // 41: hadoop.yarn.ApplicationIdProto
+	(*ApplicationSubmissionContextProto)(nil),      // 42: hadoop.yarn.ApplicationSubmissionContextProto
+	(*ApplicationReportProto)(nil),                 // 43: hadoop.yarn.ApplicationReportProto
+	(*YarnClusterMetricsProto)(nil),                // 44: hadoop.yarn.YarnClusterMetricsProto
+	(NodeStateProto)(0),                            // 45: hadoop.yarn.NodeStateProto
+	(*ContainerLaunchContextProto)(nil),            // 46: hadoop.yarn.ContainerLaunchContextProto
+	(*SerializedExceptionProto)(nil),               // 47: hadoop.yarn.SerializedExceptionProto
+	(*StringBytesMapProto)(nil),                    // 48: hadoop.yarn.StringBytesMapProto
 }
 var file_hadoopproto_hadoopyarn_yarn_service_protos_proto_depIdxs = []int32{
 	28, // 0: hadoop.yarn.RegisterApplicationMasterResponseProto.maximumCapability:type_name -> hadoop.yarn.ResourceProto
@@ -1652,38 +1662,39 @@ var file_hadoopproto_hadoopyarn_yarn_service_protos_proto_depIdxs = []int32{
 	37, // 10: hadoop.yarn.AllocateResponseProto.completed_container_statuses:type_name -> hadoop.yarn.ContainerStatusProto
 	28, // 11: hadoop.yarn.AllocateResponseProto.limit:type_name -> hadoop.yarn.ResourceProto
 	38, // 12: hadoop.yarn.AllocateResponseProto.updated_nodes:type_name -> hadoop.yarn.NodeReportProto
-	30, // 13: hadoop.yarn.AllocateResponseProto.nm_tokens:type_name -> hadoop.yarn.NMTokenProto
-	39, // 14: hadoop.yarn.AllocateResponseProto.am_rm_token:type_name -> xres.hadoop.common.TokenProto
-	29, // 15: hadoop.yarn.AllocateResponseProto.containers_from_previous_attempts:type_name -> hadoop.yarn.ContainerProto
-	40, // 16: hadoop.yarn.GetNewApplicationResponseProto.application_id:type_name -> hadoop.yarn.ApplicationIdProto
-	28, // 17: hadoop.yarn.GetNewApplicationResponseProto.maximumCapability:type_name -> hadoop.yarn.ResourceProto
-	41, // 18: hadoop.yarn.SubmitApplicationRequestProto.application_submission_context:type_name -> hadoop.yarn.ApplicationSubmissionContextProto
-	40, // 19: hadoop.yarn.GetApplicationReportRequestProto.application_id:type_name -> hadoop.yarn.ApplicationIdProto
-	42, // 20: hadoop.yarn.GetApplicationReportResponseProto.application_report:type_name -> hadoop.yarn.ApplicationReportProto
-	40, // 21: hadoop.yarn.KillApplicationRequestProto.application_id:type_name -> hadoop.yarn.ApplicationIdProto
-	43, // 22: hadoop.yarn.GetClusterMetricsResponseProto.cluster_metrics:type_name -> hadoop.yarn.YarnClusterMetricsProto
-	44, // 23: hadoop.yarn.GetClusterNodesRequestProto.nodeStates:type_name -> hadoop.yarn.NodeStateProto
-	38, // 24: hadoop.yarn.GetClusterNodesResponseProto.nodeReports:type_name -> hadoop.yarn.NodeReportProto
-	31, // 25: hadoop.yarn.GetAllResourceTypeInfoResponseProto.resource_type_info:type_name -> hadoop.yarn.ResourceTypeInfoProto
-	45, // 26: hadoop.yarn.StartContainerRequestProto.container_launch_context:type_name -> hadoop.yarn.ContainerLaunchContextProto
-	39, // 27: hadoop.yarn.StartContainerRequestProto.container_token:type_name -> xres.hadoop.common.TokenProto
-	20, // 28: hadoop.yarn.StartContainersRequestProto.start_container_request:type_name -> hadoop.yarn.StartContainerRequestProto
-	34, // 29: hadoop.yarn.ContainerExceptionMapProto.container_id:type_name -> hadoop.yarn.ContainerIdProto
-	46, // 30: hadoop.yarn.ContainerExceptionMapProto.exception:type_name -> hadoop.yarn.SerializedExceptionProto
-	47, // 31: hadoop.yarn.StartContainersResponseProto.services_meta_data:type_name -> hadoop.yarn.StringBytesMapProto
-	34, // 32: hadoop.yarn.StartContainersResponseProto.succeeded_requests:type_name -> hadoop.yarn.ContainerIdProto
-	22, // 33: hadoop.yarn.StartContainersResponseProto.failed_requests:type_name -> hadoop.yarn.ContainerExceptionMapProto
-	34, // 34: hadoop.yarn.StopContainersRequestProto.container_id:type_name -> hadoop.yarn.ContainerIdProto
-	34, // 35: hadoop.yarn.StopContainersResponseProto.succeeded_requests:type_name -> hadoop.yarn.ContainerIdProto
-	22, // 36: hadoop.yarn.StopContainersResponseProto.failed_requests:type_name -> hadoop.yarn.ContainerExceptionMapProto
-	34, // 37: hadoop.yarn.GetContainerStatusesRequestProto.container_id:type_name -> hadoop.yarn.ContainerIdProto
-	37, // 38: hadoop.yarn.GetContainerStatusesResponseProto.status:type_name -> hadoop.yarn.ContainerStatusProto
-	22, // 39: hadoop.yarn.GetContainerStatusesResponseProto.failed_requests:type_name -> hadoop.yarn.ContainerExceptionMapProto
-	40, // [40:40] is the sub-list for method output_type
-	40, // [40:40] is the sub-list for method input_type
-	40, // [40:40] is the sub-list for extension type_name
-	40, // [40:40] is the sub-list for extension extendee
-	0,  // [0:40] is the sub-list for field type_name
+	39, // 13: hadoop.yarn.AllocateResponseProto.preempt:type_name -> hadoop.yarn.PreemptionMessageProto
+	30, // 14: hadoop.yarn.AllocateResponseProto.nm_tokens:type_name -> hadoop.yarn.NMTokenProto
+	40, // 15: hadoop.yarn.AllocateResponseProto.am_rm_token:type_name -> xres.hadoop.common.TokenProto
+	29, // 16: hadoop.yarn.AllocateResponseProto.containers_from_previous_attempts:type_name -> hadoop.yarn.ContainerProto
+	41, // 17: hadoop.yarn.GetNewApplicationResponseProto.application_id:type_name -> hadoop.yarn.ApplicationIdProto
+	28, // 18: hadoop.yarn.GetNewApplicationResponseProto.maximumCapability:type_name -> hadoop.yarn.ResourceProto
+	42, // 19: hadoop.yarn.SubmitApplicationRequestProto.application_submission_context:type_name -> hadoop.yarn.ApplicationSubmissionContextProto
+	41, // 20: hadoop.yarn.GetApplicationReportRequestProto.application_id:type_name -> hadoop.yarn.ApplicationIdProto
+	43, // 21: hadoop.yarn.GetApplicationReportResponseProto.application_report:type_name -> hadoop.yarn.ApplicationReportProto
+	41, // 22: hadoop.yarn.KillApplicationRequestProto.application_id:type_name -> hadoop.yarn.ApplicationIdProto
+	44, // 23: hadoop.yarn.GetClusterMetricsResponseProto.cluster_metrics:type_name -> hadoop.yarn.YarnClusterMetricsProto
+	45, // 24: hadoop.yarn.GetClusterNodesRequestProto.nodeStates:type_name -> hadoop.yarn.NodeStateProto
+	38, // 25: hadoop.yarn.GetClusterNodesResponseProto.nodeReports:type_name -> hadoop.yarn.NodeReportProto
+	31, // 26: hadoop.yarn.GetAllResourceTypeInfoResponseProto.resource_type_info:type_name -> hadoop.yarn.ResourceTypeInfoProto
+	46, // 27: hadoop.yarn.StartContainerRequestProto.container_launch_context:type_name -> hadoop.yarn.ContainerLaunchContextProto
+	40, // 28: hadoop.yarn.StartContainerRequestProto.container_token:type_name -> xres.hadoop.common.TokenProto
+	20, // 29: hadoop.yarn.StartContainersRequestProto.start_container_request:type_name -> hadoop.yarn.StartContainerRequestProto
+	34, // 30: hadoop.yarn.ContainerExceptionMapProto.container_id:type_name -> hadoop.yarn.ContainerIdProto
+	47, // 31: hadoop.yarn.ContainerExceptionMapProto.exception:type_name -> hadoop.yarn.SerializedExceptionProto
+	48, // 32: hadoop.yarn.StartContainersResponseProto.services_meta_data:type_name -> hadoop.yarn.StringBytesMapProto
+	34, // 33: hadoop.yarn.StartContainersResponseProto.succeeded_requests:type_name -> hadoop.yarn.ContainerIdProto
+	22, // 34: hadoop.yarn.StartContainersResponseProto.failed_requests:type_name -> hadoop.yarn.ContainerExceptionMapProto
+	34, // 35: hadoop.yarn.StopContainersRequestProto.container_id:type_name -> hadoop.yarn.ContainerIdProto
+	34, // 36: hadoop.yarn.StopContainersResponseProto.succeeded_requests:type_name -> hadoop.yarn.ContainerIdProto
+	22, // 37: hadoop.yarn.StopContainersResponseProto.failed_requests:type_name -> hadoop.yarn.ContainerExceptionMapProto
+	34, // 38: hadoop.yarn.GetContainerStatusesRequestProto.container_id:type_name -> hadoop.yarn.ContainerIdProto
+	37, // 39: hadoop.yarn.GetContainerStatusesResponseProto.status:type_name -> hadoop.yarn.ContainerStatusProto
+	22, // 40: hadoop.yarn.GetContainerStatusesResponseProto.failed_requests:type_name -> hadoop.yarn.ContainerExceptionMapProto
+	41, // [41:41] is the sub-list for method output_type
+	41, // [41:41] is the sub-list for method input_type
+	41, // [41:41] is the sub-list for extension type_name
+	41, // [41:41] is the sub-list for extension extendee
+	0,  // [0:41] is the sub-list for field type_name
 }
 
 func init() { file_hadoopproto_hadoopyarn_yarn_service_protos_proto_init() }
