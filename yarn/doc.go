@@ -5,7 +5,9 @@
 // the AMRMToken over SASL DIGEST-MD5) and the ContainerManagementProtocol
 // of NodeManagers (NMClient: start, status, stop, with NMTokens). With
 // several ResourceManager addresses (RM HA) a client fails over on a
-// standby answer or a connection error, with backoff.
+// standby answer or a connection error, with backoff. Token connections
+// honour hadoop.rpc.protection (authentication, integrity, privacy);
+// Kerberos connections support authentication.
 //
 // The wire layer lives in yarn/internal/ipc and yarn/internal/sasl;
 // messages are the generated types of hadoopproto/hadoopyarn; tokens and
