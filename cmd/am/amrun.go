@@ -42,6 +42,7 @@ type amClients struct {
 type deps struct {
 	amClients  func(ctx context.Context, getenv func(string) string, log logrus.FieldLogger) (amClients, error)
 	rm         func(ctx context.Context, getenv func(string) string, log logrus.FieldLogger) (rmAPI, *conf.HadoopConfig, func(), error)
+	rmREST     func(ctx context.Context, getenv func(string) string, log logrus.FieldLogger) (rmAPI, *conf.HadoopConfig, func(), error)
 	hdfs       func(hc *conf.HadoopConfig, user string) (submit.FS, func(), error)
 	executable func() (string, error)               // this binary (os.Executable)
 	after      func(time.Duration) <-chan time.Time // polling waits; nil: time.After
@@ -50,7 +51,7 @@ type deps struct {
 
 // defaultDeps wires the real clients.
 func defaultDeps() deps {
-	return deps{amClients: rpcAMClients, rm: rpcRM, hdfs: rpcHDFS, executable: os.Executable}
+	return deps{amClients: rpcAMClients, rm: rpcRM, rmREST: restRM, hdfs: rpcHDFS, executable: os.Executable}
 }
 
 // amHadoopConfig reads the Hadoop configuration of the AM container

@@ -24,6 +24,7 @@ import (
 	"github.com/xres/xres/resources"
 	"github.com/xres/xres/yarn"
 	"github.com/xres/xres/yarn/am"
+	"github.com/xres/xres/yarn/rest"
 	"github.com/xres/xres/yarn/submit"
 )
 
@@ -60,6 +61,31 @@ func rpcRM(ctx context.Context, getenv func(string) string, log logrus.FieldLogg
 	return c, hc, func() { _ = c.Close() }, nil
 }
 
+// restRM talks to the ResourceManager's REST API (yarn.resourcemanager.webapp.address).
+func restRM(ctx context.Context, getenv func(string) string, log logrus.FieldLogger) (rmAPI, *conf.HadoopConfig, func(), error) {
+	hc, err := conf.LoadHadoopOptions(conf.HadoopOptions{Getenv: getenv, Log: log})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	urls, err := yarn.RMWebappURLs(hc)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	c, err := rest.New(rest.Config{Endpoints: urls, User: currentUser(getenv), Log: log})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return submit.NewRESTRM(c), hc, func() {}, nil
+}
+
+// rmDial picks the RPC or the REST client.
+func (e *env) rmDial(useREST bool) func(context.Context, func(string) string, logrus.FieldLogger) (rmAPI, *conf.HadoopConfig, func(), error) {
+	if useREST {
+		return e.deps.rmREST
+	}
+	return e.deps.rm
+}
+
 // rpcHDFS connects to HDFS as user.
 func rpcHDFS(hc *conf.HadoopConfig, user string) (submit.FS, func(), error) {
 	c, err := submit.DialHDFS(hc, user)
@@ -92,6 +118,7 @@ func cmdSubmit(ctx context.Context, args []string, e *env) error {
 	fs.Var(&files, "files", "files to ship, PATH or PATH#NAME, comma-separated (repeatable)")
 	detach := fs.Bool("detach", false, "return after submission instead of following the application")
 	launcher := fs.String("launcher", "", "container-launcher binary to ship (default: $XRES_LAUNCHER, else beside am)")
+	useREST := fs.Bool("rest", false, "talk to the ResourceManager over its REST API instead of RPC")
 	pos, worker, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -117,7 +144,8 @@ func cmdSubmit(ctx context.Context, args []string, e *env) error {
 	if err != nil {
 		return configError{err}
 	}
-	if e.deps.rm == nil || e.deps.hdfs == nil {
+	dial := e.rmDial(*useREST)
+	if dial == nil || e.deps.hdfs == nil {
 		return fmt.Errorf("%w: the YARN and HDFS clients are not wired to am", errNotImplemented)
 	}
 	amMem, amVcores, attempts, err := amContainer(cfg)
@@ -132,7 +160,7 @@ func cmdSubmit(ctx context.Context, args []string, e *env) error {
 	if err != nil {
 		return configError{err}
 	}
-	rm, hc, closeRM, err := e.deps.rm(ctx, e.getenv, e.log)
+	rm, hc, closeRM, err := dial(ctx, e.getenv, e.log)
 	if err != nil {
 		return clusterError{err}
 	}
@@ -257,11 +285,12 @@ func binaries(e *env, launcherFlag string) (string, string, error) {
 }
 
 // connect opens the RM client for status, kill and cluster.
-func connect(ctx context.Context, e *env) (rmAPI, func(), error) {
-	if e.deps.rm == nil {
+func connect(ctx context.Context, e *env, useREST bool) (rmAPI, func(), error) {
+	dial := e.rmDial(useREST)
+	if dial == nil {
 		return nil, nil, fmt.Errorf("%w: the YARN client is not wired to am", errNotImplemented)
 	}
-	rm, _, closeRM, err := e.deps.rm(ctx, e.getenv, e.log)
+	rm, _, closeRM, err := dial(ctx, e.getenv, e.log)
 	if err != nil {
 		return nil, nil, clusterError{err}
 	}
@@ -287,6 +316,7 @@ func cmdStatus(ctx context.Context, args []string, e *env) error {
 	var c common
 	c.register(fs, false)
 	asJSON := fs.Bool("json", false, "print JSON")
+	useREST := fs.Bool("rest", false, "talk to the ResourceManager over its REST API instead of RPC")
 	id, err := appID(fs, args)
 	if err != nil {
 		return err
@@ -294,7 +324,7 @@ func cmdStatus(ctx context.Context, args []string, e *env) error {
 	if err := c.apply(e); err != nil {
 		return err
 	}
-	rm, closeRM, err := connect(ctx, e)
+	rm, closeRM, err := connect(ctx, e, *useREST)
 	if err != nil {
 		return err
 	}
@@ -398,6 +428,7 @@ func cmdKill(ctx context.Context, args []string, e *env) error {
 	fs := flag.NewFlagSet("kill", flag.ContinueOnError)
 	var c common
 	c.register(fs, false)
+	useREST := fs.Bool("rest", false, "talk to the ResourceManager over its REST API instead of RPC")
 	id, err := appID(fs, args)
 	if err != nil {
 		return err
@@ -405,10 +436,11 @@ func cmdKill(ctx context.Context, args []string, e *env) error {
 	if err := c.apply(e); err != nil {
 		return err
 	}
-	if e.deps.rm == nil {
+	dial := e.rmDial(*useREST)
+	if dial == nil {
 		return fmt.Errorf("%w: the YARN client is not wired to am", errNotImplemented)
 	}
-	rm, hc, closeRM, err := e.deps.rm(ctx, e.getenv, e.log)
+	rm, hc, closeRM, err := dial(ctx, e.getenv, e.log)
 	if err != nil {
 		return clusterError{err}
 	}
@@ -466,17 +498,18 @@ func cmdCluster(ctx context.Context, args []string, e *env) error {
 	var c common
 	c.register(fs, false)
 	asJSON := fs.Bool("json", false, "print JSON")
-	pos, rest, err := parse(fs, args)
+	useREST := fs.Bool("rest", false, "talk to the ResourceManager over its REST API instead of RPC")
+	pos, extra, err := parse(fs, args)
 	if err != nil {
 		return err
 	}
-	if len(pos)+len(rest) > 0 {
+	if len(pos)+len(extra) > 0 {
 		return fmt.Errorf("%w: unexpected argument", errUsage)
 	}
 	if err := c.apply(e); err != nil {
 		return err
 	}
-	rm, closeRM, err := connect(ctx, e)
+	rm, closeRM, err := connect(ctx, e, *useREST)
 	if err != nil {
 		return err
 	}

@@ -288,3 +288,18 @@ func TestResourcesClusterCheck(t *testing.T) {
 		})
 	}
 }
+
+func TestRESTFlagPicksTheRESTClient(t *testing.T) {
+	rm := &clientRM{types: []string{"memory-mb", "vcores", "yarn.io/gpu"}, final: hadoopyarn.FinalApplicationStatusProto_APP_SUCCEEDED,
+		states: []hadoopyarn.YarnApplicationStateProto{hadoopyarn.YarnApplicationStateProto_FINISHED}}
+	d := clientDeps(t, rm, &diskFS{root: t.TempDir()})
+	d.rmREST, d.rm = d.rm, nil
+	code, _, stderr := runAm(t, d, nil, "submit", "--conf", "testdata/flink-conf.yaml", "--rest", "--", "true")
+	require.Equal(t, ExitOK, code, stderr)
+	code, _, stderr = runAm(t, d, nil, "submit", "--conf", "testdata/flink-conf.yaml", "--", "true")
+	require.Equal(t, ExitNotImplemented, code, stderr)
+	for _, args := range [][]string{{"status", "--rest", "application_1700000000000_0003"}, {"cluster", "--rest"}} {
+		code, _, stderr = runAm(t, d, nil, args...)
+		require.Equal(t, ExitOK, code, stderr)
+	}
+}

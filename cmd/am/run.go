@@ -32,17 +32,18 @@ var errUsage = errors.New("usage")
 
 const usageText = `usage:
   am submit [--conf FILE] [-D k=v]… [--name NAME] [--queue Q] [--workers N]
-            [--files F[#NAME],…]… [--detach] -- <worker command…>
+            [--files F[#NAME],…]… [--launcher PATH] [--detach] [--rest] -- <worker command…>
         stage and submit an application; follow it until it ends (unless --detach)
   am run [--conf FILE] [-D k=v]… [--workers N] -- <worker command…>
         the ApplicationMaster (started by YARN in the AM container)
-  am status APP_ID [--json]      state, workers and tracking URL of an application
-  am kill APP_ID                 kill an application
-  am cluster [--json]            nodes with their GPU/FPGA capacity and use
+  am status APP_ID [--json] [--rest]   state, workers and tracking URL of an application
+  am kill APP_ID [--rest]              kill an application
+  am cluster [--json] [--rest]         nodes with their GPU/FPGA capacity and use
   am resources [--conf FILE] [-D k=v]… [--workers N] [--json]
         the external resources parsed and the exact YARN container profile asked
 
-common flags: --log-level LEVEL (default info, or $XRES_LOG_LEVEL)
+common flags: --log-level LEVEL (default info, or $XRES_LOG_LEVEL); --rest uses the RM's
+REST API instead of RPC (insecure clusters; the AM container gets memory and vcores only)
 exit codes: 0 ok / application SUCCEEDED, 1 application FAILED or KILLED (resources:
 errors found), 2 usage, 3 configuration, 4 cluster, 5 not implemented yet
 `

@@ -1,15 +1,12 @@
 package submit
 
 import (
-	"sort"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/xres/xres/yarn/am"
 )
-
-func sortStrings(s []string) { sort.Strings(s) }
 
 func TestAMLaunchContext(t *testing.T) {
 	staged := Staged{Dir: "/user/alice/.xres/app", Resources: map[string]am.LocalResource{

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -183,3 +184,5 @@ func parseDefaultFS(s string) (am.ResourceURL, error) {
 	}
 	return out, nil
 }
+
+func sortStringSlice(s []string) { sort.Strings(s) }

@@ -201,6 +201,6 @@ func sortedNames(m map[string]am.LocalResource) []string {
 	for k := range m {
 		out = append(out, k)
 	}
-	sortStrings(out)
+	sortStringSlice(out)
 	return out
 }
