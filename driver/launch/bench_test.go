@@ -122,6 +122,7 @@ func BenchmarkContention64(b *testing.B) {
 			b.StartTimer()
 			start := time.Now()
 			all, done := startHolders(b, h, bin, n, out, release)
+			b.Cleanup(func() { stopAll(release, launchedCmds(all)) }) // after a failure too
 			failed := 0
 			for failed < n-gpus {
 				l := <-done
@@ -139,7 +140,6 @@ func BenchmarkContention64(b *testing.B) {
 					b.Fatalf("holder %d exited %d: %s", l.id, l.code, l.stderr)
 				}
 			}
-			_ = all
 			b.StartTimer()
 		}
 		reportMedian(b, ds)
@@ -166,6 +166,7 @@ func BenchmarkContention64(b *testing.B) {
 				cmds[j] = exec.Command("bash", "-c", worker, "worker", file, out, strconv.Itoa(j), release)
 				cmds[j].Env, cmds[j].Dir = h.env, h.dir
 			}
+			b.Cleanup(func() { stopAll(release, cmds) }) // after a failure too
 			b.StartTimer()
 			start := time.Now()
 			for _, c := range cmds {
@@ -232,5 +233,24 @@ func checkFlinkGrants(b *testing.B, out string, n, gpus int) {
 	}
 	if len(seen) != gpus {
 		b.Fatalf("flink-style peer granted %d GPUs, want %d", len(seen), gpus)
+	}
+}
+
+func launchedCmds(all []*launched) []*exec.Cmd {
+	cmds := make([]*exec.Cmd, len(all))
+	for i, l := range all {
+		cmds[i] = l.cmd
+	}
+	return cmds
+}
+
+// stopAll releases the holders and kills whatever still runs, so that a
+// failed benchmark leaves no process behind.
+func stopAll(release string, cmds []*exec.Cmd) {
+	_ = os.WriteFile(release, nil, 0o644)
+	for _, c := range cmds {
+		if c.Process != nil && c.ProcessState == nil {
+			_ = c.Process.Kill()
+		}
 	}
 }
