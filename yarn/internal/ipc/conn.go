@@ -41,6 +41,9 @@ type Config struct {
 	// PingInterval is how long a call may wait without any bytes from the
 	// server before the client sends a ping (ipc.ping.interval, 60 s).
 	PingInterval time.Duration
+	// ConnectTimeout bounds dialing plus the SASL handshake when the
+	// caller's context allows longer (ipc.client.connect.timeout, 20 s).
+	ConnectTimeout time.Duration
 	// Log receives debug records; nil discards them.
 	Log logrus.FieldLogger
 }
@@ -78,6 +81,11 @@ func Dial(ctx context.Context, cfg Config) (*Conn, error) {
 	if cfg.PingInterval <= 0 {
 		cfg.PingInterval = 60 * time.Second
 	}
+	if cfg.ConnectTimeout <= 0 {
+		cfg.ConnectTimeout = 20 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, cfg.ConnectTimeout)
+	defer cancel()
 	log := cfg.Log
 	if log == nil {
 		l := logrus.New()

@@ -3,6 +3,7 @@ package ipc_test
 import (
 	"context"
 	"errors"
+	"net"
 	"sync"
 	"testing"
 	"time"
@@ -317,4 +318,28 @@ func TestClientRedialsWhenIdle(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	require.Equal(t, int64(2), srv.Connects())
+}
+
+// A server that accepts but never answers the handshake does not hang the
+// dial, even with a context that has no deadline.
+func TestConnectTimeout(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close() // silent: reads nothing, answers nothing
+		}
+	}()
+	u, p := sasl.TokenCredentials([]byte("id"), []byte("pw"))
+	start := time.Now()
+	_, err = ipc.Dial(context.Background(), ipc.Config{Addr: ln.Addr().String(), Protocol: testProtocol, ConnectTimeout: 200 * time.Millisecond,
+		Mechanism: func() (sasl.Mechanism, error) { return &sasl.DigestMD5{Username: u, Password: p}, nil }})
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.ErrorContains(t, err, ln.Addr().String())
+	require.Less(t, time.Since(start), 5*time.Second)
 }
