@@ -24,7 +24,7 @@
 #   XRES_NN_PORT (8020) XRES_NN_HTTP_PORT (9870) XRES_RM_PORT (8032) XRES_RM_SCHEDULER_PORT (8030)
 #   XRES_RM_TRACKER_PORT (8031) XRES_RM_ADMIN_PORT (8033) XRES_RM_WEBAPP_PORT (8088)
 #   XRES_MINICLUSTER_JAVA_OPTS  extra JVM options (default heap: -Xms256m -Xmx1g)
-#   XRES_MINICLUSTER_STOP_GRACE seconds between SIGTERM and SIGKILL on stop (default 20)
+#   XRES_MINICLUSTER_STOP_GRACE seconds between SIGTERM and SIGKILL on stop (default 30)
 #   XRES_MINICLUSTER_BUILD_DIR  cached launcher build (default target/hadoop-$HADOOP_VERSION)
 #   XRES_MINICLUSTER_JVM_DIRS   folders searched for a JDK 17 when JAVA_HOME is not one
 #                               (default /usr/lib/jvm)
@@ -35,7 +35,7 @@ HADOOP_VERSION=${HADOOP_VERSION:-3.4.1}
 WORK=${XRES_MINICLUSTER_DIR:-$HERE/work}
 BUILD=${XRES_MINICLUSTER_BUILD_DIR:-$HERE/target/hadoop-$HADOOP_VERSION}
 JVM_DIRS=${XRES_MINICLUSTER_JVM_DIRS:-/usr/lib/jvm}
-STOP_GRACE=${XRES_MINICLUSTER_STOP_GRACE:-20}
+STOP_GRACE=${XRES_MINICLUSTER_STOP_GRACE:-30}
 PIDFILE=$WORK/minicluster.pid
 STDOUT=$WORK/stdout.log
 LOG=$WORK/minicluster.log

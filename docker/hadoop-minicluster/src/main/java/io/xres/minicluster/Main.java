@@ -126,6 +126,8 @@ public final class Main {
 
   static void run(Map<String, String> opt, PrintStream out) throws Exception {
     long t0 = System.nanoTime();
+    // Jersey and Guice log through java.util.logging to stderr at INFO; keep warnings only.
+    java.util.logging.Logger.getLogger("").setLevel(java.util.logging.Level.WARNING);
     File work = new File(opt.get("work-dir")).getAbsoluteFile();
     File confDir = opt.get("conf-dir").isEmpty() ? new File(work, "conf") : new File(opt.get("conf-dir")).getAbsoluteFile();
     String rmHost = "localhost";
@@ -245,6 +247,11 @@ public final class Main {
     writeAtomically(new File(work, "cluster.env"), sb.toString());
 
     CountDownLatch stop = new CountDownLatch(1);
+    // Stop in the main thread, before the JVM's shutdown begins: Hadoop's services remove
+    // their own shutdown hooks while stopping, which fails once shutdown is in progress.
+    for (String sig : List.of("TERM", "INT")) {
+      sun.misc.Signal.handle(new sun.misc.Signal(sig), s -> stop.countDown());
+    }
     if (Boolean.parseBoolean(opt.get("stop-on-stdin-eof"))) {
       Thread t = new Thread(() -> {
         try {
@@ -264,7 +271,10 @@ public final class Main {
         + " hadoop=" + VersionInfo.getVersion() + " seconds=" + env.get("XRES_MINICLUSTER_START_SECONDS"));
     out.flush();
     stop.await();
-    System.exit(0); // runs the shutdown hook
+    stopAll(yarn, dfs);
+    out.println("XRES-MINICLUSTER STOPPED");
+    out.flush();
+    System.exit(0);
   }
 
   /** CapacityScheduler keys, set in code: some artifacts strip capacity-scheduler.xml. */
@@ -341,22 +351,34 @@ public final class Main {
     Files.move(tmp, f.toPath(), StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
   }
 
-  /** Stops YARN, then HDFS, giving each a bounded time (YARN's stop has been seen over 30 s). */
-  static void installShutdownHook(MiniYARNCluster yarn, MiniDFSCluster dfs) {
-    Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-      List<Thread> steps = new ArrayList<>();
-      steps.add(new Thread(yarn::stop, "stop-yarn"));
-      steps.add(new Thread(() -> dfs.shutdown(true), "stop-hdfs"));
-      for (Thread s : steps) {
-        s.setDaemon(true);
-        s.start();
-        try {
-          s.join(10_000);
-        } catch (InterruptedException e) {
-          return;
-        }
+  /**
+   * Stops YARN, then HDFS, giving each a bounded time (YARN's stop has been seen over 30 s).
+   * Runs once: from the main thread on SIGTERM/SIGINT/stdin EOF, or from the JVM's shutdown
+   * hook on any other exit.
+   */
+  static void stopAll(MiniYARNCluster yarn, MiniDFSCluster dfs) {
+    if (!STOPPED.compareAndSet(false, true)) {
+      return;
+    }
+    List<Thread> steps = new ArrayList<>();
+    steps.add(new Thread(yarn::stop, "stop-yarn"));
+    steps.add(new Thread(() -> dfs.shutdown(true), "stop-hdfs"));
+    for (Thread s : steps) {
+      s.setDaemon(true);
+      s.start();
+      try {
+        s.join(10_000);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        return;
       }
-    }, "xres-minicluster-stop"));
+    }
+  }
+
+  static final java.util.concurrent.atomic.AtomicBoolean STOPPED = new java.util.concurrent.atomic.AtomicBoolean();
+
+  static void installShutdownHook(MiniYARNCluster yarn, MiniDFSCluster dfs) {
+    Runtime.getRuntime().addShutdownHook(new Thread(() -> stopAll(yarn, dfs), "xres-minicluster-stop"));
   }
 
   /**
