@@ -10,7 +10,16 @@ import (
 
 // BenchmarkDiscoverFakeSMI: built-in discovery of 2 GPUs through the fake
 // nvidia-smi (NVML unavailable), with host coordination, reserve + release.
-func BenchmarkDiscoverFakeSMI(b *testing.B) {
+// Health checks are on (the default): two nvidia-smi runs per discovery.
+func BenchmarkDiscoverFakeSMI(b *testing.B) { benchDiscoverFakeSMI(b, nil) }
+
+// BenchmarkDiscoverFakeSMIHealthOff: the same with health.enabled false,
+// one nvidia-smi run per discovery: what the health checks cost.
+func BenchmarkDiscoverFakeSMIHealthOff(b *testing.B) {
+	benchDiscoverFakeSMI(b, map[string]string{ParamHealth: "false"})
+}
+
+func benchDiscoverFakeSMI(b *testing.B, extra map[string]string) {
 	b.Setenv("XRES_FAKE_GPUS", "2")
 	fakebin, err := filepath.Abs(filepath.Join("testdata", "fakebin"))
 	if err != nil {
@@ -22,8 +31,12 @@ func BenchmarkDiscoverFakeSMI(b *testing.B) {
 		}
 		return ""
 	}
+	params := map[string]string{ParamCoordFile: filepath.Join(b.TempDir(), "state")}
+	for k, v := range extra {
+		params[k] = v
+	}
 	d, err := newDriver(driver.Options{Resource: "gpu", Getenv: getenv,
-		Params: map[string]string{ParamCoordFile: filepath.Join(b.TempDir(), "state")}}, deps{nvml: unavailableNVMLBench{}})
+		Params: params}, deps{nvml: unavailableNVMLBench{}})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -311,3 +311,39 @@ func FuzzParseSMIList(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseSMIHealth: never panics; every device has an index and a unique
+// key, and an unhealthy one says why with a known reason.
+func FuzzParseSMIHealth(f *testing.F) {
+	for _, dir := range []string{"h100-mig-mixed", "a100-mig-single", "v100-retired"} {
+		f.Add(readFixture(f, dir, "query-gpu.txt"))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		devs, err := ParseSMIHealth(b)
+		if err != nil {
+			return
+		}
+		keys := map[string]bool{}
+		for _, d := range devs {
+			require.NotEmpty(t, d.Info["index"])
+			require.False(t, keys[d.Key])
+			keys[d.Key] = true
+			require.Contains(t, []string{"", ReasonRetiredPagesPending}, d.Unhealthy)
+		}
+	})
+}
+
+// FuzzParseSMIRemappedRows: never panics; only known reasons come back.
+func FuzzParseSMIRemappedRows(f *testing.F) {
+	f.Add(readFixture(f, "h100-mig-mixed", "remapped-rows.txt"))
+	f.Add([]byte("GPU-a, Yes, No\nGPU-b, [N/A], [N/A]\r\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		why, err := ParseSMIRemappedRows(b)
+		if err != nil {
+			return
+		}
+		for _, r := range why {
+			require.Contains(t, []string{ReasonRowRemapPending, ReasonRowRemapFailed}, r)
+		}
+	})
+}
