@@ -28,6 +28,10 @@ type nvmlEnumerator struct {
 	lib   nvmlLib
 	units unitOptions
 	log   logrus.FieldLogger
+	// lookup says whether the loaded library has a symbol; nil: assume it
+	// has. The library is loaded lazily, so calling a function an old
+	// driver lacks would end the process, not return an error.
+	lookup func(symbol string) error
 }
 
 var _ driver.Enumerator = (*nvmlEnumerator)(nil)
@@ -39,7 +43,13 @@ func newNVMLEnumerator(libPath string, units unitOptions, log logrus.FieldLogger
 	if libPath != "" {
 		opts = append(opts, nvml.WithLibraryPath(libPath))
 	}
-	return &nvmlEnumerator{lib: nvml.New(opts...), units: units, log: log}
+	lib := nvml.New(opts...)
+	return &nvmlEnumerator{lib: lib, units: units, log: log, lookup: lib.Extensions().LookupSymbol}
+}
+
+// has reports whether the library has symbol (true when it cannot say).
+func (e *nvmlEnumerator) has(symbol string) bool {
+	return e.lookup == nil || e.lookup(symbol) == nil
 }
 
 // Enumerate implements driver.Enumerator. A library that cannot be loaded
@@ -62,6 +72,11 @@ func (e *nvmlEnumerator) Enumerate(ctx context.Context) (devs []driver.Device, e
 	if ret != nvml.SUCCESS {
 		return nil, fmt.Errorf("nvml device count: %w", nvmlErr(ret))
 	}
+	mig := e.has("nvmlDeviceGetMigMode") && e.has("nvmlDeviceGetMaxMigDeviceCount") && e.has("nvmlDeviceGetMigDeviceHandleByIndex")
+	retired, remapped := e.has("nvmlDeviceGetRetiredPagesPendingStatus"), e.has("nvmlDeviceGetRemappedRows")
+	if e.units.wantMIG() && !mig {
+		driver.LoggerOrDiscard(e.log).Warn("this NVIDIA driver has no MIG functions; GPUs are handed out whole")
+	}
 	gpus := make([]gpuRecord, 0, n)
 	for i := 0; i < n; i++ {
 		d, ret := e.lib.DeviceGetHandleByIndex(i)
@@ -73,16 +88,18 @@ func (e *nvmlEnumerator) Enumerate(ctx context.Context) (devs []driver.Device, e
 			return nil, err
 		}
 		g := gpuRecord{key: deviceKey(info), info: info}
-		if cur, _, ret := d.GetMigMode(); ret == nvml.SUCCESS && cur == nvml.DEVICE_MIG_ENABLE {
-			g.migMode = true
-			if e.units.wantMIG() {
-				if g.migs, err = nvmlMIGs(i, d); err != nil {
-					return nil, err
+		if mig {
+			if cur, _, ret := d.GetMigMode(); ret == nvml.SUCCESS && cur == nvml.DEVICE_MIG_ENABLE {
+				g.migMode = true
+				if e.units.wantMIG() {
+					if g.migs, err = nvmlMIGs(i, d); err != nil {
+						return nil, err
+					}
 				}
 			}
 		}
 		if e.units.health {
-			g.unhealthy = nvmlHealth(d)
+			g.unhealthy = nvmlHealth(d, retired, remapped)
 		}
 		gpus = append(gpus, g)
 	}
@@ -149,23 +166,28 @@ func nvmlMIGs(i int, d nvmlDevice) ([]migRecord, error) {
 // XID errors are not checked: NVML reports them only as events to a
 // process that registered for them before they happened (an event set and
 // a loop), never as a state a one-shot discovery can read. A query NVML
-// does not support on a GPU (ERROR_NOT_SUPPORTED) says nothing about it.
-func nvmlHealth(d nvmlDevice) []string {
+// does not support on a GPU (ERROR_NOT_SUPPORTED), or a function the
+// driver does not have (retired, remapped false), says nothing about it.
+func nvmlHealth(d nvmlDevice, retired, remapped bool) []string {
 	var why []string
 	lost := false
-	switch st, ret := d.GetRetiredPagesPendingStatus(); {
-	case ret == nvml.SUCCESS && st == nvml.FEATURE_ENABLED:
-		why = append(why, ReasonRetiredPagesPending)
-	case ret == nvml.ERROR_GPU_IS_LOST:
-		lost = true
+	if retired {
+		switch st, ret := d.GetRetiredPagesPendingStatus(); {
+		case ret == nvml.SUCCESS && st == nvml.FEATURE_ENABLED:
+			why = append(why, ReasonRetiredPagesPending)
+		case ret == nvml.ERROR_GPU_IS_LOST:
+			lost = true
+		}
 	}
-	switch _, _, pending, failed, ret := d.GetRemappedRows(); {
-	case ret == nvml.SUCCESS && failed:
-		why = append(why, ReasonRowRemapFailed)
-	case ret == nvml.SUCCESS && pending:
-		why = append(why, ReasonRowRemapPending)
-	case ret == nvml.ERROR_GPU_IS_LOST:
-		lost = true
+	if remapped {
+		switch _, _, pending, failed, ret := d.GetRemappedRows(); {
+		case ret == nvml.SUCCESS && failed:
+			why = append(why, ReasonRowRemapFailed)
+		case ret == nvml.SUCCESS && pending:
+			why = append(why, ReasonRowRemapPending)
+		case ret == nvml.ERROR_GPU_IS_LOST:
+			lost = true
+		}
 	}
 	if lost {
 		why = append(why, ReasonGPULost)

@@ -235,7 +235,7 @@ func TestNVMLHealth(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			require.Equal(t, tc.want, nvmlHealth(tc.dev))
+			require.Equal(t, tc.want, nvmlHealth(tc.dev, true, true))
 		})
 	}
 
@@ -257,4 +257,23 @@ func TestNVMLHealth(t *testing.T) {
 	devs, err := (&nvmlEnumerator{lib: lib, units: unitOptions{health: false}}).Enumerate(ctxT(t))
 	require.NoError(t, err)
 	require.Len(t, devs, 2)
+}
+
+// An old driver without the MIG or row-remapping functions: they are never
+// called (the mocks would panic), and the GPUs are handed out whole.
+func TestNVMLOldDriverSymbols(t *testing.T) {
+	gpu := fakeH100(0)
+	gpu.GetMigModeFunc = nil
+	gpu.GetRetiredPagesPendingStatusFunc = func() (nvml.EnableState, nvml.Return) { return nvml.FEATURE_ENABLED, nvml.SUCCESS }
+	lib, _ := fakeNVML(nvml.SUCCESS, gpu)
+	missing := map[string]bool{"nvmlDeviceGetMigMode": true, "nvmlDeviceGetRemappedRows": true}
+	lookup := func(s string) error {
+		if missing[s] {
+			return fmt.Errorf("%s: undefined symbol", s)
+		}
+		return nil
+	}
+	devs, err := (&nvmlEnumerator{lib: lib, lookup: lookup, units: unitOptions{mig: MIGMixed, health: true}}).Enumerate(ctxT(t))
+	require.NoError(t, err)
+	require.Equal(t, []driver.Device{{Key: "GPU-h100-0", Info: devs[0].Info, Unhealthy: ReasonRetiredPagesPending}}, devs)
 }
