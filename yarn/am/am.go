@@ -118,7 +118,6 @@ type AM struct {
 	result     *Result
 	limits     ClusterLimits
 	earlyDevs  map[string]map[string][]resources.Properties
-	registered bool
 	allRunning time.Time // first time every wanted worker was running
 }
 
@@ -199,11 +198,16 @@ func (a *AM) Run(ctx context.Context) (Result, error) {
 			rmErrors = 0
 			a.delivered(req)
 		case errors.Is(err, ErrNotRegistered):
+			// Counted like a failed heartbeat, so that an RM that keeps
+			// forgetting the attempt cannot spin the loop.
+			rmErrors++
 			a.log.WithError(err).Warn("resource manager lost this attempt; registering again")
+			if rmErrors >= a.cfg.MaxRMErrors {
+				return Result{}, fmt.Errorf("run application master: %d heartbeats in a row failed: %w", rmErrors, err)
+			}
 			if err := a.register(ctx); err != nil {
 				return Result{}, err
 			}
-			continue
 		case ctx.Err() != nil:
 			return Result{}, fmt.Errorf("run application master: %w", ctx.Err())
 		default:
@@ -247,7 +251,6 @@ func (a *AM) register(ctx context.Context) error {
 	// After a (re-)registration the RM has forgotten asks and blacklist.
 	a.lastAsked = -1
 	a.blSent = map[string]bool{}
-	a.registered = true
 	a.log.WithFields(logrus.Fields{"queue": resp.Queue, "max": resp.MaxCapability.String()}).Info("registered")
 	return nil
 }

@@ -360,3 +360,14 @@ func TestAMReportsWhenAllWorkersRan(t *testing.T) {
 	require.Equal(t, submit, *st.SubmitTime)
 	require.Equal(t, int64(12345), st.AMPeakRSSKiB)
 }
+
+func TestAMStopsWhenTheRMKeepsForgetting(t *testing.T) {
+	forget := func(AllocateRequest) (AllocateResponse, error) { return AllocateResponse{}, ErrNotRegistered }
+	rm := &fakeRM{register: gpuLimits, steps: []func(AllocateRequest) (AllocateResponse, error){forget, forget, forget, forget}}
+	cfg := testConfig(1, 1)
+	cfg.MaxRMErrors = 3
+	_, err, _ := runAM(t, cfg, rm, &fakeNM{}, nil)
+	require.ErrorIs(t, err, ErrNotRegistered)
+	require.ErrorContains(t, err, "3 heartbeats in a row failed")
+	require.Equal(t, 3, rm.registers)
+}
