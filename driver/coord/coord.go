@@ -6,6 +6,9 @@
 // replaced. The state file is rewritten atomically (temp file, fsync,
 // rename) while the lock is held. Each entry names the resource, the device
 // key and the holder: pid, process start time, boot id and pid namespace.
+// Device keys are host-wide (a GPU UUID, a PCI address): a device held under
+// one resource name is held for every other name too, so two jobs that call
+// the same GPUs "gpu" and "gpus" still never share one.
 // A device is free when no entry holds it or its holder is proven dead (a
 // pid that is gone, reused with another start time, a zombie, or recorded
 // before the last reboot). A holder that cannot be proven dead (another pid
@@ -172,9 +175,7 @@ func (h *Host) choose(resource string, candidates []string, amount int, entries 
 			continue
 		}
 		keep = append(keep, e)
-		if e.Resource == resource {
-			held[e.Key] = e
-		}
+		held[e.Key] = e // keys are host-wide, whatever resource name holds them
 	}
 	var chosen []string
 	seen := map[string]bool{}
@@ -211,6 +212,7 @@ func (h *Host) noneLeft(resource string, candidates []string, amount, free int, 
 		} else if c := h.proc.cmdline(e.PID); c != "" {
 			who += fmt.Sprintf(" (%s)", c)
 		}
+		who += " for " + e.Resource
 		parts = append(parts, fmt.Sprintf("%s held by %s since %s", k, who, e.Since.Format(time.RFC3339)))
 	}
 	return fmt.Errorf("%w: %d requested, %d free of %d (state file %s); %s",

@@ -163,10 +163,14 @@ func TestReserveAndRelease(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []string{"GPU-c", "GPU-d"}, got, "a second live process gets the other devices")
 
-	// Another resource with the same keys is independent.
-	got, err = b.Reserve(ctx, "fpga", keys, 1, false)
+	// Keys are host-wide: the same GPUs under another resource name (one job
+	// calls them "gpu", another "gpus") are held too.
+	_, err = newHost(t, state, third).Reserve(ctx, "gpus", keys, 1, false)
+	require.ErrorIs(t, err, ErrNoDevicesLeft)
+	require.Contains(t, err.Error(), fmt.Sprintf("GPU-c held by pid %d (sleep 60) for gpu", other.PID))
+	got, err = b.Reserve(ctx, "fpga", []string{"0000:3b:00.1"}, 1, false)
 	require.NoError(t, err)
-	require.Equal(t, []string{"GPU-a"}, got)
+	require.Equal(t, []string{"0000:3b:00.1"}, got)
 
 	c := newHost(t, state, third)
 	_, err = c.Reserve(ctx, "gpu", keys, 1, false)
@@ -189,7 +193,7 @@ func TestReserveAndRelease(t *testing.T) {
 		require.True(t, h.Alive)
 	}
 	require.Equal(t, []string{
-		fmt.Sprintf("fpga/GPU-a/%d", other.PID),
+		fmt.Sprintf("fpga/0000:3b:00.1/%d", other.PID),
 		fmt.Sprintf("gpu/GPU-a/%d", third.PID),
 		fmt.Sprintf("gpu/GPU-b/%d", third.PID),
 		fmt.Sprintf("gpu/GPU-c/%d", other.PID),

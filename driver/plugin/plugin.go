@@ -265,6 +265,10 @@ func (p *Plugin) Devices(ctx context.Context, amount int64) ([]driver.Device, er
 			return nil, fmt.Errorf("plugin %s: %w: devices %d and %d are both %q", p.Path, ErrBadOutput, j, i, key)
 		}
 		seen[key] = i
+		if !hostWide(pr) {
+			// A bare index or id is only unique within this plugin.
+			key = "plugin:" + p.Path + ":" + key
+		}
 		devs = append(devs, driver.Device{Key: key, Info: pr})
 	}
 	return devs, nil
@@ -479,4 +483,16 @@ func (t *tailBuffer) quote() string {
 		s = "…" + s[len(s)-2048:]
 	}
 	return "; stderr: " + s
+}
+
+// hostWide reports whether the device's identity names it host-wide (a
+// UUID or a PCI address), so that other drivers reserving the same device
+// see it held.
+func hostWide(p resources.Properties) bool {
+	for _, k := range IdentityKeys[:4] { // uuid, pci.bus-id, address, pci
+		if strings.TrimSpace(p[k]) != "" {
+			return true
+		}
+	}
+	return false
 }

@@ -430,3 +430,24 @@ func TestTimeoutFallsBackToGlobal(t *testing.T) {
 	require.ErrorContains(t, err, "timed out after 300ms")
 	require.Less(t, time.Since(start), 10*time.Second)
 }
+
+// Reservations are host-wide: two plugins that number their devices 0, 1…
+// do not block each other, but one device known by its UUID is reserved
+// once, whichever resource name asks for it.
+func TestIdentityScope(t *testing.T) {
+	root := install(t, "", "cards", `echo '[{"index": "0"}]'`)
+	install(t, root, "boards", `echo '[{"index": "0"}]'`)
+	install(t, root, "gpus", `echo '[{"uuid": "GPU-1", "index": "0"}]'`)
+	state := filepath.Join(t.TempDir(), "state")
+	discover := func(resource, plugin string) error {
+		d, err := FactoryFor(plugin).NewDriver(driver.Options{Resource: resource, Getenv: env(EnvPluginsDir, root),
+			Params: map[string]string{"coordination.file": state}})
+		require.NoError(t, err)
+		_, err = d.Discover(context.Background(), 1)
+		return err
+	}
+	require.NoError(t, discover("cards", "cards"))
+	require.NoError(t, discover("boards", "boards"), "index 0 of another plugin is another device")
+	require.NoError(t, discover("gpu", "gpus"))
+	require.ErrorIs(t, discover("gpus", "gpus"), driver.ErrNotEnoughDevices, "GPU-1 is held under the name gpu")
+}
