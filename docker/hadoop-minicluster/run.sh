@@ -262,7 +262,9 @@ cmd_start() {
     if ((${#busy[@]})); then
       die "cannot start: in use: ${busy[*]}. Stop what listens there (ss -ltnp) or choose other ports through the variables named."
     fi
-    rm -rf "$WORK/conf" "$WORK/cluster.env" "$STDOUT"
+    # A fresh cluster: HDFS is formatted anyway, and MiniYARNCluster makes a new
+    # NodeManager folder under target/ at every start (old ones would pile up).
+    rm -rf "$WORK/conf" "$WORK/cluster.env" "$STDOUT" "$WORK/target" "$WORK/dfs" "$WORK/tmp"
     [[ -f $LOG ]] && mv -f "$LOG" "$LOG.1"
     [[ -f $OUT ]] && mv -f "$OUT" "$OUT.1"
     launcher_args
