@@ -267,4 +267,46 @@ var (
 		Type:        TypeString,
 		Description: "Environment variable `<VAR>` set in the ApplicationMaster container.",
 	})
+	AMProcessSize = Register(Option{
+		Key:         "jobmanager.memory.process.size",
+		Type:        TypeMemorySize,
+		Default:     "256m",
+		Description: "Memory of the ApplicationMaster container.",
+	})
+	AMVcores = Register(Option{
+		Key:         "yarn.appmaster.vcores",
+		Type:        TypeInt,
+		Default:     "1",
+		Description: "Vcores of the ApplicationMaster container.",
+	})
+	ApplicationAttempts = Register(Option{
+		Key:         "yarn.application-attempts",
+		Type:        TypeInt,
+		Default:     "1",
+		Description: "How many times YARN starts the ApplicationMaster before the application fails.",
+	})
+	YarnHeartbeat = Register(Option{
+		Key:         "yarn.heartbeat.interval",
+		Type:        TypeInt,
+		Default:     "5",
+		Description: "Seconds between the ApplicationMaster's heartbeats to the ResourceManager.",
+	})
+	YarnRequestHeartbeat = Register(Option{
+		Key:         "yarn.heartbeat.container-request-interval",
+		Type:        TypeDuration,
+		Default:     "500 ms",
+		Description: "Heartbeat interval while containers are requested and not yet allocated (a plain number is milliseconds).",
+	})
+	RestBindAddress = Register(Option{
+		Key:         "rest.bind-address",
+		Type:        TypeString,
+		Default:     "0.0.0.0",
+		Description: "Address the ApplicationMaster's tracking server (status page and JSON API) binds to.",
+	})
+	RestBindPort = Register(Option{
+		Key:         "rest.bind-port",
+		Type:        TypeString,
+		Default:     "0",
+		Description: "Port of the tracking server: a port, a range (50100-50200) or a list (50100,50101); 0 is any free port.",
+	})
 )

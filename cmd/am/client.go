@@ -37,11 +37,11 @@ type rmAPI interface {
 
 var _ rmAPI = (*yarn.Client)(nil)
 
-// Flink options the client reads besides conf's declared ones.
-const (
-	keyAMMemory    = "jobmanager.memory.process.size" // AM container memory; default 256m
-	keyAMVcores    = "yarn.appmaster.vcores"          // AM container vcores; default 1
-	keyAppAttempts = "yarn.application-attempts"      // AM attempts; default 1
+// Flink options for the AM container (declared in conf/).
+var (
+	keyAMMemory    = conf.AMProcessSize.Key       // AM container memory; default 256m
+	keyAMVcores    = conf.AMVcores.Key            // AM container vcores; default 1
+	keyAppAttempts = conf.ApplicationAttempts.Key // AM attempts; default 1
 )
 
 // rpcRM connects to the ResourceManager named by $HADOOP_CONF_DIR.

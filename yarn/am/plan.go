@@ -12,13 +12,12 @@ import (
 	"github.com/xres/xres/resources"
 )
 
-// Keys the AM reads that conf/ does not declare (yet): Flink's heartbeat
-// and REST server options.
-const (
-	KeyHeartbeat        = "yarn.heartbeat.interval"                   // seconds, default 5
-	KeyRequestHeartbeat = "yarn.heartbeat.container-request-interval" // duration (plain number = ms), default 500 ms
-	KeyBindAddress      = "rest.bind-address"                         // tracking server address, default 0.0.0.0
-	KeyBindPort         = "rest.bind-port"                            // port, range or list, default 0 (any)
+// Flink's heartbeat and REST server options the AM reads (declared in conf/).
+var (
+	KeyHeartbeat        = conf.YarnHeartbeat.Key        // whole seconds, default 5
+	KeyRequestHeartbeat = conf.YarnRequestHeartbeat.Key // duration (plain number = ms), default 500 ms
+	KeyBindAddress      = conf.RestBindAddress.Key      // tracking server address, default 0.0.0.0
+	KeyBindPort         = conf.RestBindPort.Key         // port, range or list, default 0 (any)
 )
 
 // DefaultProcessSize is used when taskmanager.memory.process.size is unset:
