@@ -14,7 +14,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/hashicorp/go-cleanhttp"
 	"github.com/hashicorp/go-retryablehttp"
 	"github.com/sirupsen/logrus"
 )
@@ -104,11 +103,10 @@ func New(cfg Config) (*Client, error) {
 		l.SetOutput(io.Discard)
 		c.log = l
 	}
-	var hc http.Client
+	rc := retryablehttp.NewClient()
+	hc := *rc.HTTPClient // retryablehttp's pooled client, with its own transport
 	if cfg.HTTPClient != nil {
 		hc = *cfg.HTTPClient
-	} else {
-		hc = *cleanhttp.DefaultPooledClient()
 	}
 	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	if hc.Jar == nil {
@@ -119,7 +117,6 @@ func New(cfg Config) (*Client, error) {
 		}
 		hc.Jar = jar
 	}
-	rc := retryablehttp.NewClient()
 	rc.HTTPClient = &hc
 	rc.Logger = retryLogger{c.log}
 	rc.RetryMax = cfg.Retries
