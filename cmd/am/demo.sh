@@ -20,7 +20,7 @@ WORK=${XRES_MINICLUSTER_DIR:-$ROOT/docker/hadoop-minicluster/work}
 BIN=${BIN:-$ROOT/bin}
 
 mkdir -p "$BIN"
-(cd "$ROOT" && CGO_ENABLED=0 go build -o "$BIN/" ./cmd/am ./cmd/container-launcher)
+make -s -C "$ROOT" build BIN="$BIN"
 
 started=no
 if ! "$RUN" status >/dev/null 2>&1; then
