@@ -240,10 +240,24 @@ cmd_deps() {
   fi
 }
 
+# claim_work: run.sh deletes folders under $WORK, so it only uses a folder it made (marked
+# with .xres-minicluster) or an empty one.
+claim_work() {
+  mkdir -p "$WORK"
+  if [[ ! -e $WORK/.xres-minicluster ]]; then
+    local entries
+    entries=$(shopt -s nullglob dotglob; f=("$WORK"/*); echo "${#f[@]}")
+    if ((entries > 0)); then
+      die "XRES_MINICLUSTER_DIR=$WORK is not empty and was not made by run.sh; name a new or empty folder"
+    fi
+    echo "state folder of docker/hadoop-minicluster/run.sh; its contents are deleted on start" > "$WORK/.xres-minicluster"
+  fi
+}
+
 cmd_start() {
   find_java
   build
-  mkdir -p "$WORK"
+  claim_work
   if running; then
     if ready; then
       say "already running"
@@ -337,7 +351,7 @@ cmd_env() {
 cmd_foreground() {
   find_java
   build
-  mkdir -p "$WORK"
+  claim_work
   rm -rf "$WORK/conf" "$WORK/cluster.env"   # cluster.env appears again once ready
   launcher_args
   java_cmd

@@ -149,6 +149,16 @@ func TestRunShBadInput(t *testing.T) {
 			want:    []string{"error: the cluster was not ready within 2s", "fake launcher: hanging"},
 		},
 		{
+			name:    "state folder not ours",
+			withMvn: true,
+			setup: func(t *testing.T, r *runSh) {
+				require.NoError(t, os.MkdirAll(r.work, 0o755))
+				require.NoError(t, os.WriteFile(filepath.Join(r.work, "precious.txt"), []byte("x"), 0o644))
+				t.Cleanup(func() { require.FileExists(t, filepath.Join(r.work, "precious.txt")) })
+			},
+			want: []string{"is not empty and was not made by run.sh"},
+		},
+		{
 			name:    "launcher fails",
 			withMvn: true,
 			env:     map[string]string{"FAKE_JAVA_MODE": "fail"},
@@ -223,6 +233,7 @@ func TestRunShStalePidFile(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newRunSh(t, true)
 			require.NoError(t, os.MkdirAll(r.work, 0o755))
+			require.NoError(t, os.WriteFile(filepath.Join(r.work, ".xres-minicluster"), nil, 0o644))
 			pidFile := filepath.Join(r.work, "minicluster.pid")
 			require.NoError(t, os.WriteFile(pidFile, []byte(fmt.Sprintf("%d\n", tc.pid)), 0o644))
 			out, code := r.run("start")
