@@ -133,7 +133,7 @@ build() {
   find_mvn
   mkdir -p "$BUILD"
   local mlog=$BUILD/mvn.log t0=$SECONDS
-  say "building the launcher for Hadoop $HADOOP_VERSION with Maven (first time: downloads ~150 MB to ~/.m2; log: $mlog)"
+  say "building the launcher for Hadoop $HADOOP_VERSION with Maven (the first build downloads ~150 MB into ~/.m2; log: $mlog)"
   if ! JAVA_HOME=${JAVA%/bin/java} timeout "$MVN_TIMEOUT" "$MVN" -B -q -f "$HERE/pom.xml" \
       -Dhadoop.version="$HADOOP_VERSION" -Dxres.build.dir="$BUILD" package dependency:build-classpath \
       -Dmdep.outputFile="$BUILD/classpath.txt" > "$mlog" 2>&1; then
