@@ -208,6 +208,15 @@ func TestRPCTinyAMEndToEnd(t *testing.T) {
 	r := waitReport(t, cl, id, hadoopyarn.YarnApplicationStateProto_FINISHED)
 	require.Equal(t, hadoopyarn.FinalApplicationStatusProto_APP_SUCCEEDED, r.GetFinalApplicationStatus(), "diagnostics: %s", r.GetDiagnostics())
 	require.Contains(t, r.GetDiagnostics(), "tinyam: ok")
+	// Report fields read with our field numbers hold sane values.
+	require.Equal(t, "xres-tinyam", r.GetName())
+	require.Equal(t, "XRES-TEST", r.GetApplicationType())
+	require.Equal(t, appID, yarn.ApplicationID(r.GetApplicationId()))
+	require.Equal(t, int32(1), r.GetCurrentApplicationAttemptId().GetAttemptId())
+	require.Positive(t, r.GetStartTime())
+	require.GreaterOrEqual(t, r.GetLaunchTime(), r.GetStartTime())
+	require.GreaterOrEqual(t, r.GetFinishTime(), r.GetLaunchTime())
+	require.InDelta(t, 1.0, r.GetProgress(), 0.001)
 	// An ask above the maximum allocation is refused with the RM's own exception.
 	require.Contains(t, r.GetDiagnostics(), "oversized ask: org.apache.hadoop.yarn.exceptions.InvalidResourceRequestException")
 	// The container stopped over ContainerManagementProtocol ends as killed

@@ -1514,7 +1514,7 @@ type ApplicationReportProto struct {
 	AmRmToken       *hadoopcommon.TokenProto `protobuf:"bytes,19,opt,name=am_rm_token,json=amRmToken" json:"am_rm_token,omitempty"`
 	ApplicationTags []string                 `protobuf:"bytes,20,rep,name=applicationTags" json:"applicationTags,omitempty"`
 	LaunchTime      *int64                   `protobuf:"varint,27,opt,name=launchTime" json:"launchTime,omitempty"`
-	SubmitTime      *int64                   `protobuf:"varint,28,opt,name=submitTime" json:"submitTime,omitempty"`
+	SubmitTime      *int64                   `protobuf:"varint,28,opt,name=submitTime" json:"submitTime,omitempty"` // set by newer RMs only (3.4.1 leaves it out)
 	unknownFields   protoimpl.UnknownFields
 	sizeCache       protoimpl.SizeCache
 }
