@@ -74,6 +74,11 @@ func TestRPCApplicationClientProtocol(t *testing.T) {
 		for _, name := range []string{"memory-mb", "vcores", "yarn.io/gpu"} {
 			require.True(t, yarn.HasResourceType(types, name), "%s missing from %v", name, types)
 		}
+		for _, ty := range types {
+			if ty.GetName() == "memory-mb" {
+				require.Equal(t, "Mi", ty.GetUnits())
+			}
+		}
 		err = yarn.CheckResource(types, yarn.NewResource(256, 1, map[string]int64{"yarn.io/gpu": 1, "example.com/unknown": 1}))
 		require.ErrorIs(t, err, yarn.ErrResourceNotFound)
 		require.ErrorContains(t, err, "example.com/unknown")
@@ -86,6 +91,10 @@ func TestRPCApplicationClientProtocol(t *testing.T) {
 			gpus, ok := yarn.ResourceValue(n.GetCapability(), "yarn.io/gpu")
 			require.True(t, ok, "node %s: no yarn.io/gpu in %v", yarn.NodeID(n.GetNodeId()), n.GetCapability())
 			require.Equal(t, wantGPUs, gpus, "node %s", yarn.NodeID(n.GetNodeId()))
+			require.Contains(t, n.GetHttpAddress(), ":")
+			require.True(t, strings.HasPrefix(n.GetRackName(), "/"), "rack %q", n.GetRackName())
+			require.NotNil(t, n.GetUsed())
+			require.Positive(t, n.GetLastHealthReportTime())
 		}
 		lost, err := cl.GetClusterNodes(ctx, hadoopyarn.NodeStateProto_NS_LOST)
 		require.NoError(t, err)

@@ -100,6 +100,9 @@ func work(ctx context.Context, log *logrus.Logger, am *yarn.AMRMClient, reg *had
 	if !yarn.HasResourceType(reg.GetResourceTypes(), "yarn.io/gpu") {
 		return result{err: errors.New("resourcemanager does not know yarn.io/gpu")}
 	}
+	if reg.GetQueue() == "" {
+		return result{err: errors.New("register response names no queue")}
+	}
 	// An ask above the cluster's maximum must be refused with a clear error.
 	maxGPU, _ := yarn.ResourceValue(reg.GetMaximumCapability(), "yarn.io/gpu")
 	_, err := am.Allocate(ctx, &hadoopyarn.AllocateRequestProto{Ask: []*hadoopyarn.ResourceRequestProto{ask(maxGPU+10, 1)}})
@@ -154,6 +157,20 @@ func work(ctx context.Context, log *logrus.Logger, am *yarn.AMRMClient, reg *had
 		log.WithFields(logrus.Fields{"container": yarn.ContainerID(c.GetId()), "node": yarn.NodeID(c.GetNodeId()), "gpus": gpus}).Info("allocated")
 		if gpus != 1 {
 			res.err = fmt.Errorf("container %s has %d yarn.io/gpu, want 1", yarn.ContainerID(c.GetId()), gpus)
+			return res
+		}
+		// Fields read with our field numbers carry what we asked for.
+		switch {
+		case c.GetAllocationRequestId() != 1:
+			res.err = fmt.Errorf("container %s: allocation_request_id %d, want 1", yarn.ContainerID(c.GetId()), c.GetAllocationRequestId())
+		case c.GetPriority().GetPriority() != 1:
+			res.err = fmt.Errorf("container %s: priority %d, want 1", yarn.ContainerID(c.GetId()), c.GetPriority().GetPriority())
+		case c.GetNodeHttpAddress() == "" || c.GetContainerToken() == nil:
+			res.err = fmt.Errorf("container %s: no node http address or container token", yarn.ContainerID(c.GetId()))
+		case c.GetExecutionType() != hadoopyarn.ExecutionTypeProto_GUARANTEED:
+			res.err = fmt.Errorf("container %s: execution type %s", yarn.ContainerID(c.GetId()), c.GetExecutionType())
+		}
+		if res.err != nil {
 			return res
 		}
 	}
