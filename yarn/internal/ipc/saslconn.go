@@ -44,7 +44,7 @@ func (c *Conn) saslConnect(mech sasl.Mechanism) error {
 		}
 		// Status first: failures come back on call id -1.
 		if r.header.GetStatus() != hadoopcommon.RpcResponseHeaderProto_SUCCESS {
-			return nil, remoteError("sasl", r.header)
+			return nil, fmt.Errorf("sasl %s: %w", c.cfg.Addr, remoteError("sasl", r.header))
 		}
 		if id := int32(r.header.GetCallId()); id != callIDSASL {
 			return nil, fmt.Errorf("%w: sasl reply on call id %d", ErrFrame, id)
