@@ -5,6 +5,7 @@ package integration
 import (
 	"context"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -110,15 +111,31 @@ func TestRESTSubmitAndKill(t *testing.T) {
 	cl, _ := restClient(t, c, nil)
 	ctx := restCtx(t, 3*time.Minute)
 
-	na, err := cl.NewApplication(ctx)
-	require.NoError(t, err)
-	require.True(t, strings.HasPrefix(na.ApplicationID, "application_"), na.ApplicationID)
-	maxGPU, ok := na.MaximumResourceCapability.Value("yarn.io/gpu")
-	require.True(t, ok)
+	// For its first seconds (yarn.resourcemanager.work-preserving-recovery.
+	// scheduling-wait-ms, 10 s by default) the RM reports the configured
+	// maximum allocation, unbounded here (Java's Long.MAX_VALUE); after that,
+	// the largest NodeManager's. The AM's fail-fast check relies on the nodes
+	// for that reason; here we wait for the RM to settle.
+	var na *rest.NewApplication
+	var maxGPU int64
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var err error
+		na, err = cl.NewApplication(ctx)
+		require.NoError(t, err)
+		require.True(t, strings.HasPrefix(na.ApplicationID, "application_"), na.ApplicationID)
+		var ok bool
+		maxGPU, ok = na.MaximumResourceCapability.Value("yarn.io/gpu")
+		require.True(t, ok)
+		if maxGPU != math.MaxInt64 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(time.Second)
+	}
 	require.Equal(t, envInt(t, "XRES_MINICLUSTER_GPUS", 2), maxGPU)
 	c.KeepAppLogs(t, na.ApplicationID)
 
-	err = cl.Submit(ctx, &rest.ApplicationSubmission{
+	err := cl.Submit(ctx, &rest.ApplicationSubmission{
 		ApplicationID:   na.ApplicationID,
 		ApplicationName: "xres-rest-sleep",
 		ApplicationType: "XRES-TEST",
@@ -142,7 +159,7 @@ func TestRESTSubmitAndKill(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "xres-rest-sleep", app.Name)
 	require.Equal(t, c.User, app.User)
-	deadline := time.Now().Add(time.Minute)
+	deadline = time.Now().Add(time.Minute)
 	for app.RunningContainers < 1 && time.Now().Before(deadline) {
 		time.Sleep(200 * time.Millisecond)
 		app, err = cl.App(ctx, na.ApplicationID)
