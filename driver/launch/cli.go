@@ -44,6 +44,9 @@ type Env struct {
 	// HTTP posts the device report to $XRES_AM_REPORT_URL; nil: a default
 	// client.
 	HTTP *http.Client
+	// Self is the launcher's executable, run as `Self __exec-pinned …` to
+	// start a --per-device worker pinned to its CPUs; "": os.Executable().
+	Self string
 }
 
 func (e *Env) defaults() {
@@ -82,6 +85,16 @@ flags:
   --strict             turn configuration warnings into errors
   --log-level LEVEL    panic…trace (default $XRES_LOG_LEVEL, else info; warn for probe, check)
   --info-file PATH     where to write the info file (run only)
+
+one worker per device (run only):
+  --per-device[=NAME]  start one worker per device of resource NAME (default:
+                       the first selected resource with a driver); each sees
+                       only its device, XRES_DEVICE_RANK and XRES_DEVICE_COUNT
+  --on-failure POLICY  stop (default: a failing worker stops all, its exit
+                       code is the launcher's) or restart
+  --max-restarts N     restarts per device with --on-failure restart (default 3)
+  --restart-delay D    pause before a restart (default 1s)
+  --pin-cpus=false     do not pin workers to their device's local CPUs
 
 exit codes: worker's own code, or 210 usage, 211 config, 212 discovery,
 213 worker could not start, 214 internal
@@ -154,6 +167,8 @@ func Main(ctx context.Context, args []string, env Env) int {
 			return runProbe(ctx, args[1:], env)
 		case "check":
 			return runCheck(ctx, args[1:], env)
+		case pinExecCommand:
+			return runExecPinned(args[1:], env)
 		case "help", "-h", "-help", "--help":
 			fmt.Fprint(env.Stdout, usageText)
 			return ExitOK
@@ -244,7 +259,14 @@ func runLaunch(ctx context.Context, args []string, env Env) int {
 	var c common
 	c.register(fs)
 	infoFile := fs.String("info-file", "", "path of the info file")
-	if err := parse(fs, args, env.Stderr); err != nil {
+	var pd perDeviceOptions
+	pd.register(fs)
+	if err := parse(fs, splitPerDevice(fs, args), env.Stderr); err != nil {
+		return fail(env.Stderr, err)
+	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	if err := pd.validate(given); err != nil {
 		return fail(env.Stderr, err)
 	}
 	log, err := newLogger(env.Stderr, c.logLevel, "info", env.Getenv)
@@ -274,6 +296,13 @@ func runLaunch(ctx context.Context, args []string, env Env) int {
 	if err != nil {
 		return fail(env.Stderr, err)
 	}
+	var deviceSpec resources.Spec
+	if pd.device.set {
+		if deviceSpec, err = chooseDeviceSpec(specs, pd.device.name); err != nil {
+			return fail(env.Stderr, err)
+		}
+		log.WithField("resource", deviceSpec.Name).Debug("one worker per device")
+	}
 
 	l := &Launcher{Registry: env.Registry, Log: log, Getenv: env.Getenv}
 	res, err := l.Acquire(lctx, specs)
@@ -284,7 +313,12 @@ func runLaunch(ctx context.Context, args []string, env Env) int {
 		}
 		return fail(env.Stderr, err)
 	}
-	code, err := l.run(lctx, res, command, env, *infoFile, gate, log)
+	var code int
+	if pd.device.set {
+		code, err = l.runPerDevice(lctx, res, deviceSpec.Name, command, env, *infoFile, pd, gate, log)
+	} else {
+		code, err = l.run(lctx, res, command, env, *infoFile, gate, log)
+	}
 	ctxRel, cancelRel := context.WithTimeout(context.Background(), res.releaseTimeout())
 	defer cancelRel()
 	if rerr := res.Release(ctxRel); rerr != nil {
@@ -300,7 +334,7 @@ func runLaunch(ctx context.Context, args []string, env Env) int {
 // caller releases res.
 func (l *Launcher) run(ctx context.Context, res *Reservation, command []string, env Env, infoFile string, gate *signalGate, log logrus.FieldLogger) (int, error) {
 	dir := env.Dir
-	path, cleanup, err := writeInfo(infoFile, dir, env.Getenv, res.Infos())
+	path, cleanup, err := writeInfo(infoFile, dir, InfoFileName, env.Getenv, res.Infos())
 	if err != nil {
 		return 0, err
 	}
@@ -329,11 +363,12 @@ func (l *Launcher) run(ctx context.Context, res *Reservation, command []string, 
 
 // writeInfo writes the info file and returns its path and a cleanup that
 // removes it when it was a temporary file. With explicit set, that path is
-// used. In a YARN container (CONTAINER_ID set) the file is
-// external-resources.json in the working directory, which is private to the
-// container and cleaned by YARN; elsewhere, or when the working directory
-// is not writable, it is a fresh file in $TMPDIR removed after the worker.
-func writeInfo(explicit, dir string, getenv func(string) string, infos map[string][]resources.Info) (string, func(), error) {
+// used. In a YARN container (CONTAINER_ID set) the file is name
+// (external-resources.json) in the working directory, which is private to
+// the container and cleaned by YARN; elsewhere, or when the working
+// directory is not writable, it is a fresh file in $TMPDIR removed after
+// the worker.
+func writeInfo(explicit, dir, name string, getenv func(string) string, infos map[string][]resources.Info) (string, func(), error) {
 	none := func() {}
 	if explicit != "" {
 		if err := resources.WriteInfoFile(explicit, infos); err != nil {
@@ -342,7 +377,7 @@ func writeInfo(explicit, dir string, getenv func(string) string, infos map[strin
 		return absPath(explicit), none, nil
 	}
 	if getenv("CONTAINER_ID") != "" {
-		p := filepath.Join(dir, InfoFileName)
+		p := filepath.Join(dir, name)
 		if err := resources.WriteInfoFile(p, infos); err == nil {
 			return absPath(p), none, nil
 		}

@@ -18,14 +18,15 @@ import (
 // Discover and free them in Release, so tests can see what is held.
 type fakeHost struct {
 	mu       sync.Mutex
-	devices  map[string]int      // resource -> number of devices
-	held     map[string][]string // resource -> indices held
-	fail     map[string]error    // resource -> Discover error (after reserving)
-	block    map[string]bool     // resource -> Discover waits for ctx
-	props    map[string][]string // resource -> extra property keys per device
-	released map[string]int      // resource -> Release calls
-	dryRuns  int                 // drivers built with DryRun
-	started  chan string         // resource names whose Discover began
+	devices  map[string]int                    // resource -> number of devices
+	held     map[string][]string               // resource -> indices held
+	fail     map[string]error                  // resource -> Discover error (after reserving)
+	block    map[string]bool                   // resource -> Discover waits for ctx
+	props    map[string][]string               // resource -> extra property keys per device
+	extra    map[string][]resources.Properties // resource -> properties of device i
+	released map[string]int                    // resource -> Release calls
+	dryRuns  int                               // drivers built with DryRun
+	started  chan string                       // resource names whose Discover began
 	params   map[string]map[string]string
 }
 
@@ -36,6 +37,7 @@ func newFakeHost() *fakeHost {
 		fail:     map[string]error{},
 		block:    map[string]bool{},
 		props:    map[string][]string{},
+		extra:    map[string][]resources.Properties{},
 		released: map[string]int{},
 		started:  make(chan string, 16),
 		params:   map[string]map[string]string{},
@@ -109,6 +111,11 @@ func (d *fakeDriver) Discover(ctx context.Context, amount int64) ([]resources.In
 		p := resources.Properties{"index": k}
 		for _, extra := range h.props[d.name] {
 			p[extra] = fmt.Sprintf("%s-%s-%d", d.name, extra, i)
+		}
+		if i < len(h.extra[d.name]) {
+			for k, v := range h.extra[d.name][i] {
+				p[k] = v
+			}
 		}
 		infos = append(infos, p)
 	}

@@ -2,6 +2,7 @@ package launch
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -27,6 +28,12 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	// In-process launches (Main called by a test) start pinned
+	// --per-device workers through os.Executable(), this test binary:
+	// act as the launcher's __exec-pinned subcommand then.
+	if len(os.Args) > 1 && os.Args[1] == pinExecCommand {
+		os.Exit(Main(context.Background(), os.Args[1:], Env{Stderr: os.Stderr}))
+	}
 	flag := m.Run()
 	if buildDir != "" {
 		_ = os.RemoveAll(buildDir)

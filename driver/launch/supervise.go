@@ -32,23 +32,25 @@ type worker struct {
 }
 
 // signalGate receives the launcher's signals for its whole life. Before the
-// worker starts, the first signal cancels the launch (discovery stops, the
-// devices are released, the launcher exits 128+sig); once the worker runs,
-// every signal goes to the worker's process group.
+// first worker starts, the first signal cancels the launch (discovery stops,
+// the devices are released, the launcher exits 128+sig); once workers run,
+// every signal goes to each running worker's process group, and no worker
+// is started or restarted afterwards (--per-device).
 type signalGate struct {
 	log logrus.FieldLogger
 
-	mu      sync.Mutex
-	pgid    int       // worker's process group, 0 while none runs
-	pending os.Signal // first signal that arrived while no worker ran
-	cancel  context.CancelFunc
-	done    chan struct{}
+	mu        sync.Mutex
+	pgids     map[int]bool // running workers' process groups
+	pending   os.Signal    // first signal that arrived while no worker ran
+	forwarded os.Signal    // first signal forwarded to running workers
+	cancel    context.CancelFunc
+	done      chan struct{}
 }
 
 // newSignalGate starts watching sigs (nil: no signals). cancel is called
-// when a signal arrives before the worker starts.
+// when a signal arrives while no worker runs.
 func newSignalGate(sigs <-chan os.Signal, cancel context.CancelFunc, log logrus.FieldLogger) *signalGate {
-	g := &signalGate{log: log, cancel: cancel, done: make(chan struct{})}
+	g := &signalGate{log: log, cancel: cancel, done: make(chan struct{}), pgids: map[int]bool{}}
 	if sigs != nil {
 		go g.loop(sigs)
 	}
@@ -72,11 +74,16 @@ func (g *signalGate) loop(sigs <-chan os.Signal) {
 func (g *signalGate) deliver(sig os.Signal) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.pgid > 0 {
-		g.log.WithField("signal", sig.String()).Info("forwarding signal to worker")
-		if s, ok := sig.(syscall.Signal); ok {
-			if err := syscall.Kill(-g.pgid, s); err != nil && !errors.Is(err, syscall.ESRCH) {
-				g.log.WithError(err).WithField("signal", sig.String()).Warn("forward signal to worker")
+	if len(g.pgids) > 0 {
+		if g.forwarded == nil {
+			g.forwarded = sig
+		}
+		for pgid := range g.pgids {
+			g.log.WithField("signal", sig.String()).WithField("pgid", pgid).Info("forwarding signal to worker")
+			if s, ok := sig.(syscall.Signal); ok {
+				if err := syscall.Kill(-pgid, s); err != nil && !errors.Is(err, syscall.ESRCH) {
+					g.log.WithError(err).WithField("signal", sig.String()).Warn("forward signal to worker")
+				}
 			}
 		}
 		return
@@ -95,6 +102,17 @@ func (g *signalGate) Pending() os.Signal {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.pending
+}
+
+// Stopping is the first signal the launcher received (pending or
+// forwarded), nil while none arrived: after it no worker is (re)started.
+func (g *signalGate) Stopping() os.Signal {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.pending != nil {
+		return g.pending
+	}
+	return g.forwarded
 }
 
 // Stop ends the watch; signals after it are ignored.
@@ -134,54 +152,21 @@ func runWorker(ctx context.Context, w worker, g *signalGate, grace time.Duration
 		SysProcAttr: workerSysProcAttr(),
 	}
 
-	type result struct {
-		state *os.ProcessState
-		err   error
-	}
-	started := make(chan error, 1)
-	exited := make(chan result, 1)
-	// Start and Wait run on one locked OS thread: Linux delivers the
-	// parent-death signal when the thread that forked the child ends, and
-	// the Go runtime may retire threads; a locked thread lives until the
-	// goroutine returns, which is after the worker ended.
-	go func() {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		g.mu.Lock()
-		if g.pending != nil {
-			g.mu.Unlock()
-			started <- errStopped
-			return
-		}
-		if err := cmd.Start(); err != nil {
-			g.mu.Unlock()
-			started <- err
-			return
-		}
-		g.pgid = cmd.Process.Pid
-		g.mu.Unlock()
-		started <- nil
-		err := cmd.Wait()
-		g.mu.Lock()
-		g.pgid = 0
-		g.mu.Unlock()
-		exited <- result{state: cmd.ProcessState, err: err}
-	}()
-	if err := <-started; err != nil {
+	p, err := startProc(cmd, g, nil)
+	if err != nil {
 		if errors.Is(err, errStopped) {
-			return signalExitCode(g.Pending()), nil
+			return signalExitCode(g.Stopping()), nil
 		}
 		return 0, classifyf(ErrWorkerStart, "start worker %q: %w", w.Args[0], err)
 	}
-	pid := cmd.Process.Pid
+	exited, pid := p.exited, p.pid
 	log.WithField("pid", pid).WithField("command", w.Args[0]).Info("worker started")
 
 	var killTimer <-chan time.Time
 	ctxDone := ctx.Done()
 	for {
 		select {
-		case r := <-exited:
-			code := exitCodeOf(r.state)
+		case code := <-exited:
 			log.WithField("pid", pid).WithField("exit_code", code).Info("worker ended")
 			return code, nil
 		case <-ctxDone:
@@ -194,6 +179,58 @@ func runWorker(ctx context.Context, w worker, g *signalGate, grace time.Duration
 			_ = syscall.Kill(-pid, syscall.SIGKILL)
 		}
 	}
+}
+
+// proc is a started worker process; exited delivers its exit code once
+// it has been waited for.
+type proc struct {
+	pid    int
+	exited chan int
+}
+
+// startProc starts cmd and registers its process group with g, so signals
+// reach it; afterStart (nil: none) runs on the started pid before the
+// group is registered. Once any signal has arrived, it starts nothing and
+// returns errStopped.
+//
+// Start and Wait run on one locked OS thread: Linux delivers the
+// parent-death signal when the thread that forked the child ends, and the
+// Go runtime may retire threads; a locked thread lives until the goroutine
+// returns, which is after the worker ended.
+func startProc(cmd *exec.Cmd, g *signalGate, afterStart func(pid int)) (*proc, error) {
+	started := make(chan error, 1)
+	p := &proc{exited: make(chan int, 1)}
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		g.mu.Lock()
+		if g.pending != nil || g.forwarded != nil {
+			g.mu.Unlock()
+			started <- errStopped
+			return
+		}
+		if err := cmd.Start(); err != nil {
+			g.mu.Unlock()
+			started <- err
+			return
+		}
+		p.pid = cmd.Process.Pid
+		if afterStart != nil {
+			afterStart(p.pid)
+		}
+		g.pgids[p.pid] = true
+		g.mu.Unlock()
+		started <- nil
+		_ = cmd.Wait() // the exit status is in ProcessState
+		g.mu.Lock()
+		delete(g.pgids, p.pid)
+		g.mu.Unlock()
+		p.exited <- exitCodeOf(cmd.ProcessState)
+	}()
+	if err := <-started; err != nil {
+		return nil, err
+	}
+	return p, nil
 }
 
 // exitCodeOf turns a wait status into a shell-style exit code.
