@@ -301,7 +301,7 @@ type workerExit struct {
 func (s *supervisor) run(ctx context.Context, workers []*deviceWorker) (int, error) {
 	exits := make(chan workerExit, len(workers))
 	restartDue := make(chan int, len(workers))
-	running := map[int]int{} // rank -> pid
+	running := map[int]int{}        // rank -> pid
 	timers := map[int]*time.Timer{} // pending restarts
 	failed := map[int]int{}         // rank -> exit code that a pending restart answers
 	code, haveCode := 0, false
