@@ -136,7 +136,7 @@ func (l *Launcher) checkSpec(ctx context.Context, cfg *conf.Config, spec resourc
 	if derr != nil {
 		key, fix := factoryKey, "make the devices visible to this host's workers (drivers installed, device nodes readable)"
 		switch {
-		case co.Mode == "script" || co.Mode == "off" && scriptMode(spec.Params, l.getenv()):
+		case co.Script != "":
 			key, fix = paramKey(spec.Name, gpu.ParamScriptPath), "run the script by hand as `<script> 1 <args>`; it must print comma-separated indices on its first line and exit 0"
 		case errors.Is(derr, driver.ErrNotEnoughDevices):
 			fix = "check that this host has the devices, and that no stale worker holds them (container-launcher probe shows the holders)"
@@ -149,7 +149,7 @@ func (l *Launcher) checkSpec(ctx context.Context, cfg *conf.Config, spec resourc
 	switch co.Mode {
 	case "off":
 		key := paramKey(spec.Name, gpu.ParamCoordEnabled)
-		if scriptMode(spec.Params, l.getenv()) {
+		if co.Script != "" {
 			key = paramKey(spec.Name, gpu.ParamScriptArgs)
 		}
 		out = append(out, Finding{Problem: resources.Problem{Key: key, Origin: cfg.Origin(key), Severity: resources.SeverityWarning,
