@@ -3,7 +3,10 @@
 // coordination, reserves) the devices, tells the worker what it got (an info
 // file and environment variables), runs the worker as a supervised child
 // with signals forwarded, passes its exit code on and always releases the
-// devices. It also holds the probe and check subcommands.
+// devices. With --per-device it runs one worker per device instead, each
+// told only its own device and pinned to the CPUs local to it, and stops
+// or restarts them when one fails (perdevice.go). It also holds the probe
+// and check subcommands.
 //
 // cmd/container-launcher only wires os.Args, the environment, signals and
 // the driver registry into Main.
