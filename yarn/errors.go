@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/xres/xres/yarn/internal/ipc"
+	"github.com/xres/xres/yarn/internal/sasl"
 )
 
 // RemoteError is an exception thrown by a YARN server; use errors.As to
@@ -27,6 +28,8 @@ var (
 	ErrInvalidResourceRequest          = ipc.ErrInvalidResourceRequest
 	ErrResourceNotFound                = ipc.ErrResourceNotFound
 	ErrConnection                      = ipc.ErrConnection // dial/read/write failure
+	ErrKerberos                        = sasl.ErrKerberos  // no ticket could be had or used
+	ErrQOP                             = sasl.ErrQOP       // hadoop.rpc.protection level not supported
 	ErrClosed                          = ipc.ErrClosed     // client closed
 
 	// ErrNoActiveRM means no address answered as an active

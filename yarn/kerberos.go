@@ -9,6 +9,8 @@ import (
 	krbconfig "github.com/jcmturner/gokrb5/v8/config"
 	"github.com/jcmturner/gokrb5/v8/credentials"
 	"github.com/jcmturner/gokrb5/v8/keytab"
+	"github.com/jcmturner/gokrb5/v8/messages"
+	krbtypes "github.com/jcmturner/gokrb5/v8/types"
 
 	"github.com/xres/xres/yarn/internal/sasl"
 )
@@ -23,6 +25,9 @@ type Kerberos struct {
 	// e.g. "rm/_HOST@EXAMPLE.COM"; _HOST becomes the RM's host name). ""
 	// uses the principal the server offers during negotiation.
 	ServicePrincipal string
+
+	// getTicket replaces the KDC exchange in tests.
+	getTicket func(spn string) (messages.Ticket, krbtypes.EncryptionKey, error)
 }
 
 // NewKerberosFromKeytab logs in as principal (user@REALM) with a keytab,
@@ -90,5 +95,5 @@ func (k *Kerberos) servicePrincipal(addr string) string {
 }
 
 func (k *Kerberos) mechanism(addr string) (sasl.Mechanism, error) {
-	return &sasl.GSSAPI{Client: k.Client, ServicePrincipal: k.servicePrincipal(addr)}, nil
+	return &sasl.GSSAPI{Client: k.Client, ServicePrincipal: k.servicePrincipal(addr), GetTicket: k.getTicket}, nil
 }

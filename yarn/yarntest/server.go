@@ -14,10 +14,12 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 
+	"github.com/jcmturner/gokrb5/v8/keytab"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/xres/xres/hadoopproto/hadoopcommon"
@@ -41,6 +43,7 @@ type ConnInfo struct {
 	User       string // effectiveUser of the connection context (SIMPLE)
 	Protocol   string // protocol of the connection context
 	Identifier []byte // token identifier the client authenticated with (TOKEN)
+	Principal  string // Kerberos client principal, user@REALM (KERBEROS)
 }
 
 // Handler answers one method.
@@ -68,6 +71,11 @@ type Options struct {
 	QOP string
 	// Ciphers are the auth-conf ciphers offered ("" = the JDK's list).
 	Ciphers string
+	// Keytab, when set, makes the server accept KERBEROS (GSSAPI) for
+	// Principal (service/host, e.g. "rm/localhost"), checking AP-REQs with
+	// the keytab's keys, as a secure ResourceManager does.
+	Keytab    *keytab.Keytab
+	Principal string
 }
 
 // Server is a fake Hadoop RPC server on 127.0.0.1.
@@ -75,10 +83,12 @@ type Server struct {
 	// Addr is host:port to dial.
 	Addr string
 
-	ln      net.Listener
-	token   bool
-	qop     string
-	ciphers string
+	ln        net.Listener
+	token     bool
+	qop       string
+	ciphers   string
+	keytab    *keytab.Keytab
+	principal string
 
 	mu       sync.Mutex
 	handlers map[string]Handler
@@ -103,6 +113,7 @@ func NewServer(t testing.TB, opt Options) *Server {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{
 		Addr: ln.Addr().String(), ln: ln, token: opt.Token, qop: opt.QOP, ciphers: opt.Ciphers,
+		keytab: opt.Keytab, principal: opt.Principal,
 		handlers: map[string]Handler{}, tokens: map[string][]byte{},
 		conns: map[net.Conn]struct{}{}, ctx: ctx, cancel: cancel,
 	}
@@ -340,7 +351,7 @@ func (s *Server) serve(nc net.Conn) {
 	info := &ConnInfo{}
 	switch pre[6] {
 	case 0x00:
-		if s.token {
+		if s.token || s.keytab != nil {
 			c.fatal(classAccessControl, "SIMPLE authentication is not enabled.  Available:[TOKEN]", fatalUnauthorized)
 			return
 		}
@@ -447,7 +458,7 @@ func (s *Server) saslServe(c *serverConn, info *ConnInfo) bool {
 	if !ok || m.GetState() != hadoopcommon.RpcSaslProto_NEGOTIATE {
 		return false
 	}
-	if !s.token {
+	if !s.token && s.keytab == nil {
 		reply(&hadoopcommon.RpcSaslProto{State: hadoopcommon.RpcSaslProto_SUCCESS.Enum()})
 		return true
 	}
@@ -463,20 +474,33 @@ func (s *Server) saslServe(c *serverConn, info *ConnInfo) bool {
 			}
 			return base64.StdEncoding.EncodeToString(p), nil
 		}}
-	offer := &hadoopcommon.RpcSaslProto_SaslAuth{
+	tokenOffer := &hadoopcommon.RpcSaslProto_SaslAuth{
 		Method: proto.String("TOKEN"), Mechanism: proto.String("DIGEST-MD5"),
 		Protocol: proto.String(""), ServerId: proto.String("default"),
 	}
-	withChallenge := proto.Clone(offer).(*hadoopcommon.RpcSaslProto_SaslAuth)
-	withChallenge.Challenge = ds.Challenge()
-	reply(&hadoopcommon.RpcSaslProto{State: hadoopcommon.RpcSaslProto_NEGOTIATE.Enum(),
-		Auths: []*hadoopcommon.RpcSaslProto_SaslAuth{withChallenge}})
+	var krbOffer *hadoopcommon.RpcSaslProto_SaslAuth
+	var offers []*hadoopcommon.RpcSaslProto_SaslAuth
+	if s.token {
+		withChallenge := proto.Clone(tokenOffer).(*hadoopcommon.RpcSaslProto_SaslAuth)
+		withChallenge.Challenge = ds.Challenge()
+		offers = append(offers, withChallenge)
+	}
+	if s.keytab != nil {
+		service, host, _ := strings.Cut(s.principal, "/")
+		krbOffer = &hadoopcommon.RpcSaslProto_SaslAuth{Method: proto.String("KERBEROS"), Mechanism: proto.String("GSSAPI"),
+			Protocol: proto.String(service), ServerId: proto.String(host)}
+		offers = append(offers, krbOffer)
+	}
+	reply(&hadoopcommon.RpcSaslProto{State: hadoopcommon.RpcSaslProto_NEGOTIATE.Enum(), Auths: offers})
 	m, ok = readSasl()
 	if !ok || m.GetState() != hadoopcommon.RpcSaslProto_INITIATE {
 		return false
 	}
-	if len(m.GetAuths()) != 1 || !proto.Equal(m.GetAuths()[0], offer) {
-		c.fatal(classAccessControl, "TOKEN authentication is not enabled.  Available:[TOKEN]", fatalUnauthorized)
+	if len(m.GetAuths()) == 1 && krbOffer != nil && proto.Equal(m.GetAuths()[0], krbOffer) {
+		return s.kerberosServe(c, info, m.GetToken(), readSasl, reply)
+	}
+	if !s.token || len(m.GetAuths()) != 1 || !proto.Equal(m.GetAuths()[0], tokenOffer) {
+		c.fatal(classAccessControl, "authentication method is not enabled", fatalUnauthorized)
 		return false
 	}
 	proof, user, layer, err := ds.VerifyLayer(m.GetToken(), "/default")

@@ -2,11 +2,20 @@ package sasl
 
 import (
 	"testing"
+	"time"
 
+	"github.com/jcmturner/gofork/encoding/asn1"
+	krbclient "github.com/jcmturner/gokrb5/v8/client"
+	krbconfig "github.com/jcmturner/gokrb5/v8/config"
 	"github.com/jcmturner/gokrb5/v8/crypto"
 	"github.com/jcmturner/gokrb5/v8/gssapi"
 	"github.com/jcmturner/gokrb5/v8/iana/etypeID"
 	"github.com/jcmturner/gokrb5/v8/iana/keyusage"
+	"github.com/jcmturner/gokrb5/v8/iana/nametype"
+	"github.com/jcmturner/gokrb5/v8/keytab"
+	"github.com/jcmturner/gokrb5/v8/messages"
+	"github.com/jcmturner/gokrb5/v8/service"
+	"github.com/jcmturner/gokrb5/v8/spnego"
 	krbtypes "github.com/jcmturner/gokrb5/v8/types"
 	"github.com/stretchr/testify/require"
 )
@@ -73,4 +82,48 @@ func TestGSSAPIStartErrors(t *testing.T) {
 	require.ErrorIs(t, err, ErrKerberos)
 	_, err = (&GSSAPI{}).Next([]byte{1})
 	require.ErrorIs(t, err, ErrKerberos)
+}
+
+// Start's AP-REQ is accepted by a Kerberos acceptor holding the service's
+// keytab, for the principal protocol/serverId the server offered. The
+// ticket is made locally (no KDC): the KDC exchange itself is gokrb5's.
+func TestGSSAPIStartAPREQ(t *testing.T) {
+	const realm = "EXAMPLE.COM"
+	kt := keytab.New()
+	require.NoError(t, kt.AddEntry("rm/rmhost.example.com", realm, "service-secret", time.Now(), 1, etypeID.AES256_CTS_HMAC_SHA1_96))
+	cfg, err := krbconfig.NewFromString("[libdefaults]\n default_realm = " + realm + "\n")
+	require.NoError(t, err)
+	cl := krbclient.NewWithPassword("alice", realm, "user-secret", cfg, krbclient.DisablePAFXFAST(true))
+
+	var asked string
+	g := &GSSAPI{Client: cl, GetTicket: func(spn string) (messages.Ticket, krbtypes.EncryptionKey, error) {
+		asked = spn
+		now := time.Now().UTC()
+		return messages.NewTicket(
+			krbtypes.NewPrincipalName(nametype.KRB_NT_PRINCIPAL, "alice"), realm,
+			krbtypes.NewPrincipalName(nametype.KRB_NT_PRINCIPAL, spn), realm,
+			asn1.BitString{Bytes: make([]byte, 4), BitLength: 32}, kt, etypeID.AES256_CTS_HMAC_SHA1_96, 1,
+			now, now, now.Add(time.Hour), now.Add(time.Hour))
+	}}
+	out, err := g.Start("rm", "rmhost.example.com", nil)
+	require.NoError(t, err)
+	require.Equal(t, "rm/rmhost.example.com", asked)
+
+	var tok spnego.KRB5Token
+	require.NoError(t, tok.Unmarshal(out))
+	require.True(t, tok.IsAPReq())
+	ok, creds, err := service.VerifyAPREQ(&tok.APReq, service.NewSettings(kt))
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, "alice", creds.UserName())
+
+	// The acceptor's security-layer offer, sealed with the ticket's session
+	// key, is answered.
+	resp, err := g.Next(acceptorToken(t, g.key, []byte{0x01, 0, 0x10, 0}))
+	require.NoError(t, err)
+	var wt gssapi.WrapToken
+	require.NoError(t, wt.Unmarshal(resp, false))
+	ok, err = wt.Verify(g.key, keyusage.GSSAPI_INITIATOR_SEAL)
+	require.NoError(t, err)
+	require.True(t, ok)
 }
