@@ -334,29 +334,33 @@ func (s *supervisor) run(ctx context.Context, workers []*deviceWorker) (int, err
 		}
 		killTimer = time.After(s.grace)
 	}
-	launch := func(w *deviceWorker) {
+	// launch starts w; stopped reports that a signal came first (nothing
+	// started, all stopping).
+	launch := func(w *deviceWorker) (stopped bool) {
 		p, err := s.start(w)
 		if err != nil {
 			if errors.Is(err, errStopped) {
-				fail(signalExitCode(s.gate.Stopping()))
 				stopAll("signal")
-				return
+				return true
 			}
 			if startErr == nil {
 				startErr = classifyf(ErrWorkerStart, "start worker %d (%s): %w", w.rank, w.args[0], err)
 			}
 			stopAll("a worker could not start")
-			return
+			return false
 		}
 		running[w.rank] = p.pid
 		go func(rank, pid int) { exits <- workerExit{rank: rank, pid: pid, code: <-p.exited} }(w.rank, p.pid)
+		return false
 	}
 
 	for _, w := range workers {
 		if stopping {
 			break
 		}
-		launch(w)
+		if launch(w) {
+			fail(signalExitCode(s.gate.Stopping()))
+		}
 	}
 	for len(running) > 0 || len(timers) > 0 {
 		select {
@@ -393,7 +397,9 @@ func (s *supervisor) run(ctx context.Context, workers []*deviceWorker) (int, err
 				fail(failed[rank])
 				continue
 			}
-			launch(workers[rank])
+			if launch(workers[rank]) {
+				fail(failed[rank]) // its failure came before the signal
+			}
 		case <-ctxDone:
 			ctxDone = nil
 			s.log.Info("launch cancelled: terminating the workers")

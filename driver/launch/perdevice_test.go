@@ -627,3 +627,31 @@ func TestSupervisorCancelDuringRestartDelay(t *testing.T) {
 	}
 	require.Equal(t, 1, fail.restarts, "counted once, never started again")
 }
+
+// TestPerDeviceSignalDuringRestartDelay: a signal while the only worker
+// waits for its restart ends the launch at once with the worker's code;
+// it is not started again.
+func TestPerDeviceSignalDuringRestartDelay(t *testing.T) {
+	h := newFakeHost()
+	h.devices["gpu"] = 1
+	out := t.TempDir()
+	sigs := make(chan os.Signal, 1)
+	done := make(chan runResult, 1)
+	go func() {
+		done <- runMain(t, h, fixedSpecs(gpuSpec(1)), sigs, "--per-device", "--on-failure", "restart",
+			"--restart-delay", "1h", "--", "sh", "-c", `echo x >> "$1/starts"; exit 3`, "w", out)
+	}()
+	waitForFile(t, filepath.Join(out, "starts"), 10*time.Second)
+	time.Sleep(50 * time.Millisecond) // let the launcher see the exit (either order ends the same)
+	sigs <- syscall.SIGTERM
+	select {
+	case r := <-done:
+		require.Equal(t, 3, r.code, r.stderr)
+	case <-time.After(20 * time.Second):
+		t.Fatal("launcher waited for the restart delay after SIGTERM")
+	}
+	b, err := os.ReadFile(filepath.Join(out, "starts"))
+	require.NoError(t, err)
+	require.Equal(t, "x\n", string(b))
+	require.Empty(t, h.Held("gpu"))
+}
