@@ -443,12 +443,28 @@ func TestPerDeviceRealDrivers(t *testing.T) {
 		require.NoError(t, os.MkdirAll(dir, 0o755))
 		require.NoError(t, os.WriteFile(filepath.Join(dir, "local_cpulist"), []byte(cpus), 0o644))
 	}
+	amdSysfs, err := filepath.Abs("../amd/testdata/four-gpus/sys")
+	require.NoError(t, err)
 	state := filepath.Join(t.TempDir(), "coord.state")
 	tests := []struct {
 		name  string
 		spec  resources.Spec
 		check func(t *testing.T, rank int, s seen, stderr string)
 	}{
+		{
+			name: "AMD GPUs, KFD topology",
+			spec: resources.Spec{Name: "amdgpu", Amount: 2, Factory: "xres.amd-gpu",
+				Params: map[string]string{"sysfs-root": amdSysfs, "coordination.file": state}},
+			check: func(t *testing.T, rank int, s seen, stderr string) {
+				uuid := []string{"GPU-74ec1f464356ea00", "GPU-ac9a80b87e94126a"}[rank]
+				require.Equal(t, uuid, s.env["ROCR_VISIBLE_DEVICES"])
+				require.Equal(t, "0", s.env["HIP_VISIBLE_DEVICES"], "HIP numbers the one GPU ROCr leaves visible")
+				require.Empty(t, s.env["CUDA_VISIBLE_DEVICES"])
+				local := s.info["amdgpu"][0][InfoLocalCPUs]
+				require.Equal(t, "0-31,64-95", local)
+				require.Equal(t, expectCPUs(t, local), s.cpus)
+			},
+		},
 		{
 			name: "NVIDIA GPUs, local_cpulist by pci.bus-id",
 			spec: resources.Spec{Name: "gpu", Amount: 2, Factory: "org.apache.flink.externalresource.gpu.GPUDriverFactory",
