@@ -130,10 +130,10 @@ func TestProtocol(t *testing.T) {
 	}, got)
 }
 
-// The example plugin in examples/plugins works through the whole path:
+// The example plugin in driver/examples/plugins works through the whole path:
 // plugins root, plugin:<dir> lookup, protocol, host coordination.
 func TestExamplePlugin(t *testing.T) {
-	src, err := os.ReadFile("../../examples/plugins/sysfs-fpga/sysfs-fpga")
+	src, err := os.ReadFile("../examples/plugins/sysfs-fpga/sysfs-fpga")
 	require.NoError(t, err)
 	root := t.TempDir()
 	require.NoError(t, os.MkdirAll(filepath.Join(root, "sysfs-fpga"), 0o755))

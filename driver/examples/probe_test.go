@@ -1,4 +1,4 @@
-package devices
+package examples
 
 import (
 	"bytes"
@@ -36,7 +36,7 @@ func TestProbeExamples(t *testing.T) {
 	}
 	getenv := func(k string) string {
 		if k == plugin.EnvPluginsDir {
-			return "examples/plugins"
+			return "driver/examples/plugins"
 		}
 		return ""
 	}
@@ -44,7 +44,7 @@ func TestProbeExamples(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
 			code := launch.Main(context.Background(), []string{
-				"probe", "--json", "--conf", "examples/devices/" + name + ".yaml",
+				"probe", "--json", "--conf", "driver/examples/" + name + ".yaml",
 				"-D", "external-resource." + resourceOf(name) + ".param.coordination.file=" + state,
 			}, launch.Env{
 				Getenv: getenv, Stdout: &stdout, Stderr: &stderr,
@@ -52,7 +52,7 @@ func TestProbeExamples(t *testing.T) {
 			})
 			require.Equal(t, 0, code, "stdout: %s\nstderr: %s", stdout.String(), stderr.String())
 			got := strings.ReplaceAll(stdout.String(), state, "/var/tmp/xres/coordination.state")
-			golden := filepath.Join("examples/devices/testdata", name+".json")
+			golden := filepath.Join("driver/examples/testdata", name+".json")
 			if *update {
 				require.NoError(t, os.WriteFile(golden, []byte(got), 0o644))
 			}
