@@ -95,6 +95,8 @@ one worker per device (run only):
   --max-restarts N     restarts per device with --on-failure restart (default 3)
   --restart-delay D    pause before a restart (default 1s)
   --pin-cpus=false     do not pin workers to their device's local CPUs
+  (defaults from $XRES_PER_DEVICE, $XRES_ON_FAILURE, $XRES_MAX_RESTARTS,
+  $XRES_RESTART_DELAY, $XRES_PIN_CPUS)
 
 exit codes: worker's own code, or 210 usage, 211 config, 212 discovery,
 213 worker could not start, 214 internal
@@ -264,8 +266,11 @@ func runLaunch(ctx context.Context, args []string, env Env) int {
 	if err := parse(fs, splitPerDevice(fs, args), env.Stderr); err != nil {
 		return fail(env.Stderr, err)
 	}
-	given := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	given := map[string]string{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = "--" + f.Name })
+	if err := pd.fromEnv(fs, env.Getenv, given); err != nil {
+		return fail(env.Stderr, err)
+	}
 	if err := pd.validate(given); err != nil {
 		return fail(env.Stderr, err)
 	}

@@ -32,9 +32,19 @@ type runResult struct {
 // runMain runs Main in-process with the fake host's registry.
 func runMain(t *testing.T, h *fakeHost, load Loader, sigs <-chan os.Signal, args ...string) runResult {
 	t.Helper()
+	return runMainEnv(t, h, load, sigs, nil, args...)
+}
+
+// runMainEnv is runMain with vars seen through Env.Getenv (besides TMPDIR).
+func runMainEnv(t *testing.T, h *fakeHost, load Loader, sigs <-chan os.Signal, vars map[string]string, args ...string) runResult {
+	t.Helper()
 	var stdout, stderr syncBuffer
+	getenv := map[string]string{"TMPDIR": t.TempDir()}
+	for k, v := range vars {
+		getenv[k] = v
+	}
 	env := Env{
-		Getenv:   func(k string) string { return map[string]string{"TMPDIR": t.TempDir()}[k] },
+		Getenv:   func(k string) string { return getenv[k] },
 		Environ:  []string{"PATH=" + os.Getenv("PATH"), "CUDA_VISIBLE_DEVICES=9", "KEEP=me"},
 		Dir:      t.TempDir(),
 		Stdout:   &stdout,

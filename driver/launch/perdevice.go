@@ -61,6 +61,9 @@ import (
 // rank; one more failure stops all. A signal to the launcher is forwarded
 // to every worker's group and nothing is restarted after it. The devices
 // are released when the last worker has ended.
+//
+// Every flag has an environment default (perDeviceEnv: XRES_PER_DEVICE,
+// XRES_ON_FAILURE, …) for launchers an ApplicationMaster starts.
 const (
 	EnvDeviceResource = "XRES_DEVICE_RESOURCE"
 	EnvDeviceRank     = "XRES_DEVICE_RANK"
@@ -129,32 +132,68 @@ func (o *perDeviceOptions) register(fs *flag.FlagSet) {
 	fs.BoolVar(&o.pin, "pin-cpus", true, "per-device: pin each worker to its device's local CPUs")
 }
 
-// validate checks the flag combination; given reports which flags the
-// command line set.
-func (o *perDeviceOptions) validate(given map[string]bool) error {
+// Environment defaults of the --per-device flags, so that a launcher
+// started by an ApplicationMaster, which passes no such flags, can be
+// switched through the worker environment
+// (containerized.taskmanager.env.XRES_PER_DEVICE: gpu). A flag on the
+// command line wins.
+var perDeviceEnv = []struct{ flag, env string }{
+	{"per-device", "XRES_PER_DEVICE"},
+	{"on-failure", "XRES_ON_FAILURE"},
+	{"max-restarts", "XRES_MAX_RESTARTS"},
+	{"restart-delay", "XRES_RESTART_DELAY"},
+	{"pin-cpus", "XRES_PIN_CPUS"},
+}
+
+// fromEnv sets the flags of fs that the command line left alone from
+// their environment variables, recording each in given (flag name -> how
+// it was set: "--flag" or the variable's name). A malformed value is a
+// usage error naming the variable.
+func (o *perDeviceOptions) fromEnv(fs *flag.FlagSet, getenv func(string) string, given map[string]string) error {
+	for _, e := range perDeviceEnv {
+		if _, ok := given[e.flag]; ok {
+			continue
+		}
+		v := strings.TrimSpace(getenv(e.env))
+		if v == "" {
+			continue
+		}
+		if err := fs.Set(e.flag, v); err != nil {
+			return classifyf(ErrUsage, "%s=%q (default of --%s): %w", e.env, v, e.flag, err)
+		}
+		given[e.flag] = e.env
+	}
+	return nil
+}
+
+// validate checks the flag combination; given names the flags that were
+// set, and how (see fromEnv).
+func (o *perDeviceOptions) validate(given map[string]string) error {
+	// Flags that make no sense together are errors; variables are only
+	// defaults and may be set for launches they do not concern.
 	if !o.device.set {
 		for _, f := range []string{"on-failure", "max-restarts", "restart-delay", "pin-cpus"} {
-			if given[f] {
-				return classifyf(ErrUsage, "--%s needs --per-device", f)
+			if how := given[f]; strings.HasPrefix(how, "--") {
+				return classifyf(ErrUsage, "%s needs --per-device", how)
 			}
 		}
 		return nil
 	}
 	switch o.onFailure {
 	case OnFailureStop:
-		if given["max-restarts"] {
-			return classifyf(ErrUsage, "--max-restarts needs --on-failure %s", OnFailureRestart)
+		if how := given["max-restarts"]; strings.HasPrefix(how, "--") {
+			return classifyf(ErrUsage, "%s needs --on-failure %s", how, OnFailureRestart)
 		}
 		o.maxRestarts = 0
 	case OnFailureRestart:
 		if o.maxRestarts < 0 {
-			return classifyf(ErrUsage, "--max-restarts %d: must be 0 or more", o.maxRestarts)
+			return classifyf(ErrUsage, "%s %d: must be 0 or more", given["max-restarts"], o.maxRestarts)
 		}
 	default:
-		return classifyf(ErrUsage, "--on-failure %q: want %s or %s", o.onFailure, OnFailureStop, OnFailureRestart)
+		return classifyf(ErrUsage, "%s %q: want %s or %s", given["on-failure"], o.onFailure, OnFailureStop, OnFailureRestart)
 	}
 	if o.restartDelay < 0 {
-		return classifyf(ErrUsage, "--restart-delay %s: must not be negative", o.restartDelay)
+		return classifyf(ErrUsage, "%s %s: must not be negative", given["restart-delay"], o.restartDelay)
 	}
 	return nil
 }

@@ -382,10 +382,32 @@ func TestPerDeviceFlags(t *testing.T) {
 	tests := []struct {
 		name   string
 		specs  []resources.Spec
+		env    map[string]string
 		args   []string
 		code   int
 		stderr string
 	}{
+		{name: "XRES_PER_DEVICE names the resource", specs: []resources.Spec{fpgaSpec(2), gpuSpec(1)},
+			env:  map[string]string{"XRES_PER_DEVICE": "gpu", "XRES_ON_FAILURE": "restart", "XRES_MAX_RESTARTS": "1", "XRES_RESTART_DELAY": "1ms"},
+			args: []string{"--", "sh", "-c", `test "$XRES_DEVICE_RESOURCE" = gpu && test "$XRES_DEVICE_RESTARTS" = 1`}},
+		{name: "XRES_PER_DEVICE=true picks the first", specs: []resources.Spec{fpgaSpec(2), gpuSpec(1)},
+			env:  map[string]string{"XRES_PER_DEVICE": "true"},
+			args: []string{"--", "sh", "-c", `test "$XRES_DEVICE_RESOURCE" = fpga`}},
+		{name: "the flag wins over the variable", specs: []resources.Spec{fpgaSpec(2), gpuSpec(1)},
+			env:  map[string]string{"XRES_PER_DEVICE": "fpga", "XRES_ON_FAILURE": "restart"},
+			args: []string{"--per-device=gpu", "--on-failure", "stop", "--", "sh", "-c", `test "$XRES_DEVICE_RESOURCE" = gpu || exit 1; exit 8`}, code: 8},
+		{name: "variables without per-device are ignored", specs: []resources.Spec{gpuSpec(1)},
+			env:  map[string]string{"XRES_ON_FAILURE": "restart", "XRES_MAX_RESTARTS": "2"},
+			args: []string{"--", "sh", "-c", `test -z "$XRES_DEVICE_RANK"`}},
+		{name: "XRES_PER_DEVICE=false", specs: []resources.Spec{gpuSpec(1)},
+			env:  map[string]string{"XRES_PER_DEVICE": "false"},
+			args: []string{"--", "sh", "-c", `test -z "$XRES_DEVICE_RANK"`}},
+		{name: "malformed variable names it", specs: []resources.Spec{gpuSpec(1)},
+			env:  map[string]string{"XRES_PER_DEVICE": "gpu", "XRES_MAX_RESTARTS": "many"},
+			args: []string{"--", "true"}, code: ExitUsage, stderr: `XRES_MAX_RESTARTS="many" (default of --max-restarts)`},
+		{name: "bad policy from the variable names it", specs: []resources.Spec{gpuSpec(1)},
+			env:  map[string]string{"XRES_PER_DEVICE": "gpu", "XRES_ON_FAILURE": "retry"},
+			args: []string{"--", "true"}, code: ExitUsage, stderr: `XRES_ON_FAILURE "retry": want stop or restart`},
 		{name: "--on-failure without --per-device", specs: []resources.Spec{gpuSpec(1)},
 			args: []string{"--on-failure", "restart", "--", "true"}, code: ExitUsage, stderr: "--on-failure needs --per-device"},
 		{name: "bad policy", specs: []resources.Spec{gpuSpec(1)},
@@ -416,7 +438,7 @@ func TestPerDeviceFlags(t *testing.T) {
 			h := newFakeHost()
 			h.devices["gpu"] = 2
 			h.devices["fpga"] = 2
-			r := runMain(t, h, fixedSpecs(tc.specs...), nil, tc.args...)
+			r := runMainEnv(t, h, fixedSpecs(tc.specs...), nil, tc.env, tc.args...)
 			require.Equal(t, tc.code, r.code, r.stderr)
 			if tc.stderr != "" {
 				require.Contains(t, r.stderr, tc.stderr)
