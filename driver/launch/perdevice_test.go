@@ -693,3 +693,19 @@ func TestPerDeviceSignalDuringRestartDelay(t *testing.T) {
 	require.Equal(t, "x\n", string(b))
 	require.Empty(t, h.Held("gpu"))
 }
+
+// TestSupervisorKillsAfterGrace: a worker that ignores the SIGTERM of a
+// stop gets SIGKILL once the grace period is over; the failing worker's
+// code stays the result.
+func TestSupervisorKillsAfterGrace(t *testing.T) {
+	s, logs := newTestSupervisor(t)
+	s.grace = 200 * time.Millisecond
+	dir := t.TempDir()
+	stubborn := shWorker(t, 0, `trap '' TERM; touch "$1/ready"; while :; do sleep 0.02; done`, dir)
+	failing := shWorker(t, 1, `while [ ! -e "$1/ready" ]; do sleep 0.01; done; exit 2`, dir)
+	code, err := s.run(t.Context(), []*deviceWorker{stubborn, failing})
+	require.NoError(t, err)
+	require.Equal(t, 2, code, logs.String())
+	require.Contains(t, logs.String(), "worker outlived the grace period: killing")
+	require.Contains(t, logs.String(), "exit_code=\"137 (signal killed)\"")
+}
