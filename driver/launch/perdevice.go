@@ -27,9 +27,9 @@ import (
 //	                   [flags] -- <worker> [args…]
 //
 // The launcher discovers every selected resource as usual, then starts one
-// worker per device of the per-device resource (NAME; without a name the
-// only selected resource with a driver, else the first one in
-// external-resources order that has one). Worker i of n is told:
+// worker per device of the per-device resource (NAME; without a name, the
+// first selected resource, in external-resources order, that has a
+// driver-factory.class). Worker i of n is told:
 //
 //	XRES_RESOURCES_FILE          its own info file: the per-device resource
 //	                             with its one device; every other selected
