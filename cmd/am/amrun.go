@@ -155,30 +155,9 @@ func cmdRun(ctx context.Context, args []string, e *env) error {
 	var c common
 	c.register(fs, true)
 	workers := fs.Int("workers", 0, "number of workers (default: from parallelism.default)")
-	pos, worker, err := parse(fs, args)
+	worker, cfg, specs, plan, err := workerPlan(fs, args, &c, e, workers)
 	if err != nil {
 		return err
-	}
-	if len(pos) > 0 {
-		return fmt.Errorf("%w: unexpected argument %q (the worker command goes after --)", errUsage, pos[0])
-	}
-	if len(worker) == 0 {
-		return fmt.Errorf("%w: no worker command (am run [flags] -- <worker command…>)", errUsage)
-	}
-	if err := c.apply(e); err != nil {
-		return err
-	}
-	cfg, err := c.load(e)
-	if err != nil {
-		return err
-	}
-	specs, err := resources.Parse(cfg, resources.ParseOptions{Side: resources.SideYarn, Log: e.log})
-	if err != nil {
-		return configError{err}
-	}
-	plan, err := am.PlanWorkers(cfg, specs, *workers)
-	if err != nil {
-		return configError{err}
 	}
 	for _, w := range plan.Warnings {
 		e.log.Warn(w)
@@ -318,4 +297,35 @@ func peakRSS() int64 {
 		}
 	}
 	return 0
+}
+
+// workerPlan parses the flags and the worker command after --, as submit
+// and run take them, loads the configuration and plans the workers.
+func workerPlan(fs *flag.FlagSet, args []string, c *common, e *env, workers *int) ([]string, *conf.Config, []resources.Spec, am.Plan, error) {
+	pos, worker, err := parse(fs, args)
+	if err != nil {
+		return nil, nil, nil, am.Plan{}, err
+	}
+	if len(pos) > 0 {
+		return nil, nil, nil, am.Plan{}, fmt.Errorf("%w: unexpected argument %q (the worker command goes after --)", errUsage, pos[0])
+	}
+	if len(worker) == 0 {
+		return nil, nil, nil, am.Plan{}, fmt.Errorf("%w: no worker command (am %s [flags] -- <worker command…>)", errUsage, fs.Name())
+	}
+	if err := c.apply(e); err != nil {
+		return nil, nil, nil, am.Plan{}, err
+	}
+	cfg, err := c.load(e)
+	if err != nil {
+		return nil, nil, nil, am.Plan{}, err
+	}
+	specs, err := resources.Parse(cfg, resources.ParseOptions{Side: resources.SideYarn, Log: e.log})
+	if err != nil {
+		return nil, nil, nil, am.Plan{}, configError{err}
+	}
+	plan, err := am.PlanWorkers(cfg, specs, *workers)
+	if err != nil {
+		return nil, nil, nil, am.Plan{}, configError{err}
+	}
+	return worker, cfg, specs, plan, nil
 }

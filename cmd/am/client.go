@@ -21,7 +21,6 @@ import (
 
 	"github.com/xres/xres/conf"
 	"github.com/xres/xres/hadoopproto/hadoopyarn"
-	"github.com/xres/xres/resources"
 	"github.com/xres/xres/yarn"
 	"github.com/xres/xres/yarn/am"
 	"github.com/xres/xres/yarn/rest"
@@ -119,30 +118,9 @@ func cmdSubmit(ctx context.Context, args []string, e *env) error {
 	detach := fs.Bool("detach", false, "return after submission instead of following the application")
 	launcher := fs.String("launcher", "", "container-launcher binary to ship (default: $XRES_LAUNCHER, else beside am)")
 	useREST := fs.Bool("rest", false, "talk to the ResourceManager over its REST API instead of RPC")
-	pos, worker, err := parse(fs, args)
+	worker, cfg, specs, plan, err := workerPlan(fs, args, &c, e, workers)
 	if err != nil {
 		return err
-	}
-	if len(pos) > 0 {
-		return fmt.Errorf("%w: unexpected argument %q (the worker command goes after --)", errUsage, pos[0])
-	}
-	if len(worker) == 0 {
-		return fmt.Errorf("%w: no worker command (am submit [flags] -- <worker command…>)", errUsage)
-	}
-	if err := c.apply(e); err != nil {
-		return err
-	}
-	cfg, err := c.load(e)
-	if err != nil {
-		return err
-	}
-	specs, err := resources.Parse(cfg, resources.ParseOptions{Side: resources.SideYarn, Log: e.log})
-	if err != nil {
-		return configError{err}
-	}
-	plan, err := am.PlanWorkers(cfg, specs, *workers)
-	if err != nil {
-		return configError{err}
 	}
 	dial := e.rmDial(*useREST)
 	if dial == nil || e.deps.hdfs == nil {
