@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/xres/xres/driver/drivertest"
+
 	"github.com/xres/xres/driver"
 	"github.com/xres/xres/resources"
 )
@@ -135,35 +137,7 @@ func TestParamErrors(t *testing.T) {
 }
 
 // copyTree copies a fixture tree, symlinks included, so a test can break it.
-func copyTree(t *testing.T, src string) string {
-	t.Helper()
-	dst := filepath.Join(t.TempDir(), "sys")
-	err := filepath.Walk(src, func(path string, info os.FileInfo, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, path)
-		to := filepath.Join(dst, rel)
-		switch {
-		case info.Mode()&os.ModeSymlink != 0:
-			target, err := os.Readlink(path)
-			if err != nil {
-				return err
-			}
-			return os.Symlink(target, to)
-		case info.IsDir():
-			return os.MkdirAll(to, 0o755)
-		default:
-			b, err := os.ReadFile(path)
-			if err != nil {
-				return err
-			}
-			return os.WriteFile(to, b, 0o644)
-		}
-	})
-	require.NoError(t, err)
-	return dst
-}
+func copyTree(t *testing.T, src string) string { return drivertest.CopyTree(t, src) }
 
 // Each bad fixture is the 2-FPGA host with one thing broken. A function
 // whose vendor, device or class cannot be read fails the whole scan (we
