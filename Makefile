@@ -3,7 +3,7 @@ GO      ?= go
 BIN     ?= bin
 PKGS    := ./...
 
-.PHONY: all build unit test integration bench bench-rpc lint demo proto proto-check clean
+.PHONY: all build unit test integration bench bench-rpc bench-am lint demo proto proto-check clean
 
 all: build
 
@@ -40,6 +40,12 @@ bench:
 # built with Maven on first use), 1 and 8 callers, against the real cluster.
 bench-rpc:
 	$(GO) test -count=1 -tags integration -timeout 40m -run '^$$' -bench 'RPCGetClusterMetrics' -benchtime 1x ./integration/
+
+# am submit vs a DistributedShell-style Java AM (integration/dsbench, built with Maven on
+# first use; XRES_DSHELL_JAR=<hadoop-yarn-applications-distributedshell jar> runs Hadoop's own):
+# submit to all 4 GPU workers running, and the AM's peak RSS, against the real cluster.
+bench-am:
+	$(GO) test -count=1 -tags integration -timeout 40m -run '^$$' -bench 'AMvsDistributedShell' -benchtime 1x -v ./integration/
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
