@@ -129,11 +129,16 @@ var (
 			"pending or failed, or lost from the bus (checked on every discovery); they are named in the log and " +
 			"in the error when too few healthy GPUs remain.",
 	})
+	PCIVendor = Register(Option{
+		Key:  "external-resource.<name>.param.vendor",
+		Type: TypeString,
+		Description: "PCI driver (xres.pci), required: hex vendor ids, comma-separated, e.g. 0x10ee (Xilinx/AMD), " +
+			"0x8086 (Intel), 0x1172 (Altera).",
+	})
 	PCIDevice = Register(Option{
 		Key:  "external-resource.<name>.param.device",
 		Type: TypeString,
-		Description: "PCI driver (xres.pci, which also needs param.vendor, hex vendor ids such as 0x10ee): hex device ids, " +
-			"comma-separated, e.g. 0x5005. Unset: any device of the vendor.",
+		Description: "PCI driver: hex device ids, comma-separated, e.g. 0x5005. Unset: any device of the vendor.",
 	})
 	PCIClass = Register(Option{
 		Key:  "external-resource.<name>.param.class",
@@ -172,6 +177,12 @@ var (
 		Type: TypeDuration,
 		Description: "AMD GPU driver (rocm-smi) and device plugins: time limit of one run; on expiry a plugin's " +
 			"whole process group is killed. Unset: xres.discovery.timeout.",
+	})
+	VisibleDevicesVendor = Register(Option{
+		Key:  "external-resource.<name>.param.visible-devices.vendor",
+		Type: TypeString,
+		Description: "For plugins and discovery scripts standing for GPUs: nvidia sets CUDA_VISIBLE_DEVICES, amd " +
+			"ROCR_VISIBLE_DEVICES and HIP_VISIBLE_DEVICES for the worker, none neither. Default: nvidia for xres.gpu, amd for xres.amd-gpu.",
 	})
 	PluginName = Register(Option{
 		Key:  "external-resource.<name>.param.plugin",

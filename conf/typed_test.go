@@ -273,7 +273,7 @@ func TestOptionPatterns(t *testing.T) {
 	for _, tc := range []struct{ key, want string }{
 		{"external-resource.gpu.amount", "external-resource.<name>.amount"},
 		{"external-resource.gpu.param.discovery-script.path", "external-resource.<name>.param.discovery-script.path"},
-		{"external-resource.gpu.param.vendor", "external-resource.<name>.param.<param>"},
+		{"external-resource.gpu.param.my-plugin-key", "external-resource.<name>.param.<param>"},
 		{"containerized.master.env.JAVA_HOME", "containerized.master.env.<VAR>"},
 		{"xres.strict", "xres.strict"},
 	} {
