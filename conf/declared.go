@@ -136,8 +136,8 @@ var (
 			"0x8086 (Intel), 0x1172 (Altera).",
 	})
 	PCIDevice = Register(Option{
-		Key:  "external-resource.<name>.param.device",
-		Type: TypeString,
+		Key:         "external-resource.<name>.param.device",
+		Type:        TypeString,
 		Description: "PCI driver: hex device ids, comma-separated, e.g. 0x5005. Unset: any device of the vendor.",
 	})
 	PCIClass = Register(Option{
