@@ -272,7 +272,6 @@ func benchJava(ctx context.Context, b *testing.B, c *harness.Cluster, java []str
 	if ds := os.Getenv("XRES_DSHELL_JAR"); ds != "" {
 		impl = "dshell"
 		args = append(args, "dshell", ds, "-appname", "xres-bench-dshell", "-num_containers", strconv.Itoa(workers),
-			"-container_memory", "256", "-container_vcores", "1",
 			"-container_resources", "memory-mb=256,vcores=1,yarn.io/gpu=1",
 			"-master_memory", "256", "-master_vcores", "1", "-shell_command", "sleep 300", "-timeout", "600000")
 	} else {
