@@ -209,7 +209,7 @@ func (h *Host) noneLeft(resource string, candidates []string, amount, free int, 
 		who := fmt.Sprintf("pid %d", e.PID)
 		if e.Owner.same(h.owner) {
 			who += " (this process)"
-		} else if c := h.proc.cmdline(e.PID); c != "" {
+		} else if c := h.proc.program(e.PID); c != "" {
 			who += fmt.Sprintf(" (%s)", c)
 		}
 		who += " for " + e.Resource
@@ -264,7 +264,7 @@ func (h *Host) release(ctx context.Context, match func(Entry) bool) error {
 type Holder struct {
 	Entry
 	Alive   bool   // false only when the holder is proven dead
-	Command string // the holder's command line, when readable
+	Program string // the holder's program name (no arguments), when readable
 }
 
 // Holders lists the recorded reservations, sorted by resource and key,
@@ -278,7 +278,7 @@ func (h *Host) Holders() ([]Holder, error) {
 	for _, e := range entries {
 		hd := Holder{Entry: e, Alive: h.proc.check(e.Owner, h.owner) != dead}
 		if hd.Alive {
-			hd.Command = h.proc.cmdline(e.PID)
+			hd.Program = h.proc.program(e.PID)
 		}
 		out = append(out, hd)
 	}

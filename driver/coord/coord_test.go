@@ -167,7 +167,7 @@ func TestReserveAndRelease(t *testing.T) {
 	// calls them "gpu", another "gpus") are held too.
 	_, err = newHost(t, state, third).Reserve(ctx, "gpus", keys, 1, false)
 	require.ErrorIs(t, err, ErrNoDevicesLeft)
-	require.Contains(t, err.Error(), fmt.Sprintf("GPU-c held by pid %d (sleep 60) for gpu", other.PID))
+	require.Contains(t, err.Error(), fmt.Sprintf("GPU-c held by pid %d (sleep) for gpu", other.PID))
 	got, err = b.Reserve(ctx, "fpga", []string{"0000:3b:00.1"}, 1, false)
 	require.NoError(t, err)
 	require.Equal(t, []string{"0000:3b:00.1"}, got)
@@ -177,7 +177,7 @@ func TestReserveAndRelease(t *testing.T) {
 	require.ErrorIs(t, err, ErrNoDevicesLeft)
 	require.ErrorIs(t, err, driver.ErrNotEnoughDevices)
 	require.Contains(t, err.Error(), fmt.Sprintf("GPU-a held by pid %d", self.PID))
-	require.Contains(t, err.Error(), fmt.Sprintf("GPU-c held by pid %d (sleep 60)", other.PID))
+	require.Contains(t, err.Error(), fmt.Sprintf("GPU-c held by pid %d (sleep)", other.PID))
 	require.Contains(t, err.Error(), state)
 
 	require.NoError(t, a.Release(ctx, "gpu"))
@@ -517,4 +517,25 @@ func TestSelfMatchesProc(t *testing.T) {
 	require.Equal(t, os.Getpid(), self.PID)
 	require.NotZero(t, self.Start)
 	require.Equal(t, alive, defaultProc.check(self, self))
+}
+
+// A holder's arguments may carry secrets: messages name its program only.
+func TestHolderArgumentsNeverShown(t *testing.T) {
+	state := filepath.Join(t.TempDir(), "state")
+	cmd := exec.Command("sh", "-c", "while :; do sleep 1; done", "worker", "--password=hunter2")
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	holder, err := ProcessOwner(cmd.Process.Pid)
+	require.NoError(t, err)
+	ctx := ctxT(t)
+	_, err = newHost(t, state, holder).Reserve(ctx, "gpu", []string{"GPU-a"}, 1, false)
+	require.NoError(t, err)
+	_, err = newHost(t, state, liveOwner(t)).Reserve(ctx, "gpu", []string{"GPU-a"}, 1, false)
+	require.ErrorIs(t, err, ErrNoDevicesLeft)
+	require.Contains(t, err.Error(), fmt.Sprintf("held by pid %d (sh)", cmd.Process.Pid))
+	require.NotContains(t, err.Error(), "hunter2")
+	hs, err := newHost(t, state, holder).Holders()
+	require.NoError(t, err)
+	require.Len(t, hs, 1)
+	require.Equal(t, "sh", hs[0].Program)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -143,17 +144,14 @@ func (p procFS) check(o, self Owner) liveness {
 	}
 }
 
-// cmdline returns the command line of pid for messages, shortened; "" when
-// unreadable.
-func (p procFS) cmdline(pid int) string {
+// program is the holder's program name (argv[0] without its folder), for
+// messages naming who holds a device. Never its arguments: they may carry
+// secrets.
+func (p procFS) program(pid int) string {
 	b, err := os.ReadFile(fmt.Sprintf("%s/%d/cmdline", p.root, pid))
 	if err != nil || len(b) == 0 {
 		return ""
 	}
-	s := strings.TrimSpace(strings.ReplaceAll(string(b), "\x00", " "))
-	const max = 120
-	if len(s) > max {
-		s = s[:max] + "…"
-	}
-	return s
+	argv0, _, _ := strings.Cut(string(b), "\x00")
+	return filepath.Base(argv0)
 }

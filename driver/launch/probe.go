@@ -56,7 +56,7 @@ type ProbeHolder struct {
 	Device  string    `json:"device"`
 	PID     int       `json:"pid"`
 	Alive   bool      `json:"alive"`
-	Command string    `json:"command,omitempty"`
+	Program string    `json:"program,omitempty"`
 	Since   time.Time `json:"since"`
 }
 
@@ -146,7 +146,7 @@ func readHolders(stateFile, resource string) ([]ProbeHolder, error) {
 		if e.Resource != resource {
 			continue
 		}
-		out = append(out, ProbeHolder{Device: e.Key, PID: e.PID, Alive: e.Alive, Command: e.Command, Since: e.Since})
+		out = append(out, ProbeHolder{Device: e.Key, PID: e.PID, Alive: e.Alive, Program: e.Program, Since: e.Since})
 	}
 	return out, nil
 }
@@ -304,8 +304,8 @@ func writeProbeText(w io.Writer, rep ProbeReport) {
 				state = "dead, reclaimable"
 			}
 			cmd := ""
-			if h.Command != "" {
-				cmd = " " + h.Command
+			if h.Program != "" {
+				cmd = " " + h.Program
 			}
 			since := ""
 			if !h.Since.IsZero() {
