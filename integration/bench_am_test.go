@@ -2,9 +2,9 @@
 
 package integration
 
-// BenchmarkAMvsDistributedShell puts `am submit` and a Java ApplicationMaster
-// of DistributedShell's making side by side on the real cluster, in one run:
-// the time from submission to all N workers running, and the AM's peak
+// BenchmarkAMvsDistributedShell puts `am submit` and Hadoop's own
+// DistributedShell side by side on the real cluster, in one run: the time
+// from the submitting command to all N workers running, and the AM's peak
 // resident memory, then a table with ratios.
 //
 //	make bench-am
@@ -12,12 +12,14 @@ package integration
 //
 // Both sides ask the same containers: N workers (XRES_BENCH_WORKERS, default
 // 4) of 256 MB, 1 vcore and yarn.io/gpu: 1, each running `sleep 300`, and an
-// AM container of 256 MB. Both are measured the same way:
+// AM container of 256 MB and 1 vcore (the RM's allocation at the moment all
+// run is logged for both). Both are measured the same way:
 //
-//   - time: from the start of the submitting command (am submit --detach; the
-//     Java client, JVM start included) until the RM reports N+1 running
-//     containers for the application (polled every 100 ms); the same up to
-//     the RM's own submission time is shown beside it, without the client;
+//   - time: from the start of the submitting command (am submit --detach;
+//     DistributedShell's Client, JVM start included) until the RM reports N+1
+//     running containers for the application (polled every 100 ms); the same
+//     up to the RM's own submission time is shown beside it, without the
+//     client;
 //   - memory: VmHWM (peak resident set) in /proc/<pid>/status of the AM
 //     container's main process on this host (the NodeManagers run containers
 //     as local processes; the process is found by CONTAINER_ID in its
@@ -28,16 +30,26 @@ package integration
 // unmeasured warm-up round; XRES_BENCH_WARMUP_ROUNDS); the table shows
 // medians. XRES_BENCH_OUT also writes the table to a file.
 //
-// The Java side is integration/dsbench (Maven, built offline from ~/.m2 on
-// first use): a client and AM built the way Hadoop's DistributedShell is
-// (YarnClient; AMRMClientAsync with DistributedShell's 1 s heartbeat and
-// NMClientAsync; the AM jar localized from HDFS), because the
-// hadoop-yarn-applications-distributedshell artifact is not served by the
-// registry this project's machines reach. With XRES_DSHELL_JAR naming that
-// jar (e.g. $HADOOP_HOME/share/hadoop/yarn/hadoop-yarn-applications-distributedshell-*.jar
-// of the cluster's version), Hadoop's own DistributedShell client is run
-// instead, with -num_containers N -container_resources
-// memory-mb=256,vcores=1,yarn.io/gpu=1 -master_memory 256.
+// DistributedShell is Hadoop's org.apache.hadoop.yarn.applications.distributedshell.Client
+// from the Maven artifact hadoop-yarn-applications-distributedshell 3.4.2
+// (the registry serves no 3.4.1 one; integration/dsbench, built with Maven
+// on first use, offline first from ~/.m2), run as
+//
+//	-jar <its jar> -num_containers N -container_resources memory-mb=256,vcores=1,yarn.io/gpu=1
+//	-master_memory 256 -master_vcores 1 -shell_command 'sleep 300'
+//
+// by io.xres.dsbench.Main, which only gives it the cluster's configuration
+// and, as yarn.application.classpath, its own class path (the NodeManagers
+// run on this host with no Hadoop installation). XRES_DSHELL_JAR names
+// another DistributedShell jar (e.g. an installation's
+// share/hadoop/yarn/hadoop-yarn-applications-distributedshell-*.jar); it
+// goes first on the class path and is the AM jar.
+//
+// DistributedShell starts its AM as "$JAVA_HOME/bin/java": JAVA_HOME comes
+// from the NodeManager's environment (yarn.nodemanager.env-whitelist), so
+// with no JAVA_HOME there the AM runs /bin/java. The benchmark checks this
+// before the first round where it can see the minicluster's process, and
+// logs which java each DistributedShell AM ran.
 
 import (
 	"bytes"
@@ -53,40 +65,54 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/xres/xres/integration/harness"
 )
 
 // benchAMRun is one measured application.
 type benchAMRun struct {
-	impl     string
-	app      string
-	total    time.Duration // command start → N+1 running containers
-	fromRM   time.Duration // RM's submission time → N+1 running containers
-	hwmKiB   int64         // AM process VmHWM
-	rssKiB   int64         // AM process VmRSS at the same moment
-	procName string
+	impl   string
+	app    string
+	total  time.Duration // command start → N+1 running containers
+	fromRM time.Duration // RM's submission time → N+1 running containers
+	alloc  string        // the RM's allocation to the application then
+	am     amProcInfo    // the AM container's main process
 }
 
-// dsbenchCmd builds integration/dsbench when its jar is missing or older than
-// its sources (offline first, from ~/.m2) and returns the java command prefix.
-func dsbenchCmd(b *testing.B, hadoopVersion string) []string {
+// amProcInfo is the AM container's main process as /proc shows it.
+type amProcInfo struct {
+	name     string // comm[pid]
+	exe      string // /proc/<pid>/exe
+	hwm, rss int64  // VmHWM, VmRSS in KiB
+}
+
+// dshellMain is the class integration/dsbench runs (DistributedShell's Client behind it).
+const dshellMain = "io.xres.dsbench.Main"
+
+// dsbenchCmd builds integration/dsbench when its jar is missing, older than its
+// sources or its class path names a jar that is gone (offline first, from
+// ~/.m2), and returns the java command prefix and the DistributedShell jar.
+func dsbenchCmd(b *testing.B) (cmd []string, dsJar string) {
 	dir, err := filepath.Abs("dsbench")
 	if err != nil {
 		b.Fatal(err)
 	}
 	jar := filepath.Join(dir, "target", "xres-dsbench-0.1.0.jar")
 	cpFile := filepath.Join(dir, "target", "classpath.txt")
-	versionFile := filepath.Join(dir, "target", "hadoop.version")
 	stale := func() bool {
 		out, err := os.Stat(jar)
 		if err != nil {
 			return true
 		}
-		if _, err := os.Stat(cpFile); err != nil {
+		cp, err := os.ReadFile(cpFile)
+		if err != nil {
 			return true
 		}
-		if v, err := os.ReadFile(versionFile); err != nil || strings.TrimSpace(string(v)) != hadoopVersion {
-			return true
+		for _, e := range strings.Split(strings.TrimSpace(string(cp)), ":") {
+			if _, err := os.Stat(e); err != nil {
+				return true
+			}
 		}
 		stale := false
 		_ = filepath.WalkDir(filepath.Join(dir, "src"), func(p string, d os.DirEntry, err error) error {
@@ -105,45 +131,84 @@ func dsbenchCmd(b *testing.B, hadoopVersion string) []string {
 	if stale() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 		defer cancel()
-		args := []string{"-B", "-q", "-f", filepath.Join(dir, "pom.xml"), "-Dhadoop.version=" + hadoopVersion,
+		args := []string{"-B", "-q", "-f", filepath.Join(dir, "pom.xml"),
 			"package", "dependency:build-classpath", "-Dmdep.outputFile=" + cpFile}
-		// Offline first: the minicluster's build has fetched Hadoop already.
+		// Offline first: ~/.m2 may hold all of it already.
 		if out, err := exec.CommandContext(ctx, "mvn", append([]string{"-o"}, args...)...).CombinedOutput(); err != nil {
 			b.Logf("dsbench: offline build failed, trying online: %v\n%s", err, tailLines(out, 20))
 			if out, err := exec.CommandContext(ctx, "mvn", args...).CombinedOutput(); err != nil {
 				b.Fatalf("dsbench: mvn %s: %v\n%s", strings.Join(args, " "), err, tailLines(out, 40))
 			}
 		}
-		if err := os.WriteFile(versionFile, []byte(hadoopVersion+"\n"), 0o644); err != nil {
-			b.Fatal(err)
-		}
 	}
 	cp, err := os.ReadFile(cpFile)
 	if err != nil {
 		b.Fatalf("dsbench: %v", err)
 	}
-	classpath := jar + ":" + strings.TrimSpace(string(cp))
+	entries := strings.Split(strings.TrimSpace(string(cp)), ":")
+	for _, e := range entries {
+		if strings.Contains(filepath.Base(e), "hadoop-yarn-applications-distributedshell") {
+			dsJar = e
+		}
+	}
+	classpath := jar + ":" + strings.Join(entries, ":")
 	if ds := os.Getenv("XRES_DSHELL_JAR"); ds != "" {
-		classpath += ":" + ds
+		if _, err := os.Stat(ds); err != nil {
+			b.Fatalf("XRES_DSHELL_JAR: %v", err)
+		}
+		classpath, dsJar = ds+":"+classpath, ds
+	}
+	if dsJar == "" {
+		b.Fatalf("dsbench: no hadoop-yarn-applications-distributedshell jar on the class path in %s", cpFile)
 	}
 	java := "java"
 	if h := os.Getenv("JAVA_HOME"); h != "" {
 		java = filepath.Join(h, "bin", "java")
 	}
-	return []string{java, "-cp", classpath, "io.xres.dsbench.Client"}
+	return []string{java, "-cp", classpath, dshellMain}, dsJar
 }
 
-// amProcessMemory finds the main process of container id on this host (the
-// one with the highest VmHWM among the processes whose environment holds
-// CONTAINER_ID=id: the launch script's shells are small) and returns its
-// VmHWM and VmRSS in KiB.
-func amProcessMemory(id string) (name string, hwm, rss int64, err error) {
+// dshellAMJava says which java DistributedShell's AM will run: its command is
+// "$JAVA_HOME/bin/java" with the NodeManagers' JAVA_HOME, which the
+// minicluster's process (XRES_MINICLUSTER_PID of cluster.env) holds or not.
+// It returns "" when that process is not known or not on this host, and an
+// error when that java cannot run.
+func dshellAMJava(c *harness.Cluster) (string, error) {
+	pid := c.Env["XRES_MINICLUSTER_PID"]
+	if pid == "" {
+		return "", nil
+	}
+	env, err := os.ReadFile("/proc/" + pid + "/environ")
+	if err != nil {
+		return "", nil
+	}
+	home := ""
+	for _, kv := range bytes.Split(env, []byte{0}) {
+		if v, ok := bytes.CutPrefix(kv, []byte("JAVA_HOME=")); ok {
+			home = string(v)
+		}
+	}
+	java := home + "/bin/java"
+	if _, err := exec.LookPath(java); err != nil {
+		return "", fmt.Errorf("DistributedShell's AM runs \"$JAVA_HOME/bin/java\" and the NodeManagers (minicluster pid %s) have JAVA_HOME=%q, so %s: %w; "+
+			"start the minicluster with JAVA_HOME set to a JDK 17 (JAVA_HOME=/usr/lib/jvm/<jdk17> docker/hadoop-minicluster/run.sh start)", pid, home, java, err)
+	}
+	if home == "" {
+		return java + " (the NodeManagers have no JAVA_HOME)", nil
+	}
+	return java, nil
+}
+
+// amProcess finds the main process of container id on this host (the one
+// with the highest VmHWM among the processes whose environment holds
+// CONTAINER_ID=id: the launch script's shells are small).
+func amProcess(id string) (amProcInfo, error) {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
-		return "", 0, 0, fmt.Errorf("find process of %s: %w", id, err)
+		return amProcInfo{}, fmt.Errorf("find process of %s: %w", id, err)
 	}
 	want := []byte("CONTAINER_ID=" + id + "\x00")
-	found := false
+	var best amProcInfo
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
@@ -157,16 +222,16 @@ func amProcessMemory(id string) (name string, hwm, rss int64, err error) {
 		if err != nil {
 			continue
 		}
-		h, r := statusKiB(st, "VmHWM:"), statusKiB(st, "VmRSS:")
-		if h > hwm {
+		if h := statusKiB(st, "VmHWM:"); h > best.hwm {
 			comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
-			name, hwm, rss, found = fmt.Sprintf("%s[%d]", strings.TrimSpace(string(comm)), pid), h, r, true
+			exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+			best = amProcInfo{name: fmt.Sprintf("%s[%d]", strings.TrimSpace(string(comm)), pid), exe: exe, hwm: h, rss: statusKiB(st, "VmRSS:")}
 		}
 	}
-	if !found {
-		return "", 0, 0, fmt.Errorf("find process of %s: no process on this host has CONTAINER_ID=%s", id, id)
+	if best.name == "" {
+		return amProcInfo{}, fmt.Errorf("find process of %s: no process on this host has CONTAINER_ID=%s", id, id)
 	}
-	return name, hwm, rss, nil
+	return best, nil
 }
 
 // statusKiB reads a "Key:   123 kB" line of /proc/<pid>/status.
@@ -205,6 +270,41 @@ func waitRunning(ctx context.Context, b *testing.B, c *harness.Cluster, app stri
 	}
 }
 
+// rmAllocation reads what the RM has allocated to app, as
+// "<memory:1280, vCores:5, yarn.io/gpu: 4>".
+func rmAllocation(ctx context.Context, c *harness.Cluster, app string) string {
+	var r struct {
+		App struct {
+			AllocatedMB     int64 `json:"allocatedMB"`
+			AllocatedVCores int64 `json:"allocatedVCores"`
+			ResourceInfo    struct {
+				Usages []struct {
+					Used struct {
+						Infos struct {
+							Info []struct {
+								Name  string `json:"name"`
+								Value int64  `json:"value"`
+							} `json:"resourceInformation"`
+						} `json:"resourceInformations"`
+					} `json:"used"`
+				} `json:"resourceUsagesByPartition"`
+			} `json:"resourceInfo"`
+		} `json:"app"`
+	}
+	if err := restGet(ctx, c, "/ws/v1/cluster/apps/"+app, &r); err != nil {
+		return "unknown (" + err.Error() + ")"
+	}
+	gpu := "?"
+	for _, u := range r.App.ResourceInfo.Usages {
+		for _, i := range u.Used.Infos.Info {
+			if i.Name == "yarn.io/gpu" {
+				gpu = strconv.FormatInt(i.Value, 10)
+			}
+		}
+	}
+	return fmt.Sprintf("<memory:%d, vCores:%d, yarn.io/gpu: %s>", r.App.AllocatedMB, r.App.AllocatedVCores, gpu)
+}
+
 // waitIdle waits until app has ended and the cluster holds no container.
 func waitIdle(ctx context.Context, b *testing.B, c *harness.Cluster, app string) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
@@ -229,14 +329,18 @@ func waitIdle(ctx context.Context, b *testing.B, c *harness.Cluster, app string)
 	}
 }
 
-// measureAM reads the AM process's memory 1 s after all were running.
-func measureAM(b *testing.B, r *benchAMRun) {
+// measure records the times and the allocation once all run, and the AM
+// process's memory 1 s later.
+func measure(ctx context.Context, b *testing.B, c *harness.Cluster, r *benchAMRun, t0 time.Time, workers int) {
+	tAll, a := waitRunning(ctx, b, c, r.app, workers+1)
+	r.total, r.fromRM = tAll.Sub(t0), tAll.Sub(time.UnixMilli(a.StartedTime))
+	r.alloc = rmAllocation(ctx, c, r.app)
 	time.Sleep(time.Second)
-	name, hwm, rss, err := amProcessMemory(attemptContainerID(r.app, 1))
+	p, err := amProcess(attemptContainerID(r.app, 1))
 	if err != nil {
 		b.Fatalf("%s: %v", r.impl, err)
 	}
-	r.procName, r.hwmKiB, r.rssKiB = name, hwm, rss
+	r.am = p
 }
 
 func benchXres(ctx context.Context, b *testing.B, c *harness.Cluster, workers int) benchAMRun {
@@ -254,29 +358,21 @@ func benchXres(ctx context.Context, b *testing.B, c *harness.Cluster, workers in
 		}
 		waitIdle(ctx, b, c, app)
 	}()
-	tAll, a := waitRunning(ctx, b, c, app, workers+1)
-	r.total, r.fromRM = tAll.Sub(t0), tAll.Sub(time.UnixMilli(a.StartedTime))
+	measure(ctx, b, c, &r, t0, workers)
 	if code := p.wait(b); code != 0 {
 		b.Fatalf("am submit --detach: exit %d\n%s", code, p.output())
 	}
-	measureAM(b, &r)
 	return r
 }
 
-var javaSubmittedRE = regexp.MustCompile(`(?m)(?:^submitted|Submitted application) (application_[0-9]+_[0-9]+)`)
+// dshellSubmittedRE is YarnClientImpl's log line once submitApplication returned.
+var dshellSubmittedRE = regexp.MustCompile(`Submitted application (application_[0-9]+_[0-9]+)`)
 
-func benchJava(ctx context.Context, b *testing.B, c *harness.Cluster, java []string, workers int) benchAMRun {
+func benchDShell(ctx context.Context, b *testing.B, c *harness.Cluster, java []string, workers int) benchAMRun {
 	args := append([]string{}, java[1:]...)
-	args = append(args, c.ConfDir)
-	impl := "java"
-	if ds := os.Getenv("XRES_DSHELL_JAR"); ds != "" {
-		impl = "dshell"
-		args = append(args, "dshell", ds, "-appname", "xres-bench-dshell", "-num_containers", strconv.Itoa(workers),
-			"-container_resources", "memory-mb=256,vcores=1,yarn.io/gpu=1",
-			"-master_memory", "256", "-master_vcores", "1", "-shell_command", "sleep 300", "-timeout", "600000")
-	} else {
-		args = append(args, "own", "xres-bench-java", strconv.Itoa(workers), "256", "1", "yarn.io/gpu=1", "256", "--", "sleep", "300")
-	}
+	args = append(args, c.ConfDir, "-appname", "xres-bench-dshell", "-num_containers", strconv.Itoa(workers),
+		"-container_resources", "memory-mb=256,vcores=1,yarn.io/gpu=1",
+		"-master_memory", "256", "-master_vcores", "1", "-shell_command", "sleep 300", "-timeout", "600000")
 	jctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(jctx, java[0], args...)
@@ -293,19 +389,19 @@ func benchJava(ctx context.Context, b *testing.B, c *harness.Cluster, java []str
 	var app string
 	deadline := time.After(2 * time.Minute)
 	for app == "" {
-		if m := javaSubmittedRE.FindStringSubmatch(stdout.String() + "\n" + stderr.String()); m != nil {
+		if m := dshellSubmittedRE.FindStringSubmatch(stderr.String() + "\n" + stdout.String()); m != nil {
 			app = m[1]
 			break
 		}
 		select {
 		case err := <-done:
-			b.Fatalf("java client ended (%v) without an application id\nstdout:\n%s\nstderr:\n%s", err, stdout, tailString(stderr.String(), 30))
+			b.Fatalf("DistributedShell client ended (%v) without an application id\nstdout:\n%s\nstderr:\n%s", err, stdout, tailString(stderr.String(), 30))
 		case <-deadline:
-			b.Fatalf("java client printed no application id in 2m\nstderr:\n%s", tailString(stderr.String(), 30))
+			b.Fatalf("DistributedShell client printed no application id in 2m\nstderr:\n%s", tailString(stderr.String(), 30))
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	r := benchAMRun{impl: impl, app: app}
+	r := benchAMRun{impl: "dshell", app: app}
 	defer func() {
 		c.KillApp(b, app)
 		select {
@@ -316,13 +412,9 @@ func benchJava(ctx context.Context, b *testing.B, c *harness.Cluster, java []str
 		}
 		waitIdle(ctx, b, c, app)
 		// DistributedShell leaves its staging folder behind on a kill.
-		if impl == "dshell" {
-			_ = c.HDFS(b).RemoveAll(filepath.Join("/user", c.User, "DistributedShell", app))
-		}
+		_ = c.HDFS(b).RemoveAll(filepath.Join("/user", c.User, "DistributedShell", app))
 	}()
-	tAll, a := waitRunning(ctx, b, c, app, workers+1)
-	r.total, r.fromRM = tAll.Sub(t0), tAll.Sub(time.UnixMilli(a.StartedTime))
-	measureAM(b, &r)
+	measure(ctx, b, c, &r, t0, workers)
 	return r
 }
 
@@ -351,29 +443,40 @@ func BenchmarkAMvsDistributedShell(b *testing.B) {
 		}
 		warmups = n
 	}
-	version := c.Env["XRES_HADOOP_VERSION"]
-	if version == "" {
-		version = "3.4.1"
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
 	defer cancel()
+	var info struct {
+		ClusterInfo struct {
+			HadoopVersion string `json:"hadoopVersion"`
+		} `json:"clusterInfo"`
+	}
+	if err := restGet(ctx, c, "/ws/v1/cluster/info", &info); err != nil {
+		b.Fatalf("cluster info: %v", err)
+	}
 	amBins(b)
-	java := dsbenchCmd(b, version)
+	java, dsJar := dsbenchCmd(b)
+	amJava, err := dshellAMJava(c)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if amJava != "" {
+		b.Logf("DistributedShell %s; its AM will run %s", dsJar, amJava)
+	} else {
+		b.Logf("DistributedShell %s; the NodeManagers' JAVA_HOME is not known here (its AM runs \"$JAVA_HOME/bin/java\")", dsJar)
+	}
 
 	runs := map[string][]benchAMRun{}
-	var javaImpl string
 	for round := -warmups; round < rounds; round++ {
-		order := []string{"xres", "java"}
+		order := []string{"xres", "dshell"}
 		if (round+warmups)%2 == 1 {
-			order = []string{"java", "xres"}
+			order = []string{"dshell", "xres"}
 		}
 		for _, impl := range order {
 			var r benchAMRun
 			if impl == "xres" {
 				r = benchXres(ctx, b, c, workers)
 			} else {
-				r = benchJava(ctx, b, c, java, workers)
-				javaImpl = r.impl
+				r = benchDShell(ctx, b, c, java, workers)
 			}
 			tag := "measured"
 			if round < 0 {
@@ -381,16 +484,17 @@ func BenchmarkAMvsDistributedShell(b *testing.B) {
 			} else {
 				runs[impl] = append(runs[impl], r)
 			}
-			b.Logf("%s %-6s %s: all running %.2fs after the command (%.2fs after the RM's submission); AM %s VmHWM %d KiB VmRSS %d KiB",
-				tag, r.impl, r.app, r.total.Seconds(), r.fromRM.Seconds(), r.procName, r.hwmKiB, r.rssKiB)
+			b.Logf("%s %-6s %s: all running %.2fs after the command (%.2fs after the RM's submission), allocated %s; AM %s (%s) VmHWM %d KiB VmRSS %d KiB",
+				tag, r.impl, r.app, r.total.Seconds(), r.fromRM.Seconds(), r.alloc, r.am.name, r.am.exe, r.am.hwm, r.am.rss)
 		}
 	}
 
 	total := func(r benchAMRun) float64 { return r.total.Seconds() }
 	fromRM := func(r benchAMRun) float64 { return r.fromRM.Seconds() }
-	hwm := func(r benchAMRun) float64 { return float64(r.hwmKiB) / 1024 }
-	label := map[string]string{"xres": "xres (am submit)", "java": "java (DistributedShell-style AM)", "dshell": "DistributedShell"}
-	for _, impl := range []string{"xres", "java"} {
+	hwm := func(r benchAMRun) float64 { return float64(r.am.hwm) / 1024 }
+	impls := []string{"xres", "dshell"}
+	label := map[string]string{"xres": "xres (am submit)", "dshell": "Hadoop DistributedShell " + dshellVersion(dsJar)}
+	for _, impl := range impls {
 		rs := runs[impl]
 		b.Run("impl="+impl, func(b *testing.B) {
 			b.ReportMetric(medianOf(rs, total), "s-to-running")
@@ -402,27 +506,80 @@ func BenchmarkAMvsDistributedShell(b *testing.B) {
 	var t strings.Builder
 	fmt.Fprintf(&t, "\nsubmit → all %d workers running (the RM reports %d running containers) and the AM's peak RSS (VmHWM)\n", workers, workers+1)
 	fmt.Fprintf(&t, "Hadoop %s minicluster, workers of <memory:256, vCores:1, yarn.io/gpu: 1>, AM container 256 MB; %d rounds (after %d warm-up), alternating, medians\n",
-		version, rounds, warmups)
-	fmt.Fprintf(&t, "%-34s %14s %14s %14s   %s\n", "impl", "command→run s", "RM→run s", "AM VmHWM MiB", "over rounds: command→run s; VmHWM MiB")
-	for _, impl := range []string{"xres", "java"} {
+		info.ClusterInfo.HadoopVersion, rounds, warmups)
+	fmt.Fprintf(&t, "%-36s %14s %14s %14s   %s\n", "impl", "command→run s", "RM→run s", "AM VmHWM MiB", "over rounds: command→run s/VmHWM MiB")
+	for _, impl := range impls {
 		rs := runs[impl]
-		name := label[impl]
-		if impl == "java" {
-			name = label[javaImpl]
-		}
 		var each []string
 		for _, r := range rs {
-			each = append(each, fmt.Sprintf("%.2f/%.0f", r.total.Seconds(), float64(r.hwmKiB)/1024))
+			each = append(each, fmt.Sprintf("%.2f/%.0f", r.total.Seconds(), float64(r.am.hwm)/1024))
 		}
-		fmt.Fprintf(&t, "%-34s %14.2f %14.2f %14.1f   %s\n", name, medianOf(rs, total), medianOf(rs, fromRM), medianOf(rs, hwm), strings.Join(each, " "))
+		fmt.Fprintf(&t, "%-36s %14.2f %14.2f %14.1f   %s\n", label[impl], medianOf(rs, total), medianOf(rs, fromRM), medianOf(rs, hwm), strings.Join(each, " "))
 	}
-	x, j := runs["xres"], runs["java"]
-	fmt.Fprintf(&t, "%-34s %13.2fx %13.2fx %13.3fx   (aim: time < 0.5x, memory < 0.15x)\n", "ratio xres/java",
-		medianOf(x, total)/medianOf(j, total), medianOf(x, fromRM)/medianOf(j, fromRM), medianOf(x, hwm)/medianOf(j, hwm))
+	x, d := runs["xres"], runs["dshell"]
+	fmt.Fprintf(&t, "%-36s %13.2fx %13.2fx %13.3fx   (aim: time < 0.5x, memory < 0.15x)\n", "ratio xres/DistributedShell",
+		medianOf(x, total)/medianOf(d, total), medianOf(x, fromRM)/medianOf(d, fromRM), medianOf(x, hwm)/medianOf(d, hwm))
 	fmt.Print(t.String())
 	if path := os.Getenv("XRES_BENCH_OUT"); path != "" {
 		if err := os.WriteFile(path, []byte(t.String()), 0o644); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// dshellVersionRE finds the version in hadoop-yarn-applications-distributedshell-3.4.2.jar.
+var dshellVersionRE = regexp.MustCompile(`distributedshell-([0-9][^/]*)\.jar$`)
+
+// dshellVersion is the version in the DistributedShell jar's name, or its name.
+func dshellVersion(jar string) string {
+	if m := dshellVersionRE.FindStringSubmatch(jar); m != nil {
+		return m[1]
+	}
+	return filepath.Base(jar)
+}
+
+// TestDShellAMJava checks the preflight that names the java DistributedShell's
+// AM will run, against a stand-in for the minicluster's process.
+func TestDShellAMJava(t *testing.T) {
+	jdk := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(jdk, "bin"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(jdk, "bin", "java"), []byte("#!/bin/sh\n"), 0o755))
+	tests := []struct {
+		name    string
+		env     []string // the stand-in's environment; nil: no process
+		want    string
+		wantErr []string
+	}{
+		{name: "no minicluster process", env: nil, want: ""},
+		{name: "JAVA_HOME is a JDK", env: []string{"JAVA_HOME=" + jdk}, want: filepath.Join(jdk, "bin", "java")},
+		{name: "JAVA_HOME without java", env: []string{"JAVA_HOME=/nonexistent-jdk"},
+			wantErr: []string{`JAVA_HOME="/nonexistent-jdk"`, "/nonexistent-jdk/bin/java", "run.sh start"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &harness.Cluster{Env: map[string]string{}}
+			if tc.env != nil {
+				p := exec.Command("sleep", "60")
+				p.Env = tc.env
+				require.NoError(t, p.Start())
+				t.Cleanup(func() { _ = p.Process.Kill(); _ = p.Wait() })
+				// /proc/<pid>/environ can read empty for a moment after exec.
+				require.Eventually(t, func() bool {
+					env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", p.Process.Pid))
+					return err == nil && len(env) > 0
+				}, 5*time.Second, 10*time.Millisecond)
+				c.Env["XRES_MINICLUSTER_PID"] = strconv.Itoa(p.Process.Pid)
+			}
+			got, err := dshellAMJava(c)
+			if tc.wantErr != nil {
+				require.Error(t, err)
+				for _, w := range tc.wantErr {
+					require.Contains(t, err.Error(), w)
+				}
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tc.want, got)
+		})
 	}
 }
