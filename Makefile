@@ -41,8 +41,8 @@ bench:
 bench-rpc:
 	$(GO) test -count=1 -tags integration -timeout 40m -run '^$$' -bench 'RPCGetClusterMetrics' -benchtime 1x ./integration/
 
-# am submit vs a DistributedShell-style Java AM (integration/dsbench, built with Maven on
-# first use; XRES_DSHELL_JAR=<hadoop-yarn-applications-distributedshell jar> runs Hadoop's own):
+# am submit vs Hadoop's own DistributedShell (hadoop-yarn-applications-distributedshell 3.4.2,
+# via integration/dsbench, built with Maven on first use; XRES_DSHELL_JAR=<jar> names another):
 # submit to all 4 GPU workers running, and the AM's peak RSS, against the real cluster.
 bench-am:
 	$(GO) test -count=1 -tags integration -timeout 40m -run '^$$' -bench 'AMvsDistributedShell' -benchtime 1x -v ./integration/
