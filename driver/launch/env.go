@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/xres/xres/driver"
 	"github.com/xres/xres/driver/amd"
 	"github.com/xres/xres/resources"
 )
@@ -75,24 +76,10 @@ type Grant struct {
 	Devices []resources.Info
 }
 
-// EnvToken upper-cases s and replaces every character other than A-Z and
-// 0-9 with "_", making it usable inside an environment variable name.
-func EnvToken(s string) string {
-	var b strings.Builder
-	for _, r := range strings.ToUpper(s) {
-		if (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9') {
-			b.WriteRune(r)
-		} else {
-			b.WriteByte('_')
-		}
-	}
-	return b.String()
-}
-
 // ResourceEnv names XRES_RESOURCE_<NAME>_<KEY> for resource name and
 // property key.
 func ResourceEnv(name, key string) string {
-	return EnvResourcePfx + EnvToken(name) + "_" + EnvToken(key)
+	return EnvResourcePfx + driver.EnvToken(name) + "_" + driver.EnvToken(key)
 }
 
 // grantEnv returns the variables for the grants, sorted by name. infoFile

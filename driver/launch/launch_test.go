@@ -315,19 +315,7 @@ func waitFor(t *testing.T, cond func() bool) {
 	}
 }
 
-func TestEnvToken(t *testing.T) {
-	tests := []struct{ in, want string }{
-		{"gpu", "GPU"},
-		{"pci.bus-id", "PCI_BUS_ID"},
-		{"memory.total", "MEMORY_TOTAL"},
-		{"my fpga2", "MY_FPGA2"},
-		{"ü", "_"},
-	}
-	for _, tc := range tests {
-		t.Run(tc.in, func(t *testing.T) {
-			require.Equal(t, tc.want, EnvToken(tc.in))
-		})
-	}
+func TestResourceEnv(t *testing.T) {
 	require.Equal(t, "XRES_RESOURCE_GPU_PCI_BUS_ID", ResourceEnv("gpu", "pci.bus-id"))
 }
 

@@ -229,23 +229,9 @@ func (p *Plugin) env(amount int64) []string {
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		env = append(env, "XRES_PARAM_"+envToken(k)+"="+p.Params[k])
+		env = append(env, "XRES_PARAM_"+driver.EnvToken(k)+"="+p.Params[k])
 	}
 	return env
-}
-
-// envToken upper-cases s with every character other than A-Z and 0-9 as
-// "_": "sysfs-root" gives SYSFS_ROOT.
-func envToken(s string) string {
-	var b strings.Builder
-	for _, r := range strings.ToUpper(s) {
-		if (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9') {
-			b.WriteRune(r)
-		} else {
-			b.WriteByte('_')
-		}
-	}
-	return b.String()
 }
 
 // Devices runs the plugin and keys its devices for coordination.
