@@ -42,7 +42,10 @@
 // # Precedence
 //
 // -D key=value overrides (Load's dynamic argument) win over the file;
-// Config.Set wins over both. Every value remembers its origin
+// Config.Set wins over both. A dynamic file (ReadDynamicFile, a JSON object
+// of strings; what am submit stages so that -D values stay off command
+// lines) holds -D overrides too: WithDynamicFile puts its entries before
+// the command line's -D, which win. Every value remembers its origin
 // ("/etc/flink/flink-conf.yaml:12", "-D", "set"), and every error about a
 // value names its key and origin.
 package conf
