@@ -81,6 +81,8 @@ const usageText = `usage:
 flags:
   --conf FILE|DIR      Flink configuration (default: $FLINK_CONF_DIR)
   -D key=value         override a configuration key (repeatable; -Dkey=value too)
+  --dynamic-file FILE  overrides from a JSON object of strings ({"key": "value"});
+                       -D wins over it (keeps secrets off the command line)
   --resources a,b      only these of the configured resources
   --strict             turn configuration warnings into errors
   --log-level LEVEL    panic…trace (default $XRES_LOG_LEVEL, else info; warn for probe, check)
@@ -104,11 +106,12 @@ exit codes: worker's own code, or 210 usage, 211 config, 212 discovery,
 
 // common are the flags shared by every subcommand.
 type common struct {
-	conf      string
-	dynamic   multiFlag
-	resources string
-	strict    bool
-	logLevel  string
+	conf        string
+	dynamic     multiFlag
+	dynamicFile string
+	resources   string
+	strict      bool
+	logLevel    string
 }
 
 type multiFlag []string
@@ -119,9 +122,15 @@ func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
 func (c *common) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.conf, "conf", "", "Flink configuration file or directory")
 	fs.Var(&c.dynamic, "D", "configuration override key=value (repeatable)")
+	fs.StringVar(&c.dynamicFile, "dynamic-file", "", "JSON object of configuration overrides (-D wins over it)")
 	fs.StringVar(&c.resources, "resources", "", "comma-separated resource names to use (default: all configured)")
 	fs.BoolVar(&c.strict, "strict", false, "turn configuration warnings into errors")
 	fs.StringVar(&c.logLevel, "log-level", "", "log level (default info, or $"+EnvLogLevel+")")
+}
+
+// config is what the Loader gets from the common flags.
+func (c *common) config(env Env, log logrus.FieldLogger) Config {
+	return Config{Path: c.conf, Dynamic: c.dynamic, DynamicFile: c.dynamicFile, Strict: c.strict, Getenv: env.Getenv, Log: log}
 }
 
 // splitDynamic rewrites Flink-style "-Dkey=value" arguments into "-D",
@@ -293,7 +302,7 @@ func runLaunch(ctx context.Context, args []string, env Env) int {
 	gate := newSignalGate(env.Signals, cancel, log)
 	defer gate.Stop()
 
-	specs, err := env.Load(Config{Path: c.conf, Dynamic: c.dynamic, Strict: c.strict, Getenv: env.Getenv, Log: log})
+	specs, err := env.Load(c.config(env, log))
 	if err != nil {
 		return fail(env.Stderr, err)
 	}

@@ -11,9 +11,12 @@ import (
 type Config struct {
 	Path    string   // --conf: a file or a directory; "" = $FLINK_CONF_DIR
 	Dynamic []string // -D key=value overrides
-	Strict  bool     // --strict
-	Getenv  func(string) string
-	Log     logrus.FieldLogger
+	// DynamicFile names a JSON object of -D overrides (--dynamic-file,
+	// conf.ReadDynamicFile); "" for none. The Dynamic entries win over it.
+	DynamicFile string
+	Strict      bool // --strict
+	Getenv      func(string) string
+	Log         logrus.FieldLogger
 }
 
 // Loader reads the enabled resource specs. Errors are configuration errors.
@@ -26,7 +29,11 @@ func loadConf(c Config) (*conf.Config, error) {
 	if err != nil {
 		return nil, classify(ErrConfig, err)
 	}
-	cfg, err := conf.Load(path, c.Dynamic)
+	dynamic, err := conf.WithDynamicFile(c.DynamicFile, c.Dynamic)
+	if err != nil {
+		return nil, classify(ErrConfig, err)
+	}
+	cfg, err := conf.Load(path, dynamic)
 	if err != nil {
 		return nil, classify(ErrConfig, err)
 	}

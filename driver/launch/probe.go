@@ -211,7 +211,7 @@ func runProbe(ctx context.Context, args []string, env Env) int {
 	defer stop()
 
 	var rep ProbeReport
-	specs, err := env.Load(Config{Path: c.conf, Dynamic: c.dynamic, Strict: c.strict, Getenv: env.Getenv, Log: log})
+	specs, err := env.Load(c.config(env, log))
 	if err == nil {
 		specs, err = selectSpecs(specs, c.resources)
 	}
