@@ -8,8 +8,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"path"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -166,71 +164,7 @@ func waitReport(t *testing.T, cl *yarn.Client, id *hadoopyarn.ApplicationIdProto
 // FINISHED/SUCCEEDED.
 func TestRPCTinyAMEndToEnd(t *testing.T) {
 	c := harness.Get(t)
-	cl := rpcClient(t, c)
-	ctx := rpcCtx(t, 6*time.Minute)
-	bin := harness.BuildBinary(t, "./testdata/tinyam")
-
-	app, err := cl.GetNewApplication(ctx)
-	require.NoError(t, err)
-	id := app.GetApplicationId()
-	appID := yarn.ApplicationID(id)
-	c.KeepAppLogs(t, appID)
-
-	// Stage the AM binary on HDFS; size and timestamp must match exactly.
-	fs := c.HDFS(t)
-	dir := path.Join("/user", c.User, "xres-rpc-test", appID)
-	require.NoError(t, fs.MkdirAll(dir, 0o755))
-	remote := path.Join(dir, "tinyam")
-	src, err := os.Open(bin)
-	require.NoError(t, err)
-	defer src.Close()
-	w, err := fs.Create(remote)
-	require.NoError(t, err)
-	_, err = io.Copy(w, src)
-	require.NoError(t, err)
-	require.NoError(t, closeWriter(w)) // retries while the last block replicates
-	fi, err := fs.Stat(remote)
-	require.NoError(t, err)
-	nnHost, nnPortS, err := net.SplitHostPort(c.NameNode)
-	require.NoError(t, err)
-	nnPort, err := strconv.Atoi(nnPortS)
-	require.NoError(t, err)
-
-	sched := rmAddrs(t, c, yarn.RMScheduler)
-	asc := &hadoopyarn.ApplicationSubmissionContextProto{
-		ApplicationId: id, ApplicationName: proto.String("xres-tinyam"), ApplicationType: proto.String("XRES-TEST"),
-		MaxAppAttempts: proto.Int32(1), Resource: yarn.NewResource(256, 1, nil),
-		AmContainerSpec: &hadoopyarn.ContainerLaunchContextProto{
-			LocalResources: []*hadoopyarn.StringLocalResourceMapProto{{
-				Key: proto.String("tinyam"),
-				Value: &hadoopyarn.LocalResourceProto{
-					Resource: &hadoopyarn.URLProto{Scheme: proto.String("hdfs"), Host: proto.String(nnHost), Port: proto.Int32(int32(nnPort)), File: proto.String(remote)},
-					Size:     proto.Int64(fi.Size()), Timestamp: proto.Int64(fi.ModTime().UnixMilli()),
-					Type: hadoopyarn.LocalResourceTypeProto_FILE.Enum(), Visibility: hadoopyarn.LocalResourceVisibilityProto_APPLICATION.Enum(),
-				},
-			}},
-			Environment: []*hadoopyarn.StringStringMapProto{{Key: proto.String("TINYAM_SCHEDULER"), Value: proto.String(strings.Join(sched, ","))}},
-			Command:     []string{"./tinyam", "1><LOG_DIR>/stdout", "2><LOG_DIR>/stderr"},
-		},
-	}
-	require.NoError(t, cl.SubmitApplication(ctx, asc))
-	r := waitReport(t, cl, id, hadoopyarn.YarnApplicationStateProto_FINISHED)
-	require.Equal(t, hadoopyarn.FinalApplicationStatusProto_APP_SUCCEEDED, r.GetFinalApplicationStatus(), "diagnostics: %s", r.GetDiagnostics())
-	require.Contains(t, r.GetDiagnostics(), "tinyam: ok")
-	// Report fields read with our field numbers hold sane values.
-	require.Equal(t, "xres-tinyam", r.GetName())
-	require.Equal(t, "XRES-TEST", r.GetApplicationType())
-	require.Equal(t, appID, yarn.ApplicationID(r.GetApplicationId()))
-	require.Equal(t, int32(1), r.GetCurrentApplicationAttemptId().GetAttemptId())
-	require.Positive(t, r.GetStartTime())
-	require.GreaterOrEqual(t, r.GetLaunchTime(), r.GetStartTime())
-	require.GreaterOrEqual(t, r.GetFinishTime(), r.GetLaunchTime())
-	require.InDelta(t, 1.0, r.GetProgress(), 0.001)
-	// An ask above the maximum allocation is refused with the RM's own exception.
-	require.Contains(t, r.GetDiagnostics(), "oversized ask: org.apache.hadoop.yarn.exceptions.InvalidResourceRequestException")
-	// The container stopped over ContainerManagementProtocol ends as killed
-	// by the AM (-105), or with the signal's exit code.
-	require.Regexp(t, `stopped container exit: (-105|143|137)\b`, r.GetDiagnostics())
+	runTinyAM(t, rpcCtx(t, 6*time.Minute), c, rpcClient(t, c))
 }
 
 // Failures against the real servers end quickly with a clear error.

@@ -21,6 +21,8 @@
 #   XRES_MINICLUSTER_GPUS / _FPGAS / _NODEMANAGERS   per-NodeManager yarn.io/gpu (2),
 #                               yarn.io/fpga (1), NodeManager count (2)
 #   XRES_MINICLUSTER_NM_MEMORY_MB / _NM_VCORES       per-NodeManager capacity (4096 / 8)
+#   XRES_RPC_PROTECTION         hadoop.rpc.protection: authentication (default), integrity
+#                               or privacy (SASL qop auth, auth-int, auth-conf)
 #   XRES_NN_PORT (8020) XRES_NN_HTTP_PORT (9870) XRES_RM_PORT (8032) XRES_RM_SCHEDULER_PORT (8030)
 #   XRES_RM_TRACKER_PORT (8031) XRES_RM_ADMIN_PORT (8033) XRES_RM_WEBAPP_PORT (8088)
 #   XRES_MINICLUSTER_JAVA_OPTS  extra JVM options (default heap: -Xms256m -Xmx1g)
@@ -70,6 +72,8 @@ JPMS_OPTS=(
   --add-opens=java.base/sun.security.util=ALL-UNNAMED
   --add-opens=java.base/sun.security.x509=ALL-UNNAMED
 )
+
+RPC_PROTECTION=${XRES_RPC_PROTECTION:-authentication}
 
 say() { echo "minicluster: $*" >&2; }
 die() { echo "minicluster: error: $*" >&2; exit 1; }
@@ -189,9 +193,17 @@ print_ready() {
   echo "  all addresses: $WORK/cluster.env; logs: $LOG"
 }
 
+# check_settings: settings with a fixed set of values fail here, naming the variable.
+check_settings() {
+  case $RPC_PROTECTION in
+    authentication | integrity | privacy) ;;
+    *) die "XRES_RPC_PROTECTION=$RPC_PROTECTION: want authentication, integrity or privacy" ;;
+  esac
+}
+
 launcher_args() {
   local p name
-  ARGS=(--work-dir="$WORK" --conf-dir="$WORK/conf"
+  ARGS=(--work-dir="$WORK" --conf-dir="$WORK/conf" --rpc-protection="$RPC_PROTECTION"
     --nodemanagers="${XRES_MINICLUSTER_NODEMANAGERS:-2}"
     --gpus="${XRES_MINICLUSTER_GPUS:-2}" --fpgas="${XRES_MINICLUSTER_FPGAS:-1}"
     --nm-memory-mb="${XRES_MINICLUSTER_NM_MEMORY_MB:-4096}" --nm-vcores="${XRES_MINICLUSTER_NM_VCORES:-8}")
@@ -255,6 +267,7 @@ claim_work() {
 }
 
 cmd_start() {
+  check_settings
   find_java
   build
   claim_work
@@ -349,6 +362,7 @@ cmd_env() {
 }
 
 cmd_foreground() {
+  check_settings
   find_java
   build
   claim_work

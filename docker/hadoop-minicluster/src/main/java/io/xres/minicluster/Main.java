@@ -70,7 +70,12 @@ public final class Main {
     DEFAULTS.put("nm-memory-mb", "4096");
     DEFAULTS.put("nm-vcores", "8");
     DEFAULTS.put("stop-on-stdin-eof", "false");
+    // hadoop.rpc.protection: the SASL quality of protection the RPC servers demand.
+    DEFAULTS.put("rpc-protection", "authentication");
   }
+
+  /** hadoop.rpc.protection values (SASL qop auth, auth-int, auth-conf). */
+  static final List<String> PROTECTIONS = List.of("authentication", "integrity", "privacy");
 
   private Main() {}
 
@@ -121,6 +126,10 @@ public final class Main {
         }
       }
     }
+    if (!PROTECTIONS.contains(opt.get("rpc-protection"))) {
+      throw new IllegalArgumentException("option --rpc-protection=" + opt.get("rpc-protection")
+          + ": want one of " + PROTECTIONS);
+    }
     return opt;
   }
 
@@ -147,6 +156,8 @@ public final class Main {
     conf.set("hadoop.http.filter.initializers", "org.apache.hadoop.security.AuthenticationFilterInitializer");
     conf.set("hadoop.http.authentication.type", "simple");
     conf.setBoolean("hadoop.http.authentication.simple.anonymous.allowed", true);
+    // Applies to every SASL connection: TOKEN (AMRMToken, NMToken) always, KERBEROS when secure.
+    conf.set("hadoop.rpc.protection", opt.get("rpc-protection"));
 
     // HDFS: 1 NameNode, 1 DataNode.
     conf.set(MiniDFSCluster.HDFS_MINIDFS_BASEDIR, new File(work, "dfs").getPath());
@@ -233,6 +244,7 @@ public final class Main {
     env.put("XRES_NAMENODE", defaultFS);
     env.put("XRES_NAMENODE_HTTP", "http://localhost:" + dfs.getNameNode().getHttpAddress().getPort());
     env.put("XRES_NODEMANAGERS", Integer.toString(nms));
+    env.put("XRES_RPC_PROTECTION", eff.get("hadoop.rpc.protection"));
     for (int i = 0; i < nms; i++) {
       NodeManager nm = yarn.getNodeManager(i);
       env.put("XRES_NM" + i + "_ID", nm.getNMContext().getNodeId().toString());
@@ -268,7 +280,7 @@ public final class Main {
     }
     out.println("XRES-MINICLUSTER READY conf=" + confDir.getPath()
         + " rm=" + env.get("XRES_RM_WEBAPP_URL") + " nn=" + defaultFS
-        + " hadoop=" + VersionInfo.getVersion() + " seconds=" + env.get("XRES_MINICLUSTER_START_SECONDS"));
+        + " hadoop=" + VersionInfo.getVersion() + " rpc-protection=" + opt.get("rpc-protection") + " seconds=" + env.get("XRES_MINICLUSTER_START_SECONDS"));
     out.flush();
     stop.await();
     stopAll(yarn, dfs);
@@ -304,7 +316,8 @@ public final class Main {
     Map<String, String> core = new LinkedHashMap<>();
     core.put("fs.defaultFS", defaultFS);
     for (String k : List.of("hadoop.security.authentication", "hadoop.http.filter.initializers",
-        "hadoop.http.authentication.type", "hadoop.http.authentication.simple.anonymous.allowed")) {
+        "hadoop.http.authentication.type", "hadoop.http.authentication.simple.anonymous.allowed",
+        "hadoop.rpc.protection")) {
       core.put(k, eff.get(k));
     }
     Map<String, String> hdfs = new LinkedHashMap<>();
