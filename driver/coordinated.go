@@ -23,6 +23,28 @@ type Reserver interface {
 	Release(ctx context.Context, resource string) error
 }
 
+// Candidate is a device offered to a PartitionReserver: its key and, for a
+// partition (a MIG instance), the key of the physical device it is part of.
+type Candidate struct {
+	Key    string
+	Parent string // "" for a whole device
+}
+
+// PartitionReserver is a Reserver that knows which candidates are
+// partitions of a physical device (Device.Parent), so that a whole device
+// and a partition of it are never held at once. Coordinated uses it when
+// its Reserver implements it; a plain Reserver sees the keys alone and
+// treats every key as a device of its own.
+type PartitionReserver interface {
+	Reserver
+	// ReserveCandidates is Reserve with each candidate's parent: a
+	// candidate is free only when neither its key nor (for a partition) its
+	// parent is held, nor (for a whole device) any partition of it. Too few
+	// free candidates fail with an error that matches ErrNotEnoughDevices
+	// and names the holders, of the parents and partitions too.
+	ReserveCandidates(ctx context.Context, resource string, candidates []Candidate, amount int, dryRun bool) ([]string, error)
+}
+
 // CoordinatedOptions configures NewCoordinated.
 type CoordinatedOptions struct {
 	// Reserver reserves the chosen devices host-wide. Nil switches
@@ -80,6 +102,7 @@ func (c *Coordinated) Discover(ctx context.Context, amount int64) ([]resources.I
 	}
 	byKey := make(map[string]Device, len(devices))
 	keys := make([]string, 0, len(devices))
+	var cands []Candidate // keys with their parents
 	var sick []UnhealthyDevice
 	for _, d := range devices {
 		if d.Key == "" {
@@ -94,6 +117,7 @@ func (c *Coordinated) Discover(ctx context.Context, amount int64) ([]resources.I
 			continue
 		}
 		keys = append(keys, d.Key)
+		cands = append(cands, Candidate{Key: d.Key, Parent: d.Parent})
 	}
 	c.mu.Lock()
 	c.unhealthy = sick
@@ -112,10 +136,15 @@ func (c *Coordinated) Discover(ctx context.Context, amount int64) ([]resources.I
 			c.resource, ErrNotEnoughDevices, amount, len(keys), describeKeys(keys))
 	}
 	var chosen []string
-	if c.opts.Reserver == nil {
+	switch r := c.opts.Reserver.(type) {
+	case nil:
 		chosen = keys[:amount]
-	} else {
-		chosen, err = c.opts.Reserver.Reserve(ctx, c.resource, keys, int(amount), c.opts.DryRun)
+	default:
+		if pr, ok := r.(PartitionReserver); ok {
+			chosen, err = pr.ReserveCandidates(ctx, c.resource, cands, int(amount), c.opts.DryRun)
+		} else {
+			chosen, err = r.Reserve(ctx, c.resource, keys, int(amount), c.opts.DryRun)
+		}
 		if err != nil {
 			if len(sick) > 0 {
 				return nil, fmt.Errorf("discover %s: %w; unhealthy: %s", c.resource, err, c.describeUnhealthy(sick))

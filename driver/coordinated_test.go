@@ -208,3 +208,50 @@ func TestCoordinatedUnhealthyReport(t *testing.T) {
 	require.ErrorIs(t, err, driver.ErrNotEnoughDevices)
 	require.Contains(t, err.Error(), "unhealthy: fpga 0000:3b:00.0: link down")
 }
+
+// partitionReserver records the candidates it is offered and grants the
+// first amount.
+type partitionReserver struct {
+	fakeReserver
+	offered []driver.Candidate
+}
+
+func (p *partitionReserver) ReserveCandidates(_ context.Context, _ string, cands []driver.Candidate, amount int, _ bool) ([]string, error) {
+	p.offered = cands
+	var out []string
+	for _, c := range cands[:amount] {
+		out = append(out, c.Key)
+	}
+	return out, nil
+}
+
+// listEnum lists fixed devices as they are (drivertest.Fake copies only
+// Key, Info and Unhealthy).
+type listEnum []driver.Device
+
+func (l listEnum) Enumerate(context.Context) ([]driver.Device, error) {
+	return append([]driver.Device(nil), l...), nil
+}
+
+// A reserver that knows partitions gets each healthy device's parent; a
+// plain one still gets the keys alone.
+func TestCoordinatedPassesParents(t *testing.T) {
+	devs := []driver.Device{
+		{Key: "MIG-a", Parent: "GPU-0", Info: resources.Properties{"uuid": "MIG-a"}},
+		{Key: "MIG-b", Parent: "GPU-0", Info: resources.Properties{"uuid": "MIG-b"}, Unhealthy: "row remapping pending"},
+		{Key: "GPU-1", Info: resources.Properties{"uuid": "GPU-1"}},
+	}
+	enum := listEnum(devs)
+
+	pr := &partitionReserver{}
+	infos, err := driver.NewCoordinated("gpu", enum, driver.CoordinatedOptions{Reserver: pr}).Discover(context.Background(), 2)
+	require.NoError(t, err)
+	require.Equal(t, []string{"MIG-a", "GPU-1"}, uuids(infos))
+	require.Equal(t, []driver.Candidate{{Key: "MIG-a", Parent: "GPU-0"}, {Key: "GPU-1"}}, pr.offered)
+	require.Nil(t, pr.dryRuns, "Reserve is not called when ReserveCandidates is there")
+
+	plain := &fakeReserver{pick: []int{1}}
+	infos, err = driver.NewCoordinated("gpu", enum, driver.CoordinatedOptions{Reserver: plain}).Discover(context.Background(), 1)
+	require.NoError(t, err)
+	require.Equal(t, []string{"GPU-1"}, uuids(infos))
+}

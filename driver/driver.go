@@ -56,6 +56,12 @@ type Device struct {
 	Key string
 	// Info is what a worker is told about the device ("index", "uuid", …).
 	Info resources.Properties
+	// Parent, when not empty, is the Key of the physical device this one is
+	// a partition of (a MIG instance's GPU). Coordination then treats the
+	// two as overlapping: the whole device is not free while any of its
+	// partitions is held, and no partition is free while the whole device
+	// is held. Partitions of one parent never conflict with each other.
+	Parent string
 	// Unhealthy, when not empty, says why the device must not be handed out
 	// ("retired pages pending"). Such a device is never a candidate; the
 	// coordination layer names it in a warning and in ErrNotEnoughDevices.

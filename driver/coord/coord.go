@@ -9,6 +9,11 @@
 // Device keys are host-wide (a GPU UUID, a PCI address): a device held under
 // one resource name is held for every other name too, so two jobs that call
 // the same GPUs "gpu" and "gpus" still never share one.
+// A partition of a device (a MIG instance of a GPU) is recorded with its
+// parent's key: while a partition is held its whole device is not free, and
+// while the whole device is held none of its partitions is; two partitions
+// of one device never conflict. So one resource handing out whole GPUs and
+// another handing out MIG instances can share a host.
 // A device is free when no entry holds it or its holder is proven dead (a
 // pid that is gone, reused with another start time, a zombie, or recorded
 // before the last reboot). A holder that cannot be proven dead (another pid
@@ -69,7 +74,8 @@ type Options struct {
 	Log         logrus.FieldLogger
 }
 
-// Host is the host-wide reservation table. It implements driver.Reserver.
+// Host is the host-wide reservation table. It implements
+// driver.PartitionReserver (and so driver.Reserver).
 type Host struct {
 	state   string
 	lock    string
@@ -80,7 +86,7 @@ type Host struct {
 	now     func() time.Time
 }
 
-var _ driver.Reserver = (*Host)(nil)
+var _ driver.PartitionReserver = (*Host)(nil)
 
 // New returns the Host for opts. It does no file I/O; a missing or
 // unwritable directory is reported by the first Reserve or by Check.
@@ -121,11 +127,23 @@ func (h *Host) StateFile() string { return h.state }
 // Owner returns the process this Host records reservations for.
 func (h *Host) Owner() Owner { return h.owner }
 
-// Reserve implements driver.Reserver. Candidates are tried in order; among
-// the free ones the first amount are granted. In a dry run the state is read
-// without the lock (it is only ever replaced atomically) and nothing is
-// written.
+// Reserve implements driver.Reserver: ReserveCandidates with candidates
+// that are whole devices.
 func (h *Host) Reserve(ctx context.Context, resource string, candidates []string, amount int, dryRun bool) ([]string, error) {
+	cs := make([]driver.Candidate, len(candidates))
+	for i, k := range candidates {
+		cs[i] = driver.Candidate{Key: k}
+	}
+	return h.ReserveCandidates(ctx, resource, cs, amount, dryRun)
+}
+
+// ReserveCandidates implements driver.PartitionReserver. Candidates are
+// tried in order; among the free ones the first amount are granted. A
+// candidate is free when no live holder has its key, nor, for a partition,
+// its parent as a whole device, nor, for a whole device, any partition of
+// it. In a dry run the state is read without the lock (it is only ever
+// replaced atomically) and nothing is written.
+func (h *Host) ReserveCandidates(ctx context.Context, resource string, candidates []driver.Candidate, amount int, dryRun bool) ([]string, error) {
 	if amount <= 0 {
 		return nil, fmt.Errorf("reserve %s: amount must be positive, got %d", resource, amount)
 	}
@@ -138,9 +156,9 @@ func (h *Host) Reserve(ctx context.Context, resource string, candidates []string
 		if err != nil {
 			return nil, fmt.Errorf("reserve %s: %w", resource, err)
 		}
-		return chosen, nil
+		return keysOf(chosen), nil
 	}
-	var chosen []string
+	var chosen []driver.Candidate
 	err := h.locked(ctx, func() error {
 		entries, err := h.read()
 		if err != nil {
@@ -152,71 +170,185 @@ func (h *Host) Reserve(ctx context.Context, resource string, candidates []string
 			return err
 		}
 		now := h.now().UTC().Truncate(time.Second)
-		for _, k := range chosen {
-			keep = append(keep, Entry{Resource: resource, Key: k, Owner: h.owner, Since: now})
+		for _, c := range chosen {
+			keep = append(keep, Entry{Resource: resource, Key: c.Key, Parent: c.Parent, Owner: h.owner, Since: now})
 		}
 		return h.write(keep)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("reserve %s: %w", resource, err)
 	}
-	h.log.WithFields(logrus.Fields{"resource": resource, "devices": strings.Join(chosen, ","), "state_file": h.state}).Debug("devices reserved")
-	return chosen, nil
+	keys := keysOf(chosen)
+	h.log.WithFields(logrus.Fields{"resource": resource, "devices": strings.Join(keys, ","), "state_file": h.state}).Debug("devices reserved")
+	return keys, nil
+}
+
+func keysOf(cs []driver.Candidate) []string {
+	out := make([]string, len(cs))
+	for i, c := range cs {
+		out[i] = c.Key
+	}
+	return out
+}
+
+// table indexes the live entries (and the candidates granted so far in this
+// call) by key and by parent. Keys are host-wide, whatever resource name
+// holds them.
+type table struct {
+	byKey map[string]Entry
+	parts map[string][]Entry // partition entries by their parent's key
+}
+
+func newTable() *table {
+	return &table{byKey: map[string]Entry{}, parts: map[string][]Entry{}}
+}
+
+func (t *table) add(e Entry) {
+	if _, ok := t.byKey[e.Key]; !ok {
+		t.byKey[e.Key] = e
+	}
+	if e.Parent != "" {
+		t.parts[e.Parent] = append(t.parts[e.Parent], e)
+	}
+}
+
+// conflict says why c is not free: the entry holding its key, else (for a
+// partition) the entry holding its parent whole, else (for a whole device)
+// the entries holding partitions of it. All nil: c is free.
+func (t *table) conflict(c driver.Candidate) (self, parent *Entry, parts []Entry) {
+	if e, ok := t.byKey[c.Key]; ok {
+		return &e, nil, nil
+	}
+	if c.Parent != "" {
+		if e, ok := t.byKey[c.Parent]; ok && e.Parent == "" {
+			return nil, &e, nil
+		}
+		return nil, nil, nil
+	}
+	return nil, nil, t.parts[c.Key]
 }
 
 // choose picks amount free candidates. It returns them and the entries
 // worth keeping (all but those of proven-dead holders).
-func (h *Host) choose(resource string, candidates []string, amount int, entries []Entry) ([]string, []Entry, error) {
+func (h *Host) choose(resource string, candidates []driver.Candidate, amount int, entries []Entry) ([]driver.Candidate, []Entry, error) {
 	keep := entries[:0:0]
-	held := map[string]Entry{}
+	held := newTable()
 	for _, e := range entries {
 		if h.proc.check(e.Owner, h.owner) == dead {
 			h.log.WithFields(logrus.Fields{"resource": e.Resource, "device": e.Key, "holder_pid": e.PID}).Debug("reclaiming device of a dead holder")
 			continue
 		}
 		keep = append(keep, e)
-		held[e.Key] = e // keys are host-wide, whatever resource name holds them
+		held.add(e)
 	}
-	var chosen []string
+	// What this call grants counts as held for the later candidates: a
+	// whole device and a partition of it are never granted together.
+	taken := newTable()
+	var chosen []driver.Candidate
 	seen := map[string]bool{}
-	for _, k := range candidates {
+	for _, c := range candidates {
 		if len(chosen) == amount {
 			break
 		}
-		if seen[k] {
+		if seen[c.Key] {
 			continue
 		}
-		seen[k] = true
-		if _, ok := held[k]; !ok {
-			chosen = append(chosen, k)
+		seen[c.Key] = true
+		if free(held, c) && free(taken, c) {
+			chosen = append(chosen, c)
+			taken.add(Entry{Resource: resource, Key: c.Key, Parent: c.Parent})
 		}
 	}
 	if len(chosen) < amount {
-		return nil, nil, h.noneLeft(resource, candidates, amount, len(chosen), held)
+		return nil, nil, h.noneLeft(candidates, amount, len(chosen), held)
 	}
 	return chosen, keep, nil
 }
 
-func (h *Host) noneLeft(resource string, candidates []string, amount, free int, held map[string]Entry) error {
+func free(t *table, c driver.Candidate) bool {
+	self, parent, parts := t.conflict(c)
+	return self == nil && parent == nil && len(parts) == 0
+}
+
+// noneLeft names, for every candidate held, who holds it: its own key's
+// holder, the holder of its parent (once per parent, with the partitions it
+// blocks), or the holders of its partitions.
+func (h *Host) noneLeft(candidates []driver.Candidate, amount, free int, held *table) error {
 	var parts []string
 	done := map[string]bool{}
-	for _, k := range candidates {
-		e, ok := held[k]
-		if !ok || done[k] {
+	blocked := 0
+	type parentBlock struct {
+		at     int // index in parts
+		holder Entry
+		keys   []string
+	}
+	byParent := map[string]*parentBlock{}
+	var parentOrder []string
+	for _, c := range candidates {
+		if done[c.Key] {
 			continue
 		}
-		done[k] = true
-		who := fmt.Sprintf("pid %d", e.PID)
-		if e.Owner.same(h.owner) {
-			who += " (this process)"
-		} else if c := h.proc.program(e.PID); c != "" {
-			who += fmt.Sprintf(" (%s)", c)
+		self, parent, ps := held.conflict(c)
+		if self == nil && parent == nil && len(ps) == 0 {
+			continue // free, or only in conflict with another candidate
 		}
-		who += " for " + e.Resource
-		parts = append(parts, fmt.Sprintf("%s held by %s since %s", k, who, e.Since.Format(time.RFC3339)))
+		done[c.Key] = true
+		blocked++
+		switch {
+		case self != nil:
+			parts = append(parts, fmt.Sprintf("%s held by %s", c.Key, h.describe(*self)))
+		case parent != nil:
+			pb, ok := byParent[c.Parent]
+			if !ok {
+				pb = &parentBlock{at: len(parts), holder: *parent}
+				byParent[c.Parent] = pb
+				parentOrder = append(parentOrder, c.Parent)
+				parts = append(parts, "")
+			}
+			pb.keys = append(pb.keys, c.Key)
+		default:
+			hs := make([]string, len(ps))
+			for i, e := range ps {
+				hs[i] = fmt.Sprintf("%s held by %s", e.Key, h.describe(e))
+			}
+			parts = append(parts, fmt.Sprintf("%s is in use through its partitions: %s", c.Key, strings.Join(hs, ", ")))
+		}
+	}
+	for _, p := range parentOrder {
+		pb := byParent[p]
+		parts[pb.at] = fmt.Sprintf("%s held whole by %s, so its partitions %s are not free",
+			p, h.describe(pb.holder), strings.Join(pb.keys, ", "))
+	}
+	distinct := map[string]bool{}
+	for _, c := range candidates {
+		distinct[c.Key] = true
+	}
+	if n := len(distinct) - blocked - free; n > 0 {
+		parts = append(parts, fmt.Sprintf("%d more overlap devices granted in this request (a device and its partitions count once)", n))
 	}
 	return fmt.Errorf("%w: %d requested, %d free of %d (state file %s); %s",
-		ErrNoDevicesLeft, amount, free, len(done)+free, h.state, strings.Join(parts, "; "))
+		ErrNoDevicesLeft, amount, free, len(distinct), h.state, strings.Join(parts, "; "))
+}
+
+// describe names an entry's holder: "pid 4711 (java) for gpu since …".
+func (h *Host) describe(e Entry) string {
+	who := fmt.Sprintf("pid %d", e.PID)
+	if e.Owner.same(h.owner) {
+		who += " (this process)"
+	} else if c := h.programOf(e.Owner); c != "" {
+		who += fmt.Sprintf(" (%s)", c)
+	}
+	return who + " for " + e.Resource + " since " + e.Since.Format(time.RFC3339)
+}
+
+// programOf is the holder's program name, or "" when unreadable or when
+// the holder was recorded in another pid namespace (its pid names another
+// process here).
+func (h *Host) programOf(o Owner) string {
+	if o.PIDNS != "" && h.owner.PIDNS != "" && o.PIDNS != h.owner.PIDNS {
+		return ""
+	}
+	return h.proc.program(o.PID)
 }
 
 // Release implements driver.Reserver: it removes exactly the owner's
@@ -278,7 +410,7 @@ func (h *Host) Holders() ([]Holder, error) {
 	for _, e := range entries {
 		hd := Holder{Entry: e, Alive: h.proc.check(e.Owner, h.owner) != dead}
 		if hd.Alive {
-			hd.Program = h.proc.program(e.PID)
+			hd.Program = h.programOf(e.Owner)
 		}
 		out = append(out, hd)
 	}

@@ -16,6 +16,9 @@ import (
 type Entry struct {
 	Resource string `json:"resource"`
 	Key      string `json:"key"`
+	// Parent is the key of the physical device Key is a partition of (a
+	// MIG instance's GPU); "" for a whole device. Version 2 of the file.
+	Parent string `json:"parent,omitempty"`
 	Owner
 	Since time.Time `json:"since"`
 }
@@ -25,34 +28,54 @@ type stateBody struct {
 }
 
 const stateMagic = "xres-coordination"
-const stateVersion = "v1"
+
+// State file versions. v2 adds an entry's "parent"; a file is written as
+// v1 while no entry has one, so that launchers of the previous version
+// sharing the host keep reading it. A v1 reader refuses a v2 file (as
+// corrupt), which is right: it would not see that a held partition keeps
+// its whole device busy.
+const (
+	stateV1      = "v1"
+	stateV2      = "v2"
+	stateVersion = stateV2 // the newest this code reads and writes
+)
 
 // The state file: a header line that pins the length and SHA-256 of the
 // JSON body, so a truncated, garbled or foreign file is detected rather than
 // read as "nothing is held".
 //
 //	┌────────────────────────────────────────────────────────────────┐
-//	│ xres-coordination v1 <body length> <sha256 of body, hex>\n     │
+//	│ xres-coordination v2 <body length> <sha256 of body, hex>\n     │
 //	├────────────────────────────────────────────────────────────────┤
-//	│ {"entries":[{"resource":"gpu","key":"GPU-8b6f…","pid":4711,    │
-//	│   "start":8812345,"boot":"…","pidns":"pid:[4026531836]",       │
-//	│   "since":"2026-11-29T13:40:00Z"}, …]}            (<len> bytes) │
+//	│ {"entries":[{"resource":"gpu","key":"MIG-7a0e…",               │
+//	│   "parent":"GPU-3f1c…","pid":4711,"start":8812345,"boot":"…",   │
+//	│   "pidns":"pid:[4026531836]","since":"2026-11-29T13:40:00Z"},  │
+//	│   …]}                                              (<len> bytes) │
 //	└────────────────────────────────────────────────────────────────┘
+//
+// v1 is the same without "parent" (and "v1" in the header).
 func encodeState(entries []Entry) ([]byte, error) {
 	if entries == nil {
 		entries = []Entry{}
+	}
+	version := stateV1
+	for _, e := range entries {
+		if e.Parent != "" {
+			version = stateV2
+			break
+		}
 	}
 	body, err := json.Marshal(stateBody{Entries: entries})
 	if err != nil {
 		return nil, fmt.Errorf("encode coordination state: %w", err)
 	}
-	return append(headerFor(body), body...), nil
+	return append(headerFor(version, body), body...), nil
 }
 
-// headerFor returns the header line that pins body.
-func headerFor(body []byte) []byte {
+// headerFor returns the header line of the given version that pins body.
+func headerFor(version string, body []byte) []byte {
 	sum := sha256.Sum256(body)
-	return fmt.Appendf(nil, "%s %s %d %s\n", stateMagic, stateVersion, len(body), hex.EncodeToString(sum[:]))
+	return fmt.Appendf(nil, "%s %s %d %s\n", stateMagic, version, len(body), hex.EncodeToString(sum[:]))
 }
 
 // errStateFormat marks a state file that is not a complete file of ours.
@@ -73,8 +96,9 @@ func decodeState(b []byte) ([]Entry, error) {
 	if len(f) != 4 || f[0] != stateMagic {
 		return nil, fmt.Errorf("%w: header is not %q (not written by xres)", errStateFormat, stateMagic+" "+stateVersion+" …")
 	}
-	if f[1] != stateVersion {
-		return nil, fmt.Errorf("%w: unsupported version %q", errStateFormat, f[1])
+	version := f[1]
+	if version != stateV1 && version != stateV2 {
+		return nil, fmt.Errorf("%w: unsupported version %q (this xres reads %s and %s; written by a newer xres?)", errStateFormat, version, stateV1, stateV2)
 	}
 	n, err := strconv.Atoi(f[2])
 	if err != nil || n < 0 {
@@ -98,6 +122,12 @@ func decodeState(b []byte) ([]Entry, error) {
 	for i, e := range sb.Entries {
 		if e.Resource == "" || e.Key == "" || e.PID <= 0 {
 			return nil, fmt.Errorf("%w: entry %d incomplete", errStateFormat, i)
+		}
+		if e.Parent != "" && version == stateV1 {
+			return nil, fmt.Errorf("%w: entry %d has a parent, which a %s file cannot have", errStateFormat, i, stateV1)
+		}
+		if e.Parent == e.Key {
+			return nil, fmt.Errorf("%w: entry %d names %s as its own parent", errStateFormat, i, e.Key)
 		}
 		k := [2]string{e.Resource, e.Key}
 		if seen[k] {
