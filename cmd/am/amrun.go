@@ -148,7 +148,7 @@ var (
 	badJobExits  = []int{launcherExitUsage, launcherExitConfig, launcherExitWorkerStart}
 )
 
-// cmdRun: am run [--conf FILE] [-D k=v]… [--workers N] -- <worker command…>
+// cmdRun: am run [--conf FILE] [-D k=v]… [--dynamic-file NAME] [--workers N] -- <worker command…>
 // It is the ApplicationMaster, in the AM container YARN started.
 func cmdRun(ctx context.Context, args []string, e *env) error {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
@@ -170,6 +170,15 @@ func cmdRun(ctx context.Context, args []string, e *env) error {
 	if v := e.getenv(submit.EnvLocalResources); v != "" {
 		if staged, err = submit.DecodeResources(v); err != nil {
 			return err
+		}
+	}
+	// The overrides am submit staged reach the workers as that same file,
+	// never on their command lines.
+	dynamicFile := ""
+	if c.dynamicFile != "" {
+		dynamicFile = filepath.Base(c.dynamicFile)
+		if _, ok := staged[dynamicFile]; !ok {
+			return configError{fmt.Errorf("--dynamic-file %s: %s is not among the staged files (%s), so the workers could not read it", c.dynamicFile, dynamicFile, submit.EnvLocalResources)}
 		}
 	}
 	if e.deps.amClients == nil {
@@ -209,7 +218,7 @@ func cmdRun(ctx context.Context, args []string, e *env) error {
 		AppID:  appID,
 		Plan:   plan,
 		Owners: am.Owners(specs),
-		Launch: am.WorkerLaunch(am.WorkerSpec{Resources: staged, ConfName: confName, Dynamic: c.dynamic,
+		Launch: am.WorkerLaunch(am.WorkerSpec{Resources: staged, ConfName: confName, DynamicFile: dynamicFile, Dynamic: c.dynamic,
 			Worker: worker, Env: workerEnv, Tokens: clients.WorkerTokens}),
 		Register:         am.RegisterRequest{Host: host, RPCPort: -1, TrackingURL: trackingURL},
 		Heartbeat:        beat,

@@ -170,7 +170,7 @@ func cmdSubmit(ctx context.Context, args []string, e *env) error {
 	client := submit.Client{RM: rm, Stager: submit.Stager{FS: hfs, DefaultFS: defaultFS, Log: e.log}, Log: e.log,
 		After: e.deps.after}
 	sub, err := client.Submit(ctx, submit.Request{
-		Name: *name, Queue: *queue, User: who, Files: shipped, ConfName: confName, Dynamic: c.dynamic,
+		Name: *name, Queue: *queue, User: who, Files: shipped, ConfName: confName, Dynamic: c.overrides,
 		Workers: *workers, Worker: worker, MasterEnv: masterEnv,
 		AMMemoryMB: amMem, AMVcores: amVcores, MaxAttempts: attempts,
 		WorkerProfile: plan.Profile, Owners: am.Owners(specs),

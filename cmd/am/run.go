@@ -31,15 +31,16 @@ var errNotImplemented = errors.New("not implemented yet")
 var errUsage = errors.New("usage")
 
 const usageText = `usage:
-  am submit [--conf FILE] [-D k=v]… [--name NAME] [--queue Q] [--workers N]
+  am submit [--conf FILE] [-D k=v]… [--dynamic-file F] [--name NAME] [--queue Q] [--workers N]
             [--files F[#NAME],…]… [--launcher PATH] [--detach] [--rest] -- <worker command…>
-        stage and submit an application; follow it until it ends (unless --detach)
-  am run [--conf FILE] [-D k=v]… [--workers N] -- <worker command…>
+        stage and submit an application; follow it until it ends (unless --detach);
+        the -D overrides are staged in a file, never put on a command line
+  am run [--conf FILE] [-D k=v]… [--dynamic-file F] [--workers N] -- <worker command…>
         the ApplicationMaster (started by YARN in the AM container)
   am status APP_ID [--json] [--rest]   state, workers and tracking URL of an application
   am kill APP_ID [--rest]              kill an application
   am cluster [--json] [--rest]         nodes with their GPU/FPGA capacity and use
-  am resources [--conf FILE] [-D k=v]… [--workers N] [--json]
+  am resources [--conf FILE] [-D k=v]… [--dynamic-file F] [--workers N] [--json]
         the external resources parsed and the exact YARN container profile asked
 
 common flags: --log-level LEVEL (default info, or $XRES_LOG_LEVEL); --rest uses the RM's
@@ -165,15 +166,20 @@ func (l *listFlag) Set(v string) error {
 
 // common are the flags most subcommands share.
 type common struct {
-	conf     string
-	dynamic  dynamicFlag
-	logLevel string
+	conf        string
+	dynamic     dynamicFlag
+	dynamicFile string
+	logLevel    string
+	// overrides are the dynamic file's overrides and then -D's, as load
+	// read them.
+	overrides []string
 }
 
 func (c *common) register(fs *flag.FlagSet, withConf bool) {
 	if withConf {
 		fs.StringVar(&c.conf, "conf", "", "Flink configuration file or folder (default: $FLINK_CONF_DIR)")
 		fs.Var(&c.dynamic, "D", "override a configuration key: -D key=value (repeatable)")
+		fs.StringVar(&c.dynamicFile, "dynamic-file", "", "overrides from a JSON object of strings; -D wins over it")
 	}
 	fs.StringVar(&c.logLevel, "log-level", "", "log level: panic, fatal, error, warn, info, debug, trace")
 }
@@ -200,7 +206,11 @@ func (c *common) load(e *env) (*conf.Config, error) {
 	if err != nil {
 		return nil, configError{err}
 	}
-	cfg, err := conf.Load(path, c.dynamic)
+	c.overrides, err = conf.WithDynamicFile(c.dynamicFile, c.dynamic)
+	if err != nil {
+		return nil, configError{err}
+	}
+	cfg, err := conf.Load(path, c.overrides)
 	if err != nil {
 		return nil, configError{err}
 	}

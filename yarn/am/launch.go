@@ -145,19 +145,28 @@ const LauncherName = "container-launcher"
 type WorkerSpec struct {
 	Resources map[string]LocalResource // the staged files; the AM's own binary ("am") is left out
 	ConfName  string                   // link name of the Flink configuration; "" for none
-	Dynamic   []string                 // -D overrides, key=value
-	Worker    []string                 // the worker command
-	Env       map[string]string        // containerized.taskmanager.env.* and xres's own
-	Tokens    []byte                   // HDTS credentials without the AMRMToken; nil when insecure
+	// DynamicFile is the link name of the staged dynamic file (the -D
+	// overrides of am submit, a JSON object: conf.ReadDynamicFile); "" for
+	// none. Its values never appear on a command line.
+	DynamicFile string
+	// Dynamic are -D overrides given to am run by hand, key=value: they are
+	// passed on the launcher's command line.
+	Dynamic []string
+	Worker  []string          // the worker command
+	Env     map[string]string // containerized.taskmanager.env.* and xres's own
+	Tokens  []byte            // HDTS credentials without the AMRMToken; nil when insecure
 }
 
 // WorkerLaunch builds a worker's launch context:
 //
-//	./container-launcher [--conf NAME] [-D k=v]… -- <worker command> 1><LOG_DIR>/stdout 2><LOG_DIR>/stderr
+//	./container-launcher [--conf NAME] [--dynamic-file NAME] [-D k=v]… -- <worker command> 1><LOG_DIR>/stdout 2><LOG_DIR>/stderr
 func WorkerLaunch(spec WorkerSpec) LaunchContext {
 	argv := []string{"./" + LauncherName}
 	if spec.ConfName != "" {
 		argv = append(argv, "--conf", spec.ConfName)
+	}
+	if spec.DynamicFile != "" {
+		argv = append(argv, "--dynamic-file", spec.DynamicFile)
 	}
 	for _, d := range spec.Dynamic {
 		argv = append(argv, "-D", d)

@@ -87,13 +87,14 @@ func TestResourceURL(t *testing.T) {
 func TestWorkerLaunch(t *testing.T) {
 	r := LocalResource{URL: ResourceURL{Scheme: "hdfs", Host: "nn", Port: 8020, File: "/s/x"}, Size: 3, Timestamp: 4, Type: File, Visibility: Application}
 	lc := WorkerLaunch(WorkerSpec{
-		Resources: map[string]LocalResource{"am": r, "container-launcher": r, "flink-conf.yaml": r},
-		ConfName:  "flink-conf.yaml",
-		Dynamic:   []string{"external-resource.gpu.amount=1"},
-		Worker:    []string{"bash", "-c", "echo $CUDA_VISIBLE_DEVICES"},
-		Env:       map[string]string{ReportURLEnv: "http://am:1/api/report"},
+		Resources:   map[string]LocalResource{"am": r, "container-launcher": r, "flink-conf.yaml": r},
+		ConfName:    "flink-conf.yaml",
+		DynamicFile: "xres-dynamic.json",
+		Dynamic:     []string{"external-resource.gpu.amount=1"},
+		Worker:      []string{"bash", "-c", "echo $CUDA_VISIBLE_DEVICES"},
+		Env:         map[string]string{ReportURLEnv: "http://am:1/api/report"},
 	})
-	require.Equal(t, []string{`./container-launcher --conf flink-conf.yaml -D external-resource.gpu.amount=1 -- bash -c 'echo \$CUDA_VISIBLE_DEVICES' 1><LOG_DIR>/stdout 2><LOG_DIR>/stderr`}, lc.Commands)
+	require.Equal(t, []string{`./container-launcher --conf flink-conf.yaml --dynamic-file xres-dynamic.json -D external-resource.gpu.amount=1 -- bash -c 'echo \$CUDA_VISIBLE_DEVICES' 1><LOG_DIR>/stdout 2><LOG_DIR>/stderr`}, lc.Commands)
 	require.Equal(t, []string{"container-launcher", "flink-conf.yaml"}, sortedKeys(lc.LocalResources))
 	require.Equal(t, "http://am:1/api/report", lc.Env[ReportURLEnv])
 }

@@ -5,11 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"slices"
 	"time"
 
 	"github.com/sirupsen/logrus"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/xres/xres/conf"
 	"github.com/xres/xres/hadoopproto/hadoopyarn"
 	"github.com/xres/xres/yarn"
 	"github.com/xres/xres/yarn/am"
@@ -36,11 +39,14 @@ const (
 
 // Request is one application to submit.
 type Request struct {
-	Name        string
-	Queue       string
-	User        string // staging folder owner (/user/<User>/.xres)
-	Files       []File // see Files
-	ConfName    string // link name of the Flink configuration; "" for none
+	Name     string
+	Queue    string
+	User     string // staging folder owner (/user/<User>/.xres)
+	Files    []File // see Files
+	ConfName string // link name of the Flink configuration; "" for none
+	// Dynamic are the -D overrides, key=value. They are staged as the
+	// dynamic file DynamicFileName (mode 0600 locally, in the 0700
+	// staging folder on HDFS) and only its name is on command lines.
 	Dynamic     []string
 	Workers     int
 	Worker      []string
@@ -89,6 +95,13 @@ func (c Client) Submit(ctx context.Context, req Request) (Submitted, error) {
 	if len(req.Worker) == 0 {
 		return Submitted{}, errors.New("submit application: no worker command")
 	}
+	if len(req.Dynamic) > 0 {
+		for _, f := range req.Files {
+			if f.Name == DynamicFileName {
+				return Submitted{}, fmt.Errorf("submit application: %w: %s would be %q in the container, the name of the -D overrides' file; rename it with PATH#NAME", ErrBadFile, f.Local, f.Name)
+			}
+		}
+	}
 	newApp, err := c.RM.GetNewApplication(ctx)
 	if err != nil {
 		return Submitted{}, fmt.Errorf("submit application: get new application: %w", err)
@@ -109,11 +122,21 @@ func (c Client) Submit(ctx context.Context, req Request) (Submitted, error) {
 		}
 	}
 	sub.StagingDir = StagingDir(req.User, sub.AppID)
-	staged, err := c.Stager.Stage(ctx, sub.StagingDir, req.Files)
+	files, dynamicFile := req.Files, ""
+	if len(req.Dynamic) > 0 {
+		local, remove, err := writeDynamicFile(req.Dynamic)
+		if err != nil {
+			return sub, fmt.Errorf("submit %s: %w", sub.AppID, err)
+		}
+		defer remove()
+		files = append(slices.Clone(files), File{Local: local, Name: DynamicFileName, Type: am.File})
+		dynamicFile = DynamicFileName
+	}
+	staged, err := c.Stager.Stage(ctx, sub.StagingDir, files)
 	if err != nil {
 		return sub, fmt.Errorf("submit %s: %w", sub.AppID, err)
 	}
-	lc, err := AMLaunchContext(AMSpec{Staged: staged, ConfName: req.ConfName, Dynamic: req.Dynamic,
+	lc, err := AMLaunchContext(AMSpec{Staged: staged, ConfName: req.ConfName, DynamicFile: dynamicFile,
 		Workers: req.Workers, Worker: req.Worker, Env: req.MasterEnv, Tokens: req.Tokens})
 	if err != nil {
 		return sub, c.failed(ctx, sub, err)
@@ -124,6 +147,30 @@ func (c Client) Submit(ctx context.Context, req Request) (Submitted, error) {
 	}
 	c.log().WithFields(logrus.Fields{"app": sub.AppID, "staging": sub.StagingDir}).Debug("application submitted")
 	return sub, nil
+}
+
+// DynamicFileName is the staged dynamic file's link name in every container
+// (am run --dynamic-file and container-launcher --dynamic-file name it).
+const DynamicFileName = "xres-dynamic.json"
+
+// writeDynamicFile writes the -D overrides to a fresh local file, mode
+// 0600, for staging; remove deletes it again.
+func writeDynamicFile(dynamic []string) (path string, remove func(), err error) {
+	f, err := os.CreateTemp("", "xres-dynamic-*.json")
+	if err != nil {
+		return "", nil, fmt.Errorf("write the -D overrides' file: %w", err)
+	}
+	path = f.Name()
+	remove = func() { _ = os.Remove(path) }
+	if err := f.Close(); err != nil {
+		remove()
+		return "", nil, fmt.Errorf("write the -D overrides' file: %w", err)
+	}
+	if err := conf.WriteDynamicFile(path, dynamic); err != nil {
+		remove()
+		return "", nil, err
+	}
+	return path, remove, nil
 }
 
 func (c Client) failed(ctx context.Context, sub Submitted, err error) error {

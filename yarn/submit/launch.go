@@ -51,17 +51,21 @@ func DecodeResources(s string) (map[string]am.LocalResource, error) {
 // AMSpec is what the ApplicationMaster container is started with.
 type AMSpec struct {
 	Staged   Staged
-	ConfName string            // link name of the Flink configuration; "" for none
-	Dynamic  []string          // -D overrides, key=value, passed on to the AM and the launchers
-	Workers  int               // --workers; 0: from the configuration
-	Worker   []string          // the worker command
-	Env      map[string]string // containerized.master.env.*
-	Tokens   []byte            // HDTS credentials for the AM; nil on an insecure cluster
+	ConfName string // link name of the Flink configuration; "" for none
+	// DynamicFile is the link name of the staged dynamic file holding the
+	// -D overrides (DynamicFileName); "" for none. The overrides themselves
+	// never go on a command line: ps, the NodeManager's launch script (kept
+	// in the container's log folder) and the RM would show them.
+	DynamicFile string
+	Workers     int               // --workers; 0: from the configuration
+	Worker      []string          // the worker command
+	Env         map[string]string // containerized.master.env.*
+	Tokens      []byte            // HDTS credentials for the AM; nil on an insecure cluster
 }
 
 // AMLaunchContext builds the AM container's launch context:
 //
-//	./am run [--conf NAME] [-D k=v]… [--workers N] -- <worker command> 1><LOG_DIR>/stdout 2><LOG_DIR>/stderr
+//	./am run [--conf NAME] [--dynamic-file NAME] [--workers N] -- <worker command> 1><LOG_DIR>/stdout 2><LOG_DIR>/stderr
 //
 // with the staged files as local resources and the environment
 // (containerized.master.env.*, EnvLocalResources, EnvStagingDir).
@@ -73,8 +77,8 @@ func AMLaunchContext(spec AMSpec) (am.LaunchContext, error) {
 	if spec.ConfName != "" {
 		argv = append(argv, "--conf", spec.ConfName)
 	}
-	for _, d := range spec.Dynamic {
-		argv = append(argv, "-D", d)
+	if spec.DynamicFile != "" {
+		argv = append(argv, "--dynamic-file", spec.DynamicFile)
 	}
 	if spec.Workers > 0 {
 		argv = append(argv, "--workers", strconv.Itoa(spec.Workers))

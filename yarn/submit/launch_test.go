@@ -13,11 +13,11 @@ func TestAMLaunchContext(t *testing.T) {
 		"am": {URL: am.ResourceURL{Scheme: "hdfs", Host: "nn", Port: 8020, File: "/user/alice/.xres/app/am"}, Size: 10, Timestamp: 5, Type: am.File, Visibility: am.Application},
 	}}
 	lc, err := AMLaunchContext(AMSpec{
-		Staged: staged, ConfName: "flink-conf.yaml", Dynamic: []string{"parallelism.default=4"}, Workers: 3,
+		Staged: staged, ConfName: "flink-conf.yaml", DynamicFile: DynamicFileName, Workers: 3,
 		Worker: []string{"python", "train.py", "--lr", "0.1"}, Env: map[string]string{"JAVA_HOME": "/jdk"},
 	})
 	require.NoError(t, err)
-	require.Equal(t, []string{"./am run --conf flink-conf.yaml -D parallelism.default=4 --workers 3 -- python train.py --lr 0.1 1><LOG_DIR>/stdout 2><LOG_DIR>/stderr"}, lc.Commands)
+	require.Equal(t, []string{"./am run --conf flink-conf.yaml --dynamic-file xres-dynamic.json --workers 3 -- python train.py --lr 0.1 1><LOG_DIR>/stdout 2><LOG_DIR>/stderr"}, lc.Commands)
 	require.Equal(t, "/jdk", lc.Env["JAVA_HOME"])
 	require.Equal(t, "/user/alice/.xres/app", lc.Env[EnvStagingDir])
 	back, err := DecodeResources(lc.Env[EnvLocalResources])
