@@ -14,7 +14,10 @@
 // instance's infos are index "<gpu>:<instance>", uuid MIG-…, mig.profile,
 // mig.index, gpu.index, gpu.uuid, pci.bus-id, name, memory.total (and from
 // NVML mig.gi, mig.ci); its coordination key is its MIG uuid, which is
-// also what CUDA_VISIBLE_DEVICES takes.
+// also what CUDA_VISIBLE_DEVICES takes, and its parent the GPU's key: a
+// whole GPU is never handed out while one of its instances is held, nor an
+// instance while its GPU is held whole, so resources with different
+// strategies can share a host.
 //
 // Unless param health.enabled is false, every discovery asks afresh which
 // GPUs are unfit and leaves them out: pages pending retirement, row

@@ -190,13 +190,15 @@ func TestNVMLMIG(t *testing.T) {
 	devs, err := (&nvmlEnumerator{lib: lib, units: unitOptions{mig: MIGMixed}}).Enumerate(ctxT(t))
 	require.NoError(t, err)
 	require.Len(t, devs, 4)
-	require.Equal(t, driver.Device{Key: "MIG-a0", Info: resources.Properties{
+	require.Equal(t, driver.Device{Key: "MIG-a0", Parent: "GPU-h100-0", Info: resources.Properties{
 		"index": "0:0", "uuid": "MIG-a0", "name": "NVIDIA H100 80GB HBM3 MIG 3g.40gb", "memory.total": "40192",
 		"mig.profile": "3g.40gb", "mig.index": "0", "mig.gi": "2", "mig.ci": "0",
 		"gpu.index": "0", "gpu.uuid": "GPU-h100-0", "pci.bus-id": "00000000:18:00.0",
 	}}, devs[0])
 	require.Equal(t, "1g.10gb", devs[2].Info["mig.profile"])
+	require.Equal(t, "GPU-h100-0", devs[2].Parent, "every instance names its GPU")
 	require.Equal(t, "GPU-h100-1", devs[3].Key, "a GPU without MIG is a unit of its own")
+	require.Empty(t, devs[3].Parent)
 
 	devs, err = (&nvmlEnumerator{lib: lib, units: unitOptions{mig: MIGMixed, profile: "1g.10gb"}}).Enumerate(ctxT(t))
 	require.NoError(t, err)
@@ -210,6 +212,7 @@ func TestNVMLMIG(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "enabled", devs[0].Info["mig.mode"])
 	require.Equal(t, "GPU-h100-0", devs[0].Key)
+	require.Empty(t, devs[0].Parent, "handed out whole, under the key its instances name as parent")
 
 	broken := withMIG(fakeH100(0))
 	broken.GetMigDeviceHandleByIndexFunc = func(int) (nvml.Device, nvml.Return) { return nil, nvml.ERROR_UNKNOWN }

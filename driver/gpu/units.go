@@ -161,7 +161,10 @@ func selectUnits(gpus []gpuRecord, u unitOptions, log logrus.FieldLogger) ([]dri
 			if u.profile != "" && m.profile != u.profile {
 				continue
 			}
-			devs = append(devs, driver.Device{Key: m.uuid, Info: migInfo(g.info, m), Unhealthy: why})
+			// Parent: the GPU's key, which is what a whole GPU is reserved
+			// under, so coordination keeps a whole GPU and its instances
+			// apart whatever mig.strategy each resource uses.
+			devs = append(devs, driver.Device{Key: m.uuid, Parent: g.key, Info: migInfo(g.info, m), Unhealthy: why})
 		}
 	}
 	return devs, nil
