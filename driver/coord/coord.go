@@ -273,7 +273,7 @@ func free(t *table, c driver.Candidate) bool {
 // noneLeft names, for every candidate held, who holds it: its own key's
 // holder, the holder of its parent (once per parent, with the partitions it
 // blocks), or the holders of its partitions.
-func (h *Host) noneLeft(candidates []driver.Candidate, amount, free int, held *table) error {
+func (h *Host) noneLeft(candidates []driver.Candidate, amount, nFree int, held *table) error {
 	var parts []string
 	done := map[string]bool{}
 	blocked := 0
@@ -323,11 +323,11 @@ func (h *Host) noneLeft(candidates []driver.Candidate, amount, free int, held *t
 	for _, c := range candidates {
 		distinct[c.Key] = true
 	}
-	if n := len(distinct) - blocked - free; n > 0 {
+	if n := len(distinct) - blocked - nFree; n > 0 {
 		parts = append(parts, fmt.Sprintf("%d more overlap devices granted in this request (a device and its partitions count once)", n))
 	}
 	return fmt.Errorf("%w: %d requested, %d free of %d (state file %s); %s",
-		ErrNoDevicesLeft, amount, free, len(distinct), h.state, strings.Join(parts, "; "))
+		ErrNoDevicesLeft, amount, nFree, len(distinct), h.state, strings.Join(parts, "; "))
 }
 
 // describe names an entry's holder: "pid 4711 (java) for gpu since …".
