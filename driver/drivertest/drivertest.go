@@ -142,7 +142,8 @@ func (f *Fake) Enumerate(ctx context.Context) ([]driver.Device, error) {
 		for k, v := range d.Info {
 			p[k] = v
 		}
-		out[i] = driver.Device{Key: d.Key, Info: p, Unhealthy: d.Unhealthy}
+		d.Info = p
+		out[i] = d
 	}
 	return out, nil
 }

@@ -59,3 +59,16 @@ func TestFake(t *testing.T) {
 	_, err = slow.Discover(cctx, 1)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 }
+
+// Enumerate hands out copies that keep every field of the device (a MIG
+// instance's parent, health), not just its key and infos.
+func TestEnumerateKeepsDeviceFields(t *testing.T) {
+	mig := driver.Device{Key: "MIG-a", Parent: "GPU-0", Unhealthy: "row remapping pending",
+		Info: resources.Properties{"uuid": "MIG-a"}}
+	f := drivertest.New(drivertest.Devices(mig))
+	got, err := f.Enumerate(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, []driver.Device{mig}, got)
+	got[0].Info["uuid"] = "changed"
+	require.Equal(t, "MIG-a", mig.Info["uuid"], "infos are copied")
+}

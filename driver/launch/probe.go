@@ -57,6 +57,7 @@ type ProbeHolder struct {
 	PID     int       `json:"pid"`
 	Alive   bool      `json:"alive"`
 	Program string    `json:"program,omitempty"`
+	Parent  string    `json:"parent,omitempty"` // the whole device a partition (MIG instance) belongs to
 	Since   time.Time `json:"since"`
 }
 
@@ -146,7 +147,7 @@ func readHolders(stateFile, resource string) ([]ProbeHolder, error) {
 		if e.Resource != resource {
 			continue
 		}
-		out = append(out, ProbeHolder{Device: e.Key, PID: e.PID, Alive: e.Alive, Program: e.Program, Since: e.Since})
+		out = append(out, ProbeHolder{Device: e.Key, PID: e.PID, Alive: e.Alive, Program: e.Program, Parent: e.Parent, Since: e.Since})
 	}
 	return out, nil
 }
