@@ -5,6 +5,8 @@
 #   run.sh deps        check JDK 17 + Maven, download the artifacts, build the launcher (cached)
 #   run.sh start       build if needed, start in the background, wait until ready, print where
 #                      the client configuration (HADOOP_CONF_DIR) is
+#   run.sh start --secure   the same with Kerberos (XRES_SECURE=1): a KDC in the JVM, keytabs
+#                      and krb5.conf under the state folder, SPNEGO on the web apps
 #   run.sh stop        stop it (SIGTERM, then SIGKILL after a grace period)
 #   run.sh status      exit 0 if running and ready, 3 if not running, 1 if starting or broken
 #   run.sh logs [N]    last N lines (default 100) of the cluster's logs
@@ -23,6 +25,7 @@
 #   XRES_MINICLUSTER_NM_MEMORY_MB / _NM_VCORES       per-NodeManager capacity (4096 / 8)
 #   XRES_RPC_PROTECTION         hadoop.rpc.protection: authentication (default), integrity
 #                               or privacy (SASL qop auth, auth-int, auth-conf)
+#   XRES_SECURE                 1: the secure profile (as start --secure); 0 or unset: simple auth
 #   XRES_NN_PORT (8020) XRES_NN_HTTP_PORT (9870) XRES_RM_PORT (8032) XRES_RM_SCHEDULER_PORT (8030)
 #   XRES_RM_TRACKER_PORT (8031) XRES_RM_ADMIN_PORT (8033) XRES_RM_WEBAPP_PORT (8088)
 #   XRES_MINICLUSTER_JAVA_OPTS  extra JVM options (default heap: -Xms256m -Xmx1g)
@@ -71,9 +74,13 @@ JPMS_OPTS=(
   --add-opens=java.base/java.util.zip=ALL-UNNAMED
   --add-opens=java.base/sun.security.util=ALL-UNNAMED
   --add-opens=java.base/sun.security.x509=ALL-UNNAMED
+  # Kerberos (secure profile): Hadoop and MiniKdc read the JDK's krb5 configuration.
+  --add-exports=java.security.jgss/sun.security.krb5=ALL-UNNAMED
+  --add-opens=java.security.jgss/sun.security.krb5=ALL-UNNAMED
 )
 
 RPC_PROTECTION=${XRES_RPC_PROTECTION:-authentication}
+SECURE=${XRES_SECURE:-0}
 
 say() { echo "minicluster: $*" >&2; }
 die() { echo "minicluster: error: $*" >&2; exit 1; }
@@ -190,6 +197,9 @@ print_ready() {
   echo "  HADOOP_CONF_DIR=$conf"
   echo "  RM REST:  $(sed -n 's/^XRES_RM_WEBAPP_URL=//p' "$WORK/cluster.env")/ws/v1/cluster"
   echo "  NameNode: $(sed -n 's/^XRES_NAMENODE=//p' "$WORK/cluster.env")"
+  if grep -q '^XRES_SECURE=true' "$WORK/cluster.env"; then
+    echo "  Kerberos: KRB5_CONFIG=$(sed -n 's/^XRES_KRB5_CONF=//p' "$WORK/cluster.env"), user $(sed -n 's/^XRES_CLIENT_PRINCIPAL=//p' "$WORK/cluster.env") with keytab $(sed -n 's/^XRES_CLIENT_KEYTAB=//p' "$WORK/cluster.env")"
+  fi
   echo "  all addresses: $WORK/cluster.env; logs: $LOG"
 }
 
@@ -199,11 +209,16 @@ check_settings() {
     authentication | integrity | privacy) ;;
     *) die "XRES_RPC_PROTECTION=$RPC_PROTECTION: want authentication, integrity or privacy" ;;
   esac
+  case $SECURE in
+    1 | true) SECURE=true ;;
+    0 | false | "") SECURE=false ;;
+    *) die "XRES_SECURE=$SECURE: want 1 or 0" ;;
+  esac
 }
 
 launcher_args() {
   local p name
-  ARGS=(--work-dir="$WORK" --conf-dir="$WORK/conf" --rpc-protection="$RPC_PROTECTION"
+  ARGS=(--work-dir="$WORK" --conf-dir="$WORK/conf" --rpc-protection="$RPC_PROTECTION" --secure="$SECURE"
     --nodemanagers="${XRES_MINICLUSTER_NODEMANAGERS:-2}"
     --gpus="${XRES_MINICLUSTER_GPUS:-2}" --fpgas="${XRES_MINICLUSTER_FPGAS:-1}"
     --nm-memory-mb="${XRES_MINICLUSTER_NM_MEMORY_MB:-4096}" --nm-vcores="${XRES_MINICLUSTER_NM_VCORES:-8}")
@@ -291,7 +306,7 @@ cmd_start() {
     fi
     # A fresh cluster: HDFS is formatted anyway, and MiniYARNCluster makes a new
     # NodeManager folder under target/ at every start (old ones would pile up).
-    rm -rf "$WORK/conf" "$WORK/cluster.env" "$STDOUT" "$WORK/target" "$WORK/dfs" "$WORK/tmp"
+    rm -rf "$WORK/conf" "$WORK/cluster.env" "$STDOUT" "$WORK/target" "$WORK/dfs" "$WORK/tmp" "$WORK/kerberos"
     [[ -f $LOG ]] && mv -f "$LOG" "$LOG.1"
     [[ -f $OUT ]] && mv -f "$OUT" "$OUT.1"
     launcher_args
@@ -366,7 +381,7 @@ cmd_foreground() {
   find_java
   build
   claim_work
-  rm -rf "$WORK/conf" "$WORK/cluster.env"   # cluster.env appears again once ready
+  rm -rf "$WORK/conf" "$WORK/cluster.env" "$WORK/kerberos"   # cluster.env appears again once ready
   launcher_args
   java_cmd
   cd "$WORK"
@@ -376,14 +391,21 @@ cmd_foreground() {
 
 case ${1:-} in
   deps) cmd_deps ;;
-  start) cmd_start ;;
+  start)
+    case ${2:-} in
+      --secure) SECURE=1 ;;
+      "") ;;
+      *) die "start: unknown option '$2' (known: --secure)" ;;
+    esac
+    cmd_start
+    ;;
   stop) cmd_stop ;;
   status) cmd_status ;;
   logs) cmd_logs "${2:-100}" ;;
   env) cmd_env ;;
   foreground) cmd_foreground ;;
   *)
-    sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
     ;;
 esac

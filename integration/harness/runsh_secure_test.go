@@ -21,6 +21,11 @@ func TestRunShSecuritySettings(t *testing.T) {
 		{"integrity", map[string]string{"XRES_RPC_PROTECTION": "integrity"}, nil, 0, "--rpc-protection=integrity"},
 		{"bad protection", map[string]string{"XRES_RPC_PROTECTION": "secret"}, nil, 1,
 			"error: XRES_RPC_PROTECTION=secret: want authentication, integrity or privacy"},
+		{"not secure by default", nil, nil, 0, "--secure=false"},
+		{"XRES_SECURE=1", map[string]string{"XRES_SECURE": "1"}, nil, 0, "--secure=true"},
+		{"start --secure", nil, []string{"--secure"}, 0, "--secure=true"},
+		{"bad XRES_SECURE", map[string]string{"XRES_SECURE": "maybe"}, nil, 1, "error: XRES_SECURE=maybe: want 1 or 0"},
+		{"unknown start option", nil, []string{"--insecure"}, 1, "error: start: unknown option '--insecure' (known: --secure)"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -72,6 +72,8 @@ public final class Main {
     DEFAULTS.put("stop-on-stdin-eof", "false");
     // hadoop.rpc.protection: the SASL quality of protection the RPC servers demand.
     DEFAULTS.put("rpc-protection", "authentication");
+    // Kerberos (MiniKdc in this JVM) for RPC, SPNEGO for the web apps; see Secure.
+    DEFAULTS.put("secure", "false");
   }
 
   /** hadoop.rpc.protection values (SASL qop auth, auth-int, auth-conf). */
@@ -126,6 +128,9 @@ public final class Main {
         }
       }
     }
+    if (!List.of("true", "false").contains(opt.get("secure"))) {
+      throw new IllegalArgumentException("option --secure=" + opt.get("secure") + ": want true or false");
+    }
     if (!PROTECTIONS.contains(opt.get("rpc-protection"))) {
       throw new IllegalArgumentException("option --rpc-protection=" + opt.get("rpc-protection")
           + ": want one of " + PROTECTIONS);
@@ -149,6 +154,12 @@ public final class Main {
       }
     }
 
+    // The KDC first: nothing may touch UserGroupInformation before it runs.
+    Secure secure = Boolean.parseBoolean(opt.get("secure")) ? Secure.start(new File(work, "kerberos")) : null;
+    if (secure != null) {
+      SECURE.set(secure);
+    }
+
     YarnConfiguration conf = new YarnConfiguration();
     conf.set("hadoop.tmp.dir", new File(work, "tmp").getPath());
     // Simple auth; the RM REST API accepts writes with ?user.name=<user>.
@@ -156,6 +167,10 @@ public final class Main {
     conf.set("hadoop.http.filter.initializers", "org.apache.hadoop.security.AuthenticationFilterInitializer");
     conf.set("hadoop.http.authentication.type", "simple");
     conf.setBoolean("hadoop.http.authentication.simple.anonymous.allowed", true);
+    if (secure != null) {
+      secure.configure(conf);
+      secure.login(conf);
+    }
     // Applies to every SASL connection: TOKEN (AMRMToken, NMToken) always, KERBEROS when secure.
     conf.set("hadoop.rpc.protection", opt.get("rpc-protection"));
 
@@ -234,7 +249,7 @@ public final class Main {
     isolateWebApps(yarn, nms);
     Configuration eff = yarn.getConfig();
 
-    writeConf(confDir, eff, cs, defaultFS, opt);
+    writeConf(confDir, eff, cs, defaultFS, opt, secure != null);
     Map<String, String> env = new LinkedHashMap<>();
     env.put("XRES_HADOOP_CONF_DIR", confDir.getPath());
     env.put("XRES_HADOOP_VERSION", VersionInfo.getVersion());
@@ -245,6 +260,9 @@ public final class Main {
     env.put("XRES_NAMENODE_HTTP", "http://localhost:" + dfs.getNameNode().getHttpAddress().getPort());
     env.put("XRES_NODEMANAGERS", Integer.toString(nms));
     env.put("XRES_RPC_PROTECTION", eff.get("hadoop.rpc.protection"));
+    if (secure != null) {
+      env.putAll(secure.env());
+    }
     for (int i = 0; i < nms; i++) {
       NodeManager nm = yarn.getNodeManager(i);
       env.put("XRES_NM" + i + "_ID", nm.getNMContext().getNodeId().toString());
@@ -280,7 +298,7 @@ public final class Main {
     }
     out.println("XRES-MINICLUSTER READY conf=" + confDir.getPath()
         + " rm=" + env.get("XRES_RM_WEBAPP_URL") + " nn=" + defaultFS
-        + " hadoop=" + VersionInfo.getVersion() + " rpc-protection=" + opt.get("rpc-protection") + " seconds=" + env.get("XRES_MINICLUSTER_START_SECONDS"));
+        + " hadoop=" + VersionInfo.getVersion() + " rpc-protection=" + opt.get("rpc-protection") + " secure=" + (secure != null) + " seconds=" + env.get("XRES_MINICLUSTER_START_SECONDS"));
     out.flush();
     stop.await();
     stopAll(yarn, dfs);
@@ -311,7 +329,7 @@ public final class Main {
 
   /** Writes a client configuration any Hadoop client can use as HADOOP_CONF_DIR. */
   static void writeConf(File dir, Configuration eff, Map<String, String> cs, String defaultFS,
-      Map<String, String> opt) throws IOException {
+      Map<String, String> opt, boolean secure) throws IOException {
     Files.createDirectories(dir.toPath());
     Map<String, String> core = new LinkedHashMap<>();
     core.put("fs.defaultFS", defaultFS);
@@ -320,8 +338,18 @@ public final class Main {
         "hadoop.rpc.protection")) {
       core.put(k, eff.get(k));
     }
+    if (secure) {
+      core.put("hadoop.security.auth_to_local", eff.get("hadoop.security.auth_to_local"));
+    }
     Map<String, String> hdfs = new LinkedHashMap<>();
     hdfs.put("dfs.replication", "1");
+    if (secure) {
+      // What HDFS clients need to find the servers' principals.
+      for (String k : List.of("dfs.namenode.kerberos.principal", "dfs.datanode.kerberos.principal",
+          "dfs.block.access.token.enable", "dfs.data.transfer.protection")) {
+        hdfs.put(k, eff.get(k));
+      }
+    }
     hdfs.put("dfs.namenode.rpc-address", "localhost:" + opt.get("nn-port"));
     hdfs.put("dfs.namenode.http-address", "localhost:" + opt.get("nn-http-port"));
     Map<String, String> yarn = new LinkedHashMap<>();
@@ -333,7 +361,10 @@ public final class Main {
         "yarn.scheduler.minimum-allocation-vcores", "yarn.scheduler.maximum-allocation-vcores",
         "yarn.nodemanager.resource-type." + GPU, "yarn.nodemanager.resource-type." + FPGA,
         "yarn.nodemanager.delete.debug-delay-sec", "yarn.log-aggregation-enable",
-        "yarn.timeline-service.enabled", "yarn.http.policy")) {
+        "yarn.timeline-service.enabled", "yarn.http.policy",
+        // secure profile only (absent otherwise): the principals clients check the servers against
+        "yarn.resourcemanager.principal", "yarn.nodemanager.principal",
+        "yarn.resourcemanager.webapp.spnego-principal")) {
       String v = eff.get(k); // get() expands ${...}
       if (v != null) {
         yarn.put(k, v);
@@ -376,6 +407,10 @@ public final class Main {
     List<Thread> steps = new ArrayList<>();
     steps.add(new Thread(yarn::stop, "stop-yarn"));
     steps.add(new Thread(() -> dfs.shutdown(true), "stop-hdfs"));
+    Secure secure = SECURE.get();
+    if (secure != null) {
+      steps.add(new Thread(secure::stop, "stop-kdc"));
+    }
     for (Thread s : steps) {
       s.setDaemon(true);
       s.start();
@@ -387,6 +422,9 @@ public final class Main {
       }
     }
   }
+
+  /** The secure profile's KDC, stopped last. */
+  static final java.util.concurrent.atomic.AtomicReference<Secure> SECURE = new java.util.concurrent.atomic.AtomicReference<>();
 
   static final java.util.concurrent.atomic.AtomicBoolean STOPPED = new java.util.concurrent.atomic.AtomicBoolean();
 
