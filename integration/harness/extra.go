@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -40,13 +41,19 @@ func StartExtra(t *testing.T, settings map[string]string) *Cluster {
 		EnvMiniclusterDir:          work,
 		"XRES_MINICLUSTER_TIMEOUT": "180",
 	}
-	for _, k := range portVars {
-		port, err := freePortNumber()
-		if err != nil {
-			t.Fatalf("extra minicluster: free port for %s: %v", k, err)
+	pickPorts := func() {
+		for _, k := range portVars {
+			if _, ok := settings[k]; ok {
+				continue
+			}
+			port, err := freePortNumber()
+			if err != nil {
+				t.Fatalf("extra minicluster: free port for %s: %v", k, err)
+			}
+			env[k] = fmt.Sprint(port)
 		}
-		env[k] = fmt.Sprint(port)
 	}
+	pickPorts()
 	for k, v := range settings {
 		env[k] = v
 	}
@@ -84,6 +91,12 @@ func StartExtra(t *testing.T, settings map[string]string) *Cluster {
 	defer cancel()
 	t0 := time.Now()
 	out, err := run(ctx, "start")
+	if err != nil && (strings.Contains(out, "cannot start: in use: port") || strings.Contains(out, ") is in use")) {
+		// Another process took a port between the pick and the start: once more.
+		t.Logf("extra minicluster: %s; picking other ports", strings.TrimSpace(out))
+		pickPorts()
+		out, err = run(ctx, "start")
+	}
 	if err != nil {
 		t.Fatalf("start extra minicluster (%s): %v\n%s", settingsString(settings), err, out)
 	}
@@ -154,14 +167,28 @@ func settingsString(settings map[string]string) string {
 	return strings.Join(parts, " ")
 }
 
-// freePortNumber asks the kernel for a free TCP port on the loopback.
+// Extra clusters' fixed ports come from below Linux's ephemeral range (32768-60999 by
+// default), so a port picked here is not taken meanwhile by an ephemeral bind, such as
+// the DataNode's or a NodeManager's, of this cluster or another.
+const (
+	portMin = 20000
+	portMax = 32000
+)
+
+// freePortNumber returns a port in [portMin, portMax) that nothing listens on now.
 func freePortNumber() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
+	var last error
+	for i := 0; i < 100; i++ {
+		port := portMin + rand.IntN(portMax-portMin)
+		l, err := net.Listen("tcp", fmt.Sprintf(":%d", port))
+		if err != nil {
+			last = err
+			continue
+		}
+		l.Close()
+		return port, nil
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return 0, fmt.Errorf("no free port in [%d, %d) after 100 tries: %w", portMin, portMax, last)
 }
 
 // defaultUser is Setup's choice of Hadoop user: XRES_HADOOP_USER, else the OS user.
