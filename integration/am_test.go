@@ -359,7 +359,8 @@ func TestAMSubmitDemo(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), amWaitTimeout)
 	defer cancel()
-	p := startAM(t, ctx, append([]string{"submit", "--conf", cfg, "--workers", strconv.Itoa(workers), "--name", "xres-it-demo", "--"},
+	// A -D value travels in a staged file, never on a command line (see below).
+	p := startAM(t, ctx, append([]string{"submit", "--conf", cfg, "-D", "s3.secret-key=xres-sentinel-secret", "--workers", strconv.Itoa(workers), "--name", "xres-it-demo", "--"},
 		waitWorker(release)...)...)
 	app := p.appID(t)
 	c.KeepAppLogs(t, app)
@@ -436,6 +437,20 @@ func TestAMSubmitDemo(t *testing.T) {
 		}
 	}
 	require.Equal(t, gpuOf, printed, "CUDA_VISIBLE_DEVICES printed by each worker vs devices reported to the AM")
+	// The -D secret is in no file of the containers' log folders, the
+	// NodeManager's copies of launch_container.sh among them.
+	scripts := 0
+	for _, d := range c.NodeManagerLogDirs() {
+		files, _ := filepath.Glob(filepath.Join(d, app, "container_*", "*"))
+		for _, f := range files {
+			b, _ := os.ReadFile(f)
+			require.NotContains(t, string(b), "xres-sentinel-secret", "the -D secret is in %s", f)
+			if filepath.Base(f) == "launch_container.sh" {
+				scripts++
+			}
+		}
+	}
+	require.Equal(t, workers+1, scripts, "launch_container.sh copies checked (AM and workers)")
 	requireNoStaging(t, c, app)
 }
 
