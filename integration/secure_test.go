@@ -20,40 +20,55 @@ import (
 	"github.com/xres/xres/yarn/rest"
 )
 
-// TestSecureRPCPrivacy runs against a second minicluster whose RPC servers demand
-// hadoop.rpc.protection=privacy (SASL qop auth-conf): every TOKEN connection, the tiny
-// AM's AMRMToken to the RM and its NMTokens to the NodeManager, must then negotiate
-// DIGEST-MD5 with a security layer and wrap every packet after it. The client calls
-// use SIMPLE, which the protection level does not touch, and must work as well.
-func TestSecureRPCPrivacy(t *testing.T) {
-	c := harness.StartExtra(t, map[string]string{
-		"XRES_RPC_PROTECTION":           "privacy",
-		"XRES_MINICLUSTER_NODEMANAGERS": "1",
-	})
-	require.Equal(t, "privacy", c.Conf("hadoop.rpc.protection"), "the written core-site.xml")
-	require.Equal(t, "privacy", c.Env["XRES_RPC_PROTECTION"], "cluster.env")
-	cl := rpcClient(t, c)
-	ctx := rpcCtx(t, 3*time.Minute)
+// TestSecureRPCProtection runs against a second minicluster whose RPC servers demand
+// hadoop.rpc.protection=privacy (SASL qop auth-conf), then a third with integrity
+// (auth-int): every TOKEN connection, the tiny AM's AMRMToken to the RM and its NMTokens
+// to the NodeManager, must then negotiate DIGEST-MD5 with a security layer and wrap
+// every packet after it. The client calls use SIMPLE, which the protection level does
+// not touch, and must work as well.
+func TestSecureRPCProtection(t *testing.T) {
+	for _, tc := range []struct{ protection, qop string }{
+		{"privacy", "auth-conf"},
+		{"integrity", "auth-int"},
+	} {
+		t.Run(tc.protection, func(t *testing.T) {
+			c := harness.StartExtra(t, map[string]string{
+				"XRES_RPC_PROTECTION":           tc.protection,
+				"XRES_MINICLUSTER_NODEMANAGERS": "1",
+			})
+			require.Equal(t, tc.protection, c.Conf("hadoop.rpc.protection"), "the written core-site.xml")
+			require.Equal(t, tc.protection, c.Env["XRES_RPC_PROTECTION"], "cluster.env")
+			cl := rpcClient(t, c)
+			ctx := rpcCtx(t, 3*time.Minute)
 
-	t.Run("getClusterMetrics", func(t *testing.T) {
-		m, err := cl.GetClusterMetrics(ctx)
-		require.NoError(t, err)
-		require.Equal(t, int32(1), m.GetNumNodeManagers())
-		require.Equal(t, int32(1), m.GetNumActiveNms())
-	})
-	t.Run("getClusterNodes", func(t *testing.T) {
-		nodes, err := cl.GetClusterNodes(ctx, hadoopyarn.NodeStateProto_NS_RUNNING)
-		require.NoError(t, err)
-		require.Len(t, nodes, 1)
-		require.Equal(t, c.Env["XRES_NM0_ID"], yarn.NodeID(nodes[0].GetNodeId()))
-	})
-	t.Run("tiny AM over wrapped DIGEST-MD5", func(t *testing.T) {
-		r := runTinyAM(t, ctx, c, cl)
-		// The AM logs at debug level: its connections to the RM and to the
-		// NodeManager ran with a SASL security layer.
-		stderr := amStderr(t, c, yarn.ApplicationID(r.GetApplicationId()))
-		require.GreaterOrEqual(t, strings.Count(stderr, "sasl security layer in use"), 2, "AM stderr:\n%s", stderr)
-	})
+			t.Run("the scheduler demands qop "+tc.qop, func(t *testing.T) {
+				auths := saslOffers(t, rmAddrs(t, c, yarn.RMScheduler)[0])
+				tok := offer(auths, "TOKEN")
+				require.NotNil(t, tok, "offers: %v", auths)
+				require.Equal(t, "DIGEST-MD5", tok.GetMechanism())
+				require.Contains(t, string(tok.GetChallenge()), `qop="`+tc.qop+`"`)
+			})
+			t.Run("getClusterMetrics", func(t *testing.T) {
+				m, err := cl.GetClusterMetrics(ctx)
+				require.NoError(t, err)
+				require.Equal(t, int32(1), m.GetNumNodeManagers())
+				require.Equal(t, int32(1), m.GetNumActiveNms())
+			})
+			t.Run("getClusterNodes", func(t *testing.T) {
+				nodes, err := cl.GetClusterNodes(ctx, hadoopyarn.NodeStateProto_NS_RUNNING)
+				require.NoError(t, err)
+				require.Len(t, nodes, 1)
+				require.Equal(t, c.Env["XRES_NM0_ID"], yarn.NodeID(nodes[0].GetNodeId()))
+			})
+			t.Run("tiny AM over wrapped DIGEST-MD5", func(t *testing.T) {
+				r := runTinyAM(t, ctx, c, cl)
+				// The AM logs at debug level: its connections to the RM and to the
+				// NodeManager ran with a SASL security layer.
+				stderr := amStderr(t, c, yarn.ApplicationID(r.GetApplicationId()))
+				require.GreaterOrEqual(t, strings.Count(stderr, "sasl security layer in use"), 2, "AM stderr:\n%s", stderr)
+			})
+		})
+	}
 }
 
 // amStderr reads the stderr of appID's AM container (its first container) on a
@@ -99,6 +114,15 @@ func TestSecureKerberos(t *testing.T) {
 		return cl
 	}
 
+	t.Run("the RM offers KERBEROS, not SIMPLE", func(t *testing.T) {
+		auths := saslOffers(t, addrs[0])
+		require.Nil(t, offer(auths, "SIMPLE"), "offers: %v", auths)
+		k := offer(auths, "KERBEROS")
+		require.NotNil(t, k, "offers: %v", auths)
+		require.Equal(t, "GSSAPI", k.GetMechanism())
+		// The server's principal, split: hadoop/localhost.
+		require.Equal(t, c.Env["XRES_SERVICE_PRINCIPAL"], k.GetProtocol()+"/"+k.GetServerId()+"@"+c.Env["XRES_REALM"])
+	})
 	t.Run("KERBEROS getClusterMetrics", func(t *testing.T) {
 		m, err := kerberosClient(t, krb).GetClusterMetrics(ctx)
 		require.NoError(t, err)
