@@ -13,6 +13,7 @@ import (
 	"github.com/jcmturner/gokrb5/v8/iana/etypeID"
 	"github.com/jcmturner/gokrb5/v8/keytab"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/xres/xres/hadoopproto/hadoopyarn"
 	"github.com/xres/xres/integration/harness"
@@ -136,6 +137,27 @@ func TestSecureKerberos(t *testing.T) {
 		require.True(t, ok)
 		require.Positive(t, gpus)
 	})
+	t.Run("KERBEROS submit, report, kill as the client user", func(t *testing.T) {
+		cl := kerberosClient(t, krb)
+		app, err := cl.GetNewApplication(ctx)
+		require.NoError(t, err)
+		id := app.GetApplicationId()
+		c.KeepAppLogs(t, yarn.ApplicationID(id))
+		require.NoError(t, cl.SubmitApplication(ctx, &hadoopyarn.ApplicationSubmissionContextProto{
+			ApplicationId: id, ApplicationName: proto.String("xres-kerberos"), ApplicationType: proto.String("XRES-TEST"),
+			MaxAppAttempts: proto.Int32(1), Resource: yarn.NewResource(128, 1, nil),
+			AmContainerSpec: &hadoopyarn.ContainerLaunchContextProto{Command: []string{"sleep 300"}},
+		}))
+		r, err := cl.GetApplicationReport(ctx, id)
+		require.NoError(t, err)
+		// The RM maps client@EXAMPLE.COM to its short name (auth_to_local).
+		require.Equal(t, strings.Split(principal, "@")[0], r.GetUser())
+		require.Equal(t, "xres-kerberos", r.GetName())
+		require.NoError(t, cl.KillApplication(ctx, id, "killed by xres kerberos test"))
+		r, err = cl.GetApplicationReport(ctx, id)
+		require.NoError(t, err)
+		require.Equal(t, hadoopyarn.YarnApplicationStateProto_KILLED, r.GetYarnApplicationState())
+	})
 	t.Run("KERBEROS with the server's offered principal", func(t *testing.T) {
 		k, err := yarn.NewKerberosFromKeytab(krb5Conf, keytabPath, principal)
 		require.NoError(t, err)
@@ -193,6 +215,10 @@ func TestSecureKerberos(t *testing.T) {
 		gpus, ok := nodes[0].Total("yarn.io/gpu")
 		require.True(t, ok)
 		require.Equal(t, envInt(t, "XRES_MINICLUSTER_GPUS", 2), gpus)
+		// A write: the user comes from the Kerberos ticket, not from ?user.name=.
+		app, err := rc.NewApplication(ctx)
+		require.NoError(t, err)
+		require.True(t, strings.HasPrefix(app.ApplicationID, "application_"), app.ApplicationID)
 	})
 	t.Run("REST without credentials is 401", func(t *testing.T) {
 		rc, err := rest.New(rest.Config{Endpoints: []string{c.RMWebURL}, User: c.User})
