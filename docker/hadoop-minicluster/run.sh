@@ -26,6 +26,7 @@
 #   XRES_RPC_PROTECTION         hadoop.rpc.protection: authentication (default), integrity
 #                               or privacy (SASL qop auth, auth-int, auth-conf)
 #   XRES_SECURE                 1: the secure profile (as start --secure); 0 or unset: simple auth
+#   XRES_MINICLUSTER_OWNER_PID  the cluster stops by itself once this process ends (tests set it)
 #   XRES_NN_PORT (8020) XRES_NN_HTTP_PORT (9870) XRES_RM_PORT (8032) XRES_RM_SCHEDULER_PORT (8030)
 #   XRES_RM_TRACKER_PORT (8031) XRES_RM_ADMIN_PORT (8033) XRES_RM_WEBAPP_PORT (8088)
 #   XRES_MINICLUSTER_JAVA_OPTS  extra JVM options (default heap: -Xms256m -Xmx1g)
@@ -214,11 +215,13 @@ check_settings() {
     0 | false | "") SECURE=false ;;
     *) die "XRES_SECURE=$SECURE: want 1 or 0" ;;
   esac
+  [[ ${XRES_MINICLUSTER_OWNER_PID:-0} =~ ^[0-9]+$ ]] || die "XRES_MINICLUSTER_OWNER_PID=$XRES_MINICLUSTER_OWNER_PID: want a process id"
 }
 
 launcher_args() {
   local p name
   ARGS=(--work-dir="$WORK" --conf-dir="$WORK/conf" --rpc-protection="$RPC_PROTECTION" --secure="$SECURE"
+    --owner-pid="${XRES_MINICLUSTER_OWNER_PID:-0}"
     --nodemanagers="${XRES_MINICLUSTER_NODEMANAGERS:-2}"
     --gpus="${XRES_MINICLUSTER_GPUS:-2}" --fpgas="${XRES_MINICLUSTER_FPGAS:-1}"
     --nm-memory-mb="${XRES_MINICLUSTER_NM_MEMORY_MB:-4096}" --nm-vcores="${XRES_MINICLUSTER_NM_VCORES:-8}")

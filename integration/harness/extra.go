@@ -27,8 +27,8 @@ const extraStartTimeout = 5 * time.Minute
 // StartExtra starts a second minicluster for one test, beside the suite's: its own
 // state folder (a temporary one), free ports, and the run.sh settings given (e.g.
 // XRES_RPC_PROTECTION=privacy, XRES_SECURE=1, XRES_MINICLUSTER_NODEMANAGERS=1). It is
-// stopped when the test ends, pass or fail; a failed test first keeps its logs under
-// LogDir. The returned Cluster's Env is that cluster's cluster.env. A cluster that does
+// stopped when the test ends, pass or fail (and by itself should the test process die
+// first); a failed test first keeps its logs under LogDir. The returned Cluster's Env is that cluster's cluster.env. A cluster that does
 // not start fails the test, with run.sh's output.
 func StartExtra(t *testing.T, settings map[string]string) *Cluster {
 	t.Helper()
@@ -40,6 +40,9 @@ func StartExtra(t *testing.T, settings map[string]string) *Cluster {
 	env := map[string]string{
 		EnvMiniclusterDir:          work,
 		"XRES_MINICLUSTER_TIMEOUT": "180",
+		// Should this process die before its cleanups run (a test timeout), the
+		// cluster stops by itself.
+		"XRES_MINICLUSTER_OWNER_PID": fmt.Sprint(os.Getpid()),
 	}
 	pickPorts := func() {
 		for _, k := range portVars {

@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -44,6 +45,7 @@ func TestStartExtra(t *testing.T) {
 		args := c.Env["XRES_FAKE_ARGS"]
 		require.Contains(t, args, "--rpc-protection=privacy")
 		require.Contains(t, args, "--secure=true")
+		require.Contains(t, args, fmt.Sprintf("--owner-pid=%d", os.Getpid()))
 		// Every fixed port is a free one of our range, none a default.
 		for _, name := range []string{"nn-port", "nn-http-port", "rm-port", "rm-scheduler-port", "rm-tracker-port", "rm-admin-port", "rm-webapp-port"} {
 			_, rest, ok := strings.Cut(args, "--"+name+"=")

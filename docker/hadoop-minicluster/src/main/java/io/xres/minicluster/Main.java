@@ -45,7 +45,8 @@ import org.eclipse.jetty.servlet.FilterHolder;
  * {@code XRES-MINICLUSTER READY conf=<dir> ...} once every daemon is up and the
  * client configuration is written, or {@code XRES-MINICLUSTER FAILED <reason>} before
  * exiting with status 1. Hadoop's own logging goes to the log file (log4j). SIGTERM, or
- * end of stdin with {@code --stop-on-stdin-eof=true}, stops the cluster.
+ * end of stdin with {@code --stop-on-stdin-eof=true}, or the end of the process
+ * {@code --owner-pid} names, stops the cluster.
  */
 public final class Main {
   static final String GPU = "yarn.io/gpu";
@@ -70,6 +71,9 @@ public final class Main {
     DEFAULTS.put("nm-memory-mb", "4096");
     DEFAULTS.put("nm-vcores", "8");
     DEFAULTS.put("stop-on-stdin-eof", "false");
+    // Stop when this process ends (0: never): a test that starts a cluster and dies
+    // without stopping it (killed, timed out) does not leave it behind.
+    DEFAULTS.put("owner-pid", "0");
     // hadoop.rpc.protection: the SASL quality of protection the RPC servers demand.
     DEFAULTS.put("rpc-protection", "authentication");
     // Kerberos (MiniKdc in this JVM) for RPC, SPNEGO for the web apps; see Secure.
@@ -118,7 +122,7 @@ public final class Main {
     }
     for (String k : DEFAULTS.keySet()) {
       if (k.endsWith("port") || k.equals("nodemanagers") || k.equals("gpus") || k.equals("fpgas")
-          || k.startsWith("nm-")) {
+          || k.startsWith("nm-") || k.equals("owner-pid")) {
         try {
           if (Integer.parseInt(opt.get(k)) < 0) {
             throw new NumberFormatException("negative");
@@ -293,6 +297,22 @@ public final class Main {
         }
         stop.countDown();
       }, "stdin-eof-watcher");
+      t.setDaemon(true);
+      t.start();
+    }
+    long owner = Long.parseLong(opt.get("owner-pid"));
+    if (owner > 0) {
+      Thread t = new Thread(() -> {
+        try {
+          while (ProcessHandle.of(owner).map(ProcessHandle::isAlive).orElse(false)) {
+            Thread.sleep(1000);
+          }
+          System.err.println("xres minicluster: owner process " + owner + " is gone; stopping");
+        } catch (InterruptedException ignored) {
+          return;
+        }
+        stop.countDown();
+      }, "owner-watcher");
       t.setDaemon(true);
       t.start();
     }
