@@ -6,8 +6,8 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// run.sh's security settings reach the launcher as options; bad values fail before
-// anything starts, naming the variable.
+// run.sh's security (and owner) settings reach the launcher as options; bad values fail
+// before anything starts, naming the variable.
 func TestRunShSecuritySettings(t *testing.T) {
 	tests := []struct {
 		name     string
@@ -25,6 +25,9 @@ func TestRunShSecuritySettings(t *testing.T) {
 		{"XRES_SECURE=1", map[string]string{"XRES_SECURE": "1"}, nil, 0, "--secure=true"},
 		{"start --secure", nil, []string{"--secure"}, 0, "--secure=true"},
 		{"bad XRES_SECURE", map[string]string{"XRES_SECURE": "maybe"}, nil, 1, "error: XRES_SECURE=maybe: want 1 or 0"},
+		{"no owner by default", nil, nil, 0, "--owner-pid=0"},
+		{"owner pid", map[string]string{"XRES_MINICLUSTER_OWNER_PID": "4242"}, nil, 0, "--owner-pid=4242"},
+		{"bad owner pid", map[string]string{"XRES_MINICLUSTER_OWNER_PID": "me"}, nil, 1, "error: XRES_MINICLUSTER_OWNER_PID=me: want a process id"},
 		{"unknown start option", nil, []string{"--insecure"}, 1, "error: start: unknown option '--insecure' (known: --secure)"},
 	}
 	for _, tc := range tests {
