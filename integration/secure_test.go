@@ -6,10 +6,12 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/colinmarc/hdfs/v2"
 	"github.com/jcmturner/gokrb5/v8/iana/etypeID"
 	"github.com/jcmturner/gokrb5/v8/keytab"
 	"github.com/stretchr/testify/require"
@@ -219,6 +221,28 @@ func TestSecureKerberos(t *testing.T) {
 		app, err := rc.NewApplication(ctx)
 		require.NoError(t, err)
 		require.True(t, strings.HasPrefix(app.ApplicationID, "application_"), app.ApplicationID)
+	})
+	t.Run("HDFS over KERBEROS", func(t *testing.T) {
+		// What staging on a secure cluster needs: the NameNode over KERBEROS, the
+		// DataNode over SASL data transfer (dfs.data.transfer.protection).
+		fs, err := hdfs.NewClient(hdfs.ClientOptions{Addresses: []string{c.NameNode}, KerberosClient: krb.Client,
+			KerberosServicePrincipleName: strings.Split(c.Conf("dfs.namenode.kerberos.principal"), "@")[0],
+			DataTransferProtection:       c.Conf("dfs.data.transfer.protection")})
+		require.NoError(t, err)
+		defer fs.Close()
+		dir := "/tmp/xres-kerberos-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+		require.NoError(t, fs.MkdirAll(dir, 0o755))
+		fi, err := fs.Stat(dir)
+		require.NoError(t, err)
+		require.Equal(t, strings.Split(principal, "@")[0], fi.(*hdfs.FileInfo).Owner(), "the NameNode names the Kerberos user")
+		w, err := fs.Create(dir + "/hello")
+		require.NoError(t, err)
+		_, err = w.Write([]byte("hello over kerberos"))
+		require.NoError(t, err)
+		require.NoError(t, closeWriter(w))
+		b, err := fs.ReadFile(dir + "/hello")
+		require.NoError(t, err)
+		require.Equal(t, "hello over kerberos", string(b))
 	})
 	t.Run("REST without credentials is 401", func(t *testing.T) {
 		rc, err := rest.New(rest.Config{Endpoints: []string{c.RMWebURL}, User: c.User})
