@@ -232,6 +232,9 @@ launcher_args() {
 }
 
 java_cmd() {
+  # The NodeManagers pass JAVA_HOME on to containers (yarn.nodemanager.env-whitelist): Java AMs such as
+  # DistributedShell start "$JAVA_HOME/bin/java", so it must name the JDK the cluster runs on.
+  export JAVA_HOME=${JAVA%/bin/java}
   # shellcheck disable=SC2206
   local extra=(${XRES_MINICLUSTER_JAVA_OPTS:-})
   CMD=("$JAVA" "${JPMS_OPTS[@]}" -Xms256m -Xmx1g -XX:+UseSerialGC -XX:TieredStopAtLevel=1
