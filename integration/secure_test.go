@@ -255,39 +255,65 @@ func TestSecureKerberos(t *testing.T) {
 	})
 }
 
-// TestSecureKerberosPrivacy: a secure cluster that demands hadoop.rpc.protection=privacy.
-// xres's GSSAPI has no security layer, so KERBEROS must fail at once with ErrQOP naming
-// the setting (what issue 4 allows instead of wrapping), never hang or fall back to
-// SIMPLE; SPNEGO on the REST API is not affected by the RPC setting.
+// TestSecureKerberosPrivacy: secure clusters that demand hadoop.rpc.protection=privacy,
+// then integrity. KERBEROS (GSSAPI) must negotiate the matching SASL security layer
+// (RFC 4752 bitmask) and wrap every packet after it in RFC 4121 wrap tokens, sealed at
+// privacy and signed at integrity; calls made side by side on one connection must all
+// come back. SPNEGO on the REST API is not affected by the RPC setting.
 func TestSecureKerberosPrivacy(t *testing.T) {
-	c := harness.StartExtra(t, map[string]string{
-		"XRES_SECURE":                   "1",
-		"XRES_RPC_PROTECTION":           "privacy",
-		"XRES_MINICLUSTER_NODEMANAGERS": "1",
-	})
-	require.Equal(t, "privacy", c.Conf("hadoop.rpc.protection"))
-	ctx := rpcCtx(t, 2*time.Minute)
-	krb, err := yarn.NewKerberosFromKeytab(c.Env["XRES_KRB5_CONF"], c.Env["XRES_CLIENT_KEYTAB"], c.Env["XRES_CLIENT_PRINCIPAL"])
-	require.NoError(t, err)
-	krb.ServicePrincipal = c.Conf("yarn.resourcemanager.principal")
+	for _, protection := range []string{"privacy", "integrity"} {
+		t.Run(protection, func(t *testing.T) {
+			c := harness.StartExtra(t, map[string]string{
+				"XRES_SECURE":                   "1",
+				"XRES_RPC_PROTECTION":           protection,
+				"XRES_MINICLUSTER_NODEMANAGERS": "1",
+			})
+			require.Equal(t, protection, c.Conf("hadoop.rpc.protection"))
+			ctx := rpcCtx(t, 2*time.Minute)
+			krb, err := yarn.NewKerberosFromKeytab(c.Env["XRES_KRB5_CONF"], c.Env["XRES_CLIENT_KEYTAB"], c.Env["XRES_CLIENT_PRINCIPAL"])
+			require.NoError(t, err)
+			krb.ServicePrincipal = c.Conf("yarn.resourcemanager.principal")
+			cl, err := yarn.NewClient(yarn.ClientConfig{Addrs: rmAddrs(t, c, yarn.RMClient), Kerberos: krb,
+				Backoff: yarn.Backoff{Base: 50 * time.Millisecond, Max: 500 * time.Millisecond}})
+			require.NoError(t, err)
+			t.Cleanup(func() { cl.Close() })
 
-	t.Run("KERBEROS refused with ErrQOP", func(t *testing.T) {
-		cl, err := yarn.NewClient(yarn.ClientConfig{Addrs: rmAddrs(t, c, yarn.RMClient), Kerberos: krb,
-			Backoff: yarn.Backoff{Base: 50 * time.Millisecond, Max: 500 * time.Millisecond}})
-		require.NoError(t, err)
-		defer cl.Close()
-		start := time.Now()
-		_, err = cl.GetClusterMetrics(ctx)
-		require.ErrorIs(t, err, yarn.ErrQOP)
-		require.ErrorContains(t, err, "hadoop.rpc.protection")
-		require.Less(t, time.Since(start), 30*time.Second)
-		t.Logf("KERBEROS at privacy: %v", err)
-	})
-	t.Run("REST with SPNEGO", func(t *testing.T) {
-		rc, err := rest.New(rest.Config{Endpoints: []string{c.RMWebURL}, Auth: rest.SPNEGO(krb.Client, "HTTP/localhost")})
-		require.NoError(t, err)
-		m, err := rc.ClusterMetrics(ctx)
-		require.NoError(t, err)
-		require.Equal(t, int64(1), int64(m.ActiveNodes))
-	})
+			t.Run("KERBEROS getClusterMetrics", func(t *testing.T) {
+				start := time.Now()
+				m, err := cl.GetClusterMetrics(ctx)
+				require.NoError(t, err)
+				require.Equal(t, int32(1), m.GetNumNodeManagers())
+				require.Less(t, time.Since(start), 30*time.Second)
+			})
+			t.Run("KERBEROS getClusterNodes", func(t *testing.T) {
+				nodes, err := cl.GetClusterNodes(ctx)
+				require.NoError(t, err)
+				require.Len(t, nodes, 1)
+			})
+			t.Run("KERBEROS 16 calls side by side", func(t *testing.T) {
+				errs := make(chan error, 16)
+				for range 16 {
+					go func() {
+						_, err := cl.GetClusterMetrics(ctx)
+						errs <- err
+					}()
+				}
+				for range 16 {
+					require.NoError(t, <-errs)
+				}
+			})
+			t.Run("KERBEROS getNewApplication", func(t *testing.T) {
+				app, err := cl.GetNewApplication(ctx)
+				require.NoError(t, err)
+				require.True(t, strings.HasPrefix(yarn.ApplicationID(app.GetApplicationId()), "application_"))
+			})
+			t.Run("REST with SPNEGO", func(t *testing.T) {
+				rc, err := rest.New(rest.Config{Endpoints: []string{c.RMWebURL}, Auth: rest.SPNEGO(krb.Client, "HTTP/localhost")})
+				require.NoError(t, err)
+				m, err := rc.ClusterMetrics(ctx)
+				require.NoError(t, err)
+				require.Equal(t, int64(1), int64(m.ActiveNodes))
+			})
+		})
+	}
 }

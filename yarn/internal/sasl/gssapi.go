@@ -5,22 +5,23 @@ import (
 	"fmt"
 
 	krbclient "github.com/jcmturner/gokrb5/v8/client"
-	"github.com/jcmturner/gokrb5/v8/gssapi"
-	"github.com/jcmturner/gokrb5/v8/iana/keyusage"
 	"github.com/jcmturner/gokrb5/v8/messages"
 	"github.com/jcmturner/gokrb5/v8/spnego"
 	krbtypes "github.com/jcmturner/gokrb5/v8/types"
 )
 
 // GSSAPI is the client side of the Kerberos V5 GSS-API SASL mechanism
-// (RFC 4752) without a security layer (qop auth), as Hadoop's KERBEROS
-// method uses it:
+// (RFC 4752), as Hadoop's KERBEROS method uses it:
 //
 //	INITIATE  token = KRB5 AP-REQ for service principal protocol/serverId
 //	CHALLENGE token = wrap token from the server: 4 bytes, offered security
-//	                  layers (bit 0: none) and max buffer
-//	RESPONSE  token = our wrap token: layer 1 (none), max buffer 0
+//	                  layers (0x01 none, 0x02 integrity, 0x04 privacy:
+//	                  hadoop.rpc.protection) and its max buffer (24 bits)
+//	RESPONSE  token = our wrap token: the layer chosen, our max buffer
 //	SUCCESS
+//
+// With integrity or privacy, Layer returns the RFC 4121 wrap-token layer
+// every later message travels in (AES session keys only).
 type GSSAPI struct {
 	// Client is a gokrb5 client holding the user's credentials (keytab or
 	// ticket cache).
@@ -33,11 +34,19 @@ type GSSAPI struct {
 	// Client.GetServiceTicket. Tests hand in tickets made without a KDC.
 	GetTicket func(spn string) (messages.Ticket, krbtypes.EncryptionKey, error)
 
+	// AuthOnly refuses integrity and privacy even when offered (they are
+	// chosen, strongest first, when the server offers them).
+	AuthOnly bool
+
 	key     krbtypes.EncryptionKey
 	started bool
+	layer   *gssLayer
 }
 
-var _ Mechanism = (*GSSAPI)(nil)
+var (
+	_ Mechanism = (*GSSAPI)(nil)
+	_ Layered   = (*GSSAPI)(nil)
+)
 
 // Method implements Mechanism.
 func (g *GSSAPI) Method() string { return "KERBEROS" }
@@ -78,30 +87,80 @@ func (g *GSSAPI) Start(protocol, serverID string, _ []byte) ([]byte, error) {
 	return tok.MechTokenBytes, nil
 }
 
-// Next implements Mechanism: it checks the server's wrap token and
-// answers with "no security layer".
+// Next implements Mechanism: it checks the server's wrap token (the
+// security layers it offers and its buffer size) and answers with the
+// strongest layer offered (privacy, integrity, then none; none only with
+// AuthOnly) and our buffer size, wrapped without confidentiality as RFC 4752
+// §3.1 says.
 func (g *GSSAPI) Next(challenge []byte) ([]byte, error) {
 	if !g.started {
 		return nil, fmt.Errorf("%w: challenge before the ticket was sent", ErrKerberos)
 	}
-	var wt gssapi.WrapToken
-	if err := wt.Unmarshal(challenge, true); err != nil {
+	if !gssV2Etype(g.key.KeyType) {
+		return nil, fmt.Errorf("%w: session key enctype %d: xres speaks RFC 4121 tokens (AES enctypes) only", ErrKerberos, g.key.KeyType)
+	}
+	l, err := newGSSLayer(g.key, false, true)
+	if err != nil {
+		return nil, err
+	}
+	offer, seq, err := l.unwrapToken(challenge, false)
+	if err != nil {
+		if errors.Is(err, errWrapChecksum) {
+			return nil, fmt.Errorf("%w: %v", ErrServerProof, err)
+		}
 		return nil, fmt.Errorf("%w: server wrap token: %v", ErrBadChallenge, err)
 	}
-	if ok, err := wt.Verify(g.key, keyusage.GSSAPI_ACCEPTOR_SEAL); !ok {
-		return nil, fmt.Errorf("%w: %v", ErrServerProof, err)
+	if len(offer) != 4 {
+		return nil, fmt.Errorf("%w: security layer offer of %d bytes, want 4", ErrBadChallenge, len(offer))
 	}
-	if len(wt.Payload) != 4 {
-		return nil, fmt.Errorf("%w: security layer offer of %d bytes, want 4", ErrBadChallenge, len(wt.Payload))
+	layers := offer[0]
+	serverMax := int(offer[1])<<16 | int(offer[2])<<8 | int(offer[3])
+	var choice byte
+	switch {
+	case !g.AuthOnly && layers&gssLayerPrivacy != 0:
+		choice = gssLayerPrivacy
+	case !g.AuthOnly && layers&gssLayerIntegrity != 0:
+		choice = gssLayerIntegrity
+	case layers&gssLayerNone != 0:
+		choice = gssLayerNone
+	default:
+		allowed := "none (0x01), integrity (0x02), privacy (0x04)"
+		if g.AuthOnly {
+			allowed = "none (0x01) only"
+		}
+		return nil, fmt.Errorf("%w (server offers GSSAPI security layers %#x, client allows %s)", ErrQOP, layers, allowed)
 	}
-	if wt.Payload[0]&0x01 == 0 {
-		return nil, fmt.Errorf("%w (server offers security layers %#x)", ErrQOP, wt.Payload[0])
+	reply := []byte{choice, 0, 0, 0} // no layer: max buffer 0
+	if choice != gssLayerNone {
+		l.conf = choice == gssLayerPrivacy
+		l.maxSend = serverMax - l.overhead(l.conf)
+		if l.maxSend < 1 {
+			return nil, fmt.Errorf("%w: server buffer of %d bytes is too small for a wrap token", ErrBadChallenge, serverMax)
+		}
+		l.recvSeq, l.recvAny = seq+1, false
+		reply = []byte{choice, byte(gssRecvMax >> 16 & 0xff), byte(gssRecvMax >> 8 & 0xff), byte(gssRecvMax & 0xff)}
 	}
-	resp, err := gssapi.NewInitiatorWrapToken([]byte{0x01, 0, 0, 0}, g.key)
+	resp, err := l.wrapToken(reply, false, l.sendSeq)
 	if err != nil {
-		return nil, fmt.Errorf("%w: wrap token: %v", ErrKerberos, err)
+		return nil, err
 	}
-	return resp.Marshal()
+	l.sendSeq++
+	if choice != gssLayerNone {
+		g.layer = l
+	}
+	return resp, nil
+}
+
+// gssRecvMax is the buffer size the client announces (what Java's SASL
+// client announces by default); xres reads larger tokens too.
+const gssRecvMax = 65536
+
+// Layer implements Layered: nil unless integrity or privacy was chosen.
+func (g *GSSAPI) Layer() Layer {
+	if g.layer == nil {
+		return nil
+	}
+	return g.layer
 }
 
 // Finish implements Mechanism.

@@ -41,29 +41,56 @@ func acceptorToken(t *testing.T, key krbtypes.EncryptionKey, payload []byte) []b
 	return b
 }
 
+// The server's offer (RFC 4752 §3.1: layer bitmask, 24-bit max buffer) is
+// answered with the strongest layer offered and our buffer size, in an
+// initiator wrap token that gokrb5's own WrapToken verifies.
 func TestGSSAPISecurityLayer(t *testing.T) {
 	key := testKey(t)
 	tests := []struct {
-		name    string
-		token   func() []byte
-		wantErr error
+		name     string
+		authOnly bool
+		token    func() []byte
+		wantErr  error
+		wantResp []byte
+		wantConf bool // privacy layer (when a layer is wanted)
+		wantMax  int  // MaxSend of the layer; 0: no layer
 	}{
-		{"auth offered", func() []byte { return acceptorToken(t, key, []byte{0x07, 0, 0x10, 0}) }, nil},
-		{"privacy only", func() []byte { return acceptorToken(t, key, []byte{0x04, 0, 0x10, 0}) }, ErrQOP},
-		{"bad payload size", func() []byte { return acceptorToken(t, key, []byte{0x01}) }, ErrBadChallenge},
-		{"not a wrap token", func() []byte { return []byte{1, 2, 3} }, ErrBadChallenge},
-		{"signed with another key", func() []byte {
+		{name: "all offered: privacy", token: func() []byte { return acceptorToken(t, key, []byte{0x07, 0, 0x10, 0}) },
+			wantResp: []byte{0x04, 0x01, 0, 0}, wantConf: true, wantMax: 0x1000 - 16 - 12 - 16 - 16},
+		{name: "privacy only", token: func() []byte { return acceptorToken(t, key, []byte{0x04, 0x01, 0, 0}) },
+			wantResp: []byte{0x04, 0x01, 0, 0}, wantConf: true, wantMax: 0x10000 - 60},
+		{name: "integrity and none: integrity", token: func() []byte { return acceptorToken(t, key, []byte{0x03, 0, 0x10, 0}) },
+			wantResp: []byte{0x02, 0x01, 0, 0}, wantMax: 0x1000 - 16 - 12},
+		{name: "none only", token: func() []byte { return acceptorToken(t, key, []byte{0x01, 0, 0, 0}) },
+			wantResp: []byte{0x01, 0, 0, 0}},
+		{name: "auth only client, all offered", authOnly: true, token: func() []byte { return acceptorToken(t, key, []byte{0x07, 0, 0x10, 0}) },
+			wantResp: []byte{0x01, 0, 0, 0}},
+		{name: "auth only client, privacy demanded", authOnly: true, token: func() []byte { return acceptorToken(t, key, []byte{0x04, 0, 0x10, 0}) },
+			wantErr: ErrQOP},
+		{name: "nothing offered", token: func() []byte { return acceptorToken(t, key, []byte{0x00, 0, 0x10, 0}) }, wantErr: ErrQOP},
+		{name: "server buffer too small", token: func() []byte { return acceptorToken(t, key, []byte{0x04, 0, 0, 60}) }, wantErr: ErrBadChallenge},
+		{name: "bad payload size", token: func() []byte { return acceptorToken(t, key, []byte{0x01}) }, wantErr: ErrBadChallenge},
+		{name: "not a wrap token", token: func() []byte { return []byte{1, 2, 3} }, wantErr: ErrBadChallenge},
+		{name: "initiator's token", token: func() []byte {
+			wt, err := gssapi.NewInitiatorWrapToken([]byte{0x01, 0, 0, 0}, key)
+			require.NoError(t, err)
+			b, err := wt.Marshal()
+			require.NoError(t, err)
+			return b
+		}, wantErr: ErrBadChallenge},
+		{name: "signed with another key", token: func() []byte {
 			other := testKey(t)
 			other.KeyValue[0] ^= 0xff
 			return acceptorToken(t, other, []byte{0x01, 0, 0, 0})
-		}, ErrServerProof},
+		}, wantErr: ErrServerProof},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			g := &GSSAPI{key: key, started: true}
+			g := &GSSAPI{key: key, started: true, AuthOnly: tt.authOnly}
 			out, err := g.Next(tt.token())
 			if tt.wantErr != nil {
 				require.ErrorIs(t, err, tt.wantErr)
+				require.Nil(t, g.Layer())
 				return
 			}
 			require.NoError(t, err)
@@ -72,9 +99,27 @@ func TestGSSAPISecurityLayer(t *testing.T) {
 			ok, err := wt.Verify(key, keyusage.GSSAPI_INITIATOR_SEAL)
 			require.NoError(t, err)
 			require.True(t, ok)
-			require.Equal(t, []byte{0x01, 0, 0, 0}, wt.Payload, "no security layer, no buffer")
+			require.Equal(t, tt.wantResp, wt.Payload)
+			require.Zero(t, wt.SndSeqNum, "the first initiator token")
+			if tt.wantMax == 0 {
+				require.Nil(t, g.Layer())
+				return
+			}
+			l, ok := g.Layer().(*gssLayer)
+			require.True(t, ok)
+			require.Equal(t, tt.wantConf, l.conf)
+			require.Equal(t, tt.wantMax, l.MaxSend())
+			require.Equal(t, uint64(1), l.sendSeq, "data tokens continue after the negotiation token")
+			require.Equal(t, uint64(1), l.recvSeq, "the acceptor's next token follows its offer")
 		})
 	}
+}
+
+func TestGSSAPIOldEnctype(t *testing.T) {
+	key := krbtypes.EncryptionKey{KeyType: etypeID.RC4_HMAC, KeyValue: make([]byte, 16)}
+	_, err := (&GSSAPI{key: key, started: true}).Next([]byte{5, 4, 1, 0xff})
+	require.ErrorIs(t, err, ErrKerberos)
+	require.ErrorContains(t, err, "enctype 23")
 }
 
 func TestGSSAPIStartErrors(t *testing.T) {

@@ -22,9 +22,11 @@ type Mechanism interface {
 	Finish(data []byte) error
 }
 
-// ErrQOP means the server demands a SASL quality of protection (integrity
-// or privacy) this client does not implement.
-var ErrQOP = errors.New("sasl: server requires integrity or privacy protection (hadoop.rpc.protection=integrity|privacy); xres supports authentication only")
+// ErrQOP means the server demands a SASL quality of protection
+// (hadoop.rpc.protection) this client cannot provide: a DIGEST-MD5 cipher or
+// qop it lacks, a Kerberos session key without RFC 4121 wrap tokens, or
+// integrity/privacy when the client was limited to authentication.
+var ErrQOP = errors.New("sasl: the server demands a quality of protection (hadoop.rpc.protection) this client cannot provide")
 
 // ErrBadChallenge marks a challenge that does not parse or lacks a
 // required directive.
