@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/xres/xres/resources"
 )
 
 // ErrInvalidParam is wrapped by every error about a malformed driver param
@@ -24,7 +26,7 @@ func ParamKey(resource, param string) string {
 	if resource == "" {
 		return "param." + param
 	}
-	return "external-resource." + resource + ".param." + param
+	return resources.Key(resource, resources.SuffixParam+param)
 }
 
 // TimeoutParam reads a driver's time limit: the param named key when set (Flink

@@ -94,7 +94,7 @@ var _ driver.Enumerator = (*Enumerator)(nil)
 
 // New builds an Enumerator from a resource's options, validating params.
 func New(opts driver.Options) (*Enumerator, error) {
-	key := func(k string) string { return paramKey(opts.Resource, k) }
+	key := func(k string) string { return driver.ParamKey(opts.Resource, k) }
 	p := func(k string) string { return strings.TrimSpace(opts.Params[k]) }
 	timeout, err := opts.TimeoutParam(ParamTimeout)
 	if err != nil {
@@ -120,8 +120,6 @@ func New(opts driver.Options) (*Enumerator, error) {
 	}
 	return e, nil
 }
-
-func paramKey(resource, param string) string { return driver.ParamKey(resource, param) }
 
 // NewFactory returns the AMD GPU driver factory: the Enumerator behind the
 // shared coordinated selection layer.

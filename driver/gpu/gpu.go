@@ -212,9 +212,7 @@ type params struct {
 
 func (p params) get(k string) string { return p.m[k] }
 
-func (p params) key(k string) string {
-	return "external-resource." + p.resource + ".param." + k
-}
+func (p params) key(k string) string { return driver.ParamKey(p.resource, k) }
 
 // ParseDuration reads a duration the way Flink writes them: "10 s",
 // "10000 ms", "2 min", a bare number of milliseconds, or Go's "1m30s"

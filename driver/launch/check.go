@@ -113,11 +113,11 @@ func (l *Launcher) checkSpec(ctx context.Context, cfg *conf.Config, spec resourc
 			"install the plugin executable (chmod +x) on every worker host under the plugins root "+root+" (from "+from+"; set $XRES_PLUGINS_DIR to move it)")
 		return out
 	case errors.Is(err, gpu.ErrScriptNotFound):
-		key := paramKey(spec.Name, gpu.ParamScriptPath)
+		key := driver.ParamKey(spec.Name, gpu.ParamScriptPath)
 		hostProblem(resources.SeverityError, key, err.Error(), "install the discovery script at that path on every worker host (relative paths are resolved against $FLINK_HOME), or unset it to use built-in discovery")
 		return out
 	case errors.Is(err, gpu.ErrScriptNotExecutable):
-		key := paramKey(spec.Name, gpu.ParamScriptPath)
+		key := driver.ParamKey(spec.Name, gpu.ParamScriptPath)
 		hostProblem(resources.SeverityError, key, err.Error(), "chmod +x the script (and give it a #! line)")
 		return out
 	case err != nil:
@@ -137,24 +137,24 @@ func (l *Launcher) checkSpec(ctx context.Context, cfg *conf.Config, spec resourc
 		key, fix := factoryKey, "make the devices visible to this host's workers (drivers installed, device nodes readable)"
 		switch {
 		case co.Script != "":
-			key, fix = paramKey(spec.Name, gpu.ParamScriptPath), "run the script by hand as `<script> 1 <args>`; it must print comma-separated indices on its first line and exit 0"
+			key, fix = driver.ParamKey(spec.Name, gpu.ParamScriptPath), "run the script by hand as `<script> 1 <args>`; it must print comma-separated indices on its first line and exit 0"
 		case errors.Is(derr, driver.ErrNotEnoughDevices):
 			fix = "check that this host has the devices, and that no stale worker holds them (container-launcher probe shows the holders)"
 		case errors.Is(derr, gpu.ErrNVMLUnavailable) || strings.Contains(derr.Error(), "nvidia-smi"):
-			key, fix = paramKey(spec.Name, gpu.ParamSource), "install the NVIDIA driver (libnvidia-ml, nvidia-smi) on the host, or set param.discovery-script.path to a discovery script"
+			key, fix = driver.ParamKey(spec.Name, gpu.ParamSource), "install the NVIDIA driver (libnvidia-ml, nvidia-smi) on the host, or set param.discovery-script.path to a discovery script"
 		}
 		hostProblem(resources.SeverityError, key, "trial discovery of 1 device failed: "+derr.Error(), fix)
 	}
 
 	switch co.Mode {
 	case "off":
-		key := paramKey(spec.Name, gpu.ParamCoordEnabled)
+		key := driver.ParamKey(spec.Name, gpu.ParamCoordEnabled)
 		if co.Script != "" {
-			key = paramKey(spec.Name, gpu.ParamScriptArgs)
+			key = driver.ParamKey(spec.Name, gpu.ParamScriptArgs)
 		}
 		out = append(out, Finding{Problem: resources.Problem{Key: key, Origin: cfg.Origin(key), Severity: resources.SeverityWarning,
 			Message: "host coordination is off: several workers on one host will take the same devices unless YARN isolates them (cgroups)",
-			Fix:     "remove " + paramKey(spec.Name, gpu.ParamCoordEnabled) + ": false (or add --enable-coordination-mode to the script args), unless YARN's GPU isolation is on"}})
+			Fix:     "remove " + driver.ParamKey(spec.Name, gpu.ParamCoordEnabled) + ": false (or add --enable-coordination-mode to the script args), unless YARN's GPU isolation is on"}})
 	case "xres":
 		h, err := coord.New(coord.Options{StateFile: co.StateFile, LockTimeout: 5 * time.Second})
 		if err == nil {
@@ -163,7 +163,7 @@ func (l *Launcher) checkSpec(ctx context.Context, cfg *conf.Config, spec resourc
 			cancel()
 		}
 		if err != nil {
-			key := paramKey(spec.Name, gpu.ParamCoordFile)
+			key := driver.ParamKey(spec.Name, gpu.ParamCoordFile)
 			fix := "make the directory of " + co.StateFile + " writable by every user that runs workers, or set " + key + " to a file in one that is"
 			if errors.Is(err, coord.ErrCorruptState) {
 				fix = "stop the workers on this host, then remove " + co.StateFile
@@ -186,10 +186,6 @@ func knownFactories(r Registry) []string {
 		}
 	}
 	return nil
-}
-
-func paramKey(resource, param string) string {
-	return resources.Key(resource, resources.SuffixParam+param)
 }
 
 // runCheck is `container-launcher check`.

@@ -79,7 +79,7 @@ func (l *Launcher) Driver(spec resources.Spec) (driver.Driver, string, error) {
 	if strings.TrimSpace(spec.Factory) == "" {
 		return nil, "", nil
 	}
-	key := "external-resource." + spec.Name + ".driver-factory.class"
+	key := resources.Key(spec.Name, resources.SuffixFactory)
 	if l.Registry == nil {
 		return nil, "", classifyf(ErrConfig, "%s: %q: %w (no registry)", key, spec.Factory, driver.ErrUnknownFactory)
 	}

@@ -117,7 +117,7 @@ var _ driver.Enumerator = (*Enumerator)(nil)
 // New builds an Enumerator from a resource's options, validating the
 // params; errors name the full config key and wrap ErrInvalidParam.
 func New(opts driver.Options) (*Enumerator, error) {
-	key := func(k string) string { return paramKey(opts.Resource, k) }
+	key := func(k string) string { return driver.ParamKey(opts.Resource, k) }
 	var flt Filter
 	raw := strings.TrimSpace(opts.Params[ParamVendor])
 	if raw == "" {
@@ -148,9 +148,6 @@ func New(opts driver.Options) (*Enumerator, error) {
 	}
 	return &Enumerator{Root: root, Filter: flt, DevRoot: devRoot, Log: opts.Log}, nil
 }
-
-// paramKey is the config key a user writes for a param.
-func paramKey(resource, param string) string { return driver.ParamKey(resource, param) }
 
 // parseIDs parses "0x10ee, 0x8086" into 16-bit ids.
 func parseIDs(raw string) ([]uint16, error) {

@@ -309,9 +309,9 @@ func NewFactory() driver.Factory {
 	return driver.FactoryFunc(func(opts driver.Options) (driver.Driver, error) {
 		name := strings.TrimSpace(opts.Params[ParamPlugin])
 		if name == "" {
-			return nil, fmt.Errorf("%s: missing; name the plugin directory or executable: %w", paramKey(opts.Resource, ParamPlugin), ErrInvalidParam)
+			return nil, fmt.Errorf("%s: missing; name the plugin directory or executable: %w", driver.ParamKey(opts.Resource, ParamPlugin), ErrInvalidParam)
 		}
-		return newDriver(opts, name, paramKey(opts.Resource, ParamPlugin))
+		return newDriver(opts, name, driver.ParamKey(opts.Resource, ParamPlugin))
 	})
 }
 
@@ -319,9 +319,9 @@ func NewFactory() driver.Factory {
 // plugin:<dir>).
 func FactoryFor(dir string) driver.Factory {
 	return driver.FactoryFunc(func(opts driver.Options) (driver.Driver, error) {
-		key := "external-resource." + opts.Resource + ".driver-factory.class"
+		key := resources.Key(opts.Resource, resources.SuffixFactory)
 		if p := strings.TrimSpace(opts.Params[ParamPlugin]); p != "" && p != dir {
-			return nil, fmt.Errorf("%s names plugin %q but %s names %q; keep one: %w", key, dir, paramKey(opts.Resource, ParamPlugin), p, ErrInvalidParam)
+			return nil, fmt.Errorf("%s names plugin %q but %s names %q; keep one: %w", key, dir, driver.ParamKey(opts.Resource, ParamPlugin), p, ErrInvalidParam)
 		}
 		return newDriver(opts, dir, key)
 	})
@@ -349,8 +349,6 @@ func newDriver(opts driver.Options, name, key string) (driver.Driver, error) {
 		opts:   opts,
 	}, nil
 }
-
-func paramKey(resource, param string) string { return driver.ParamKey(resource, param) }
 
 // Register adds the xres.plugin factory to r.
 func Register(r *driver.Registry) error {
