@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -143,5 +142,3 @@ func discardLog(l logrus.FieldLogger) logrus.FieldLogger {
 type discard struct{}
 
 func (discard) Write(p []byte) (int, error) { return len(p), nil }
-
-func sortStrings(s []string) { sort.Strings(s) }

@@ -2,6 +2,8 @@ package yarn
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -133,12 +135,7 @@ func ResourceValue(r *hadoopyarn.ResourceProto, name string) (int64, bool) {
 // countable resources such as {"yarn.io/gpu": 1}.
 func NewResource(memoryMB int64, vcores int32, extra map[string]int64) *hadoopyarn.ResourceProto {
 	r := &hadoopyarn.ResourceProto{Memory: proto.Int64(memoryMB), VirtualCores: proto.Int32(vcores)}
-	keys := make([]string, 0, len(extra))
-	for k := range extra {
-		keys = append(keys, k)
-	}
-	sortStrings(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(extra)) {
 		r.ResourceValueMap = append(r.ResourceValueMap, &hadoopyarn.ResourceInformationProto{
 			Key: proto.String(k), Value: proto.Int64(extra[k]), Units: proto.String(""),
 			Type: hadoopyarn.ResourceTypesProto_COUNTABLE.Enum(),

@@ -7,11 +7,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"os/user"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -345,7 +347,7 @@ func cmdStatus(ctx context.Context, args []string, e *env) error {
 		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 		for _, w := range a.Containers {
 			var devs []string
-			for _, name := range sortedNames(w.Devices) {
+			for _, name := range slices.Sorted(maps.Keys(w.Devices)) {
 				var idx []string
 				for _, d := range w.Devices[name] {
 					idx = append(idx, d["index"])
@@ -357,15 +359,6 @@ func cmdStatus(ctx context.Context, args []string, e *env) error {
 		tw.Flush()
 	}
 	return nil
-}
-
-func sortedNames[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // amStatus asks a running AM for its status through the tracking URL (the

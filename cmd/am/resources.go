@@ -7,6 +7,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -204,12 +206,7 @@ func printResources(w io.Writer, rep resourcesReport) {
 		fmt.Fprintf(w, "YARN container profile per worker: %s\n", p.Profile)
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		fmt.Fprintf(tw, "  memory-mb\t%d\n  vcores\t%d\n", p.Profile.MemoryMB, p.Profile.VCores)
-		keys := make([]string, 0, len(p.Profile.Extra))
-		for k := range p.Profile.Extra {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
+		for _, k := range slices.Sorted(maps.Keys(p.Profile.Extra)) {
 			fmt.Fprintf(tw, "  %s\t%d\n", k, p.Profile.Extra[k])
 		}
 		tw.Flush()

@@ -4,7 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 )
 
@@ -252,13 +253,8 @@ func StringEntries(m map[string]string) *Entries[string] {
 	if len(m) == 0 {
 		return nil
 	}
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	e := &Entries[string]{Entry: make([]Entry[string], 0, len(keys))}
-	for _, k := range keys {
+	e := &Entries[string]{Entry: make([]Entry[string], 0, len(m))}
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		e.Entry = append(e.Entry, Entry[string]{Key: k, Value: m[k]})
 	}
 	return e

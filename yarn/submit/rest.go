@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -83,19 +85,10 @@ func (r *RESTRM) GetResourceTypeInfo(ctx context.Context) ([]*hadoopyarn.Resourc
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var out []*hadoopyarn.ResourceTypeInfoProto
-	for _, name := range sortedTypeNames(r.types) {
+	for _, name := range slices.Sorted(maps.Keys(r.types)) {
 		out = append(out, &hadoopyarn.ResourceTypeInfoProto{Name: proto.String(name)})
 	}
 	return out, nil
-}
-
-func sortedTypeNames(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sortStringSlice(out)
-	return out
 }
 
 // SubmitApplication implements RM.

@@ -9,7 +9,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -184,5 +183,3 @@ func parseDefaultFS(s string) (am.ResourceURL, error) {
 	}
 	return out, nil
 }
-
-func sortStringSlice(s []string) { sort.Strings(s) }

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -118,7 +120,7 @@ func TestStage(t *testing.T) {
 		URL:  am.ResourceURL{Scheme: "hdfs", Host: "namenode", Port: 8020, File: dir + "/am"},
 		Size: int64(len("AM-BINARY")), Timestamp: 1700000000123, Type: am.File, Visibility: am.Application,
 	}, staged.Resources["am"])
-	require.Equal(t, []string{"am", "container-launcher", "data.csv", "flink-conf.yaml", "input.csv"}, sortedNames(staged.Resources))
+	require.Equal(t, []string{"am", "container-launcher", "data.csv", "flink-conf.yaml", "input.csv"}, slices.Sorted(maps.Keys(staged.Resources)))
 	require.Equal(t, int64(8), staged.Resources["input.csv"].Size)
 	require.Equal(t, "parallelism.default: 2\n", string(mfs.files[dir+"/flink-conf.yaml"]))
 
@@ -194,13 +196,4 @@ func TestFiles(t *testing.T) {
 			require.Equal(t, tt.types, types)
 		})
 	}
-}
-
-func sortedNames(m map[string]am.LocalResource) []string {
-	var out []string
-	for k := range m {
-		out = append(out, k)
-	}
-	sortStringSlice(out)
-	return out
 }
