@@ -11,6 +11,7 @@ import (
 
 	"github.com/xres/xres/hadoopproto/hadoopyarn"
 	"github.com/xres/xres/yarn/internal/ipc"
+	"github.com/xres/xres/yarn/internal/logutil"
 	"github.com/xres/xres/yarn/internal/sasl"
 	"github.com/xres/xres/yarn/security"
 )
@@ -50,7 +51,7 @@ func NewAMRMClient(cfg AMConfig) (*AMRMClient, error) {
 	if cfg.Token == nil || cfg.Token.Kind != security.KindAMRMToken {
 		return nil, fmt.Errorf("yarn am client: %w: want a %s token, got %v", ErrNoToken, security.KindAMRMToken, cfg.Token)
 	}
-	c := &AMRMClient{token: cfg.Token, log: discardLog(cfg.Log)}
+	c := &AMRMClient{token: cfg.Token, log: logutil.OrDiscard(cfg.Log)}
 	mech := func() (sasl.Mechanism, error) {
 		t := c.Token()
 		u, p := sasl.TokenCredentials(t.Identifier, t.Password)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/xres/xres/hadoopproto/hadoopyarn"
 	"github.com/xres/xres/yarn/internal/ipc"
+	"github.com/xres/xres/yarn/internal/logutil"
 	"github.com/xres/xres/yarn/internal/sasl"
 )
 
@@ -61,7 +62,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	if cfg.Kerberos != nil {
 		userName = cfg.Kerberos.principal()
 	}
-	log := discardLog(cfg.Log)
+	log := logutil.OrDiscard(cfg.Log)
 	ep, err := newEndpoints(cfg.Addrs, func(addr string) ipc.Config {
 		var mech func() (sasl.Mechanism, error)
 		if k := cfg.Kerberos; k != nil {

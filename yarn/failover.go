@@ -129,16 +129,3 @@ func (e *endpoints) close() error {
 	}
 	return errors.Join(errs...)
 }
-
-func discardLog(l logrus.FieldLogger) logrus.FieldLogger {
-	if l != nil {
-		return l
-	}
-	d := logrus.New()
-	d.SetOutput(discard{})
-	return d
-}
-
-type discard struct{}
-
-func (discard) Write(p []byte) (int, error) { return len(p), nil }

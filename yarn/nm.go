@@ -12,6 +12,7 @@ import (
 
 	"github.com/xres/xres/hadoopproto/hadoopyarn"
 	"github.com/xres/xres/yarn/internal/ipc"
+	"github.com/xres/xres/yarn/internal/logutil"
 	"github.com/xres/xres/yarn/internal/sasl"
 	"github.com/xres/xres/yarn/security"
 )
@@ -61,7 +62,7 @@ func (e *ContainerError) Error() string {
 
 // NewNMClient returns an NMClient.
 func NewNMClient(cfg NMConfig) *NMClient {
-	return &NMClient{cfg: cfg, log: discardLog(cfg.Log), nodes: map[string]*nmConn{}}
+	return &NMClient{cfg: cfg, log: logutil.OrDiscard(cfg.Log), nodes: map[string]*nmConn{}}
 }
 
 func (c *NMClient) endpoint(node string, tok *security.Token) (*endpoints, error) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
 	"sync"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/xres/xres/conf"
 	"github.com/xres/xres/resources"
+	"github.com/xres/xres/yarn/internal/logutil"
 )
 
 // ReportURLEnv is the worker environment variable that carries the URL
@@ -153,12 +153,7 @@ func New(cfg Config, rm RMClient, nm NMClient, logs LogFetcher) (*AM, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	log := cfg.Log
-	if log == nil {
-		l := logrus.New()
-		l.SetOutput(io.Discard)
-		log = l
-	}
+	log := logutil.OrDiscard(cfg.Log)
 	return &AM{
 		cfg: cfg, rm: rm, nm: nm, logs: logs,
 		log:       log.WithField("app", cfg.AppID),

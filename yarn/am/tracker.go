@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+
+	"github.com/xres/xres/yarn/internal/logutil"
 )
 
 // StatusSource is what the tracking server shows and feeds: the AM.
@@ -38,11 +40,7 @@ const maxReportBytes = 1 << 20
 //	GET  /api/status  the same as JSON (Status)
 //	POST /api/report  a launcher's DeviceReport (JSON); 204 when recorded
 func NewTracker(src StatusSource, log logrus.FieldLogger) http.Handler {
-	if log == nil {
-		l := logrus.New()
-		l.SetOutput(io.Discard)
-		log = l
-	}
+	log = logutil.OrDiscard(log)
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+PathStatus, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")

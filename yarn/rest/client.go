@@ -16,6 +16,8 @@ import (
 
 	"github.com/hashicorp/go-retryablehttp"
 	"github.com/sirupsen/logrus"
+
+	"github.com/xres/xres/yarn/internal/logutil"
 )
 
 // Errors callers test for. A *RemoteError matches the first three by HTTP
@@ -84,7 +86,7 @@ func New(cfg Config) (*Client, error) {
 	if len(cfg.Endpoints) == 0 {
 		return nil, errors.New("new rm rest client: no endpoints")
 	}
-	c := &Client{user: cfg.User, auth: cfg.Auth, timeout: cfg.Timeout, maxRedirects: cfg.MaxRedirects, log: cfg.Log}
+	c := &Client{user: cfg.User, auth: cfg.Auth, timeout: cfg.Timeout, maxRedirects: cfg.MaxRedirects, log: logutil.OrDiscard(cfg.Log)}
 	for _, e := range cfg.Endpoints {
 		u, err := url.Parse(strings.TrimRight(strings.TrimSpace(e), "/"))
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -97,11 +99,6 @@ func New(cfg Config) (*Client, error) {
 	}
 	if c.maxRedirects <= 0 {
 		c.maxRedirects = DefaultMaxRedirects
-	}
-	if c.log == nil {
-		l := logrus.New()
-		l.SetOutput(io.Discard)
-		c.log = l
 	}
 	rc := retryablehttp.NewClient()
 	hc := *rc.HTTPClient // retryablehttp's pooled client, with its own transport

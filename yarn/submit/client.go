@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"slices"
 	"time"
@@ -16,6 +15,7 @@ import (
 	"github.com/xres/xres/hadoopproto/hadoopyarn"
 	"github.com/xres/xres/yarn"
 	"github.com/xres/xres/yarn/am"
+	"github.com/xres/xres/yarn/internal/logutil"
 )
 
 // RM is what submission needs from ApplicationClientProtocol (*yarn.Client).
@@ -79,14 +79,7 @@ type Client struct {
 	After func(time.Duration) <-chan time.Time
 }
 
-func (c Client) log() logrus.FieldLogger {
-	if c.Log != nil {
-		return c.Log
-	}
-	l := logrus.New()
-	l.SetOutput(io.Discard)
-	return l
-}
+func (c Client) log() logrus.FieldLogger { return logutil.OrDiscard(c.Log) }
 
 // Submit reserves an application id, checks the worker profile against the
 // cluster's resource types and maximum allocation, stages the files, and

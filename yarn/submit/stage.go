@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/url"
 	"os"
 	"path"
@@ -15,6 +14,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/xres/xres/yarn/am"
+	"github.com/xres/xres/yarn/internal/logutil"
 )
 
 // Link names of the files every xres application ships.
@@ -122,12 +122,7 @@ func (s Stager) Stage(ctx context.Context, dir string, files []File) (Staged, er
 			return Staged{}, fmt.Errorf("stage %s: %w: is a directory (pack it as .tar.gz or .zip)", f.Local, ErrBadFile)
 		}
 	}
-	log := s.Log
-	if log == nil {
-		l := logrus.New()
-		l.SetOutput(io.Discard)
-		log = l
-	}
+	log := logutil.OrDiscard(s.Log)
 	out := Staged{Dir: dir, Resources: map[string]am.LocalResource{}}
 	fail := func(err error) (Staged, error) {
 		if cerr := s.FS.RemoveAll(context.WithoutCancel(ctx), dir); cerr != nil {
