@@ -117,7 +117,7 @@ func (g *GSSAPI) Next(challenge []byte) ([]byte, error) {
 	serverMax := int(offer[1])<<16 | int(offer[2])<<8 | int(offer[3])
 	var choice byte
 	switch {
-	case !g.AuthOnly && layers&gssLayerPrivacy != 0:
+	case !g.AuthOnly && layers&gssLayerPrivacy != 0 && gssCanSeal(g.key.KeyType):
 		choice = gssLayerPrivacy
 	case !g.AuthOnly && layers&gssLayerIntegrity != 0:
 		choice = gssLayerIntegrity
@@ -125,8 +125,11 @@ func (g *GSSAPI) Next(challenge []byte) ([]byte, error) {
 		choice = gssLayerNone
 	default:
 		allowed := "none (0x01), integrity (0x02), privacy (0x04)"
-		if g.AuthOnly {
+		switch {
+		case g.AuthOnly:
 			allowed = "none (0x01) only"
+		case !gssCanSeal(g.key.KeyType):
+			allowed = fmt.Sprintf("none (0x01), integrity (0x02); no privacy with session key enctype %d", g.key.KeyType)
 		}
 		return nil, fmt.Errorf("%w (server offers GSSAPI security layers %#x, client allows %s)", ErrQOP, layers, allowed)
 	}

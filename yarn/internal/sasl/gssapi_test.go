@@ -115,6 +115,24 @@ func TestGSSAPISecurityLayer(t *testing.T) {
 	}
 }
 
+// With an aes256-cts-hmac-sha384-192 session key (which gokrb5 cannot
+// encrypt with) privacy is never chosen: integrity when offered, else ErrQOP.
+func TestGSSAPINoPrivacyForSHA384(t *testing.T) {
+	key := aesKey(t, etypeID.AES256_CTS_HMAC_SHA384_192)
+	g := &GSSAPI{key: key, started: true}
+	out, err := g.Next(acceptorToken(t, key, []byte{0x06, 0x01, 0, 0}))
+	require.NoError(t, err)
+	var wt gssapi.WrapToken
+	require.NoError(t, wt.Unmarshal(out, false))
+	require.Equal(t, []byte{0x02, 0x01, 0, 0}, wt.Payload)
+	require.False(t, g.Layer().(*gssLayer).conf)
+
+	g = &GSSAPI{key: key, started: true}
+	_, err = g.Next(acceptorToken(t, key, []byte{0x04, 0x01, 0, 0}))
+	require.ErrorIs(t, err, ErrQOP)
+	require.ErrorContains(t, err, "enctype 20")
+}
+
 func TestGSSAPIOldEnctype(t *testing.T) {
 	key := krbtypes.EncryptionKey{KeyType: etypeID.RC4_HMAC, KeyValue: make([]byte, 16)}
 	_, err := (&GSSAPI{key: key, started: true}).Next([]byte{5, 4, 1, 0xff})

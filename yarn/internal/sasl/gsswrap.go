@@ -75,6 +75,13 @@ func gssV2Etype(keyType int32) bool {
 	return false
 }
 
+// gssCanSeal reports whether privacy works with the enctype: gokrb5
+// v8.4.4 derives a wrong-sized encryption key for
+// aes256-cts-hmac-sha384-192, so that one gets integrity at most.
+func gssCanSeal(keyType int32) bool {
+	return gssV2Etype(keyType) && keyType != etypeID.AES256_CTS_HMAC_SHA384_192
+}
+
 func newGSSLayer(key krbtypes.EncryptionKey, conf, initiator bool) (*gssLayer, error) {
 	if !gssV2Etype(key.KeyType) {
 		return nil, fmt.Errorf("%w: session key enctype %d has no RFC 4121 wrap tokens", ErrQOP, key.KeyType)
