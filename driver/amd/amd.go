@@ -123,15 +123,7 @@ func New(opts driver.Options) (*Enumerator, error) {
 
 // NewFactory returns the AMD GPU driver factory: the Enumerator behind the
 // shared coordinated selection layer.
-func NewFactory() driver.Factory {
-	return driver.FactoryFunc(func(opts driver.Options) (driver.Driver, error) {
-		enum, err := New(opts)
-		if err != nil {
-			return nil, err
-		}
-		return coord.NewCoordinated(opts, enum)
-	})
-}
+func NewFactory() driver.Factory { return coord.Factory(New) }
 
 // Register adds the AMD GPU driver to r as FactoryName.
 func Register(r *driver.Registry) error {

@@ -140,16 +140,39 @@ func NewCoordinated(opts driver.Options, enum driver.Enumerator) (*driver.Coordi
 	for _, w := range s.Warnings {
 		log.Warn(w)
 	}
+	return s.Coordinated(opts, enum)
+}
+
+// Coordinated puts enum behind the shared selection layer with the host
+// coordination s describes (none when it is off, which is logged).
+func (s Settings) Coordinated(opts driver.Options, enum driver.Enumerator) (*driver.Coordinated, error) {
 	res, err := s.Reserver(opts.Resource, opts.Log)
 	if err != nil {
 		return nil, err
 	}
 	if res == nil {
-		log.Info("host coordination is off: every worker on this host gets the first devices")
+		driver.LoggerOrDiscard(opts.Log).Info("host coordination is off: every worker on this host gets the first devices")
 	}
 	return driver.NewCoordinated(opts.Resource, enum, driver.CoordinatedOptions{
 		Reserver: res, DryRun: opts.DryRun, Log: opts.Log,
 	}), nil
+}
+
+// Factory is a built-in driver's factory: newEnum builds its Enumerator
+// from the options (a bad param is a configuration error) and
+// NewCoordinated puts it behind the shared selection layer.
+func Factory[E driver.Enumerator](newEnum func(driver.Options) (E, error)) driver.Factory {
+	return driver.FactoryFunc(func(opts driver.Options) (driver.Driver, error) {
+		enum, err := newEnum(opts)
+		if err != nil {
+			return nil, err
+		}
+		sel, err := NewCoordinated(opts, enum)
+		if err != nil {
+			return nil, err
+		}
+		return sel, nil
+	})
 }
 
 func absPath(p string) string {

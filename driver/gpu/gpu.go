@@ -159,17 +159,12 @@ func newDriver(opts driver.Options, d deps) (driver.Driver, error) {
 	}
 	enum := &autoSource{source: source, nvml: nv, smi: smi, getenv: getenv, timeout: smiTimeout, units: units, log: log}
 
-	do := driver.CoordinatedOptions{DryRun: opts.DryRun, Log: log}
-	if co.Mode == CoordXres {
-		h, err := coord.Settings{Enabled: true, StateFile: co.StateFile}.Reserver(opts.Resource, log)
-		if err != nil {
-			return nil, err
-		}
-		do.Reserver = h
-	} else {
-		log.Info("host coordination is off: every worker on this host gets the first devices")
+	opts.Log = log
+	sel, err := coord.Settings{Enabled: co.Mode == CoordXres, StateFile: co.StateFile}.Coordinated(opts, enum)
+	if err != nil {
+		return nil, err
 	}
-	return driver.NewCoordinated(opts.Resource, enum, do), nil
+	return sel, nil
 }
 
 // resolveScript applies Flink's rule: a relative path is relative to

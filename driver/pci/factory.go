@@ -14,15 +14,7 @@ const (
 
 // NewFactory returns the PCI driver factory: the Enumerator behind the
 // shared coordinated selection layer.
-func NewFactory() driver.Factory {
-	return driver.FactoryFunc(func(opts driver.Options) (driver.Driver, error) {
-		enum, err := New(opts)
-		if err != nil {
-			return nil, err
-		}
-		return coord.NewCoordinated(opts, enum)
-	})
-}
+func NewFactory() driver.Factory { return coord.Factory(New) }
 
 // Register adds the PCI driver to r as FactoryName, with Flink's FPGA
 // factory class name as an alias.
