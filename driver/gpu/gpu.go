@@ -125,8 +125,7 @@ func newDriver(opts driver.Options, d deps) (driver.Driver, error) {
 		if units.wantMIG() {
 			log.Warnf("%s is ignored: the discovery script picks the devices", p.key(ParamMIGStrategy))
 		}
-		_, statErr := os.Stat(co.Script)
-		if err := checkScript(p.key(ParamScriptPath), co.Script, statErr); err != nil {
+		if err := checkScript(p.key(ParamScriptPath), co.Script); err != nil {
 			return nil, err
 		}
 		if opts.DryRun && co.Mode == CoordScript {
@@ -182,15 +181,15 @@ func resolveScript(raw string, getenv func(string) string) string {
 	return raw
 }
 
-func checkScript(key, path string, statErr error) error {
-	if statErr != nil {
-		if errors.Is(statErr, os.ErrNotExist) {
+func checkScript(key, path string) error {
+	fi, err := os.Stat(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("%w: %s = %s (relative paths are resolved against $FLINK_HOME, else the working directory)", ErrScriptNotFound, key, path)
 		}
-		return fmt.Errorf("%w: %s = %s: %v", ErrScriptNotFound, key, path, statErr)
+		return fmt.Errorf("%w: %s = %s: %v", ErrScriptNotFound, key, path, err)
 	}
-	fi, _ := os.Stat(path)
-	if fi != nil && !fi.Mode().IsRegular() {
+	if !fi.Mode().IsRegular() {
 		return fmt.Errorf("%w: %s = %s is not a regular file", ErrScriptNotExecutable, key, path)
 	}
 	if err := syscall.Access(path, 0x1 /* X_OK */); err != nil {
