@@ -265,16 +265,16 @@ func binaries(e *env, launcherFlag string) (string, string, error) {
 }
 
 // connect opens the RM client for status, kill and cluster.
-func connect(ctx context.Context, e *env, useREST bool) (rmAPI, func(), error) {
+func connect(ctx context.Context, e *env, useREST bool) (rmAPI, *conf.HadoopConfig, func(), error) {
 	dial := e.rmDial(useREST)
 	if dial == nil {
-		return nil, nil, fmt.Errorf("%w: the YARN client is not wired to am", errNotImplemented)
+		return nil, nil, nil, fmt.Errorf("%w: the YARN client is not wired to am", errNotImplemented)
 	}
-	rm, _, closeRM, err := dial(ctx, e.getenv, e.log)
+	rm, hc, closeRM, err := dial(ctx, e.getenv, e.log)
 	if err != nil {
-		return nil, nil, clusterError{err}
+		return nil, nil, nil, clusterError{err}
 	}
-	return rm, closeRM, nil
+	return rm, hc, closeRM, nil
 }
 
 type statusJSON struct {
@@ -297,22 +297,18 @@ func cmdStatus(ctx context.Context, args []string, e *env) error {
 	c.register(fs, false)
 	asJSON := fs.Bool("json", false, "print JSON")
 	useREST := fs.Bool("rest", false, "talk to the ResourceManager over its REST API instead of RPC")
-	id, err := appID(fs, args)
+	id, pid, err := appID(fs, args)
 	if err != nil {
 		return err
 	}
 	if err := c.apply(e); err != nil {
 		return err
 	}
-	rm, closeRM, err := connect(ctx, e, *useREST)
+	rm, _, closeRM, err := connect(ctx, e, *useREST)
 	if err != nil {
 		return err
 	}
 	defer closeRM()
-	pid, err := yarn.ParseApplicationID(id)
-	if err != nil {
-		return fmt.Errorf("%w: %w", errUsage, err)
-	}
 	rep, err := rm.GetApplicationReport(ctx, pid)
 	if err != nil {
 		return clusterError{fmt.Errorf("get report of %s: %w", id, err)}
@@ -400,26 +396,18 @@ func cmdKill(ctx context.Context, args []string, e *env) error {
 	var c common
 	c.register(fs, false)
 	useREST := fs.Bool("rest", false, "talk to the ResourceManager over its REST API instead of RPC")
-	id, err := appID(fs, args)
+	id, pid, err := appID(fs, args)
 	if err != nil {
 		return err
 	}
 	if err := c.apply(e); err != nil {
 		return err
 	}
-	dial := e.rmDial(*useREST)
-	if dial == nil {
-		return fmt.Errorf("%w: the YARN client is not wired to am", errNotImplemented)
-	}
-	rm, hc, closeRM, err := dial(ctx, e.getenv, e.log)
+	rm, hc, closeRM, err := connect(ctx, e, *useREST)
 	if err != nil {
-		return clusterError{err}
+		return err
 	}
 	defer closeRM()
-	pid, err := yarn.ParseApplicationID(id)
-	if err != nil {
-		return fmt.Errorf("%w: %w", errUsage, err)
-	}
 	kctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	if err := rm.KillApplication(kctx, pid, "killed by am kill"); err != nil {
@@ -480,7 +468,7 @@ func cmdCluster(ctx context.Context, args []string, e *env) error {
 	if err := c.apply(e); err != nil {
 		return err
 	}
-	rm, closeRM, err := connect(ctx, e, *useREST)
+	rm, _, closeRM, err := connect(ctx, e, *useREST)
 	if err != nil {
 		return err
 	}
@@ -543,18 +531,23 @@ func typeRank(a, b string) bool {
 	return a < b
 }
 
-func appID(fs *flag.FlagSet, args []string) (string, error) {
+// appID reads the one application id argument, as given and parsed.
+func appID(fs *flag.FlagSet, args []string) (string, *hadoopyarn.ApplicationIdProto, error) {
 	pos, rest, err := parse(fs, args)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	if len(pos) != 1 || len(rest) > 0 {
-		return "", fmt.Errorf("%w: want exactly one application id", errUsage)
+		return "", nil, fmt.Errorf("%w: want exactly one application id", errUsage)
 	}
 	if !validAppID(pos[0]) {
-		return "", fmt.Errorf("%w: %q is not an application id (application_<cluster timestamp>_<number>)", errUsage, pos[0])
+		return "", nil, fmt.Errorf("%w: %q is not an application id (application_<cluster timestamp>_<number>)", errUsage, pos[0])
 	}
-	return pos[0], nil
+	pid, err := yarn.ParseApplicationID(pos[0])
+	if err != nil {
+		return "", nil, fmt.Errorf("%w: %w", errUsage, err)
+	}
+	return pos[0], pid, nil
 }
 
 var appIDPattern = regexp.MustCompile(`^application_[0-9]+_[0-9]+$`)
