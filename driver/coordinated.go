@@ -79,15 +79,11 @@ var (
 // NewCoordinated returns the Driver for resource that selects among the
 // devices enum lists.
 func NewCoordinated(resource string, enum Enumerator, opts CoordinatedOptions) *Coordinated {
-	log := opts.Log
-	if log == nil {
-		log = discardLogger()
-	}
 	return &Coordinated{
 		resource: resource,
 		enum:     enum,
 		opts:     opts,
-		log:      log.WithField("resource", resource),
+		log:      LoggerOrDiscard(opts.Log).WithField("resource", resource),
 	}
 }
 
@@ -135,11 +131,8 @@ func (c *Coordinated) Discover(ctx context.Context, amount int64) ([]resources.I
 		return nil, fmt.Errorf("discover %s: %w: %d requested but the host has %d (%s)",
 			c.resource, ErrNotEnoughDevices, amount, len(keys), describeKeys(keys))
 	}
-	var chosen []string
-	switch r := c.opts.Reserver.(type) {
-	case nil:
-		chosen = keys[:amount]
-	default:
+	chosen := keys[:amount]
+	if r := c.opts.Reserver; r != nil {
 		if pr, ok := r.(PartitionReserver); ok {
 			chosen, err = pr.ReserveCandidates(ctx, c.resource, cands, int(amount), c.opts.DryRun)
 		} else {
