@@ -109,7 +109,7 @@ func (c *Coordinated) Discover(ctx context.Context, amount int64) ([]resources.I
 		}
 		byKey[d.Key] = d
 		if d.Unhealthy != "" {
-			sick = append(sick, UnhealthyDevice{Key: d.Key, Info: copyProps(d.Info), Reason: d.Unhealthy})
+			sick = append(sick, UnhealthyDevice{Key: d.Key, Info: d.Info.Clone(), Reason: d.Unhealthy})
 			continue
 		}
 		keys = append(keys, d.Key)
@@ -151,7 +151,7 @@ func (c *Coordinated) Discover(ctx context.Context, amount int64) ([]resources.I
 		if !ok {
 			return nil, fmt.Errorf("discover %s: reserver returned unknown device key %q", c.resource, k)
 		}
-		infos = append(infos, copyProps(d.Info))
+		infos = append(infos, d.Info.Clone())
 	}
 	c.log.WithFields(logrus.Fields{
 		"devices":      strings.Join(chosen, ","),
@@ -180,7 +180,7 @@ func (c *Coordinated) Unhealthy() []UnhealthyDevice {
 	defer c.mu.Unlock()
 	out := make([]UnhealthyDevice, len(c.unhealthy))
 	for i, u := range c.unhealthy {
-		out[i] = UnhealthyDevice{Key: u.Key, Info: copyProps(u.Info), Reason: u.Reason}
+		out[i] = UnhealthyDevice{Key: u.Key, Info: u.Info.Clone(), Reason: u.Reason}
 	}
 	return out
 }
@@ -197,14 +197,6 @@ func (c *Coordinated) describeUnhealthy(sick []UnhealthyDevice) string {
 		}
 	}
 	return strings.Join(parts, "; ")
-}
-
-func copyProps(in resources.Properties) resources.Properties {
-	p := make(resources.Properties, len(in))
-	for k, v := range in {
-		p[k] = v
-	}
-	return p
 }
 
 func describeKeys(keys []string) string {

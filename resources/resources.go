@@ -35,6 +35,15 @@ func (p Properties) Keys() []string {
 	return keys
 }
 
+// Clone returns a copy of p that shares nothing with it; never nil.
+func (p Properties) Clone() Properties {
+	out := make(Properties, len(p))
+	for k, v := range p {
+		out[k] = v
+	}
+	return out
+}
+
 // Spec is one enabled external resource, as configured by
 // external-resource.<Name>.* keys.
 type Spec struct {

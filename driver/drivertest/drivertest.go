@@ -138,11 +138,7 @@ func (f *Fake) Enumerate(ctx context.Context) ([]driver.Device, error) {
 	}
 	out := make([]driver.Device, len(f.devices))
 	for i, d := range f.devices {
-		p := make(resources.Properties, len(d.Info))
-		for k, v := range d.Info {
-			p[k] = v
-		}
-		d.Info = p
+		d.Info = d.Info.Clone()
 		out[i] = d
 	}
 	return out, nil

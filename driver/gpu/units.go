@@ -149,7 +149,7 @@ func selectUnits(gpus []gpuRecord, u unitOptions, log logrus.FieldLogger) ([]dri
 			}
 			info := g.info
 			if g.migMode {
-				info = copyProps(g.info)
+				info = g.info.Clone()
 				info["mig.mode"] = "enabled"
 				log.WithFields(logrus.Fields{"gpu": g.info["index"], "uuid": g.info["uuid"]}).
 					Warn("GPU is in MIG mode but param.mig.strategy is none: it is handed out whole, and CUDA will not use it as one device; set param.mig.strategy to single or mixed")
@@ -216,14 +216,6 @@ func isAre(n int) string {
 		return "is"
 	}
 	return "are"
-}
-
-func copyProps(in resources.Properties) resources.Properties {
-	out := make(resources.Properties, len(in))
-	for k, v := range in {
-		out[k] = v
-	}
-	return out
 }
 
 // ProfileFromName returns the MIG profile at the end of a MIG device's
