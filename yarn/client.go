@@ -57,7 +57,7 @@ type Client struct {
 func NewClient(cfg ClientConfig) (*Client, error) {
 	userName := cfg.User
 	if userName == "" {
-		userName = defaultUser()
+		userName = CurrentUser(os.Getenv)
 	}
 	if cfg.Kerberos != nil {
 		userName = cfg.Kerberos.principal()
@@ -77,14 +77,17 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	return &Client{ep: ep}, nil
 }
 
-func defaultUser() string {
-	if u := os.Getenv("HADOOP_USER_NAME"); u != "" {
+// CurrentUser is the Hadoop user of a client that names none, as Hadoop
+// picks it for SIMPLE authentication: $HADOOP_USER_NAME, else the OS user
+// (else $USER).
+func CurrentUser(getenv func(string) string) string {
+	if u := getenv("HADOOP_USER_NAME"); u != "" {
 		return u
 	}
 	if u, err := user.Current(); err == nil {
 		return u.Username
 	}
-	return os.Getenv("USER")
+	return getenv("USER")
 }
 
 // Close closes the connections.

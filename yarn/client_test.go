@@ -2,6 +2,7 @@ package yarn
 
 import (
 	"context"
+	"os/user"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -213,4 +214,26 @@ func TestCheckResource(t *testing.T) {
 	require.ErrorIs(t, err, ErrResourceNotFound)
 	require.ErrorContains(t, err, "yarn.io/fpga")
 	require.NotContains(t, err.Error(), "type yarn.io/gpu")
+}
+
+func TestCurrentUser(t *testing.T) {
+	osUser := ""
+	if u, err := user.Current(); err == nil {
+		osUser = u.Username
+	}
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		want string
+	}{
+		{name: "HADOOP_USER_NAME wins", env: map[string]string{"HADOOP_USER_NAME": "alice", "USER": "bob"}, want: "alice"},
+		{name: "else the OS user", env: map[string]string{"USER": "bob"}, want: osUser},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.want == "" {
+				t.Skip("no OS user on this machine")
+			}
+			require.Equal(t, tc.want, CurrentUser(func(k string) string { return tc.env[k] }))
+		})
+	}
 }

@@ -114,7 +114,7 @@ func rpcAMClients(ctx context.Context, getenv func(string) string, log logrus.Fi
 		}
 	}
 	cleanup := func(ctx context.Context, dir string) error {
-		fs, closeFS, err := rpcHDFS(hc, currentUser(getenv))
+		fs, closeFS, err := rpcHDFS(hc, yarn.CurrentUser(getenv))
 		if err != nil {
 			return err
 		}

@@ -10,7 +10,6 @@ import (
 	"maps"
 	"net/http"
 	"os"
-	"os/user"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -72,7 +71,7 @@ func restRM(ctx context.Context, getenv func(string) string, log logrus.FieldLog
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	c, err := rest.New(rest.Config{Endpoints: urls, User: currentUser(getenv), Log: log})
+	c, err := rest.New(rest.Config{Endpoints: urls, User: yarn.CurrentUser(getenv), Log: log})
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -94,16 +93,6 @@ func rpcHDFS(hc *conf.HadoopConfig, user string) (submit.FS, func(), error) {
 		return nil, nil, err
 	}
 	return submit.NewHDFS(c), func() { _ = c.Close() }, nil
-}
-
-func currentUser(getenv func(string) string) string {
-	if u := getenv("HADOOP_USER_NAME"); u != "" {
-		return u
-	}
-	if u, err := user.Current(); err == nil {
-		return u.Username
-	}
-	return getenv("USER")
 }
 
 // cmdSubmit: am submit [--conf FILE] [-D k=v]… [--name] [--queue] [--workers N]
@@ -145,7 +134,7 @@ func cmdSubmit(ctx context.Context, args []string, e *env) error {
 		return clusterError{err}
 	}
 	defer closeRM()
-	who := currentUser(e.getenv)
+	who := yarn.CurrentUser(e.getenv)
 	hfs, closeFS, err := e.deps.hdfs(hc, who)
 	if err != nil {
 		return clusterError{err}
