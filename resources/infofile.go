@@ -57,15 +57,7 @@ func (f InfoFile) Names() []string {
 func WriteInfoFile(path string, infos map[string][]Info) error {
 	f := make(InfoFile, len(infos))
 	for name, list := range infos {
-		props := make([]Properties, 0, len(list))
-		for _, in := range list {
-			p := Properties{}
-			for _, k := range in.Keys() {
-				p[k], _ = in.Property(k)
-			}
-			props = append(props, p)
-		}
-		f[name] = props
+		f[name] = PropertiesOf(list)
 	}
 	data, err := json.MarshalIndent(f, "", "  ")
 	if err != nil {

@@ -44,6 +44,20 @@ func (p Properties) Clone() Properties {
 	return out
 }
 
+// PropertiesOf copies each Info of list into a plain property map, in
+// order; never nil, so an empty list stays an empty JSON array.
+func PropertiesOf(list []Info) []Properties {
+	out := make([]Properties, 0, len(list))
+	for _, in := range list {
+		p := Properties{}
+		for _, k := range in.Keys() {
+			p[k], _ = in.Property(k)
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
 // Spec is one enabled external resource, as configured by
 // external-resource.<Name>.* keys.
 type Spec struct {

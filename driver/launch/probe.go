@@ -86,13 +86,7 @@ func (l *Launcher) Probe(ctx context.Context, specs []resources.Spec) ProbeRepor
 		default:
 			g := res.Grants[0]
 			pr.Vendor = string(g.Vendor)
-			for _, d := range g.Devices {
-				p := resources.Properties{}
-				for _, k := range d.Keys() {
-					p[k], _ = d.Property(k)
-				}
-				pr.Devices = append(pr.Devices, p)
-			}
+			pr.Devices = resources.PropertiesOf(g.Devices)
 			pr.Env = grantEnv(res.Grants, "")
 			delete(pr.Env, EnvResources)
 		}

@@ -38,15 +38,7 @@ type deviceReport struct {
 func postReport(ctx context.Context, client *http.Client, url, container string, grants []Grant) error {
 	rep := deviceReport{Container: container, Resources: map[string][]resources.Properties{}}
 	for _, g := range grants {
-		list := make([]resources.Properties, 0, len(g.Devices))
-		for _, d := range g.Devices {
-			p := resources.Properties{}
-			for _, k := range d.Keys() {
-				p[k], _ = d.Property(k)
-			}
-			list = append(list, p)
-		}
-		rep.Resources[g.Spec.Name] = list
+		rep.Resources[g.Spec.Name] = resources.PropertiesOf(g.Devices)
 	}
 	body, err := json.Marshal(rep)
 	if err != nil {
