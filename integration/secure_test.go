@@ -307,6 +307,28 @@ func TestSecureKerberosPrivacy(t *testing.T) {
 				require.NoError(t, err)
 				require.True(t, strings.HasPrefix(yarn.ApplicationID(app.GetApplicationId()), "application_"))
 			})
+			// A request and a response larger than one wrap token (the RM's 64 KiB
+			// buffer): the request goes out as several WRAP messages.
+			t.Run("KERBEROS submit and kill with 300 KB messages", func(t *testing.T) {
+				app, err := cl.GetNewApplication(ctx)
+				require.NoError(t, err)
+				id := app.GetApplicationId()
+				c.KeepAppLogs(t, yarn.ApplicationID(id))
+				big := strings.Repeat("0123456789abcdef", 300<<10/16)
+				require.NoError(t, cl.SubmitApplication(ctx, &hadoopyarn.ApplicationSubmissionContextProto{
+					ApplicationId: id, ApplicationName: proto.String("xres-" + protection), ApplicationType: proto.String("XRES-TEST"),
+					MaxAppAttempts: proto.Int32(1), Resource: yarn.NewResource(128, 1, nil),
+					AmContainerSpec: &hadoopyarn.ContainerLaunchContextProto{Command: []string{"sleep 300"},
+						Environment: []*hadoopyarn.StringStringMapProto{{Key: proto.String("XRES_BIG"), Value: proto.String(big)}}},
+				}))
+				require.NoError(t, cl.KillApplication(ctx, id, "killed: "+big))
+				r, err := cl.GetApplicationReport(ctx, id)
+				require.NoError(t, err)
+				require.Equal(t, "xres-"+protection, r.GetName())
+				require.Equal(t, hadoopyarn.YarnApplicationStateProto_KILLED, r.GetYarnApplicationState())
+				require.Greater(t, len(r.GetDiagnostics()), 256<<10, "the kill diagnostics, beyond one 64 KiB token")
+				require.Contains(t, r.GetDiagnostics(), big[:4096])
+			})
 			t.Run("REST with SPNEGO", func(t *testing.T) {
 				rc, err := rest.New(rest.Config{Endpoints: []string{c.RMWebURL}, Auth: rest.SPNEGO(krb.Client, "HTTP/localhost")})
 				require.NoError(t, err)
