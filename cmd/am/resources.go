@@ -265,7 +265,7 @@ func checkCluster(ctx context.Context, e *env, rep resourcesReport, offline bool
 		return clusterCheck{Checked: true, Error: fmt.Sprintf("cluster check: list nodes: %v", err)}
 	}
 	out := clusterCheck{Checked: true}
-	limits := am.ClusterLimits{}
+	limits := am.ClusterLimits{MaxName: "the largest NodeManager"}
 	for _, t := range types {
 		out.ResourceTypes = append(out.ResourceTypes, t.GetName())
 		limits.Types = append(limits.Types, am.ResourceType{Name: t.GetName(), Units: t.GetUnits()})
@@ -295,8 +295,7 @@ func checkCluster(ctx context.Context, e *env, rep resourcesReport, offline bool
 	if len(nodes) == 0 {
 		out.Error = "cluster check: no running NodeManager"
 	} else if err := am.CheckProfile(rep.Plan.Profile, limits, owners); err != nil {
-		out.Error = strings.Replace(err.Error(), "the cluster's maximum allocation", "the largest NodeManager", -1)
-		out.Error = strings.Replace(out.Error, "the largest container the cluster allows", "the largest NodeManager", -1)
+		out.Error = err.Error()
 	}
 	return out
 }

@@ -25,6 +25,10 @@ type ResourceType struct {
 type ClusterLimits struct {
 	Types []ResourceType
 	Max   Resource
+	// MaxName names Max in CheckProfile's messages, e.g. "the largest
+	// NodeManager" when Max is the nodes' capability; "" speaks of the
+	// cluster's maximum allocation.
+	MaxName string
 }
 
 // CheckProfile fails fast when the cluster cannot grant profile: an extended
@@ -40,14 +44,18 @@ func CheckProfile(profile Resource, limits ClusterLimits, owners map[string]stri
 		known[t.Name] = true
 		names = append(names, t.Name)
 	}
+	maxAlloc, largest := "the cluster's maximum allocation", "the largest container the cluster allows"
+	if limits.MaxName != "" {
+		maxAlloc, largest = limits.MaxName, limits.MaxName
+	}
 	var problems []string
 	if profile.MemoryMB > limits.Max.MemoryMB {
-		problems = append(problems, fmt.Sprintf("memory-mb: asked %d MiB per worker, the cluster's maximum allocation is %d MiB (%s, yarn.scheduler.maximum-allocation-mb)",
-			profile.MemoryMB, limits.Max.MemoryMB, conf.TaskManagerProcessSize.Key))
+		problems = append(problems, fmt.Sprintf("memory-mb: asked %d MiB per worker, %s is %d MiB (%s, yarn.scheduler.maximum-allocation-mb)",
+			profile.MemoryMB, maxAlloc, limits.Max.MemoryMB, conf.TaskManagerProcessSize.Key))
 	}
 	if profile.VCores > limits.Max.VCores {
-		problems = append(problems, fmt.Sprintf("vcores: asked %d per worker, the cluster's maximum allocation is %d (yarn.scheduler.maximum-allocation-vcores)",
-			profile.VCores, limits.Max.VCores))
+		problems = append(problems, fmt.Sprintf("vcores: asked %d per worker, %s is %d (yarn.scheduler.maximum-allocation-vcores)",
+			profile.VCores, maxAlloc, limits.Max.VCores))
 	}
 	for _, key := range sortedKeys(profile.Extra) {
 		asked := profile.Extra[key]
@@ -61,8 +69,8 @@ func CheckProfile(profile Resource, limits ClusterLimits, owners map[string]stri
 			continue
 		}
 		if offered := limits.Max.Extra[key]; asked > offered {
-			problems = append(problems, fmt.Sprintf("%s: asked %d per worker, the largest container the cluster allows has %d",
-				label, asked, offered))
+			problems = append(problems, fmt.Sprintf("%s: asked %d per worker, %s has %d",
+				label, asked, largest, offered))
 		}
 	}
 	if len(problems) == 0 {

@@ -47,6 +47,16 @@ func TestCheckProfile(t *testing.T) {
 				"asked 4 per worker, the largest container the cluster allows has 2",
 			},
 		},
+		{
+			name:    "limits named by the caller",
+			profile: Resource{MemoryMB: 10000, VCores: 8, Extra: map[string]int64{"yarn.io/gpu": 4}},
+			limits:  ClusterLimits{Types: gpuCluster.Types, Max: gpuCluster.Max, MaxName: "the largest NodeManager"},
+			errs: []string{
+				"memory-mb: asked 10000 MiB per worker, the largest NodeManager is 8192 MiB",
+				"vcores: asked 8 per worker, the largest NodeManager is 4",
+				"asked 4 per worker, the largest NodeManager has 2",
+			},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
