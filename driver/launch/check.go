@@ -147,7 +147,7 @@ func (l *Launcher) checkSpec(ctx context.Context, cfg *conf.Config, spec resourc
 	}
 
 	switch co.Mode {
-	case "off":
+	case gpu.CoordOff:
 		key := driver.ParamKey(spec.Name, gpu.ParamCoordEnabled)
 		if co.Script != "" {
 			key = driver.ParamKey(spec.Name, gpu.ParamScriptArgs)
@@ -155,7 +155,7 @@ func (l *Launcher) checkSpec(ctx context.Context, cfg *conf.Config, spec resourc
 		out = append(out, Finding{Problem: resources.Problem{Key: key, Origin: cfg.Origin(key), Severity: resources.SeverityWarning,
 			Message: "host coordination is off: several workers on one host will take the same devices unless YARN isolates them (cgroups)",
 			Fix:     "remove " + driver.ParamKey(spec.Name, gpu.ParamCoordEnabled) + ": false (or add --enable-coordination-mode to the script args), unless YARN's GPU isolation is on"}})
-	case "xres":
+	case gpu.CoordXres:
 		h, err := coord.New(coord.Options{StateFile: co.StateFile, LockTimeout: 5 * time.Second})
 		if err == nil {
 			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/xres/xres/driver/coord"
+	"github.com/xres/xres/driver/gpu"
 	"github.com/xres/xres/resources"
 )
 
@@ -98,9 +99,9 @@ func (l *Launcher) Probe(ctx context.Context, specs []resources.Spec) ProbeRepor
 		var holders []ProbeHolder
 		var herr error
 		switch c.Mode {
-		case "xres":
+		case gpu.CoordXres:
 			holders, herr = readHolders(c.StateFile, spec.Name)
-		case "script":
+		case gpu.CoordScript:
 			holders, herr = readFlinkHolders(c.StateFile)
 		}
 		if herr != nil {
@@ -281,11 +282,11 @@ func writeProbeText(w io.Writer, rep ProbeReport) {
 		}
 		co := r.Coordination
 		switch co.Mode {
-		case "xres":
+		case gpu.CoordXres:
 			fmt.Fprintf(w, "  coordination: on, state file %s, %d held\n", co.StateFile, len(co.Holders))
-		case "script":
+		case gpu.CoordScript:
 			fmt.Fprintf(w, "  coordination: by the discovery script, file %s\n", co.StateFile)
-		case "off":
+		case gpu.CoordOff:
 			fmt.Fprintln(w, "  coordination: OFF: every worker on this host gets the same first devices")
 		default:
 			fmt.Fprintln(w, "  coordination: up to the driver")
