@@ -267,16 +267,13 @@ func cmdRun(ctx context.Context, args []string, e *env) error {
 }
 
 // appIDFromContainer derives the application id from CONTAINER_ID
-// (container_[e<epoch>_]<ts>_<app>_<attempt>_<n>); "" if it has none.
+// (container_[e<epoch>_]<ts>_<app>_<attempt>_<n>); "" if it is not one.
 func appIDFromContainer(id string) string {
-	parts := strings.Split(id, "_")
-	if len(parts) == 6 && strings.HasPrefix(parts[1], "e") {
-		parts = append(parts[:1], parts[2:]...)
-	}
-	if len(parts) != 5 || parts[0] != "container" {
+	c, err := yarn.ParseContainerID(id)
+	if err != nil {
 		return ""
 	}
-	return "application_" + parts[1] + "_" + parts[2]
+	return yarn.ApplicationID(c.GetAppId())
 }
 
 // submitTime parses APP_SUBMIT_TIME_ENV (ms since the epoch, set by the RM
