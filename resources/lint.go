@@ -69,15 +69,8 @@ var knownSuffixes = []string{SuffixAmount, SuffixYarnKey, SuffixK8sKey, SuffixFa
 //
 // Problems come sorted by key, then message.
 func Lint(cfg *conf.Config) []Problem {
-	probs := fileProblems(cfg)
-	if _, err := cfg.Bool(conf.Strict); err != nil {
-		probs = append(probs, Problem{Key: conf.Strict.Key, Origin: cfg.Origin(conf.Strict.Key),
-			Severity: SeverityError, Message: reason(err), Fix: "set xres.strict to true or false"})
-	}
-	names, err := Names(cfg)
-	if err != nil {
-		probs = append(probs, Problem{Key: KeyList, Origin: cfg.Origin(KeyList), Severity: SeverityError,
-			Message: reason(err), Fix: "separate names with ';' and quote a whole name, not part of it"})
+	names, _, probs, ok := readHead(cfg)
+	if !ok {
 		return sortProblems(probs)
 	}
 	raw, _ := cfg.Get(KeyList)
@@ -87,21 +80,17 @@ func Lint(cfg *conf.Config) []Problem {
 	}
 
 	// Keys under external-resource.*, grouped by resource name.
+	// An unknown key under a listed resource is reported at once.
 	byName := map[string][]string{}
-	var unknown []string
 	for _, k := range cfg.Keys() {
 		name, suffix, ok := splitResourceKey(k, listed)
 		if !ok {
 			continue
 		}
 		byName[name] = append(byName[name], k)
-		if listed[name] && !isKnownSuffix(suffix) {
-			unknown = append(unknown, k)
+		if !listed[name] || isKnownSuffix(suffix) {
+			continue
 		}
-	}
-
-	for _, k := range unknown {
-		name, suffix, _ := splitResourceKey(k, listed)
 		p := Problem{Key: k, Origin: cfg.Origin(k), Severity: SeverityWarning,
 			Message: fmt.Sprintf("unknown key for resource %s; it is ignored", name)}
 		if s := closest(suffix, knownSuffixes, 3); s != "" {
@@ -154,8 +143,7 @@ func Lint(cfg *conf.Config) []Problem {
 	for _, n := range names {
 		specs = append(specs, Spec{Name: n, YarnKey: nonBlank(cfg, Key(n, SuffixYarnKey)), K8sKey: nonBlank(cfg, Key(n, SuffixK8sKey))})
 	}
-	probs = append(probs, dedupeKeys(cfg, specs, SuffixYarnKey, func(s *Spec) *string { return &s.YarnKey })...)
-	probs = append(probs, dedupeKeys(cfg, specs, SuffixK8sKey, func(s *Spec) *string { return &s.K8sKey })...)
+	probs = append(probs, dedupeConfigKeys(cfg, specs)...)
 	return sortProblems(probs)
 }
 

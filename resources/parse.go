@@ -148,19 +148,9 @@ func Parse(cfg *conf.Config, opts ParseOptions) ([]Spec, error) {
 		l.SetOutput(io.Discard)
 		log = l
 	}
-	// Lines the configuration loader skipped are Flink WARN-and-skips too.
-	probs := fileProblems(cfg)
-	strict := opts.Strict
-	if s, err := cfg.Bool(conf.Strict); err != nil {
-		probs = append(probs, Problem{Key: conf.Strict.Key, Origin: cfg.Origin(conf.Strict.Key),
-			Severity: SeverityError, Message: reason(err), Fix: "set xres.strict to true or false"})
-	} else {
-		strict = strict || s
-	}
-	names, err := Names(cfg)
-	if err != nil {
-		probs = append(probs, Problem{Key: KeyList, Origin: cfg.Origin(KeyList), Severity: SeverityError,
-			Message: reason(err), Fix: "separate names with ';' and quote a whole name, not part of it"})
+	names, strictSet, probs, ok := readHead(cfg)
+	strict := opts.Strict || strictSet
+	if !ok {
 		return nil, &ConfigError{Problems: probs, strict: strict}
 	}
 
@@ -172,8 +162,7 @@ func Parse(cfg *conf.Config, opts ParseOptions) ([]Spec, error) {
 			specs = append(specs, *spec)
 		}
 	}
-	probs = append(probs, dedupeKeys(cfg, specs, SuffixYarnKey, func(s *Spec) *string { return &s.YarnKey })...)
-	probs = append(probs, dedupeKeys(cfg, specs, SuffixK8sKey, func(s *Spec) *string { return &s.K8sKey })...)
+	probs = append(probs, dedupeConfigKeys(cfg, specs)...)
 	sort.Slice(specs, func(i, j int) bool { return specs[i].Name < specs[j].Name })
 
 	var fail []Problem
@@ -192,6 +181,26 @@ func Parse(cfg *conf.Config, opts ParseOptions) ([]Spec, error) {
 			"kubernetes_key": s.K8sKey, "factory": s.Factory}).Debug("external resource enabled")
 	}
 	return specs, nil
+}
+
+// readHead reads what Parse and Lint check before any resource: the file
+// lines the loader skipped (Flink WARN-and-skips them), xres.strict, and
+// the external-resources list. ok is false when the list is malformed;
+// its problem is then among probs.
+func readHead(cfg *conf.Config) (names []string, strict bool, probs []Problem, ok bool) {
+	probs = fileProblems(cfg)
+	strict, err := cfg.Bool(conf.Strict)
+	if err != nil {
+		probs = append(probs, Problem{Key: conf.Strict.Key, Origin: cfg.Origin(conf.Strict.Key),
+			Severity: SeverityError, Message: reason(err), Fix: "set xres.strict to true or false"})
+	}
+	names, err = Names(cfg)
+	if err != nil {
+		probs = append(probs, Problem{Key: KeyList, Origin: cfg.Origin(KeyList), Severity: SeverityError,
+			Message: reason(err), Fix: "separate names with ';' and quote a whole name, not part of it"})
+		return nil, strict, probs, false
+	}
+	return names, strict, probs, true
 }
 
 // parseOne reads one listed resource; nil when it is skipped.
@@ -253,6 +262,13 @@ func nonBlank(cfg *conf.Config, key string) string {
 		return ""
 	}
 	return v
+}
+
+// dedupeConfigKeys resolves yarn.config-key and kubernetes.config-key
+// held twice among specs (in listed order) with dedupeKeys.
+func dedupeConfigKeys(cfg *conf.Config, specs []Spec) []Problem {
+	probs := dedupeKeys(cfg, specs, SuffixYarnKey, func(s *Spec) *string { return &s.YarnKey })
+	return append(probs, dedupeKeys(cfg, specs, SuffixK8sKey, func(s *Spec) *string { return &s.K8sKey })...)
 }
 
 // dedupeKeys clears a config key held by an earlier-listed spec from the
