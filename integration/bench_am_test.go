@@ -90,62 +90,12 @@ type amProcInfo struct {
 // dshellMain is the class integration/dsbench runs (DistributedShell's Client behind it).
 const dshellMain = "io.xres.dsbench.Main"
 
-// dsbenchCmd builds integration/dsbench when its jar is missing, older than its
+// dsbenchCmd builds integration/dsbench (mavenBuild) when its jar is missing, older than its
 // sources or its class path names a jar that is gone (offline first, from
 // ~/.m2), and returns the java command prefix and the DistributedShell jar.
 func dsbenchCmd(b *testing.B) (cmd []string, dsJar string) {
-	dir, err := filepath.Abs("dsbench")
-	if err != nil {
-		b.Fatal(err)
-	}
+	dir, entries := mavenBuild(b, "dsbench", "xres-dsbench-0.1.0.jar")
 	jar := filepath.Join(dir, "target", "xres-dsbench-0.1.0.jar")
-	cpFile := filepath.Join(dir, "target", "classpath.txt")
-	stale := func() bool {
-		out, err := os.Stat(jar)
-		if err != nil {
-			return true
-		}
-		cp, err := os.ReadFile(cpFile)
-		if err != nil {
-			return true
-		}
-		for _, e := range strings.Split(strings.TrimSpace(string(cp)), ":") {
-			if _, err := os.Stat(e); err != nil {
-				return true
-			}
-		}
-		stale := false
-		_ = filepath.WalkDir(filepath.Join(dir, "src"), func(p string, d os.DirEntry, err error) error {
-			if err == nil && !d.IsDir() {
-				if in, err := d.Info(); err == nil && in.ModTime().After(out.ModTime()) {
-					stale = true
-				}
-			}
-			return nil
-		})
-		if in, err := os.Stat(filepath.Join(dir, "pom.xml")); err != nil || in.ModTime().After(out.ModTime()) {
-			stale = true
-		}
-		return stale
-	}
-	if stale() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
-		defer cancel()
-		args := []string{"-B", "-q", "-f", filepath.Join(dir, "pom.xml"),
-			"package", "dependency:build-classpath", "-Dmdep.outputFile=" + cpFile}
-		// Offline first: ~/.m2 may hold all of it already.
-		if out, err := exec.CommandContext(ctx, "mvn", append([]string{"-o"}, args...)...).CombinedOutput(); err != nil {
-			b.Logf("dsbench: offline build failed, trying online: %v\n%s", err, tailLines(out, 20))
-			if out, err := exec.CommandContext(ctx, "mvn", args...).CombinedOutput(); err != nil {
-				b.Fatalf("dsbench: mvn %s: %v\n%s", strings.Join(args, " "), err, tailLines(out, 40))
-			}
-		}
-	}
-	cp, err := os.ReadFile(cpFile)
-	if err != nil {
-		b.Fatalf("dsbench: %v", err)
-	}
-	entries := strings.Split(strings.TrimSpace(string(cp)), ":")
 	for _, e := range entries {
 		if strings.Contains(filepath.Base(e), "hadoop-yarn-applications-distributedshell") {
 			dsJar = e
@@ -159,13 +109,9 @@ func dsbenchCmd(b *testing.B) (cmd []string, dsJar string) {
 		classpath, dsJar = ds+":"+classpath, ds
 	}
 	if dsJar == "" {
-		b.Fatalf("dsbench: no hadoop-yarn-applications-distributedshell jar on the class path in %s", cpFile)
+		b.Fatalf("dsbench: no hadoop-yarn-applications-distributedshell jar on the class path in %s", filepath.Join(dir, "target", "classpath.txt"))
 	}
-	java := "java"
-	if h := os.Getenv("JAVA_HOME"); h != "" {
-		java = filepath.Join(h, "bin", "java")
-	}
-	return []string{java, "-cp", classpath, dshellMain}, dsJar
+	return []string{javaBin(), "-cp", classpath, dshellMain}, dsJar
 }
 
 // dshellAMJava says which java DistributedShell's AM will run: its command is

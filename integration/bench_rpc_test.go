@@ -133,59 +133,11 @@ func measureGo(ctx context.Context, cl *yarn.Client, n int, d time.Duration, mea
 	return all, firstErr
 }
 
-// javaBench builds integration/javabench when its jar is missing or older
+// javaBench builds integration/javabench (mavenBuild) when its jar is missing or older
 // than its sources and returns the java command line prefix.
 func javaBench(b *testing.B) []string {
-	dir, err := filepath.Abs("javabench")
-	if err != nil {
-		b.Fatal(err)
-	}
-	cpFile := filepath.Join(dir, "target", "classpath.txt")
-	stale := func() bool {
-		out, err := os.Stat(filepath.Join(dir, "target", "xres-javabench-0.1.0.jar"))
-		if err != nil {
-			return true
-		}
-		if _, err := os.Stat(cpFile); err != nil {
-			return true
-		}
-		for _, src := range []string{"pom.xml", "src/main/java/io/xres/javabench/Main.java", "src/main/resources/log4j.properties"} {
-			in, err := os.Stat(filepath.Join(dir, src))
-			if err != nil || in.ModTime().After(out.ModTime()) {
-				return true
-			}
-		}
-		return false
-	}
-	if stale() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
-		defer cancel()
-		args := []string{"-B", "-q", "-f", filepath.Join(dir, "pom.xml"), "package", "dependency:build-classpath", "-Dmdep.outputFile=" + cpFile}
-		// Offline first: the minicluster's build has fetched Hadoop already.
-		if out, err := exec.CommandContext(ctx, "mvn", append([]string{"-o"}, args...)...).CombinedOutput(); err != nil {
-			b.Logf("javabench: offline build failed, trying online: %v\n%s", err, tailLines(out, 20))
-			if out, err := exec.CommandContext(ctx, "mvn", args...).CombinedOutput(); err != nil {
-				b.Fatalf("javabench: mvn %s: %v\n%s", strings.Join(args, " "), err, tailLines(out, 40))
-			}
-		}
-	}
-	cp, err := os.ReadFile(cpFile)
-	if err != nil {
-		b.Fatalf("javabench: %v", err)
-	}
-	java := "java"
-	if h := os.Getenv("JAVA_HOME"); h != "" {
-		java = filepath.Join(h, "bin", "java")
-	}
-	return []string{java, "-cp", filepath.Join(dir, "target", "classes") + ":" + strings.TrimSpace(string(cp)), "io.xres.javabench.Main"}
-}
-
-func tailLines(b []byte, n int) string {
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
+	dir, cp := mavenBuild(b, "javabench", "xres-javabench-0.1.0.jar")
+	return []string{javaBin(), "-cp", filepath.Join(dir, "target", "classes") + ":" + strings.Join(cp, ":"), "io.xres.javabench.Main"}
 }
 
 func reportBench(b *testing.B, r benchResult) {
