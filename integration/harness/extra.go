@@ -194,7 +194,7 @@ func freePortNumber() (int, error) {
 	return 0, fmt.Errorf("no free port in [%d, %d) after 100 tries: %w", portMin, portMax, last)
 }
 
-// defaultUser is Setup's choice of Hadoop user: XRES_HADOOP_USER, else the OS user.
+// defaultUser is the Hadoop user of Setup and StartExtra: XRES_HADOOP_USER, else the OS user (else root).
 func defaultUser() string {
 	if u := os.Getenv(EnvUser); u != "" {
 		return u

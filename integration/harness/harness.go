@@ -18,7 +18,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -146,14 +145,7 @@ func Setup(ctx context.Context, log io.Writer) (*Cluster, error) {
 	if c.LogDir == "" {
 		c.LogDir = filepath.Join(os.TempDir(), "xres-integration-logs")
 	}
-	c.User = os.Getenv(EnvUser)
-	if c.User == "" {
-		if u, err := user.Current(); err == nil {
-			c.User = u.Username
-		} else {
-			c.User = "root"
-		}
-	}
+	c.User = defaultUser()
 
 	if dir := os.Getenv(EnvConfDir); dir != "" {
 		c.ConfDir = dir
