@@ -110,7 +110,7 @@ func TestDeviceCPUs(t *testing.T) {
 	}
 }
 
-func TestSplitPerDevice(t *testing.T) {
+func TestNormalizeArgsPerDevice(t *testing.T) {
 	tests := []struct {
 		name string
 		in   []string
@@ -127,6 +127,8 @@ func TestSplitPerDevice(t *testing.T) {
 		{name: "worker's own flag untouched", in: []string{"--", "w", "--per-device", "x", "--"},
 			want: []string{"--", "w", "--per-device", "x", "--"}},
 		{name: "after the worker", in: []string{"w", "--per-device", "x", "--"}, want: []string{"w", "--per-device", "x", "--"}},
+		{name: "with flink-style -D", in: []string{"-Da=b", "--per-device", "gpu", "--", "w", "-Dc=d"},
+			want: []string{"-D", "a=b", "--per-device=gpu", "--", "w", "-Dc=d"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -136,7 +138,7 @@ func TestSplitPerDevice(t *testing.T) {
 			fs.String("info-file", "", "")
 			var pd perDeviceOptions
 			pd.register(fs)
-			require.Equal(t, tc.want, splitPerDevice(fs, tc.in))
+			require.Equal(t, tc.want, normalizeArgs(fs, tc.in))
 		})
 	}
 }

@@ -133,11 +133,18 @@ func (c *common) config(env Env, log logrus.FieldLogger) Config {
 	return Config{Path: c.conf, Dynamic: c.dynamic, DynamicFile: c.dynamicFile, Strict: c.strict, Getenv: env.Getenv, Log: log}
 }
 
-// splitDynamic rewrites Flink-style "-Dkey=value" arguments into "-D",
-// "key=value" so the flag package takes them. It stops where fs stops
-// parsing: at "--" or the first argument that is not a flag of fs, so a
-// worker's own -D arguments are left alone.
-func splitDynamic(fs *flag.FlagSet, args []string) []string {
+// normalizeArgs rewrites the launcher's own flags into forms the flag
+// package takes. It stops where fs stops parsing: at "--" or the first
+// argument that is not a flag of fs, so a worker's own arguments are left
+// alone:
+//
+//   - Flink-style "-Dkey=value" becomes "-D", "key=value".
+//   - Where fs has --per-device, "--per-device NAME --" becomes
+//     "--per-device=NAME --", so the separate-word form works although the
+//     flag may stand alone. Without "--" right after NAME, NAME is the
+//     worker command.
+func normalizeArgs(fs *flag.FlagSet, args []string) []string {
+	perDevice := fs.Lookup("per-device") != nil
 	out := make([]string, 0, len(args)+2)
 	for i := 0; i < len(args); i++ {
 		a := args[i]
@@ -152,6 +159,13 @@ func splitDynamic(fs *flag.FlagSet, args []string) []string {
 		name := strings.TrimLeft(a, "-")
 		if strings.Contains(name, "=") {
 			continue // -flag=value
+		}
+		if perDevice && name == "per-device" {
+			if i+2 < len(args) && args[i+2] == "--" && !strings.HasPrefix(args[i+1], "-") {
+				i++
+				out[len(out)-1] = a + "=" + args[i]
+			}
+			continue
 		}
 		f := fs.Lookup(name)
 		if f == nil {
@@ -211,7 +225,7 @@ func newLogger(w io.Writer, level, def string, getenv func(string) string) (*log
 // parse parses a subcommand's flags; the error is printed and classified.
 func parse(fs *flag.FlagSet, args []string, stderr io.Writer) error {
 	fs.SetOutput(io.Discard)
-	if err := fs.Parse(splitDynamic(fs, args)); err != nil {
+	if err := fs.Parse(normalizeArgs(fs, args)); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(stderr, usageText)
 		}
@@ -272,7 +286,7 @@ func runLaunch(ctx context.Context, args []string, env Env) int {
 	infoFile := fs.String("info-file", "", "path of the info file")
 	var pd perDeviceOptions
 	pd.register(fs)
-	if err := parse(fs, splitPerDevice(fs, args), env.Stderr); err != nil {
+	if err := parse(fs, args, env.Stderr); err != nil {
 		return fail(env.Stderr, err)
 	}
 	given := map[string]string{}

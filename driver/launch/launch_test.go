@@ -346,7 +346,7 @@ func TestExitCodesDistinct(t *testing.T) {
 	}
 }
 
-func TestSplitDynamic(t *testing.T) {
+func TestNormalizeArgsDynamic(t *testing.T) {
 	tests := []struct {
 		name string
 		in   []string
@@ -366,7 +366,7 @@ func TestSplitDynamic(t *testing.T) {
 			var c common
 			c.register(fs)
 			fs.String("info-file", "", "")
-			require.Equal(t, tc.want, splitDynamic(fs, tc.in))
+			require.Equal(t, tc.want, normalizeArgs(fs, tc.in))
 		})
 	}
 }

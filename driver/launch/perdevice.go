@@ -198,43 +198,6 @@ func (o *perDeviceOptions) validate(given map[string]string) error {
 	return nil
 }
 
-// splitPerDevice rewrites "--per-device NAME --" into
-// "--per-device=NAME --" among the launcher's own flags (before "--" or the
-// first argument that is not a flag of fs), so the separate-word form works
-// although the flag may stand alone. Without "--" right after NAME, NAME
-// is the worker command.
-func splitPerDevice(fs *flag.FlagSet, args []string) []string {
-	out := append([]string(nil), args...)
-	for i := 0; i < len(out); i++ {
-		a := out[i]
-		if a == "--" || a == "-" || !strings.HasPrefix(a, "-") {
-			return out
-		}
-		name := strings.TrimLeft(a, "-")
-		if strings.Contains(name, "=") {
-			continue
-		}
-		if name == "per-device" {
-			if i+2 < len(out) && out[i+2] == "--" && !strings.HasPrefix(out[i+1], "-") {
-				out = append(out[:i], append([]string{a + "=" + out[i+1]}, out[i+2:]...)...)
-			}
-			continue
-		}
-		if strings.HasPrefix(a, "-D") && len(a) > 2 {
-			continue // -Dkey=value
-		}
-		f := fs.Lookup(name)
-		if f == nil {
-			continue
-		}
-		if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
-			continue
-		}
-		i++ // the flag's value
-	}
-	return out
-}
-
 // chooseDeviceSpec picks the per-device resource among the selected specs.
 func chooseDeviceSpec(specs []resources.Spec, name string) (resources.Spec, error) {
 	hasDriver := func(s resources.Spec) bool { return strings.TrimSpace(s.Factory) != "" }
