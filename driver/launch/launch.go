@@ -203,9 +203,12 @@ func (r *Reservation) Release(ctx context.Context) error {
 
 // Infos maps each granted resource name to its devices, the shape of the
 // info file.
-func (r *Reservation) Infos() map[string][]resources.Info {
-	out := make(map[string][]resources.Info, len(r.Grants))
-	for _, g := range r.Grants {
+func (r *Reservation) Infos() map[string][]resources.Info { return infosOf(r.Grants) }
+
+// infosOf maps each grant's resource name to its devices.
+func infosOf(grants []Grant) map[string][]resources.Info {
+	out := make(map[string][]resources.Info, len(grants))
+	for _, g := range grants {
 		out[g.Spec.Name] = g.Devices
 	}
 	return out

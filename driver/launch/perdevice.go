@@ -472,10 +472,7 @@ func (l *Launcher) runPerDevice(ctx context.Context, res *Reservation, deviceSpe
 	for i, dev := range grant.Devices {
 		grants := append([]Grant(nil), res.Grants...)
 		grants[gi] = Grant{Spec: grant.Spec, Vendor: grant.Vendor, Devices: []resources.Info{dev}}
-		infos := make(map[string][]resources.Info, len(grants))
-		for _, g := range grants {
-			infos[g.Spec.Name] = g.Devices
-		}
+		infos := infosOf(grants)
 		explicit := ""
 		if infoFile != "" {
 			explicit = perDeviceInfoPath(infoFile, i)
