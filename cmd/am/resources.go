@@ -265,10 +265,9 @@ func checkCluster(ctx context.Context, e *env, rep resourcesReport, offline bool
 		return clusterCheck{Checked: true, Error: fmt.Sprintf("cluster check: list nodes: %v", err)}
 	}
 	out := clusterCheck{Checked: true}
-	limits := am.ClusterLimits{MaxName: "the largest NodeManager"}
+	limits := am.ClusterLimits{Types: am.ResourceTypesFromProto(types), MaxName: "the largest NodeManager"}
 	for _, t := range types {
 		out.ResourceTypes = append(out.ResourceTypes, t.GetName())
-		limits.Types = append(limits.Types, am.ResourceType{Name: t.GetName(), Units: t.GetUnits()})
 	}
 	sort.Slice(out.ResourceTypes, func(i, j int) bool { return typeRank(out.ResourceTypes[i], out.ResourceTypes[j]) })
 	largest := am.Resource{Extra: map[string]int64{}}

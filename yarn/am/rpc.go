@@ -60,10 +60,8 @@ func (r rpcRM) Register(ctx context.Context, req RegisterRequest) (RegisterRespo
 	if err != nil {
 		return RegisterResponse{}, err
 	}
-	out := RegisterResponse{MaxCapability: fromResource(resp.GetMaximumCapability()), Queue: resp.GetQueue()}
-	for _, t := range resp.GetResourceTypes() {
-		out.ResourceTypes = append(out.ResourceTypes, ResourceType{Name: t.GetName(), Units: t.GetUnits()})
-	}
+	out := RegisterResponse{MaxCapability: ResourceFromProto(resp.GetMaximumCapability()), Queue: resp.GetQueue(),
+		ResourceTypes: ResourceTypesFromProto(resp.GetResourceTypes())}
 	if len(out.ResourceTypes) == 0 {
 		// Older RMs leave resource_types empty: every configured type
 		// appears in the maximum capability.
@@ -149,7 +147,9 @@ func allocateProto(req AllocateRequest) (*hadoopyarn.AllocateRequestProto, error
 	return p, nil
 }
 
-func fromResource(r *hadoopyarn.ResourceProto) Resource {
+// ResourceFromProto converts a ResourceProto (memory, vcores and the
+// resource map) to a Resource.
+func ResourceFromProto(r *hadoopyarn.ResourceProto) Resource {
 	out := Resource{MemoryMB: r.GetMemory(), VCores: int64(r.GetVirtualCores())}
 	for _, ri := range r.GetResourceValueMap() {
 		switch ri.GetKey() {
@@ -160,6 +160,16 @@ func fromResource(r *hadoopyarn.ResourceProto) Resource {
 			out.Extra = map[string]int64{}
 		}
 		out.Extra[ri.GetKey()] = ri.GetValue()
+	}
+	return out
+}
+
+// ResourceTypesFromProto converts the RM's resource type infos
+// (getResourceTypeInfo, or the register response) to ResourceTypes.
+func ResourceTypesFromProto(types []*hadoopyarn.ResourceTypeInfoProto) []ResourceType {
+	var out []ResourceType
+	for _, t := range types {
+		out = append(out, ResourceType{Name: t.GetName(), Units: t.GetUnits()})
 	}
 	return out
 }
@@ -182,7 +192,7 @@ func fromContainer(c *hadoopyarn.ContainerProto) Container {
 		id = c.GetAllocationRequestId()
 	}
 	return Container{ID: yarn.ContainerID(c.GetId()), NodeID: yarn.NodeID(c.GetNodeId()),
-		NodeHTTP: c.GetNodeHttpAddress(), Resource: fromResource(c.GetResource()),
+		NodeHTTP: c.GetNodeHttpAddress(), Resource: ResourceFromProto(c.GetResource()),
 		AllocationRequestID: id, Token: fromToken(c.GetContainerToken())}
 }
 
@@ -230,7 +240,7 @@ func (n rpcNM) StartContainer(ctx context.Context, c Container, nmToken Token, l
 	if err != nil {
 		return err
 	}
-	return n.c.StartContainer(ctx, cp, nmSecurityToken(nmToken), launchProto(launch))
+	return n.c.StartContainer(ctx, cp, nmSecurityToken(nmToken), LaunchProto(launch))
 }
 
 func (n rpcNM) StopContainer(ctx context.Context, c Container, nmToken Token) error {
@@ -241,8 +251,9 @@ func (n rpcNM) StopContainer(ctx context.Context, c Container, nmToken Token) er
 	return n.c.StopContainer(ctx, cp, nmSecurityToken(nmToken))
 }
 
-// launchProto builds ContainerLaunchContextProto; maps in sorted order.
-func launchProto(l LaunchContext) *hadoopyarn.ContainerLaunchContextProto {
+// LaunchProto builds the ContainerLaunchContextProto of a worker or, for
+// the submission client, of the AM container; maps in sorted order.
+func LaunchProto(l LaunchContext) *hadoopyarn.ContainerLaunchContextProto {
 	p := &hadoopyarn.ContainerLaunchContextProto{Command: l.Commands}
 	if len(l.Tokens) > 0 {
 		p.Tokens = l.Tokens
@@ -268,7 +279,3 @@ func launchProto(l LaunchContext) *hadoopyarn.ContainerLaunchContextProto {
 	}
 	return p
 }
-
-// LaunchProto exposes launchProto for the submission client (the AM
-// container's launch context).
-func LaunchProto(l LaunchContext) *hadoopyarn.ContainerLaunchContextProto { return launchProto(l) }

@@ -46,7 +46,7 @@ func TestAllocateProto(t *testing.T) {
 }
 
 func TestLaunchProto(t *testing.T) {
-	p := launchProto(LaunchContext{
+	p := LaunchProto(LaunchContext{
 		Commands: []string{"./container-launcher -- x 1><LOG_DIR>/stdout 2><LOG_DIR>/stderr"},
 		Env:      map[string]string{"B": "2", "A": "1"},
 		LocalResources: map[string]LocalResource{

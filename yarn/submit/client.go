@@ -106,10 +106,7 @@ func (c Client) Submit(ctx context.Context, req Request) (Submitted, error) {
 		if err != nil {
 			return sub, fmt.Errorf("submit %s: get resource types: %w", sub.AppID, err)
 		}
-		limits := am.ClusterLimits{Max: resourceOf(newApp.GetMaximumCapability())}
-		for _, t := range types {
-			limits.Types = append(limits.Types, am.ResourceType{Name: t.GetName(), Units: t.GetUnits()})
-		}
+		limits := am.ClusterLimits{Types: am.ResourceTypesFromProto(types), Max: am.ResourceFromProto(newApp.GetMaximumCapability())}
 		if err := am.CheckProfile(req.WorkerProfile, limits, req.Owners); err != nil {
 			return sub, fmt.Errorf("submit %s: %w", sub.AppID, err)
 		}
@@ -203,19 +200,6 @@ func SubmissionContext(id *hadoopyarn.ApplicationIdProto, req Request, lc am.Lau
 		asc.MaxAppAttempts = proto.Int32(req.MaxAttempts)
 	}
 	return asc
-}
-
-func resourceOf(r *hadoopyarn.ResourceProto) am.Resource {
-	out := am.Resource{MemoryMB: r.GetMemory(), VCores: int64(r.GetVirtualCores())}
-	for _, ri := range r.GetResourceValueMap() {
-		if k := ri.GetKey(); k != "memory-mb" && k != "vcores" {
-			if out.Extra == nil {
-				out.Extra = map[string]int64{}
-			}
-			out.Extra[k] = ri.GetValue()
-		}
-	}
-	return out
 }
 
 // Ended reports whether an application state is final.
