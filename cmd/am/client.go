@@ -470,11 +470,7 @@ func cmdCluster(ctx context.Context, args []string, e *env) error {
 	if err != nil {
 		return clusterError{fmt.Errorf("list nodes: %w", err)}
 	}
-	out := clusterJSON{Nodes: []nodeJSON{}}
-	for _, t := range types {
-		out.ResourceTypes = append(out.ResourceTypes, t.GetName())
-	}
-	sort.Slice(out.ResourceTypes, func(i, j int) bool { return typeRank(out.ResourceTypes[i], out.ResourceTypes[j]) })
+	out := clusterJSON{ResourceTypes: typeNames(types), Nodes: []nodeJSON{}}
 	for _, n := range nodes {
 		out.Nodes = append(out.Nodes, nodeJSON{Node: yarn.NodeID(n.GetNodeId()), HTTP: n.GetHttpAddress(), Rack: n.GetRackName(),
 			State: strings.TrimPrefix(n.GetNodeState().String(), "NS_"), Containers: n.GetNumContainers(),
@@ -501,6 +497,17 @@ func cmdCluster(ctx context.Context, args []string, e *env) error {
 		fmt.Fprintln(tw, line)
 	}
 	return tw.Flush()
+}
+
+// typeNames lists the names of types: memory-mb, vcores, then the others
+// by name.
+func typeNames(types []*hadoopyarn.ResourceTypeInfoProto) []string {
+	var names []string
+	for _, t := range types {
+		names = append(names, t.GetName())
+	}
+	sort.Slice(names, func(i, j int) bool { return typeRank(names[i], names[j]) })
+	return names
 }
 
 // typeRank orders resource types: memory-mb, vcores, then by name.

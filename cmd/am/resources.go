@@ -9,7 +9,6 @@ import (
 	"io"
 	"maps"
 	"slices"
-	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -264,12 +263,8 @@ func checkCluster(ctx context.Context, e *env, rep resourcesReport, offline bool
 	if err != nil {
 		return clusterCheck{Checked: true, Error: fmt.Sprintf("cluster check: list nodes: %v", err)}
 	}
-	out := clusterCheck{Checked: true}
+	out := clusterCheck{Checked: true, ResourceTypes: typeNames(types)}
 	limits := am.ClusterLimits{Types: am.ResourceTypesFromProto(types), MaxName: "the largest NodeManager"}
-	for _, t := range types {
-		out.ResourceTypes = append(out.ResourceTypes, t.GetName())
-	}
-	sort.Slice(out.ResourceTypes, func(i, j int) bool { return typeRank(out.ResourceTypes[i], out.ResourceTypes[j]) })
 	largest := am.Resource{Extra: map[string]int64{}}
 	for _, n := range nodes {
 		for k, v := range resourceMap(n.GetCapability()) {
