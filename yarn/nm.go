@@ -82,14 +82,10 @@ func (c *NMClient) endpoint(node string, tok *security.Token) (*endpoints, error
 		u, p := sasl.TokenCredentials(t.Identifier, t.Password)
 		return &sasl.DigestMD5{Username: u, Password: p}, nil
 	}
-	b := c.cfg.Backoff
-	if b.Attempts <= 0 {
-		b.Attempts = 3
-	}
 	ep, err := newEndpoints([]string{node}, func(addr string) ipc.Config {
 		return ipc.Config{Addr: addr, Protocol: ProtocolContainerManagement, Mechanism: mech,
 			Dial: ipc.DialFunc(c.cfg.Dial), PingInterval: c.cfg.PingInterval, Log: c.log}
-	}, c.cfg.IdleTimeout, b, c.log, nil)
+	}, c.cfg.IdleTimeout, c.cfg.Backoff, c.log, nil)
 	if err != nil {
 		return nil, fmt.Errorf("nodemanager %s: %w", node, err)
 	}
