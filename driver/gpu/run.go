@@ -1,12 +1,13 @@
 package gpu
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"os/exec"
 	"syscall"
 	"time"
+
+	"github.com/xres/xres/driver/internal/capture"
 )
 
 // result is what a finished child process left behind.
@@ -42,12 +43,12 @@ func run(ctx context.Context, path string, args []string, env []string, timeout 
 		return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	}
 	cmd.WaitDelay = waitDelay
-	stdout := &headBuffer{max: maxStdout}
-	stderr := &tailBuffer{max: maxStderrTail}
+	stdout := &capture.Head{Max: maxStdout}
+	stderr := &capture.Tail{Max: maxStderrTail}
 	cmd.Stdout = stdout
 	cmd.Stderr = stderr
 	err := cmd.Run()
-	res := result{stdout: stdout.buf.Bytes(), stderr: stderr.bytes()}
+	res := result{stdout: stdout.Bytes(), stderr: stderr.Bytes()}
 	if ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		res.timedOut = true
 	}
@@ -75,42 +76,4 @@ func run(ctx context.Context, path string, args []string, env []string, timeout 
 		}
 		return res, err
 	}
-}
-
-// headBuffer keeps the first max bytes written and discards the rest.
-type headBuffer struct {
-	buf bytes.Buffer
-	max int
-}
-
-func (h *headBuffer) Write(p []byte) (int, error) {
-	if room := h.max - h.buf.Len(); room > 0 {
-		if len(p) > room {
-			h.buf.Write(p[:room])
-		} else {
-			h.buf.Write(p)
-		}
-	}
-	return len(p), nil
-}
-
-// tailBuffer keeps the last max bytes written.
-type tailBuffer struct {
-	buf []byte
-	max int
-}
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.buf = append(t.buf, p...)
-	if len(t.buf) > 2*t.max {
-		t.buf = append(t.buf[:0], t.buf[len(t.buf)-t.max:]...)
-	}
-	return len(p), nil
-}
-
-func (t *tailBuffer) bytes() []byte {
-	if len(t.buf) > t.max {
-		return t.buf[len(t.buf)-t.max:]
-	}
-	return t.buf
 }

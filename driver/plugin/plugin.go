@@ -43,6 +43,7 @@ import (
 
 	"github.com/xres/xres/driver"
 	"github.com/xres/xres/driver/coord"
+	"github.com/xres/xres/driver/internal/capture"
 	"github.com/xres/xres/resources"
 )
 
@@ -172,8 +173,8 @@ func (p *Plugin) Run(ctx context.Context, amount int64) ([]resources.Properties,
 	cmd := exec.CommandContext(runCtx, p.Path, "discover", strconv.FormatInt(amount, 10))
 	cmd.Env = append(os.Environ(), p.env(amount)...)
 	cmd.Stdin = bytes.NewReader(req)
-	stdout := &capped{max: MaxOutput}
-	stderr := &tailBuffer{max: 16 << 10}
+	stdout := &capture.Head{Max: MaxOutput}
+	stderr := &stderrTail{capture.Tail{Max: 16 << 10}}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	isolate(cmd)
 	cmd.WaitDelay = 2 * time.Second
@@ -203,7 +204,7 @@ func (p *Plugin) Run(ctx context.Context, amount int64) ([]resources.Properties,
 	if runErr != nil && !errors.Is(runErr, exec.ErrWaitDelay) {
 		return nil, fmt.Errorf("plugin %s: run: %w", p.Path, runErr)
 	}
-	if stdout.overflow {
+	if stdout.Overflow() {
 		return nil, fmt.Errorf("plugin %s: %w: more than %d bytes on stdout", p.Path, ErrBadOutput, MaxOutput)
 	}
 	devices, err := ParseOutput(stdout.Bytes())
@@ -407,45 +408,12 @@ func (r Registry) Canonical(name string) (string, bool) {
 	return "", false
 }
 
-// capped keeps at most max bytes and notes whether more came. (No
-// embedded bytes.Buffer: its ReadFrom would let io.Copy bypass the cap.)
-type capped struct {
-	buf      bytes.Buffer
-	max      int
-	overflow bool
-}
-
-func (c *capped) Write(p []byte) (int, error) {
-	room := c.max - c.buf.Len()
-	if len(p) > room {
-		c.overflow = true
-		if room > 0 {
-			c.buf.Write(p[:room])
-		}
-		return len(p), nil
-	}
-	return c.buf.Write(p)
-}
-
-func (c *capped) Bytes() []byte { return c.buf.Bytes() }
-
-// tailBuffer keeps the last max bytes written.
-type tailBuffer struct {
-	buf []byte
-	max int
-}
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.buf = append(t.buf, p...)
-	if len(t.buf) > t.max {
-		t.buf = t.buf[len(t.buf)-t.max:]
-	}
-	return len(p), nil
-}
+// stderrTail is the last bytes of a plugin's stderr.
+type stderrTail struct{ capture.Tail }
 
 // lines returns the last n lines (all when n <= 0).
-func (t *tailBuffer) lines(n int) []string {
-	s := strings.TrimRight(string(t.buf), "\n")
+func (t *stderrTail) lines(n int) []string {
+	s := strings.TrimRight(string(t.Bytes()), "\n")
 	if strings.TrimSpace(s) == "" {
 		return nil
 	}
@@ -457,7 +425,7 @@ func (t *tailBuffer) lines(n int) []string {
 }
 
 // quote formats stderr's last lines for an error message.
-func (t *tailBuffer) quote() string {
+func (t *stderrTail) quote() string {
 	ls := t.lines(10)
 	if len(ls) == 0 {
 		return "; no stderr"
