@@ -138,8 +138,12 @@ const (
 	MasterEnvPrefix = "containerized.master.env."
 )
 
-// LauncherName is the container-launcher's link name in a container.
-const LauncherName = "container-launcher"
+// Link names of the binaries in a container: the AM's own (in the AM
+// container; kept out of the workers') and the container-launcher.
+const (
+	AMName       = "am"
+	LauncherName = "container-launcher"
+)
 
 // WorkerSpec is how every worker container is started.
 type WorkerSpec struct {
@@ -174,7 +178,7 @@ func WorkerLaunch(spec WorkerSpec) LaunchContext {
 	argv = append(append(argv, "--"), spec.Worker...)
 	res := map[string]LocalResource{}
 	for name, r := range spec.Resources {
-		if name != "am" {
+		if name != AMName {
 			res[name] = r
 		}
 	}

@@ -19,8 +19,8 @@ import (
 
 // Link names of the files every xres application ships.
 const (
-	AMBinary       = "am"
-	LauncherBinary = "container-launcher"
+	AMBinary       = am.AMName
+	LauncherBinary = am.LauncherName
 )
 
 // ErrBadFile is wrapped by errors about the files to stage.
