@@ -2,6 +2,7 @@ package sasl
 
 import (
 	"crypto/hmac"
+	"crypto/rand"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -58,6 +59,10 @@ type gssLayer struct {
 	initiator bool // we are the client
 	maxSend   int
 
+	// Keys derived once per direction (RFC 3961 §5.3): Kc for checksums,
+	// Ke and Ki for sealing.
+	send, recv gssKeys
+
 	mu      sync.Mutex
 	sendSeq uint64
 	recvSeq uint64
@@ -90,7 +95,98 @@ func newGSSLayer(key krbtypes.EncryptionKey, conf, initiator bool) (*gssLayer, e
 	if err != nil {
 		return nil, fmt.Errorf("%w: enctype %d: %v", ErrKerberos, key.KeyType, err)
 	}
-	return &gssLayer{key: key, et: et, conf: conf, initiator: initiator, recvAny: true}, nil
+	l := &gssLayer{key: key, et: et, conf: conf, initiator: initiator, recvAny: true}
+	sendUsage, recvUsage := l.usages()
+	if l.send, err = deriveGSSKeys(key, et, sendUsage); err != nil {
+		return nil, err
+	}
+	if l.recv, err = deriveGSSKeys(key, et, recvUsage); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// gssKeys are the keys RFC 3961 derives from the session key for one key
+// usage.
+type gssKeys struct {
+	usage      uint32
+	kc, ke, ki []byte
+}
+
+func deriveGSSKeys(key krbtypes.EncryptionKey, et etype.EType, usage uint32) (gssKeys, error) {
+	k := gssKeys{usage: usage}
+	for _, d := range []struct {
+		dst  *[]byte
+		kind byte
+	}{{&k.kc, 0x99}, {&k.ke, 0xaa}, {&k.ki, 0x55}} {
+		c := []byte{byte(usage >> 24), byte(usage >> 16), byte(usage >> 8), byte(usage), d.kind}
+		v, err := et.DeriveKey(key.KeyValue, c)
+		if err != nil {
+			return k, fmt.Errorf("%w: derive key for usage %d: %v", ErrKerberos, usage, err)
+		}
+		*d.dst = v
+	}
+	return k, nil
+}
+
+// checksum is RFC 3961's keyed checksum: HMAC(Kc, data), truncated (the
+// same for the RFC 3962 and RFC 8009 AES enctypes).
+func (l *gssLayer) checksum(k gssKeys, parts ...[]byte) []byte {
+	h := hmac.New(l.et.GetHashFunc(), k.kc)
+	for _, p := range parts {
+		h.Write(p)
+	}
+	return h.Sum(nil)[:l.et.GetHMACBitLength()/8]
+}
+
+// rfc3962 reports whether the enctype is AES-CTS with HMAC-SHA1 (RFC
+// 3962), whose encryption this file composes from the cached keys: the
+// RFC 8009 ones go through gokrb5's EncryptMessage/DecryptMessage.
+func (l *gssLayer) rfc3962() bool {
+	id := l.et.GetETypeID()
+	return id == etypeID.AES128_CTS_HMAC_SHA1_96 || id == etypeID.AES256_CTS_HMAC_SHA1_96
+}
+
+// seal is RFC 3961's encrypt: confounder, then E(Ke, confounder|plain) |
+// HMAC(Ki, confounder|plain) truncated (RFC 3962 AES-CTS, zero IV).
+func (l *gssLayer) seal(k gssKeys, plain []byte) ([]byte, error) {
+	if !l.rfc3962() {
+		_, ct, err := l.et.EncryptMessage(l.key.KeyValue, plain, k.usage)
+		return ct, err
+	}
+	conf := make([]byte, l.et.GetConfounderByteSize(), l.et.GetConfounderByteSize()+len(plain))
+	if _, err := rand.Read(conf); err != nil {
+		return nil, err
+	}
+	pt := append(conf, plain...)
+	_, ct, err := l.et.EncryptData(k.ke, pt)
+	if err != nil {
+		return nil, err
+	}
+	h := hmac.New(l.et.GetHashFunc(), k.ki)
+	h.Write(pt)
+	return append(ct, h.Sum(nil)[:l.et.GetHMACBitLength()/8]...), nil
+}
+
+// open undoes seal and checks the integrity hash.
+func (l *gssLayer) open(k gssKeys, ct []byte) ([]byte, error) {
+	if !l.rfc3962() {
+		return l.et.DecryptMessage(l.key.KeyValue, ct, k.usage)
+	}
+	n := l.et.GetHMACBitLength() / 8
+	if len(ct) < l.et.GetConfounderByteSize()+n {
+		return nil, errors.New("ciphertext too short")
+	}
+	pt, err := l.et.DecryptData(k.ke, ct[:len(ct)-n])
+	if err != nil {
+		return nil, err
+	}
+	h := hmac.New(l.et.GetHashFunc(), k.ki)
+	h.Write(pt)
+	if !hmac.Equal(h.Sum(nil)[:n], ct[len(ct)-n:]) {
+		return nil, errors.New("integrity hash mismatch")
+	}
+	return pt[l.et.GetConfounderByteSize():], nil
 }
 
 // overhead is how many bytes a wrap token adds to its plaintext.
@@ -132,16 +228,12 @@ func (l *gssLayer) Wrap(msg []byte) ([]byte, error) {
 // wrapToken builds one token (RRC 0, EC 0 when sealed: AES needs no
 // padding).
 func (l *gssLayer) wrapToken(msg []byte, conf bool, seq uint64) ([]byte, error) {
-	send, _ := l.usages()
 	var flags byte
 	if !l.initiator {
 		flags |= gssFlagAcceptor
 	}
 	if !conf {
-		sum, err := l.et.GetChecksumHash(l.key.KeyValue, append(append([]byte{}, msg...), gssHeader(flags, 0, 0, seq)...), send)
-		if err != nil {
-			return nil, fmt.Errorf("%w: wrap checksum: %v", ErrKerberos, err)
-		}
+		sum := l.checksum(l.send, msg, gssHeader(flags, 0, 0, seq))
 		tok := gssHeader(flags, uint16(len(sum)), 0, seq)
 		tok = append(tok, msg...)
 		return append(tok, sum...), nil
@@ -149,7 +241,7 @@ func (l *gssLayer) wrapToken(msg []byte, conf bool, seq uint64) ([]byte, error) 
 	flags |= gssFlagSealed
 	hdr := gssHeader(flags, 0, 0, seq)
 	plain := append(append([]byte{}, msg...), hdr...)
-	_, ct, err := l.et.EncryptMessage(l.key.KeyValue, plain, send)
+	ct, err := l.seal(l.send, plain)
 	if err != nil {
 		return nil, fmt.Errorf("%w: wrap encrypt: %v", ErrKerberos, err)
 	}
@@ -199,17 +291,12 @@ func (l *gssLayer) unwrapToken(token []byte, conf bool) (msg []byte, seq uint64,
 		r := rrc % len(body)
 		body = append(append([]byte{}, body[r:]...), body[:r]...) // rotate left by r
 	}
-	_, recv := l.usages()
 	if !conf {
 		if ec != l.et.GetHMACBitLength()/8 || len(body) < ec {
 			return nil, 0, fmt.Errorf("%w: checksum length %d in a %d-byte token", ErrIntegrity, ec, len(token))
 		}
 		msg, sum := body[:len(body)-ec], body[len(body)-ec:]
-		want, err := l.et.GetChecksumHash(l.key.KeyValue, append(append([]byte{}, msg...), gssHeader(flags, 0, 0, seq)...), recv)
-		if err != nil {
-			return nil, 0, fmt.Errorf("%w: wrap checksum: %v", ErrKerberos, err)
-		}
-		if !hmac.Equal(sum, want) {
+		if !hmac.Equal(sum, l.checksum(l.recv, msg, gssHeader(flags, 0, 0, seq))) {
 			return nil, 0, fmt.Errorf("%w: %w", ErrIntegrity, errWrapChecksum)
 		}
 		return append([]byte{}, msg...), seq, nil
@@ -217,7 +304,7 @@ func (l *gssLayer) unwrapToken(token []byte, conf bool) (msg []byte, seq uint64,
 	if len(body) < l.overhead(true)-gssHeaderLen {
 		return nil, 0, fmt.Errorf("%w: sealed token of %d bytes", ErrIntegrity, len(token))
 	}
-	plain, err := l.et.DecryptMessage(l.key.KeyValue, body, recv)
+	plain, err := l.open(l.recv, body)
 	if err != nil {
 		return nil, 0, fmt.Errorf("%w: %w: decrypt: %v", ErrIntegrity, errWrapChecksum, err)
 	}

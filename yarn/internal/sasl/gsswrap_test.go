@@ -7,12 +7,15 @@ import (
 	"crypto/sha1"
 	"encoding/binary"
 	"encoding/hex"
+	"fmt"
 	"testing"
 
 	"github.com/jcmturner/gokrb5/v8/crypto"
 	"github.com/jcmturner/gokrb5/v8/crypto/rfc3961"
 	"github.com/jcmturner/gokrb5/v8/crypto/rfc3962"
+	"github.com/jcmturner/gokrb5/v8/gssapi"
 	"github.com/jcmturner/gokrb5/v8/iana/etypeID"
+	"github.com/jcmturner/gokrb5/v8/iana/keyusage"
 	krbtypes "github.com/jcmturner/gokrb5/v8/types"
 	"github.com/stretchr/testify/require"
 )
@@ -96,6 +99,36 @@ func TestGSSDerivedKeyMatchesGokrb5(t *testing.T) {
 		got, err := et.DeriveKey(key.KeyValue, []byte{0, 0, 0, 24, 0x99})
 		require.NoError(t, err)
 		require.Equal(t, dk(t, key.KeyValue, 24, 0x99), got, "enctype %d", kt)
+	}
+}
+
+// Our tokens read with gokrb5's own code (checksum via GetChecksumHash,
+// decryption via DecryptMessage), for every AES enctype.
+func TestGSSWrapAgreesWithGokrb5(t *testing.T) {
+	for _, kt := range []int32{etypeID.AES128_CTS_HMAC_SHA1_96, etypeID.AES256_CTS_HMAC_SHA1_96,
+		etypeID.AES128_CTS_HMAC_SHA256_128, etypeID.AES256_CTS_HMAC_SHA384_192} {
+		key := aesKey(t, kt)
+		et, err := crypto.GetEtype(kt)
+		require.NoError(t, err)
+		msg := []byte("cross-checked with gokrb5")
+
+		tok, err := testLayer(t, key, false, true).Wrap(msg)
+		require.NoError(t, err)
+		var wt gssapi.WrapToken
+		require.NoError(t, wt.Unmarshal(tok, false))
+		ok, err := wt.Verify(key, keyusage.GSSAPI_INITIATOR_SEAL)
+		require.NoError(t, err, "enctype %d", kt)
+		require.True(t, ok)
+		require.Equal(t, msg, wt.Payload)
+
+		if !gssCanSeal(kt) {
+			continue
+		}
+		tok, err = testLayer(t, key, true, true).Wrap(msg)
+		require.NoError(t, err)
+		plain, err := et.DecryptMessage(key.KeyValue, tok[16:], keyusage.GSSAPI_INITIATOR_SEAL)
+		require.NoError(t, err, "enctype %d", kt)
+		require.Equal(t, append(append([]byte{}, msg...), tok[:16]...), plain)
 	}
 }
 
@@ -318,4 +351,70 @@ func FuzzGSSUnwrap(f *testing.F) {
 			}
 		}
 	})
+}
+
+// BenchmarkLayers compares the security layers side by side: one Wrap and
+// one Unwrap of a message per op.
+//
+//	go test -run XXX -bench Layers -benchtime 2000x ./yarn/internal/sasl/
+func BenchmarkLayers(b *testing.B) {
+	key := krbtypes.EncryptionKey{KeyType: etypeID.AES256_CTS_HMAC_SHA1_96, KeyValue: bytes.Repeat([]byte{9}, 32)}
+	ha1 := bytes.Repeat([]byte{3}, 16)
+	type pair struct{ send, recv Layer }
+	layers := []struct {
+		name string
+		mk   func() (pair, error)
+	}{
+		{"gssapi-integrity-aes256", func() (pair, error) {
+			s, err := newGSSLayer(key, false, true)
+			if err != nil {
+				return pair{}, err
+			}
+			r, err := newGSSLayer(key, false, false)
+			return pair{s, r}, err
+		}},
+		{"gssapi-privacy-aes256", func() (pair, error) {
+			s, err := newGSSLayer(key, true, true)
+			if err != nil {
+				return pair{}, err
+			}
+			r, err := newGSSLayer(key, true, false)
+			return pair{s, r}, err
+		}},
+		{"digest-auth-int", func() (pair, error) {
+			s, err := newDigestLayer(ha1, qopInt, "", true, 65536)
+			if err != nil {
+				return pair{}, err
+			}
+			r, err := newDigestLayer(ha1, qopInt, "", false, 65536)
+			return pair{s, r}, err
+		}},
+		{"digest-auth-conf-rc4", func() (pair, error) {
+			s, err := newDigestLayer(ha1, qopConf, "rc4", true, 65536)
+			if err != nil {
+				return pair{}, err
+			}
+			r, err := newDigestLayer(ha1, qopConf, "rc4", false, 65536)
+			return pair{s, r}, err
+		}},
+	}
+	for _, size := range []int{256, 64 << 10} {
+		msg := bytes.Repeat([]byte{1}, size)
+		for _, l := range layers {
+			b.Run(fmt.Sprintf("%s/%dB", l.name, size), func(b *testing.B) {
+				p, err := l.mk()
+				require.NoError(b, err)
+				b.SetBytes(int64(size))
+				for b.Loop() {
+					tok, err := p.send.Wrap(msg)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if _, err := p.recv.Unwrap(tok); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
 }
