@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/xres/xres/driver/pci"
 )
 
 func TestParseProperties(t *testing.T) {
@@ -90,7 +92,8 @@ func FuzzParseRocmSMI(f *testing.F) {
 			return
 		}
 		for i, c := range cards {
-			require.True(t, validBusID(c.BusID))
+			_, ok := pci.ParseAddress(c.BusID)
+			require.True(t, ok, "PCI Bus %q", c.BusID)
 			if i > 0 {
 				require.Less(t, cards[i-1].Card, c.Card)
 			}

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/xres/xres/driver/pci"
 )
 
 // rocmSMIArgs asks rocm-smi for what the driver needs. Its answer is one
@@ -52,7 +54,7 @@ func ParseRocmSMI(out []byte) ([]Card, error) {
 		c := Card{Card: n}
 		bus, _ := fields["PCI Bus"].(string)
 		bus = strings.ToLower(strings.TrimSpace(bus))
-		if !validBusID(bus) {
+		if _, ok := pci.ParseAddress(bus); !ok {
 			return nil, fmt.Errorf("rocm-smi output: %s: \"PCI Bus\" %q is not a PCI address", name, fields["PCI Bus"])
 		}
 		c.BusID = bus
@@ -68,25 +70,6 @@ func ParseRocmSMI(out []byte) ([]Card, error) {
 	}
 	sort.Slice(cards, func(i, j int) bool { return cards[i].Card < cards[j].Card })
 	return cards, nil
-}
-
-// validBusID accepts domain:bus:device.function in hex.
-func validBusID(s string) bool {
-	dom, rest, ok1 := strings.Cut(s, ":")
-	bus, rest, ok2 := strings.Cut(rest, ":")
-	dev, fn, ok3 := strings.Cut(rest, ".")
-	if !ok1 || !ok2 || !ok3 {
-		return false
-	}
-	for _, p := range []string{dom, bus, dev, fn} {
-		if p == "" {
-			return false
-		}
-		if _, err := strconv.ParseUint(p, 16, 32); err != nil {
-			return false
-		}
-	}
-	return true
 }
 
 // runRocmSMI runs rocm-smi with a deadline and returns its stdout.

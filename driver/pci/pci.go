@@ -383,8 +383,8 @@ func Info(i int, f Function) resources.Properties {
 // addressLess orders PCI addresses numerically (domain, bus, device,
 // function), falling back to string order for names that do not parse.
 func addressLess(a, b string) bool {
-	ka, okA := addressKey(a)
-	kb, okB := addressKey(b)
+	ka, okA := ParseAddress(a)
+	kb, okB := ParseAddress(b)
 	if okA && okB {
 		for i := range ka {
 			if ka[i] != kb[i] {
@@ -399,7 +399,10 @@ func addressLess(a, b string) bool {
 	return a < b
 }
 
-func addressKey(s string) ([4]uint64, bool) {
+// ParseAddress reads a PCI address, domain:bus:device.function, each part
+// hex of at most 32 bits, into its four numbers; ok is false when s is not
+// one.
+func ParseAddress(s string) ([4]uint64, bool) {
 	var k [4]uint64
 	dom, rest, ok := strings.Cut(s, ":")
 	if !ok {

@@ -290,6 +290,30 @@ func TestAddressOrder(t *testing.T) {
 	}
 }
 
+func TestParseAddress(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want [4]uint64
+		ok   bool
+	}{
+		{"0000:3b:00.1", [4]uint64{0, 0x3b, 0, 1}, true},
+		{"10000:d8:1f.7", [4]uint64{0x10000, 0xd8, 0x1f, 7}, true},
+		{"0000:3b:00", [4]uint64{}, false},
+		{"0000::00.0", [4]uint64{}, false},
+		{"3b:00.0", [4]uint64{}, false},
+		{"0000:3g:00.0", [4]uint64{}, false},
+		{"100000000:00:00.0", [4]uint64{}, false},
+	} {
+		t.Run(tc.in, func(t *testing.T) {
+			got, ok := ParseAddress(tc.in)
+			require.Equal(t, tc.ok, ok)
+			if ok {
+				require.Equal(t, tc.want, got)
+			}
+		})
+	}
+}
+
 func indexOf(list []string, s string) int {
 	for i, x := range list {
 		if x == s {
