@@ -11,6 +11,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/xres/xres/driver/pci"
 )
 
 // KFDNodesDir is the KFD topology, relative to the sysfs root. The amdgpu
@@ -178,9 +180,5 @@ func ParseProperties(b []byte) (map[string]uint64, error) {
 
 // readErr says which file could not be read, once.
 func readErr(path string, err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return fmt.Errorf("read %s: %w", path, pe.Err)
-	}
-	return fmt.Errorf("read %s: %w", path, err)
+	return fmt.Errorf("read %s: %w", path, pci.PathCause(err))
 }
