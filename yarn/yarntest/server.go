@@ -9,6 +9,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -463,7 +464,7 @@ func (s *Server) saslServe(c *serverConn, info *ConnInfo) bool {
 		return true
 	}
 	nonce := make([]byte, 12)
-	_, _ = io.ReadFull(randReader{}, nonce)
+	_, _ = rand.Read(nonce)
 	ds := &sasl.DigestServer{Realm: "default", Nonce: base64.StdEncoding.EncodeToString(nonce), QOP: s.qop, Ciphers: s.ciphers,
 		Password: func(user string) (string, error) {
 			s.mu.Lock()

@@ -1,7 +1,0 @@
-package yarntest
-
-import "crypto/rand"
-
-type randReader struct{}
-
-func (randReader) Read(p []byte) (int, error) { return rand.Read(p) }
