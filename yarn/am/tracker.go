@@ -182,7 +182,9 @@ func Serve(ctx context.Context, l net.Listener, h http.Handler) error {
 }
 
 // PostDeviceReport POSTs a launcher's report to the AM at url (the value of
-// XRES_AM_REPORT_URL). cmd/container-launcher calls it after discovery.
+// XRES_AM_REPORT_URL) and wants 204. The container-launcher sends its
+// report with its own client (driver/launch, which may not import yarn/);
+// this one serves tests and tools on the AM's side.
 func PostDeviceReport(ctx context.Context, client *http.Client, url string, r DeviceReport) error {
 	if client == nil {
 		client = http.DefaultClient
