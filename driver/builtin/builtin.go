@@ -20,10 +20,7 @@ import (
 //	xres.amd-gpu
 //	xres.plugin   (out-of-process plugins named by param.plugin)
 func RegisterBuiltins(r *driver.Registry) error {
-	if err := r.Register(gpu.FactoryName, gpu.NewFactory(), gpu.FlinkFactoryClass); err != nil {
-		return fmt.Errorf("register built-in drivers: %w", err)
-	}
-	for _, register := range []func(*driver.Registry) error{pci.Register, amd.Register, plugin.Register} {
+	for _, register := range []func(*driver.Registry) error{gpu.Register, pci.Register, amd.Register, plugin.Register} {
 		if err := register(r); err != nil {
 			return fmt.Errorf("register built-in drivers: %w", err)
 		}

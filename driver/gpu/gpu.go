@@ -86,6 +86,12 @@ var (
 // NewFactory returns the GPU driver factory.
 func NewFactory() driver.Factory { return driver.FactoryFunc(New) }
 
+// Register adds the GPU driver to r as FactoryName, with Flink's GPU
+// factory class name as an alias.
+func Register(r *driver.Registry) error {
+	return r.Register(FactoryName, NewFactory(), FlinkFactoryClass)
+}
+
 // New builds the GPU driver for one resource from its params. Errors here
 // are configuration errors (bad param, script missing or not executable);
 // errors from Discover are discovery failures.
