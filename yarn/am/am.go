@@ -536,10 +536,11 @@ func (a *AM) finish(ctx context.Context, r Result) (Result, error) {
 	a.mu.Unlock()
 	cctx, cancel := context.WithTimeout(ctx, a.cfg.CallTimeout)
 	defer cancel()
-	err := a.rm.Finish(cctx, FinishRequest{Status: r.Status, Diagnostics: r.Diagnostics, TrackingURL: a.cfg.Register.TrackingURL})
+	req := FinishRequest{Status: r.Status, Diagnostics: r.Diagnostics, TrackingURL: a.cfg.Register.TrackingURL}
+	err := a.rm.Finish(cctx, req)
 	if errors.Is(err, ErrNotRegistered) {
 		if rerr := a.register(ctx); rerr == nil {
-			err = a.rm.Finish(cctx, FinishRequest{Status: r.Status, Diagnostics: r.Diagnostics, TrackingURL: a.cfg.Register.TrackingURL})
+			err = a.rm.Finish(cctx, req)
 		}
 	}
 	a.log.WithFields(logrus.Fields{"status": r.Status}).Info("application finished")
