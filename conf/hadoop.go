@@ -278,13 +278,11 @@ func (hc *HadoopConfig) GetBool(key string, def bool) (bool, error) {
 	if err != nil || !ok {
 		return def, err
 	}
-	switch strings.ToLower(strings.TrimSpace(v)) {
-	case "true":
-		return true, nil
-	case "false":
-		return false, nil
+	b, perr := ParseBool(v)
+	if perr != nil {
+		return def, fmt.Errorf("hadoop configuration key %s (%s): %w: %q is not true or false", key, hc.props[key].Source(), ErrHadoopValue, v)
 	}
-	return def, fmt.Errorf("hadoop configuration key %s (%s): %w: %q is not true or false", key, hc.props[key].Source(), ErrHadoopValue, v)
+	return b, nil
 }
 
 // GetInt parses key as a decimal integer; def when unset.
@@ -293,7 +291,7 @@ func (hc *HadoopConfig) GetInt(key string, def int64) (int64, error) {
 	if err != nil || !ok {
 		return def, err
 	}
-	n, perr := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+	n, perr := ParseInt64(v)
 	if perr != nil {
 		return def, fmt.Errorf("hadoop configuration key %s (%s): %w: %q is not an integer", key, hc.props[key].Source(), ErrHadoopValue, v)
 	}
