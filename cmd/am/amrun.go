@@ -208,11 +208,7 @@ func cmdRun(ctx context.Context, args []string, e *env) error {
 
 	workerEnv := am.EnvFromConfig(cfg, am.WorkerEnvPrefix)
 	workerEnv[am.ReportURLEnv] = strings.TrimSuffix(trackingURL, "/") + am.PathReport
-	confName := ""
-	if cfg.Path() != "" {
-		// Staged under its base name beside every worker.
-		confName = filepath.Base(cfg.Path())
-	}
+	confName := submit.ConfName(cfg.Path())
 	appID := appIDFromContainer(e.getenv("CONTAINER_ID"))
 	a, err := am.New(am.Config{
 		AppID:  appID,

@@ -147,10 +147,7 @@ func cmdSubmit(ctx context.Context, args []string, e *env) error {
 	if *queue == "" {
 		*queue, _ = cfg.Get(conf.YarnApplicationQueue.Key)
 	}
-	confName := ""
-	if cfg.Path() != "" {
-		confName = filepath.Base(cfg.Path())
-	}
+	confName := submit.ConfName(cfg.Path())
 	masterEnv := am.EnvFromConfig(cfg, am.MasterEnvPrefix)
 	if sched, err := yarn.RMAddresses(hc, yarn.RMScheduler); err == nil {
 		masterEnv[submit.EnvSchedulerAddresses] = strings.Join(sched, ",")

@@ -44,6 +44,16 @@ type File struct {
 	Type  am.LocalResourceType // am.File (default) or am.Archive (unpacked)
 }
 
+// ConfName is the link name the Flink configuration at confPath is staged
+// under in every container: its base name, so that its format is kept
+// (flink-conf.yaml or config.yaml); "" when there is none.
+func ConfName(confPath string) string {
+	if confPath == "" {
+		return ""
+	}
+	return filepath.Base(confPath)
+}
+
 // Files lists what an application ships: the am and container-launcher
 // binaries, the Flink configuration (under its own base name, so its
 // format is kept: flink-conf.yaml or config.yaml) and the user's files.
@@ -54,8 +64,8 @@ func Files(amPath, launcherPath, confPath string, userFiles []string) ([]File, e
 		{Local: amPath, Name: AMBinary, Type: am.File},
 		{Local: launcherPath, Name: LauncherBinary, Type: am.File},
 	}
-	if confPath != "" {
-		files = append(files, File{Local: confPath, Name: filepath.Base(confPath), Type: am.File})
+	if name := ConfName(confPath); name != "" {
+		files = append(files, File{Local: confPath, Name: name, Type: am.File})
 	}
 	for _, spec := range userFiles {
 		local, name, hasName := strings.Cut(spec, "#")

@@ -197,3 +197,15 @@ func TestFiles(t *testing.T) {
 		})
 	}
 }
+
+func TestConfName(t *testing.T) {
+	for _, tc := range []struct{ path, want string }{
+		{"", ""},
+		{"/etc/flink/flink-conf.yaml", "flink-conf.yaml"},
+		{"conf/config.yaml", "config.yaml"},
+	} {
+		t.Run(tc.path, func(t *testing.T) {
+			require.Equal(t, tc.want, ConfName(tc.path))
+		})
+	}
+}
