@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xres/xres/driver"
+	"github.com/xres/xres/driver/drivertest"
 	"github.com/xres/xres/driver/pci"
 	"github.com/xres/xres/resources"
 )
@@ -104,16 +105,16 @@ func TestKFDBadFixtures(t *testing.T) {
 		want   string // "" = works
 		check  func(t *testing.T, devs []driver.Device)
 	}{
-		{"properties line without value", appendTo(n2+"properties", "vendor_id\n"), n2err + `properties:39: "vendor_id" is not "name value"`, nil},
-		{"properties value not decimal", write(n2+"properties", "cpu_cores_count 0\nlocation_id 0x300\n"), n2err + `properties:2: location_id: "0x300" is not a decimal number`, nil},
-		{"properties key twice", appendTo(n2+"properties", "domain 1\n"), n2err + "properties:39: domain given twice", nil},
-		{"GPU without location_id", write(n2+"properties", "simd_count 416\ndomain 0\ndrm_render_minor 128\n"), n2err + "properties: GPU node (gpu_id 24718) has no location_id", nil},
-		{"GPU with render minor 0", write(n2+"properties", "location_id 768\ndomain 0\ndrm_render_minor 0\n"), "has drm_render_minor 0", nil},
-		{"properties missing", remove(n2 + "properties"), n2err + "properties: no such file or directory", nil},
-		{"gpu_id missing", remove(n2 + "gpu_id"), n2err + "gpu_id: no such file or directory", nil},
-		{"gpu_id garbage", write(n2+"gpu_id", "gpu\n"), n2err + `gpu_id: "gpu" is not a gpu_id`, nil},
-		{"gpu_id unreadable", unreadable(n2 + "gpu_id"), n2err + "gpu_id: is a directory", nil},
-		{"GPU's PCI numa_node garbage", write("devices/pci0000:03/0000:03:01.0/0000:03:00.0/numa_node", "x\n"),
+		{"properties line without value", drivertest.AppendTo(n2+"properties", "vendor_id\n"), n2err + `properties:39: "vendor_id" is not "name value"`, nil},
+		{"properties value not decimal", drivertest.Write(n2+"properties", "cpu_cores_count 0\nlocation_id 0x300\n"), n2err + `properties:2: location_id: "0x300" is not a decimal number`, nil},
+		{"properties key twice", drivertest.AppendTo(n2+"properties", "domain 1\n"), n2err + "properties:39: domain given twice", nil},
+		{"GPU without location_id", drivertest.Write(n2+"properties", "simd_count 416\ndomain 0\ndrm_render_minor 128\n"), n2err + "properties: GPU node (gpu_id 24718) has no location_id", nil},
+		{"GPU with render minor 0", drivertest.Write(n2+"properties", "location_id 768\ndomain 0\ndrm_render_minor 0\n"), "has drm_render_minor 0", nil},
+		{"properties missing", drivertest.Remove(n2 + "properties"), n2err + "properties: no such file or directory", nil},
+		{"gpu_id missing", drivertest.Remove(n2 + "gpu_id"), n2err + "gpu_id: no such file or directory", nil},
+		{"gpu_id garbage", drivertest.Write(n2+"gpu_id", "gpu\n"), n2err + `gpu_id: "gpu" is not a gpu_id`, nil},
+		{"gpu_id unreadable", drivertest.Unreadable(n2 + "gpu_id"), n2err + "gpu_id: is a directory", nil},
+		{"GPU's PCI numa_node garbage", drivertest.Write("devices/pci0000:03/0000:03:01.0/0000:03:00.0/numa_node", "x\n"),
 			`bus/pci/devices/0000:03:00.0/numa_node: "x" is not a NUMA node number`, nil},
 		{"only CPU nodes", func(t *testing.T, root string) {
 			for _, n := range []string{"2", "3", "4", "5"} {
@@ -140,11 +141,11 @@ func TestKFDBadFixtures(t *testing.T) {
 			require.False(t, ok)
 			require.Equal(t, "1", devs[2].Info["numa-node"])
 		}},
-		{"stray entries in nodes are ignored", write(nodes+"README", "x\n"), "", nil},
+		{"stray entries in nodes are ignored", drivertest.Write(nodes+"README", "x\n"), "", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			root := copyTree(t, fourGPUs)
+			root := drivertest.CopyTree(t, fourGPUs)
 			tt.break_(t, root)
 			e := newEnum(t, map[string]string{"sysfs-root": root, "source": "kfd"})
 			devs, err := e.Enumerate(context.Background())

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xres/xres/driver"
+	"github.com/xres/xres/driver/drivertest"
 	"github.com/xres/xres/resources"
 )
 
@@ -86,17 +87,17 @@ func TestCoordinationParams(t *testing.T) {
 // A scan that fails reserves nothing: the state file is untouched and a
 // later good scan gets every device.
 func TestFailedScanReservesNothing(t *testing.T) {
-	root := copyTree(t, twoFPGAs)
+	root := drivertest.CopyTree(t, twoFPGAs)
 	state := filepath.Join(t.TempDir(), "coordination.state")
 	params := map[string]string{"vendor": "0x10ee", "device": "0x5005", "sysfs-root": root, "coordination.file": state}
-	write("devices/pci0000:d7/0000:d7:00.0/0000:d8:00.1/numa_node", "garbage\n")(t, root)
+	drivertest.Write("devices/pci0000:d7/0000:d7:00.0/0000:d8:00.1/numa_node", "garbage\n")(t, root)
 	d, err := NewFactory().NewDriver(driver.Options{Resource: "fpga", Params: params})
 	require.NoError(t, err)
 	_, err = d.Discover(context.Background(), 1)
 	require.ErrorContains(t, err, `numa_node: "garbage" is not a NUMA node number`)
 	require.NoError(t, d.(driver.Releaser).Release(context.Background()))
 
-	write("devices/pci0000:d7/0000:d7:00.0/0000:d8:00.1/numa_node", "1\n")(t, root)
+	drivertest.Write("devices/pci0000:d7/0000:d7:00.0/0000:d8:00.1/numa_node", "1\n")(t, root)
 	d, err = NewFactory().NewDriver(driver.Options{Resource: "fpga", Params: params})
 	require.NoError(t, err)
 	got, err := d.Discover(context.Background(), 2)

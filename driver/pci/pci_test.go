@@ -136,9 +136,6 @@ func TestParamErrors(t *testing.T) {
 	}
 }
 
-// copyTree copies a fixture tree, symlinks included, so a test can break it.
-func copyTree(t *testing.T, src string) string { return drivertest.CopyTree(t, src) }
-
 // Each bad fixture is the 2-FPGA host with one thing broken. A function
 // whose vendor, device or class cannot be read fails the whole scan (we
 // cannot tell whether it is ours); a function of another vendor is never
@@ -154,38 +151,38 @@ func TestBadFixtures(t *testing.T) {
 		break_ func(t *testing.T, root string)
 		want   string // "" = still works
 	}{
-		{"missing vendor of another device", remove(nic + "vendor"), nicLink + "vendor: no such file or directory"},
-		{"missing device of a Xilinx function", remove(fpga + "device"), fpgaLink + "device: no such file or directory"},
-		{"missing class of a Xilinx function", remove(fpga + "class"), fpgaLink + "class: no such file or directory"},
-		{"vendor not hex", write(fpga+"vendor", "0xzz10\n"), fpgaLink + `vendor: "0xzz10" is not a 16-bit hex number`},
-		{"vendor empty", write(fpga+"vendor", "\n"), fpgaLink + `vendor: "" is not a 16-bit hex number`},
-		{"class wider than 24 bits", write(fpga+"class", "0x12000000\n"), fpgaLink + `class: "0x12000000" is not a 24-bit hex number`},
-		{"vendor unreadable", unreadable(fpga + "vendor"), fpgaLink + "vendor: is a directory"},
-		{"numa_node not a number", write(fpga+"numa_node", "abc\n"), fpgaLink + `numa_node: "abc" is not a NUMA node number`},
-		{"numa_node below -1", write(fpga+"numa_node", "-2\n"), fpgaLink + `numa_node: "-2" is not a NUMA node number`},
-		{"local_cpulist garbage", write(fpga+"local_cpulist", "0-x\n"), fpgaLink + `local_cpulist: cpu list "0-x": "x" is not a CPU number`},
-		{"local_cpulist unreadable", unreadable(fpga + "local_cpulist"), fpgaLink + "local_cpulist: is a directory"},
+		{"missing vendor of another device", drivertest.Remove(nic + "vendor"), nicLink + "vendor: no such file or directory"},
+		{"missing device of a Xilinx function", drivertest.Remove(fpga + "device"), fpgaLink + "device: no such file or directory"},
+		{"missing class of a Xilinx function", drivertest.Remove(fpga + "class"), fpgaLink + "class: no such file or directory"},
+		{"vendor not hex", drivertest.Write(fpga+"vendor", "0xzz10\n"), fpgaLink + `vendor: "0xzz10" is not a 16-bit hex number`},
+		{"vendor empty", drivertest.Write(fpga+"vendor", "\n"), fpgaLink + `vendor: "" is not a 16-bit hex number`},
+		{"class wider than 24 bits", drivertest.Write(fpga+"class", "0x12000000\n"), fpgaLink + `class: "0x12000000" is not a 24-bit hex number`},
+		{"vendor unreadable", drivertest.Unreadable(fpga + "vendor"), fpgaLink + "vendor: is a directory"},
+		{"numa_node not a number", drivertest.Write(fpga+"numa_node", "abc\n"), fpgaLink + `numa_node: "abc" is not a NUMA node number`},
+		{"numa_node below -1", drivertest.Write(fpga+"numa_node", "-2\n"), fpgaLink + `numa_node: "-2" is not a NUMA node number`},
+		{"local_cpulist garbage", drivertest.Write(fpga+"local_cpulist", "0-x\n"), fpgaLink + `local_cpulist: cpu list "0-x": "x" is not a CPU number`},
+		{"local_cpulist unreadable", drivertest.Unreadable(fpga + "local_cpulist"), fpgaLink + "local_cpulist: is a directory"},
 		{"dangling link in bus/pci/devices", func(t *testing.T, root string) {
 			require.NoError(t, os.RemoveAll(filepath.Join(root, "devices/pci0000:d7/0000:d7:00.0/0000:d8:00.1")))
 		}, "bus/pci/devices/0000:d8:00.1: dangling link"},
 		{"no bus/pci/devices", func(t *testing.T, root string) {
 			require.NoError(t, os.RemoveAll(filepath.Join(root, "bus")))
 		}, "pci: list " /* + dir */},
-		{"drm unreadable", unreadable(fpga + "drm/renderD128/dev"), ""},
+		{"drm unreadable", drivertest.Unreadable(fpga + "drm/renderD128/dev"), ""},
 		{"drm not a directory", func(t *testing.T, root string) {
 			require.NoError(t, os.RemoveAll(filepath.Join(root, fpga, "drm")))
-			write(fpga+"drm", "x\n")(t, root)
+			drivertest.Write(fpga+"drm", "x\n")(t, root)
 		}, fpgaLink + "drm: not a directory"},
 		{"optional files absent", func(t *testing.T, root string) {
-			remove(fpga+"numa_node")(t, root)
-			remove(fpga+"local_cpulist")(t, root)
-			remove(fpga+"driver")(t, root)
+			drivertest.Remove(fpga+"numa_node")(t, root)
+			drivertest.Remove(fpga+"local_cpulist")(t, root)
+			drivertest.Remove(fpga+"driver")(t, root)
 		}, ""},
-		{"other vendor's locality broken", write(nic+"numa_node", "garbage\n"), ""},
+		{"other vendor's locality broken", drivertest.Write(nic+"numa_node", "garbage\n"), ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			root := copyTree(t, twoFPGAs)
+			root := drivertest.CopyTree(t, twoFPGAs)
 			tt.break_(t, root)
 			e, err := New(driver.Options{Resource: "fpga", Params: map[string]string{
 				"vendor": "0x10ee", "device": "0x5005", "sysfs-root": root,
@@ -205,10 +202,10 @@ func TestBadFixtures(t *testing.T) {
 }
 
 func TestOptionalFilesAbsentLeaveInfosOut(t *testing.T) {
-	root := copyTree(t, twoFPGAs)
+	root := drivertest.CopyTree(t, twoFPGAs)
 	fpga := "devices/pci0000:3a/0000:3a:00.0/0000:3b:00.1/"
 	for _, f := range []string{"numa_node", "local_cpulist", "driver"} {
-		remove(fpga+f)(t, root)
+		drivertest.Remove(fpga+f)(t, root)
 	}
 	require.NoError(t, os.RemoveAll(filepath.Join(root, fpga, "drm")))
 	f, err := ReadFunction(root, "0000:3b:00.1")
@@ -321,26 +318,4 @@ func indexOf(list []string, s string) int {
 		}
 	}
 	return -1
-}
-
-func remove(rel string) func(*testing.T, string) {
-	return func(t *testing.T, root string) {
-		require.NoError(t, os.Remove(filepath.Join(root, rel)))
-	}
-}
-
-func write(rel, content string) func(*testing.T, string) {
-	return func(t *testing.T, root string) {
-		require.NoError(t, os.WriteFile(filepath.Join(root, rel), []byte(content), 0o644))
-	}
-}
-
-// unreadable replaces a file with a directory: reading it fails even as
-// root, where a chmod 000 file would still be readable.
-func unreadable(rel string) func(*testing.T, string) {
-	return func(t *testing.T, root string) {
-		p := filepath.Join(root, rel)
-		require.NoError(t, os.Remove(p))
-		require.NoError(t, os.Mkdir(p, 0o755))
-	}
 }
