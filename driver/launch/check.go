@@ -210,7 +210,7 @@ func runCheck(ctx context.Context, args []string, env Env) int {
 	ctx, stop := cancelOnSignal(ctx, env.Signals)
 	defer stop()
 
-	cfg, err := loadConf(Config{Path: c.conf, Dynamic: c.dynamic, DynamicFile: c.dynamicFile, Getenv: env.Getenv})
+	cfg, err := loadConf(c.config(env, log))
 	if err != nil {
 		fmt.Fprintf(env.Stdout, "%-7s %s (fix: correct the file or the -D argument named)\n", resources.SeverityError, err)
 		return ExitConfig
