@@ -1,7 +1,6 @@
 package launch
 
 import (
-	"sort"
 	"strconv"
 	"strings"
 
@@ -143,12 +142,7 @@ func mergeEnv(base []string, vars map[string]string) []string {
 		}
 		out = append(out, kv)
 	}
-	keys := make([]string, 0, len(vars))
-	for k := range vars {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range sortedKeys(vars) {
 		out = append(out, k+"="+vars[k])
 	}
 	return out
