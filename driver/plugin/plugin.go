@@ -383,10 +383,8 @@ func (r Registry) Lookup(name string) (driver.Factory, error) {
 	if err == nil || !errors.Is(err, driver.ErrUnknownFactory) {
 		return f, err
 	}
-	if !strings.ContainsAny(name, "/ ") {
-		if _, rerr := Resolve(name, r.Getenv); rerr == nil {
-			return FactoryFor(name), nil
-		}
+	if r.installed(name) {
+		return FactoryFor(name), nil
 	}
 	return nil, err
 }
@@ -400,12 +398,20 @@ func (r Registry) Canonical(name string) (string, bool) {
 	if c, ok := r.Base.Canonical(name); ok {
 		return c, true
 	}
-	if _, err := r.Base.Lookup(name); errors.Is(err, driver.ErrUnknownFactory) && !strings.ContainsAny(name, "/ ") {
-		if _, rerr := Resolve(name, r.Getenv); rerr == nil {
-			return ClassPrefix + name, true
-		}
+	if _, err := r.Base.Lookup(name); errors.Is(err, driver.ErrUnknownFactory) && r.installed(name) {
+		return ClassPrefix + name, true
 	}
 	return "", false
+}
+
+// installed reports whether name, a bare directory name, is a plugin
+// installed under the plugins root (<root>/<name>/<name>).
+func (r Registry) installed(name string) bool {
+	if strings.ContainsAny(name, "/ ") {
+		return false
+	}
+	_, err := Resolve(name, r.Getenv)
+	return err == nil
 }
 
 // stderrTail is the last bytes of a plugin's stderr.
