@@ -16,7 +16,6 @@ import (
 	"github.com/xres/xres/conf"
 	"github.com/xres/xres/driver/launch"
 	"github.com/xres/xres/hadoopproto/hadoopyarn"
-	"github.com/xres/xres/resources"
 	"github.com/xres/xres/yarn/am"
 	"github.com/xres/xres/yarn/submit"
 )
@@ -105,9 +104,9 @@ func TestDynamicOverridesStayOffCommandLines(t *testing.T) {
 
 	// The worker's launcher, in a container with the same files.
 	var loaded *conf.Config
-	load := func(c launch.Config) ([]resources.Spec, error) {
+	load := func(c launch.Config) (launch.Loaded, error) {
 		if _, err := launch.LoadConfig(c); err != nil {
-			return nil, err
+			return launch.Loaded{}, err
 		}
 		path, err := conf.Find(c.Path, c.Getenv)
 		require.NoError(t, err)
@@ -115,7 +114,7 @@ func TestDynamicOverridesStayOffCommandLines(t *testing.T) {
 		require.NoError(t, err)
 		loaded, err = conf.Load(path, dyn)
 		require.NoError(t, err)
-		return nil, nil // nothing to discover: the worker runs without devices
+		return launch.Loaded{}, nil // nothing to discover: the worker runs without devices
 	}
 	var lout, lerr bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

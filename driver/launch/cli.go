@@ -316,11 +316,11 @@ func runLaunch(ctx context.Context, args []string, env Env) int {
 	gate := newSignalGate(env.Signals, cancel, log)
 	defer gate.Stop()
 
-	specs, err := env.Load(c.config(env, log))
+	loaded, err := env.Load(c.config(env, log))
 	if err != nil {
 		return fail(env.Stderr, err)
 	}
-	specs, err = selectSpecs(specs, c.resources)
+	specs, err := selectSpecs(loaded.Specs, c.resources)
 	if err != nil {
 		return fail(env.Stderr, err)
 	}
@@ -332,7 +332,7 @@ func runLaunch(ctx context.Context, args []string, env Env) int {
 		log.WithField("resource", deviceSpec.Name).Debug("one worker per device")
 	}
 
-	l := &Launcher{Registry: env.Registry, Log: log, Getenv: env.Getenv}
+	l := &Launcher{Registry: env.Registry, Log: log, Getenv: env.Getenv, DriverTimeout: loaded.DiscoveryTimeout}
 	res, err := l.Acquire(lctx, specs)
 	if err != nil {
 		if sig := gate.Pending(); sig != nil {

@@ -1,6 +1,8 @@
 package launch
 
 import (
+	"time"
+
 	"github.com/sirupsen/logrus"
 
 	"github.com/xres/xres/conf"
@@ -19,8 +21,17 @@ type Config struct {
 	Log         logrus.FieldLogger
 }
 
-// Loader reads the enabled resource specs. Errors are configuration errors.
-type Loader func(c Config) ([]resources.Spec, error)
+// Loaded is what a Loader reads from the configuration.
+type Loaded struct {
+	Specs []resources.Spec // the enabled resources, Flink's semantics
+	// DiscoveryTimeout is xres.discovery.timeout: the drivers' time limit
+	// for one discovery step where a resource sets none (driver.Options.Timeout).
+	DiscoveryTimeout time.Duration
+}
+
+// Loader reads the enabled resource specs and the launcher's settings.
+// Errors are configuration errors.
+type Loader func(c Config) (Loaded, error)
 
 // loadConf finds and loads the Flink configuration; errors are classified
 // ErrConfig.
@@ -41,15 +52,20 @@ func loadConf(c Config) (*conf.Config, error) {
 }
 
 // LoadConfig is the default Loader: conf.Find and conf.Load, then the
-// external-resource specs with Flink's semantics (resources.Parse).
-func LoadConfig(c Config) ([]resources.Spec, error) {
+// external-resource specs with Flink's semantics (resources.Parse) and
+// xres.discovery.timeout.
+func LoadConfig(c Config) (Loaded, error) {
 	cfg, err := loadConf(c)
 	if err != nil {
-		return nil, err
+		return Loaded{}, err
 	}
 	specs, err := resources.Parse(cfg, resources.ParseOptions{Strict: c.Strict, Log: c.Log, Side: resources.SideWorker})
 	if err != nil {
-		return nil, classify(ErrConfig, err)
+		return Loaded{}, classify(ErrConfig, err)
 	}
-	return specs, nil
+	timeout, err := cfg.Duration(conf.DiscoveryTimeout)
+	if err != nil {
+		return Loaded{}, classify(ErrConfig, err)
+	}
+	return Loaded{Specs: specs, DiscoveryTimeout: timeout}, nil
 }

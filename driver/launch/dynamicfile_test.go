@@ -5,11 +5,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/xres/xres/conf"
-	"github.com/xres/xres/resources"
 )
 
 const sentinelSecret = "xres-sentinel-secret"
@@ -41,7 +41,7 @@ func TestRunLoadsDynamicFile(t *testing.T) {
 			h := newFakeHost()
 			h.devices["gpu"] = 4
 			var loaded *conf.Config
-			load := func(c Config) ([]resources.Spec, error) {
+			load := func(c Config) (Loaded, error) {
 				cfg, err := loadConf(c)
 				require.NoError(t, err)
 				loaded = cfg
@@ -105,4 +105,28 @@ func TestUsageNamesDynamicFile(t *testing.T) {
 	r := runMain(t, newFakeHost(), nil, nil, "--help")
 	require.Equal(t, ExitOK, r.code)
 	require.True(t, strings.Contains(r.stdout, "--dynamic-file FILE"), r.stdout)
+}
+
+// xres.discovery.timeout reaches every driver as its default step timeout
+// (driver.Options.Timeout); a bad value is a configuration error naming it.
+func TestDiscoveryTimeoutReachesDrivers(t *testing.T) {
+	base := []string{"-D", "external-resources=gpu", "-D", "external-resource.gpu.amount=1",
+		"-D", "external-resource.gpu.driver-factory.class=fake"}
+
+	h := newFakeHost()
+	h.devices["gpu"] = 1
+	args := append(append([]string{}, base...), "-D", "xres.discovery.timeout=3 s", "--", "true")
+	r := runMain(t, h, LoadConfig, nil, args...)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, 3*time.Second, h.timeouts["gpu"])
+
+	h = newFakeHost()
+	h.devices["gpu"] = 1
+	r = runMain(t, h, LoadConfig, nil, append(append([]string{}, base...), "--", "true")...)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, 10*time.Second, h.timeouts["gpu"], "the declared default")
+
+	r = runMain(t, newFakeHost(), LoadConfig, nil, append(append([]string{}, base...), "-D", "xres.discovery.timeout=soon", "--", "true")...)
+	require.Equal(t, ExitConfig, r.code)
+	require.Contains(t, r.stderr, "xres.discovery.timeout")
 }

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/xres/xres/driver"
 	"github.com/xres/xres/resources"
@@ -28,6 +29,7 @@ type fakeHost struct {
 	dryRuns  int                               // drivers built with DryRun
 	started  chan string                       // resource names whose Discover began
 	params   map[string]map[string]string
+	timeouts map[string]time.Duration // resource -> driver.Options.Timeout
 }
 
 func newFakeHost() *fakeHost {
@@ -55,6 +57,10 @@ func (h *fakeHost) factory() driver.Factory {
 			h.dryRuns++
 		}
 		h.params[o.Resource] = o.Params
+		if h.timeouts == nil {
+			h.timeouts = map[string]time.Duration{}
+		}
+		h.timeouts[o.Resource] = o.Timeout
 		return &fakeDriver{host: h, name: o.Resource, dryRun: o.DryRun}, nil
 	})
 }

@@ -50,6 +50,10 @@ type Launcher struct {
 	VendorOf func(spec resources.Spec, factory string) Vendor
 	// DiscoverTimeout bounds each resource's discovery (0: 2 minutes).
 	DiscoverTimeout time.Duration
+	// DriverTimeout is the drivers' limit for one discovery step (script,
+	// nvidia-smi, plugin) where a resource's params set none:
+	// xres.discovery.timeout (driver.Options.Timeout; 0: the drivers' 10 s).
+	DriverTimeout time.Duration
 	// ReleaseTimeout bounds the release of every resource (0: 30 seconds).
 	ReleaseTimeout time.Duration
 }
@@ -98,6 +102,7 @@ func (l *Launcher) Driver(spec resources.Spec) (driver.Driver, string, error) {
 		Log:      l.log().WithField("resource", spec.Name),
 		Getenv:   l.Getenv,
 		DryRun:   l.DryRun,
+		Timeout:  l.DriverTimeout,
 	})
 	if err != nil {
 		return nil, canonical, classifyf(ErrConfig, "create driver %s for resource %s: %w", spec.Factory, spec.Name, err)

@@ -20,7 +20,7 @@ var update = flag.Bool("update", false, "rewrite golden files")
 // fixedSpecs is a Loader returning specs, for tests that are not about the
 // configuration file.
 func fixedSpecs(specs ...resources.Spec) Loader {
-	return func(Config) ([]resources.Spec, error) { return specs, nil }
+	return func(Config) (Loaded, error) { return Loaded{Specs: specs}, nil }
 }
 
 type runResult struct {

@@ -207,14 +207,16 @@ func runProbe(ctx context.Context, args []string, env Env) int {
 	defer stop()
 
 	var rep ProbeReport
-	specs, err := env.Load(c.config(env, log))
+	loaded, err := env.Load(c.config(env, log))
+	var specs []resources.Spec
 	if err == nil {
-		specs, err = selectSpecs(specs, c.resources)
+		specs, err = selectSpecs(loaded.Specs, c.resources)
 	}
 	if err != nil {
 		rep = ProbeReport{Resources: []ProbeResource{}, Error: err.Error(), ExitCode: ExitCode(err)}
 	} else {
-		l := &Launcher{Registry: env.Registry, Log: log, Getenv: env.Getenv, DiscoverTimeout: 30 * time.Second}
+		l := &Launcher{Registry: env.Registry, Log: log, Getenv: env.Getenv, DiscoverTimeout: 30 * time.Second,
+			DriverTimeout: loaded.DiscoveryTimeout}
 		rep = l.Probe(ctx, specs)
 	}
 	if *asJSON {
