@@ -207,7 +207,7 @@ func cmdRun(ctx context.Context, args []string, e *env) error {
 	}
 
 	workerEnv := am.EnvFromConfig(cfg, am.WorkerEnvPrefix)
-	workerEnv[am.ReportURLEnv] = strings.TrimSuffix(trackingURL, "/") + am.PathReport
+	workerEnv[resources.EnvReportURL] = strings.TrimSuffix(trackingURL, "/") + am.PathReport
 	confName := submit.ConfName(cfg.Path())
 	appID := appIDFromContainer(e.getenv("CONTAINER_ID"))
 	a, err := am.New(am.Config{

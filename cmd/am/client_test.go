@@ -225,8 +225,8 @@ func TestStatus(t *testing.T) {
 
 type staticStatus struct{ s am.Status }
 
-func (s staticStatus) Status() am.Status                   { return s.s }
-func (s staticStatus) ReportDevices(am.DeviceReport) error { return errors.New("read only") }
+func (s staticStatus) Status() am.Status                          { return s.s }
+func (s staticStatus) ReportDevices(resources.DeviceReport) error { return errors.New("read only") }
 
 func TestKillAndCluster(t *testing.T) {
 	node := func(host string, used, total int64) *hadoopyarn.NodeReportProto {

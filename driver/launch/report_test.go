@@ -27,12 +27,12 @@ func TestRunReportsDevicesToAM(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			var mu sync.Mutex
-			var got []deviceReport
+			var got []resources.DeviceReport
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				require.Equal(t, http.MethodPost, r.Method)
 				require.Equal(t, "application/json", r.Header.Get("Content-Type"))
 				b, _ := io.ReadAll(r.Body)
-				var rep deviceReport
+				var rep resources.DeviceReport
 				require.NoError(t, json.Unmarshal(b, &rep), string(b))
 				mu.Lock()
 				got = append(got, rep)
@@ -44,7 +44,7 @@ func TestRunReportsDevicesToAM(t *testing.T) {
 			h := newFakeHost()
 			h.devices["gpu"] = 2
 			var stderr syncBuffer
-			envVars := map[string]string{EnvReportURL: srv.URL + "/api/report", EnvContainerID: "container_1_0001_01_000002", "TMPDIR": t.TempDir()}
+			envVars := map[string]string{resources.EnvReportURL: srv.URL + "/api/report", EnvContainerID: "container_1_0001_01_000002", "TMPDIR": t.TempDir()}
 			code := Main(context.Background(), []string{"--", "true"}, Env{
 				Getenv:   func(k string) string { return envVars[k] },
 				Environ:  []string{"PATH=" + os.Getenv("PATH")},
@@ -56,7 +56,7 @@ func TestRunReportsDevicesToAM(t *testing.T) {
 			require.Equal(t, 0, code, stderr.String())
 			mu.Lock()
 			defer mu.Unlock()
-			require.Equal(t, []deviceReport{{
+			require.Equal(t, []resources.DeviceReport{{
 				Container: "container_1_0001_01_000002",
 				Resources: map[string][]resources.Properties{"gpu": {{"index": "0"}, {"index": "1"}}},
 			}}, got)

@@ -16,10 +16,6 @@ import (
 	"github.com/xres/xres/yarn/internal/logutil"
 )
 
-// ReportURLEnv is the worker environment variable that carries the URL
-// where a container-launcher POSTs what it discovered (see Tracker).
-const ReportURLEnv = "XRES_AM_REPORT_URL"
-
 // WorkerAskID is the allocation_request_id of the worker ask.
 const WorkerAskID int64 = 1
 

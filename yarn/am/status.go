@@ -97,18 +97,9 @@ func (a *AM) Status() Status {
 	return s
 }
 
-// DeviceReport is what a container-launcher POSTs to the tracking server:
-// the devices it discovered, per external resource name.
-//
-//	{"container": "container_…", "resources": {"gpu": [{"index": "0", "uuid": "GPU-…"}]}}
-type DeviceReport struct {
-	Container string                            `json:"container"`
-	Resources map[string][]resources.Properties `json:"resources"`
-}
-
 // ReportDevices records what a launcher discovered. A report may arrive
 // before the AM has marked the container started; it is kept for it.
-func (a *AM) ReportDevices(r DeviceReport) error {
+func (a *AM) ReportDevices(r resources.DeviceReport) error {
 	id := strings.TrimSpace(r.Container)
 	if !strings.HasPrefix(id, "container_") {
 		return fmt.Errorf("report devices: %w: %q", ErrUnknownContainer, r.Container)

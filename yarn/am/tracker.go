@@ -15,13 +15,14 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/xres/xres/resources"
 	"github.com/xres/xres/yarn/internal/logutil"
 )
 
 // StatusSource is what the tracking server shows and feeds: the AM.
 type StatusSource interface {
 	Status() Status
-	ReportDevices(r DeviceReport) error
+	ReportDevices(r resources.DeviceReport) error
 }
 
 var _ StatusSource = (*AM)(nil)
@@ -38,7 +39,7 @@ const maxReportBytes = 1 << 20
 //
 //	GET  /            HTML page: workers, hosts, state, restarts, devices
 //	GET  /api/status  the same as JSON (Status)
-//	POST /api/report  a launcher's DeviceReport (JSON); 204 when recorded
+//	POST /api/report  a launcher's resources.DeviceReport (JSON); 204 when recorded
 func NewTracker(src StatusSource, log logrus.FieldLogger) http.Handler {
 	log = logutil.OrDiscard(log)
 	mux := http.NewServeMux()
@@ -49,7 +50,7 @@ func NewTracker(src StatusSource, log logrus.FieldLogger) http.Handler {
 		_ = enc.Encode(src.Status())
 	})
 	mux.HandleFunc("POST "+PathReport, func(w http.ResponseWriter, r *http.Request) {
-		var rep DeviceReport
+		var rep resources.DeviceReport
 		dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxReportBytes))
 		if err := dec.Decode(&rep); err != nil {
 			http.Error(w, fmt.Sprintf("bad device report: %v", err), http.StatusBadRequest)
@@ -185,7 +186,7 @@ func Serve(ctx context.Context, l net.Listener, h http.Handler) error {
 // XRES_AM_REPORT_URL) and wants 204. The container-launcher sends its
 // report with its own client (driver/launch, which may not import yarn/);
 // this one serves tests and tools on the AM's side.
-func PostDeviceReport(ctx context.Context, client *http.Client, url string, r DeviceReport) error {
+func PostDeviceReport(ctx context.Context, client *http.Client, url string, r resources.DeviceReport) error {
 	if client == nil {
 		client = http.DefaultClient
 	}

@@ -46,7 +46,7 @@ func TestTracker(t *testing.T) {
 	srv := httptest.NewServer(NewTracker(a, nil))
 	defer srv.Close()
 
-	err := PostDeviceReport(context.Background(), srv.Client(), srv.URL+PathReport, DeviceReport{
+	err := PostDeviceReport(context.Background(), srv.Client(), srv.URL+PathReport, resources.DeviceReport{
 		Container: "container_1_0001_01_000003",
 		Resources: map[string][]resources.Properties{"gpu": {{"index": "1", "uuid": "GPU-abc"}}},
 	})
@@ -104,7 +104,7 @@ func TestTrackerRejects(t *testing.T) {
 			require.Equal(t, tt.code, resp.StatusCode)
 		})
 	}
-	err := PostDeviceReport(context.Background(), srv.Client(), srv.URL+PathReport, DeviceReport{Container: "bogus"})
+	err := PostDeviceReport(context.Background(), srv.Client(), srv.URL+PathReport, resources.DeviceReport{Container: "bogus"})
 	require.ErrorContains(t, err, "404 Not Found")
 }
 
@@ -112,7 +112,7 @@ func TestReportBeforeStartIsKept(t *testing.T) {
 	a, err := New(testConfig(1, 1), &fakeRM{}, &fakeNM{}, nil)
 	require.NoError(t, err)
 	c := ctr(9, "nm1")
-	require.NoError(t, a.ReportDevices(DeviceReport{Container: c.ID, Resources: map[string][]resources.Properties{"gpu": {{"index": "0"}}}}))
+	require.NoError(t, a.ReportDevices(resources.DeviceReport{Container: c.ID, Resources: map[string][]resources.Properties{"gpu": {{"index": "0"}}}}))
 	a.pending = 1
 	a.allocated(context.Background(), c)
 	require.Equal(t, "0", a.Status().Containers[0].Devices["gpu"][0]["index"])
