@@ -209,6 +209,99 @@ func (x *CredentialsProto) GetSecrets() []*CredentialsKVProto {
 	return nil
 }
 
+// GetDelegationTokenRequestProto asks a server (the NameNode's
+// ClientProtocol getDelegationToken) for a delegation token that renewer
+// (a short user name, e.g. the ResourceManager's) may renew.
+type GetDelegationTokenRequestProto struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Renewer       *string                `protobuf:"bytes,1,req,name=renewer" json:"renewer,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetDelegationTokenRequestProto) Reset() {
+	*x = GetDelegationTokenRequestProto{}
+	mi := &file_hadoopproto_hadoopcommon_Security_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetDelegationTokenRequestProto) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetDelegationTokenRequestProto) ProtoMessage() {}
+
+func (x *GetDelegationTokenRequestProto) ProtoReflect() protoreflect.Message {
+	mi := &file_hadoopproto_hadoopcommon_Security_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetDelegationTokenRequestProto.ProtoReflect.Descriptor instead.
+func (*GetDelegationTokenRequestProto) Descriptor() ([]byte, []int) {
+	return file_hadoopproto_hadoopcommon_Security_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *GetDelegationTokenRequestProto) GetRenewer() string {
+	if x != nil && x.Renewer != nil {
+		return *x.Renewer
+	}
+	return ""
+}
+
+// GetDelegationTokenResponseProto carries the token; absent when the
+// server issues none (security off).
+type GetDelegationTokenResponseProto struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Token         *TokenProto            `protobuf:"bytes,1,opt,name=token" json:"token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetDelegationTokenResponseProto) Reset() {
+	*x = GetDelegationTokenResponseProto{}
+	mi := &file_hadoopproto_hadoopcommon_Security_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetDelegationTokenResponseProto) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetDelegationTokenResponseProto) ProtoMessage() {}
+
+func (x *GetDelegationTokenResponseProto) ProtoReflect() protoreflect.Message {
+	mi := &file_hadoopproto_hadoopcommon_Security_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetDelegationTokenResponseProto.ProtoReflect.Descriptor instead.
+func (*GetDelegationTokenResponseProto) Descriptor() ([]byte, []int) {
+	return file_hadoopproto_hadoopcommon_Security_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *GetDelegationTokenResponseProto) GetToken() *TokenProto {
+	if x != nil {
+		return x.Token
+	}
+	return nil
+}
+
 var File_hadoopproto_hadoopcommon_Security_proto protoreflect.FileDescriptor
 
 const file_hadoopproto_hadoopcommon_Security_proto_rawDesc = "" +
@@ -228,7 +321,11 @@ const file_hadoopproto_hadoopcommon_Security_proto_rawDesc = "" +
 	"\x06secret\x18\x03 \x01(\fR\x06secret\"\x94\x01\n" +
 	"\x10CredentialsProto\x12>\n" +
 	"\x06tokens\x18\x01 \x03(\v2&.xres.hadoop.common.CredentialsKVProtoR\x06tokens\x12@\n" +
-	"\asecrets\x18\x02 \x03(\v2&.xres.hadoop.common.CredentialsKVProtoR\asecretsB/Z-github.com/xres/xres/hadoopproto/hadoopcommon"
+	"\asecrets\x18\x02 \x03(\v2&.xres.hadoop.common.CredentialsKVProtoR\asecrets\":\n" +
+	"\x1eGetDelegationTokenRequestProto\x12\x18\n" +
+	"\arenewer\x18\x01 \x02(\tR\arenewer\"W\n" +
+	"\x1fGetDelegationTokenResponseProto\x124\n" +
+	"\x05token\x18\x01 \x01(\v2\x1e.xres.hadoop.common.TokenProtoR\x05tokenB/Z-github.com/xres/xres/hadoopproto/hadoopcommon"
 
 var (
 	file_hadoopproto_hadoopcommon_Security_proto_rawDescOnce sync.Once
@@ -242,21 +339,24 @@ func file_hadoopproto_hadoopcommon_Security_proto_rawDescGZIP() []byte {
 	return file_hadoopproto_hadoopcommon_Security_proto_rawDescData
 }
 
-var file_hadoopproto_hadoopcommon_Security_proto_msgTypes = make([]protoimpl.MessageInfo, 3)
+var file_hadoopproto_hadoopcommon_Security_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
 var file_hadoopproto_hadoopcommon_Security_proto_goTypes = []any{
-	(*TokenProto)(nil),         // 0: xres.hadoop.common.TokenProto
-	(*CredentialsKVProto)(nil), // 1: xres.hadoop.common.CredentialsKVProto
-	(*CredentialsProto)(nil),   // 2: xres.hadoop.common.CredentialsProto
+	(*TokenProto)(nil),                      // 0: xres.hadoop.common.TokenProto
+	(*CredentialsKVProto)(nil),              // 1: xres.hadoop.common.CredentialsKVProto
+	(*CredentialsProto)(nil),                // 2: xres.hadoop.common.CredentialsProto
+	(*GetDelegationTokenRequestProto)(nil),  // 3: xres.hadoop.common.GetDelegationTokenRequestProto
+	(*GetDelegationTokenResponseProto)(nil), // 4: xres.hadoop.common.GetDelegationTokenResponseProto
 }
 var file_hadoopproto_hadoopcommon_Security_proto_depIdxs = []int32{
 	0, // 0: xres.hadoop.common.CredentialsKVProto.token:type_name -> xres.hadoop.common.TokenProto
 	1, // 1: xres.hadoop.common.CredentialsProto.tokens:type_name -> xres.hadoop.common.CredentialsKVProto
 	1, // 2: xres.hadoop.common.CredentialsProto.secrets:type_name -> xres.hadoop.common.CredentialsKVProto
-	3, // [3:3] is the sub-list for method output_type
-	3, // [3:3] is the sub-list for method input_type
-	3, // [3:3] is the sub-list for extension type_name
-	3, // [3:3] is the sub-list for extension extendee
-	0, // [0:3] is the sub-list for field type_name
+	0, // 3: xres.hadoop.common.GetDelegationTokenResponseProto.token:type_name -> xres.hadoop.common.TokenProto
+	4, // [4:4] is the sub-list for method output_type
+	4, // [4:4] is the sub-list for method input_type
+	4, // [4:4] is the sub-list for extension type_name
+	4, // [4:4] is the sub-list for extension extendee
+	0, // [0:4] is the sub-list for field type_name
 }
 
 func init() { file_hadoopproto_hadoopcommon_Security_proto_init() }
@@ -270,7 +370,7 @@ func file_hadoopproto_hadoopcommon_Security_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_hadoopproto_hadoopcommon_Security_proto_rawDesc), len(file_hadoopproto_hadoopcommon_Security_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   3,
+			NumMessages:   5,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
