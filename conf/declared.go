@@ -268,6 +268,16 @@ var (
 		Type:        TypeString,
 		Description: "YARN queue the application is submitted to.",
 	})
+	KerberosLoginKeytab = Register(Option{
+		Key:         "security.kerberos.login.keytab",
+		Type:        TypeString,
+		Description: "Keytab `am submit` logs in with on a Kerberized cluster (hadoop.security.authentication=kerberos), with security.kerberos.login.principal. Unset: the ticket cache ($KRB5CCNAME, else `/tmp/krb5cc_<uid>`).",
+	})
+	KerberosLoginPrincipal = Register(Option{
+		Key:         "security.kerberos.login.principal",
+		Type:        TypeString,
+		Description: "Principal (user@REALM) of security.kerberos.login.keytab.",
+	})
 	TaskManagerEnv = Register(Option{
 		Key:         "containerized.taskmanager.env.<VAR>",
 		Type:        TypeString,

@@ -41,9 +41,9 @@ type amClients struct {
 // not available yet (the subcommand fails with "not implemented yet").
 type deps struct {
 	amClients  func(ctx context.Context, getenv func(string) string, log logrus.FieldLogger) (amClients, error)
-	rm         func(ctx context.Context, getenv func(string) string, log logrus.FieldLogger) (rmAPI, *conf.HadoopConfig, func(), error)
-	rmREST     func(ctx context.Context, getenv func(string) string, log logrus.FieldLogger) (rmAPI, *conf.HadoopConfig, func(), error)
-	hdfs       func(hc *conf.HadoopConfig, user string) (submit.FS, func(), error)
+	rm         func(ctx context.Context, getenv func(string) string, log logrus.FieldLogger, l *login) (rmAPI, *conf.HadoopConfig, func(), error)
+	rmREST     func(ctx context.Context, getenv func(string) string, log logrus.FieldLogger, l *login) (rmAPI, *conf.HadoopConfig, func(), error)
+	hdfs       func(hc *conf.HadoopConfig, user string, krb *yarn.Kerberos) (submit.FS, func(), error)
 	executable func() (string, error)               // this binary (os.Executable)
 	after      func(time.Duration) <-chan time.Time // polling waits; nil: time.After
 	http       *http.Client                         // AM status requests; nil: http.DefaultClient
@@ -114,12 +114,17 @@ func rpcAMClients(ctx context.Context, getenv func(string) string, log logrus.Fi
 		}
 	}
 	cleanup := func(ctx context.Context, dir string) error {
-		fs, closeFS, err := rpcHDFS(hc, yarn.CurrentUser(getenv))
+		fs, closeFS, err := rpcHDFS(hc, yarn.CurrentUser(getenv), nil)
 		if err != nil {
 			return err
 		}
 		defer closeFS()
 		return submit.Stager{FS: fs}.Cleanup(ctx, dir)
+	}
+	if creds.Select(security.KindHDFSDelegation, "") != nil {
+		// A Kerberized cluster: the HDFS client cannot authenticate with a
+		// delegation token, so the submitting client removes the folder.
+		cleanup = nil
 	}
 	return amClients{
 		Cleanup:      cleanup,

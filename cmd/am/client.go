@@ -25,6 +25,7 @@ import (
 	"github.com/xres/xres/yarn"
 	"github.com/xres/xres/yarn/am"
 	"github.com/xres/xres/yarn/rest"
+	"github.com/xres/xres/yarn/security"
 	"github.com/xres/xres/yarn/submit"
 )
 
@@ -44,8 +45,18 @@ var (
 	keyAppAttempts = conf.ApplicationAttempts.Key // AM attempts; default 1
 )
 
-// rpcRM connects to the ResourceManager named by $HADOOP_CONF_DIR.
-func rpcRM(ctx context.Context, getenv func(string) string, log logrus.FieldLogger) (rmAPI, *conf.HadoopConfig, func(), error) {
+// login is a client's Kerberos login: the Flink keys in (empty: the
+// ticket cache), the logged-in client out (nil on a cluster with simple
+// authentication).
+type login struct {
+	submit.Login
+	Kerberos *yarn.Kerberos
+}
+
+// rpcRM connects to the ResourceManager named by $HADOOP_CONF_DIR. On a
+// Kerberized cluster it logs in as l says (nil: the ticket cache) and
+// leaves the login in l.
+func rpcRM(ctx context.Context, getenv func(string) string, log logrus.FieldLogger, l *login) (rmAPI, *conf.HadoopConfig, func(), error) {
 	hc, err := conf.LoadHadoopOptions(conf.HadoopOptions{Getenv: getenv, Log: log})
 	if err != nil {
 		return nil, nil, nil, err
@@ -54,7 +65,18 @@ func rpcRM(ctx context.Context, getenv func(string) string, log logrus.FieldLogg
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	c, err := yarn.NewClient(yarn.ClientConfig{Addrs: addrs, User: getenv("HADOOP_USER_NAME"), Log: log})
+	if l == nil {
+		l = &login{}
+	}
+	if l.Getenv == nil {
+		l.Getenv = getenv
+	}
+	krb, err := submit.KerberosLogin(hc, l.Login)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	l.Kerberos = krb
+	c, err := yarn.NewClient(yarn.ClientConfig{Addrs: addrs, User: getenv("HADOOP_USER_NAME"), Kerberos: krb, Log: log})
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -62,7 +84,7 @@ func rpcRM(ctx context.Context, getenv func(string) string, log logrus.FieldLogg
 }
 
 // restRM talks to the ResourceManager's REST API (yarn.resourcemanager.webapp.address).
-func restRM(ctx context.Context, getenv func(string) string, log logrus.FieldLogger) (rmAPI, *conf.HadoopConfig, func(), error) {
+func restRM(ctx context.Context, getenv func(string) string, log logrus.FieldLogger, _ *login) (rmAPI, *conf.HadoopConfig, func(), error) {
 	hc, err := conf.LoadHadoopOptions(conf.HadoopOptions{Getenv: getenv, Log: log})
 	if err != nil {
 		return nil, nil, nil, err
@@ -79,16 +101,17 @@ func restRM(ctx context.Context, getenv func(string) string, log logrus.FieldLog
 }
 
 // rmDial picks the RPC or the REST client.
-func (e *env) rmDial(useREST bool) func(context.Context, func(string) string, logrus.FieldLogger) (rmAPI, *conf.HadoopConfig, func(), error) {
+func (e *env) rmDial(useREST bool) func(context.Context, func(string) string, logrus.FieldLogger, *login) (rmAPI, *conf.HadoopConfig, func(), error) {
 	if useREST {
 		return e.deps.rmREST
 	}
 	return e.deps.rm
 }
 
-// rpcHDFS connects to HDFS as user.
-func rpcHDFS(hc *conf.HadoopConfig, user string) (submit.FS, func(), error) {
-	c, err := submit.DialHDFS(hc, user)
+// rpcHDFS connects to HDFS as user, or as krb's principal on a Kerberized
+// cluster.
+func rpcHDFS(hc *conf.HadoopConfig, user string, krb *yarn.Kerberos) (submit.FS, func(), error) {
+	c, err := submit.DialHDFS(hc, user, krb)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -129,17 +152,32 @@ func cmdSubmit(ctx context.Context, args []string, e *env) error {
 	if err != nil {
 		return configError{err}
 	}
-	rm, hc, closeRM, err := dial(ctx, e.getenv, e.log)
+	keytab, _ := cfg.Get(conf.KerberosLoginKeytab.Key)
+	principal, _ := cfg.Get(conf.KerberosLoginPrincipal.Key)
+	lg := &login{Login: submit.Login{Keytab: keytab, Principal: principal}}
+	rm, hc, closeRM, err := dial(ctx, e.getenv, e.log, lg)
+	if errors.Is(err, submit.ErrNoCredentials) || errors.Is(err, submit.ErrLoginConfig) {
+		return configError{err}
+	}
 	if err != nil {
 		return clusterError{err}
 	}
 	defer closeRM()
 	who := yarn.CurrentUser(e.getenv)
-	hfs, closeFS, err := e.deps.hdfs(hc, who)
+	if u := submit.KerberosUser(lg.Kerberos); u != "" {
+		who = u
+	}
+	hfs, closeFS, err := e.deps.hdfs(hc, who, lg.Kerberos)
 	if err != nil {
 		return clusterError{err}
 	}
 	defer closeFS()
+	var tokens []byte
+	if lg.Kerberos != nil {
+		if tokens, err = amTokens(ctx, hc, lg.Kerberos, e.log); err != nil {
+			return clusterError{err}
+		}
+	}
 	defaultFS, _ := hc.Get("fs.defaultFS")
 	if *name == "" {
 		*name, _ = cfg.Get(conf.YarnApplicationName.Key)
@@ -159,7 +197,7 @@ func cmdSubmit(ctx context.Context, args []string, e *env) error {
 		After: e.deps.after}
 	sub, err := client.Submit(ctx, submit.Request{
 		Name: *name, Queue: *queue, User: who, Files: shipped, ConfName: confName, Dynamic: c.overrides,
-		Workers: *workers, Worker: worker, MasterEnv: masterEnv,
+		Workers: *workers, Worker: worker, MasterEnv: masterEnv, Tokens: tokens,
 		AMMemoryMB: amMem, AMVcores: amVcores, MaxAttempts: attempts,
 		WorkerProfile: plan.Profile, Owners: am.Owners(specs),
 	})
@@ -197,6 +235,29 @@ func cmdSubmit(ctx context.Context, args []string, e *env) error {
 		return errAppFailed
 	}
 	return nil
+}
+
+// amTokens fetches the HDFS delegation token of a Kerberized submission,
+// renewable by the ResourceManager (the short name of
+// yarn.resourcemanager.principal), and returns the AM's credentials (token
+// storage format) holding it: the NodeManagers localize the staged files
+// with it, and the AM passes it on to the workers.
+func amTokens(ctx context.Context, hc *conf.HadoopConfig, krb *yarn.Kerberos, log logrus.FieldLogger) ([]byte, error) {
+	rmPrincipal, _ := hc.Get("yarn.resourcemanager.principal")
+	if rmPrincipal == "" {
+		return nil, errors.New("get HDFS delegation token: yarn.resourcemanager.principal is not set (the token's renewer)")
+	}
+	tok, err := submit.HDFSDelegationToken(ctx, hc, krb, submit.ShortName(rmPrincipal), log)
+	if err != nil {
+		return nil, err
+	}
+	var creds security.Credentials
+	creds.AddToken(tok.Service, tok)
+	b, err := creds.Marshal(security.FormatWritable)
+	if err != nil {
+		return nil, fmt.Errorf("write the AM's credentials: %w", err)
+	}
+	return b, nil
 }
 
 // amContainer reads the AM container's size and attempts.
@@ -256,7 +317,7 @@ func connect(ctx context.Context, e *env, useREST bool) (rmAPI, *conf.HadoopConf
 	if dial == nil {
 		return nil, nil, nil, fmt.Errorf("%w: the YARN client is not wired to am", errNotImplemented)
 	}
-	rm, hc, closeRM, err := dial(ctx, e.getenv, e.log)
+	rm, hc, closeRM, err := dial(ctx, e.getenv, e.log, nil)
 	if err != nil {
 		return nil, nil, nil, clusterError{err}
 	}
@@ -402,7 +463,7 @@ func cmdKill(ctx context.Context, args []string, e *env) error {
 	fmt.Fprintf(e.stdout, "killed %s\n", id)
 	// A killed AM cannot remove its staging folder: do it here.
 	if rep, err := rm.GetApplicationReport(kctx, pid); err == nil && rep.GetUser() != "" && e.deps.hdfs != nil {
-		if hfs, closeFS, err := e.deps.hdfs(hc, rep.GetUser()); err == nil {
+		if hfs, closeFS, err := e.deps.hdfs(hc, rep.GetUser(), nil); err == nil {
 			defer closeFS()
 			dir := submit.StagingDir(rep.GetUser(), id)
 			if err := (submit.Stager{FS: hfs}).Cleanup(kctx, dir); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http/httptest"
 	"os"
 	"path"
@@ -117,12 +118,14 @@ func clientDeps(t *testing.T, rm *clientRM, dfs *diskFS) deps {
 		require.NoError(t, os.WriteFile(filepath.Join(bin, name), []byte(name+" binary"), 0o755))
 	}
 	return deps{
-		rm: func(ctx context.Context, getenv func(string) string, log logrus.FieldLogger) (rmAPI, *conf.HadoopConfig, func(), error) {
+		rm: func(ctx context.Context, getenv func(string) string, log logrus.FieldLogger, l *login) (rmAPI, *conf.HadoopConfig, func(), error) {
 			hc := conf.NewHadoopConfig(getenv)
 			hc.Set("fs.defaultFS", "hdfs://namenode:8020")
 			return rm, hc, func() {}, nil
 		},
-		hdfs:       func(hc *conf.HadoopConfig, user string) (submit.FS, func(), error) { return dfs, func() {}, nil },
+		hdfs: func(hc *conf.HadoopConfig, user string, krb *yarn.Kerberos) (submit.FS, func(), error) {
+			return dfs, func() {}, nil
+		},
 		executable: func() (string, error) { return filepath.Join(bin, "am"), nil },
 		after: func(time.Duration) <-chan time.Time {
 			c := make(chan time.Time, 1)
@@ -301,5 +304,47 @@ func TestRESTFlagPicksTheRESTClient(t *testing.T) {
 	for _, args := range [][]string{{"status", "--rest", "application_1700000000000_0003"}, {"cluster", "--rest"}} {
 		code, _, stderr = runAm(t, d, nil, args...)
 		require.Equal(t, ExitOK, code, stderr)
+	}
+}
+
+// On a Kerberized cluster (hadoop.security.authentication=kerberos), submit
+// logs in before anything else; without credentials it stops with exit 3,
+// naming the keys and the ticket cache, and submits nothing.
+func TestSubmitKerberosWithoutCredentials(t *testing.T) {
+	hadoopDir := t.TempDir()
+	site := func(name string, kv ...string) {
+		var b strings.Builder
+		b.WriteString("<configuration>\n")
+		for i := 0; i < len(kv); i += 2 {
+			fmt.Fprintf(&b, "<property><name>%s</name><value>%s</value></property>\n", kv[i], kv[i+1])
+		}
+		b.WriteString("</configuration>\n")
+		require.NoError(t, os.WriteFile(filepath.Join(hadoopDir, name), []byte(b.String()), 0o644))
+	}
+	site("core-site.xml", "hadoop.security.authentication", "kerberos", "fs.defaultFS", "hdfs://localhost:1")
+	site("yarn-site.xml", "yarn.resourcemanager.address", "localhost:1", "yarn.resourcemanager.principal", "rm/_HOST@EXAMPLE.COM")
+	absent := filepath.Join(t.TempDir(), "krb5cc")
+	tests := []struct {
+		name  string
+		extra []string
+		want  []string
+	}{
+		{"no keys, no ticket cache", nil, []string{"no kerberos credentials", "security.kerberos.login.keytab and security.kerberos.login.principal are not set", "no ticket cache " + absent}},
+		{"keytab only", []string{"-D", "security.kerberos.login.keytab=/nowhere.keytab"}, []string{"security.kerberos.login.keytab is set but security.kerberos.login.principal is not"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rm := &clientRM{types: []string{"memory-mb", "vcores", "yarn.io/gpu"}}
+			d := clientDeps(t, rm, &diskFS{root: t.TempDir()})
+			d.rm = rpcRM
+			args := append([]string{"submit", "--conf", "testdata/flink-conf.yaml"}, tt.extra...)
+			args = append(args, "--", "true")
+			code, out, stderr := runAm(t, d, map[string]string{"HADOOP_CONF_DIR": hadoopDir, "KRB5CCNAME": absent}, args...)
+			require.Equal(t, ExitConfig, code, stderr)
+			for _, w := range tt.want {
+				require.Contains(t, stderr, w)
+			}
+			require.NotContains(t, out, "submitted")
+		})
 	}
 }

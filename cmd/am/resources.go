@@ -250,7 +250,7 @@ func checkCluster(ctx context.Context, e *env, rep resourcesReport, offline bool
 	}
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	rm, _, closeRM, err := e.deps.rm(cctx, e.getenv, e.log)
+	rm, _, closeRM, err := e.deps.rm(cctx, e.getenv, e.log, nil)
 	if err != nil {
 		return clusterCheck{Checked: true, Error: fmt.Sprintf("cluster check: %v", err)}
 	}

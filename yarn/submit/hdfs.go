@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/colinmarc/hdfs/v2"
-	"github.com/colinmarc/hdfs/v2/hadoopconf"
 
 	"github.com/xres/xres/conf"
+	"github.com/xres/xres/yarn"
 )
 
 // hdfsFS adapts a colinmarc/hdfs/v2 client to FS. The client takes no
@@ -89,21 +89,26 @@ func (h hdfsFS) RemoveAll(ctx context.Context, name string) error {
 }
 
 // DialHDFS connects to the NameNode(s) of the Hadoop configuration (fs.defaultFS
-// or dfs.namenode.rpc-address.*) as user. Kerberos is not supported yet.
-func DialHDFS(hc *conf.HadoopConfig, user string) (*hdfs.Client, error) {
-	m := hadoopconf.HadoopConf{}
-	for _, k := range hc.Keys() {
-		if v, ok := hc.Get(k); ok {
-			m[k] = v
-		}
-	}
-	opts := hdfs.ClientOptionsFromConf(m)
-	if opts.KerberosClient != nil || m["hadoop.security.authentication"] == "kerberos" {
-		return nil, fmt.Errorf("connect to HDFS: kerberos is not supported yet")
-	}
-	opts.User = user
+// or dfs.namenode.rpc-address.*) as user. On a Kerberized cluster it needs
+// krb (KerberosLogin): the NameNode's principal is
+// dfs.namenode.kerberos.principal (_HOST becomes the NameNode's host) and
+// dfs.data.transfer.protection applies to the DataNodes; user is then
+// ignored (the principal names the user).
+func DialHDFS(hc *conf.HadoopConfig, user string, krb *yarn.Kerberos) (*hdfs.Client, error) {
+	opts := hdfs.ClientOptionsFromConf(hadoopConf(hc))
 	if len(opts.Addresses) == 0 {
 		return nil, fmt.Errorf("connect to HDFS: no namenode address in fs.defaultFS or dfs.namenode.rpc-address (HADOOP_CONF_DIR %s)", hc.Dir())
+	}
+	if opts.KerberosClient != nil || Secure(hc) {
+		if krb == nil || krb.Client == nil {
+			return nil, fmt.Errorf("connect to HDFS %v: hadoop.security.authentication is kerberos: %w", opts.Addresses, ErrNoCredentials)
+		}
+		if opts.KerberosServicePrincipleName == "" {
+			return nil, fmt.Errorf("connect to HDFS %v: dfs.namenode.kerberos.principal is not set", opts.Addresses)
+		}
+		opts.KerberosClient = krb.Client
+	} else {
+		opts.User = user
 	}
 	c, err := hdfs.NewClient(opts)
 	if err != nil {

@@ -1,0 +1,257 @@
+package submit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/colinmarc/hdfs/v2"
+	"github.com/colinmarc/hdfs/v2/hadoopconf"
+	"github.com/sirupsen/logrus"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/xres/xres/conf"
+	"github.com/xres/xres/hadoopproto/hadoopcommon"
+	"github.com/xres/xres/yarn"
+	"github.com/xres/xres/yarn/internal/ipc"
+	"github.com/xres/xres/yarn/internal/logutil"
+	"github.com/xres/xres/yarn/internal/sasl"
+	"github.com/xres/xres/yarn/security"
+)
+
+// Flink's login keys (declared in conf/).
+const (
+	KeyLoginKeytab    = "security.kerberos.login.keytab"
+	KeyLoginPrincipal = "security.kerberos.login.principal"
+)
+
+// ErrNoCredentials marks a Kerberized cluster and a client with neither a
+// keytab login nor a usable ticket cache.
+var ErrNoCredentials = errors.New("no kerberos credentials")
+
+// ErrLoginConfig marks a half-configured keytab login (one key of two).
+var ErrLoginConfig = errors.New("kerberos login configuration")
+
+// Login says how a client logs in to a Kerberized cluster: with Keytab and
+// Principal (Flink's security.kerberos.login.* keys) when set, else from
+// the ticket cache ($KRB5CCNAME, else /tmp/krb5cc_<uid>). Getenv reads
+// $KRB5_CONFIG (else /etc/krb5.conf) and $KRB5CCNAME; nil is os.Getenv.
+type Login struct {
+	Keytab    string
+	Principal string
+	Getenv    func(string) string
+}
+
+// Secure reports whether the Hadoop configuration asks for Kerberos
+// (hadoop.security.authentication=kerberos).
+func Secure(hc *conf.HadoopConfig) bool {
+	v, _ := hc.Get("hadoop.security.authentication")
+	return strings.EqualFold(strings.TrimSpace(v), "kerberos")
+}
+
+// KerberosLogin logs in for a Kerberized cluster; it returns nil, nil when
+// the cluster uses simple authentication. The returned client names the
+// RM's principal (yarn.resourcemanager.principal) as its service.
+func KerberosLogin(hc *conf.HadoopConfig, l Login) (*yarn.Kerberos, error) {
+	if !Secure(hc) {
+		return nil, nil
+	}
+	getenv := l.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	krb5Conf := getenv("KRB5_CONFIG")
+	if krb5Conf == "" {
+		krb5Conf = "/etc/krb5.conf"
+	}
+	var k *yarn.Kerberos
+	var err error
+	switch {
+	case l.Keytab != "" && l.Principal != "":
+		k, err = yarn.NewKerberosFromKeytab(krb5Conf, l.Keytab, l.Principal)
+	case l.Keytab != "":
+		return nil, fmt.Errorf("%w: %s is set but %s is not", ErrLoginConfig, KeyLoginKeytab, KeyLoginPrincipal)
+	case l.Principal != "":
+		return nil, fmt.Errorf("%w: %s is set but %s is not", ErrLoginConfig, KeyLoginPrincipal, KeyLoginKeytab)
+	default:
+		cc := ccachePath(getenv)
+		if cc == "" {
+			return nil, fmt.Errorf("%w: hadoop.security.authentication is kerberos but %s and %s are not set and $KRB5CCNAME names no file ticket cache (%q)",
+				ErrNoCredentials, KeyLoginKeytab, KeyLoginPrincipal, getenv("KRB5CCNAME"))
+		}
+		if _, serr := os.Stat(cc); serr != nil {
+			return nil, fmt.Errorf("%w: hadoop.security.authentication is kerberos but %s and %s are not set and there is no ticket cache %s (run kinit, or set both keys)",
+				ErrNoCredentials, KeyLoginKeytab, KeyLoginPrincipal, cc)
+		}
+		k, err = loginFromCCache(krb5Conf, cc)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s and %s are not set and the ticket cache is not usable (run kinit, or set both keys): %w",
+				ErrNoCredentials, KeyLoginKeytab, KeyLoginPrincipal, err)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	k.ServicePrincipal, _ = hc.Get("yarn.resourcemanager.principal")
+	return k, nil
+}
+
+// loginFromCCache checks that cc looks like a ticket cache (gokrb5's parser
+// panics on an empty or truncated file) and logs in from it.
+func loginFromCCache(krb5Conf, cc string) (k *yarn.Kerberos, err error) {
+	b, err := os.ReadFile(cc)
+	if err != nil {
+		return nil, fmt.Errorf("read ticket cache %s: %w", cc, err)
+	}
+	// A file ticket cache starts with 0x05 and its format version (1 to 4).
+	if len(b) < 16 || b[0] != 5 || b[1] < 1 || b[1] > 4 {
+		return nil, fmt.Errorf("ticket cache %s is empty or not a ticket cache (%d bytes)", cc, len(b))
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			k, err = nil, fmt.Errorf("ticket cache %s does not parse: %v", cc, r)
+		}
+	}()
+	return yarn.NewKerberosFromCCache(krb5Conf, cc)
+}
+
+// ccachePath is the file ticket cache: $KRB5CCNAME (FILE: or a bare path),
+// else /tmp/krb5cc_<uid>; "" for caches of other types (KEYRING:, …).
+func ccachePath(getenv func(string) string) string {
+	cc := getenv("KRB5CCNAME")
+	if cc == "" {
+		return "/tmp/krb5cc_" + strconv.Itoa(os.Getuid())
+	}
+	if p, ok := strings.CutPrefix(cc, "FILE:"); ok {
+		return p
+	}
+	if strings.Contains(cc, ":") && !strings.HasPrefix(cc, "/") {
+		return ""
+	}
+	return cc
+}
+
+// ShortName is the short user name of a principal as Hadoop's default
+// auth_to_local rule gives it for the default realm: its first component
+// ("hadoop/host@REALM" and "hadoop@REALM" are "hadoop").
+func ShortName(principal string) string {
+	name, _, _ := strings.Cut(principal, "@")
+	name, _, _ = strings.Cut(name, "/")
+	return name
+}
+
+// KerberosUser is the short name of the logged-in user (the owner of
+// /user/<name> on HDFS); "" for nil.
+func KerberosUser(k *yarn.Kerberos) string {
+	if k == nil || k.Client == nil || k.Client.Credentials == nil {
+		return ""
+	}
+	return ShortName(k.Client.Credentials.UserName())
+}
+
+// ProtocolClientNamenode is the NameNode's client protocol.
+const ProtocolClientNamenode = "org.apache.hadoop.hdfs.protocol.ClientProtocol"
+
+// nameNodeAddr is the NameNode of fs.defaultFS (or the first of
+// dfs.namenode.rpc-address.*) as host:port.
+func nameNodeAddr(hc *conf.HadoopConfig) (string, error) {
+	opts := hdfs.ClientOptionsFromConf(hadoopConf(hc))
+	if len(opts.Addresses) == 0 {
+		return "", fmt.Errorf("no namenode address in fs.defaultFS or dfs.namenode.rpc-address (HADOOP_CONF_DIR %s)", hc.Dir())
+	}
+	return opts.Addresses[0], nil
+}
+
+// TokenService is the service Hadoop clients give a NameNode's delegation
+// token: its resolved ip:port (hadoop.security.token.service.use_ip).
+func TokenService(ctx context.Context, addr string) (string, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", fmt.Errorf("token service %s: %w", addr, err)
+	}
+	if ip := net.ParseIP(host); ip != nil {
+		return net.JoinHostPort(ip.String(), port), nil
+	}
+	ips, err := net.DefaultResolver.LookupIP(ctx, "ip", host)
+	if err != nil || len(ips) == 0 {
+		return "", fmt.Errorf("token service %s: resolve %s: %w", addr, host, err)
+	}
+	ip := ips[0]
+	for _, c := range ips {
+		if c.To4() != nil {
+			ip = c
+			break
+		}
+	}
+	return net.JoinHostPort(ip.String(), port), nil
+}
+
+// servicePrincipalFor resolves a Hadoop server principal for host: _HOST
+// replaced, realm dropped.
+func servicePrincipalFor(principal, host string) string {
+	spn, _, _ := strings.Cut(principal, "@")
+	return strings.ReplaceAll(spn, "_HOST", strings.ToLower(host))
+}
+
+// HDFSDelegationToken fetches an HDFS delegation token renewable by renewer
+// (a short name, see ShortName) from the NameNode over its client protocol
+// (getDelegationToken), as user krb, and sets its service to the
+// NameNode's ip:port.
+func HDFSDelegationToken(ctx context.Context, hc *conf.HadoopConfig, krb *yarn.Kerberos, renewer string, log logrus.FieldLogger) (*security.Token, error) {
+	if krb == nil || krb.Client == nil || krb.Client.Credentials == nil {
+		return nil, fmt.Errorf("get HDFS delegation token: %w", ErrNoCredentials)
+	}
+	addr, err := nameNodeAddr(hc)
+	if err != nil {
+		return nil, fmt.Errorf("get HDFS delegation token: %w", err)
+	}
+	host, _, _ := net.SplitHostPort(addr)
+	nnPrincipal, _ := hc.Get("dfs.namenode.kerberos.principal")
+	if nnPrincipal == "" {
+		return nil, fmt.Errorf("get HDFS delegation token from %s: dfs.namenode.kerberos.principal is not set", addr)
+	}
+	service, err := TokenService(ctx, addr)
+	if err != nil {
+		return nil, fmt.Errorf("get HDFS delegation token: %w", err)
+	}
+	user := krb.Client.Credentials.UserName() + "@" + krb.Client.Credentials.Realm()
+	spn := servicePrincipalFor(nnPrincipal, host)
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	c, err := ipc.Dial(ctx, ipc.Config{Addr: addr, Protocol: ProtocolClientNamenode, User: user, Log: log,
+		Mechanism: func() (sasl.Mechanism, error) { return &sasl.GSSAPI{Client: krb.Client, ServicePrincipal: spn}, nil }})
+	if err != nil {
+		return nil, fmt.Errorf("get HDFS delegation token from %s (%s): %w", addr, spn, err)
+	}
+	defer c.Close()
+	resp := &hadoopcommon.GetDelegationTokenResponseProto{}
+	if err := c.Call(ctx, "getDelegationToken", &hadoopcommon.GetDelegationTokenRequestProto{Renewer: proto.String(renewer)}, resp); err != nil {
+		return nil, fmt.Errorf("get HDFS delegation token from %s: %w", addr, err)
+	}
+	if resp.GetToken() == nil {
+		return nil, fmt.Errorf("get HDFS delegation token from %s: the NameNode issued none (is security on?)", addr)
+	}
+	tok := security.FromProto(resp.GetToken())
+	tok.Service = service
+	if tok.Kind == "" {
+		tok.Kind = security.KindHDFSDelegation
+	}
+	logutil.OrDiscard(log).WithFields(logrus.Fields{"namenode": addr, "renewer": renewer, "token": tok.String()}).Debug("got HDFS delegation token")
+	return tok, nil
+}
+
+// hadoopConf copies the Hadoop configuration for colinmarc/hdfs.
+func hadoopConf(hc *conf.HadoopConfig) hadoopconf.HadoopConf {
+	m := hadoopconf.HadoopConf{}
+	for _, k := range hc.Keys() {
+		if v, ok := hc.Get(k); ok {
+			m[k] = v
+		}
+	}
+	return m
+}
