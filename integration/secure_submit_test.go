@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/colinmarc/hdfs/v2"
 	"github.com/stretchr/testify/require"
 
 	"github.com/xres/xres/conf"
@@ -75,6 +76,24 @@ func TestSecureSubmit(t *testing.T) {
 		return out.String(), errOut.String(), code
 	}
 
+	// secureHDFS is a Kerberized HDFS client logged in from the client keytab.
+	secureHDFS := func(t *testing.T) *hdfs.Client {
+		t.Helper()
+		hc, err := conf.LoadHadoopOptions(conf.HadoopOptions{Getenv: func(k string) string {
+			if k == "HADOOP_CONF_DIR" {
+				return c.ConfDir
+			}
+			return ""
+		}})
+		require.NoError(t, err)
+		krb, err := yarn.NewKerberosFromKeytab(krb5Conf, keytab, principal)
+		require.NoError(t, err)
+		cl, err := submit.DialHDFS(hc, submit.ShortName(principal), krb)
+		require.NoError(t, err)
+		t.Cleanup(func() { cl.Close() })
+		return cl
+	}
+
 	t.Run("keytab login: FINISHED SUCCEEDED, staging removed", func(t *testing.T) {
 		ctx := rpcCtx(t, 4*time.Minute)
 		dir := t.TempDir()
@@ -97,21 +116,42 @@ func TestSecureSubmit(t *testing.T) {
 
 		// The application ran as the principal's short name, and its staging
 		// folder is gone (checked over Kerberized HDFS).
-		hc, err := conf.LoadHadoopOptions(conf.HadoopOptions{Getenv: func(k string) string {
-			if k == "HADOOP_CONF_DIR" {
-				return c.ConfDir
-			}
-			return ""
-		}})
-		require.NoError(t, err)
-		krb, err := yarn.NewKerberosFromKeytab(krb5Conf, keytab, principal)
-		require.NoError(t, err)
 		user := submit.ShortName(principal)
-		hdfsClient, err := submit.DialHDFS(hc, user, krb)
-		require.NoError(t, err)
-		defer hdfsClient.Close()
-		_, err = hdfsClient.Stat(submit.StagingDir(user, appID))
+		_, err := secureHDFS(t).Stat(submit.StagingDir(user, appID))
 		require.True(t, errors.Is(err, fs.ErrNotExist), "staging folder %s: %v", submit.StagingDir(user, appID), err)
+	})
+
+	t.Run("ticket cache (kinit): submit --detach, am kill removes staging", func(t *testing.T) {
+		kinit, err := exec.LookPath("kinit")
+		if err != nil {
+			t.Skip("no kinit on PATH to fill a ticket cache")
+		}
+		ctx := rpcCtx(t, 3*time.Minute)
+		dir := t.TempDir()
+		ccache := "FILE:" + filepath.Join(dir, "krb5cc")
+		kc := exec.CommandContext(ctx, kinit, "-kt", keytab, principal)
+		kc.Env = append(os.Environ(), "KRB5_CONFIG="+krb5Conf, "KRB5CCNAME="+ccache)
+		out, err := kc.CombinedOutput()
+		require.NoError(t, err, "kinit: %s", out)
+		env := []string{"KRB5CCNAME=" + ccache}
+		cfg := writeAMConf(t, dir, 1)
+		stdout, stderr, code := runAM(t, ctx, env, "submit", "--conf", cfg, "--workers", "1", "--detach", "--", "sleep", "300")
+		require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
+		m := regexp.MustCompile(`submitted (application_\d+_\d+)`).FindStringSubmatch(stdout)
+		require.NotNil(t, m, stdout)
+		appID := m[1]
+		c.KeepAppLogs(t, appID)
+		user := submit.ShortName(principal)
+		hdfsClient := secureHDFS(t)
+		_, err = hdfsClient.Stat(submit.StagingDir(user, appID))
+		require.NoError(t, err, "staging folder while the application runs")
+
+		stdout, stderr, code = runAM(t, ctx, env, "kill", appID)
+		require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
+		require.Contains(t, stdout, "killed "+appID)
+		require.NotContains(t, stderr, "staging folder left behind")
+		_, err = hdfsClient.Stat(submit.StagingDir(user, appID))
+		require.True(t, errors.Is(err, fs.ErrNotExist), "staging folder after am kill: %v", err)
 	})
 
 	t.Run("no credentials: exit 3 naming what is missing", func(t *testing.T) {

@@ -312,12 +312,17 @@ func binaries(e *env, launcherFlag string) (string, string, error) {
 }
 
 // connect opens the RM client for status, kill and cluster.
-func connect(ctx context.Context, e *env, useREST bool) (rmAPI, *conf.HadoopConfig, func(), error) {
+// On a Kerberized cluster it logs in from the ticket cache and leaves the
+// login in lg (nil: not kept).
+func connect(ctx context.Context, e *env, useREST bool, lg *login) (rmAPI, *conf.HadoopConfig, func(), error) {
 	dial := e.rmDial(useREST)
 	if dial == nil {
 		return nil, nil, nil, fmt.Errorf("%w: the YARN client is not wired to am", errNotImplemented)
 	}
-	rm, hc, closeRM, err := dial(ctx, e.getenv, e.log, nil)
+	rm, hc, closeRM, err := dial(ctx, e.getenv, e.log, lg)
+	if errors.Is(err, submit.ErrNoCredentials) || errors.Is(err, submit.ErrLoginConfig) {
+		return nil, nil, nil, configError{err}
+	}
 	if err != nil {
 		return nil, nil, nil, clusterError{err}
 	}
@@ -351,7 +356,7 @@ func cmdStatus(ctx context.Context, args []string, e *env) error {
 	if err := c.apply(e); err != nil {
 		return err
 	}
-	rm, _, closeRM, err := connect(ctx, e, *useREST)
+	rm, _, closeRM, err := connect(ctx, e, *useREST, nil)
 	if err != nil {
 		return err
 	}
@@ -450,7 +455,8 @@ func cmdKill(ctx context.Context, args []string, e *env) error {
 	if err := c.apply(e); err != nil {
 		return err
 	}
-	rm, hc, closeRM, err := connect(ctx, e, *useREST)
+	lg := &login{}
+	rm, hc, closeRM, err := connect(ctx, e, *useREST, lg)
 	if err != nil {
 		return err
 	}
@@ -463,7 +469,7 @@ func cmdKill(ctx context.Context, args []string, e *env) error {
 	fmt.Fprintf(e.stdout, "killed %s\n", id)
 	// A killed AM cannot remove its staging folder: do it here.
 	if rep, err := rm.GetApplicationReport(kctx, pid); err == nil && rep.GetUser() != "" && e.deps.hdfs != nil {
-		if hfs, closeFS, err := e.deps.hdfs(hc, rep.GetUser(), nil); err == nil {
+		if hfs, closeFS, err := e.deps.hdfs(hc, rep.GetUser(), lg.Kerberos); err == nil {
 			defer closeFS()
 			dir := submit.StagingDir(rep.GetUser(), id)
 			if err := (submit.Stager{FS: hfs}).Cleanup(kctx, dir); err != nil {
@@ -515,7 +521,7 @@ func cmdCluster(ctx context.Context, args []string, e *env) error {
 	if err := c.apply(e); err != nil {
 		return err
 	}
-	rm, _, closeRM, err := connect(ctx, e, *useREST)
+	rm, _, closeRM, err := connect(ctx, e, *useREST, nil)
 	if err != nil {
 		return err
 	}
