@@ -237,11 +237,25 @@ java_cmd() {
   export JAVA_HOME=${JAVA%/bin/java}
   # shellcheck disable=SC2206
   local extra=(${XRES_MINICLUSTER_JAVA_OPTS:-})
+  local cp="$BUILD/classes:$(cat "$BUILD/classpath.txt")"
+  if [[ $SECURE == true ]]; then
+    # The NodeManagers' localizer runs in this JVM with a Configuration read from the class path, not
+    # the cluster's in-memory one; on a real cluster HADOOP_CONF_DIR tells it what the secure DataNode
+    # demands. Without this it reads blocks without the SASL handshake ("instead of deadbeef").
+    mkdir -p "$WORK/jvm-conf"
+    cat >"$WORK/jvm-conf/hdfs-site.xml" <<'XML'
+<?xml version="1.0"?>
+<configuration>
+  <property><name>dfs.data.transfer.protection</name><value>authentication</value></property>
+</configuration>
+XML
+    cp="$WORK/jvm-conf:$cp"
+  fi
   CMD=("$JAVA" "${JPMS_OPTS[@]}" -Xms256m -Xmx1g -XX:+UseSerialGC -XX:TieredStopAtLevel=1
     -Djava.net.preferIPv4Stack=true
     -Dlog4j.configuration=log4j-xres.properties -Dxres.log.file="$LOG"
     "${extra[@]}"
-    -cp "$BUILD/classes:$(cat "$BUILD/classpath.txt")" "$MAIN" "${ARGS[@]}")
+    -cp "$cp" "$MAIN" "${ARGS[@]}")
 }
 
 stop_pid() {
