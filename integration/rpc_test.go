@@ -114,15 +114,7 @@ func TestRPCApplicationClientProtocol(t *testing.T) {
 		require.Equal(t, "org.apache.hadoop.yarn.exceptions.ApplicationNotFoundException", re.Class)
 	})
 	t.Run("submit, report, forceKill", func(t *testing.T) {
-		app, err := cl.GetNewApplication(ctx)
-		require.NoError(t, err)
-		id := app.GetApplicationId()
-		c.KeepAppLogs(t, yarn.ApplicationID(id))
-		require.NoError(t, cl.SubmitApplication(ctx, &hadoopyarn.ApplicationSubmissionContextProto{
-			ApplicationId: id, ApplicationName: proto.String("xres-rpc-kill"), ApplicationType: proto.String("XRES-TEST"),
-			MaxAppAttempts: proto.Int32(1), Resource: yarn.NewResource(128, 1, nil),
-			AmContainerSpec: &hadoopyarn.ContainerLaunchContextProto{Command: []string{"sleep 300"}},
-		}))
+		id := submitSleep(t, ctx, c, cl, "xres-rpc-kill", nil)
 		r := waitReport(t, cl, id, hadoopyarn.YarnApplicationStateProto_ACCEPTED, hadoopyarn.YarnApplicationStateProto_RUNNING)
 		require.Equal(t, "xres-rpc-kill", r.GetName())
 		require.Equal(t, c.User, r.GetUser())
@@ -130,6 +122,23 @@ func TestRPCApplicationClientProtocol(t *testing.T) {
 		r = waitReport(t, cl, id, hadoopyarn.YarnApplicationStateProto_KILLED)
 		require.Equal(t, hadoopyarn.FinalApplicationStatusProto_APP_KILLED, r.GetFinalApplicationStatus())
 	})
+}
+
+// submitSleep submits an application named name whose AM runs `sleep 300`
+// (with env in its environment) over ApplicationClientProtocol, keeps its
+// logs on failure, and returns its id.
+func submitSleep(t *testing.T, ctx context.Context, c *harness.Cluster, cl *yarn.Client, name string, env []*hadoopyarn.StringStringMapProto) *hadoopyarn.ApplicationIdProto {
+	t.Helper()
+	app, err := cl.GetNewApplication(ctx)
+	require.NoError(t, err)
+	id := app.GetApplicationId()
+	c.KeepAppLogs(t, yarn.ApplicationID(id))
+	require.NoError(t, cl.SubmitApplication(ctx, &hadoopyarn.ApplicationSubmissionContextProto{
+		ApplicationId: id, ApplicationName: proto.String(name), ApplicationType: proto.String("XRES-TEST"),
+		MaxAppAttempts: proto.Int32(1), Resource: yarn.NewResource(128, 1, nil),
+		AmContainerSpec: &hadoopyarn.ContainerLaunchContextProto{Command: []string{"sleep 300"}, Environment: env},
+	}))
+	return id
 }
 
 func waitReport(t *testing.T, cl *yarn.Client, id *hadoopyarn.ApplicationIdProto, states ...hadoopyarn.YarnApplicationStateProto) *hadoopyarn.ApplicationReportProto {

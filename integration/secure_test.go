@@ -141,15 +141,7 @@ func TestSecureKerberos(t *testing.T) {
 	})
 	t.Run("KERBEROS submit, report, kill as the client user", func(t *testing.T) {
 		cl := kerberosClient(t, krb)
-		app, err := cl.GetNewApplication(ctx)
-		require.NoError(t, err)
-		id := app.GetApplicationId()
-		c.KeepAppLogs(t, yarn.ApplicationID(id))
-		require.NoError(t, cl.SubmitApplication(ctx, &hadoopyarn.ApplicationSubmissionContextProto{
-			ApplicationId: id, ApplicationName: proto.String("xres-kerberos"), ApplicationType: proto.String("XRES-TEST"),
-			MaxAppAttempts: proto.Int32(1), Resource: yarn.NewResource(128, 1, nil),
-			AmContainerSpec: &hadoopyarn.ContainerLaunchContextProto{Command: []string{"sleep 300"}},
-		}))
+		id := submitSleep(t, ctx, c, cl, "xres-kerberos", nil)
 		r, err := cl.GetApplicationReport(ctx, id)
 		require.NoError(t, err)
 		// The RM maps client@EXAMPLE.COM to its short name (auth_to_local).
@@ -310,17 +302,9 @@ func TestSecureKerberosPrivacy(t *testing.T) {
 			// A request and a response larger than one wrap token (the RM's 64 KiB
 			// buffer): the request goes out as several WRAP messages.
 			t.Run("KERBEROS submit and kill with 300 KB messages", func(t *testing.T) {
-				app, err := cl.GetNewApplication(ctx)
-				require.NoError(t, err)
-				id := app.GetApplicationId()
-				c.KeepAppLogs(t, yarn.ApplicationID(id))
 				big := strings.Repeat("0123456789abcdef", 300<<10/16)
-				require.NoError(t, cl.SubmitApplication(ctx, &hadoopyarn.ApplicationSubmissionContextProto{
-					ApplicationId: id, ApplicationName: proto.String("xres-" + protection), ApplicationType: proto.String("XRES-TEST"),
-					MaxAppAttempts: proto.Int32(1), Resource: yarn.NewResource(128, 1, nil),
-					AmContainerSpec: &hadoopyarn.ContainerLaunchContextProto{Command: []string{"sleep 300"},
-						Environment: []*hadoopyarn.StringStringMapProto{{Key: proto.String("XRES_BIG"), Value: proto.String(big)}}},
-				}))
+				id := submitSleep(t, ctx, c, cl, "xres-"+protection,
+					[]*hadoopyarn.StringStringMapProto{{Key: proto.String("XRES_BIG"), Value: proto.String(big)}})
 				require.NoError(t, cl.KillApplication(ctx, id, "killed: "+big))
 				r, err := cl.GetApplicationReport(ctx, id)
 				require.NoError(t, err)
