@@ -20,16 +20,29 @@ build:
 demo:
 	cmd/am/demo.sh
 
+# Test runs go through integration/testsummary: plain go test's output, then one closing
+# line ("N passed, N failed, N skipped") and every skipped test with its reason.
+SHELL       := bash
+SUMMARY     := $(BIN)/testsummary
+UNIT_TESTS  := $(GO) test -json -count=1 $(PKGS)
+INTEG_TESTS := $(GO) test -json -count=1 -tags integration -timeout 40m ./integration/...
+
+$(SUMMARY): $(wildcard integration/testsummary/*.go)
+	@mkdir -p $(BIN)
+	$(GO) build -o $@ ./integration/testsummary
+
 # Unit tests: no Hadoop, no GPU needed.
-unit:
-	$(GO) test -count=1 $(PKGS)
+unit: $(SUMMARY)
+	set -o pipefail; $(UNIT_TESTS) | TESTSUMMARY_LABEL="make unit" $(SUMMARY)
 
-# Everything: unit tests, then the integration suite against the real
-# Hadoop minicluster (started and stopped by integration/'s TestMain).
-test: unit integration
+# Everything: unit tests, then the integration suite against the real Hadoop
+# minicluster (started and stopped by integration/'s TestMain), one summary for both.
+test: $(SUMMARY)
+	set -o pipefail; { $(UNIT_TESTS); u=$$?; $(INTEG_TESTS); i=$$?; exit $$((u|i)); } \
+		| TESTSUMMARY_LABEL="make test" $(SUMMARY)
 
-integration:
-	$(GO) test -count=1 -tags integration -timeout 40m ./integration/...
+integration: $(SUMMARY)
+	set -o pipefail; $(INTEG_TESTS) | TESTSUMMARY_LABEL="make integration" $(SUMMARY)
 
 # Includes container-launcher's overhead and 64-launcher contention beside a
 # Flink-style flock script (driver/launch; see median-ms, the median per run).
