@@ -18,7 +18,7 @@ build:
 # Start the minicluster, run 4 GPU workers over its 2 NodeManagers, show
 # each worker's CUDA_VISIBLE_DEVICES, stop the cluster.
 demo:
-	cmd/am/demo.sh
+	docker/hadoop-minicluster/demo.sh
 
 # Test runs go through integration/testsummary: plain go test's output, then one closing
 # line ("N passed, N failed, N skipped") and every skipped test with its reason.

@@ -6,7 +6,7 @@ package integration
 // container-launcher (built here) submit to the minicluster's RM, stage to its
 // HDFS, and the NodeManagers run the AM and the workers as local processes.
 // The workers find a fake nvidia-smi (driver/gpu/testdata/fakebin) reporting 4
-// GPUs on the host, as cmd/am/demo.sh does; host coordination (state file in the
+// GPUs on the host, as docker/hadoop-minicluster/demo.sh does; host coordination (state file in the
 // test's temp dir) hands the 4 workers of the 2 NodeManagers 4 distinct GPUs.
 //
 // Workers that must be seen running wait for a release file the test creates,

@@ -2,7 +2,7 @@
 // and is their ApplicationMaster inside the cluster (am run). It also
 // reports on applications and on the cluster, and shows the container
 // profile a configuration asks for (am resources). The logic lives in
-// yarn/am and yarn/submit; this package parses flags and wires them.
+// yarn/amcli; this package only builds a context and calls it.
 package main
 
 import (
@@ -10,11 +10,13 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/xres/xres/yarn/amcli"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := Run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	code := amcli.Main(ctx, os.Args[1:], amcli.Env{Getenv: os.Getenv, Stdout: os.Stdout, Stderr: os.Stderr})
 	stop()
 	os.Exit(code)
 }

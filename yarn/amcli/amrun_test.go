@@ -1,4 +1,4 @@
-package main
+package amcli
 
 import (
 	"context"
@@ -187,10 +187,10 @@ func TestRunOutsideYarn(t *testing.T) {
 	}
 }
 
-func TestPublicRun(t *testing.T) {
+func TestPublicMain(t *testing.T) {
 	var out, errb strings.Builder
-	code := Run(context.Background(), []string{"resources", "--conf", "testdata/flink-conf.yaml", "--json"},
-		func(string) string { return "" }, &out, &errb)
+	code := Main(context.Background(), []string{"resources", "--conf", "testdata/flink-conf.yaml", "--json"},
+		Env{Getenv: func(string) string { return "" }, Stdout: &out, Stderr: &errb})
 	require.Equal(t, ExitOK, code, errb.String())
 	require.Contains(t, out.String(), `"yarn.io/gpu": 1`)
 }

@@ -1,4 +1,4 @@
-package main
+package amcli
 
 import (
 	"context"
@@ -49,7 +49,15 @@ exit codes: 0 ok / application SUCCEEDED, 1 application FAILED or KILLED (resour
 errors found), 2 usage, 3 configuration, 4 cluster, 5 not implemented yet
 `
 
-// env is what a subcommand gets from the process.
+// Env is what am gets from its process; a nil field takes the process's
+// own (os.Getenv, os.Stdout, os.Stderr).
+type Env struct {
+	Getenv func(string) string
+	Stdout io.Writer
+	Stderr io.Writer
+}
+
+// env is what a subcommand gets: the process's Env and the cluster clients.
 type env struct {
 	getenv func(string) string
 	stdout io.Writer
@@ -58,14 +66,21 @@ type env struct {
 	deps   deps
 }
 
-// Run is am's testable main: it runs one subcommand and returns the exit code.
-func Run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
-	return run(ctx, args, env{getenv: getenv, stdout: stdout, stderr: stderr, deps: defaultDeps()})
+// Main is am's testable main: it runs one subcommand (args without the
+// program name) and returns the exit code.
+func Main(ctx context.Context, args []string, pe Env) int {
+	return run(ctx, args, env{getenv: pe.Getenv, stdout: pe.Stdout, stderr: pe.Stderr, deps: defaultDeps()})
 }
 
 func run(ctx context.Context, args []string, e env) int {
 	if e.getenv == nil {
 		e.getenv = os.Getenv
+	}
+	if e.stdout == nil {
+		e.stdout = os.Stdout
+	}
+	if e.stderr == nil {
+		e.stderr = os.Stderr
 	}
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		fmt.Fprint(e.stderr, usageText)

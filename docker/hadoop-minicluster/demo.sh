@@ -7,8 +7,8 @@
 # There are no real GPUs here: the workers find a fake nvidia-smi first on
 # their PATH (driver/gpu/testdata/fakebin), reporting 4 GPUs on the host.
 #
-#   cmd/am/demo.sh            build bin/am and bin/container-launcher, run the demo
-#   KEEP_CLUSTER=1 cmd/am/demo.sh   leave the cluster running afterwards
+#   docker/hadoop-minicluster/demo.sh            build bin/am and bin/container-launcher, run the demo
+#   KEEP_CLUSTER=1 docker/hadoop-minicluster/demo.sh   leave the cluster running afterwards
 #
 # The minicluster settings (XRES_MINICLUSTER_DIR, ports, …) are those of
 # docker/hadoop-minicluster/run.sh.
