@@ -68,9 +68,3 @@ func TestRunReportsDevicesToAM(t *testing.T) {
 		})
 	}
 }
-
-func TestExitCodeBlame(t *testing.T) {
-	all := append(BadNodeExitCodes(), BadJobExitCodes()...)
-	require.ElementsMatch(t, []int{ExitUsage, ExitConfig, ExitDiscovery, ExitWorkerStart, ExitInternal}, all,
-		"every launcher code blames exactly one of node and job")
-}
