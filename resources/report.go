@@ -5,6 +5,15 @@ package resources
 // container-launcher POSTs a DeviceReport there after discovery.
 const EnvReportURL = "XRES_AM_REPORT_URL"
 
+// ReportPath is the path, under the AM's tracking URL, that accepts a
+// DeviceReport: POST, Content-Type application/json.
+const ReportPath = "/api/report"
+
+// ReportAccepted is the success rule of a report POST: any 2xx status
+// (the xres AM answers 204). Anything else is a failure the launcher logs;
+// it never stops the worker.
+func ReportAccepted(status int) bool { return status >= 200 && status < 300 }
+
 // DeviceReport is what a container-launcher tells its ApplicationMaster:
 // the devices it discovered, per external resource name (the same map the
 // info file holds).

@@ -19,9 +19,9 @@ const EnvContainerID = "CONTAINER_ID"
 // reportTimeout bounds the report; the worker starts either way.
 const reportTimeout = 5 * time.Second
 
-// postReport sends the grants to url as a resources.DeviceReport (the AM's
-// tracking server answers 204). Failures are returned for the log;
-// they never stop the worker.
+// postReport sends the grants to url as a resources.DeviceReport; success
+// is resources.ReportAccepted. Failures are returned for the log; they
+// never stop the worker.
 func postReport(ctx context.Context, client *http.Client, url, container string, grants []Grant) error {
 	rep := resources.DeviceReport{Container: container, Resources: map[string][]resources.Properties{}}
 	for _, g := range grants {
@@ -43,7 +43,7 @@ func postReport(ctx context.Context, client *http.Client, url, container string,
 		return fmt.Errorf("report devices to %s: %w", url, err)
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
+	if !resources.ReportAccepted(resp.StatusCode) {
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 		return fmt.Errorf("report devices to %s: %s: %s", url, resp.Status, strings.TrimSpace(string(msg)))
 	}

@@ -22,6 +22,8 @@ func TestRunReportsDevicesToAM(t *testing.T) {
 		warn   bool
 	}{
 		{name: "recorded", status: http.StatusNoContent},
+		{name: "any 2xx is success", status: http.StatusOK},
+		{name: "a redirect is not", status: http.StatusFound, warn: true},
 		{name: "AM refuses: the worker runs anyway", status: http.StatusBadRequest, warn: true},
 	}
 	for _, tc := range tests {
