@@ -40,7 +40,7 @@ type amClients struct {
 // deps are the cluster clients am is wired to; a nil field is a client
 // not available yet (the subcommand fails with "not implemented yet").
 type deps struct {
-	amClients  func(ctx context.Context, getenv func(string) string, log logrus.FieldLogger) (amClients, error)
+	amClients  func(ctx context.Context, getenv func(string) string, ae submit.AMEnv, log logrus.FieldLogger) (amClients, error)
 	rm         func(ctx context.Context, getenv func(string) string, log logrus.FieldLogger, l *login) (rmAPI, *conf.HadoopConfig, func(), error)
 	rmREST     func(ctx context.Context, getenv func(string) string, log logrus.FieldLogger, l *login) (rmAPI, *conf.HadoopConfig, func(), error)
 	hdfs       func(hc *conf.HadoopConfig, user string, krb *yarn.Kerberos) (submit.FS, func(), error)
@@ -57,29 +57,28 @@ func defaultDeps() deps {
 // amHadoopConfig reads the Hadoop configuration of the AM container
 // ($HADOOP_CONF_DIR); where the NodeManager sets none, it falls back on
 // the scheduler addresses and fs.defaultFS the client passed.
-func amHadoopConfig(getenv func(string) string, log logrus.FieldLogger) (*conf.HadoopConfig, []string, error) {
+func amHadoopConfig(getenv func(string) string, ae submit.AMEnv, log logrus.FieldLogger) (*conf.HadoopConfig, []string, error) {
 	hc, err := conf.LoadHadoopOptions(conf.HadoopOptions{Getenv: getenv, Log: log})
 	if err == nil {
 		addrs, err := yarn.RMAddresses(hc, yarn.RMScheduler)
 		return hc, addrs, err
 	}
-	fallback := getenv(submit.EnvSchedulerAddresses)
-	if !errors.Is(err, conf.ErrNoHadoopConf) || fallback == "" {
+	if !errors.Is(err, conf.ErrNoHadoopConf) || len(ae.SchedulerAddresses) == 0 {
 		return nil, nil, err
 	}
 	hc = conf.NewHadoopConfig(getenv)
-	if fs := getenv(submit.EnvDefaultFS); fs != "" {
-		hc.Set("fs.defaultFS", fs)
+	if ae.DefaultFS != "" {
+		hc.Set("fs.defaultFS", ae.DefaultFS)
 	}
-	log.WithField("scheduler", fallback).Info("no HADOOP_CONF_DIR in the container; using the addresses the client passed")
-	return hc, strings.Split(fallback, ","), nil
+	log.WithField("scheduler", strings.Join(ae.SchedulerAddresses, ",")).Info("no HADOOP_CONF_DIR in the container; using the addresses the client passed")
+	return hc, ae.SchedulerAddresses, nil
 }
 
 // rpcAMClients builds the Hadoop RPC clients of an AM in its YARN
 // container: scheduler addresses from $HADOOP_CONF_DIR, the AMRMToken from
 // $HADOOP_TOKEN_FILE_LOCATION.
-func rpcAMClients(ctx context.Context, getenv func(string) string, log logrus.FieldLogger) (amClients, error) {
-	hc, addrs, err := amHadoopConfig(getenv, log)
+func rpcAMClients(ctx context.Context, getenv func(string) string, ae submit.AMEnv, log logrus.FieldLogger) (amClients, error) {
+	hc, addrs, err := amHadoopConfig(getenv, ae, log)
 	if err != nil {
 		return amClients{}, err
 	}
@@ -171,12 +170,11 @@ func cmdRun(ctx context.Context, args []string, e *env) error {
 	if err != nil {
 		return configError{err}
 	}
-	var staged map[string]am.LocalResource
-	if v := e.getenv(submit.EnvLocalResources); v != "" {
-		if staged, err = submit.DecodeResources(v); err != nil {
-			return err
-		}
+	ae, err := submit.ReadAMEnv(e.getenv)
+	if err != nil {
+		return err
 	}
+	staged := ae.Resources
 	// The overrides am submit staged reach the workers as that same file,
 	// never on their command lines.
 	dynamicFile := ""
@@ -202,7 +200,7 @@ func cmdRun(ctx context.Context, args []string, e *env) error {
 	}
 	trackingURL := fmt.Sprintf("http://%s/", net.JoinHostPort(host, strconv.Itoa(l.Addr().(*net.TCPAddr).Port)))
 
-	clients, err := e.deps.amClients(ctx, e.getenv, e.log)
+	clients, err := e.deps.amClients(ctx, e.getenv, ae, e.log)
 	if err != nil {
 		l.Close()
 		return clusterError{err}
@@ -252,7 +250,7 @@ func cmdRun(ctx context.Context, args []string, e *env) error {
 	if err != nil {
 		return clusterError{err}
 	}
-	if dir := e.getenv(submit.EnvStagingDir); dir != "" && clients.Cleanup != nil {
+	if dir := ae.StagingDir; dir != "" && clients.Cleanup != nil {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		if err := clients.Cleanup(cctx, dir); err != nil {
 			e.log.WithError(err).WithField("dir", dir).Warn("could not remove the staging folder")

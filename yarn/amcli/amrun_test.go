@@ -90,7 +90,7 @@ func (n *reportingNM) StopContainer(ctx context.Context, c am.Container, tok am.
 }
 
 func fakeDeps(rm *scriptRM, nm *reportingNM) deps {
-	return deps{amClients: func(ctx context.Context, getenv func(string) string, log logrus.FieldLogger) (amClients, error) {
+	return deps{amClients: func(ctx context.Context, getenv func(string) string, _ submit.AMEnv, log logrus.FieldLogger) (amClients, error) {
 		return amClients{RM: rm, NM: nm}, nil
 	}}
 }
@@ -147,7 +147,7 @@ func TestRunWiresTheAM(t *testing.T) {
 
 func TestRunRejectsBadConfigBeforeConnecting(t *testing.T) {
 	called := false
-	d := deps{amClients: func(context.Context, func(string) string, logrus.FieldLogger) (amClients, error) {
+	d := deps{amClients: func(context.Context, func(string) string, submit.AMEnv, logrus.FieldLogger) (amClients, error) {
 		called = true
 		return amClients{}, errors.New("should not connect")
 	}}
@@ -158,7 +158,7 @@ func TestRunRejectsBadConfigBeforeConnecting(t *testing.T) {
 }
 
 func TestRunClusterError(t *testing.T) {
-	d := deps{amClients: func(context.Context, func(string) string, logrus.FieldLogger) (amClients, error) {
+	d := deps{amClients: func(context.Context, func(string) string, submit.AMEnv, logrus.FieldLogger) (amClients, error) {
 		return amClients{}, errors.New("no AMRMToken in $HADOOP_TOKEN_FILE_LOCATION")
 	}}
 	code, _, stderr := runAm(t, d, nil, "run", "--conf", "testdata/flink-conf.yaml", "-D", "rest.bind-address=127.0.0.1", "--", "true")

@@ -186,18 +186,13 @@ func cmdSubmit(ctx context.Context, args []string, e *env) error {
 		*queue, _ = cfg.Get(conf.YarnApplicationQueue.Key)
 	}
 	confName := submit.ConfName(cfg.Path())
-	masterEnv := am.EnvFromConfig(cfg, am.MasterEnvPrefix)
-	if sched, err := yarn.RMAddresses(hc, yarn.RMScheduler); err == nil {
-		masterEnv[submit.EnvSchedulerAddresses] = strings.Join(sched, ",")
-	}
-	if defaultFS != "" {
-		masterEnv[submit.EnvDefaultFS] = defaultFS
-	}
+	sched, _ := yarn.RMAddresses(hc, yarn.RMScheduler) // none: the AM needs its own HADOOP_CONF_DIR
 	client := submit.Client{RM: rm, Stager: submit.Stager{FS: hfs, DefaultFS: defaultFS, Log: e.log}, Log: e.log,
 		After: e.deps.after}
 	sub, err := client.Submit(ctx, submit.Request{
 		Name: *name, Queue: *queue, User: who, Files: shipped, ConfName: confName, Dynamic: c.overrides,
-		Workers: *workers, Worker: worker, MasterEnv: masterEnv, Tokens: tokens,
+		Workers: *workers, Worker: worker, MasterEnv: am.EnvFromConfig(cfg, am.MasterEnvPrefix), Tokens: tokens,
+		SchedulerAddresses: sched, DefaultFS: defaultFS,
 		AMMemoryMB: amMem, AMVcores: amVcores, MaxAttempts: attempts,
 		WorkerProfile: plan.Profile, Owners: am.Owners(specs),
 	})

@@ -139,9 +139,9 @@ func TestRunDynamicFileMustBeStaged(t *testing.T) {
 	called := false
 	d := fakeDeps(&scriptRM{}, &reportingNM{})
 	inner := d.amClients
-	d.amClients = func(ctx context.Context, getenv func(string) string, log logrus.FieldLogger) (amClients, error) {
+	d.amClients = func(ctx context.Context, getenv func(string) string, ae submit.AMEnv, log logrus.FieldLogger) (amClients, error) {
 		called = true
-		return inner(ctx, getenv, log)
+		return inner(ctx, getenv, ae, log)
 	}
 	code, _, stderr := runAm(t, d, map[string]string{"NM_HOST": "127.0.0.1"}, "run", "--conf", "testdata/flink-conf.yaml", "--dynamic-file", dyn, "--", "true")
 	require.Equal(t, ExitConfig, code, stderr)

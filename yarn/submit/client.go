@@ -51,6 +51,10 @@ type Request struct {
 	Workers     int
 	Worker      []string
 	MasterEnv   map[string]string // containerized.master.env.*
+	// SchedulerAddresses and DefaultFS reach the AM (AMSpec) for a
+	// container without HADOOP_CONF_DIR.
+	SchedulerAddresses []string
+	DefaultFS          string
 	Tokens      []byte            // HDTS credentials for the AM; nil when insecure
 	AMMemoryMB  int64             // DefaultAMMemoryMB when 0
 	AMVcores    int32             // DefaultAMVcores when 0
@@ -127,7 +131,8 @@ func (c Client) Submit(ctx context.Context, req Request) (Submitted, error) {
 		return sub, fmt.Errorf("submit %s: %w", sub.AppID, err)
 	}
 	lc, err := AMLaunchContext(AMSpec{Staged: staged, ConfName: req.ConfName, DynamicFile: dynamicFile,
-		Workers: req.Workers, Worker: req.Worker, Env: req.MasterEnv, Tokens: req.Tokens})
+		Workers: req.Workers, Worker: req.Worker, Env: req.MasterEnv, Tokens: req.Tokens,
+		SchedulerAddresses: req.SchedulerAddresses, DefaultFS: req.DefaultFS})
 	if err != nil {
 		return sub, c.failed(ctx, sub, err)
 	}
@@ -138,10 +143,6 @@ func (c Client) Submit(ctx context.Context, req Request) (Submitted, error) {
 	c.log().WithFields(logrus.Fields{"app": sub.AppID, "staging": sub.StagingDir}).Debug("application submitted")
 	return sub, nil
 }
-
-// DynamicFileName is the staged dynamic file's link name in every container
-// (am run --dynamic-file and container-launcher --dynamic-file name it).
-const DynamicFileName = "xres-dynamic.json"
 
 // writeDynamicFile writes the -D overrides to a fresh local file, mode
 // 0600, for staging; remove deletes it again.

@@ -17,12 +17,6 @@ import (
 	"github.com/xres/xres/yarn/internal/logutil"
 )
 
-// Link names of the files every xres application ships.
-const (
-	AMBinary       = am.AMName
-	LauncherBinary = am.LauncherName
-)
-
 // ErrBadFile is wrapped by errors about the files to stage.
 var ErrBadFile = errors.New("invalid file to stage")
 
@@ -42,16 +36,6 @@ type File struct {
 	Local string
 	Name  string
 	Type  am.LocalResourceType // am.File (default) or am.Archive (unpacked)
-}
-
-// ConfName is the link name the Flink configuration at confPath is staged
-// under in every container: its base name, so that its format is kept
-// (flink-conf.yaml or config.yaml); "" when there is none.
-func ConfName(confPath string) string {
-	if confPath == "" {
-		return ""
-	}
-	return filepath.Base(confPath)
 }
 
 // Files lists what an application ships: the am and container-launcher

@@ -30,6 +30,25 @@ func TestAMLaunchContext(t *testing.T) {
 	require.ErrorContains(t, err, "no worker command")
 }
 
+func TestReadAMEnvReadsWhatAMLaunchContextWrote(t *testing.T) {
+	staged := Staged{Dir: "/user/alice/.xres/app", Resources: map[string]am.LocalResource{
+		"am": {URL: am.ResourceURL{Scheme: "hdfs", Host: "nn", Port: 8020, File: "/user/alice/.xres/app/am"}, Size: 10, Type: am.File},
+	}}
+	lc, err := AMLaunchContext(AMSpec{Staged: staged, Worker: []string{"true"},
+		SchedulerAddresses: []string{"rm1:8030", "rm2:8030"}, DefaultFS: "hdfs://nn:8020"})
+	require.NoError(t, err)
+	back, err := ReadAMEnv(func(k string) string { return lc.Env[k] })
+	require.NoError(t, err)
+	require.Equal(t, AMEnv{Resources: staged.Resources, StagingDir: staged.Dir,
+		SchedulerAddresses: []string{"rm1:8030", "rm2:8030"}, DefaultFS: "hdfs://nn:8020"}, back)
+
+	none, err := ReadAMEnv(func(string) string { return "" })
+	require.NoError(t, err)
+	require.Equal(t, AMEnv{}, none)
+	_, err = ReadAMEnv(func(k string) string { return map[string]string{EnvLocalResources: "!!!"}[k] })
+	require.ErrorContains(t, err, EnvLocalResources)
+}
+
 func TestDecodeResourcesErrors(t *testing.T) {
 	_, err := DecodeResources("!!!")
 	require.ErrorContains(t, err, "decode XRES_LOCAL_RESOURCES")

@@ -1,14 +1,40 @@
 package submit
 
+// This file is the whole client→AM contract: what am submit puts into the
+// AM container (command line, files, environment) and how am run reads the
+// environment back. Both sides use it; nothing else names these variables.
+
 import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"maps"
+	"path/filepath"
 	"strconv"
+	"strings"
 
 	"github.com/xres/xres/yarn/am"
 )
+
+// Link names of the files every xres application ships.
+const (
+	AMBinary       = am.AMName
+	LauncherBinary = am.LauncherName
+	// DynamicFileName is the staged dynamic file's link name in every
+	// container (am run --dynamic-file and container-launcher
+	// --dynamic-file name it).
+	DynamicFileName = "xres-dynamic.json"
+)
+
+// ConfName is the link name the Flink configuration at confPath is staged
+// under in every container: its base name, so that its format is kept
+// (flink-conf.yaml or config.yaml); "" when there is none.
+func ConfName(confPath string) string {
+	if confPath == "" {
+		return ""
+	}
+	return filepath.Base(confPath)
+}
 
 // Environment of the AM container, set by the client.
 const (
@@ -61,6 +87,36 @@ type AMSpec struct {
 	Worker      []string          // the worker command
 	Env         map[string]string // containerized.master.env.*
 	Tokens      []byte            // HDTS credentials for the AM; nil on an insecure cluster
+	// SchedulerAddresses and DefaultFS are the client's view of the RM
+	// scheduler address(es) and fs.defaultFS, for an AM container without
+	// HADOOP_CONF_DIR; empty: not passed.
+	SchedulerAddresses []string
+	DefaultFS          string
+}
+
+// AMEnv is what the AM reads back from its container's environment.
+type AMEnv struct {
+	Resources          map[string]am.LocalResource // the staged files; nil: none passed
+	StagingDir         string                      // "": none (nothing to clean up)
+	SchedulerAddresses []string                    // nil: not passed
+	DefaultFS          string
+}
+
+// ReadAMEnv reads what AMLaunchContext put into the AM container's
+// environment.
+func ReadAMEnv(getenv func(string) string) (AMEnv, error) {
+	e := AMEnv{StagingDir: getenv(EnvStagingDir), DefaultFS: getenv(EnvDefaultFS)}
+	if v := getenv(EnvSchedulerAddresses); v != "" {
+		e.SchedulerAddresses = strings.Split(v, ",")
+	}
+	if v := getenv(EnvLocalResources); v != "" {
+		res, err := DecodeResources(v)
+		if err != nil {
+			return AMEnv{}, err
+		}
+		e.Resources = res
+	}
+	return e, nil
 }
 
 // AMLaunchContext builds the AM container's launch context:
@@ -68,7 +124,8 @@ type AMSpec struct {
 //	./am run [--conf NAME] [--dynamic-file NAME] [--workers N] -- <worker command> 1><LOG_DIR>/stdout 2><LOG_DIR>/stderr
 //
 // with the staged files as local resources and the environment
-// (containerized.master.env.*, EnvLocalResources, EnvStagingDir).
+// (containerized.master.env.*, then EnvLocalResources, EnvStagingDir,
+// EnvSchedulerAddresses and EnvDefaultFS, which ReadAMEnv reads back).
 func AMLaunchContext(spec AMSpec) (am.LaunchContext, error) {
 	if len(spec.Worker) == 0 {
 		return am.LaunchContext{}, fmt.Errorf("build AM launch context: no worker command")
@@ -94,6 +151,12 @@ func AMLaunchContext(spec AMSpec) (am.LaunchContext, error) {
 	}
 	env[EnvLocalResources] = enc
 	env[EnvStagingDir] = spec.Staged.Dir
+	if len(spec.SchedulerAddresses) > 0 {
+		env[EnvSchedulerAddresses] = strings.Join(spec.SchedulerAddresses, ",")
+	}
+	if spec.DefaultFS != "" {
+		env[EnvDefaultFS] = spec.DefaultFS
+	}
 	return am.LaunchContext{
 		Commands:       []string{am.Command(argv)},
 		Env:            env,
