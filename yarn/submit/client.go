@@ -47,18 +47,18 @@ type Request struct {
 	// Dynamic are the -D overrides, key=value. They are staged as the
 	// dynamic file DynamicFileName (mode 0600 locally, in the 0700
 	// staging folder on HDFS) and only its name is on command lines.
-	Dynamic     []string
-	Workers     int
-	Worker      []string
-	MasterEnv   map[string]string // containerized.master.env.*
+	Dynamic   []string
+	Workers   int
+	Worker    []string
+	MasterEnv map[string]string // containerized.master.env.*
 	// SchedulerAddresses and DefaultFS reach the AM (AMSpec) for a
 	// container without HADOOP_CONF_DIR.
 	SchedulerAddresses []string
 	DefaultFS          string
-	Tokens      []byte            // HDTS credentials for the AM; nil when insecure
-	AMMemoryMB  int64             // DefaultAMMemoryMB when 0
-	AMVcores    int32             // DefaultAMVcores when 0
-	MaxAttempts int32             // 0: the cluster's yarn.resourcemanager.am.max-attempts
+	Tokens             []byte // HDTS credentials for the AM; nil when insecure
+	AMMemoryMB         int64  // DefaultAMMemoryMB when 0
+	AMVcores           int32  // DefaultAMVcores when 0
+	MaxAttempts        int32  // 0: the cluster's yarn.resourcemanager.am.max-attempts
 	// WorkerProfile and Owners, when the profile is set, are checked against
 	// the cluster before anything is staged (am.CheckProfile).
 	WorkerProfile am.Resource
