@@ -135,23 +135,6 @@ func rpcAMClients(ctx context.Context, getenv func(string) string, ae submit.AME
 	}, nil
 }
 
-// container-launcher's exit codes (driver/launch; a test checks they
-// match). Kept here so that am does not link the device drivers.
-const (
-	launcherExitUsage       = 210
-	launcherExitConfig      = 211
-	launcherExitDiscovery   = 212
-	launcherExitWorkerStart = 213
-	launcherExitInternal    = 214
-)
-
-// Launcher exit codes that blame the node (blacklist it and replace the
-// worker) or the job (fail the application at once).
-var (
-	badNodeExits = []int{launcherExitDiscovery, launcherExitInternal}
-	badJobExits  = []int{launcherExitUsage, launcherExitConfig, launcherExitWorkerStart}
-)
-
 // cmdRun: am run [--conf FILE] [-D k=v]… [--dynamic-file NAME] [--workers N] -- <worker command…>
 // It is the ApplicationMaster, in the AM container YARN started.
 func cmdRun(ctx context.Context, args []string, e *env) error {
@@ -222,8 +205,8 @@ func cmdRun(ctx context.Context, args []string, e *env) error {
 		Register:         am.RegisterRequest{Host: host, RPCPort: -1, TrackingURL: trackingURL},
 		Heartbeat:        beat,
 		RequestHeartbeat: fast,
-		BadNodeExits:     badNodeExits,
-		BadJobExits:      badJobExits,
+		BadNodeExits:     resources.BadNodeExitCodes(),
+		BadJobExits:      resources.BadJobExitCodes(),
 		OnAMRMToken:      clients.OnAMRMToken,
 		Log:              e.log,
 		SubmitTime:       submitTime(e.getenv("APP_SUBMIT_TIME_ENV")),

@@ -14,7 +14,6 @@ import (
 	"github.com/sirupsen/logrus"
 	"github.com/stretchr/testify/require"
 
-	"github.com/xres/xres/driver/launch"
 	"github.com/xres/xres/resources"
 	"github.com/xres/xres/yarn/am"
 	"github.com/xres/xres/yarn/submit"
@@ -112,7 +111,7 @@ func TestRunWiresTheAM(t *testing.T) {
 		diag   string
 	}{
 		{name: "all workers succeed", exits: []int{0, 0, 0, 0}, code: ExitOK, status: am.StatusSucceeded},
-		{name: "a config error fails at once", exits: []int{0, launch.ExitConfig, 0, 0}, code: ExitAppFailed, status: am.StatusFailed,
+		{name: "a config error fails at once", exits: []int{0, resources.LauncherExitConfig, 0, 0}, code: ExitAppFailed, status: am.StatusFailed,
 			diag: "container-launcher reports an error of the job"},
 	}
 	for _, tt := range tests {
@@ -193,14 +192,6 @@ func TestPublicMain(t *testing.T) {
 		Env{Getenv: func(string) string { return "" }, Stdout: &out, Stderr: &errb})
 	require.Equal(t, ExitOK, code, errb.String())
 	require.Contains(t, out.String(), `"yarn.io/gpu": 1`)
-}
-
-func TestLauncherExitCodesMatch(t *testing.T) {
-	require.Equal(t, launch.ExitUsage, launcherExitUsage)
-	require.Equal(t, launch.ExitConfig, launcherExitConfig)
-	require.Equal(t, launch.ExitDiscovery, launcherExitDiscovery)
-	require.Equal(t, launch.ExitWorkerStart, launcherExitWorkerStart)
-	require.Equal(t, launch.ExitInternal, launcherExitInternal)
 }
 
 func TestSubmitTimeAndRSS(t *testing.T) {
