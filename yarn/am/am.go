@@ -24,6 +24,10 @@ const (
 	DefaultStderrLines = 20
 	DefaultCallTimeout = 30 * time.Second
 	DefaultMaxRMErrors = 10
+	// DefaultMaxStarts and DefaultMaxStartsPerNode bound the container
+	// starts in flight, overall and per NodeManager.
+	DefaultMaxStarts        = 256
+	DefaultMaxStartsPerNode = 16
 )
 
 // Config is everything the AM core needs besides its clients.
@@ -39,6 +43,8 @@ type Config struct {
 	CallTimeout      time.Duration // deadline of each RM/NM call (DefaultCallTimeout)
 	MaxRMErrors      int           // consecutive failed heartbeats before giving up (DefaultMaxRMErrors)
 	StderrLines      int           // stderr lines quoted in a failure diagnostic (DefaultStderrLines)
+	MaxStarts        int           // container starts in flight at once (DefaultMaxStarts)
+	MaxStartsPerNode int           // of those, on one NodeManager (DefaultMaxStartsPerNode)
 
 	// Launcher exit codes (cmd/container-launcher). A worker that exits
 	// with one of BadNodeExits failed on its node (device discovery): the
@@ -85,6 +91,7 @@ type worker struct {
 	started  time.Time
 	finished time.Time
 	devices  map[string][]resources.Properties
+	launched bool // StartContainer was called (or the container was adopted)
 }
 
 // AM is the ApplicationMaster state machine. Run drives it; Status and
@@ -98,9 +105,10 @@ type AM struct {
 
 	mu         sync.Mutex
 	state      string
-	workers    map[string]*worker
-	order      []string // container ids in allocation order
-	pending    int      // containers still wanted
+	workers    roster
+	starts     startQueue
+	startWG    sync.WaitGroup // start goroutines
+	pending    int            // containers still wanted
 	lastAsked  int      // Count last delivered to the RM; -1 forces a send
 	releases   []string
 	blacklist  map[string]bool
@@ -143,6 +151,12 @@ func New(cfg Config, rm RMClient, nm NMClient, logs LogFetcher) (*AM, error) {
 	if cfg.StderrLines <= 0 {
 		cfg.StderrLines = DefaultStderrLines
 	}
+	if cfg.MaxStarts <= 0 {
+		cfg.MaxStarts = DefaultMaxStarts
+	}
+	if cfg.MaxStartsPerNode <= 0 {
+		cfg.MaxStartsPerNode = DefaultMaxStartsPerNode
+	}
 	if cfg.After == nil {
 		cfg.After = time.After
 	}
@@ -154,7 +168,9 @@ func New(cfg Config, rm RMClient, nm NMClient, logs LogFetcher) (*AM, error) {
 		cfg: cfg, rm: rm, nm: nm, logs: logs,
 		log:       log.WithField("app", cfg.AppID),
 		state:     "NEW",
-		workers:   map[string]*worker{},
+		workers:   newRoster(),
+		starts:    newStartQueue(cfg.MaxStarts, cfg.MaxStartsPerNode),
+		pending:   cfg.Plan.Workers,
 		blacklist: map[string]bool{},
 		blSent:    map[string]bool{},
 		nmTokens:  map[string]Token{},
@@ -167,7 +183,15 @@ func New(cfg Config, rm RMClient, nm NMClient, logs LogFetcher) (*AM, error) {
 // worker has exited 0 (SUCCEEDED) or the failures pass the limit (FAILED),
 // and unregisters. The error is for what is not an application outcome:
 // the RM unreachable, an AM_SHUTDOWN order (ErrShutdown) or ctx ending.
+//
+// Containers are started concurrently, beside the heartbeat (at most
+// MaxStarts at once, MaxStartsPerNode per NodeManager): a slow NodeManager
+// delays neither the heartbeat nor the starts on other nodes. Run returns
+// once every start it began has ended.
 func (a *AM) Run(ctx context.Context) (Result, error) {
+	sctx, stopStarts := context.WithCancel(ctx)
+	defer a.startWG.Wait()
+	defer stopStarts()
 	if err := a.register(ctx); err != nil {
 		return Result{}, err
 	}
@@ -176,7 +200,6 @@ func (a *AM) Run(ctx context.Context) (Result, error) {
 		return a.finish(ctx, Result{Status: StatusFailed, Diagnostics: err.Error()})
 	}
 	a.mu.Lock()
-	a.pending = a.cfg.Plan.Workers
 	a.state = "RUNNING"
 	a.mu.Unlock()
 
@@ -212,8 +235,9 @@ func (a *AM) Run(ctx context.Context) (Result, error) {
 			if resp.Shutdown {
 				return Result{}, ErrShutdown
 			}
-			a.handle(ctx, resp)
+			a.handle(ctx, sctx, resp)
 			if r := a.outcome(); r != nil {
+				stopStarts()
 				a.stopRunning(ctx, r)
 				return a.finish(ctx, *r)
 			}
@@ -238,6 +262,9 @@ func (a *AM) register(ctx context.Context) error {
 	a.limits = ClusterLimits{Types: resp.ResourceTypes, Max: resp.MaxCapability}
 	for _, t := range resp.NMTokens {
 		a.nmTokens[t.NodeID] = t.Token
+	}
+	for _, c := range resp.PreviousContainers {
+		a.classifiedLocked(c, true)
 	}
 	// After a (re-)registration the RM has forgotten asks and blacklist.
 	a.lastAsked = -1
@@ -293,7 +320,9 @@ func (a *AM) delivered(req AllocateRequest) {
 	}
 }
 
-func (a *AM) handle(ctx context.Context, resp AllocateResponse) {
+// handle takes in one heartbeat's answer. Its bookkeeping costs O(1) per
+// container; the starts it queues run on their own goroutines (sctx).
+func (a *AM) handle(ctx, sctx context.Context, resp AllocateResponse) {
 	if resp.AMRMToken != nil && a.cfg.OnAMRMToken != nil {
 		a.log.Info("AMRMToken rolled over")
 		a.cfg.OnAMRMToken(*resp.AMRMToken)
@@ -302,66 +331,130 @@ func (a *AM) handle(ctx context.Context, resp AllocateResponse) {
 	for _, t := range resp.NMTokens {
 		a.nmTokens[t.NodeID] = t.Token
 	}
-	a.mu.Unlock()
 	for _, c := range resp.Allocated {
-		a.allocated(ctx, c)
+		a.classifiedLocked(c, false)
 	}
+	a.launchLocked(sctx)
+	a.mu.Unlock()
 	for _, st := range resp.Completed {
 		a.completed(ctx, st)
 	}
 }
 
-func (a *AM) allocated(ctx context.Context, c Container) {
-	log := a.log.WithFields(logrus.Fields{"container": c.ID, "node": c.NodeID})
-	a.mu.Lock()
-	reason := ""
+// classifyLocked is the one place that decides what a container is: a new
+// match for the worker ask, a known worker (or a container already given
+// back), a previous attempt's worker, or surplus (with the reason).
+func (a *AM) classifyLocked(c Container, previous bool) (identity, string) {
 	switch {
+	case a.workers.get(c.ID) != nil:
+		return idKnown, "already a worker"
+	case a.workers.isReleased(c.ID):
+		return idKnown, "already released"
+	case previous:
+		return idPrevious, ""
 	case a.result != nil:
-		reason = "application is finishing"
+		return idSurplus, "application is finishing"
 	case c.AllocationRequestID != WorkerAskID:
-		reason = fmt.Sprintf("allocation request id %d matches no ask", c.AllocationRequestID)
+		return idSurplus, fmt.Sprintf("allocation request id %d matches no ask", c.AllocationRequestID)
 	case a.pending == 0:
-		reason = "surplus container"
+		return idSurplus, "surplus container"
 	case a.blacklist[c.Host()]:
-		reason = "node is blacklisted"
+		return idSurplus, "node is blacklisted"
 	}
-	if reason != "" {
-		a.releases = append(a.releases, c.ID)
+	return idNew, ""
+}
+
+// classifiedLocked acts on what classifyLocked decided: a new worker is
+// queued to start, a previous attempt's is adopted as running, surplus is
+// released, a known container is left alone.
+func (a *AM) classifiedLocked(c Container, previous bool) {
+	kind, reason := a.classifyLocked(c, previous)
+	switch kind {
+	case idKnown:
+		a.log.WithFields(logrus.Fields{"container": c.ID, "node": c.NodeID, "reason": reason}).Debug("container delivered again; ignored")
+	case idSurplus:
+		a.releaseLocked(c.ID)
+		a.log.WithFields(logrus.Fields{"container": c.ID, "node": c.NodeID, "reason": reason}).Info("releasing container")
+	case idPrevious, idNew:
+		w := &worker{c: c, state: StateStarting, started: a.cfg.Now(), exit: ExitInvalid}
+		if devs := a.earlyDevs[c.ID]; devs != nil {
+			w.devices = devs
+			delete(a.earlyDevs, c.ID)
+		}
+		if a.pending > 0 {
+			a.pending--
+		}
+		a.workers.add(w)
+		if kind == idNew {
+			a.starts.push(w)
+			return
+		}
+		w.launched = true
+		a.workers.set(w, StateRunning)
+		a.log.WithFields(logrus.Fields{"container": c.ID, "node": c.NodeID}).Info("adopted a worker of an earlier attempt")
+		a.checkAllRunningLocked()
+	}
+}
+
+// releaseLocked gives a container back to the RM with the next heartbeat,
+// once.
+func (a *AM) releaseLocked(id string) {
+	if a.workers.release(id) {
+		a.releases = append(a.releases, id)
+	}
+}
+
+// launchLocked runs queued starts while the bounds allow. Each goroutine
+// goes on with the next queued start when its own ends, so there are never
+// more than MaxStarts of them.
+func (a *AM) launchLocked(sctx context.Context) {
+	for w := a.starts.next(); w != nil; w = a.starts.next() {
+		a.startWG.Add(1)
+		go func() {
+			defer a.startWG.Done()
+			for w != nil {
+				a.start(sctx, w)
+				a.mu.Lock()
+				a.starts.done(w)
+				w = a.starts.next()
+				a.mu.Unlock()
+			}
+		}()
+	}
+}
+
+// start starts one worker's container, unless the worker ended (the RM
+// completed its container) or the application is finishing meanwhile.
+func (a *AM) start(ctx context.Context, w *worker) {
+	log := a.log.WithFields(logrus.Fields{"container": w.c.ID, "node": w.c.NodeID})
+	a.mu.Lock()
+	if w.state != StateStarting || a.result != nil || ctx.Err() != nil {
 		a.mu.Unlock()
-		log.WithField("reason", reason).Info("releasing container")
 		return
 	}
-	a.pending--
-	w := &worker{c: c, state: StateStarting, started: a.cfg.Now(), exit: ExitInvalid}
-	if devs := a.earlyDevs[c.ID]; devs != nil {
-		w.devices = devs
-		delete(a.earlyDevs, c.ID)
-	}
-	a.workers[c.ID] = w
-	a.order = append(a.order, c.ID)
-	token := a.nmTokens[c.NodeID]
+	w.launched = true
+	token := a.nmTokens[w.c.NodeID]
 	a.mu.Unlock()
 
 	cctx, cancel := context.WithTimeout(ctx, a.cfg.CallTimeout)
-	err := a.nm.StartContainer(cctx, c, token, a.cfg.Launch)
+	err := a.nm.StartContainer(cctx, w.c, token, a.cfg.Launch)
 	cancel()
-	if err != nil {
-		log.WithError(err).Warn("starting container failed")
-		a.mu.Lock()
-		a.releases = append(a.releases, c.ID)
+	a.mu.Lock()
+	if w.state != StateStarting || a.result != nil {
+		// Ended meanwhile, or the application is finishing: stopRunning
+		// stops it if it started.
 		a.mu.Unlock()
+		return
+	}
+	if err != nil {
+		a.releaseLocked(w.c.ID)
+		a.mu.Unlock()
+		log.WithError(err).Warn("starting container failed")
 		a.failed(ctx, w, ExitInvalid, fmt.Sprintf("could not start container: %v", err), false)
 		return
 	}
-	a.mu.Lock()
-	if w.state == StateStarting {
-		w.state = StateRunning
-	}
-	all := false
-	if a.allRunning.IsZero() && a.runningLocked() == a.cfg.Plan.Workers {
-		a.allRunning = a.cfg.Now()
-		all = true
-	}
+	a.workers.set(w, StateRunning)
+	all := a.checkAllRunningLocked()
 	a.mu.Unlock()
 	log.Info("worker started")
 	if all {
@@ -373,15 +466,26 @@ func (a *AM) allocated(ctx context.Context, c Container) {
 	}
 }
 
+// checkAllRunningLocked notes the first moment every wanted worker runs
+// and reports whether it is now.
+func (a *AM) checkAllRunningLocked() bool {
+	if a.allRunning.IsZero() && a.workers.count[StateRunning] == a.cfg.Plan.Workers {
+		a.allRunning = a.cfg.Now()
+		return true
+	}
+	return false
+}
+
 func (a *AM) completed(ctx context.Context, st Completed) {
 	a.mu.Lock()
-	w := a.workers[st.ID]
+	w := a.workers.get(st.ID)
 	if w == nil || w.state == StateSucceeded || w.state == StateFailed {
 		a.mu.Unlock()
 		return
 	}
 	if st.ExitStatus == ExitSuccess {
-		w.state, w.exit, w.diag, w.finished = StateSucceeded, ExitSuccess, st.Diagnostics, a.cfg.Now()
+		a.workers.set(w, StateSucceeded)
+		w.exit, w.diag, w.finished = ExitSuccess, st.Diagnostics, a.cfg.Now()
 		a.succeeded++
 		a.mu.Unlock()
 		a.log.WithField("container", st.ID).Info("worker succeeded")
@@ -389,16 +493,6 @@ func (a *AM) completed(ctx context.Context, st Completed) {
 	}
 	a.mu.Unlock()
 	a.failed(ctx, w, st.ExitStatus, st.Diagnostics, true)
-}
-
-func (a *AM) runningLocked() int {
-	n := 0
-	for _, w := range a.workers {
-		if w.state == StateRunning {
-			n++
-		}
-	}
-	return n
 }
 
 // failed records a failed worker and decides: replace it, blacklist its
@@ -421,7 +515,11 @@ func (a *AM) failed(ctx context.Context, w *worker, exit int, diag string, ran b
 
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	w.state, w.exit, w.diag, w.finished = StateFailed, exit, diag, a.cfg.Now()
+	if w.state == StateSucceeded || w.state == StateFailed {
+		return // the RM's completion and a failed start both report it
+	}
+	a.workers.set(w, StateFailed)
+	w.exit, w.diag, w.finished = exit, diag, a.cfg.Now()
 	if exit == ExitPreempted {
 		// Not the worker's fault: replaced without counting.
 		log.Warn("worker preempted; replacing it")
@@ -500,29 +598,45 @@ func (a *AM) outcome() *Result {
 	return a.result
 }
 
-// stopRunning stops workers still running when the application fails.
+// stopRunning waits for the starts in flight (Run has cancelled them) and,
+// when the application fails, stops the workers still running,
+// concurrently within the same bounds as the starts.
 func (a *AM) stopRunning(ctx context.Context, r *Result) {
+	a.startWG.Wait()
 	if r.Status == StatusSucceeded {
 		return
 	}
 	a.mu.Lock()
 	var running []*worker
-	for _, id := range a.order {
-		if w := a.workers[id]; w.state == StateRunning || w.state == StateStarting {
+	a.workers.each(func(w *worker) {
+		if w.launched && (w.state == StateRunning || w.state == StateStarting) {
 			running = append(running, w)
 		}
-	}
+	})
 	a.mu.Unlock()
-	for _, w := range running {
-		a.mu.Lock()
-		token := a.nmTokens[w.c.NodeID]
-		a.mu.Unlock()
-		cctx, cancel := context.WithTimeout(ctx, a.cfg.CallTimeout)
-		if err := a.nm.StopContainer(cctx, w.c, token); err != nil {
-			a.log.WithError(err).WithField("container", w.c.ID).Warn("stopping container failed")
-		}
-		cancel()
+	work := make(chan *worker)
+	var wg sync.WaitGroup
+	for range min(a.cfg.MaxStarts, len(running)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for w := range work {
+				a.mu.Lock()
+				token := a.nmTokens[w.c.NodeID]
+				a.mu.Unlock()
+				cctx, cancel := context.WithTimeout(ctx, a.cfg.CallTimeout)
+				if err := a.nm.StopContainer(cctx, w.c, token); err != nil {
+					a.log.WithError(err).WithField("container", w.c.ID).Warn("stopping container failed")
+				}
+				cancel()
+			}
+		}()
 	}
+	for _, w := range running {
+		work <- w
+	}
+	close(work)
+	wg.Wait()
 }
 
 func (a *AM) finish(ctx context.Context, r Result) (Result, error) {

@@ -33,6 +33,7 @@ func runAM(t *testing.T, cfg Config, rm *fakeRM, nm *fakeNM, logs LogFetcher) (R
 	t.Helper()
 	a, err := New(cfg, rm, nm, logs)
 	require.NoError(t, err)
+	a.cfg.After = settled(a, a.cfg.After)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	res, err := a.Run(ctx)

@@ -99,6 +99,23 @@ func (f fakeLogs) Tail(ctx context.Context, c Container, file string, lines int)
 	return l, nil
 }
 
+// settled wraps after so that each heartbeat first waits until the AM has
+// no container start queued or in flight: scripted tests then see the
+// starts of one heartbeat before the next.
+func settled(a *AM, after func(time.Duration) <-chan time.Time) func(time.Duration) <-chan time.Time {
+	return func(d time.Duration) <-chan time.Time {
+		for {
+			a.mu.Lock()
+			idle := a.starts.inflight == 0 && a.starts.readyHead == len(a.starts.ready)
+			a.mu.Unlock()
+			if idle {
+				return after(d)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+}
+
 func ready(time.Duration) <-chan time.Time {
 	c := make(chan time.Time, 1)
 	c <- time.Time{}

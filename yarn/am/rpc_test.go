@@ -206,6 +206,7 @@ func TestAMOverHadoopRPC(t *testing.T) {
 	cfg := testConfig(2, 2)
 	a, err := New(cfg, NewRPCRMClient(amrmClient), NewRPCNMClient(nmClient), nil)
 	require.NoError(t, err)
+	a.cfg.After = settled(a, a.cfg.After)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	res, err := a.Run(ctx)
@@ -218,6 +219,8 @@ func TestAMOverHadoopRPC(t *testing.T) {
 	gpu, _ := yarn.ResourceValue(asked[0].GetCapability(), "yarn.io/gpu")
 	require.Equal(t, int64(1), gpu)
 	require.Len(t, started, 2)
-	require.Equal(t, []byte{2}, started[0].GetContainerToken().GetIdentifier(), "the container token is passed on verbatim")
+	// Starts run concurrently: either may come first.
+	tokens := [][]byte{started[0].GetContainerToken().GetIdentifier(), started[1].GetContainerToken().GetIdentifier()}
+	require.ElementsMatch(t, [][]byte{{2}, {3}}, tokens, "the container tokens are passed on verbatim")
 	require.Equal(t, cfg.Launch.Commands, started[0].GetContainerLaunchContext().GetCommand())
 }

@@ -77,9 +77,9 @@ func (a *AM) Status() Status {
 		s.AMPeakRSSKiB = a.cfg.PeakRSS()
 	}
 	hosts := map[string]bool{}
-	for _, id := range a.order {
-		w := a.workers[id]
-		ws := WorkerStatus{Container: id, Node: w.c.NodeID, NodeHTTP: w.c.NodeHTTP, Host: w.c.Host(),
+	s.Containers = make([]WorkerStatus, 0, a.workers.len())
+	a.workers.each(func(w *worker) {
+		ws := WorkerStatus{Container: w.c.ID, Node: w.c.NodeID, NodeHTTP: w.c.NodeHTTP, Host: w.c.Host(),
 			State: w.state, Diagnostics: w.diag, Devices: w.devices}
 		if w.state == StateSucceeded || w.state == StateFailed {
 			exit := w.exit
@@ -93,7 +93,7 @@ func (a *AM) Status() Status {
 			s.Hosts = append(s.Hosts, ws.Host)
 		}
 		s.Containers = append(s.Containers, ws)
-	}
+	})
 	return s
 }
 
@@ -106,7 +106,7 @@ func (a *AM) ReportDevices(r resources.DeviceReport) error {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	w := a.workers[id]
+	w := a.workers.get(id)
 	if w == nil {
 		if len(a.earlyDevs) >= 4*a.cfg.Plan.Workers+16 {
 			return fmt.Errorf("report devices: %w: %s", ErrUnknownContainer, id)

@@ -29,13 +29,13 @@ func trackedAM(t *testing.T) *AM {
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	calls := 0
-	a.cfg.After = func(d time.Duration) <-chan time.Time {
+	a.cfg.After = settled(a, func(d time.Duration) <-chan time.Time {
 		calls++
 		if calls == 2 {
 			cancel()
 		}
 		return ready(d)
-	}
+	})
 	_, err = a.Run(ctx)
 	require.ErrorIs(t, err, context.Canceled)
 	return a
@@ -113,8 +113,9 @@ func TestReportBeforeStartIsKept(t *testing.T) {
 	require.NoError(t, err)
 	c := ctr(9, "nm1")
 	require.NoError(t, a.ReportDevices(resources.DeviceReport{Container: c.ID, Resources: map[string][]resources.Properties{"gpu": {{"index": "0"}}}}))
-	a.pending = 1
-	a.allocated(context.Background(), c)
+	a.mu.Lock()
+	a.classifiedLocked(c, false)
+	a.mu.Unlock()
 	require.Equal(t, "0", a.Status().Containers[0].Devices["gpu"][0]["index"])
 }
 

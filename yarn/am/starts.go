@@ -1,0 +1,76 @@
+package am
+
+// startQueue orders the container starts: FIFO per NodeManager, nodes
+// served in turn, at most maxAll starts in flight overall and maxNode per
+// node, so that a slow or dead NodeManager holds up only its own
+// containers. It is guarded by the AM's mutex; every operation is O(1)
+// (amortised).
+type startQueue struct {
+	maxAll, maxNode int
+	inflight        int
+	nodes           map[string]*nodeStarts
+	ready           []*nodeStarts // nodes with waiting starts and room, each once
+	readyHead       int
+}
+
+type nodeStarts struct {
+	waiting  []*worker
+	head     int
+	inflight int
+	isReady  bool
+}
+
+func newStartQueue(maxAll, maxNode int) startQueue {
+	return startQueue{maxAll: maxAll, maxNode: maxNode, nodes: map[string]*nodeStarts{}}
+}
+
+// push queues w's start on its node.
+func (q *startQueue) push(w *worker) {
+	n := q.nodes[w.c.NodeID]
+	if n == nil {
+		n = &nodeStarts{}
+		q.nodes[w.c.NodeID] = n
+	}
+	n.waiting = append(n.waiting, w)
+	q.markReady(n)
+}
+
+func (q *startQueue) markReady(n *nodeStarts) {
+	if !n.isReady && n.head < len(n.waiting) && n.inflight < q.maxNode {
+		n.isReady = true
+		q.ready = append(q.ready, n)
+	}
+}
+
+// next takes the next start to run, or nil when none may run now. The
+// caller runs it and calls done.
+func (q *startQueue) next() *worker {
+	if q.inflight >= q.maxAll || q.readyHead == len(q.ready) {
+		return nil
+	}
+	n := q.ready[q.readyHead]
+	q.ready[q.readyHead] = nil
+	q.readyHead++
+	if q.readyHead == len(q.ready) {
+		q.ready, q.readyHead = q.ready[:0], 0
+	}
+	n.isReady = false
+	w := n.waiting[n.head]
+	n.waiting[n.head] = nil
+	n.head++
+	if n.head == len(n.waiting) {
+		n.waiting, n.head = n.waiting[:0], 0
+	}
+	n.inflight++
+	q.inflight++
+	q.markReady(n)
+	return w
+}
+
+// done ends a start that next handed out.
+func (q *startQueue) done(w *worker) {
+	n := q.nodes[w.c.NodeID]
+	n.inflight--
+	q.inflight--
+	q.markReady(n)
+}
