@@ -109,7 +109,7 @@ type AM struct {
 	starts     startQueue
 	startWG    sync.WaitGroup // start goroutines
 	pending    int            // containers still wanted
-	lastAsked  int      // Count last delivered to the RM; -1 forces a send
+	lastAsked  int            // Count last delivered to the RM; -1 forces a send
 	releases   []string
 	blacklist  map[string]bool
 	blSent     map[string]bool
