@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -61,16 +62,36 @@ type Conn struct {
 	log      logrus.FieldLogger
 	layer    sasl.Layer // SASL security layer, nil for authentication only
 
-	writeMu sync.Mutex
+	// The write side (see send): one caller at a time writes, the others
+	// queue their packets behind it.
+	wmu       sync.Mutex
+	queue     []byte // packets waiting for the write in progress
+	spare     []byte // a drained batch's buffer, reused as the next queue
+	flushing  bool   // a caller is writing
+	wdeadline time.Time
+	wrapBuf   []byte        // WRAP packets of one batch (writer only)
+	afterDone chan struct{} // the write-cancel callback has finished
+	methods   sync.Map      // method name → marshalled RequestHeaderProto
 
 	mu       sync.Mutex
 	calls    map[int32]chan *response
 	nextID   int32
 	err      error // set once when the connection breaks
-	lastRead time.Time
+	broken   atomic.Bool
+	lastRead atomic.Int64 // unix nanoseconds of the last packet read
 
 	done chan struct{}
 }
+
+// maxKeptBuffer bounds the write buffers a connection keeps for reuse, so
+// one large request does not pin its memory.
+const maxKeptBuffer = 64 << 10
+
+// packetBufs holds call packet buffers between calls.
+var packetBufs = sync.Pool{New: func() any { b := make([]byte, 0, 256); return &b }}
+
+// replies holds answered calls' channels for reuse.
+var replies = sync.Pool{New: func() any { return make(chan *response, 1) }}
 
 // Dial connects to cfg.Addr, authenticates and sends the connection
 // context. ctx bounds the whole set-up.
@@ -103,13 +124,14 @@ func Dial(ctx context.Context, cfg Config) (*Conn, error) {
 		return nil, &NetError{Op: "dial", Addr: cfg.Addr, Err: err}
 	}
 	c := &Conn{
-		cfg:      cfg,
-		nc:       nc,
-		br:       bufio.NewReader(nc),
-		clientID: make([]byte, 16),
-		log:      log,
-		calls:    map[int32]chan *response{},
-		done:     make(chan struct{}),
+		cfg:       cfg,
+		nc:        nc,
+		br:        bufio.NewReaderSize(nc, 32<<10),
+		clientID:  make([]byte, 16),
+		log:       log,
+		calls:     map[int32]chan *response{},
+		done:      make(chan struct{}),
+		afterDone: make(chan struct{}, 1),
 	}
 	if _, err := rand.Read(c.clientID); err != nil {
 		nc.Close()
@@ -119,7 +141,7 @@ func Dial(ctx context.Context, cfg Config) (*Conn, error) {
 		nc.Close()
 		return nil, err
 	}
-	c.lastRead = time.Now()
+	c.lastRead.Store(time.Now().UnixNano())
 	go c.readLoop()
 	go c.pingLoop()
 	log.Debug("ipc connection established")
@@ -158,7 +180,7 @@ func (c *Conn) handshake(ctx context.Context) error {
 		}
 		if l, ok := mech.(sasl.Layered); ok && l.Layer() != nil {
 			c.layer = l.Layer()
-			c.br = bufio.NewReader(&unwrapReader{src: c.br, layer: c.layer})
+			c.br = bufio.NewReaderSize(&unwrapReader{src: c.br, layer: c.layer}, 32<<10)
 			c.log.Debug("sasl security layer in use (hadoop.rpc.protection integrity or privacy)")
 		}
 	}
@@ -181,29 +203,36 @@ func (c *Conn) handshake(ctx context.Context) error {
 // a *RemoteError when the server threw, a *NetError when the connection
 // failed, or ctx's error when ctx ended first.
 func (c *Conn) Call(ctx context.Context, method string, req, resp proto.Message) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("call %s to %s: %w", method, c.cfg.Addr, err)
+	}
+	mh, err := c.methodHeader(method)
+	if err != nil {
+		return fmt.Errorf("call %s: %w", method, err)
+	}
+	ch := replies.Get().(chan *response)
 	c.mu.Lock()
 	if c.err != nil {
 		err := c.err
 		c.mu.Unlock()
+		replies.Put(ch)
 		return err
 	}
 	id := c.nextID
 	c.nextID = (c.nextID + 1) & 0x7fffffff
-	ch := make(chan *response, 1)
 	c.calls[id] = ch
 	c.mu.Unlock()
 
-	pkt, err := encodePacket(requestHeader(id, c.clientID, 0),
-		&hadoopcommon.RequestHeaderProto{
-			MethodName:                 proto.String(method),
-			DeclaringClassProtocolName: proto.String(c.cfg.Protocol),
-			ClientProtocolVersion:      proto.Uint64(protocolVersion),
-		}, req)
-	if err != nil {
-		c.forget(id)
-		return fmt.Errorf("call %s: %w", method, err)
+	bp := packetBufs.Get().(*[]byte)
+	pkt, err := appendCall((*bp)[:0], id, c.clientID, mh, req)
+	if err == nil {
+		err = c.send(ctx, pkt)
 	}
-	if err := c.write(ctx, pkt); err != nil {
+	if cap(pkt) <= maxKeptBuffer {
+		*bp = pkt[:0]
+		packetBufs.Put(bp)
+	}
+	if err != nil {
 		c.forget(id)
 		if cerr := c.Err(); cerr != nil && ctx.Err() == nil {
 			err = cerr // the server closed first; its reason beats "broken pipe"
@@ -213,13 +242,11 @@ func (c *Conn) Call(ctx context.Context, method string, req, resp proto.Message)
 	select {
 	case r, ok := <-ch:
 		if !ok {
-			c.mu.Lock()
-			err := c.err
-			c.mu.Unlock()
-			return fmt.Errorf("call %s: %w", method, err)
+			return fmt.Errorf("call %s: %w", method, c.Err())
 		}
-		if r.header.GetStatus() != hadoopcommon.RpcResponseHeaderProto_SUCCESS {
-			return remoteError(method, r.header)
+		replies.Put(ch) // answered and out of the table: nothing else sends on it
+		if r.status != hadoopcommon.RpcResponseHeaderProto_SUCCESS {
+			return remoteError(method, r.fullHeader())
 		}
 		if err := proto.Unmarshal(r.body, resp); err != nil {
 			return fmt.Errorf("call %s: decode %s: %w", method, resp.ProtoReflect().Descriptor().Name(), err)
@@ -231,32 +258,106 @@ func (c *Conn) Call(ctx context.Context, method string, req, resp proto.Message)
 	}
 }
 
+// methodHeader returns the marshalled RequestHeaderProto for method, the
+// same for every call of it on this connection.
+func (c *Conn) methodHeader(method string) ([]byte, error) {
+	if b, ok := c.methods.Load(method); ok {
+		return b.([]byte), nil
+	}
+	b, err := proto.Marshal(&hadoopcommon.RequestHeaderProto{
+		MethodName:                 proto.String(method),
+		DeclaringClassProtocolName: proto.String(c.cfg.Protocol),
+		ClientProtocolVersion:      proto.Uint64(protocolVersion),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("marshal RequestHeaderProto: %w", err)
+	}
+	c.methods.Store(method, b)
+	return b, nil
+}
+
 func (c *Conn) forget(id int32) {
 	c.mu.Lock()
 	delete(c.calls, id)
 	c.mu.Unlock()
 }
 
-// write sends one whole packet. A write cut short by ctx leaves a partial
-// packet on the wire, so it breaks the connection.
-func (c *Conn) write(ctx context.Context, pkt []byte) error {
-	c.writeMu.Lock()
-	defer c.writeMu.Unlock()
-	if dl, ok := ctx.Deadline(); ok {
-		_ = c.nc.SetWriteDeadline(dl)
-	} else {
-		_ = c.nc.SetWriteDeadline(time.Time{})
-	}
-	stop := context.AfterFunc(ctx, func() { _ = c.nc.SetWriteDeadline(time.Unix(1, 0)) })
-	n, err := c.writeWire(pkt)
-	stop()
-	if err == nil {
+// send puts one whole packet on the wire, batching with other callers
+// (group commit): the caller that finds no write in progress writes its
+// packet itself at once, and then, until the queue is empty, whatever
+// other callers queued meanwhile, all of it in one write. Under load N
+// callers thus share a few large writes instead of taking turns at N small
+// ones, and a lone caller pays nothing extra.
+//
+// A packet queued here is written by the caller in progress, under that
+// caller's ctx. A write cut short by ctx after bytes went out, or one that
+// carried other callers' packets, breaks the connection (the stream is
+// lost, or their packets are); every waiting call then fails at once.
+func (c *Conn) send(ctx context.Context, pkt []byte) error {
+	c.wmu.Lock()
+	if c.flushing {
+		c.queue = append(c.queue, pkt...)
+		c.wmu.Unlock()
 		return nil
 	}
+	c.flushing = true
+	c.wmu.Unlock()
+	batch, own := pkt, true
+	for {
+		n, err := c.writeBatch(ctx, batch)
+		c.wmu.Lock()
+		if !own && cap(batch) <= maxKeptBuffer {
+			c.spare = batch[:0]
+		}
+		if err != nil {
+			lost := n > 0 || !own || len(c.queue) > 0
+			c.queue = c.queue[:0]
+			c.flushing = false
+			c.wmu.Unlock()
+			return c.writeFailed(ctx, err, lost)
+		}
+		if len(c.queue) == 0 {
+			c.flushing = false
+			c.wmu.Unlock()
+			return nil
+		}
+		batch, own = c.queue, false
+		c.queue, c.spare = c.spare, nil
+		c.wmu.Unlock()
+	}
+}
+
+// writeBatch writes b under ctx's deadline and cancellation. Only the
+// caller holding the write side (flushing) calls it.
+func (c *Conn) writeBatch(ctx context.Context, b []byte) (int, error) {
+	dl, _ := ctx.Deadline()
+	if !dl.Equal(c.wdeadline) {
+		_ = c.nc.SetWriteDeadline(dl)
+		c.wdeadline = dl
+	}
+	var stop func() bool
+	if ctx.Done() != nil {
+		stop = context.AfterFunc(ctx, func() {
+			_ = c.nc.SetWriteDeadline(time.Unix(1, 0))
+			c.afterDone <- struct{}{}
+		})
+	}
+	n, err := c.writeWire(b)
+	if stop != nil && !stop() {
+		<-c.afterDone // it ran: wait until it is done before the next write
+		c.wdeadline = time.Unix(1, 0)
+	}
+	return n, err
+}
+
+// writeFailed turns a failed write into the caller's error; lost says the
+// stream or other callers' packets went with it, which breaks the
+// connection.
+func (c *Conn) writeFailed(ctx context.Context, err error, lost bool) error {
 	nerr := &NetError{Op: "write", Addr: c.cfg.Addr, Err: err}
 	if cerr := ctxErr(ctx, err); cerr != nil {
-		if n > 0 {
-			c.fail(nerr) // half a packet on the wire: the stream is lost
+		if lost {
+			c.fail(nerr)
 		}
 		return cerr
 	}
@@ -307,14 +408,13 @@ func (c *Conn) readLoop() {
 			c.fail(fmt.Errorf("read from %s: %w", c.cfg.Addr, err))
 			return
 		}
-		id := int32(r.header.GetCallId())
+		c.lastRead.Store(time.Now().UnixNano())
 		c.mu.Lock()
-		c.lastRead = time.Now()
-		ch, ok := c.calls[id]
-		delete(c.calls, id)
+		ch, ok := c.calls[r.callID]
+		delete(c.calls, r.callID)
 		c.mu.Unlock()
-		if r.header.GetStatus() == hadoopcommon.RpcResponseHeaderProto_FATAL {
-			rerr := remoteError("connection", r.header)
+		if r.status == hadoopcommon.RpcResponseHeaderProto_FATAL {
+			rerr := remoteError("connection", r.fullHeader())
 			if ok {
 				ch <- r
 			}
@@ -322,7 +422,7 @@ func (c *Conn) readLoop() {
 			return
 		}
 		if !ok {
-			c.log.WithField("call_id", id).Debug("dropping response to a call that is gone")
+			c.log.WithField("call_id", r.callID).Debug("dropping response to a call that is gone")
 			continue
 		}
 		ch <- r
@@ -341,7 +441,7 @@ func (c *Conn) pingLoop() {
 		case <-t.C:
 		}
 		c.mu.Lock()
-		waiting := len(c.calls) > 0 && time.Since(c.lastRead) >= c.cfg.PingInterval
+		waiting := len(c.calls) > 0 && time.Since(time.Unix(0, c.lastRead.Load())) >= c.cfg.PingInterval
 		c.mu.Unlock()
 		if !waiting {
 			continue
@@ -351,7 +451,7 @@ func (c *Conn) pingLoop() {
 			continue
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), c.cfg.PingInterval)
-		err = c.write(ctx, pkt)
+		err = c.send(ctx, pkt)
 		cancel()
 		if err != nil {
 			return
@@ -368,6 +468,7 @@ func (c *Conn) fail(err error) {
 		return
 	}
 	c.err = err
+	c.broken.Store(true)
 	calls := c.calls
 	c.calls = map[int32]chan *response{}
 	c.mu.Unlock()
@@ -383,6 +484,9 @@ func (c *Conn) fail(err error) {
 
 // Err returns why the connection broke, or nil while it is usable.
 func (c *Conn) Err() error {
+	if !c.broken.Load() {
+		return nil
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.err

@@ -111,6 +111,10 @@ func splitDelimited(b []byte) (msg, rest []byte, ok bool, err error) {
 
 // response is one decoded server packet.
 type response struct {
+	callID int32
+	status hadoopcommon.RpcResponseHeaderProto_RpcStatusProto
+	// header is the whole header; decodeResponse leaves it nil for a plain
+	// SUCCESS, whose callId and status are all a caller needs.
 	header *hadoopcommon.RpcResponseHeaderProto
 	body   []byte // the raw response message, nil when absent
 }
@@ -125,9 +129,15 @@ func decodeResponse(p []byte) (*response, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: empty packet", ErrFrame)
 	}
-	h := &hadoopcommon.RpcResponseHeaderProto{}
-	if err := proto.Unmarshal(hb, h); err != nil {
-		return nil, fmt.Errorf("%w: response header: %v", ErrFrame, err)
+	r := &response{}
+	if id, ok := successHeader(hb); ok {
+		r.callID, r.status = int32(id), hadoopcommon.RpcResponseHeaderProto_SUCCESS
+	} else {
+		h := &hadoopcommon.RpcResponseHeaderProto{}
+		if err := proto.Unmarshal(hb, h); err != nil {
+			return nil, fmt.Errorf("%w: response header: %v", ErrFrame, err)
+		}
+		r.callID, r.status, r.header = int32(h.GetCallId()), h.GetStatus(), h
 	}
 	body, rest, _, err := splitDelimited(rest)
 	if err != nil {
@@ -136,7 +146,51 @@ func decodeResponse(p []byte) (*response, error) {
 	if len(rest) != 0 {
 		return nil, fmt.Errorf("%w: %d trailing bytes", ErrFrame, len(rest))
 	}
-	return &response{header: h, body: body}, nil
+	r.body = body
+	return r, nil
+}
+
+// successHeader reads callId (field 1) and status (field 2) of an
+// RpcResponseHeaderProto without building the message, skipping the other
+// fields. ok is true only for a well-formed header with both set and status
+// SUCCESS; anything else goes through proto.Unmarshal, which reports what
+// is wrong and keeps the error fields.
+func successHeader(b []byte) (callID uint32, ok bool) {
+	var haveID, success bool
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return 0, false
+		}
+		b = b[n:]
+		if (num == 1 || num == 2) && typ == protowire.VarintType {
+			v, n := protowire.ConsumeVarint(b)
+			if n < 0 {
+				return 0, false
+			}
+			b = b[n:]
+			if num == 1 {
+				callID, haveID = uint32(v), true
+			} else {
+				success = v == uint64(hadoopcommon.RpcResponseHeaderProto_SUCCESS)
+			}
+			continue
+		}
+		if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
+			return 0, false
+		}
+		b = b[n:]
+	}
+	return callID, haveID && success
+}
+
+// fullHeader returns the response header, rebuilding it for a SUCCESS read
+// on the fast path.
+func (r *response) fullHeader() *hadoopcommon.RpcResponseHeaderProto {
+	if r.header != nil {
+		return r.header
+	}
+	return &hadoopcommon.RpcResponseHeaderProto{CallId: proto.Uint32(uint32(r.callID)), Status: r.status.Enum()}
 }
 
 // DecodeResponse parses one server packet body (the bytes after the 4-byte
@@ -147,7 +201,7 @@ func DecodeResponse(p []byte) (*hadoopcommon.RpcResponseHeaderProto, []byte, err
 	if err != nil {
 		return nil, nil, err
 	}
-	return r.header, r.body, nil
+	return r.fullHeader(), r.body, nil
 }
 
 // requestHeader builds the RpcRequestHeaderProto of one packet.
@@ -159,6 +213,63 @@ func requestHeader(callID int32, clientID []byte, retry int32) *hadoopcommon.Rpc
 		ClientId:   clientID,
 		RetryCount: proto.Int32(retry),
 	}
+}
+
+// appendRequestHeader appends the bytes proto.Marshal gives for
+// requestHeader(callID, clientID, retry), without building the message:
+//
+//	0x08 rpcKind=2 (protocol buffer) | 0x10 rpcOp=0 (final packet) |
+//	0x18 zigzag(callId) | 0x22 len clientId | 0x28 zigzag(retryCount)
+func appendRequestHeader(dst []byte, callID int32, clientID []byte, retry int32) []byte {
+	dst = protowire.AppendTag(dst, 1, protowire.VarintType)
+	dst = protowire.AppendVarint(dst, uint64(hadoopcommon.RpcKindProto_RPC_PROTOCOL_BUFFER))
+	dst = protowire.AppendTag(dst, 2, protowire.VarintType)
+	dst = protowire.AppendVarint(dst, uint64(hadoopcommon.RpcRequestHeaderProto_RPC_FINAL_PACKET))
+	dst = protowire.AppendTag(dst, 3, protowire.VarintType)
+	dst = protowire.AppendVarint(dst, protowire.EncodeZigZag(int64(callID)))
+	dst = protowire.AppendTag(dst, 4, protowire.BytesType)
+	dst = protowire.AppendBytes(dst, clientID)
+	dst = protowire.AppendTag(dst, 5, protowire.VarintType)
+	return protowire.AppendVarint(dst, protowire.EncodeZigZag(int64(retry)))
+}
+
+// appendCall appends one call packet (see encodePacket) to dst: the
+// RpcRequestHeaderProto for callID, methodHeader (a RequestHeaderProto
+// already marshalled) and req, marshalled straight into dst.
+func appendCall(dst []byte, callID int32, clientID, methodHeader []byte, req proto.Message) ([]byte, error) {
+	start := len(dst)
+	dst = append(dst, 0, 0, 0, 0)
+	var hb [64]byte
+	dst = protowire.AppendBytes(dst, appendRequestHeader(hb[:0], callID, clientID, 0))
+	dst = protowire.AppendBytes(dst, methodHeader)
+	n := proto.Size(req)
+	dst = protowire.AppendVarint(dst, uint64(n))
+	before := len(dst)
+	dst, err := proto.MarshalOptions{UseCachedSize: true}.MarshalAppend(dst, req)
+	if err != nil {
+		return dst[:start], fmt.Errorf("marshal %s: %w", req.ProtoReflect().Descriptor().Name(), err)
+	}
+	if len(dst)-before != n {
+		return dst[:start], fmt.Errorf("marshal %s: message changed while being sent", req.ProtoReflect().Descriptor().Name())
+	}
+	binary.BigEndian.PutUint32(dst[start:], uint32(len(dst)-start-4))
+	return dst, nil
+}
+
+// appendWrap appends one SASL WRAP packet carrying token (see writeWire).
+func appendWrap(dst, token []byte) []byte {
+	var hb [16]byte
+	h := appendRequestHeader(hb[:0], callIDSASL, nil, invalidRetryCount)
+	msgLen := protowire.SizeTag(2) + protowire.SizeVarint(uint64(hadoopcommon.RpcSaslProto_WRAP)) +
+		protowire.SizeTag(3) + protowire.SizeBytes(len(token))
+	n := protowire.SizeBytes(len(h)) + protowire.SizeBytes(msgLen)
+	dst = binary.BigEndian.AppendUint32(dst, uint32(n))
+	dst = protowire.AppendBytes(dst, h)
+	dst = protowire.AppendVarint(dst, uint64(msgLen))
+	dst = protowire.AppendTag(dst, 2, protowire.VarintType)
+	dst = protowire.AppendVarint(dst, uint64(hadoopcommon.RpcSaslProto_WRAP))
+	dst = protowire.AppendTag(dst, 3, protowire.BytesType)
+	return protowire.AppendBytes(dst, token)
 }
 
 // EncodePacket frames msgs as one packet (4-byte length, then each message

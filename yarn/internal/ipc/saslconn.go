@@ -43,10 +43,10 @@ func (c *Conn) saslConnect(mech sasl.Mechanism) error {
 			return nil, err
 		}
 		// Status first: failures come back on call id -1.
-		if r.header.GetStatus() != hadoopcommon.RpcResponseHeaderProto_SUCCESS {
+		if r.status != hadoopcommon.RpcResponseHeaderProto_SUCCESS {
 			return nil, fmt.Errorf("sasl %s: %w", c.cfg.Addr, remoteError("sasl", r.header))
 		}
-		if id := int32(r.header.GetCallId()); id != callIDSASL {
+		if id := r.callID; id != callIDSASL {
 			return nil, fmt.Errorf("%w: sasl reply on call id %d", ErrFrame, id)
 		}
 		m := &hadoopcommon.RpcSaslProto{}

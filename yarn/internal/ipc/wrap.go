@@ -20,31 +20,27 @@ import (
 //
 // The wrapped bytes are ordinary packets, length prefix included, so the
 // unwrapped tokens form the same byte stream a plain connection carries. A
-// packet longer than the peer's buffer is cut into several WRAP messages.
+// batch of packets (see send) is wrapped as one stream: cut into pieces no
+// longer than the peer's buffer, one WRAP message each, all of them sent
+// with one write.
 func (c *Conn) writeWire(pkt []byte) (int, error) {
 	if c.layer == nil {
 		return c.nc.Write(pkt)
 	}
-	written := 0
+	out := c.wrapBuf[:0]
 	for len(pkt) > 0 {
 		n := min(len(pkt), c.layer.MaxSend())
 		token, err := c.layer.Wrap(pkt[:n])
 		if err != nil {
-			return written, err
+			return 0, err
 		}
-		outer, err := encodePacket(requestHeader(callIDSASL, []byte{}, invalidRetryCount),
-			&hadoopcommon.RpcSaslProto{State: hadoopcommon.RpcSaslProto_WRAP.Enum(), Token: token})
-		if err != nil {
-			return written, err
-		}
-		m, err := c.nc.Write(outer)
-		written += m
-		if err != nil {
-			return written, err
-		}
+		out = appendWrap(out, token)
 		pkt = pkt[n:]
 	}
-	return written, nil
+	if cap(out) <= maxKeptBuffer {
+		c.wrapBuf = out[:0]
+	}
+	return c.nc.Write(out)
 }
 
 // unwrapReader turns the WRAP messages of a protected connection back into
@@ -65,7 +61,7 @@ func (u *unwrapReader) Read(p []byte) (int, error) {
 		if err != nil {
 			return 0, err
 		}
-		if r.header.GetStatus() != hadoopcommon.RpcResponseHeaderProto_SUCCESS {
+		if r.status != hadoopcommon.RpcResponseHeaderProto_SUCCESS {
 			return 0, remoteError("connection", r.header)
 		}
 		m := &hadoopcommon.RpcSaslProto{}
