@@ -739,6 +739,103 @@ func (x *GetApplicationReportResponseProto) GetApplicationReport() *ApplicationR
 	return nil
 }
 
+// getApplications (ApplicationClientProtocol): `yarn application -list`.
+type GetApplicationsRequestProto struct {
+	state             protoimpl.MessageState      `protogen:"open.v1"`
+	ApplicationTypes  []string                    `protobuf:"bytes,1,rep,name=application_types,json=applicationTypes" json:"application_types,omitempty"`                                                // empty: every type
+	ApplicationStates []YarnApplicationStateProto `protobuf:"varint,2,rep,name=application_states,json=applicationStates,enum=hadoop.yarn.YarnApplicationStateProto" json:"application_states,omitempty"` // empty: every state
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *GetApplicationsRequestProto) Reset() {
+	*x = GetApplicationsRequestProto{}
+	mi := &file_hadoopproto_hadoopyarn_yarn_service_protos_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetApplicationsRequestProto) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetApplicationsRequestProto) ProtoMessage() {}
+
+func (x *GetApplicationsRequestProto) ProtoReflect() protoreflect.Message {
+	mi := &file_hadoopproto_hadoopyarn_yarn_service_protos_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetApplicationsRequestProto.ProtoReflect.Descriptor instead.
+func (*GetApplicationsRequestProto) Descriptor() ([]byte, []int) {
+	return file_hadoopproto_hadoopyarn_yarn_service_protos_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *GetApplicationsRequestProto) GetApplicationTypes() []string {
+	if x != nil {
+		return x.ApplicationTypes
+	}
+	return nil
+}
+
+func (x *GetApplicationsRequestProto) GetApplicationStates() []YarnApplicationStateProto {
+	if x != nil {
+		return x.ApplicationStates
+	}
+	return nil
+}
+
+type GetApplicationsResponseProto struct {
+	state         protoimpl.MessageState    `protogen:"open.v1"`
+	Applications  []*ApplicationReportProto `protobuf:"bytes,1,rep,name=applications" json:"applications,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetApplicationsResponseProto) Reset() {
+	*x = GetApplicationsResponseProto{}
+	mi := &file_hadoopproto_hadoopyarn_yarn_service_protos_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetApplicationsResponseProto) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetApplicationsResponseProto) ProtoMessage() {}
+
+func (x *GetApplicationsResponseProto) ProtoReflect() protoreflect.Message {
+	mi := &file_hadoopproto_hadoopyarn_yarn_service_protos_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetApplicationsResponseProto.ProtoReflect.Descriptor instead.
+func (*GetApplicationsResponseProto) Descriptor() ([]byte, []int) {
+	return file_hadoopproto_hadoopyarn_yarn_service_protos_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *GetApplicationsResponseProto) GetApplications() []*ApplicationReportProto {
+	if x != nil {
+		return x.Applications
+	}
+	return nil
+}
+
 type KillApplicationRequestProto struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	ApplicationId *ApplicationIdProto    `protobuf:"bytes,1,opt,name=application_id,json=applicationId" json:"application_id,omitempty"`
@@ -749,7 +846,7 @@ type KillApplicationRequestProto struct {
 
 func (x *KillApplicationRequestProto) Reset() {
 	*x = KillApplicationRequestProto{}
-	mi := &file_hadoopproto_hadoopyarn_yarn_service_protos_proto_msgTypes[12]
+	mi := &file_hadoopproto_hadoopyarn_yarn_service_protos_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -761,7 +858,7 @@ func (x *KillApplicationRequestProto) String() string {
 func (*KillApplicationRequestProto) ProtoMessage() {}
 
 func (x *KillApplicationRequestProto) ProtoReflect() protoreflect.Message {
-	mi := &file_hadoopproto_hadoopyarn_yarn_service_protos_proto_msgTypes[12]
+	mi := &file_hadoopproto_hadoopyarn_yarn_service_protos_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -774,7 +871,7 @@ func (x *KillApplicationRequestProto) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KillApplicationRequestProto.ProtoReflect.Descriptor instead.
 func (*KillApplicationRequestProto) Descriptor() ([]byte, []int) {
-	return file_hadoopproto_hadoopyarn_yarn_service_protos_proto_rawDescGZIP(), []int{12}
+	return file_hadoopproto_hadoopyarn_yarn_service_protos_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *KillApplicationRequestProto) GetApplicationId() *ApplicationIdProto {
@@ -805,7 +902,7 @@ const (
 
 func (x *KillApplicationResponseProto) Reset() {
 	*x = KillApplicationResponseProto{}
-	mi := &file_hadoopproto_hadoopyarn_yarn_service_protos_proto_msgTypes[13]
+	mi := &file_hadoopproto_hadoopyarn_yarn_service_protos_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -817,7 +914,7 @@ func (x *KillApplicationResponseProto) String() string {
 func (*KillApplicationResponseProto) ProtoMessage() {}
 
 func (x *KillApplicationResponseProto) ProtoReflect() protoreflect.Message {
-	mi := &file_hadoopproto_hadoopyarn_yarn_service_protos_proto_msgTypes[13]
+	mi := &file_hadoopproto_hadoopyarn_yarn_service_protos_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -830,7 +927,7 @@ func (x *KillApplicationResponseProto) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KillApplicationResponseProto.ProtoReflect.Descriptor instead.
 func (*KillApplicationResponseProto) Descriptor() ([]byte, []int) {
-	return file_hadoopproto_hadoopyarn_yarn_service_protos_proto_rawDescGZIP(), []int{13}
+	return file_hadoopproto_hadoopyarn_yarn_service_protos_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *KillApplicationResponseProto) GetIsKillCompleted() bool {
@@ -848,7 +945,7 @@ type GetClusterMetricsRequestProto struct {
 
 func (x *GetClusterMetricsRequestProto) Reset() {
 	*x = GetClusterMetricsRequestProto{}
-	mi := &file_hadoopproto_hadoopyarn_yarn_service_protos_proto_msgTypes[14]
+	mi := &file_hadoopproto_hadoopyarn_yarn_service_protos_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -860,7 +957,7 @@ func (x *GetClusterMetricsRequestProto) String() string {
 func (*GetClusterMetricsRequestProto) ProtoMessage() {}
 
 func (x *GetClusterMetricsRequestProto) ProtoReflect() protoreflect.Message {
-	mi := &file_hadoopproto_hadoopyarn_yarn_service_protos_proto_msgTypes[14]
+	mi := &file_hadoopproto_hadoopyarn_yarn_service_protos_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -873,7 +970,7 @@ func (x *GetClusterMetricsRequestProto) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetClusterMetricsRequestProto.ProtoReflect.Descriptor instead.
 func (*GetClusterMetricsRequestProto) Descriptor() ([]byte, []int) {
-	return file_hadoopproto_hadoopyarn_yarn_service_protos_proto_rawDescGZIP(), []int{14}
+	return file_hadoopproto_hadoopyarn_yarn_service_protos_proto_rawDescGZIP(), []int{16}
 }
 
 type GetClusterMetricsResponseProto struct {
@@ -885,7 +982,7 @@ type GetClusterMetricsResponseProto struct {
 
 func (x *GetClusterMetricsResponseProto) Reset() {
 	*x = GetClusterMetricsResponseProto{}
-	mi := &file_hadoopproto_hadoopyarn_yarn_service_protos_proto_msgTypes[15]
+	mi := &file_hadoopproto_hadoopyarn_yarn_service_protos_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -897,7 +994,7 @@ func (x *GetClusterMetricsResponseProto) String() string {
 func (*GetClusterMetricsResponseProto) ProtoMessage() {}
 
 func (x *GetClusterMetricsResponseProto) ProtoReflect() protoreflect.Message {
-	mi := &file_hadoopproto_hadoopyarn_yarn_service_protos_proto_msgTypes[15]
+	mi := &file_hadoopproto_hadoopyarn_yarn_service_protos_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -910,7 +1007,7 @@ func (x *GetClusterMetricsResponseProto) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetClusterMetricsResponseProto.ProtoReflect.Descriptor instead.
 func (*GetClusterMetricsResponseProto) Descriptor() ([]byte, []int) {
-	return file_hadoopproto_hadoopyarn_yarn_service_protos_proto_rawDescGZIP(), []int{15}
+	return file_hadoopproto_hadoopyarn_yarn_service_protos_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *GetClusterMetricsResponseProto) GetClusterMetrics() *YarnClusterMetricsProto {
@@ -929,7 +1026,7 @@ type GetClusterNodesRequestProto struct {
 
 func (x *GetClusterNodesRequestProto) Reset() {
 	*x = GetClusterNodesRequestProto{}
-	mi := &file_hadoopproto_hadoopyarn_yarn_service_protos_proto_msgTypes[16]
+	mi := &file_hadoopproto_hadoopyarn_yarn_service_protos_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -941,7 +1038,7 @@ func (x *GetClusterNodesRequestProto) String() string {
 func (*GetClusterNodesRequestProto) ProtoMessage() {}
 
 func (x *GetClusterNodesRequestProto) ProtoReflect() protoreflect.Message {
-	mi := &file_hadoopproto_hadoopyarn_yarn_service_protos_proto_msgTypes[16]
+	mi := &file_hadoopproto_hadoopyarn_yarn_service_protos_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -954,7 +1051,7 @@ func (x *GetClusterNodesRequestProto) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetClusterNodesRequestProto.ProtoReflect.Descriptor instead.
 func (*GetClusterNodesRequestProto) Descriptor() ([]byte, []int) {
-	return file_hadoopproto_hadoopyarn_yarn_service_protos_proto_rawDescGZIP(), []int{16}
+	return file_hadoopproto_hadoopyarn_yarn_service_protos_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *GetClusterNodesRequestProto) GetNodeStates() []NodeStateProto {
@@ -973,7 +1070,7 @@ type GetClusterNodesResponseProto struct {
 
 func (x *GetClusterNodesResponseProto) Reset() {
 	*x = GetClusterNodesResponseProto{}
-	mi := &file_hadoopproto_hadoopyarn_yarn_service_protos_proto_msgTypes[17]
+	mi := &file_hadoopproto_hadoopyarn_yarn_service_protos_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -985,7 +1082,7 @@ func (x *GetClusterNodesResponseProto) String() string {
 func (*GetClusterNodesResponseProto) ProtoMessage() {}
 
 func (x *GetClusterNodesResponseProto) ProtoReflect() protoreflect.Message {
-	mi := &file_hadoopproto_hadoopyarn_yarn_service_protos_proto_msgTypes[17]
+	mi := &file_hadoopproto_hadoopyarn_yarn_service_protos_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -998,7 +1095,7 @@ func (x *GetClusterNodesResponseProto) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetClusterNodesResponseProto.ProtoReflect.Descriptor instead.
 func (*GetClusterNodesResponseProto) Descriptor() ([]byte, []int) {
-	return file_hadoopproto_hadoopyarn_yarn_service_protos_proto_rawDescGZIP(), []int{17}
+	return file_hadoopproto_hadoopyarn_yarn_service_protos_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *GetClusterNodesResponseProto) GetNodeReports() []*NodeReportProto {
@@ -1017,7 +1114,7 @@ type GetAllResourceTypeInfoRequestProto struct {
 
 func (x *GetAllResourceTypeInfoRequestProto) Reset() {
 	*x = GetAllResourceTypeInfoRequestProto{}
-	mi := &file_hadoopproto_hadoopyarn_yarn_service_protos_proto_msgTypes[18]
+	mi := &file_hadoopproto_hadoopyarn_yarn_service_protos_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1029,7 +1126,7 @@ func (x *GetAllResourceTypeInfoRequestProto) String() string {
 func (*GetAllResourceTypeInfoRequestProto) ProtoMessage() {}
 
 func (x *GetAllResourceTypeInfoRequestProto) ProtoReflect() protoreflect.Message {
-	mi := &file_hadoopproto_hadoopyarn_yarn_service_protos_proto_msgTypes[18]
+	mi := &file_hadoopproto_hadoopyarn_yarn_service_protos_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1042,7 +1139,7 @@ func (x *GetAllResourceTypeInfoRequestProto) ProtoReflect() protoreflect.Message
 
 // Deprecated: Use GetAllResourceTypeInfoRequestProto.ProtoReflect.Descriptor instead.
 func (*GetAllResourceTypeInfoRequestProto) Descriptor() ([]byte, []int) {
-	return file_hadoopproto_hadoopyarn_yarn_service_protos_proto_rawDescGZIP(), []int{18}
+	return file_hadoopproto_hadoopyarn_yarn_service_protos_proto_rawDescGZIP(), []int{20}
 }
 
 type GetAllResourceTypeInfoResponseProto struct {
@@ -1054,7 +1151,7 @@ type GetAllResourceTypeInfoResponseProto struct {
 
 func (x *GetAllResourceTypeInfoResponseProto) Reset() {
 	*x = GetAllResourceTypeInfoResponseProto{}
-	mi := &file_hadoopproto_hadoopyarn_yarn_service_protos_proto_msgTypes[19]
+	mi := &file_hadoopproto_hadoopyarn_yarn_service_protos_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1066,7 +1163,7 @@ func (x *GetAllResourceTypeInfoResponseProto) String() string {
 func (*GetAllResourceTypeInfoResponseProto) ProtoMessage() {}
 
 func (x *GetAllResourceTypeInfoResponseProto) ProtoReflect() protoreflect.Message {
-	mi := &file_hadoopproto_hadoopyarn_yarn_service_protos_proto_msgTypes[19]
+	mi := &file_hadoopproto_hadoopyarn_yarn_service_protos_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1079,7 +1176,7 @@ func (x *GetAllResourceTypeInfoResponseProto) ProtoReflect() protoreflect.Messag
 
 // Deprecated: Use GetAllResourceTypeInfoResponseProto.ProtoReflect.Descriptor instead.
 func (*GetAllResourceTypeInfoResponseProto) Descriptor() ([]byte, []int) {
-	return file_hadoopproto_hadoopyarn_yarn_service_protos_proto_rawDescGZIP(), []int{19}
+	return file_hadoopproto_hadoopyarn_yarn_service_protos_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *GetAllResourceTypeInfoResponseProto) GetResourceTypeInfo() []*ResourceTypeInfoProto {
@@ -1099,7 +1196,7 @@ type StartContainerRequestProto struct {
 
 func (x *StartContainerRequestProto) Reset() {
 	*x = StartContainerRequestProto{}
-	mi := &file_hadoopproto_hadoopyarn_yarn_service_protos_proto_msgTypes[20]
+	mi := &file_hadoopproto_hadoopyarn_yarn_service_protos_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1111,7 +1208,7 @@ func (x *StartContainerRequestProto) String() string {
 func (*StartContainerRequestProto) ProtoMessage() {}
 
 func (x *StartContainerRequestProto) ProtoReflect() protoreflect.Message {
-	mi := &file_hadoopproto_hadoopyarn_yarn_service_protos_proto_msgTypes[20]
+	mi := &file_hadoopproto_hadoopyarn_yarn_service_protos_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1124,7 +1221,7 @@ func (x *StartContainerRequestProto) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartContainerRequestProto.ProtoReflect.Descriptor instead.
 func (*StartContainerRequestProto) Descriptor() ([]byte, []int) {
-	return file_hadoopproto_hadoopyarn_yarn_service_protos_proto_rawDescGZIP(), []int{20}
+	return file_hadoopproto_hadoopyarn_yarn_service_protos_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *StartContainerRequestProto) GetContainerLaunchContext() *ContainerLaunchContextProto {
@@ -1150,7 +1247,7 @@ type StartContainersRequestProto struct {
 
 func (x *StartContainersRequestProto) Reset() {
 	*x = StartContainersRequestProto{}
-	mi := &file_hadoopproto_hadoopyarn_yarn_service_protos_proto_msgTypes[21]
+	mi := &file_hadoopproto_hadoopyarn_yarn_service_protos_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1162,7 +1259,7 @@ func (x *StartContainersRequestProto) String() string {
 func (*StartContainersRequestProto) ProtoMessage() {}
 
 func (x *StartContainersRequestProto) ProtoReflect() protoreflect.Message {
-	mi := &file_hadoopproto_hadoopyarn_yarn_service_protos_proto_msgTypes[21]
+	mi := &file_hadoopproto_hadoopyarn_yarn_service_protos_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1175,7 +1272,7 @@ func (x *StartContainersRequestProto) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartContainersRequestProto.ProtoReflect.Descriptor instead.
 func (*StartContainersRequestProto) Descriptor() ([]byte, []int) {
-	return file_hadoopproto_hadoopyarn_yarn_service_protos_proto_rawDescGZIP(), []int{21}
+	return file_hadoopproto_hadoopyarn_yarn_service_protos_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *StartContainersRequestProto) GetStartContainerRequest() []*StartContainerRequestProto {
@@ -1197,7 +1294,7 @@ type ContainerExceptionMapProto struct {
 
 func (x *ContainerExceptionMapProto) Reset() {
 	*x = ContainerExceptionMapProto{}
-	mi := &file_hadoopproto_hadoopyarn_yarn_service_protos_proto_msgTypes[22]
+	mi := &file_hadoopproto_hadoopyarn_yarn_service_protos_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1209,7 +1306,7 @@ func (x *ContainerExceptionMapProto) String() string {
 func (*ContainerExceptionMapProto) ProtoMessage() {}
 
 func (x *ContainerExceptionMapProto) ProtoReflect() protoreflect.Message {
-	mi := &file_hadoopproto_hadoopyarn_yarn_service_protos_proto_msgTypes[22]
+	mi := &file_hadoopproto_hadoopyarn_yarn_service_protos_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1222,7 +1319,7 @@ func (x *ContainerExceptionMapProto) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerExceptionMapProto.ProtoReflect.Descriptor instead.
 func (*ContainerExceptionMapProto) Descriptor() ([]byte, []int) {
-	return file_hadoopproto_hadoopyarn_yarn_service_protos_proto_rawDescGZIP(), []int{22}
+	return file_hadoopproto_hadoopyarn_yarn_service_protos_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ContainerExceptionMapProto) GetContainerId() *ContainerIdProto {
@@ -1250,7 +1347,7 @@ type StartContainersResponseProto struct {
 
 func (x *StartContainersResponseProto) Reset() {
 	*x = StartContainersResponseProto{}
-	mi := &file_hadoopproto_hadoopyarn_yarn_service_protos_proto_msgTypes[23]
+	mi := &file_hadoopproto_hadoopyarn_yarn_service_protos_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1262,7 +1359,7 @@ func (x *StartContainersResponseProto) String() string {
 func (*StartContainersResponseProto) ProtoMessage() {}
 
 func (x *StartContainersResponseProto) ProtoReflect() protoreflect.Message {
-	mi := &file_hadoopproto_hadoopyarn_yarn_service_protos_proto_msgTypes[23]
+	mi := &file_hadoopproto_hadoopyarn_yarn_service_protos_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1275,7 +1372,7 @@ func (x *StartContainersResponseProto) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartContainersResponseProto.ProtoReflect.Descriptor instead.
 func (*StartContainersResponseProto) Descriptor() ([]byte, []int) {
-	return file_hadoopproto_hadoopyarn_yarn_service_protos_proto_rawDescGZIP(), []int{23}
+	return file_hadoopproto_hadoopyarn_yarn_service_protos_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *StartContainersResponseProto) GetServicesMetaData() []*StringBytesMapProto {
@@ -1308,7 +1405,7 @@ type StopContainersRequestProto struct {
 
 func (x *StopContainersRequestProto) Reset() {
 	*x = StopContainersRequestProto{}
-	mi := &file_hadoopproto_hadoopyarn_yarn_service_protos_proto_msgTypes[24]
+	mi := &file_hadoopproto_hadoopyarn_yarn_service_protos_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1320,7 +1417,7 @@ func (x *StopContainersRequestProto) String() string {
 func (*StopContainersRequestProto) ProtoMessage() {}
 
 func (x *StopContainersRequestProto) ProtoReflect() protoreflect.Message {
-	mi := &file_hadoopproto_hadoopyarn_yarn_service_protos_proto_msgTypes[24]
+	mi := &file_hadoopproto_hadoopyarn_yarn_service_protos_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1333,7 +1430,7 @@ func (x *StopContainersRequestProto) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopContainersRequestProto.ProtoReflect.Descriptor instead.
 func (*StopContainersRequestProto) Descriptor() ([]byte, []int) {
-	return file_hadoopproto_hadoopyarn_yarn_service_protos_proto_rawDescGZIP(), []int{24}
+	return file_hadoopproto_hadoopyarn_yarn_service_protos_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *StopContainersRequestProto) GetContainerId() []*ContainerIdProto {
@@ -1353,7 +1450,7 @@ type StopContainersResponseProto struct {
 
 func (x *StopContainersResponseProto) Reset() {
 	*x = StopContainersResponseProto{}
-	mi := &file_hadoopproto_hadoopyarn_yarn_service_protos_proto_msgTypes[25]
+	mi := &file_hadoopproto_hadoopyarn_yarn_service_protos_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1365,7 +1462,7 @@ func (x *StopContainersResponseProto) String() string {
 func (*StopContainersResponseProto) ProtoMessage() {}
 
 func (x *StopContainersResponseProto) ProtoReflect() protoreflect.Message {
-	mi := &file_hadoopproto_hadoopyarn_yarn_service_protos_proto_msgTypes[25]
+	mi := &file_hadoopproto_hadoopyarn_yarn_service_protos_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1378,7 +1475,7 @@ func (x *StopContainersResponseProto) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopContainersResponseProto.ProtoReflect.Descriptor instead.
 func (*StopContainersResponseProto) Descriptor() ([]byte, []int) {
-	return file_hadoopproto_hadoopyarn_yarn_service_protos_proto_rawDescGZIP(), []int{25}
+	return file_hadoopproto_hadoopyarn_yarn_service_protos_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *StopContainersResponseProto) GetSucceededRequests() []*ContainerIdProto {
@@ -1404,7 +1501,7 @@ type GetContainerStatusesRequestProto struct {
 
 func (x *GetContainerStatusesRequestProto) Reset() {
 	*x = GetContainerStatusesRequestProto{}
-	mi := &file_hadoopproto_hadoopyarn_yarn_service_protos_proto_msgTypes[26]
+	mi := &file_hadoopproto_hadoopyarn_yarn_service_protos_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1416,7 +1513,7 @@ func (x *GetContainerStatusesRequestProto) String() string {
 func (*GetContainerStatusesRequestProto) ProtoMessage() {}
 
 func (x *GetContainerStatusesRequestProto) ProtoReflect() protoreflect.Message {
-	mi := &file_hadoopproto_hadoopyarn_yarn_service_protos_proto_msgTypes[26]
+	mi := &file_hadoopproto_hadoopyarn_yarn_service_protos_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1429,7 +1526,7 @@ func (x *GetContainerStatusesRequestProto) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetContainerStatusesRequestProto.ProtoReflect.Descriptor instead.
 func (*GetContainerStatusesRequestProto) Descriptor() ([]byte, []int) {
-	return file_hadoopproto_hadoopyarn_yarn_service_protos_proto_rawDescGZIP(), []int{26}
+	return file_hadoopproto_hadoopyarn_yarn_service_protos_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *GetContainerStatusesRequestProto) GetContainerId() []*ContainerIdProto {
@@ -1449,7 +1546,7 @@ type GetContainerStatusesResponseProto struct {
 
 func (x *GetContainerStatusesResponseProto) Reset() {
 	*x = GetContainerStatusesResponseProto{}
-	mi := &file_hadoopproto_hadoopyarn_yarn_service_protos_proto_msgTypes[27]
+	mi := &file_hadoopproto_hadoopyarn_yarn_service_protos_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1461,7 +1558,7 @@ func (x *GetContainerStatusesResponseProto) String() string {
 func (*GetContainerStatusesResponseProto) ProtoMessage() {}
 
 func (x *GetContainerStatusesResponseProto) ProtoReflect() protoreflect.Message {
-	mi := &file_hadoopproto_hadoopyarn_yarn_service_protos_proto_msgTypes[27]
+	mi := &file_hadoopproto_hadoopyarn_yarn_service_protos_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1474,7 +1571,7 @@ func (x *GetContainerStatusesResponseProto) ProtoReflect() protoreflect.Message 
 
 // Deprecated: Use GetContainerStatusesResponseProto.ProtoReflect.Descriptor instead.
 func (*GetContainerStatusesResponseProto) Descriptor() ([]byte, []int) {
-	return file_hadoopproto_hadoopyarn_yarn_service_protos_proto_rawDescGZIP(), []int{27}
+	return file_hadoopproto_hadoopyarn_yarn_service_protos_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *GetContainerStatusesResponseProto) GetStatus() []*ContainerStatusProto {
@@ -1543,7 +1640,12 @@ const file_hadoopproto_hadoopyarn_yarn_service_protos_proto_rawDesc = "" +
 	" GetApplicationReportRequestProto\x12F\n" +
 	"\x0eapplication_id\x18\x01 \x01(\v2\x1f.hadoop.yarn.ApplicationIdProtoR\rapplicationId\"w\n" +
 	"!GetApplicationReportResponseProto\x12R\n" +
-	"\x12application_report\x18\x01 \x01(\v2#.hadoop.yarn.ApplicationReportProtoR\x11applicationReport\"\x87\x01\n" +
+	"\x12application_report\x18\x01 \x01(\v2#.hadoop.yarn.ApplicationReportProtoR\x11applicationReport\"\xa1\x01\n" +
+	"\x1bGetApplicationsRequestProto\x12+\n" +
+	"\x11application_types\x18\x01 \x03(\tR\x10applicationTypes\x12U\n" +
+	"\x12application_states\x18\x02 \x03(\x0e2&.hadoop.yarn.YarnApplicationStateProtoR\x11applicationStates\"g\n" +
+	"\x1cGetApplicationsResponseProto\x12G\n" +
+	"\fapplications\x18\x01 \x03(\v2#.hadoop.yarn.ApplicationReportProtoR\fapplications\"\x87\x01\n" +
 	"\x1bKillApplicationRequestProto\x12F\n" +
 	"\x0eapplication_id\x18\x01 \x01(\v2\x1f.hadoop.yarn.ApplicationIdProtoR\rapplicationId\x12 \n" +
 	"\vdiagnostics\x18\x02 \x01(\tR\vdiagnostics\"Q\n" +
@@ -1596,7 +1698,7 @@ func file_hadoopproto_hadoopyarn_yarn_service_protos_proto_rawDescGZIP() []byte 
 	return file_hadoopproto_hadoopyarn_yarn_service_protos_proto_rawDescData
 }
 
-var file_hadoopproto_hadoopyarn_yarn_service_protos_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
+var file_hadoopproto_hadoopyarn_yarn_service_protos_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
 var file_hadoopproto_hadoopyarn_yarn_service_protos_proto_goTypes = []any{
 	(*RegisterApplicationMasterRequestProto)(nil),  // 0: hadoop.yarn.RegisterApplicationMasterRequestProto
 	(*RegisterApplicationMasterResponseProto)(nil), // 1: hadoop.yarn.RegisterApplicationMasterResponseProto
@@ -1610,91 +1712,96 @@ var file_hadoopproto_hadoopyarn_yarn_service_protos_proto_goTypes = []any{
 	(*SubmitApplicationResponseProto)(nil),         // 9: hadoop.yarn.SubmitApplicationResponseProto
 	(*GetApplicationReportRequestProto)(nil),       // 10: hadoop.yarn.GetApplicationReportRequestProto
 	(*GetApplicationReportResponseProto)(nil),      // 11: hadoop.yarn.GetApplicationReportResponseProto
-	(*KillApplicationRequestProto)(nil),            // 12: hadoop.yarn.KillApplicationRequestProto
-	(*KillApplicationResponseProto)(nil),           // 13: hadoop.yarn.KillApplicationResponseProto
-	(*GetClusterMetricsRequestProto)(nil),          // 14: hadoop.yarn.GetClusterMetricsRequestProto
-	(*GetClusterMetricsResponseProto)(nil),         // 15: hadoop.yarn.GetClusterMetricsResponseProto
-	(*GetClusterNodesRequestProto)(nil),            // 16: hadoop.yarn.GetClusterNodesRequestProto
-	(*GetClusterNodesResponseProto)(nil),           // 17: hadoop.yarn.GetClusterNodesResponseProto
-	(*GetAllResourceTypeInfoRequestProto)(nil),     // 18: hadoop.yarn.GetAllResourceTypeInfoRequestProto
-	(*GetAllResourceTypeInfoResponseProto)(nil),    // 19: hadoop.yarn.GetAllResourceTypeInfoResponseProto
-	(*StartContainerRequestProto)(nil),             // 20: hadoop.yarn.StartContainerRequestProto
-	(*StartContainersRequestProto)(nil),            // 21: hadoop.yarn.StartContainersRequestProto
-	(*ContainerExceptionMapProto)(nil),             // 22: hadoop.yarn.ContainerExceptionMapProto
-	(*StartContainersResponseProto)(nil),           // 23: hadoop.yarn.StartContainersResponseProto
-	(*StopContainersRequestProto)(nil),             // 24: hadoop.yarn.StopContainersRequestProto
-	(*StopContainersResponseProto)(nil),            // 25: hadoop.yarn.StopContainersResponseProto
-	(*GetContainerStatusesRequestProto)(nil),       // 26: hadoop.yarn.GetContainerStatusesRequestProto
-	(*GetContainerStatusesResponseProto)(nil),      // 27: hadoop.yarn.GetContainerStatusesResponseProto
-	(*ResourceProto)(nil),                          // 28: hadoop.yarn.ResourceProto
-	(*ContainerProto)(nil),                         // 29: hadoop.yarn.ContainerProto
-	(*NMTokenProto)(nil),                           // 30: hadoop.yarn.NMTokenProto
-	(*ResourceTypeInfoProto)(nil),                  // 31: hadoop.yarn.ResourceTypeInfoProto
-	(FinalApplicationStatusProto)(0),               // 32: hadoop.yarn.FinalApplicationStatusProto
-	(*ResourceRequestProto)(nil),                   // 33: hadoop.yarn.ResourceRequestProto
-	(*ContainerIdProto)(nil),                       // 34: hadoop.yarn.ContainerIdProto
-	(*ResourceBlacklistRequestProto)(nil),          // 35: hadoop.yarn.ResourceBlacklistRequestProto
-	(AMCommandProto)(0),                            // 36: hadoop.yarn.AMCommandProto
-	(*ContainerStatusProto)(nil),                   // 37: hadoop.yarn.ContainerStatusProto
-	(*NodeReportProto)(nil),                        // 38: hadoop.yarn.NodeReportProto
-	(*PreemptionMessageProto)(nil),                 // 39: hadoop.yarn.PreemptionMessageProto
-	(*hadoopcommon.TokenProto)(nil),                // 40: xres.hadoop.common.TokenProto
-	(*ApplicationIdProto)(nil),                     // 41: hadoop.yarn.ApplicationIdProto
-	(*ApplicationSubmissionContextProto)(nil),      // 42: hadoop.yarn.ApplicationSubmissionContextProto
-	(*ApplicationReportProto)(nil),                 // 43: hadoop.yarn.ApplicationReportProto
-	(*YarnClusterMetricsProto)(nil),                // 44: hadoop.yarn.YarnClusterMetricsProto
-	(NodeStateProto)(0),                            // 45: hadoop.yarn.NodeStateProto
-	(*ContainerLaunchContextProto)(nil),            // 46: hadoop.yarn.ContainerLaunchContextProto
-	(*SerializedExceptionProto)(nil),               // 47: hadoop.yarn.SerializedExceptionProto
-	(*StringBytesMapProto)(nil),                    // 48: hadoop.yarn.StringBytesMapProto
+	(*GetApplicationsRequestProto)(nil),            // 12: hadoop.yarn.GetApplicationsRequestProto
+	(*GetApplicationsResponseProto)(nil),           // 13: hadoop.yarn.GetApplicationsResponseProto
+	(*KillApplicationRequestProto)(nil),            // 14: hadoop.yarn.KillApplicationRequestProto
+	(*KillApplicationResponseProto)(nil),           // 15: hadoop.yarn.KillApplicationResponseProto
+	(*GetClusterMetricsRequestProto)(nil),          // 16: hadoop.yarn.GetClusterMetricsRequestProto
+	(*GetClusterMetricsResponseProto)(nil),         // 17: hadoop.yarn.GetClusterMetricsResponseProto
+	(*GetClusterNodesRequestProto)(nil),            // 18: hadoop.yarn.GetClusterNodesRequestProto
+	(*GetClusterNodesResponseProto)(nil),           // 19: hadoop.yarn.GetClusterNodesResponseProto
+	(*GetAllResourceTypeInfoRequestProto)(nil),     // 20: hadoop.yarn.GetAllResourceTypeInfoRequestProto
+	(*GetAllResourceTypeInfoResponseProto)(nil),    // 21: hadoop.yarn.GetAllResourceTypeInfoResponseProto
+	(*StartContainerRequestProto)(nil),             // 22: hadoop.yarn.StartContainerRequestProto
+	(*StartContainersRequestProto)(nil),            // 23: hadoop.yarn.StartContainersRequestProto
+	(*ContainerExceptionMapProto)(nil),             // 24: hadoop.yarn.ContainerExceptionMapProto
+	(*StartContainersResponseProto)(nil),           // 25: hadoop.yarn.StartContainersResponseProto
+	(*StopContainersRequestProto)(nil),             // 26: hadoop.yarn.StopContainersRequestProto
+	(*StopContainersResponseProto)(nil),            // 27: hadoop.yarn.StopContainersResponseProto
+	(*GetContainerStatusesRequestProto)(nil),       // 28: hadoop.yarn.GetContainerStatusesRequestProto
+	(*GetContainerStatusesResponseProto)(nil),      // 29: hadoop.yarn.GetContainerStatusesResponseProto
+	(*ResourceProto)(nil),                          // 30: hadoop.yarn.ResourceProto
+	(*ContainerProto)(nil),                         // 31: hadoop.yarn.ContainerProto
+	(*NMTokenProto)(nil),                           // 32: hadoop.yarn.NMTokenProto
+	(*ResourceTypeInfoProto)(nil),                  // 33: hadoop.yarn.ResourceTypeInfoProto
+	(FinalApplicationStatusProto)(0),               // 34: hadoop.yarn.FinalApplicationStatusProto
+	(*ResourceRequestProto)(nil),                   // 35: hadoop.yarn.ResourceRequestProto
+	(*ContainerIdProto)(nil),                       // 36: hadoop.yarn.ContainerIdProto
+	(*ResourceBlacklistRequestProto)(nil),          // 37: hadoop.yarn.ResourceBlacklistRequestProto
+	(AMCommandProto)(0),                            // 38: hadoop.yarn.AMCommandProto
+	(*ContainerStatusProto)(nil),                   // 39: hadoop.yarn.ContainerStatusProto
+	(*NodeReportProto)(nil),                        // 40: hadoop.yarn.NodeReportProto
+	(*PreemptionMessageProto)(nil),                 // 41: hadoop.yarn.PreemptionMessageProto
+	(*hadoopcommon.TokenProto)(nil),                // 42: xres.hadoop.common.TokenProto
+	(*ApplicationIdProto)(nil),                     // 43: hadoop.yarn.ApplicationIdProto
+	(*ApplicationSubmissionContextProto)(nil),      // 44: hadoop.yarn.ApplicationSubmissionContextProto
+	(*ApplicationReportProto)(nil),                 // 45: hadoop.yarn.ApplicationReportProto
+	(YarnApplicationStateProto)(0),                 // 46: hadoop.yarn.YarnApplicationStateProto
+	(*YarnClusterMetricsProto)(nil),                // 47: hadoop.yarn.YarnClusterMetricsProto
+	(NodeStateProto)(0),                            // 48: hadoop.yarn.NodeStateProto
+	(*ContainerLaunchContextProto)(nil),            // 49: hadoop.yarn.ContainerLaunchContextProto
+	(*SerializedExceptionProto)(nil),               // 50: hadoop.yarn.SerializedExceptionProto
+	(*StringBytesMapProto)(nil),                    // 51: hadoop.yarn.StringBytesMapProto
 }
 var file_hadoopproto_hadoopyarn_yarn_service_protos_proto_depIdxs = []int32{
-	28, // 0: hadoop.yarn.RegisterApplicationMasterResponseProto.maximumCapability:type_name -> hadoop.yarn.ResourceProto
-	29, // 1: hadoop.yarn.RegisterApplicationMasterResponseProto.containers_from_previous_attempts:type_name -> hadoop.yarn.ContainerProto
-	30, // 2: hadoop.yarn.RegisterApplicationMasterResponseProto.nm_tokens_from_previous_attempts:type_name -> hadoop.yarn.NMTokenProto
-	31, // 3: hadoop.yarn.RegisterApplicationMasterResponseProto.resource_types:type_name -> hadoop.yarn.ResourceTypeInfoProto
-	32, // 4: hadoop.yarn.FinishApplicationMasterRequestProto.final_application_status:type_name -> hadoop.yarn.FinalApplicationStatusProto
-	33, // 5: hadoop.yarn.AllocateRequestProto.ask:type_name -> hadoop.yarn.ResourceRequestProto
-	34, // 6: hadoop.yarn.AllocateRequestProto.release:type_name -> hadoop.yarn.ContainerIdProto
-	35, // 7: hadoop.yarn.AllocateRequestProto.blacklist_request:type_name -> hadoop.yarn.ResourceBlacklistRequestProto
-	36, // 8: hadoop.yarn.AllocateResponseProto.a_m_command:type_name -> hadoop.yarn.AMCommandProto
-	29, // 9: hadoop.yarn.AllocateResponseProto.allocated_containers:type_name -> hadoop.yarn.ContainerProto
-	37, // 10: hadoop.yarn.AllocateResponseProto.completed_container_statuses:type_name -> hadoop.yarn.ContainerStatusProto
-	28, // 11: hadoop.yarn.AllocateResponseProto.limit:type_name -> hadoop.yarn.ResourceProto
-	38, // 12: hadoop.yarn.AllocateResponseProto.updated_nodes:type_name -> hadoop.yarn.NodeReportProto
-	39, // 13: hadoop.yarn.AllocateResponseProto.preempt:type_name -> hadoop.yarn.PreemptionMessageProto
-	30, // 14: hadoop.yarn.AllocateResponseProto.nm_tokens:type_name -> hadoop.yarn.NMTokenProto
-	40, // 15: hadoop.yarn.AllocateResponseProto.am_rm_token:type_name -> xres.hadoop.common.TokenProto
-	29, // 16: hadoop.yarn.AllocateResponseProto.containers_from_previous_attempts:type_name -> hadoop.yarn.ContainerProto
-	41, // 17: hadoop.yarn.GetNewApplicationResponseProto.application_id:type_name -> hadoop.yarn.ApplicationIdProto
-	28, // 18: hadoop.yarn.GetNewApplicationResponseProto.maximumCapability:type_name -> hadoop.yarn.ResourceProto
-	42, // 19: hadoop.yarn.SubmitApplicationRequestProto.application_submission_context:type_name -> hadoop.yarn.ApplicationSubmissionContextProto
-	41, // 20: hadoop.yarn.GetApplicationReportRequestProto.application_id:type_name -> hadoop.yarn.ApplicationIdProto
-	43, // 21: hadoop.yarn.GetApplicationReportResponseProto.application_report:type_name -> hadoop.yarn.ApplicationReportProto
-	41, // 22: hadoop.yarn.KillApplicationRequestProto.application_id:type_name -> hadoop.yarn.ApplicationIdProto
-	44, // 23: hadoop.yarn.GetClusterMetricsResponseProto.cluster_metrics:type_name -> hadoop.yarn.YarnClusterMetricsProto
-	45, // 24: hadoop.yarn.GetClusterNodesRequestProto.nodeStates:type_name -> hadoop.yarn.NodeStateProto
-	38, // 25: hadoop.yarn.GetClusterNodesResponseProto.nodeReports:type_name -> hadoop.yarn.NodeReportProto
-	31, // 26: hadoop.yarn.GetAllResourceTypeInfoResponseProto.resource_type_info:type_name -> hadoop.yarn.ResourceTypeInfoProto
-	46, // 27: hadoop.yarn.StartContainerRequestProto.container_launch_context:type_name -> hadoop.yarn.ContainerLaunchContextProto
-	40, // 28: hadoop.yarn.StartContainerRequestProto.container_token:type_name -> xres.hadoop.common.TokenProto
-	20, // 29: hadoop.yarn.StartContainersRequestProto.start_container_request:type_name -> hadoop.yarn.StartContainerRequestProto
-	34, // 30: hadoop.yarn.ContainerExceptionMapProto.container_id:type_name -> hadoop.yarn.ContainerIdProto
-	47, // 31: hadoop.yarn.ContainerExceptionMapProto.exception:type_name -> hadoop.yarn.SerializedExceptionProto
-	48, // 32: hadoop.yarn.StartContainersResponseProto.services_meta_data:type_name -> hadoop.yarn.StringBytesMapProto
-	34, // 33: hadoop.yarn.StartContainersResponseProto.succeeded_requests:type_name -> hadoop.yarn.ContainerIdProto
-	22, // 34: hadoop.yarn.StartContainersResponseProto.failed_requests:type_name -> hadoop.yarn.ContainerExceptionMapProto
-	34, // 35: hadoop.yarn.StopContainersRequestProto.container_id:type_name -> hadoop.yarn.ContainerIdProto
-	34, // 36: hadoop.yarn.StopContainersResponseProto.succeeded_requests:type_name -> hadoop.yarn.ContainerIdProto
-	22, // 37: hadoop.yarn.StopContainersResponseProto.failed_requests:type_name -> hadoop.yarn.ContainerExceptionMapProto
-	34, // 38: hadoop.yarn.GetContainerStatusesRequestProto.container_id:type_name -> hadoop.yarn.ContainerIdProto
-	37, // 39: hadoop.yarn.GetContainerStatusesResponseProto.status:type_name -> hadoop.yarn.ContainerStatusProto
-	22, // 40: hadoop.yarn.GetContainerStatusesResponseProto.failed_requests:type_name -> hadoop.yarn.ContainerExceptionMapProto
-	41, // [41:41] is the sub-list for method output_type
-	41, // [41:41] is the sub-list for method input_type
-	41, // [41:41] is the sub-list for extension type_name
-	41, // [41:41] is the sub-list for extension extendee
-	0,  // [0:41] is the sub-list for field type_name
+	30, // 0: hadoop.yarn.RegisterApplicationMasterResponseProto.maximumCapability:type_name -> hadoop.yarn.ResourceProto
+	31, // 1: hadoop.yarn.RegisterApplicationMasterResponseProto.containers_from_previous_attempts:type_name -> hadoop.yarn.ContainerProto
+	32, // 2: hadoop.yarn.RegisterApplicationMasterResponseProto.nm_tokens_from_previous_attempts:type_name -> hadoop.yarn.NMTokenProto
+	33, // 3: hadoop.yarn.RegisterApplicationMasterResponseProto.resource_types:type_name -> hadoop.yarn.ResourceTypeInfoProto
+	34, // 4: hadoop.yarn.FinishApplicationMasterRequestProto.final_application_status:type_name -> hadoop.yarn.FinalApplicationStatusProto
+	35, // 5: hadoop.yarn.AllocateRequestProto.ask:type_name -> hadoop.yarn.ResourceRequestProto
+	36, // 6: hadoop.yarn.AllocateRequestProto.release:type_name -> hadoop.yarn.ContainerIdProto
+	37, // 7: hadoop.yarn.AllocateRequestProto.blacklist_request:type_name -> hadoop.yarn.ResourceBlacklistRequestProto
+	38, // 8: hadoop.yarn.AllocateResponseProto.a_m_command:type_name -> hadoop.yarn.AMCommandProto
+	31, // 9: hadoop.yarn.AllocateResponseProto.allocated_containers:type_name -> hadoop.yarn.ContainerProto
+	39, // 10: hadoop.yarn.AllocateResponseProto.completed_container_statuses:type_name -> hadoop.yarn.ContainerStatusProto
+	30, // 11: hadoop.yarn.AllocateResponseProto.limit:type_name -> hadoop.yarn.ResourceProto
+	40, // 12: hadoop.yarn.AllocateResponseProto.updated_nodes:type_name -> hadoop.yarn.NodeReportProto
+	41, // 13: hadoop.yarn.AllocateResponseProto.preempt:type_name -> hadoop.yarn.PreemptionMessageProto
+	32, // 14: hadoop.yarn.AllocateResponseProto.nm_tokens:type_name -> hadoop.yarn.NMTokenProto
+	42, // 15: hadoop.yarn.AllocateResponseProto.am_rm_token:type_name -> xres.hadoop.common.TokenProto
+	31, // 16: hadoop.yarn.AllocateResponseProto.containers_from_previous_attempts:type_name -> hadoop.yarn.ContainerProto
+	43, // 17: hadoop.yarn.GetNewApplicationResponseProto.application_id:type_name -> hadoop.yarn.ApplicationIdProto
+	30, // 18: hadoop.yarn.GetNewApplicationResponseProto.maximumCapability:type_name -> hadoop.yarn.ResourceProto
+	44, // 19: hadoop.yarn.SubmitApplicationRequestProto.application_submission_context:type_name -> hadoop.yarn.ApplicationSubmissionContextProto
+	43, // 20: hadoop.yarn.GetApplicationReportRequestProto.application_id:type_name -> hadoop.yarn.ApplicationIdProto
+	45, // 21: hadoop.yarn.GetApplicationReportResponseProto.application_report:type_name -> hadoop.yarn.ApplicationReportProto
+	46, // 22: hadoop.yarn.GetApplicationsRequestProto.application_states:type_name -> hadoop.yarn.YarnApplicationStateProto
+	45, // 23: hadoop.yarn.GetApplicationsResponseProto.applications:type_name -> hadoop.yarn.ApplicationReportProto
+	43, // 24: hadoop.yarn.KillApplicationRequestProto.application_id:type_name -> hadoop.yarn.ApplicationIdProto
+	47, // 25: hadoop.yarn.GetClusterMetricsResponseProto.cluster_metrics:type_name -> hadoop.yarn.YarnClusterMetricsProto
+	48, // 26: hadoop.yarn.GetClusterNodesRequestProto.nodeStates:type_name -> hadoop.yarn.NodeStateProto
+	40, // 27: hadoop.yarn.GetClusterNodesResponseProto.nodeReports:type_name -> hadoop.yarn.NodeReportProto
+	33, // 28: hadoop.yarn.GetAllResourceTypeInfoResponseProto.resource_type_info:type_name -> hadoop.yarn.ResourceTypeInfoProto
+	49, // 29: hadoop.yarn.StartContainerRequestProto.container_launch_context:type_name -> hadoop.yarn.ContainerLaunchContextProto
+	42, // 30: hadoop.yarn.StartContainerRequestProto.container_token:type_name -> xres.hadoop.common.TokenProto
+	22, // 31: hadoop.yarn.StartContainersRequestProto.start_container_request:type_name -> hadoop.yarn.StartContainerRequestProto
+	36, // 32: hadoop.yarn.ContainerExceptionMapProto.container_id:type_name -> hadoop.yarn.ContainerIdProto
+	50, // 33: hadoop.yarn.ContainerExceptionMapProto.exception:type_name -> hadoop.yarn.SerializedExceptionProto
+	51, // 34: hadoop.yarn.StartContainersResponseProto.services_meta_data:type_name -> hadoop.yarn.StringBytesMapProto
+	36, // 35: hadoop.yarn.StartContainersResponseProto.succeeded_requests:type_name -> hadoop.yarn.ContainerIdProto
+	24, // 36: hadoop.yarn.StartContainersResponseProto.failed_requests:type_name -> hadoop.yarn.ContainerExceptionMapProto
+	36, // 37: hadoop.yarn.StopContainersRequestProto.container_id:type_name -> hadoop.yarn.ContainerIdProto
+	36, // 38: hadoop.yarn.StopContainersResponseProto.succeeded_requests:type_name -> hadoop.yarn.ContainerIdProto
+	24, // 39: hadoop.yarn.StopContainersResponseProto.failed_requests:type_name -> hadoop.yarn.ContainerExceptionMapProto
+	36, // 40: hadoop.yarn.GetContainerStatusesRequestProto.container_id:type_name -> hadoop.yarn.ContainerIdProto
+	39, // 41: hadoop.yarn.GetContainerStatusesResponseProto.status:type_name -> hadoop.yarn.ContainerStatusProto
+	24, // 42: hadoop.yarn.GetContainerStatusesResponseProto.failed_requests:type_name -> hadoop.yarn.ContainerExceptionMapProto
+	43, // [43:43] is the sub-list for method output_type
+	43, // [43:43] is the sub-list for method input_type
+	43, // [43:43] is the sub-list for extension type_name
+	43, // [43:43] is the sub-list for extension extendee
+	0,  // [0:43] is the sub-list for field type_name
 }
 
 func init() { file_hadoopproto_hadoopyarn_yarn_service_protos_proto_init() }
@@ -1709,7 +1816,7 @@ func file_hadoopproto_hadoopyarn_yarn_service_protos_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_hadoopproto_hadoopyarn_yarn_service_protos_proto_rawDesc), len(file_hadoopproto_hadoopyarn_yarn_service_protos_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   28,
+			NumMessages:   30,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
