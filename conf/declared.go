@@ -1,7 +1,10 @@
 package conf
 
-// The Flink and xres options xres reads, declared once. The README's
-// configuration reference is generated from these (go run ./conf/cmd/gendoc).
+// The Flink and xres options xres reads, declared once. The drivers' params
+// (external-resource.<name>.param.*) are declared by each driver with
+// driver.Declare, which registers them here too. The README's configuration
+// reference is generated from the whole registry (go run ./conf/cmd/gendoc,
+// which links every built-in driver).
 // Keys with <placeholders> are patterns: use Option.For to get one key.
 
 // External resources (Flink's ExternalResourceOptions and the YARN and
@@ -38,157 +41,10 @@ var (
 			"Unset: the resource is requested but workers get no device infos.",
 	})
 	ExternalResourceParam = Register(Option{
-		Key:         "external-resource.<name>.param.<param>",
-		Type:        TypeString,
-		Description: "Driver parameter `<param>`, handed to the driver with the prefix stripped.",
-	})
-	DiscoveryScriptPath = Register(Option{
-		Key:     "external-resource.<name>.param.discovery-script.path",
-		Type:    TypeString,
-		Default: "plugins/external-resource-gpu/nvidia-gpu-discovery.sh",
-		Description: "Flink discovery script, called as `script <amount> <args...>`; a relative path is " +
-			"resolved against $FLINK_HOME, else the working directory. When the script does not exist " +
-			"the GPU driver discovers through NVML or nvidia-smi.",
-	})
-	DiscoveryScriptArgs = Register(Option{
-		Key:  "external-resource.<name>.param.discovery-script.args",
+		Key:  "external-resource.<name>.param.<param>",
 		Type: TypeString,
-		Description: "Arguments passed to the discovery script after the amount. Flink's " +
-			"`--enable-coordination-mode` and `--coordination-file <path>` also switch on xres coordination.",
-	})
-	CoordinationEnabled = Register(Option{
-		Key:     "external-resource.<name>.param.coordination.enabled",
-		Type:    TypeBool,
-		Default: "true",
-		Description: "Reserve devices host-wide so that two workers on one host never get the same device " +
-			"(built-in discovery). Set false only when the cluster isolates devices itself.",
-	})
-	CoordinationFile = Register(Option{
-		Key:     "external-resource.<name>.param.coordination.file",
-		Type:    TypeString,
-		Default: "/var/tmp/xres/coordination.state",
-		Description: "Host-wide reservation state file (a lock file is kept beside it). Every worker " +
-			"on a host must use the same file. Flink's `--coordination-file` in discovery-script.args also sets it.",
-	})
-)
-
-// Driver params of the built-in drivers (external-resource.<name>.param.*).
-// Each names the drivers that read it; the keys are the drivers' own
-// constants (driver/gpu, driver/pci, driver/amd, driver/plugin).
-var (
-	DiscoveryScriptTimeout = Register(Option{
-		Key:  "external-resource.<name>.param.discovery-script.timeout",
-		Type: TypeDuration,
-		Description: "GPU driver: time limit of the discovery script; on expiry its whole process group is killed. " +
-			"Unset: xres.discovery.timeout.",
-	})
-	DiscoverySource = Register(Option{
-		Key:     "external-resource.<name>.param.discovery.source",
-		Type:    TypeString,
-		Default: "auto",
-		Description: "GPU driver, built-in discovery: `auto` (NVML, else nvidia-smi where the NVIDIA library is absent), " +
-			"`nvml` or `nvidia-smi`.",
-	})
-	NvidiaSMIPath = Register(Option{
-		Key:         "external-resource.<name>.param.nvidia-smi.path",
-		Type:        TypeString,
-		Default:     "nvidia-smi",
-		Description: "GPU driver: the nvidia-smi program, a name looked up on PATH or a path.",
-	})
-	NvidiaSMITimeout = Register(Option{
-		Key:         "external-resource.<name>.param.nvidia-smi.timeout",
-		Type:        TypeDuration,
-		Description: "GPU driver: time limit of one nvidia-smi run. Unset: xres.discovery.timeout.",
-	})
-	NVMLLibrary = Register(Option{
-		Key:         "external-resource.<name>.param.nvml.library",
-		Type:        TypeString,
-		Default:     "libnvidia-ml.so.1",
-		Description: "GPU driver: the NVIDIA management library (NVML) to load.",
-	})
-	MIGStrategy = Register(Option{
-		Key:     "external-resource.<name>.param.mig.strategy",
-		Type:    TypeString,
-		Default: "none",
-		Description: "GPU driver, NVIDIA MIG: `none` hands out whole GPUs (a GPU in MIG mode too, with a warning); " +
-			"`single` hands out MIG instances and needs every GPU in MIG mode with one profile; `mixed` hands out the " +
-			"MIG instances of GPUs in MIG mode and the other GPUs whole. A MIG instance's infos carry its uuid (MIG-...), " +
-			"which CUDA_VISIBLE_DEVICES receives.",
-	})
-	MIGProfile = Register(Option{
-		Key:  "external-resource.<name>.param.mig.profile",
-		Type: TypeString,
-		Description: "GPU driver, with mig.strategy single or mixed: hand out only MIG instances of this profile, " +
-			"e.g. 1g.10gb (one resource per profile, like the Kubernetes device plugin's mixed strategy).",
-	})
-	HealthEnabled = Register(Option{
-		Key:     "external-resource.<name>.param.health.enabled",
-		Type:    TypeBool,
-		Default: "true",
-		Description: "GPU driver, built-in discovery: leave out GPUs with pages pending retirement, row remapping " +
-			"pending or failed, or lost from the bus (checked on every discovery); they are named in the log and " +
-			"in the error when too few healthy GPUs remain.",
-	})
-	PCIVendor = Register(Option{
-		Key:  "external-resource.<name>.param.vendor",
-		Type: TypeString,
-		Description: "PCI driver (xres.pci), required: hex vendor ids, comma-separated, e.g. 0x10ee (Xilinx/AMD), " +
-			"0x8086 (Intel), 0x1172 (Altera).",
-	})
-	PCIDevice = Register(Option{
-		Key:         "external-resource.<name>.param.device",
-		Type:        TypeString,
-		Description: "PCI driver: hex device ids, comma-separated, e.g. 0x5005. Unset: any device of the vendor.",
-	})
-	PCIClass = Register(Option{
-		Key:  "external-resource.<name>.param.class",
-		Type: TypeString,
-		Description: "PCI driver: hex class-code prefixes, comma-separated, e.g. 0x12 (processing accelerators). " +
-			"Unset: any class.",
-	})
-	SysfsRoot = Register(Option{
-		Key:         "external-resource.<name>.param.sysfs-root",
-		Type:        TypeString,
-		Default:     "/sys",
-		Description: "PCI and AMD GPU drivers: where sysfs is mounted (tests and demos point it at a fake tree).",
-	})
-	DevRoot = Register(Option{
-		Key:     "external-resource.<name>.param.dev-root",
-		Type:    TypeString,
-		Default: "/dev",
-		Description: "PCI and AMD GPU drivers: where device nodes are; a device whose render node the process " +
-			"cannot open is left out. When sysfs-root is set and dev-root is not, this check is off.",
-	})
-	AMDSource = Register(Option{
-		Key:     "external-resource.<name>.param.source",
-		Type:    TypeString,
-		Default: "auto",
-		Description: "AMD GPU driver (xres.amd-gpu): `auto` (the KFD topology in sysfs, else rocm-smi), `kfd` " +
-			"or `rocm-smi`.",
-	})
-	RocmSMIPath = Register(Option{
-		Key:         "external-resource.<name>.param.rocm-smi.path",
-		Type:        TypeString,
-		Default:     "rocm-smi",
-		Description: "AMD GPU driver: the rocm-smi program.",
-	})
-	DriverTimeout = Register(Option{
-		Key:  "external-resource.<name>.param.timeout",
-		Type: TypeDuration,
-		Description: "AMD GPU driver (rocm-smi) and device plugins: time limit of one run; on expiry a plugin's " +
-			"whole process group is killed. Unset: xres.discovery.timeout.",
-	})
-	VisibleDevicesVendor = Register(Option{
-		Key:  "external-resource.<name>.param.visible-devices.vendor",
-		Type: TypeString,
-		Description: "For plugins and discovery scripts standing for GPUs: nvidia sets CUDA_VISIBLE_DEVICES, amd " +
-			"ROCR_VISIBLE_DEVICES and HIP_VISIBLE_DEVICES for the worker, none neither. Default: nvidia for xres.gpu, amd for xres.amd-gpu.",
-	})
-	PluginName = Register(Option{
-		Key:  "external-resource.<name>.param.plugin",
-		Type: TypeString,
-		Description: "Device plugin (xres.plugin): a directory under the plugins root (runs `<dir>/<dir>`), " +
-			"a path relative to the root, or an absolute path.",
+		Description: "Driver parameter `<param>`, handed to the driver with the prefix stripped. Each driver " +
+			"declares the params it reads (driver.Declare); they are listed below with their drivers.",
 	})
 )
 

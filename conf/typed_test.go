@@ -2,17 +2,12 @@ package conf
 
 import (
 	"errors"
-	"flag"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 )
-
-var update = flag.Bool("update", false, "rewrite README.md's config table from the declarations")
 
 func TestSplitList(t *testing.T) {
 	tests := []struct {
@@ -175,9 +170,9 @@ func TestTypedGetters(t *testing.T) {
 	maxSlots, err := c.Int(SlotsMax)
 	require.NoError(t, err)
 	require.Equal(t, 2147483647, maxSlots)
-	path, err := c.String(DiscoveryScriptPath.For("gpu"))
+	bind, err := c.String(RestBindAddress)
 	require.NoError(t, err)
-	require.Equal(t, "plugins/external-resource-gpu/nvidia-gpu-discovery.sh", path)
+	require.Equal(t, "0.0.0.0", bind)
 	name, err := c.String(YarnApplicationName)
 	require.NoError(t, err)
 	require.Empty(t, name)
@@ -240,7 +235,7 @@ func TestOptionsRegistry(t *testing.T) {
 	for _, key := range []string{
 		"external-resources", "external-resource.<name>.amount", "external-resource.<name>.yarn.config-key",
 		"external-resource.<name>.kubernetes.config-key", "external-resource.<name>.driver-factory.class",
-		"external-resource.<name>.param.discovery-script.path", "external-resource.<name>.param.discovery-script.args",
+		"external-resource.<name>.param.<param>",
 		"xres.strict", "xres.discovery.timeout", "taskmanager.memory.process.size", "taskmanager.cpu.cores",
 		"yarn.containers.vcores", "taskmanager.numberOfTaskSlots", "parallelism.default",
 		"slotmanager.number-of-slots.max", "slotmanager.redundant-taskmanager-num", "yarn.maximum-failed-containers",
@@ -272,7 +267,6 @@ func TestOptionPatterns(t *testing.T) {
 
 	for _, tc := range []struct{ key, want string }{
 		{"external-resource.gpu.amount", "external-resource.<name>.amount"},
-		{"external-resource.gpu.param.discovery-script.path", "external-resource.<name>.param.discovery-script.path"},
 		{"external-resource.gpu.param.my-plugin-key", "external-resource.<name>.param.<param>"},
 		{"containerized.master.env.JAVA_HOME", "containerized.master.env.<VAR>"},
 		{"xres.strict", "xres.strict"},
@@ -285,23 +279,6 @@ func TestOptionPatterns(t *testing.T) {
 	}
 	_, ok := LookupOption("no.such.key")
 	require.False(t, ok)
-}
-
-// TestReadmeConfigTable fails when README.md's generated table differs from
-// the declarations; go test ./conf -run ReadmeConfigTable -update (or go
-// run ./conf/cmd/gendoc) rewrites it.
-func TestReadmeConfigTable(t *testing.T) {
-	path := filepath.Join("..", "README.md")
-	old, err := os.ReadFile(path)
-	require.NoError(t, err)
-	updated, err := ReplaceTable(old)
-	require.NoError(t, err, "README.md needs the %s and %s markers", TableBegin, TableEnd)
-	if *update {
-		require.NoError(t, os.WriteFile(path, updated, 0o644))
-		return
-	}
-	require.Equal(t, string(updated), string(old),
-		"README.md's config table is out of date: run go run ./conf/cmd/gendoc")
 }
 
 func TestReplaceTable(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/xres/xres/conf"
 	"github.com/xres/xres/resources"
 )
 
@@ -27,43 +28,6 @@ func ParamKey(resource, param string) string {
 		return "param." + param
 	}
 	return resources.Key(resource, resources.SuffixParam+param)
-}
-
-// TimeoutParam reads a driver's time limit: the param named key when set (Flink
-// syntax, see ParseDuration; it must be positive), else opts.Timeout (the
-// global xres.discovery.timeout) when positive, else DefaultTimeout. A bad
-// value is an error naming the key and wrapping ErrInvalidParam.
-func (o Options) TimeoutParam(key string) (time.Duration, error) {
-	raw := strings.TrimSpace(o.Params[key])
-	if raw == "" {
-		if o.Timeout > 0 {
-			return o.Timeout, nil
-		}
-		return DefaultTimeout, nil
-	}
-	d, err := ParseDuration(raw)
-	if err != nil {
-		return 0, fmt.Errorf("%s: %w: %w", ParamKey(o.Resource, key), err, ErrInvalidParam)
-	}
-	if d <= 0 {
-		return 0, fmt.Errorf("%s: %q must be positive: %w", ParamKey(o.Resource, key), raw, ErrInvalidParam)
-	}
-	return d, nil
-}
-
-// BoolParam reads a true/false param (case-insensitive); unset is def. Any
-// other value is an error naming the key and wrapping ErrInvalidParam.
-func BoolParam(resource string, params map[string]string, key string, def bool) (bool, error) {
-	v := strings.TrimSpace(params[key])
-	switch {
-	case v == "":
-		return def, nil
-	case strings.EqualFold(v, "true"):
-		return true, nil
-	case strings.EqualFold(v, "false"):
-		return false, nil
-	}
-	return false, fmt.Errorf("%s: %q, want true or false: %w", ParamKey(resource, key), v, ErrInvalidParam)
 }
 
 // ParseDuration reads a duration the way Flink writes them: "10 s",
@@ -104,3 +68,25 @@ func ParseDuration(s string) (time.Duration, error) {
 	}
 	return time.Duration(n) * u, nil
 }
+
+// Params shared by several drivers, declared once here.
+var (
+	// TimeoutParam is the time limit of one run of rocm-smi or a device
+	// plugin.
+	TimeoutParam = Declare(Param{
+		Name: "timeout", Type: conf.TypeDuration,
+		Doc: "AMD GPU driver (rocm-smi) and device plugins: time limit of one run; on expiry a plugin's " +
+			"whole process group is killed. Unset: xres.discovery.timeout.",
+	})
+	// VisibleDevicesVendorParam says which visible-devices variables the
+	// launcher sets for a resource's devices.
+	VisibleDevicesVendorParam = Declare(Param{
+		Name: ParamVisibleDevicesVendor, Type: conf.TypeString,
+		Doc: "For plugins and discovery scripts standing for GPUs: nvidia sets CUDA_VISIBLE_DEVICES, amd " +
+			"ROCR_VISIBLE_DEVICES and HIP_VISIBLE_DEVICES for the worker, none neither (any other value counts as none). " +
+			"Default: nvidia for xres.gpu, amd for xres.amd-gpu.",
+	})
+)
+
+// ParamVisibleDevicesVendor is VisibleDevicesVendorParam's name.
+const ParamVisibleDevicesVendor = "visible-devices.vendor"

@@ -40,6 +40,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/xres/xres/conf"
 	"github.com/xres/xres/driver"
 	"github.com/xres/xres/driver/coord"
 	"github.com/xres/xres/driver/pci"
@@ -52,11 +53,32 @@ const FactoryName = "xres.amd-gpu"
 // Param keys, as written after external-resource.<name>.param.
 const (
 	ParamSource      = "source"
-	ParamSysfsRoot   = "sysfs-root"
-	ParamDevRoot     = "dev-root"
+	ParamSysfsRoot   = pci.ParamSysfsRoot
+	ParamDevRoot     = pci.ParamDevRoot
 	ParamRocmSMIPath = "rocm-smi.path"
 	ParamTimeout     = "timeout"
 )
+
+// The AMD GPU driver's own params, declared once (driver.Declare) and read
+// only through these declarations; sysfs-root and dev-root are the PCI
+// driver's, timeout is driver.TimeoutParam.
+var (
+	sourceParam = driver.Declare(driver.Param{
+		Name: ParamSource, Type: conf.TypeString, Values: []string{SourceAuto, SourceKFD, SourceRocmSMI},
+		Doc: "AMD GPU driver (xres.amd-gpu): `auto` (the KFD topology in sysfs, else rocm-smi), `kfd` " +
+			"or `rocm-smi`.",
+	})
+	rocmSMIParam = driver.Declare(driver.Param{
+		Name: ParamRocmSMIPath, Type: conf.TypeString, Default: "rocm-smi",
+		Doc: "AMD GPU driver: the rocm-smi program.",
+	})
+)
+
+// Params lists every param the AMD GPU driver reads.
+func Params() []driver.Param {
+	return []driver.Param{sourceParam, pci.SysfsRootParam, pci.DevRootParam, rocmSMIParam, driver.TimeoutParam,
+		coord.EnabledParam, coord.FileParam}
+}
 
 // Sources.
 const (
@@ -94,31 +116,17 @@ var _ driver.Enumerator = (*Enumerator)(nil)
 
 // New builds an Enumerator from a resource's options, validating params.
 func New(opts driver.Options) (*Enumerator, error) {
-	key := func(k string) string { return driver.ParamKey(opts.Resource, k) }
-	p := func(k string) string { return strings.TrimSpace(opts.Params[k]) }
-	timeout, err := opts.TimeoutParam(ParamTimeout)
+	timeout, err := driver.TimeoutParam.Timeout(opts)
 	if err != nil {
 		return nil, err
 	}
-	e := &Enumerator{Source: SourceAuto, SysfsRoot: "/sys", DevRoot: "/dev", RocmSMIPath: "rocm-smi", Timeout: timeout, Log: opts.Log}
-	switch s := strings.ToLower(p(ParamSource)); s {
-	case "", SourceAuto:
-	case SourceKFD, SourceRocmSMI:
-		e.Source = s
-	default:
-		return nil, fmt.Errorf("%s: %q is not one of auto, kfd, rocm-smi: %w", key(ParamSource), p(ParamSource), ErrInvalidParam)
+	source, err := sourceParam.Choice(opts.Resource, opts.Params)
+	if err != nil {
+		return nil, err
 	}
-	if r := p(ParamSysfsRoot); r != "" {
-		e.SysfsRoot = r
-		e.DevRoot = ""
-	}
-	if r := p(ParamDevRoot); r != "" {
-		e.DevRoot = r
-	}
-	if r := p(ParamRocmSMIPath); r != "" {
-		e.RocmSMIPath = r
-	}
-	return e, nil
+	sysfs, dev := pci.SysfsRootDevRoot(opts.Params)
+	return &Enumerator{Source: source, SysfsRoot: sysfs, DevRoot: dev, RocmSMIPath: rocmSMIParam.Get(opts.Params),
+		Timeout: timeout, Log: opts.Log}, nil
 }
 
 // NewFactory returns the AMD GPU driver factory: the Enumerator behind the

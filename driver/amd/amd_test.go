@@ -280,7 +280,7 @@ func TestParamErrors(t *testing.T) {
 		params map[string]string
 		want   string
 	}{
-		{map[string]string{"source": "nvml"}, `external-resource.gpu.param.source: "nvml" is not one of auto, kfd, rocm-smi`},
+		{map[string]string{"source": "nvml"}, `external-resource.gpu.param.source: "nvml", want auto, kfd, rocm-smi`},
 		{map[string]string{"timeout": "soon"}, `external-resource.gpu.param.timeout: "soon" is not a duration`},
 		{map[string]string{"timeout": "0 s"}, `external-resource.gpu.param.timeout: "0 s" must be positive`},
 		{map[string]string{"coordination.enabled": "1"}, `external-resource.gpu.param.coordination.enabled: "1", want true or false`},

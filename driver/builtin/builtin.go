@@ -27,3 +27,21 @@ func RegisterBuiltins(r *driver.Registry) error {
 	}
 	return nil
 }
+
+// Params lists, by factory name, the params each built-in driver reads
+// (a device plugin reads its own besides, which xres hands it unread).
+func Params() map[string][]driver.Param {
+	return map[string][]driver.Param{
+		gpu.FactoryName:    gpu.Params(),
+		pci.FactoryName:    pci.Params(),
+		amd.FactoryName:    amd.Params(),
+		plugin.FactoryName: plugin.Params(),
+	}
+}
+
+// LauncherParams lists the params the launcher itself reads for every
+// resource, whatever its driver: which visible-devices variables to set,
+// and where sysfs is for CPU affinity.
+func LauncherParams() []driver.Param {
+	return []driver.Param{driver.VisibleDevicesVendorParam, pci.SysfsRootParam}
+}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/xres/xres/conf"
 	"github.com/xres/xres/driver"
 )
 
@@ -17,6 +18,25 @@ const (
 	ParamEnabled    = "coordination.enabled"  // default true
 	ParamFile       = "coordination.file"     // default DefaultStateFile
 	ParamScriptArgs = "discovery-script.args" // Flink's; its coordination flags count
+)
+
+// The declarations of those params (driver.Declare), read through them.
+var (
+	EnabledParam = driver.Declare(driver.Param{
+		Name: ParamEnabled, Type: conf.TypeBool, Default: "true",
+		Doc: "Reserve devices host-wide so that two workers on one host never get the same device " +
+			"(built-in discovery and device plugins). Set false only when the cluster isolates devices itself.",
+	})
+	FileParam = driver.Declare(driver.Param{
+		Name: ParamFile, Type: conf.TypeString, Default: DefaultStateFile,
+		Doc: "Host-wide reservation state file (a lock file is kept beside it). Every worker " +
+			"on a host must use the same file. Flink's `--coordination-file` in discovery-script.args also sets it.",
+	})
+	ScriptArgsParam = driver.Declare(driver.Param{
+		Name: ParamScriptArgs, Type: conf.TypeString,
+		Doc: "Arguments passed to the discovery script after the amount. Flink's " +
+			"`--enable-coordination-mode` and `--coordination-file <path>` also switch on xres coordination.",
+	})
 )
 
 // Flink's discovery-script flags.
@@ -41,7 +61,7 @@ type FlinkArgs struct {
 func ParseFlinkArgs(resource string, params map[string]string) (FlinkArgs, error) {
 	var f FlinkArgs
 	key := driver.ParamKey(resource, ParamScriptArgs)
-	args := strings.Fields(params[ParamScriptArgs])
+	args := strings.Fields(ScriptArgsParam.Get(params))
 	for i := 0; i < len(args); i++ {
 		switch a := args[i]; {
 		case a == FlinkFlagEnable:
@@ -85,7 +105,7 @@ func ParseParams(resource string, params map[string]string) (Settings, error) {
 	if err != nil {
 		return Settings{}, err
 	}
-	enabled, err := driver.BoolParam(resource, params, ParamEnabled, true)
+	enabled, err := EnabledParam.Bool(resource, params)
 	if err != nil {
 		return Settings{}, err
 	}
@@ -98,7 +118,7 @@ func ParseParams(resource string, params map[string]string) (Settings, error) {
 	if !enabled {
 		return s, nil
 	}
-	file := strings.TrimSpace(params[ParamFile])
+	file, _ := FileParam.Lookup(params)
 	if file != "" && fl.File != "" && file != fl.File {
 		s.Warnings = append(s.Warnings, fmt.Sprintf("%s and %s in %s differ; using %s",
 			driver.ParamKey(resource, ParamFile), FlinkFlagFile, driver.ParamKey(resource, ParamScriptArgs), file))

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/xres/xres/driver/coord"
 )
@@ -51,7 +50,7 @@ func CoordinationOf(resource string, param map[string]string, getenv func(string
 		return Coordination{}, err
 	}
 	c := Coordination{Warnings: append([]string(nil), s.Flink.Warnings...)}
-	if raw := strings.TrimSpace(param[ParamScriptPath]); raw != "" {
+	if raw, ok := scriptPathParam.Lookup(param); ok {
 		path := resolveScript(raw, getenv)
 		_, statErr := os.Stat(path)
 		if errors.Is(statErr, os.ErrNotExist) && filepath.Clean(raw) == FlinkDefaultScript {

@@ -52,7 +52,7 @@ const (
 // Params (external-resource.<name>.param.<key>).
 const (
 	ParamScriptPath    = "discovery-script.path"    // Flink's
-	ParamScriptArgs    = "discovery-script.args"    // Flink's
+	ParamScriptArgs    = coord.ParamScriptArgs      // Flink's
 	ParamScriptTimeout = "discovery-script.timeout" // default 10 s
 	ParamSource        = "discovery.source"         // auto | nvml | nvidia-smi
 	ParamNvidiaSMI     = "nvidia-smi.path"          // default: nvidia-smi on PATH
@@ -110,9 +110,7 @@ func newDriver(opts driver.Options, d deps) (driver.Driver, error) {
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	p := params{resource: opts.Resource, m: opts.Params}
-
-	timeout, err := opts.TimeoutParam(ParamScriptTimeout)
+	timeout, err := scriptTimeoutParam.Timeout(opts)
 	if err != nil {
 		return nil, err
 	}
@@ -123,45 +121,38 @@ func newDriver(opts driver.Options, d deps) (driver.Driver, error) {
 	for _, w := range co.Warnings {
 		log.Warn(w)
 	}
-	units, err := parseUnitOptions(p)
+	units, err := parseUnitOptions(opts.Resource, opts.Params)
 	if err != nil {
 		return nil, err
 	}
 	if co.Script != "" {
 		if units.wantMIG() {
-			log.Warnf("%s is ignored: the discovery script picks the devices", p.key(ParamMIGStrategy))
+			log.Warnf("%s is ignored: the discovery script picks the devices", migStrategyParam.Key(opts.Resource))
 		}
-		if err := checkScript(p.key(ParamScriptPath), co.Script); err != nil {
+		if err := checkScript(scriptPathParam.Key(opts.Resource), co.Script); err != nil {
 			return nil, err
 		}
 		if opts.DryRun && co.Mode == CoordScript {
 			log.Info("dry run: the discovery script coordinates by itself and will record its choice")
 		}
-		args := strings.Fields(p.get(ParamScriptArgs))
+		args := strings.Fields(coord.ScriptArgsParam.Get(opts.Params))
 		return &scriptDriver{resource: opts.Resource, path: co.Script, args: args, timeout: timeout, log: log}, nil
 	}
 
 	// Built-in mode.
-	source := strings.ToLower(strings.TrimSpace(p.get(ParamSource)))
-	switch source {
-	case "", "auto":
-		source = "auto"
-	case "nvml", "nvidia-smi":
-	default:
-		return nil, fmt.Errorf("%w %s: %q, want auto, nvml or nvidia-smi", ErrInvalidParam, p.key(ParamSource), source)
-	}
-	nv := d.nvml
-	if nv == nil {
-		nv = newNVMLEnumerator(strings.TrimSpace(p.get(ParamNVMLLibrary)), units, log)
-	}
-	smiTimeout, err := opts.TimeoutParam(ParamSMITimeout)
+	source, err := sourceParam.Choice(opts.Resource, opts.Params)
 	if err != nil {
 		return nil, err
 	}
-	smi := strings.TrimSpace(p.get(ParamNvidiaSMI))
-	if smi == "" {
-		smi = "nvidia-smi"
+	nv := d.nvml
+	if nv == nil {
+		nv = newNVMLEnumerator(nvmlLibraryParam.Get(opts.Params), units, log)
 	}
+	smiTimeout, err := smiTimeoutParam.Timeout(opts)
+	if err != nil {
+		return nil, err
+	}
+	smi := nvidiaSMIParam.Get(opts.Params)
 	enum := &autoSource{source: source, nvml: nv, smi: smi, getenv: getenv, timeout: smiTimeout, units: units, log: log}
 
 	opts.Log = log
@@ -203,16 +194,6 @@ func checkScript(key, path string) error {
 	}
 	return nil
 }
-
-// params reads one resource's driver params and names them fully in errors.
-type params struct {
-	resource string
-	m        map[string]string
-}
-
-func (p params) get(k string) string { return p.m[k] }
-
-func (p params) key(k string) string { return driver.ParamKey(p.resource, k) }
 
 // ParseDuration reads a duration the way Flink writes them: "10 s",
 // "10000 ms", "2 min", a bare number of milliseconds, or Go's "1m30s"

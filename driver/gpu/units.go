@@ -54,22 +54,19 @@ type unitOptions struct {
 func (u unitOptions) wantMIG() bool { return u.mig == MIGSingle || u.mig == MIGMixed }
 
 // parseUnitOptions reads mig.strategy, mig.profile and health.enabled.
-func parseUnitOptions(p params) (unitOptions, error) {
+func parseUnitOptions(resource string, params map[string]string) (unitOptions, error) {
 	var u unitOptions
-	switch s := strings.ToLower(strings.TrimSpace(p.get(ParamMIGStrategy))); s {
-	case "", MIGNone:
-		u.mig = MIGNone
-	case MIGSingle, MIGMixed:
-		u.mig = s
-	default:
-		return u, fmt.Errorf("%w %s: %q, want none, single or mixed", ErrInvalidParam, p.key(ParamMIGStrategy), s)
+	mig, err := migStrategyParam.Choice(resource, params)
+	if err != nil {
+		return u, err
 	}
-	u.profile = strings.TrimSpace(p.get(ParamMIGProfile))
+	u.mig = mig
+	u.profile = migProfileParam.Get(params)
 	if u.profile != "" && u.mig == MIGNone {
 		return u, fmt.Errorf("%w %s: %q is set but %s is none; set it to single or mixed", ErrInvalidParam,
-			p.key(ParamMIGProfile), u.profile, p.key(ParamMIGStrategy))
+			migProfileParam.Key(resource), u.profile, migStrategyParam.Key(resource))
 	}
-	h, err := driver.BoolParam(p.resource, p.m, ParamHealth, true)
+	h, err := healthParam.Bool(resource, params)
 	if err != nil {
 		return u, err
 	}

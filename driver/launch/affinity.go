@@ -30,7 +30,7 @@ import (
 
 // ParamSysfsRoot is the resource param naming where sysfs is mounted; the
 // launcher reads local_cpulist under it.
-const ParamSysfsRoot = "sysfs-root"
+const ParamSysfsRoot = pci.ParamSysfsRoot
 
 // Info keys the launcher reads for affinity.
 const (
@@ -61,10 +61,7 @@ func deviceCPUs(spec resources.Spec, d resources.Info) ([]int, string, error) {
 	if err != nil {
 		return nil, "info " + InfoPCIBusID, fmt.Errorf("resource %s: info %s: %w", spec.Name, InfoPCIBusID, err)
 	}
-	root := strings.TrimSpace(spec.Params[ParamSysfsRoot])
-	if root == "" {
-		root = "/sys"
-	}
+	root := pci.SysfsRootParam.Get(spec.Params)
 	path := filepath.Join(root, pci.DevicesDir, addr, "local_cpulist")
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {

@@ -222,13 +222,13 @@ func infosOf(grants []Grant) map[string][]resources.Info {
 // ParamVendor is the driver param (external-resource.<name>.param.…) that
 // names the vendor of a resource's devices, for plugins and scripts that
 // stand for NVIDIA or AMD GPUs: nvidia, amd or none.
-const ParamVendor = "visible-devices.vendor"
+const ParamVendor = driver.ParamVisibleDevicesVendor
 
 // DefaultVendorOf recognises NVIDIA GPU resources by their driver factory
 // (xres.gpu, or Flink's GPUDriverFactory) and AMD ones by xres.amd-gpu;
 // ParamVendor overrides it.
 func DefaultVendorOf(spec resources.Spec, factory string) Vendor {
-	if v, ok := spec.Params[ParamVendor]; ok {
+	if v, ok := driver.VisibleDevicesVendorParam.Lookup(spec.Params); ok {
 		switch strings.ToLower(strings.TrimSpace(v)) {
 		case "nvidia":
 			return VendorNVIDIA

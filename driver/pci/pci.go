@@ -36,7 +36,9 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/xres/xres/conf"
 	"github.com/xres/xres/driver"
+	"github.com/xres/xres/driver/coord"
 	"github.com/xres/xres/resources"
 )
 
@@ -57,6 +59,44 @@ const (
 	ParamSysfsRoot = "sysfs-root"
 	ParamDevRoot   = "dev-root"
 )
+
+// The PCI driver's params, declared once (driver.Declare) and read only
+// through these declarations. SysfsRootParam and DevRootParam are shared
+// with the AMD GPU driver (and the launcher's CPU affinity).
+var (
+	vendorParam = driver.Declare(driver.Param{
+		Name: ParamVendor, Type: conf.TypeString,
+		Doc: "PCI driver (xres.pci), required: hex vendor ids, comma-separated, e.g. 0x10ee (Xilinx/AMD), " +
+			"0x8086 (Intel), 0x1172 (Altera).",
+	})
+	deviceParam = driver.Declare(driver.Param{
+		Name: ParamDevice, Type: conf.TypeString,
+		Doc: "PCI driver: hex device ids, comma-separated, e.g. 0x5005. Unset: any device of the vendor.",
+	})
+	classParam = driver.Declare(driver.Param{
+		Name: ParamClass, Type: conf.TypeString,
+		Doc: "PCI driver: hex class-code prefixes, comma-separated, e.g. 0x12 (processing accelerators). " +
+			"Unset: any class.",
+	})
+	// SysfsRootParam is where sysfs is mounted.
+	SysfsRootParam = driver.Declare(driver.Param{
+		Name: ParamSysfsRoot, Type: conf.TypeString, Default: DefaultSysfsRoot,
+		Doc: "PCI and AMD GPU drivers, and the launcher's CPU affinity: where sysfs is mounted (tests and demos " +
+			"point it at a fake tree).",
+	})
+	// DevRootParam is where device nodes are.
+	DevRootParam = driver.Declare(driver.Param{
+		Name: ParamDevRoot, Type: conf.TypeString, Default: "/dev",
+		Doc: "PCI and AMD GPU drivers: where device nodes are; a device whose node the process " +
+			"cannot open is left out. When sysfs-root is set and dev-root is not, this check is off.",
+	})
+)
+
+// Params lists every param the PCI driver reads.
+func Params() []driver.Param {
+	return []driver.Param{vendorParam, deviceParam, classParam, SysfsRootParam, DevRootParam,
+		coord.EnabledParam, coord.FileParam}
+}
 
 // ErrInvalidParam is wrapped by every error about a malformed or missing
 // param; the message names the full config key. When sysfs lists no
@@ -119,34 +159,40 @@ var _ driver.Enumerator = (*Enumerator)(nil)
 func New(opts driver.Options) (*Enumerator, error) {
 	key := func(k string) string { return driver.ParamKey(opts.Resource, k) }
 	var flt Filter
-	raw := strings.TrimSpace(opts.Params[ParamVendor])
-	if raw == "" {
+	raw, ok := vendorParam.Lookup(opts.Params)
+	if !ok {
 		return nil, fmt.Errorf("%s: missing; name the PCI vendor id, e.g. 0x10ee: %w", key(ParamVendor), ErrInvalidParam)
 	}
 	var err error
 	if flt.Vendors, err = parseIDs(raw); err != nil {
 		return nil, fmt.Errorf("%s: %w: %w", key(ParamVendor), err, ErrInvalidParam)
 	}
-	if raw := strings.TrimSpace(opts.Params[ParamDevice]); raw != "" {
+	if raw, ok := deviceParam.Lookup(opts.Params); ok {
 		if flt.Devices, err = parseIDs(raw); err != nil {
 			return nil, fmt.Errorf("%s: %w: %w", key(ParamDevice), err, ErrInvalidParam)
 		}
 	}
-	if raw := strings.TrimSpace(opts.Params[ParamClass]); raw != "" {
+	if raw, ok := classParam.Lookup(opts.Params); ok {
 		if flt.Classes, err = parseClasses(raw); err != nil {
 			return nil, fmt.Errorf("%s: %w: %w", key(ParamClass), err, ErrInvalidParam)
 		}
 	}
-	root, devRoot := strings.TrimSpace(opts.Params[ParamSysfsRoot]), "/dev"
-	if root == "" {
-		root = DefaultSysfsRoot
-	} else {
-		devRoot = "" // a fake sysfs tree has no device nodes
+	root, devRoot := SysfsRootDevRoot(opts.Params)
+	return &Enumerator{Root: root, Filter: flt, DevRoot: devRoot, Log: opts.Log}, nil
+}
+
+// SysfsRootDevRoot reads sysfs-root and dev-root: a sysfs-root that is set
+// switches the device-node check off (a fake sysfs tree has no device
+// nodes) unless dev-root is set too.
+func SysfsRootDevRoot(params map[string]string) (sysfsRoot, devRoot string) {
+	sysfsRoot, devRoot = SysfsRootParam.Get(params), DevRootParam.Default
+	if _, ok := SysfsRootParam.Lookup(params); ok {
+		devRoot = ""
 	}
-	if d := strings.TrimSpace(opts.Params[ParamDevRoot]); d != "" {
+	if d, ok := DevRootParam.Lookup(params); ok {
 		devRoot = d
 	}
-	return &Enumerator{Root: root, Filter: flt, DevRoot: devRoot, Log: opts.Log}, nil
+	return sysfsRoot, devRoot
 }
 
 // parseIDs parses "0x10ee, 0x8086" into 16-bit ids.

@@ -41,6 +41,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/xres/xres/conf"
 	"github.com/xres/xres/driver"
 	"github.com/xres/xres/driver/coord"
 	"github.com/xres/xres/driver/internal/capture"
@@ -58,6 +59,21 @@ const (
 	ParamPlugin  = "plugin"
 	ParamTimeout = "timeout"
 )
+
+// pluginParam names the plugin xres.plugin runs; timeout is
+// driver.TimeoutParam. Every other param is the plugin's own and reaches it
+// as XRES_PARAM_<KEY>.
+var pluginParam = driver.Declare(driver.Param{
+	Name: ParamPlugin, Type: conf.TypeString,
+	Doc: "Device plugin (xres.plugin): a directory under the plugins root (runs `<dir>/<dir>`), " +
+		"a path relative to the root, or an absolute path. The plugin gets every param of the resource as `XRES_PARAM_<KEY>`.",
+})
+
+// Params lists the params xres reads for a device plugin (a plugin reads
+// its own besides).
+func Params() []driver.Param {
+	return []driver.Param{pluginParam, driver.TimeoutParam, coord.EnabledParam, coord.FileParam}
+}
 
 // DefaultTimeout bounds one plugin run when neither param.timeout nor
 // xres.discovery.timeout is set.
@@ -224,15 +240,12 @@ func (p *Plugin) env(amount int64) []string {
 		"XRES_AMOUNT=" + strconv.FormatInt(amount, 10),
 		"XRES_DRY_RUN=" + strconv.FormatBool(p.DryRun),
 	}
-	keys := make([]string, 0, len(p.Params))
-	for k := range p.Params {
-		keys = append(keys, k)
+	params := make([]string, 0, len(p.Params))
+	for k, v := range p.Params {
+		params = append(params, "XRES_PARAM_"+driver.EnvToken(k)+"="+v)
 	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		env = append(env, "XRES_PARAM_"+driver.EnvToken(k)+"="+p.Params[k])
-	}
-	return env
+	sort.Strings(params)
+	return append(env, params...)
 }
 
 // Devices runs the plugin and keys its devices for coordination.
@@ -308,11 +321,11 @@ func (d *pluginDriver) Release(ctx context.Context) error {
 // NewFactory returns the xres.plugin factory: it runs param.plugin.
 func NewFactory() driver.Factory {
 	return driver.FactoryFunc(func(opts driver.Options) (driver.Driver, error) {
-		name := strings.TrimSpace(opts.Params[ParamPlugin])
-		if name == "" {
-			return nil, fmt.Errorf("%s: missing; name the plugin directory or executable: %w", driver.ParamKey(opts.Resource, ParamPlugin), ErrInvalidParam)
+		name, ok := pluginParam.Lookup(opts.Params)
+		if !ok {
+			return nil, fmt.Errorf("%s: missing; name the plugin directory or executable: %w", pluginParam.Key(opts.Resource), ErrInvalidParam)
 		}
-		return newDriver(opts, name, driver.ParamKey(opts.Resource, ParamPlugin))
+		return newDriver(opts, name, pluginParam.Key(opts.Resource))
 	})
 }
 
@@ -321,8 +334,8 @@ func NewFactory() driver.Factory {
 func FactoryFor(dir string) driver.Factory {
 	return driver.FactoryFunc(func(opts driver.Options) (driver.Driver, error) {
 		key := resources.Key(opts.Resource, resources.SuffixFactory)
-		if p := strings.TrimSpace(opts.Params[ParamPlugin]); p != "" && p != dir {
-			return nil, fmt.Errorf("%s names plugin %q but %s names %q; keep one: %w", key, dir, driver.ParamKey(opts.Resource, ParamPlugin), p, ErrInvalidParam)
+		if p, ok := pluginParam.Lookup(opts.Params); ok && p != dir {
+			return nil, fmt.Errorf("%s names plugin %q but %s names %q; keep one: %w", key, dir, pluginParam.Key(opts.Resource), p, ErrInvalidParam)
 		}
 		return newDriver(opts, dir, key)
 	})
@@ -333,7 +346,7 @@ func newDriver(opts driver.Options, name, key string) (driver.Driver, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", key, err)
 	}
-	timeout, err := opts.TimeoutParam(ParamTimeout)
+	timeout, err := driver.TimeoutParam.Timeout(opts)
 	if err != nil {
 		return nil, err
 	}

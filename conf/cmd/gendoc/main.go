@@ -1,5 +1,7 @@
 // Command gendoc writes the configuration reference generated from the
-// options declared in package conf into README.md, between the
+// options declared in package conf and the params every built-in driver
+// declares (driver.Declare; linked here through driver/builtin) into
+// README.md, between the
 // <!-- BEGIN CONFIG TABLE --> and <!-- END CONFIG TABLE --> markers.
 //
 //	go run ./conf/cmd/gendoc               # rewrite README.md
@@ -14,6 +16,8 @@ import (
 	"os"
 
 	"github.com/xres/xres/conf"
+	// The built-in drivers register their params in conf's registry.
+	_ "github.com/xres/xres/driver/builtin"
 )
 
 func main() {

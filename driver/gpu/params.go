@@ -1,0 +1,68 @@
+package gpu
+
+import (
+	"github.com/xres/xres/conf"
+	"github.com/xres/xres/driver"
+	"github.com/xres/xres/driver/coord"
+)
+
+// The GPU driver's params, declared once (driver.Declare) and read only
+// through these declarations. The coordination params and
+// discovery-script.args are driver/coord's, shared by every built-in driver.
+var (
+	scriptPathParam = driver.Declare(driver.Param{
+		Name: ParamScriptPath, Type: conf.TypeString,
+		Doc: "GPU driver: discovery script, called as `script <amount> <args...>` (Flink's protocol: one line of " +
+			"comma-separated indices) or a script printing Spark's JSON (see discovery-script.protocol); a relative " +
+			"path is resolved against $FLINK_HOME, else the working directory. Unset, or Flink's default " +
+			"plugins/external-resource-gpu/nvidia-gpu-discovery.sh when it is not installed: the GPU driver " +
+			"discovers through NVML or nvidia-smi.",
+	})
+	scriptTimeoutParam = driver.Declare(driver.Param{
+		Name: ParamScriptTimeout, Type: conf.TypeDuration,
+		Doc: "GPU driver: time limit of the discovery script; on expiry its whole process group is killed. " +
+			"Unset: xres.discovery.timeout.",
+	})
+	sourceParam = driver.Declare(driver.Param{
+		Name: ParamSource, Type: conf.TypeString, Values: []string{"auto", "nvml", "nvidia-smi"},
+		Doc: "GPU driver, built-in discovery: `auto` (NVML, else nvidia-smi where the NVIDIA library is absent), " +
+			"`nvml` or `nvidia-smi`.",
+	})
+	nvidiaSMIParam = driver.Declare(driver.Param{
+		Name: ParamNvidiaSMI, Type: conf.TypeString, Default: "nvidia-smi",
+		Doc: "GPU driver: the nvidia-smi program, a name looked up on PATH or a path.",
+	})
+	smiTimeoutParam = driver.Declare(driver.Param{
+		Name: ParamSMITimeout, Type: conf.TypeDuration,
+		Doc: "GPU driver: time limit of one nvidia-smi run. Unset: xres.discovery.timeout.",
+	})
+	nvmlLibraryParam = driver.Declare(driver.Param{
+		Name: ParamNVMLLibrary, Type: conf.TypeString, Default: "libnvidia-ml.so.1",
+		Doc: "GPU driver: the NVIDIA management library (NVML) to load.",
+	})
+	migStrategyParam = driver.Declare(driver.Param{
+		Name: ParamMIGStrategy, Type: conf.TypeString, Values: []string{MIGNone, MIGSingle, MIGMixed},
+		Doc: "GPU driver, NVIDIA MIG: `none` hands out whole GPUs (a GPU in MIG mode too, with a warning); " +
+			"`single` hands out MIG instances and needs every GPU in MIG mode with one profile; `mixed` hands out the " +
+			"MIG instances of GPUs in MIG mode and the other GPUs whole. A MIG instance's infos carry its uuid (MIG-...), " +
+			"which CUDA_VISIBLE_DEVICES receives.",
+	})
+	migProfileParam = driver.Declare(driver.Param{
+		Name: ParamMIGProfile, Type: conf.TypeString,
+		Doc: "GPU driver, with mig.strategy single or mixed: hand out only MIG instances of this profile, " +
+			"e.g. 1g.10gb (one resource per profile, like the Kubernetes device plugin's mixed strategy).",
+	})
+	healthParam = driver.Declare(driver.Param{
+		Name: ParamHealth, Type: conf.TypeBool, Default: "true",
+		Doc: "GPU driver, built-in discovery: leave out GPUs with pages pending retirement, row remapping " +
+			"pending or failed, or lost from the bus (checked on every discovery); they are named in the log and " +
+			"in the error when too few healthy GPUs remain.",
+	})
+)
+
+// Params lists every param the GPU driver reads.
+func Params() []driver.Param {
+	return []driver.Param{scriptPathParam, coord.ScriptArgsParam, scriptTimeoutParam, sourceParam,
+		nvidiaSMIParam, smiTimeoutParam, nvmlLibraryParam, migStrategyParam, migProfileParam, healthParam,
+		coord.EnabledParam, coord.FileParam}
+}
