@@ -1,10 +1,27 @@
 // Package coord reserves devices host-wide so that workers sharing a host
 // (YARN containers without GPU isolation, standalone TaskManagers) never get
-// the same device: one lock file and one state file per host.
+// the same device: one state file per host, in a coordination folder.
 //
-// The lock file (<state>.lock) is only ever flock'ed, never rewritten or
-// replaced. The state file is rewritten atomically (temp file, fsync,
-// rename) while the lock is held. Each entry names the resource, the device
+// Mutual exclusion is an flock on the coordination folder itself, not on a
+// file in it: any file in the folder may be deleted or replaced at any
+// moment (a tmp cleaner, an operator tidying up) and two writers still
+// never hold the lock at once, because a deleted or replaced lock file
+// gives a waiter a new inode to lock while the holder still holds the old
+// one, whereas the folder stays the same inode while it holds the state
+// file. A waiter that locked a folder that was then replaced locks the new
+// one. Inside the folder's lock the lock file (<state>.lock) is flock'ed
+// too, which keeps excluding launchers of earlier versions (they lock only
+// that file). Removing the state file (or the whole folder) is an operator
+// reset: running holders keep their devices and their workers, but the
+// host no longer knows about them, so their devices can be granted again
+// until they end; their releases then find nothing of theirs.
+//
+// The state file is rewritten atomically while the lock is held: written
+// unnamed (O_TMPFILE where the system has it, so a cleaner cannot remove
+// it half-written), fsync'ed unless the folder is on a tmpfs (a crash
+// there leaves no file, and makes every holder dead), named and renamed
+// over the state file; a temp file removed before its rename is written
+// again. Each entry names the resource, the device
 // key and the holder: pid, process start time, boot id and pid namespace.
 // Device keys are host-wide (a GPU UUID, a PCI address): a device held under
 // one resource name is held for every other name too, so two jobs that call
@@ -450,61 +467,100 @@ func (h *Host) read() ([]Entry, error) {
 }
 
 // write replaces the state file atomically: temp file in the same
-// directory, fsync, rename.
+// directory, fsync, rename. A temp file removed before its rename (a tmp
+// cleaner) is written again, a few times.
 func (h *Host) write(entries []Entry) error {
 	b, err := encodeState(entries)
 	if err != nil {
 		return err
 	}
+	for try := 1; ; try++ {
+		err := h.writeOnce(b)
+		if err == nil || !errors.Is(err, errTempGone) || try == 5 {
+			return err
+		}
+	}
+}
+
+// errTempGone: the temp file vanished before its rename.
+var errTempGone = errors.New("temp file removed before its rename")
+
+func (h *Host) writeOnce(b []byte) error {
 	dir := filepath.Dir(h.state)
-	pattern := "." + filepath.Base(h.state) + ".*.tmp"
+	base := "." + filepath.Base(h.state) + "."
 	// Writers hold the lock, so any temp file here is a crashed writer's.
-	if stale, _ := filepath.Glob(filepath.Join(dir, pattern)); len(stale) > 0 {
+	if stale, _ := filepath.Glob(filepath.Join(dir, base+"*.tmp")); len(stale) > 0 {
 		for _, f := range stale {
 			_ = os.Remove(f)
 		}
 	}
-	tmp, err := os.CreateTemp(dir, pattern)
+	// Written unnamed where the system allows, named just before the
+	// rename: a tmp cleaner has next to no time to remove it.
+	tmpName := ""
+	tmp, err := openUnnamed(dir)
 	if err != nil {
-		return fmt.Errorf("write coordination state %s: %w", h.state, err)
+		tmp, err = os.CreateTemp(dir, base+"*.tmp")
+		if err != nil {
+			return fmt.Errorf("write coordination state %s: %w", h.state, err)
+		}
+		tmpName = tmp.Name()
 	}
-	tmpName := tmp.Name()
 	ok := false
 	defer func() {
 		if !ok {
 			_ = tmp.Close()
-			_ = os.Remove(tmpName)
+			if tmpName != "" {
+				_ = os.Remove(tmpName)
+			}
 		}
 	}()
 	if _, err := tmp.Write(b); err != nil {
-		return fmt.Errorf("write coordination state %s: %w", tmpName, err)
+		return fmt.Errorf("write coordination state %s: %w", h.state, err)
 	}
 	// Workers of different users share the file.
 	if err := tmp.Chmod(0o666); err != nil {
-		return fmt.Errorf("write coordination state %s: %w", tmpName, err)
+		return fmt.Errorf("write coordination state %s: %w", h.state, err)
 	}
-	if err := tmp.Sync(); err != nil {
-		return fmt.Errorf("write coordination state %s: sync: %w", tmpName, err)
+	// The fsync keeps a crash from leaving a truncated file, which would
+	// block the host; on a tmpfs a crash leaves no file at all.
+	if needsSync(dir) {
+		if err := tmp.Sync(); err != nil {
+			return fmt.Errorf("write coordination state %s: sync: %w", h.state, err)
+		}
+	}
+	if tmpName == "" {
+		tmpName = filepath.Join(dir, fmt.Sprintf("%s%d.tmp", base, rand.Uint64()))
+		if err := nameUnnamed(tmp, tmpName); err != nil {
+			tmpName = ""
+			return fmt.Errorf("write coordination state %s: %w", h.state, err)
+		}
 	}
 	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write coordination state %s: %w", tmpName, err)
+		return fmt.Errorf("write coordination state %s: %w", h.state, err)
 	}
 	if err := os.Rename(tmpName, h.state); err != nil {
+		if _, statErr := os.Lstat(tmpName); errors.Is(err, os.ErrNotExist) && errors.Is(statErr, os.ErrNotExist) {
+			err = fmt.Errorf("%w: %w", errTempGone, err)
+		}
 		return fmt.Errorf("write coordination state %s: %w", h.state, err)
 	}
 	ok = true
 	// The directory is not fsync'ed: losing the rename in a crash only
 	// brings back the previous complete file, whose holders the reboot has
-	// made dead (boot id). The file's own fsync is what keeps a crash from
-	// leaving a truncated file, which would block the host.
+	// made dead (boot id).
 	return nil
 }
 
-// locked runs fn while holding an exclusive flock on the lock file. The
-// wait polls with a short, jittered back-off until ctx ends (or the
-// configured lock timeout when ctx has no deadline). The lock file is never
-// replaced; if someone removed it while we waited, the lock is taken again
-// on the new file.
+// locked runs fn while holding an exclusive flock on the coordination
+// folder itself, and, inside it, on the lock file as launchers of earlier
+// versions do. The folder's lock is what excludes: files in the folder may
+// be deleted or replaced at any moment (a tmp cleaner, an operator) without
+// two holders ever running fn at once, since nobody can replace the folder
+// we hold without first emptying it of the state file (an operator reset,
+// see the package doc). The lock file keeps excluding launchers of earlier
+// versions, which lock only it, as long as it is not removed. Each wait
+// polls with a short, jittered back-off until ctx ends (or the configured
+// lock timeout when ctx has no deadline).
 func (h *Host) locked(ctx context.Context, fn func() error) error {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
@@ -515,27 +571,44 @@ func (h *Host) locked(ctx context.Context, fn func() error) error {
 	if err := os.MkdirAll(dir, 0o777); err != nil {
 		return fmt.Errorf("create coordination directory %s: %w (make it writable by every user that runs workers, or configure another coordination file)", dir, err)
 	}
+	d, err := h.lockPath(ctx, dir, os.O_RDONLY|syscall.O_DIRECTORY)
+	if err != nil {
+		return err
+	}
+	defer unlock(d)
+	// flock needs no write access: workers of other users can share a lock
+	// file they cannot write.
+	f, err := h.lockPath(ctx, h.lock, os.O_RDONLY|os.O_CREATE)
+	if err != nil {
+		return err
+	}
+	defer unlock(f)
+	return fn()
+}
+
+// lockPath opens path and flocks it exclusively; when what it locked is no
+// longer at path (removed or replaced while we waited), it locks again what
+// is there now.
+func (h *Host) lockPath(ctx context.Context, path string, flag int) (*os.File, error) {
 	for {
-		// flock needs no write access: workers of other users can share a
-		// lock file they cannot write.
-		f, err := os.OpenFile(h.lock, os.O_RDONLY|os.O_CREATE, 0o666)
+		f, err := os.OpenFile(path, flag, 0o666)
 		if err != nil {
-			return fmt.Errorf("open coordination lock %s: %w (make the directory writable by every user that runs workers, or configure another coordination file)", h.lock, err)
+			return nil, fmt.Errorf("open coordination lock %s: %w (make the directory writable by every user that runs workers, or configure another coordination file)", path, err)
 		}
 		if err := h.flock(ctx, f); err != nil {
 			_ = f.Close()
-			return err
+			return nil, err
 		}
-		if sameFile(f, h.lock) {
-			err := fn()
-			_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-			_ = f.Close()
-			return err
+		if sameFile(f, path) {
+			return f, nil
 		}
-		// The lock file was removed or replaced while we waited: our lock
-		// guards nothing. Take it again on the file now at the path.
 		_ = f.Close()
 	}
+}
+
+func unlock(f *os.File) {
+	_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	_ = f.Close()
 }
 
 func (h *Host) flock(ctx context.Context, f *os.File) error {
@@ -546,14 +619,14 @@ func (h *Host) flock(ctx context.Context, f *os.File) error {
 			return nil
 		}
 		if !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
-			return fmt.Errorf("lock %s: %w", h.lock, err)
+			return fmt.Errorf("lock %s: %w", f.Name(), err)
 		}
 		d := wait/2 + rand.N(wait)
 		t := time.NewTimer(d)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return fmt.Errorf("%w %s: %w", ErrLockTimeout, h.lock, ctx.Err())
+			return fmt.Errorf("%w %s: %w", ErrLockTimeout, f.Name(), ctx.Err())
 		case <-t.C:
 		}
 		if wait < 20*time.Millisecond {
