@@ -608,10 +608,11 @@ func (a *AM) stopRunning(ctx context.Context, r *Result) {
 	}
 	a.mu.Lock()
 	var running []*worker
-	a.workers.each(func(w *worker) {
+	a.workers.each(func(w *worker) bool {
 		if w.launched && (w.state == StateRunning || w.state == StateStarting) {
 			running = append(running, w)
 		}
+		return true
 	})
 	a.mu.Unlock()
 	work := make(chan *worker)

@@ -28,13 +28,16 @@ type roster struct {
 	order    []*worker
 	count    map[string]int
 	released map[string]struct{}
+	hosts    []string // hosts of the workers, in first-allocation order
+	hostSeen map[string]struct{}
 	// scans counts walks over every worker (each); the unit tests check
 	// that no per-container event walks the list.
 	scans int
 }
 
 func newRoster() roster {
-	return roster{byID: map[string]*worker{}, count: map[string]int{}, released: map[string]struct{}{}}
+	return roster{byID: map[string]*worker{}, count: map[string]int{}, released: map[string]struct{}{},
+		hostSeen: map[string]struct{}{}}
 }
 
 func (r *roster) get(id string) *worker { return r.byID[id] }
@@ -44,6 +47,15 @@ func (r *roster) add(w *worker) {
 	r.byID[w.c.ID] = w
 	r.order = append(r.order, w)
 	r.count[w.state]++
+	if h := w.c.Host(); !r.has(r.hostSeen, h) {
+		r.hostSeen[h] = struct{}{}
+		r.hosts = append(r.hosts, h)
+	}
+}
+
+func (r *roster) has(set map[string]struct{}, k string) bool {
+	_, ok := set[k]
+	return ok
 }
 
 // set moves w to state.
@@ -56,23 +68,23 @@ func (r *roster) set(w *worker, state string) {
 // release remembers that the container was given back; it reports false
 // when it already was.
 func (r *roster) release(id string) bool {
-	if _, ok := r.released[id]; ok {
+	if r.has(r.released, id) {
 		return false
 	}
 	r.released[id] = struct{}{}
 	return true
 }
 
-func (r *roster) isReleased(id string) bool {
-	_, ok := r.released[id]
-	return ok
-}
+func (r *roster) isReleased(id string) bool { return r.has(r.released, id) }
 
-// each calls fn for every worker in allocation order.
-func (r *roster) each(fn func(*worker)) {
+// each calls fn for the workers in allocation order until it returns
+// false.
+func (r *roster) each(fn func(*worker) bool) {
 	r.scans++
 	for _, w := range r.order {
-		fn(w)
+		if !fn(w) {
+			return
+		}
 	}
 }
 

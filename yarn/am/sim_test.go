@@ -193,15 +193,20 @@ func (s *simCluster) completedStatus(n int64, exit int32) *hadoopyarn.ContainerS
 		Diagnostics: proto.String(fmt.Sprintf("Exit code: %d", exit))}
 }
 
-// newAM builds an AM on the simulated cluster's RPC clients.
-func (s *simCluster) newAM(cfg Config) *AM {
+// newAM builds an AM on the simulated cluster's RPC clients; wrap, if
+// given, wraps the RM client.
+func (s *simCluster) newAM(cfg Config, wrap ...func(RMClient) RMClient) *AM {
 	s.tb.Helper()
 	amrmClient, err := yarn.NewAMRMClient(yarn.AMConfig{Addrs: []string{s.rm.Addr}, Token: s.amrm})
 	require.NoError(s.tb, err)
 	s.tb.Cleanup(func() { _ = amrmClient.Close() })
 	nmClient := yarn.NewNMClient(yarn.NMConfig{})
 	s.tb.Cleanup(func() { _ = nmClient.Close() })
-	a, err := New(cfg, NewRPCRMClient(amrmClient), NewRPCNMClient(nmClient), nil)
+	rm := NewRPCRMClient(amrmClient)
+	for _, w := range wrap {
+		rm = w(rm)
+	}
+	a, err := New(cfg, rm, NewRPCNMClient(nmClient), nil)
 	require.NoError(s.tb, err)
 	return a
 }

@@ -32,6 +32,7 @@ type Status struct {
 	Workers     int            `json:"workers"`
 	Pending     int            `json:"pending"`
 	Running     int            `json:"running"`
+	Starting    int            `json:"starting"`
 	Succeeded   int            `json:"succeeded"`
 	Failed      int            `json:"failed"`
 	Restarts    int            `json:"restarts"`
@@ -41,6 +42,10 @@ type Status struct {
 	Blacklist   []string       `json:"blacklist,omitempty"`
 	Diagnostics string         `json:"diagnostics,omitempty"`
 	Containers  []WorkerStatus `json:"containers"`
+	// ContainersTotal is how many containers the page was taken from
+	// (those in the asked state, or all); Offset is where it starts.
+	ContainersTotal int `json:"containers-total"`
+	Offset          int `json:"offset,omitempty"`
 	// SubmitTime and AllRunningTime (RFC 3339) and AllRunningAfterMS: when
 	// the application was submitted, when every wanted worker was first
 	// running, and the time between (when both are known).
@@ -51,15 +56,30 @@ type Status struct {
 	AMPeakRSSKiB int64 `json:"am-peak-rss-kib,omitempty"`
 }
 
-// Status returns a snapshot of the application.
-func (a *AM) Status() Status {
+// Page selects the containers a Status lists: those in State (all when
+// empty), from Offset, at most Limit of them (all when 0).
+type Page struct {
+	Offset, Limit int
+	State         string
+}
+
+// Status returns a snapshot of the application with every container.
+func (a *AM) Status() Status { return a.StatusPage(Page{}) }
+
+// StatusPage returns a snapshot of the application with the containers p
+// selects; the counts, hosts and ContainersTotal cover all. The AM's lock
+// is held only to copy the page, so the tracking server stays cheap at
+// thousands of workers.
+func (a *AM) StatusPage(p Page) Status {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	s := Status{
 		App: a.cfg.AppID, State: a.state, Workers: a.cfg.Plan.Workers, Pending: a.pending,
+		Running: a.workers.count[StateRunning], Starting: a.workers.count[StateStarting],
 		Succeeded: a.succeeded, Failed: a.failures, Restarts: a.restarts,
 		MaxFailed: a.cfg.Plan.MaxFailedContainers, Profile: a.cfg.Plan.Profile,
-		Blacklist: sortedKeys(a.blacklist), Hosts: []string{}, Containers: []WorkerStatus{},
+		Blacklist: sortedKeys(a.blacklist), Hosts: append([]string{}, a.workers.hosts...), Containers: []WorkerStatus{},
+		Offset: p.Offset,
 	}
 	if a.result != nil {
 		s.Diagnostics = a.result.Diagnostics
@@ -76,23 +96,35 @@ func (a *AM) Status() Status {
 	if a.cfg.PeakRSS != nil {
 		s.AMPeakRSSKiB = a.cfg.PeakRSS()
 	}
-	hosts := map[string]bool{}
-	s.Containers = make([]WorkerStatus, 0, a.workers.len())
-	a.workers.each(func(w *worker) {
+	s.ContainersTotal = a.workers.len()
+	if p.State != "" {
+		s.ContainersTotal = a.workers.count[p.State]
+	}
+	want := s.ContainersTotal - p.Offset
+	if p.Limit > 0 {
+		want = min(want, p.Limit)
+	}
+	if want <= 0 {
+		return s
+	}
+	s.Containers = make([]WorkerStatus, 0, want)
+	skip := p.Offset
+	a.workers.each(func(w *worker) bool {
+		if p.State != "" && w.state != p.State {
+			return true
+		}
+		if skip > 0 {
+			skip--
+			return true
+		}
 		ws := WorkerStatus{Container: w.c.ID, Node: w.c.NodeID, NodeHTTP: w.c.NodeHTTP, Host: w.c.Host(),
 			State: w.state, Diagnostics: w.diag, Devices: w.devices}
 		if w.state == StateSucceeded || w.state == StateFailed {
 			exit := w.exit
 			ws.ExitStatus = &exit
 		}
-		if w.state == StateRunning {
-			s.Running++
-		}
-		if !hosts[ws.Host] {
-			hosts[ws.Host] = true
-			s.Hosts = append(s.Hosts, ws.Host)
-		}
 		s.Containers = append(s.Containers, ws)
+		return len(s.Containers) < want
 	})
 	return s
 }

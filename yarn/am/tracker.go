@@ -35,19 +35,72 @@ const (
 
 const maxReportBytes = 1 << 20
 
+// PageSize is how many containers the tracking page lists at a time.
+const PageSize = 100
+
+// pager is a StatusSource that copies only the containers asked for (the
+// AM); others are paged from their whole Status.
+type pager interface {
+	StatusPage(p Page) Status
+}
+
+var _ pager = (*AM)(nil)
+
+// statusPage answers a page of src's status; limit is the default Limit.
+func statusPage(src StatusSource, r *http.Request, limit int) (Status, error) {
+	q := r.URL.Query()
+	p := Page{Limit: limit, State: strings.ToUpper(q.Get("state"))}
+	for key, dst := range map[string]*int{"offset": &p.Offset, "limit": &p.Limit} {
+		if v := q.Get(key); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 {
+				return Status{}, fmt.Errorf("query parameter %s=%q: want a count", key, v)
+			}
+			*dst = n
+		}
+	}
+	if pg, ok := src.(pager); ok {
+		return pg.StatusPage(p), nil
+	}
+	s := src.Status()
+	var cs []WorkerStatus
+	for _, c := range s.Containers {
+		if p.State == "" || c.State == p.State {
+			cs = append(cs, c)
+		}
+	}
+	s.ContainersTotal, s.Offset = len(cs), p.Offset
+	cs = cs[min(p.Offset, len(cs)):]
+	if p.Limit > 0 && len(cs) > p.Limit {
+		cs = cs[:p.Limit]
+	}
+	s.Containers = append([]WorkerStatus{}, cs...)
+	return s, nil
+}
+
 // NewTracker returns the AM's tracking server handler:
 //
-//	GET  /            HTML page: workers, hosts, state, restarts, devices
-//	GET  /api/status  the same as JSON (Status)
+//	GET  /            HTML page: workers, hosts, state, restarts, and the
+//	                  containers with their devices, PageSize at a time
+//	GET  /api/status  the same as JSON (Status), every container
 //	POST /api/report  a launcher's resources.DeviceReport (JSON); 204 when recorded
+//
+// Both GETs take ?state=RUNNING (or STARTING, SUCCEEDED, FAILED) to list
+// only the containers in that state, and ?offset=N&limit=M for a page; the
+// counts always cover every container.
 func NewTracker(src StatusSource, log logrus.FieldLogger) http.Handler {
 	log = logutil.OrDiscard(log)
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+PathStatus, func(w http.ResponseWriter, r *http.Request) {
+		st, err := statusPage(src, r, 0)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
 		w.Header().Set("Content-Type", "application/json")
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
-		_ = enc.Encode(src.Status())
+		_ = enc.Encode(st)
 	})
 	mux.HandleFunc("POST "+PathReport, func(w http.ResponseWriter, r *http.Request) {
 		var rep resources.DeviceReport
@@ -68,15 +121,47 @@ func NewTracker(src StatusSource, log logrus.FieldLogger) http.Handler {
 		w.WriteHeader(http.StatusNoContent)
 	})
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+		st, err := statusPage(src, r, PageSize)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		if err := statusPage.Execute(w, src.Status()); err != nil {
+		if err := statusHTML.Execute(w, htmlPage{Status: st, Limit: max(len(st.Containers), PageSize), State: strings.ToUpper(r.URL.Query().Get("state"))}); err != nil {
 			log.WithError(err).Warn("rendering status page failed")
 		}
 	})
 	return mux
 }
 
-var statusPage = template.Must(template.New("status").Funcs(template.FuncMap{
+// htmlPage is what the tracking page renders: a page of the status and
+// the query that selected it.
+type htmlPage struct {
+	Status
+	Limit int
+	State string
+}
+
+// Prev and Next are the offsets of the neighbouring pages; -1 when none.
+func (p htmlPage) Prev() int {
+	if p.Offset == 0 {
+		return -1
+	}
+	return max(p.Offset-p.Limit, 0)
+}
+
+func (p htmlPage) Next() int {
+	if n := p.Offset + len(p.Containers); n < p.ContainersTotal {
+		return n
+	}
+	return -1
+}
+
+// First and Last number the listed containers from 1.
+func (p htmlPage) First() int { return p.Offset + 1 }
+func (p htmlPage) Last() int  { return p.Offset + len(p.Containers) }
+
+var statusHTML = template.Must(template.New("status").Funcs(template.FuncMap{
 	"devices": func(ws WorkerStatus) string {
 		var parts []string
 		for _, name := range sortedKeys(ws.Devices) {
@@ -103,11 +188,15 @@ var statusPage = template.Must(template.New("status").Funcs(template.FuncMap{
 <style>body{font-family:sans-serif}table{border-collapse:collapse}td,th{border:1px solid #999;padding:2px 6px;text-align:left}</style>
 </head><body>
 <h1>xres application {{.App}}</h1>
-<p>State: <b>{{.State}}</b> — workers {{.Workers}}, running {{.Running}}, succeeded {{.Succeeded}}, failed {{.Failed}}, restarts {{.Restarts}} (limit {{.MaxFailed}}), pending {{.Pending}}</p>
+<p>State: <b>{{.Status.State}}</b> — workers {{.Workers}}, running {{.Running}}, starting {{.Starting}}, succeeded {{.Succeeded}}, failed {{.Failed}}, restarts {{.Restarts}} (limit {{.MaxFailed}}), pending {{.Pending}}</p>
 <p>Container profile: {{.Profile}}</p>
 <p>Hosts: {{range $i, $h := .Hosts}}{{if $i}}, {{end}}{{$h}}{{end}}</p>
 {{if .Blacklist}}<p>Blacklisted nodes: {{range $i, $h := .Blacklist}}{{if $i}}, {{end}}{{$h}}{{end}}</p>{{end}}
 {{if .Diagnostics}}<pre>{{.Diagnostics}}</pre>{{end}}
+<p>Containers{{if .State}} {{.State}}{{end}}: {{if .Containers}}{{.First}}–{{.Last}} of {{end}}{{.ContainersTotal}}
+{{- if ge .Prev 0}} · <a href="?offset={{.Prev}}&amp;limit={{.Limit}}{{if .State}}&amp;state={{.State}}{{end}}">previous</a>{{end}}
+{{- if ge .Next 0}} · <a href="?offset={{.Next}}&amp;limit={{.Limit}}{{if .State}}&amp;state={{.State}}{{end}}">next</a>{{end}}
+ · show: <a href="?">all</a>, <a href="?state=RUNNING">running</a>, <a href="?state=STARTING">starting</a>, <a href="?state=FAILED">failed</a>, <a href="?state=SUCCEEDED">succeeded</a></p>
 <table><tr><th>container</th><th>host</th><th>state</th><th>exit</th><th>devices</th><th>diagnostics</th></tr>
 {{range .Containers}}<tr><td>{{.Container}}</td><td>{{.Host}}</td><td>{{.State}}</td><td>{{exit .ExitStatus}}</td><td>{{devices .}}</td><td>{{.Diagnostics}}</td></tr>
 {{end}}</table>

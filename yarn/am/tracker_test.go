@@ -196,3 +196,81 @@ func FuzzParsePorts(f *testing.F) {
 		}
 	})
 }
+
+// staticSource is a StatusSource without StatusPage: the tracker pages its
+// whole Status.
+type staticSource struct{ st Status }
+
+func (s staticSource) Status() Status                            { return s.st }
+func (s staticSource) ReportDevices(resources.DeviceReport) error { return nil }
+
+func TestTrackerPages(t *testing.T) {
+	a, err := New(testConfig(250, 0), &fakeRM{}, &fakeNM{}, nil)
+	require.NoError(t, err)
+	a.mu.Lock()
+	for i := range 250 {
+		a.classifiedLocked(ctr(i+2, "nm"+strconv.Itoa(i%3)), false)
+	}
+	for i, w := range a.workers.order {
+		if i%5 == 0 {
+			a.workers.set(w, StateRunning)
+		}
+	}
+	a.mu.Unlock()
+	static := staticSource{a.Status()}
+	for name, src := range map[string]StatusSource{"AM": a, "static": static} {
+		t.Run(name, func(t *testing.T) {
+			srv := httptest.NewServer(NewTracker(src, nil))
+			defer srv.Close()
+			get := func(path string) (int, string) {
+				resp, err := srv.Client().Get(srv.URL + path)
+				require.NoError(t, err)
+				defer resp.Body.Close()
+				body, _ := io.ReadAll(resp.Body)
+				return resp.StatusCode, string(body)
+			}
+			status := func(query string) Status {
+				code, body := get(PathStatus + query)
+				require.Equal(t, http.StatusOK, code, body)
+				var st Status
+				require.NoError(t, json.Unmarshal([]byte(body), &st))
+				return st
+			}
+
+			all := status("")
+			require.Len(t, all.Containers, 250, "api/status lists every container by default")
+			require.Equal(t, 250, all.ContainersTotal)
+			require.Equal(t, 50, all.Running)
+			require.Equal(t, []string{"nm0", "nm1", "nm2"}, all.Hosts)
+
+			running := status("?state=running&offset=45&limit=10")
+			require.Equal(t, 50, running.ContainersTotal)
+			require.Len(t, running.Containers, 5)
+			require.Equal(t, ctr(45*5+2, "").ID, running.Containers[0].Container)
+			for _, c := range running.Containers {
+				require.Equal(t, StateRunning, c.State)
+			}
+			require.Empty(t, status("?offset=400").Containers)
+
+			code, page := get("/?offset=100")
+			require.Equal(t, http.StatusOK, code)
+			require.Contains(t, page, "101–200 of 250")
+			require.Contains(t, page, `href="?offset=0&amp;limit=100">previous</a>`)
+			require.Contains(t, page, `href="?offset=200&amp;limit=100">next</a>`)
+			require.Equal(t, 100, strings.Count(page, "<tr><td>container_"))
+			require.Contains(t, page, ctr(102, "").ID)
+			require.NotContains(t, page, ctr(101, "").ID)
+
+			code, page = get("/")
+			require.Equal(t, http.StatusOK, code)
+			require.Contains(t, page, "1–100 of 250")
+			require.NotContains(t, page, "previous")
+
+			for _, bad := range []string{"?offset=-1", "?limit=x"} {
+				code, body := get(PathStatus + bad)
+				require.Equal(t, http.StatusBadRequest, code, bad)
+				require.Contains(t, body, "query parameter")
+			}
+		})
+	}
+}

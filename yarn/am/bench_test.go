@@ -1,0 +1,274 @@
+package am
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/xres/xres/hadoopproto/hadoopyarn"
+	"github.com/xres/xres/yarn"
+)
+
+// Sizes of BenchmarkAMAt10k.
+const (
+	benchWorkers  = 10000
+	benchPerBeat  = 2000 // containers the simulated RM hands out per heartbeat
+	benchNodes    = 50
+	benchLatency  = time.Millisecond // of every NodeManager call
+	benchFailEach = 50               // every 50th first-round container fails (exit 1) once started: 200 replaced
+	benchBeat     = 100 * time.Millisecond
+)
+
+// timedRM notes when each Allocate returned.
+type timedRM struct {
+	RMClient
+	mu       sync.Mutex
+	returned time.Time
+}
+
+func (t *timedRM) Allocate(ctx context.Context, req AllocateRequest) (AllocateResponse, error) {
+	resp, err := t.RMClient.Allocate(ctx, req)
+	t.mu.Lock()
+	t.returned = time.Now()
+	t.mu.Unlock()
+	return resp, err
+}
+
+// allRunningHook notes when the AM logs that every worker runs.
+type allRunningHook struct {
+	mu sync.Mutex
+	at time.Time
+}
+
+func (h *allRunningHook) Levels() []logrus.Level { return []logrus.Level{logrus.InfoLevel} }
+func (h *allRunningHook) Fire(e *logrus.Entry) error {
+	if e.Message == "all workers running" {
+		h.mu.Lock()
+		if h.at.IsZero() {
+			h.at = time.Now()
+		}
+		h.mu.Unlock()
+	}
+	return nil
+}
+
+func (h *allRunningHook) get() time.Time {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.at
+}
+
+// BenchmarkAMAt10k runs the AM over its real Hadoop RPC clients against a
+// simulated RM and 50 NodeManagers in-process (yarntest, TOKEN auth, every
+// NodeManager call 1 ms): the RM hands out 10,000 containers, 2,000 per
+// heartbeat (heartbeats every 100 ms); every 50th fails once started
+// (exit 1, 200 replaced); once all 10,000 run, the RM completes them and the
+// AM unregisters. It reports:
+//
+//   - ms-cycle-max / ms-cycle-mean: how long the heartbeat goroutine is busy
+//     with one allocate answer (from the answer's return to the wait for the
+//     next heartbeat: bookkeeping, and on an AM that starts containers in
+//     the heartbeat, those starts);
+//
+//   - ms-cpu/cycle: the process's CPU time (user+sys, the simulated RM and
+//     NodeManagers included) over the allocate cycles;
+//
+//   - s-to-all-started: from the first allocation to all 10,000 running;
+//
+//   - MiB-heap: live heap once all run (after a GC), MiB-peak-RSS: VmHWM of
+//     the process (the simulation's servers included);
+//
+//   - ms-status-json / ms-status-page: one GET of api/status and of the
+//     tracking page at 10,000 workers, and their sizes.
+//
+//     go test -run '^$' -bench AMAt10k -benchtime 1x ./yarn/am/
+func BenchmarkAMAt10k(b *testing.B) {
+	for range b.N {
+		benchAMAt10k(b)
+	}
+}
+
+func benchAMAt10k(b *testing.B) {
+	s := newSimCluster(b, benchNodes, benchLatency)
+	var (
+		mu          sync.Mutex
+		outstanding int32
+		nextID      int64 = 2
+		first       time.Time
+		startedIDs  []int64 // started since the last heartbeat
+		running     = map[int64]bool{}
+		failed      int
+	)
+	s.onStarted = func(id string) {
+		cid, err := yarn.ParseContainerID(id)
+		if err != nil {
+			return
+		}
+		mu.Lock()
+		startedIDs = append(startedIDs, cid.GetId())
+		mu.Unlock()
+	}
+	hook := &allRunningHook{}
+	s.allocate = func(n int, req *hadoopyarn.AllocateRequestProto) (*hadoopyarn.AllocateResponseProto, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		resp := &hadoopyarn.AllocateResponseProto{}
+		for _, a := range req.GetAsk() {
+			outstanding = a.GetNumContainers()
+		}
+		for _, id := range startedIDs {
+			running[id] = true
+			if id < benchWorkers+2 && id%benchFailEach == 0 {
+				delete(running, id)
+				failed++
+				resp.CompletedContainerStatuses = append(resp.CompletedContainerStatuses, s.completedStatus(id, 1))
+			}
+		}
+		startedIDs = startedIDs[:0]
+		if !hook.get().IsZero() {
+			// Everyone ran: the workers finish.
+			for id := range running {
+				resp.CompletedContainerStatuses = append(resp.CompletedContainerStatuses, s.completedStatus(id, 0))
+			}
+			clear(running)
+			return resp, nil
+		}
+		k := min(outstanding, benchPerBeat)
+		for range k {
+			resp.AllocatedContainers = append(resp.AllocatedContainers, s.container(nextID))
+			nextID++
+		}
+		outstanding -= k
+		if k > 0 && first.IsZero() {
+			first = time.Now()
+			resp.NmTokens = s.nmTokens()
+		}
+		return resp, nil
+	}
+
+	log := logrus.New()
+	log.SetOutput(io.Discard)
+	log.AddHook(hook)
+	cfg := testConfig(benchWorkers, benchWorkers)
+	cfg.Log = log
+	cfg.RequestHeartbeat, cfg.Heartbeat = benchBeat, benchBeat
+	trm := &timedRM{}
+	var cycles []time.Duration
+	cfg.After = func(d time.Duration) <-chan time.Time {
+		trm.mu.Lock()
+		if !trm.returned.IsZero() {
+			cycles = append(cycles, time.Since(trm.returned))
+		}
+		trm.mu.Unlock()
+		return time.After(d)
+	}
+	a := s.newAM(cfg, func(rm RMClient) RMClient { trm.RMClient = rm; return trm })
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+
+	heapc := make(chan uint64, 1)
+	go func() {
+		// Once all run: the live heap.
+		for hook.get().IsZero() && ctx.Err() == nil {
+			time.Sleep(5 * time.Millisecond)
+		}
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		heapc <- m.HeapAlloc
+	}()
+	cpu0 := cpuTime()
+	res, err := a.Run(ctx)
+	cpu := cpuTime() - cpu0
+	if err != nil || res.Status != StatusSucceeded {
+		b.Fatalf("AM: %v %+v", err, res)
+	}
+	all := hook.get()
+	if all.IsZero() {
+		b.Fatal("the AM never had all workers running")
+	}
+
+	srv := httptest.NewServer(NewTracker(a, nil))
+	defer srv.Close()
+	statusMS, statusBytes := timedGet(b, srv.URL+PathStatus)
+	pageMS, pageBytes := timedGet(b, srv.URL+"/")
+
+	sort.Slice(cycles, func(i, j int) bool { return cycles[i] < cycles[j] })
+	var sum time.Duration
+	for _, c := range cycles {
+		sum += c
+	}
+	mu.Lock()
+	b.ReportMetric(float64(cycles[len(cycles)-1].Microseconds())/1000, "ms-cycle-max")
+	b.ReportMetric(float64(sum.Microseconds())/1000/float64(len(cycles)), "ms-cycle-mean")
+	b.ReportMetric(float64(cpu.Microseconds())/1000/float64(len(cycles)), "ms-cpu/cycle")
+	b.ReportMetric(float64(len(cycles)), "cycles")
+	b.ReportMetric(all.Sub(first).Seconds(), "s-to-all-started")
+	b.ReportMetric(float64(failed), "replaced")
+	mu.Unlock()
+	b.ReportMetric(float64(<-heapc)/(1<<20), "MiB-heap")
+	b.ReportMetric(float64(peakRSSKiB())/1024, "MiB-peak-RSS")
+	b.ReportMetric(statusMS, "ms-status-json")
+	b.ReportMetric(float64(statusBytes)/(1<<20), "MiB-status-json")
+	b.ReportMetric(pageMS, "ms-status-page")
+	b.ReportMetric(float64(pageBytes)/(1<<10), "KiB-status-page")
+	s.mu.Lock()
+	if len(s.starts) != benchWorkers+failed {
+		b.Errorf("NodeManagers started %d containers, want %d", len(s.starts), benchWorkers+failed)
+	}
+	s.mu.Unlock()
+}
+
+// timedGet GETs url once and returns the milliseconds and bytes.
+func timedGet(b *testing.B, url string) (float64, int) {
+	t0 := time.Now()
+	resp, err := http.Get(url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusOK {
+		b.Fatalf("GET %s: %v %s", url, err, resp.Status)
+	}
+	return float64(time.Since(t0).Microseconds()) / 1000, len(body)
+}
+
+// cpuTime is the process's user+sys CPU time.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// peakRSSKiB is VmHWM of this process.
+func peakRSSKiB() int64 {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			f := strings.Fields(rest)
+			if len(f) > 0 {
+				n, _ := strconv.ParseInt(f[0], 10, 64)
+				return n
+			}
+		}
+	}
+	return 0
+}
