@@ -201,7 +201,7 @@ func FuzzParsePorts(f *testing.F) {
 // whole Status.
 type staticSource struct{ st Status }
 
-func (s staticSource) Status() Status                            { return s.st }
+func (s staticSource) Status() Status                             { return s.st }
 func (s staticSource) ReportDevices(resources.DeviceReport) error { return nil }
 
 func TestTrackerPages(t *testing.T) {
