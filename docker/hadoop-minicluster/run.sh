@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# xres test cluster: a real Hadoop (1 NameNode, 1 DataNode, 1 ResourceManager, 2 NodeManagers
-# offering yarn.io/gpu and yarn.io/fpga) in one JVM, from Maven Central artifacts.
+# xres test cluster: a real Hadoop (1 NameNode, 1 DataNode, 1 ResourceManager (2 with --ha),
+# 2 NodeManagers on their own hosts 127.0.0.2, 127.0.0.3, ... offering yarn.io/gpu and
+# yarn.io/fpga) in one JVM, from Maven Central artifacts.
 #
 #   run.sh deps        check JDK 17 + Maven, download the artifacts, build the launcher (cached)
 #   run.sh start       build if needed, start in the background, wait until ready, print where
@@ -12,9 +13,19 @@
 #   run.sh logs [N]    last N lines (default 100) of the cluster's logs
 #   run.sh env         print the cluster's addresses as shell assignments (cluster.env)
 #   run.sh foreground  build if needed and run in the foreground (Docker's entry point)
+#   run.sh start --ha  the HA profile (XRES_MINICLUSTER_HA=1): two RMs, rm1 active, rm2 standby
+# Fault verbs (each returns once the RM's REST API shows the effect; exit 1 with the reason if not):
+#   run.sh rm-restart  stop the active RM, start a fresh one on the same state store (work-
+#                      preserving: containers keep running, NodeManagers re-register)
+#   run.sh rm-failover HA profile: the active RM goes standby, the other one active
+#   run.sh nm-kill N   NodeManager N (0-based) dies with its containers, without telling the RM;
+#                      returns when the RM marks the node LOST
+#   run.sh nm-start N  start NodeManager N again (same host and port: same node id); RUNNING
+#   run.sh nm-list     index, node id, RM state, web address, labels, process of each NodeManager
 #
 # Settings (environment):
-#   HADOOP_VERSION              Hadoop artifacts to use (default 3.4.1; 3.5.0 also works)
+#   XRES_HADOOP_VERSION         Hadoop artifacts to use (default 3.4.1; see the README's version
+#                               table; HADOOP_VERSION is read too)
 #   JAVA_HOME                   a JDK 17; if unset, a JDK 17 is looked for in /usr/lib/jvm and on PATH
 #   XRES_MINICLUSTER_DIR        state folder: conf/, logs, pid file, HDFS and NodeManager dirs
 #                               (default: docker/hadoop-minicluster/work)
@@ -23,12 +34,21 @@
 #   XRES_MINICLUSTER_GPUS / _FPGAS / _NODEMANAGERS   per-NodeManager yarn.io/gpu (2),
 #                               yarn.io/fpga (1), NodeManager count (2)
 #   XRES_MINICLUSTER_NM_MEMORY_MB / _NM_VCORES       per-NodeManager capacity (4096 / 8)
+#   XRES_MINICLUSTER_HA         1: the HA profile (as start --ha); 0 or unset: one RM
+#   XRES_MINICLUSTER_LABEL_NODES NodeManager indexes carrying the node label gpu, e.g. 1 or 0,2
+#                               (default none; the label exists and queue default may use it)
+#   XRES_MINICLUSTER_NM_EXPIRY_MS yarn.nm.liveness-monitor.expiry-interval-ms (10000): nm-kill's LOST
+#   XRES_MINICLUSTER_AMRM_ROLL_SECS AMRMToken master-key rolling interval (unset: Hadoop's 1 day;
+#                               at least 10; the AM expiry interval becomes a third of it)
+#   XRES_MINICLUSTER_VERB_TIMEOUT seconds a fault verb may take (default 200)
 #   XRES_RPC_PROTECTION         hadoop.rpc.protection: authentication (default), integrity
 #                               or privacy (SASL qop auth, auth-int, auth-conf)
 #   XRES_SECURE                 1: the secure profile (as start --secure); 0 or unset: simple auth
 #   XRES_MINICLUSTER_OWNER_PID  the cluster stops by itself once this process ends (tests set it)
 #   XRES_NN_PORT (8020) XRES_NN_HTTP_PORT (9870) XRES_RM_PORT (8032) XRES_RM_SCHEDULER_PORT (8030)
 #   XRES_RM_TRACKER_PORT (8031) XRES_RM_ADMIN_PORT (8033) XRES_RM_WEBAPP_PORT (8088)
+#   HA profile's rm2: XRES_RM2_PORT (18032) XRES_RM2_SCHEDULER_PORT (18030)
+#   XRES_RM2_TRACKER_PORT (18031) XRES_RM2_ADMIN_PORT (18033) XRES_RM2_WEBAPP_PORT (18088)
 #   XRES_MINICLUSTER_JAVA_OPTS  extra JVM options (default heap: -Xms256m -Xmx1g)
 #   XRES_MINICLUSTER_STOP_GRACE seconds between SIGTERM and SIGKILL on stop (default 30)
 #   XRES_MINICLUSTER_BUILD_DIR  cached launcher build (default target/hadoop-$HADOOP_VERSION)
@@ -37,7 +57,7 @@
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-HADOOP_VERSION=${HADOOP_VERSION:-3.4.1}
+HADOOP_VERSION=${XRES_HADOOP_VERSION:-${HADOOP_VERSION:-3.4.1}}
 WORK=${XRES_MINICLUSTER_DIR:-$HERE/work}
 BUILD=${XRES_MINICLUSTER_BUILD_DIR:-$HERE/target/hadoop-$HADOOP_VERSION}
 JVM_DIRS=${XRES_MINICLUSTER_JVM_DIRS:-/usr/lib/jvm}
@@ -47,6 +67,7 @@ STDOUT=$WORK/stdout.log
 LOG=$WORK/minicluster.log
 OUT=$WORK/minicluster.out
 READY_TIMEOUT=${XRES_MINICLUSTER_TIMEOUT:-240}
+VERB_TIMEOUT=${XRES_MINICLUSTER_VERB_TIMEOUT:-200}
 MVN_TIMEOUT=${XRES_MINICLUSTER_MVN_TIMEOUT:-1800}
 MAIN=io.xres.minicluster.Main
 
@@ -59,6 +80,14 @@ PORTS=(
   "rm-tracker-port:XRES_RM_TRACKER_PORT:${XRES_RM_TRACKER_PORT:-8031}"
   "rm-admin-port:XRES_RM_ADMIN_PORT:${XRES_RM_ADMIN_PORT:-8033}"
   "rm-webapp-port:XRES_RM_WEBAPP_PORT:${XRES_RM_WEBAPP_PORT:-8088}"
+)
+# The HA profile's second RM; added to PORTS by check_settings when HA is on.
+RM2_PORTS=(
+  "rm2-port:XRES_RM2_PORT:${XRES_RM2_PORT:-18032}"
+  "rm2-scheduler-port:XRES_RM2_SCHEDULER_PORT:${XRES_RM2_SCHEDULER_PORT:-18030}"
+  "rm2-tracker-port:XRES_RM2_TRACKER_PORT:${XRES_RM2_TRACKER_PORT:-18031}"
+  "rm2-admin-port:XRES_RM2_ADMIN_PORT:${XRES_RM2_ADMIN_PORT:-18033}"
+  "rm2-webapp-port:XRES_RM2_WEBAPP_PORT:${XRES_RM2_WEBAPP_PORT:-18088}"
 )
 
 # The module flags Hadoop 3.4 needs on JDK 17 (HADOOP-19310's list).
@@ -82,6 +111,7 @@ JPMS_OPTS=(
 
 RPC_PROTECTION=${XRES_RPC_PROTECTION:-authentication}
 SECURE=${XRES_SECURE:-0}
+HA=${XRES_MINICLUSTER_HA:-0}
 
 say() { echo "minicluster: $*" >&2; }
 die() { echo "minicluster: error: $*" >&2; exit 1; }
@@ -201,6 +231,10 @@ print_ready() {
   if grep -q '^XRES_SECURE=true' "$WORK/cluster.env"; then
     echo "  Kerberos: KRB5_CONFIG=$(sed -n 's/^XRES_KRB5_CONF=//p' "$WORK/cluster.env"), user $(sed -n 's/^XRES_CLIENT_PRINCIPAL=//p' "$WORK/cluster.env") with keytab $(sed -n 's/^XRES_CLIENT_KEYTAB=//p' "$WORK/cluster.env")"
   fi
+  echo "  NodeManagers: $(sed -n 's/^XRES_NM[0-9]*_ID=//p' "$WORK/cluster.env" | tr '\n' ' ')"
+  if grep -q '^XRES_RM_HA=true' "$WORK/cluster.env"; then
+    echo "  HA: $(sed -n 's/^XRES_\(RM[0-9]\)_WEBAPP_URL=/\1 /p' "$WORK/cluster.env" | tr '\n' ' ')(rm1 active at start)"
+  fi
   echo "  all addresses: $WORK/cluster.env; logs: $LOG"
 }
 
@@ -216,6 +250,15 @@ check_settings() {
     *) die "XRES_SECURE=$SECURE: want 1 or 0" ;;
   esac
   [[ ${XRES_MINICLUSTER_OWNER_PID:-0} =~ ^[0-9]+$ ]] || die "XRES_MINICLUSTER_OWNER_PID=$XRES_MINICLUSTER_OWNER_PID: want a process id"
+  case $HA in
+    1 | true) HA=true; PORTS+=("${RM2_PORTS[@]}") ;;
+    0 | false | "") HA=false ;;
+    *) die "XRES_MINICLUSTER_HA=$HA: want 1 or 0" ;;
+  esac
+  [[ ${XRES_MINICLUSTER_LABEL_NODES:-} =~ ^([0-9]+(,[0-9]+)*)?$ ]] || die "XRES_MINICLUSTER_LABEL_NODES=$XRES_MINICLUSTER_LABEL_NODES: want NodeManager indexes such as 1 or 0,2"
+  [[ ${XRES_MINICLUSTER_NM_EXPIRY_MS:-10000} =~ ^[0-9]+$ ]] || die "XRES_MINICLUSTER_NM_EXPIRY_MS=$XRES_MINICLUSTER_NM_EXPIRY_MS: want milliseconds"
+  [[ ${XRES_MINICLUSTER_AMRM_ROLL_SECS:-0} =~ ^[0-9]+$ ]] || die "XRES_MINICLUSTER_AMRM_ROLL_SECS=$XRES_MINICLUSTER_AMRM_ROLL_SECS: want seconds"
+  [[ $VERB_TIMEOUT =~ ^[0-9]+$ ]] || die "XRES_MINICLUSTER_VERB_TIMEOUT=$VERB_TIMEOUT: want seconds"
 }
 
 launcher_args() {
@@ -224,6 +267,8 @@ launcher_args() {
     --owner-pid="${XRES_MINICLUSTER_OWNER_PID:-0}"
     --nodemanagers="${XRES_MINICLUSTER_NODEMANAGERS:-2}"
     --gpus="${XRES_MINICLUSTER_GPUS:-2}" --fpgas="${XRES_MINICLUSTER_FPGAS:-1}"
+    --ha="$HA" --label-nodes="${XRES_MINICLUSTER_LABEL_NODES:-}"
+    --nm-expiry-ms="${XRES_MINICLUSTER_NM_EXPIRY_MS:-10000}" --amrm-roll-secs="${XRES_MINICLUSTER_AMRM_ROLL_SECS:-0}"
     --nm-memory-mb="${XRES_MINICLUSTER_NM_MEMORY_MB:-4096}" --nm-vcores="${XRES_MINICLUSTER_NM_VCORES:-8}")
   for p in "${PORTS[@]}"; do
     name=${p%%:*}
@@ -237,19 +282,22 @@ java_cmd() {
   export JAVA_HOME=${JAVA%/bin/java}
   # shellcheck disable=SC2206
   local extra=(${XRES_MINICLUSTER_JAVA_OPTS:-})
-  local cp="$BUILD/classes:$(cat "$BUILD/classpath.txt")"
+  # $WORK/jvm-conf comes first on the class path: the launcher writes the yarn-site.xml and
+  # capacity-scheduler.xml there that an RM re-reads when it becomes active (refreshAll), as
+  # a real RM reads its HADOOP_CONF_DIR. A fresh, empty one at every start.
+  rm -rf "$WORK/jvm-conf"
+  mkdir -p "$WORK/jvm-conf"
+  local cp="$WORK/jvm-conf:$BUILD/classes:$(cat "$BUILD/classpath.txt")"
   if [[ $SECURE == true ]]; then
     # The NodeManagers' localizer runs in this JVM with a Configuration read from the class path, not
     # the cluster's in-memory one; on a real cluster HADOOP_CONF_DIR tells it what the secure DataNode
     # demands. Without this it reads blocks without the SASL handshake ("instead of deadbeef").
-    mkdir -p "$WORK/jvm-conf"
     cat >"$WORK/jvm-conf/hdfs-site.xml" <<'XML'
 <?xml version="1.0"?>
 <configuration>
   <property><name>dfs.data.transfer.protection</name><value>authentication</value></property>
 </configuration>
 XML
-    cp="$WORK/jvm-conf:$cp"
   fi
   CMD=("$JAVA" "${JPMS_OPTS[@]}" -Xms256m -Xmx1g -XX:+UseSerialGC -XX:TieredStopAtLevel=1
     -Djava.net.preferIPv4Stack=true
@@ -326,7 +374,8 @@ cmd_start() {
     fi
     # A fresh cluster: HDFS is formatted anyway, and MiniYARNCluster makes a new
     # NodeManager folder under target/ at every start (old ones would pile up).
-    rm -rf "$WORK/conf" "$WORK/cluster.env" "$STDOUT" "$WORK/target" "$WORK/dfs" "$WORK/tmp" "$WORK/kerberos"
+    rm -rf "$WORK/conf" "$WORK/cluster.env" "$STDOUT" "$WORK/target" "$WORK/dfs" "$WORK/tmp" "$WORK/kerberos" \
+      "$WORK/nodemanagers" "$WORK/rm-state" "$WORK/node-labels"
     [[ -f $LOG ]] && mv -f "$LOG" "$LOG.1"
     [[ -f $OUT ]] && mv -f "$OUT" "$OUT.1"
     launcher_args
@@ -396,12 +445,38 @@ cmd_env() {
   grep '^XRES_' "$WORK/cluster.env"
 }
 
+# verb METHOD PATH: one call to the running cluster's fault-verb endpoint (Admin.java, HTTP
+# on 127.0.0.1, port in cluster.env); prints its answer, exit 1 with it on an error.
+verb() {
+  running || die "$2: the cluster is not running (run.sh start)"
+  ready || die "$2: the cluster is not ready yet"
+  local url port resp code body
+  url=$(sed -n 's/^XRES_MINICLUSTER_ADMIN_URL=//p' "$WORK/cluster.env")
+  port=${url##*:}
+  [[ $port =~ ^[0-9]+$ ]] || die "$2: no XRES_MINICLUSTER_ADMIN_URL in $WORK/cluster.env (a cluster from an older run.sh?)"
+  exec 3<>"/dev/tcp/127.0.0.1/$port" || die "$2: cannot connect to the cluster's verb endpoint $url"
+  printf '%s /%s HTTP/1.0\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n' "$1" "$2" >&3
+  resp=$(timeout "$VERB_TIMEOUT" cat <&3) || { exec 3<&-; die "$2: no answer within ${VERB_TIMEOUT}s (XRES_MINICLUSTER_VERB_TIMEOUT); see $0 logs"; }
+  exec 3<&-
+  code=${resp#HTTP/* }
+  code=${code%% *}
+  body=${resp#*$'\r\n\r\n'}
+  if [[ $code != 200 ]]; then
+    die "${body#error: }"
+  fi
+  printf '%s\n' "${body%$'\n'}"
+}
+
+node_index() {
+  [[ ${2:-} =~ ^[0-9]+$ ]] || die "$1: want a NodeManager index (0-based, see nm-list), got '${2:-}'"
+}
+
 cmd_foreground() {
   check_settings
   find_java
   build
   claim_work
-  rm -rf "$WORK/conf" "$WORK/cluster.env" "$WORK/kerberos"   # cluster.env appears again once ready
+  rm -rf "$WORK/conf" "$WORK/cluster.env" "$WORK/kerberos" "$WORK/nodemanagers" "$WORK/rm-state" "$WORK/node-labels"
   launcher_args
   java_cmd
   cd "$WORK"
@@ -412,20 +487,25 @@ cmd_foreground() {
 case ${1:-} in
   deps) cmd_deps ;;
   start)
-    case ${2:-} in
-      --secure) SECURE=1 ;;
-      "") ;;
-      *) die "start: unknown option '$2' (known: --secure)" ;;
-    esac
+    for o in "${@:2}"; do
+      case $o in
+        --secure) SECURE=1 ;;
+        --ha) HA=1 ;;
+        *) die "start: unknown option '$o' (known: --secure, --ha)" ;;
+      esac
+    done
     cmd_start
     ;;
+  rm-restart | rm-failover) verb POST "$1" ;;
+  nm-kill | nm-start) node_index "$1" "${2:-}"; verb POST "$1?n=$2" ;;
+  nm-list) verb GET nm-list ;;
   stop) cmd_stop ;;
   status) cmd_status ;;
   logs) cmd_logs "${2:-100}" ;;
   env) cmd_env ;;
   foreground) cmd_foreground ;;
   *)
-    sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
     ;;
 esac

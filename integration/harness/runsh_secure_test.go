@@ -28,7 +28,7 @@ func TestRunShSecuritySettings(t *testing.T) {
 		{"no owner by default", nil, nil, 0, "--owner-pid=0"},
 		{"owner pid", map[string]string{"XRES_MINICLUSTER_OWNER_PID": "4242"}, nil, 0, "--owner-pid=4242"},
 		{"bad owner pid", map[string]string{"XRES_MINICLUSTER_OWNER_PID": "me"}, nil, 1, "error: XRES_MINICLUSTER_OWNER_PID=me: want a process id"},
-		{"unknown start option", nil, []string{"--insecure"}, 1, "error: start: unknown option '--insecure' (known: --secure)"},
+		{"unknown start option", nil, []string{"--insecure"}, 1, "error: start: unknown option '--insecure' (known: --secure, --ha)"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -17,29 +17,22 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CountDownLatch;
 
-import com.google.inject.servlet.GuiceFilter;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.permission.FsPermission;
 import org.apache.hadoop.hdfs.MiniDFSCluster;
-import org.apache.hadoop.service.Service;
 import org.apache.hadoop.util.VersionInfo;
 import org.apache.hadoop.yarn.conf.YarnConfiguration;
-import org.apache.hadoop.yarn.server.MiniYARNCluster;
-import org.apache.hadoop.yarn.server.nodemanager.NodeManager;
-import org.apache.hadoop.yarn.server.nodemanager.webapp.WebServer;
-import org.apache.hadoop.yarn.server.resourcemanager.ResourceManager;
+import org.apache.hadoop.metrics2.lib.DefaultMetricsSystem;
 import org.apache.hadoop.yarn.util.resource.ResourceUtils;
-import org.apache.hadoop.yarn.webapp.WebApp;
-import org.eclipse.jetty.servlet.FilterHolder;
 
 /**
- * xres test cluster: MiniDFSCluster (1 NameNode, 1 DataNode) and MiniYARNCluster
- * (1 ResourceManager, N NodeManagers offering yarn.io/gpu and yarn.io/fpga) in one JVM.
+ * xres test cluster: MiniDFSCluster (1 NameNode, 1 DataNode) and YARN ({@link Yarn}: one
+ * ResourceManager, or two with --ha, and N NodeManagers on 127.0.0.2.. offering yarn.io/gpu
+ * and yarn.io/fpga) in one JVM, with the fault verbs served by {@link Admin}.
  *
- * <p>Options are {@code --name=value}; see {@link #DEFAULTS}. MiniYARNCluster keeps its
- * NodeManager directories under {@code ./target} of the working directory, so start this
- * with the work directory as cwd (run.sh does).
+ * <p>Options are {@code --name=value}; see {@link #DEFAULTS}. NodeManager folders are under
+ * {@code <work-dir>/nodemanagers}.
  *
  * <p>Protocol with run.sh: stdout carries exactly one line, either
  * {@code XRES-MINICLUSTER READY conf=<dir> ...} once every daemon is up and the
@@ -78,7 +71,25 @@ public final class Main {
     DEFAULTS.put("rpc-protection", "authentication");
     // Kerberos (MiniKdc in this JVM) for RPC, SPNEGO for the web apps; see Secure.
     DEFAULTS.put("secure", "false");
+    // A second ResourceManager (rm2) for manual failover; both share the state store.
+    DEFAULTS.put("ha", "false");
+    DEFAULTS.put("rm2-port", "18032");
+    DEFAULTS.put("rm2-scheduler-port", "18030");
+    DEFAULTS.put("rm2-tracker-port", "18031");
+    DEFAULTS.put("rm2-admin-port", "18033");
+    DEFAULTS.put("rm2-webapp-port", "18088");
+    // NodeManager indexes (0-based, comma-separated) that carry the node label "gpu".
+    DEFAULTS.put("label-nodes", "");
+    // yarn.nm.liveness-monitor.expiry-interval-ms: how soon a killed NodeManager is LOST.
+    DEFAULTS.put("nm-expiry-ms", "10000");
+    // yarn.resourcemanager.am-rm-tokens.master-key-rolling-interval-secs (0: Hadoop's default).
+    DEFAULTS.put("amrm-roll-secs", "0");
+    // The fault verbs' HTTP endpoint on 127.0.0.1 (0: any free port; see Admin).
+    DEFAULTS.put("admin-port", "0");
   }
+
+  /** The smallest AMRMToken rolling interval offered: see amRmRolling. */
+  static final int MIN_AMRM_ROLL_SECS = 10;
 
   /** hadoop.rpc.protection values (SASL qop auth, auth-int, auth-conf). */
   static final List<String> PROTECTIONS = List.of("authentication", "integrity", "privacy");
@@ -122,7 +133,7 @@ public final class Main {
     }
     for (String k : DEFAULTS.keySet()) {
       if (k.endsWith("port") || k.equals("nodemanagers") || k.equals("gpus") || k.equals("fpgas")
-          || k.startsWith("nm-") || k.equals("owner-pid")) {
+          || k.startsWith("nm-") || k.equals("owner-pid") || k.equals("amrm-roll-secs")) {
         try {
           if (Integer.parseInt(opt.get(k)) < 0) {
             throw new NumberFormatException("negative");
@@ -132,8 +143,24 @@ public final class Main {
         }
       }
     }
-    if (!List.of("true", "false").contains(opt.get("secure"))) {
-      throw new IllegalArgumentException("option --secure=" + opt.get("secure") + ": want true or false");
+    for (String k : List.of("secure", "ha")) {
+      if (!List.of("true", "false").contains(opt.get(k))) {
+        throw new IllegalArgumentException("option --" + k + "=" + opt.get(k) + ": want true or false");
+      }
+    }
+    int nms = Integer.parseInt(opt.get("nodemanagers"));
+    if (nms < 1 || nms > 200) {
+      throw new IllegalArgumentException("option --nodemanagers=" + nms + ": want 1 to 200 (hosts 127.0.0.2 up)");
+    }
+    Yarn.parseIndices("label-nodes", opt.get("label-nodes"), nms);
+    int roll = Integer.parseInt(opt.get("amrm-roll-secs"));
+    if (roll != 0 && roll < MIN_AMRM_ROLL_SECS) {
+      throw new IllegalArgumentException("option --amrm-roll-secs=" + roll + ": want 0 (Hadoop's default) or at least "
+          + MIN_AMRM_ROLL_SECS + " (the RM demands more than 3 x yarn.am.liveness-monitor.expiry-interval-ms)");
+    }
+    if (Integer.parseInt(opt.get("nm-expiry-ms")) < 2000) {
+      throw new IllegalArgumentException("option --nm-expiry-ms=" + opt.get("nm-expiry-ms")
+          + ": want at least 2000 (NodeManagers heartbeat every 200 ms; less loses live ones)");
     }
     if (!PROTECTIONS.contains(opt.get("rpc-protection"))) {
       throw new IllegalArgumentException("option --rpc-protection=" + opt.get("rpc-protection")
@@ -152,8 +179,9 @@ public final class Main {
     int nms = num(opt, "nodemanagers");
 
     // Fail early, naming the option, rather than deep inside a Hadoop service.
+    boolean ha = Boolean.parseBoolean(opt.get("ha"));
     for (String k : opt.keySet()) {
-      if (k.endsWith("port")) {
+      if (k.endsWith("port") && (ha || !k.startsWith("rm2-"))) {
         checkPortFree(k, num(opt, k));
       }
     }
@@ -202,13 +230,48 @@ public final class Main {
     }
 
     // YARN: fixed ports, so the written configuration is exact.
-    conf.setBoolean(YarnConfiguration.YARN_MINICLUSTER_FIXED_PORTS, true);
-    conf.set("yarn.resourcemanager.hostname", rmHost);
-    conf.set("yarn.resourcemanager.address", rmHost + ":" + num(opt, "rm-port"));
-    conf.set("yarn.resourcemanager.scheduler.address", rmHost + ":" + num(opt, "rm-scheduler-port"));
-    conf.set("yarn.resourcemanager.resource-tracker.address", rmHost + ":" + num(opt, "rm-tracker-port"));
-    conf.set("yarn.resourcemanager.admin.address", rmHost + ":" + num(opt, "rm-admin-port"));
-    conf.set("yarn.resourcemanager.webapp.address", rmHost + ":" + num(opt, "rm-webapp-port"));
+    List<String> rmIds = ha ? List.of("rm1", "rm2") : List.of("");
+    if (ha) {
+      // Manual failover (no ZooKeeper): the verbs call transitionToActive/Standby.
+      conf.setBoolean("yarn.resourcemanager.ha.enabled", true);
+      conf.set("yarn.resourcemanager.ha.rm-ids", String.join(",", rmIds));
+      conf.set("yarn.resourcemanager.cluster-id", "xres");
+      conf.setBoolean("yarn.resourcemanager.ha.automatic-failover.enabled", false);
+      conf.setBoolean("yarn.resourcemanager.ha.automatic-failover.embedded", false);
+      conf.setInt("yarn.client.failover-sleep-base-ms", 100);
+      conf.setInt("yarn.client.failover-sleep-max-ms", 1000);
+    }
+    for (String id : rmIds) {
+      String p = id.equals("rm2") ? "rm2-" : "rm-";
+      if (!id.isEmpty()) {
+        conf.set(Yarn.key("yarn.resourcemanager.hostname", id), rmHost);
+      } else {
+        conf.set("yarn.resourcemanager.hostname", rmHost);
+      }
+      conf.set(Yarn.key("yarn.resourcemanager.address", id), rmHost + ":" + num(opt, p + "port"));
+      conf.set(Yarn.key("yarn.resourcemanager.scheduler.address", id), rmHost + ":" + num(opt, p + "scheduler-port"));
+      conf.set(Yarn.key("yarn.resourcemanager.resource-tracker.address", id), rmHost + ":" + num(opt, p + "tracker-port"));
+      conf.set(Yarn.key("yarn.resourcemanager.admin.address", id), rmHost + ":" + num(opt, p + "admin-port"));
+      conf.set(Yarn.key("yarn.resourcemanager.webapp.address", id), rmHost + ":" + num(opt, p + "webapp-port"));
+    }
+    // Work-preserving recovery from a state store under the work folder (shared by both
+    // RMs with HA): an RM restart or failover keeps the running containers.
+    conf.setBoolean("yarn.resourcemanager.recovery.enabled", true);
+    conf.setBoolean("yarn.resourcemanager.work-preserving-recovery.enabled", true);
+    conf.setInt("yarn.resourcemanager.work-preserving-recovery.scheduling-wait-ms", 2000);
+    conf.set("yarn.resourcemanager.store.class",
+        "org.apache.hadoop.yarn.server.resourcemanager.recovery.FileSystemRMStateStore");
+    conf.set("yarn.resourcemanager.fs.state-store.uri", new File(work, "rm-state").toURI().toString());
+    // NodeManagers (and clients given this configuration) retry a missing RM quickly.
+    conf.setLong("yarn.resourcemanager.connect.retry-interval.ms", 250);
+    conf.setLong("yarn.resourcemanager.connect.max-wait.ms", 900_000);
+    conf.setLong("yarn.nm.liveness-monitor.expiry-interval-ms", num(opt, "nm-expiry-ms"));
+    amRmRolling(conf, num(opt, "amrm-roll-secs"));
+    // Node labels (centrally assigned, kept in a file-system store) and placement constraints.
+    conf.setBoolean("yarn.node-labels.enabled", true);
+    conf.set("yarn.node-labels.configuration-type", "centralized");
+    conf.set("yarn.node-labels.fs-store.root-dir", new File(work, "node-labels").toURI().toString());
+    conf.set("yarn.resourcemanager.placement-constraints.handler", "scheduler");
     conf.setBoolean("yarn.webapp.ui2.enable", false);
     conf.setBoolean("yarn.timeline-service.enabled", false);
     conf.setBoolean("yarn.log-aggregation-enable", false);
@@ -220,8 +283,7 @@ public final class Main {
     conf.setInt("yarn.scheduler.minimum-allocation-mb", 64);
     conf.setInt("yarn.scheduler.maximum-allocation-mb", num(opt, "nm-memory-mb"));
     conf.setInt("yarn.scheduler.maximum-allocation-vcores", num(opt, "nm-vcores"));
-    // NodeManagers: MiniYARNCluster overwrites resource.memory-mb with this key.
-    conf.setInt("yarn.minicluster.yarn.nodemanager.resource.memory-mb", num(opt, "nm-memory-mb"));
+    conf.setInt("yarn.nodemanager.resource.memory-mb", num(opt, "nm-memory-mb"));
     conf.setInt("yarn.nodemanager.resource.cpu-vcores", num(opt, "nm-vcores"));
     conf.setBoolean("yarn.nodemanager.vmem-check-enabled", false);
     conf.setBoolean("yarn.nodemanager.pmem-check-enabled", false);
@@ -243,23 +305,39 @@ public final class Main {
     ResourceUtils.resetResourceTypes(conf);
     ResourceUtils.resetNodeResources();
 
-    MiniYARNCluster yarn = new MiniYARNCluster("xres", 1, nms, 1, 1);
-    installShutdownHook(yarn, dfs);
-    yarn.init(conf);
-    yarn.start();
-    if (!yarn.waitForNodeManagersToConnect(120_000)) {
-      throw new IllegalStateException("NodeManagers did not register with the ResourceManager within 120 s");
+    // What an RM re-reads from its class path when it becomes active (AdminService.refreshAll).
+    writeJvmConf(new File(work, "jvm-conf"), conf, cs);
+    // Several daemons of one kind in one JVM: metrics sources would clash by name.
+    DefaultMetricsSystem.setMiniClusterMode(true);
+    List<String> hosts = new ArrayList<>();
+    for (int i = 0; i < nms; i++) {
+      hosts.add("127.0.0." + (i + 2));
     }
-    isolateWebApps(yarn, nms);
-    Configuration eff = yarn.getConfig();
+    File nmRoot = new File(work, "nodemanagers");
+    Yarn yarn = new Yarn(conf, rmIds, hosts, nmRoot, Yarn.parseIndices("label-nodes", opt.get("label-nodes"), nms));
+    installShutdownHook(yarn, dfs);
+    yarn.start();
+    Admin admin = new Admin(yarn, num(opt, "admin-port"));
+    ADMIN.set(admin);
+    Configuration eff = yarn.active().rm.getConfig();
 
-    writeConf(confDir, eff, cs, defaultFS, opt, secure != null);
+    writeConf(confDir, eff, cs, defaultFS, opt, secure != null, rmIds);
     Map<String, String> env = new LinkedHashMap<>();
     env.put("XRES_HADOOP_CONF_DIR", confDir.getPath());
     env.put("XRES_HADOOP_VERSION", VersionInfo.getVersion());
-    env.put("XRES_RM_WEBAPP_URL", "http://" + eff.get("yarn.resourcemanager.webapp.address"));
-    env.put("XRES_RM_ADDRESS", eff.get("yarn.resourcemanager.address"));
-    env.put("XRES_RM_SCHEDULER_ADDRESS", eff.get("yarn.resourcemanager.scheduler.address"));
+    env.put("XRES_RM_WEBAPP_URL", "http://" + yarn.rms.get(0).webapp());
+    env.put("XRES_RM_ADDRESS", conf.get(Yarn.key("yarn.resourcemanager.address", rmIds.get(0))));
+    env.put("XRES_RM_SCHEDULER_ADDRESS", conf.get(Yarn.key("yarn.resourcemanager.scheduler.address", rmIds.get(0))));
+    env.put("XRES_RM_HA", Boolean.toString(ha));
+    if (ha) {
+      env.put("XRES_RM_IDS", String.join(",", rmIds));
+      for (Yarn.Rm r : yarn.rms) {
+        env.put("XRES_" + r.id.toUpperCase() + "_WEBAPP_URL", "http://" + r.webapp());
+      }
+    }
+    env.put("XRES_MINICLUSTER_ADMIN_URL", admin.url());
+    env.put("XRES_NODE_LABEL", Yarn.LABEL);
+    env.put("XRES_LABEL_NODES", opt.get("label-nodes"));
     env.put("XRES_NAMENODE", defaultFS);
     env.put("XRES_NAMENODE_HTTP", "http://localhost:" + dfs.getNameNode().getHttpAddress().getPort());
     env.put("XRES_NODEMANAGERS", Integer.toString(nms));
@@ -267,12 +345,16 @@ public final class Main {
     if (secure != null) {
       env.putAll(secure.env());
     }
-    for (int i = 0; i < nms; i++) {
-      NodeManager nm = yarn.getNodeManager(i);
-      env.put("XRES_NM" + i + "_ID", nm.getNMContext().getNodeId().toString());
-      env.put("XRES_NM" + i + "_HTTP", nm.getNMContext().getNodeId().getHost() + ":" + nm.getNMContext().getHttpPort());
-      env.put("XRES_NM" + i + "_LOCAL_DIRS", nm.getConfig().get("yarn.nodemanager.local-dirs"));
-      env.put("XRES_NM" + i + "_LOG_DIRS", nm.getConfig().get("yarn.nodemanager.log-dirs"));
+    for (Yarn.Node n : yarn.nodes) {
+      String got = n.nm.getNMContext().getNodeId().toString();
+      if (!got.equals(n.id())) {
+        throw new IllegalStateException("NodeManager " + n.index + " registered as " + got + ", want " + n.id());
+      }
+      env.put("XRES_NM" + n.index + "_ID", n.id());
+      env.put("XRES_NM" + n.index + "_HOST", n.host);
+      env.put("XRES_NM" + n.index + "_HTTP", n.http());
+      env.put("XRES_NM" + n.index + "_LOCAL_DIRS", n.localDir().getPath());
+      env.put("XRES_NM" + n.index + "_LOG_DIRS", n.logDir().getPath());
     }
     env.put("XRES_MINICLUSTER_PID", Long.toString(ProcessHandle.current().pid()));
     env.put("XRES_MINICLUSTER_START_SECONDS", String.format("%.1f", (System.nanoTime() - t0) / 1e9));
@@ -318,7 +400,8 @@ public final class Main {
     }
     out.println("XRES-MINICLUSTER READY conf=" + confDir.getPath()
         + " rm=" + env.get("XRES_RM_WEBAPP_URL") + " nn=" + defaultFS
-        + " hadoop=" + VersionInfo.getVersion() + " rpc-protection=" + opt.get("rpc-protection") + " secure=" + (secure != null) + " seconds=" + env.get("XRES_MINICLUSTER_START_SECONDS"));
+        + " hadoop=" + VersionInfo.getVersion() + " rpc-protection=" + opt.get("rpc-protection") + " secure=" + (secure != null)
+        + " ha=" + ha + " nodemanagers=" + nms + " admin=" + admin.url() + " seconds=" + env.get("XRES_MINICLUSTER_START_SECONDS"));
     out.flush();
     stop.await();
     stopAll(yarn, dfs);
@@ -344,12 +427,18 @@ public final class Main {
     cs.put("yarn.scheduler.capacity.root.default.acl_administer_queue", "*");
     cs.put("yarn.scheduler.capacity.maximum-am-resource-percent", "0.5");
     cs.put("yarn.scheduler.capacity.node-locality-delay", "-1");
+    // The default queue may use the nodes labelled gpu (all of their capacity).
+    cs.put("yarn.scheduler.capacity.root.accessible-node-labels", "*");
+    cs.put("yarn.scheduler.capacity.root.accessible-node-labels." + Yarn.LABEL + ".capacity", "100");
+    cs.put("yarn.scheduler.capacity.root.default.accessible-node-labels", Yarn.LABEL);
+    cs.put("yarn.scheduler.capacity.root.default.accessible-node-labels." + Yarn.LABEL + ".capacity", "100");
+    cs.put("yarn.scheduler.capacity.root.default.accessible-node-labels." + Yarn.LABEL + ".maximum-capacity", "100");
     return cs;
   }
 
   /** Writes a client configuration any Hadoop client can use as HADOOP_CONF_DIR. */
   static void writeConf(File dir, Configuration eff, Map<String, String> cs, String defaultFS,
-      Map<String, String> opt, boolean secure) throws IOException {
+      Map<String, String> opt, boolean secure, List<String> rmIds) throws IOException {
     Files.createDirectories(dir.toPath());
     Map<String, String> core = new LinkedHashMap<>();
     core.put("fs.defaultFS", defaultFS);
@@ -373,9 +462,22 @@ public final class Main {
     hdfs.put("dfs.namenode.rpc-address", "localhost:" + opt.get("nn-port"));
     hdfs.put("dfs.namenode.http-address", "localhost:" + opt.get("nn-http-port"));
     Map<String, String> yarn = new LinkedHashMap<>();
-    for (String k : List.of("yarn.resourcemanager.hostname", "yarn.resourcemanager.address",
-        "yarn.resourcemanager.scheduler.address", "yarn.resourcemanager.resource-tracker.address",
-        "yarn.resourcemanager.admin.address", "yarn.resourcemanager.webapp.address",
+    List<String> keys = new ArrayList<>();
+    // The RMs' addresses: one set, or (HA) one per rm-id and no unsuffixed ones, as on a real HA cluster.
+    if (rmIds.size() > 1) {
+      keys.addAll(List.of("yarn.resourcemanager.ha.enabled", "yarn.resourcemanager.ha.rm-ids",
+          "yarn.resourcemanager.cluster-id", "yarn.resourcemanager.ha.automatic-failover.enabled"));
+    }
+    for (String id : rmIds) {
+      for (String k : List.of("yarn.resourcemanager.hostname", "yarn.resourcemanager.address",
+          "yarn.resourcemanager.scheduler.address", "yarn.resourcemanager.resource-tracker.address",
+          "yarn.resourcemanager.admin.address", "yarn.resourcemanager.webapp.address")) {
+        keys.add(Yarn.key(k, id));
+      }
+    }
+    keys.addAll(List.of("yarn.resourcemanager.connect.retry-interval.ms", "yarn.resourcemanager.connect.max-wait.ms",
+        "yarn.node-labels.enabled", "yarn.resourcemanager.placement-constraints.handler",
+        "yarn.resourcemanager.recovery.enabled", "yarn.resourcemanager.work-preserving-recovery.enabled",
         "yarn.resourcemanager.scheduler.class", "yarn.resourcemanager.am.max-attempts",
         "yarn.scheduler.minimum-allocation-mb", "yarn.scheduler.maximum-allocation-mb",
         "yarn.scheduler.minimum-allocation-vcores", "yarn.scheduler.maximum-allocation-vcores",
@@ -384,7 +486,8 @@ public final class Main {
         "yarn.timeline-service.enabled", "yarn.http.policy",
         // secure profile only (absent otherwise): the principals clients check the servers against
         "yarn.resourcemanager.principal", "yarn.nodemanager.principal",
-        "yarn.resourcemanager.webapp.spnego-principal")) {
+        "yarn.resourcemanager.webapp.spnego-principal"));
+    for (String k : keys) {
       String v = eff.get(k); // get() expands ${...}
       if (v != null) {
         yarn.put(k, v);
@@ -396,6 +499,24 @@ public final class Main {
     writeXml(new File(dir, "hdfs-site.xml"), hdfs);
     writeXml(new File(dir, "yarn-site.xml"), yarn);
     writeXml(new File(dir, "resource-types.xml"), types);
+    writeXml(new File(dir, "capacity-scheduler.xml"), cs);
+  }
+
+  /**
+   * Writes yarn-site.xml (every key this launcher set) and capacity-scheduler.xml into dir,
+   * which run.sh puts first on the class path: a ResourceManager turning active reloads its
+   * queues and settings from there, not from the Configuration it was started with.
+   */
+  static void writeJvmConf(File dir, Configuration conf, Map<String, String> cs) throws IOException {
+    Files.createDirectories(dir.toPath());
+    Map<String, String> site = new java.util.TreeMap<>();
+    for (Map.Entry<String, String> e : conf) {
+      String[] src = conf.getPropertySources(e.getKey());
+      if (src != null && List.of(src).contains("programmatically")) {
+        site.put(e.getKey(), e.getValue());
+      }
+    }
+    writeXml(new File(dir, "yarn-site.xml"), site);
     writeXml(new File(dir, "capacity-scheduler.xml"), cs);
   }
 
@@ -420,9 +541,13 @@ public final class Main {
    * Runs once: from the main thread on SIGTERM/SIGINT/stdin EOF, or from the JVM's shutdown
    * hook on any other exit.
    */
-  static void stopAll(MiniYARNCluster yarn, MiniDFSCluster dfs) {
+  static void stopAll(Yarn yarn, MiniDFSCluster dfs) {
     if (!STOPPED.compareAndSet(false, true)) {
       return;
+    }
+    Admin admin = ADMIN.get();
+    if (admin != null) {
+      admin.stop();
     }
     List<Thread> steps = new ArrayList<>();
     steps.add(new Thread(yarn::stop, "stop-yarn"));
@@ -446,40 +571,13 @@ public final class Main {
   /** The secure profile's KDC, stopped last. */
   static final java.util.concurrent.atomic.AtomicReference<Secure> SECURE = new java.util.concurrent.atomic.AtomicReference<>();
 
+  /** The fault verbs' endpoint, stopped first. */
+  static final java.util.concurrent.atomic.AtomicReference<Admin> ADMIN = new java.util.concurrent.atomic.AtomicReference<>();
+
   static final java.util.concurrent.atomic.AtomicBoolean STOPPED = new java.util.concurrent.atomic.AtomicBoolean();
 
-  static void installShutdownHook(MiniYARNCluster yarn, MiniDFSCluster dfs) {
+  static void installShutdownHook(Yarn yarn, MiniDFSCluster dfs) {
     Runtime.getRuntime().addShutdownHook(new Thread(() -> stopAll(yarn, dfs), "xres-minicluster-stop"));
-  }
-
-  /**
-   * Gives each YARN web app its own Guice pipeline back. WebApps registers Jetty's "guice"
-   * filter by class name, so Jetty builds a GuiceFilter that routes through Guice's static
-   * pipeline, and that holds whichever injector was created last: in one JVM the last
-   * NodeManager then answers on every web port, and the RM's /ws/v1/cluster/* is a 404. Each
-   * WebApp also keeps the GuiceFilter its own injector built; put that one into the holder.
-   */
-  static void isolateWebApps(MiniYARNCluster yarn, int nms) throws ReflectiveOperationException {
-    List<WebApp> apps = new ArrayList<>();
-    apps.add((WebApp) field(ResourceManager.class, "webApp").get(yarn.getResourceManager()));
-    for (int i = 0; i < nms; i++) {
-      for (Service s : yarn.getNodeManager(i).getServices()) {
-        if (s instanceof WebServer) {
-          apps.add((WebApp) field(WebServer.class, "webApp").get(s));
-        }
-      }
-    }
-    if (apps.size() != nms + 1) {
-      throw new IllegalStateException("found " + apps.size() + " YARN web apps, want " + (nms + 1));
-    }
-    for (WebApp app : apps) {
-      GuiceFilter own = (GuiceFilter) field(WebApp.class, "guiceFilter").get(app);
-      FilterHolder holder = app.httpServer().getWebAppContext().getServletHandler().getFilter("guice");
-      if (own == null || holder == null) {
-        throw new IllegalStateException("web app " + app.name() + " has no guice filter to isolate");
-      }
-      field(FilterHolder.class, "_filter").set(holder, own);
-    }
   }
 
   static java.lang.reflect.Field field(Class<?> c, String name) throws NoSuchFieldException {
@@ -498,6 +596,20 @@ public final class Main {
     } catch (IOException e) {
       throw new IllegalStateException("port " + port + " (--" + option + ") is in use: " + e.getMessage());
     }
+  }
+
+  /**
+   * The AMRMToken master key rolls every secs seconds. The RM demands an interval over
+   * 3 x yarn.am.liveness-monitor.expiry-interval-ms (its activation delay is 1.5 x that, and
+   * the interval must exceed twice the delay), so that expiry drops with it: an AM silent
+   * for a third of the interval is then expired.
+   */
+  static void amRmRolling(Configuration conf, int secs) {
+    if (secs == 0) {
+      return;
+    }
+    conf.setLong("yarn.resourcemanager.am-rm-tokens.master-key-rolling-interval-secs", secs);
+    conf.setLong("yarn.am.liveness-monitor.expiry-interval-ms", secs * 1000L / 3 - 500);
   }
 
   static int num(Map<String, String> opt, String k) {

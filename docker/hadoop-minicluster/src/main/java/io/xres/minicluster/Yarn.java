@@ -1,0 +1,509 @@
+package io.xres.minicluster;
+
+import java.io.File;
+import java.io.IOException;
+import java.io.InputStream;
+import java.net.HttpURLConnection;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.net.URL;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.google.inject.servlet.GuiceFilter;
+import org.apache.hadoop.ha.HAServiceProtocol;
+import org.apache.hadoop.ha.HAServiceProtocol.RequestSource;
+import org.apache.hadoop.ha.HAServiceProtocol.StateChangeRequestInfo;
+import org.apache.hadoop.service.Service;
+import org.apache.hadoop.yarn.api.records.NodeId;
+import org.apache.hadoop.yarn.conf.YarnConfiguration;
+import org.apache.hadoop.yarn.server.nodemanager.NodeManager;
+import org.apache.hadoop.yarn.server.nodemanager.webapp.WebServer;
+import org.apache.hadoop.yarn.server.resourcemanager.ClusterMetrics;
+import org.apache.hadoop.yarn.server.resourcemanager.ResourceManager;
+import org.apache.hadoop.yarn.server.resourcemanager.scheduler.QueueMetrics;
+import org.apache.hadoop.yarn.webapp.WebApp;
+import org.eclipse.jetty.servlet.FilterHolder;
+
+/**
+ * The YARN half of the test cluster, started by hand rather than through MiniYARNCluster so
+ * that it has what a real cluster has: every NodeManager on its own loopback address
+ * (127.0.0.2, 127.0.0.3, ...: node ids {@code 127.0.0.N:port}, N distinct hosts to YARN), a
+ * ResourceManager that recovers work-preserving from a file-system state store under the
+ * work folder, optionally a second ResourceManager for manual HA failover, node labels, and
+ * the fault verbs (restart or fail over the RM, kill or start a NodeManager) that {@link Admin}
+ * serves. Each verb returns once its effect shows in the active RM's REST API.
+ */
+final class Yarn {
+  /** Bounds every verb's wait for the REST API to show its effect. */
+  static final long VERB_TIMEOUT_MS = 180_000;
+
+  /** Node label the launcher defines (and puts on the --label-nodes). */
+  static final String LABEL = "gpu";
+
+  /** One ResourceManager slot: its HA id ("" without HA) and its configuration. */
+  static final class Rm {
+    final String id;
+    final YarnConfiguration conf;
+    ResourceManager rm;
+
+    Rm(String id, YarnConfiguration conf) {
+      this.id = id;
+      this.conf = conf;
+    }
+
+    String webapp() {
+      return conf.get(key("yarn.resourcemanager.webapp.address", id));
+    }
+  }
+
+  /** One NodeManager slot: a fixed host and fixed ports, so a restarted one keeps its node id. */
+  static final class Node {
+    final int index;
+    final String host;
+    final File dir;
+    final int port;
+    final int localizerPort;
+    final int webPort;
+    NodeManager nm;
+
+    Node(int index, String host, File dir, int port, int localizerPort, int webPort) {
+      this.index = index;
+      this.host = host;
+      this.dir = dir;
+      this.port = port;
+      this.localizerPort = localizerPort;
+      this.webPort = webPort;
+    }
+
+    String id() {
+      return host + ":" + port;
+    }
+
+    String http() {
+      return host + ":" + webPort;
+    }
+
+    File localDir() {
+      return new File(dir, "local");
+    }
+
+    File logDir() {
+      return new File(dir, "logs");
+    }
+  }
+
+  final YarnConfiguration base;
+  final List<Rm> rms = new ArrayList<>();
+  final List<Node> nodes = new ArrayList<>();
+  final Set<Integer> labelNodes;
+  private final ObjectMapper json = new ObjectMapper();
+
+  /**
+   * @param base the cluster's configuration (RM addresses, scheduler, resources); with HA it
+   *     holds the per-id addresses and rmIds lists the ids
+   * @param nodeHosts one loopback address per NodeManager
+   */
+  Yarn(YarnConfiguration base, List<String> rmIds, List<String> nodeHosts, File nmRoot, Set<Integer> labelNodes)
+      throws IOException {
+    this.base = base;
+    this.labelNodes = labelNodes;
+    for (String id : rmIds) {
+      YarnConfiguration c = new YarnConfiguration(base);
+      if (!id.isEmpty()) {
+        c.set("yarn.resourcemanager.ha.id", id);
+      }
+      rms.add(new Rm(id, c));
+    }
+    for (int i = 0; i < nodeHosts.size(); i++) {
+      String h = nodeHosts.get(i);
+      checkLoopback(h);
+      nodes.add(new Node(i, h, new File(nmRoot, "nm" + i), freePort(h), freePort(h), freePort(h)));
+    }
+  }
+
+  /** {@code key} for one RM: with HA, its {@code key.<id>} form. */
+  static String key(String key, String id) {
+    return id.isEmpty() ? key : key + "." + id;
+  }
+
+  boolean ha() {
+    return rms.size() > 1;
+  }
+
+  /** Starts the RMs (the first becomes active) and the NodeManagers; waits for registration. */
+  void start() throws Exception {
+    for (Rm r : rms) {
+      startRm(r);
+    }
+    if (ha()) {
+      rms.get(0).rm.getRMContext().getRMAdminService().transitionToActive(userRequest());
+    }
+    active().rm.getRMContext().getNodeLabelManager().addToCluserNodeLabelsWithDefaultExclusivity(Set.of(LABEL));
+    for (Node n : nodes) {
+      startNode(n);
+    }
+    waitFor("all NodeManagers RUNNING", ignored -> allNodesRunning());
+    if (!labelNodes.isEmpty()) {
+      Map<NodeId, Set<String>> labels = new LinkedHashMap<>();
+      for (int i : labelNodes) {
+        labels.put(NodeId.newInstance(nodes.get(i).host, 0), Set.of(LABEL));
+      }
+      active().rm.getRMContext().getNodeLabelManager().replaceLabelsOnNode(labels);
+      waitFor("node label " + LABEL + " on nodes " + labelNodes, ignored -> labelsShown());
+    }
+  }
+
+  private void startRm(Rm r) {
+    ClusterMetrics.destroy();
+    QueueMetrics.clearQueueMetrics();
+    ResourceManager rm = new ResourceManager() {
+      @Override
+      protected void doSecureLogin() {
+        // the JVM is logged in already (Secure.login)
+      }
+    };
+    rm.init(new YarnConfiguration(r.conf));
+    rm.start();
+    r.rm = rm;
+    isolate(webApp(ResourceManager.class, "webApp", rm));
+  }
+
+  private void startNode(Node n) throws IOException {
+    YarnConfiguration c = new YarnConfiguration(base);
+    c.set("yarn.nodemanager.hostname", n.host);
+    c.set("yarn.nodemanager.bind-host", n.host);
+    c.set("yarn.nodemanager.address", n.host + ":" + n.port);
+    c.set("yarn.nodemanager.localizer.address", n.host + ":" + n.localizerPort);
+    c.set("yarn.nodemanager.webapp.address", n.host + ":" + n.webPort);
+    c.set("yarn.nodemanager.local-dirs", n.localDir().getPath());
+    c.set("yarn.nodemanager.log-dirs", n.logDir().getPath());
+    // Recovery, supervised: a stopped NodeManager neither unregisters nor kills its
+    // containers, as when its process dies (nm-kill).
+    c.setBoolean("yarn.nodemanager.recovery.enabled", true);
+    c.setBoolean("yarn.nodemanager.recovery.supervised", true);
+    c.set("yarn.nodemanager.recovery.dir", new File(n.dir, "recovery").getPath());
+    NodeManager nm = new NodeManager() {
+      @Override
+      protected void doSecureLogin() {
+        // the JVM is logged in already (Secure.login)
+      }
+    };
+    nm.init(c);
+    nm.start();
+    n.nm = nm;
+    for (Service s : nm.getServices()) {
+      if (s instanceof WebServer) {
+        isolate(webApp(WebServer.class, "webApp", s));
+      }
+    }
+  }
+
+  /** The active RM: the only one without HA. */
+  Rm active() {
+    for (Rm r : rms) {
+      if (r.rm != null && r.rm.getRMContext().getHAServiceState() == HAServiceProtocol.HAServiceState.ACTIVE) {
+        return r;
+      }
+    }
+    throw new IllegalStateException("no active ResourceManager");
+  }
+
+  /** rm-restart: stops the active RM and starts a fresh one on the same state store. */
+  synchronized String rmRestart() throws Exception {
+    Rm r = active();
+    ResourceManager old = r.rm;
+    r.rm = null;
+    old.stop();
+    startRm(r);
+    if (ha()) {
+      r.rm.getRMContext().getRMAdminService().transitionToActive(userRequest());
+    }
+    waitFor("RM " + name(r) + " ACTIVE with every live NodeManager re-registered RUNNING",
+        ignored -> haState(r).equals("ACTIVE") && allNodesRunning());
+    return "restarted ResourceManager " + name(r) + "; " + nodesLine();
+  }
+
+  /** rm-failover: the active RM goes standby, the other one active. */
+  synchronized String rmFailover() throws Exception {
+    if (!ha()) {
+      throw new IllegalStateException("rm-failover needs the HA profile (XRES_MINICLUSTER_HA=1)");
+    }
+    Rm from = active();
+    Rm to = rms.get((rms.indexOf(from) + 1) % rms.size());
+    from.rm.getRMContext().getRMAdminService().transitionToStandby(userRequest());
+    to.rm.getRMContext().getRMAdminService().transitionToActive(userRequest());
+    waitFor("RM " + to.id + " ACTIVE, " + from.id + " STANDBY, every live NodeManager RUNNING",
+        ignored -> haState(to).equals("ACTIVE") && haState(from).equals("STANDBY") && allNodesRunning());
+    return "failed over from " + from.id + " to " + to.id + " (now active, web " + to.webapp() + "); " + nodesLine();
+  }
+
+  /**
+   * nm-kill: NodeManager n dies with its containers, as when its host is lost: it stops
+   * without telling the RM, its container processes are killed, and the RM marks it LOST once
+   * yarn.nm.liveness-monitor.expiry-interval-ms passes.
+   */
+  synchronized String nmKill(int i) throws Exception {
+    Node n = node(i);
+    if (n.nm == null) {
+      throw new IllegalStateException("NodeManager " + i + " (" + n.id() + ") is not running");
+    }
+    NodeManager nm = n.nm;
+    n.nm = null;
+    nm.stop();
+    int killed = killContainers(n);
+    waitFor("node " + n.id() + " LOST", ignored -> nodeState(n).equals("LOST"));
+    return "killed NodeManager " + i + " (" + n.id() + ") and " + killed + " container process(es); RM: LOST";
+  }
+
+  /** nm-start: starts NodeManager n again (same host and ports, so the same node id). */
+  synchronized String nmStart(int i) throws Exception {
+    Node n = node(i);
+    if (n.nm != null) {
+      throw new IllegalStateException("NodeManager " + i + " (" + n.id() + ") is already running");
+    }
+    startNode(n);
+    waitFor("node " + n.id() + " RUNNING", ignored -> nodeState(n).equals("RUNNING"));
+    return "started NodeManager " + i + " (" + n.id() + "); RM: RUNNING";
+  }
+
+  /** nm-list: one line per NodeManager: index, node id, RM state, http address, labels, process. */
+  synchronized String nmList() throws IOException {
+    Map<String, JsonNode> byId = restNodes();
+    StringBuilder sb = new StringBuilder();
+    for (Node n : nodes) {
+      JsonNode j = byId.get(n.id());
+      String state = j == null ? "-" : j.path("state").asText("-");
+      List<String> labels = new ArrayList<>();
+      if (j != null) {
+        j.path("nodeLabels").forEach(l -> labels.add(l.asText()));
+      }
+      sb.append(n.index).append(' ').append(n.id()).append(' ').append(state).append(' ').append(n.http())
+          .append(" labels=").append(String.join(",", labels))
+          .append(" process=").append(n.nm == null ? "stopped" : "running").append('\n');
+    }
+    return sb.toString();
+  }
+
+  void stop() {
+    for (Node n : nodes) {
+      if (n.nm != null) {
+        n.nm.stop();
+      }
+    }
+    for (Rm r : rms) {
+      if (r.rm != null) {
+        r.rm.stop();
+      }
+    }
+  }
+
+  private Node node(int i) {
+    if (i < 0 || i >= nodes.size()) {
+      throw new IllegalArgumentException("no NodeManager " + i + ": the cluster has 0.." + (nodes.size() - 1));
+    }
+    return nodes.get(i);
+  }
+
+  /** Kills the container processes of node n (those under its local dirs), whole trees. */
+  static int killContainers(Node n) {
+    String dir = n.localDir().getAbsolutePath() + File.separator;
+    int killed = 0;
+    for (ProcessHandle p : (Iterable<ProcessHandle>) ProcessHandle.current().children()::iterator) {
+      String cmd = p.info().commandLine().orElse("");
+      if (!cmd.contains(dir)) {
+        continue;
+      }
+      p.descendants().forEach(ProcessHandle::destroyForcibly);
+      p.destroyForcibly();
+      killed++;
+    }
+    return killed;
+  }
+
+  private static String name(Rm r) {
+    return r.id.isEmpty() ? r.webapp() : r.id;
+  }
+
+  private static StateChangeRequestInfo userRequest() {
+    return new StateChangeRequestInfo(RequestSource.REQUEST_BY_USER);
+  }
+
+  // ---- what the REST API shows ----
+
+  interface Check {
+    boolean ok(Void ignored) throws IOException;
+  }
+
+  /** Polls check until true, at most VERB_TIMEOUT_MS; the error names what was awaited and the last state. */
+  void waitFor(String what, Check check) throws Exception {
+    long deadline = System.currentTimeMillis() + VERB_TIMEOUT_MS;
+    String last = "";
+    while (true) {
+      try {
+        if (check.ok(null)) {
+          return;
+        }
+        last = nodesLine();
+      } catch (IOException e) {
+        last = e.toString();
+      }
+      if (System.currentTimeMillis() > deadline) {
+        throw new IllegalStateException("timed out after " + VERB_TIMEOUT_MS / 1000 + " s waiting for " + what
+            + " in the RM REST API; last seen: " + last);
+      }
+      Thread.sleep(250);
+    }
+  }
+
+  JsonNode get(String webapp, String path) throws IOException {
+    URL u = new URL("http://" + webapp + path);
+    HttpURLConnection c = (HttpURLConnection) u.openConnection();
+    c.setConnectTimeout(5000);
+    c.setReadTimeout(10000);
+    c.setInstanceFollowRedirects(false);
+    c.setRequestProperty("Accept", "application/json");
+    try {
+      int code = c.getResponseCode();
+      if (code != 200) {
+        throw new IOException("GET " + u + ": HTTP " + code);
+      }
+      try (InputStream in = c.getInputStream()) {
+        return json.readTree(new String(in.readAllBytes(), StandardCharsets.UTF_8));
+      }
+    } finally {
+      c.disconnect();
+    }
+  }
+
+  String haState(Rm r) throws IOException {
+    return get(r.webapp(), "/ws/v1/cluster/info").path("clusterInfo").path("haState").asText();
+  }
+
+  /** Every node the active RM knows, by node id, in all states. */
+  Map<String, JsonNode> restNodes() throws IOException {
+    Map<String, JsonNode> out = new LinkedHashMap<>();
+    JsonNode list = get(active().webapp(),
+        "/ws/v1/cluster/nodes?states=NEW,RUNNING,UNHEALTHY,DECOMMISSIONING,DECOMMISSIONED,LOST,REBOOTED,SHUTDOWN")
+        .path("nodes").path("node");
+    list.forEach(n -> out.put(n.path("id").asText(), n));
+    return out;
+  }
+
+  String nodeState(Node n) throws IOException {
+    JsonNode j = restNodes().get(n.id());
+    return j == null ? "" : j.path("state").asText();
+  }
+
+  /** Every NodeManager whose process runs is RUNNING at the active RM. */
+  boolean allNodesRunning() throws IOException {
+    Map<String, JsonNode> byId = restNodes();
+    for (Node n : nodes) {
+      JsonNode j = byId.get(n.id());
+      if (n.nm != null && (j == null || !j.path("state").asText().equals("RUNNING"))) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  private boolean labelsShown() throws IOException {
+    Map<String, JsonNode> byId = restNodes();
+    for (int i : labelNodes) {
+      JsonNode j = byId.get(nodes.get(i).id());
+      if (j == null || !j.path("nodeLabels").toString().contains("\"" + LABEL + "\"")) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  String nodesLine() {
+    try {
+      List<String> parts = new ArrayList<>();
+      restNodes().forEach((id, j) -> parts.add(id + "=" + j.path("state").asText()));
+      return "nodes " + (parts.isEmpty() ? "(none)" : String.join(" ", parts));
+    } catch (IOException | IllegalStateException e) {
+      return "nodes unknown (" + e.getMessage() + ")";
+    }
+  }
+
+  // ---- web apps, addresses ----
+
+  static WebApp webApp(Class<?> c, String field, Object o) {
+    try {
+      return (WebApp) Main.field(c, field).get(o);
+    } catch (ReflectiveOperationException e) {
+      throw new IllegalStateException("cannot reach the web app of " + c.getSimpleName() + ": " + e, e);
+    }
+  }
+
+  /**
+   * Gives a YARN web app its own Guice pipeline back. WebApps registers Jetty's "guice"
+   * filter by class name, so Jetty builds a GuiceFilter that routes through Guice's static
+   * pipeline, which holds whichever injector was created last: in one JVM the last
+   * NodeManager would answer on every web port, and the RM's /ws/v1/cluster/* would be a 404.
+   * Each WebApp keeps the GuiceFilter its own injector built; put that one into the holder.
+   */
+  static void isolate(WebApp app) {
+    try {
+      GuiceFilter own = (GuiceFilter) Main.field(WebApp.class, "guiceFilter").get(app);
+      FilterHolder holder = app.httpServer().getWebAppContext().getServletHandler().getFilter("guice");
+      if (own == null || holder == null) {
+        throw new IllegalStateException("web app " + app.name() + " has no guice filter to isolate");
+      }
+      Main.field(FilterHolder.class, "_filter").set(holder, own);
+    } catch (ReflectiveOperationException e) {
+      throw new IllegalStateException("cannot isolate web app " + app.name() + ": " + e, e);
+    }
+  }
+
+  /** A port free on host now (the NodeManager needs fixed ports to keep its node id). */
+  static int freePort(String host) throws IOException {
+    try (ServerSocket s = new ServerSocket()) {
+      s.bind(new InetSocketAddress(host, 0));
+      return s.getLocalPort();
+    }
+  }
+
+  /** The node hosts must be loopback addresses that name themselves (no /etc/hosts entry). */
+  static void checkLoopback(String host) throws IOException {
+    InetAddress a = InetAddress.getByName(host);
+    if (!a.isLoopbackAddress()) {
+      throw new IllegalArgumentException("NodeManager host " + host + " is not a loopback address");
+    }
+    String canonical = a.getCanonicalHostName();
+    if (!canonical.equals(host)) {
+      throw new IllegalStateException("NodeManager host " + host + " resolves back to '" + canonical
+          + "' (an /etc/hosts entry?): its node id would not be " + host + ":port; remove that entry");
+    }
+  }
+
+  static Set<Integer> parseIndices(String option, String v, int n) {
+    Set<Integer> out = new LinkedHashSet<>();
+    if (v.isBlank()) {
+      return out;
+    }
+    for (String s : v.split(",")) {
+      try {
+        int i = Integer.parseInt(s.trim());
+        if (i < 0 || i >= n) {
+          throw new NumberFormatException("out of range");
+        }
+        out.add(i);
+      } catch (NumberFormatException e) {
+        throw new IllegalArgumentException("option --" + option + "=" + v + ": '" + s
+            + "' is not a NodeManager index 0.." + (n - 1));
+      }
+    }
+    return out;
+  }
+}
