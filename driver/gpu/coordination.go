@@ -34,7 +34,9 @@ type Coordination struct {
 // CoordinationOf works out, without side effects, how the GPU driver for
 // resource with these params picks its mode and coordinates: script mode
 // when discovery-script.path names an existing file (Flink's default path,
-// not installed, means built-in); in built-in mode coordination is on by
+// not installed, means built-in), where a Flink script coordinates itself
+// when its args say so and a Spark one (discovery-script.protocol spark) is
+// coordinated by xres as in built-in mode; in built-in mode coordination is on by
 // default, off with coordination.enabled=false unless Flink's
 // --enable-coordination-mode is in discovery-script.args; the state file is
 // coordination.file, else Flink's --coordination-file, else
@@ -57,6 +59,19 @@ func CoordinationOf(resource string, param map[string]string, getenv func(string
 			c.Warnings = append(c.Warnings, "Flink's default GPU discovery script "+path+" is not installed; using built-in discovery (NVML, else nvidia-smi)")
 		} else {
 			c.Script = path
+			protocol, err := protocolParam.Choice(resource, param)
+			if err != nil {
+				return Coordination{}, err
+			}
+			if protocol == ProtocolSpark {
+				// A Spark script lists every device: xres coordinates.
+				c.Warnings = append(c.Warnings, s.Warnings[len(s.Flink.Warnings):]...)
+				c.Mode, c.StateFile = CoordOff, ""
+				if s.Enabled {
+					c.Mode, c.StateFile = CoordXres, s.StateFile
+				}
+				return c, nil
+			}
 			if !s.Flink.Enabled {
 				c.Mode = CoordOff
 				return c, nil

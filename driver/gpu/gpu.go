@@ -51,18 +51,19 @@ const (
 
 // Params (external-resource.<name>.param.<key>).
 const (
-	ParamScriptPath    = "discovery-script.path"    // Flink's
-	ParamScriptArgs    = coord.ParamScriptArgs      // Flink's
-	ParamScriptTimeout = "discovery-script.timeout" // default 10 s
-	ParamSource        = "discovery.source"         // auto | nvml | nvidia-smi
-	ParamNvidiaSMI     = "nvidia-smi.path"          // default: nvidia-smi on PATH
-	ParamNVMLLibrary   = "nvml.library"             // default: libnvidia-ml.so.1
-	ParamCoordEnabled  = coord.ParamEnabled         // default true (built-in mode)
-	ParamCoordFile     = coord.ParamFile            // default coord.DefaultStateFile
-	ParamSMITimeout    = "nvidia-smi.timeout"       // default xres.discovery.timeout, else 10 s
-	ParamMIGStrategy   = "mig.strategy"             // none (default) | single | mixed
-	ParamMIGProfile    = "mig.profile"              // only MIG instances of this profile, e.g. 1g.10gb
-	ParamHealth        = "health.enabled"           // default true: unhealthy GPUs are not handed out
+	ParamScriptPath     = "discovery-script.path"     // Flink's
+	ParamScriptArgs     = coord.ParamScriptArgs       // Flink's
+	ParamScriptTimeout  = "discovery-script.timeout"  // default 10 s
+	ParamScriptProtocol = "discovery-script.protocol" // auto | flink | spark
+	ParamSource         = "discovery.source"          // auto | nvml | nvidia-smi
+	ParamNvidiaSMI      = "nvidia-smi.path"           // default: nvidia-smi on PATH
+	ParamNVMLLibrary    = "nvml.library"              // default: libnvidia-ml.so.1
+	ParamCoordEnabled   = coord.ParamEnabled          // default true (built-in mode)
+	ParamCoordFile      = coord.ParamFile             // default coord.DefaultStateFile
+	ParamSMITimeout     = "nvidia-smi.timeout"        // default xres.discovery.timeout, else 10 s
+	ParamMIGStrategy    = "mig.strategy"              // none (default) | single | mixed
+	ParamMIGProfile     = "mig.profile"               // only MIG instances of this profile, e.g. 1g.10gb
+	ParamHealth         = "health.enabled"            // default true: unhealthy GPUs are not handed out
 )
 
 // Defaults.
@@ -135,8 +136,18 @@ func newDriver(opts driver.Options, d deps) (driver.Driver, error) {
 		if opts.DryRun && co.Mode == CoordScript {
 			log.Info("dry run: the discovery script coordinates by itself and will record its choice")
 		}
+		protocol, err := protocolParam.Choice(opts.Resource, opts.Params)
+		if err != nil {
+			return nil, err
+		}
+		settings, err := coord.ParseParams(opts.Resource, opts.Params)
+		if err != nil {
+			return nil, err
+		}
 		args := strings.Fields(coord.ScriptArgsParam.Get(opts.Params))
-		return &scriptDriver{resource: opts.Resource, path: co.Script, args: args, timeout: timeout, log: log}, nil
+		opts.Log = log
+		return &scriptDriver{resource: opts.Resource, path: co.Script, args: args, protocol: protocol, timeout: timeout, log: log,
+			spark: &sparkSelect{opts: opts, settings: settings}}, nil
 	}
 
 	// Built-in mode.

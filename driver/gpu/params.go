@@ -18,6 +18,14 @@ var (
 			"plugins/external-resource-gpu/nvidia-gpu-discovery.sh when it is not installed: the GPU driver " +
 			"discovers through NVML or nvidia-smi.",
 	})
+	protocolParam = driver.Declare(driver.Param{
+		Name: ParamScriptProtocol, Type: conf.TypeString, Values: []string{ProtocolAuto, ProtocolFlink, ProtocolSpark},
+		Doc: "GPU driver: the protocol of discovery-script.path. `flink`: called as `script <amount> <args...>`, it " +
+			"prints one line of comma-separated indices and picks the devices itself. `spark`: called without " +
+			"arguments, it prints Spark's ResourceInformation JSON (`{\"name\":\"gpu\",\"addresses\":[\"0\",\"1\"]}`, " +
+			"as Spark's getGpusResources.sh does); its addresses are the candidates and xres's coordination " +
+			"(coordination.*) picks amount of them. `auto`: called as Flink's; output starting with `{` is read as Spark's.",
+	})
 	scriptTimeoutParam = driver.Declare(driver.Param{
 		Name: ParamScriptTimeout, Type: conf.TypeDuration,
 		Doc: "GPU driver: time limit of the discovery script; on expiry its whole process group is killed. " +
@@ -62,7 +70,7 @@ var (
 
 // Params lists every param the GPU driver reads.
 func Params() []driver.Param {
-	return []driver.Param{scriptPathParam, coord.ScriptArgsParam, scriptTimeoutParam, sourceParam,
+	return []driver.Param{scriptPathParam, coord.ScriptArgsParam, protocolParam, scriptTimeoutParam, sourceParam,
 		nvidiaSMIParam, smiTimeoutParam, nvmlLibraryParam, migStrategyParam, migProfileParam, healthParam,
 		coord.EnabledParam, coord.FileParam}
 }

@@ -26,29 +26,56 @@ var (
 	ErrScriptOutput = errors.New("discovery script printed no valid index list")
 )
 
-// scriptDriver runs a Flink-protocol discovery script:
+// Protocols a discovery script speaks (param discovery-script.protocol).
+const (
+	// ProtocolAuto: called as Flink's; the output tells which it speaks
+	// (Spark's JSON starts with "{").
+	ProtocolAuto = "auto"
+	// ProtocolFlink: Flink's, the script picks the devices.
+	ProtocolFlink = "flink"
+	// ProtocolSpark: Spark's, called without arguments; it lists every
+	// device and xres's coordination picks amount of them.
+	ProtocolSpark = "spark"
+)
+
+// scriptDriver runs a discovery script, in one of two protocols:
 //
-//	<script> <amount> <args…>   → first stdout line "0,1" ; exit 0
+//	Flink:  <script> <amount> <args…>  → first stdout line "0,1"; exit 0
+//	        (the script picks the devices, and coordinates itself if its
+//	        args say so)
+//	Spark:  <script>                   → stdout {"name":"gpu","addresses":["0","1",…]}; exit 0
+//	        (every device of the host; xres's coordination picks amount)
 //
 // Unlike Flink it passes no literal "null" when discovery-script.args is
 // unset, fails when fewer indices than amount come back, and kills the
-// script's whole process group on timeout.
+// script's whole process group on timeout. With ProtocolAuto the script is
+// called as Flink's and its output decides.
 type scriptDriver struct {
 	resource string
 	path     string
 	args     []string
+	protocol string // ProtocolAuto, ProtocolFlink or ProtocolSpark
 	timeout  time.Duration
 	log      logrus.FieldLogger
+	// spark selects among a Spark script's addresses; built on the first
+	// Spark output, so a Flink script never opens the coordination state.
+	spark *sparkSelect
 }
 
-var _ driver.Driver = (*scriptDriver)(nil)
+var (
+	_ driver.Driver   = (*scriptDriver)(nil)
+	_ driver.Releaser = (*scriptDriver)(nil)
+)
 
 // Discover implements driver.Driver.
 func (s *scriptDriver) Discover(ctx context.Context, amount int64) ([]resources.Info, error) {
 	if amount <= 0 {
 		return nil, fmt.Errorf("discover %s: amount must be positive, got %d", s.resource, amount)
 	}
-	args := append([]string{strconv.FormatInt(amount, 10)}, s.args...)
+	var args []string
+	if s.protocol != ProtocolSpark {
+		args = append([]string{strconv.FormatInt(amount, 10)}, s.args...)
+	}
 	start := time.Now()
 	res, err := run(ctx, s.path, args, nil, s.timeout)
 	if err != nil {
@@ -69,6 +96,15 @@ func (s *scriptDriver) Discover(ctx context.Context, amount int64) ([]resources.
 		}
 		return nil, fmt.Errorf("run discovery script %s %s: %w: %s%s",
 			s.path, strings.Join(args, " "), ErrScriptFailed, how, outputTail(res))
+	}
+	if s.protocol == ProtocolSpark || (s.protocol == ProtocolAuto && IsSparkOutput(res.stdout)) {
+		addrs, err := ParseSparkScriptOutput(s.resource, res.stdout)
+		if err != nil {
+			return nil, fmt.Errorf("run discovery script %s: %w", s.path, err)
+		}
+		s.log.WithFields(logrus.Fields{"resource": s.resource, "script": s.path, "addresses": strings.Join(addrs, ","), "took": time.Since(start)}).
+			Debug("discovery script printed Spark's JSON; xres picks among its addresses")
+		return s.spark.discover(ctx, addrs, amount)
 	}
 	indices, err := ParseScriptOutput(res.stdout)
 	if err != nil {

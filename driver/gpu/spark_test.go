@@ -1,0 +1,152 @@
+package gpu
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/xres/xres/driver"
+)
+
+func sparkScript(t *testing.T) string {
+	t.Helper()
+	p, err := filepath.Abs(filepath.Join("testdata", "scripts", "spark-style-discovery.sh"))
+	require.NoError(t, err)
+	return p
+}
+
+// TestSparkScriptCoordinated: a Spark script lists every GPU; xres's
+// coordination hands each caller amount of them that nobody holds, and
+// frees them on Release.
+func TestSparkScriptCoordinated(t *testing.T) {
+	for _, protocol := range []string{ProtocolSpark, ProtocolAuto} {
+		t.Run(protocol, func(t *testing.T) {
+			argsFile := filepath.Join(t.TempDir(), "args")
+			t.Setenv("XRES_ARGS_FILE", argsFile)
+			t.Setenv("XRES_FAKE_GPUS", "4")
+			state := filepath.Join(t.TempDir(), "state")
+			d, err := New(driver.Options{Resource: "gpu", Params: map[string]string{
+				ParamScriptPath: sparkScript(t), ParamScriptProtocol: protocol, ParamCoordFile: state}})
+			require.NoError(t, err)
+			infos, err := d.Discover(ctxT(t), 2)
+			require.NoError(t, err)
+			require.Equal(t, []string{"0", "1"}, indices(infos))
+			got, err := os.ReadFile(argsFile)
+			require.NoError(t, err)
+			if protocol == ProtocolSpark {
+				require.Equal(t, "0:\n", string(got), "Spark calls its script without arguments")
+			} else {
+				require.Equal(t, "1:2\n", string(got), "auto calls the script as Flink's")
+			}
+			infos, err = d.Discover(ctxT(t), 2)
+			require.NoError(t, err)
+			require.Equal(t, []string{"2", "3"}, indices(infos), "this process still holds 0 and 1")
+			_, err = d.Discover(ctxT(t), 1)
+			require.ErrorIs(t, err, driver.ErrNotEnoughDevices)
+
+			require.NoError(t, d.(driver.Releaser).Release(ctxT(t)))
+			infos, err = d.Discover(ctxT(t), 4)
+			require.NoError(t, err, "released")
+			require.Len(t, infos, 4)
+			require.NoError(t, d.(driver.Releaser).Release(ctxT(t)))
+		})
+	}
+}
+
+func TestSparkScriptUncoordinated(t *testing.T) {
+	t.Setenv("XRES_FAKE_GPUS", "3")
+	d, err := New(driver.Options{Resource: "gpu", Params: map[string]string{
+		ParamScriptPath: sparkScript(t), ParamScriptProtocol: "SPARK", ParamCoordEnabled: "false"}})
+	require.NoError(t, err)
+	for i := 0; i < 2; i++ {
+		infos, err := d.Discover(ctxT(t), 2)
+		require.NoError(t, err)
+		require.Equal(t, []string{"0", "1"}, indices(infos), "without coordination every caller gets the first")
+	}
+}
+
+func TestSparkScriptErrors(t *testing.T) {
+	t.Setenv("XRES_SPARK_NAME", "fpga")
+	d, err := New(driver.Options{Resource: "gpu", Params: map[string]string{
+		ParamScriptPath: sparkScript(t), ParamScriptProtocol: ProtocolSpark, ParamCoordFile: filepath.Join(t.TempDir(), "s")}})
+	require.NoError(t, err)
+	_, err = d.Discover(ctxT(t), 1)
+	require.ErrorIs(t, err, ErrScriptOutput)
+	require.ErrorContains(t, err, `Spark JSON is for resource "fpga", not gpu`)
+	require.ErrorContains(t, err, "spark-style-discovery.sh", "names the script")
+
+	// A Flink line under protocol spark is an error, not indices.
+	flink := writeScript(t, t.TempDir(), "flink.sh", "echo 0,1\n")
+	d, err = New(driver.Options{Resource: "gpu", Params: map[string]string{ParamScriptPath: flink, ParamScriptProtocol: ProtocolSpark}})
+	require.NoError(t, err)
+	_, err = d.Discover(ctxT(t), 1)
+	require.ErrorIs(t, err, ErrScriptOutput)
+
+	_, err = New(driver.Options{Resource: "gpu", Params: map[string]string{ParamScriptPath: flink, ParamScriptProtocol: "yarn"}})
+	require.ErrorIs(t, err, ErrInvalidParam)
+	require.ErrorContains(t, err, "external-resource.gpu.param.discovery-script.protocol")
+}
+
+func TestParseSparkScriptOutput(t *testing.T) {
+	for _, tc := range []struct {
+		name, out string
+		want      []string
+		errHas    string
+	}{
+		{name: "spark's example", out: `{"name":"gpu","addresses":["0","1"]}`, want: []string{"0", "1"}},
+		{name: "pretty, trailing newline, extra field", out: "{\n  \"name\": \"gpu\",\n  \"addresses\": [\"1\", \"3\"],\n  \"vendor\": \"nvidia.com\"\n}\n", want: []string{"1", "3"}},
+		{name: "uuids", out: `{"name":"gpu","addresses":["GPU-8c1d","MIG-77aa"]}`, want: []string{"GPU-8c1d", "MIG-77aa"}},
+		{name: "no devices", out: `{"name":"gpu","addresses":[]}`, want: []string{}},
+		{name: "other resource", out: `{"name":"fpga","addresses":["0"]}`, errHas: `for resource "fpga", not gpu`},
+		{name: "no name", out: `{"addresses":["0"]}`, errHas: `no "name"`},
+		{name: "numbers, not strings", out: `{"name":"gpu","addresses":[0,1]}`, errHas: "not Spark's ResourceInformation JSON"},
+		{name: "two objects", out: `{"name":"gpu","addresses":["0"]} {"name":"gpu"}`, errHas: "more than one JSON value"},
+		{name: "message", out: `{"name":"gpu","addresses":["no GPU found"]}`, errHas: `address "no GPU found"`},
+		{name: "twice", out: `{"name":"gpu","addresses":["0","0"]}`, errHas: `"0" twice`},
+		{name: "truncated", out: `{"name":"gpu","addr`, errHas: "not Spark's"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := ParseSparkScriptOutput("gpu", []byte(tc.out))
+			if tc.errHas != "" {
+				require.ErrorIs(t, err, ErrScriptOutput)
+				require.ErrorContains(t, err, tc.errHas)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tc.want, got)
+			require.True(t, IsSparkOutput([]byte(tc.out)))
+		})
+	}
+	require.False(t, IsSparkOutput([]byte("0,1\n")))
+	require.False(t, IsSparkOutput(nil))
+}
+
+func FuzzParseSparkScriptOutput(f *testing.F) {
+	f.Add([]byte(`{"name":"gpu","addresses":["0","1"]}`))
+	f.Add([]byte(`{"name":"gpu"`))
+	f.Fuzz(func(t *testing.T, out []byte) {
+		addrs, err := ParseSparkScriptOutput("gpu", out)
+		if err != nil {
+			require.ErrorIs(t, err, ErrScriptOutput)
+			return
+		}
+		for _, a := range addrs {
+			require.NoError(t, checkIndex(a))
+			require.NotEmpty(t, a)
+			require.False(t, strings.ContainsAny(a, ", \n"))
+		}
+	})
+}
+
+func TestCoordinationOfSparkScript(t *testing.T) {
+	script := sparkScript(t)
+	got, err := CoordinationOf("gpu", map[string]string{ParamScriptPath: script, ParamScriptProtocol: ProtocolSpark, ParamCoordFile: "/tmp/s"}, nil)
+	require.NoError(t, err)
+	require.Equal(t, Coordination{Mode: CoordXres, StateFile: "/tmp/s", Script: script}, got)
+	got, err = CoordinationOf("gpu", map[string]string{ParamScriptPath: script, ParamScriptProtocol: ProtocolSpark, ParamCoordEnabled: "false"}, nil)
+	require.NoError(t, err)
+	require.Equal(t, CoordOff, got.Mode)
+}
