@@ -11,12 +11,14 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/xres/xres/cmd/internal/version"
 	"github.com/xres/xres/yarn/amcli"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := amcli.Main(ctx, os.Args[1:], amcli.Env{Getenv: os.Getenv, Stdout: os.Stdout, Stderr: os.Stderr})
+	code := amcli.Main(ctx, os.Args[1:], amcli.Env{Getenv: os.Getenv, Stdout: os.Stdout, Stderr: os.Stderr,
+		Version: version.String("am")})
 	stop()
 	os.Exit(code)
 }

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 
+	"github.com/xres/xres/cmd/internal/version"
 	"github.com/xres/xres/driver/launch"
 )
 
@@ -31,5 +32,6 @@ func main() {
 		Stderr:   os.Stderr,
 		Signals:  sigs,
 		Registry: reg,
+		Version:  version.String("container-launcher"),
 	}))
 }

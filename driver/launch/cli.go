@@ -41,6 +41,8 @@ type Env struct {
 	Registry Registry
 	// Load reads the configuration; nil: LoadConfig.
 	Load Loader
+	// Version is what --version prints (cmd/ fills it from the build info).
+	Version string
 	// HTTP posts the device report to $XRES_AM_REPORT_URL; nil: a default
 	// client.
 	HTTP *http.Client
@@ -77,6 +79,8 @@ const usageText = `usage:
         show what would be discovered and who holds what (holds nothing)
   container-launcher check [flags]
         report configuration and host problems with a fix for each
+  container-launcher --version
+        version, commit and the Hadoop versions it was tested against
 
 flags:
   --conf FILE|DIR      Flink configuration (default: $FLINK_CONF_DIR)
@@ -196,6 +200,9 @@ func Main(ctx context.Context, args []string, env Env) int {
 			return runExecPinned(args[1:], env)
 		case "help", "-h", "-help", "--help":
 			fmt.Fprint(env.Stdout, usageText)
+			return ExitOK
+		case "--version", "version":
+			fmt.Fprint(env.Stdout, env.Version)
 			return ExitOK
 		}
 	}

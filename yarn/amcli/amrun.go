@@ -168,7 +168,7 @@ func cmdRun(ctx context.Context, args []string, e *env) error {
 		}
 	}
 	if e.deps.amClients == nil {
-		return fmt.Errorf("%w: the ApplicationMasterProtocol and ContainerManagementProtocol clients are not wired to am yet", errNotImplemented)
+		return fmt.Errorf("%w: the ApplicationMasterProtocol and ContainerManagementProtocol clients are not wired to am", errNotWired)
 	}
 
 	addr, _ := cfg.Get(am.KeyBindAddress)
@@ -196,6 +196,9 @@ func cmdRun(ctx context.Context, args []string, e *env) error {
 	workerEnv[resources.EnvReportURL] = strings.TrimSuffix(trackingURL, "/") + am.PathReport
 	confName := submit.ConfName(cfg.Path())
 	appID := appIDFromContainer(e.getenv("CONTAINER_ID"))
+	// The RM keeps the final diagnostics: with the worker lines in them, am
+	// status still lists the workers once this AM is gone.
+	rmc := &finishWithWorkers{RMClient: clients.RM}
 	a, err := am.New(am.Config{
 		AppID:  appID,
 		Plan:   plan,
@@ -211,11 +214,12 @@ func cmdRun(ctx context.Context, args []string, e *env) error {
 		Log:              e.log,
 		SubmitTime:       submitTime(e.getenv("APP_SUBMIT_TIME_ENV")),
 		PeakRSS:          peakRSS,
-	}, clients.RM, clients.NM, clients.Logs)
+	}, rmc, clients.NM, clients.Logs)
 	if err != nil {
 		l.Close()
 		return configError{err}
 	}
+	rmc.status = a.Status
 
 	sctx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup

@@ -28,6 +28,11 @@ type scriptRM struct {
 	reg      am.RegisterRequest
 	finished []am.FinishRequest
 	asks     []am.Ask
+	// nm is the NodeManager the containers run on: a container completes in
+	// a heartbeat after it was started there (starts run beside the
+	// heartbeat).
+	nm      *reportingNM
+	running []am.Completed
 }
 
 func (r *scriptRM) Register(ctx context.Context, req am.RegisterRequest) (am.RegisterResponse, error) {
@@ -42,6 +47,15 @@ func (r *scriptRM) Allocate(ctx context.Context, req am.AllocateRequest) (am.All
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var resp am.AllocateResponse
+	var still []am.Completed
+	for _, c := range r.running {
+		if r.nm.wasStarted(c.ID) {
+			resp.Completed = append(resp.Completed, c)
+		} else {
+			still = append(still, c)
+		}
+	}
+	r.running = still
 	for _, ask := range req.Asks {
 		r.asks = append(r.asks, ask)
 		for i := 0; i < ask.Count && r.next < len(r.exits); i++ {
@@ -49,7 +63,7 @@ func (r *scriptRM) Allocate(ctx context.Context, req am.AllocateRequest) (am.All
 			c := am.Container{ID: fmt.Sprintf("container_1700000000000_0001_01_%06d", r.next+1),
 				NodeID: fmt.Sprintf("nm%d:45454", r.next%2), NodeHTTP: "nm:8042", AllocationRequestID: ask.ID}
 			resp.Allocated = append(resp.Allocated, c)
-			resp.Completed = append(resp.Completed, am.Completed{ID: c.ID, ExitStatus: r.exits[r.next-1]})
+			r.running = append(r.running, am.Completed{ID: c.ID, ExitStatus: r.exits[r.next-1]})
 		}
 	}
 	return resp, nil
@@ -66,6 +80,13 @@ type reportingNM struct {
 	mu       sync.Mutex
 	launches []am.LaunchContext
 	reports  []int
+	started  map[string]bool
+}
+
+func (n *reportingNM) wasStarted(id string) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.started[id]
 }
 
 func (n *reportingNM) StartContainer(ctx context.Context, c am.Container, tok am.Token, l am.LaunchContext) error {
@@ -76,6 +97,10 @@ func (n *reportingNM) StartContainer(ctx context.Context, c am.Container, tok am
 		Resources: map[string][]resources.Properties{"gpu": {{"index": "0"}}}})
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	if n.started == nil {
+		n.started = map[string]bool{}
+	}
+	n.started[c.ID] = true
 	if err != nil {
 		n.reports = append(n.reports, 0)
 		return nil
@@ -89,6 +114,7 @@ func (n *reportingNM) StopContainer(ctx context.Context, c am.Container, tok am.
 }
 
 func fakeDeps(rm *scriptRM, nm *reportingNM) deps {
+	rm.nm = nm
 	return deps{amClients: func(ctx context.Context, getenv func(string) string, _ submit.AMEnv, log logrus.FieldLogger) (amClients, error) {
 		return amClients{RM: rm, NM: nm}, nil
 	}}
@@ -118,7 +144,7 @@ func TestRunWiresTheAM(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			rm, nm := &scriptRM{exits: tt.exits}, &reportingNM{}
 			code, out, stderr := runAm(t, fakeDeps(rm, nm), envs, "run", "--conf", "testdata/flink-conf.yaml",
-				"-D", "rest.bind-address=127.0.0.1", "--log-level", "warn", "--", "python", "train.py", "--epochs", "2")
+				"-D", "rest.bind-address=127.0.0.1", "-D", am.KeyHeartbeat+"=1", "--log-level", "warn", "--", "python", "train.py", "--epochs", "2")
 			require.Equal(t, tt.code, code, stderr)
 			require.Len(t, rm.finished, 1)
 			require.Equal(t, tt.status, rm.finished[0].Status)
@@ -132,7 +158,7 @@ func TestRunWiresTheAM(t *testing.T) {
 				Profile: am.Resource{MemoryMB: 4096, VCores: 2, Extra: map[string]int64{"yarn.io/gpu": 1}}}, rm.asks[0])
 
 			l := nm.launches[0]
-			require.Equal(t, []string{"./container-launcher --conf flink-conf.yaml -D rest.bind-address=127.0.0.1 -- python train.py --epochs 2 1><LOG_DIR>/stdout 2><LOG_DIR>/stderr"}, l.Commands)
+			require.Equal(t, []string{"./container-launcher --conf flink-conf.yaml -D rest.bind-address=127.0.0.1 -D " + am.KeyHeartbeat + "=1 -- python train.py --epochs 2 1><LOG_DIR>/stdout 2><LOG_DIR>/stderr"}, l.Commands)
 			require.Equal(t, "/usr/local/cuda/lib64", l.Env["LD_LIBRARY_PATH"])
 			require.Equal(t, strings.TrimSuffix(rm.reg.TrackingURL, "/")+am.PathReport, l.Env[resources.EnvReportURL])
 			require.Contains(t, l.LocalResources, "container-launcher")

@@ -7,12 +7,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -33,6 +31,7 @@ import (
 type rmAPI interface {
 	submit.RM
 	KillApplication(ctx context.Context, id *hadoopyarn.ApplicationIdProto, diagnostics string) error
+	GetApplications(ctx context.Context, types []string, states []string) ([]yarn.ApplicationReport, error)
 	GetClusterNodes(ctx context.Context, states ...hadoopyarn.NodeStateProto) ([]*hadoopyarn.NodeReportProto, error)
 }
 
@@ -138,7 +137,7 @@ func cmdSubmit(ctx context.Context, args []string, e *env) error {
 	}
 	dial := e.rmDial(*useREST)
 	if dial == nil || e.deps.hdfs == nil {
-		return fmt.Errorf("%w: the YARN and HDFS clients are not wired to am", errNotImplemented)
+		return fmt.Errorf("%w: the YARN and HDFS clients are not wired to am", errNotWired)
 	}
 	amMem, amVcores, attempts, err := amContainer(cfg)
 	if err != nil {
@@ -156,7 +155,7 @@ func cmdSubmit(ctx context.Context, args []string, e *env) error {
 	principal, _ := cfg.Get(conf.KerberosLoginPrincipal.Key)
 	lg := &login{Login: submit.Login{Keytab: keytab, Principal: principal}}
 	rm, hc, closeRM, err := dial(ctx, e.getenv, e.log, lg)
-	if errors.Is(err, submit.ErrNoCredentials) || errors.Is(err, submit.ErrLoginConfig) {
+	if isConfigErr(err) {
 		return configError{err}
 	}
 	if err != nil {
@@ -306,16 +305,22 @@ func binaries(e *env, launcherFlag string) (string, string, error) {
 	return amPath, launcher, nil
 }
 
+// isConfigErr tells a client-side configuration problem (no or bad Hadoop
+// configuration, no Kerberos credentials) from a cluster one.
+func isConfigErr(err error) bool {
+	return errors.Is(err, conf.ErrNoHadoopConf) || errors.Is(err, submit.ErrNoCredentials) || errors.Is(err, submit.ErrLoginConfig)
+}
+
 // connect opens the RM client for status, kill and cluster.
 // On a Kerberized cluster it logs in from the ticket cache and leaves the
 // login in lg (nil: not kept).
 func connect(ctx context.Context, e *env, useREST bool, lg *login) (rmAPI, *conf.HadoopConfig, func(), error) {
 	dial := e.rmDial(useREST)
 	if dial == nil {
-		return nil, nil, nil, fmt.Errorf("%w: the YARN client is not wired to am", errNotImplemented)
+		return nil, nil, nil, fmt.Errorf("%w: the YARN client is not wired to am", errNotWired)
 	}
 	rm, hc, closeRM, err := dial(ctx, e.getenv, e.log, lg)
-	if errors.Is(err, submit.ErrNoCredentials) || errors.Is(err, submit.ErrLoginConfig) {
+	if isConfigErr(err) {
 		return nil, nil, nil, configError{err}
 	}
 	if err != nil {
@@ -335,6 +340,9 @@ type statusJSON struct {
 	TrackingURL string     `json:"tracking-url,omitempty"`
 	Diagnostics string     `json:"diagnostics,omitempty"`
 	AM          *am.Status `json:"am,omitempty"` // the AM's own report, while it runs
+	// Workers are the AM's workers: while it runs as it reports them, after
+	// the end as its final diagnostics left them.
+	Workers []am.WorkerStatus `json:"workers,omitempty"`
 }
 
 // cmdStatus: am status APP_ID [--json]
@@ -360,15 +368,17 @@ func cmdStatus(ctx context.Context, args []string, e *env) error {
 	if err != nil {
 		return clusterError{fmt.Errorf("get report of %s: %w", id, err)}
 	}
-	st := statusJSON{App: id, Name: rep.GetName(), User: rep.GetUser(), Queue: rep.GetQueue(),
-		State: rep.GetYarnApplicationState().String(), FinalStatus: strings.TrimPrefix(rep.GetFinalApplicationStatus().String(), "APP_"),
-		Progress: rep.GetProgress(), TrackingURL: rep.GetTrackingUrl(), Diagnostics: rep.GetDiagnostics()}
-	if st.Diagnostics == "N/A" {
-		st.Diagnostics = ""
-	}
-	if rep.GetYarnApplicationState() == hadoopyarn.YarnApplicationStateProto_RUNNING && st.TrackingURL != "" {
+	r := yarn.ApplicationReportFromProto(rep)
+	diag, workers := splitWorkers(r.Diagnostics)
+	st := statusJSON{App: id, Name: r.Name, User: r.User, Queue: r.Queue, State: r.State, FinalStatus: r.FinalStatus,
+		Progress: r.Progress, TrackingURL: r.TrackingURL, Diagnostics: diag}
+	if r.State == "RUNNING" && st.TrackingURL != "" {
 		st.AM = amStatus(ctx, e, st.TrackingURL)
 	}
+	if st.AM != nil {
+		workers = st.AM.Containers
+	}
+	st.Workers = workers
 	if *asJSON {
 		enc := json.NewEncoder(e.stdout)
 		enc.SetIndent("", "  ")
@@ -385,21 +395,13 @@ func cmdStatus(ctx context.Context, args []string, e *env) error {
 	}
 	tw.Flush()
 	if a := st.AM; a != nil {
-		fmt.Fprintf(e.stdout, "workers: %d wanted, %d running, %d succeeded, %d failed, %d restarts\n",
+		fmt.Fprintf(e.stdout, "workers: %d wanted, %d running, %d succeeded, %d failed, %d replaced\n",
 			a.Workers, a.Running, a.Succeeded, a.Failed, a.Restarts)
-		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-		for _, w := range a.Containers {
-			var devs []string
-			for _, name := range slices.Sorted(maps.Keys(w.Devices)) {
-				var idx []string
-				for _, d := range w.Devices[name] {
-					idx = append(idx, d["index"])
-				}
-				devs = append(devs, name+"="+strings.Join(idx, ","))
-			}
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", w.Container, w.Host, w.State, strings.Join(devs, " "))
-		}
-		tw.Flush()
+	} else if len(workers) > 0 {
+		fmt.Fprintf(e.stdout, "workers (as the ApplicationMaster left them):\n")
+	}
+	if len(workers) > 0 {
+		printWorkers(e.stdout, workers)
 	}
 	return nil
 }
@@ -458,6 +460,12 @@ func cmdKill(ctx context.Context, args []string, e *env) error {
 	defer closeRM()
 	kctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
+	if rep, err := rm.GetApplicationReport(kctx, pid); err == nil {
+		if r := yarn.ApplicationReportFromProto(rep); r.Ended() {
+			fmt.Fprintf(e.stdout, "%s had already ended (%s, final status %s): nothing killed\n", id, r.State, r.FinalStatus)
+			return errAppFailed
+		}
+	}
 	if err := rm.KillApplication(kctx, pid, "killed by am kill"); err != nil {
 		return clusterError{fmt.Errorf("kill %s: %w", id, err)}
 	}
@@ -506,12 +514,8 @@ func cmdCluster(ctx context.Context, args []string, e *env) error {
 	c.register(fs, false)
 	asJSON := fs.Bool("json", false, "print JSON")
 	useREST := fs.Bool("rest", false, "talk to the ResourceManager over its REST API instead of RPC")
-	pos, extra, err := parse(fs, args)
-	if err != nil {
+	if err := noArgs(fs, args); err != nil {
 		return err
-	}
-	if len(pos)+len(extra) > 0 {
-		return fmt.Errorf("%w: unexpected argument", errUsage)
 	}
 	if err := c.apply(e); err != nil {
 		return err

@@ -37,6 +37,10 @@ type clientRM struct {
 	reports   int
 	killed    []string
 	nodes     []*hadoopyarn.NodeReportProto
+	diag      string // final diagnostics; "": a plain success message
+	apps      []yarn.ApplicationReport
+	listed    [][]string        // types, then states, of each GetApplications
+	hadoop    map[string]string // the client's Hadoop configuration, beside fs.defaultFS
 }
 
 var clientApp = &hadoopyarn.ApplicationIdProto{Id: proto.Int32(3), ClusterTimestamp: proto.Int64(1700000000000)}
@@ -70,6 +74,9 @@ func (r *clientRM) GetApplicationReport(ctx context.Context, id *hadoopyarn.Appl
 	if submit.Ended(s) {
 		rep.FinalApplicationStatus = r.final.Enum()
 		rep.Diagnostics = proto.String("2 workers succeeded (0 replaced)")
+		if r.diag != "" {
+			rep.Diagnostics = proto.String(r.diag)
+		}
 	}
 	return rep, nil
 }
@@ -77,6 +84,11 @@ func (r *clientRM) GetApplicationReport(ctx context.Context, id *hadoopyarn.Appl
 func (r *clientRM) KillApplication(ctx context.Context, id *hadoopyarn.ApplicationIdProto, diag string) error {
 	r.killed = append(r.killed, yarn.ApplicationID(id))
 	return nil
+}
+
+func (r *clientRM) GetApplications(ctx context.Context, types []string, states []string) ([]yarn.ApplicationReport, error) {
+	r.listed = append(r.listed, types, states)
+	return r.apps, nil
 }
 
 func (r *clientRM) GetClusterNodes(ctx context.Context, states ...hadoopyarn.NodeStateProto) ([]*hadoopyarn.NodeReportProto, error) {
@@ -121,6 +133,9 @@ func clientDeps(t *testing.T, rm *clientRM, dfs *diskFS) deps {
 		rm: func(ctx context.Context, getenv func(string) string, log logrus.FieldLogger, l *login) (rmAPI, *conf.HadoopConfig, func(), error) {
 			hc := conf.NewHadoopConfig(getenv)
 			hc.Set("fs.defaultFS", "hdfs://namenode:8020")
+			for k, v := range rm.hadoop {
+				hc.Set(k, v)
+			}
 			return rm, hc, func() {}, nil
 		},
 		hdfs: func(hc *conf.HadoopConfig, user string, krb *yarn.Kerberos) (submit.FS, func(), error) {
@@ -214,9 +229,10 @@ func TestStatus(t *testing.T) {
 	d := clientDeps(t, rm, &diskFS{})
 	code, out, stderr := runAm(t, d, nil, "status", "application_1700000000000_0003")
 	require.Equal(t, ExitOK, code, stderr)
-	for _, want := range []string{"state         RUNNING", "progress      50%", "workers: 2 wanted, 2 running", "container_1700000000000_0003_01_000002  nm1  RUNNING  gpu=1"} {
+	for _, want := range []string{"state         RUNNING", "progress      50%", "workers: 2 wanted, 2 running", "WORKER", "NODEMANAGER", "DEVICES"} {
 		require.Contains(t, out, want)
 	}
+	require.Regexp(t, `container_1700000000000_0003_01_000002 +nm1 +RUNNING +- +gpu=1`, out)
 	code, out, _ = runAm(t, d, nil, "status", "--json", "application_1700000000000_0003")
 	require.Equal(t, ExitOK, code)
 	var st statusJSON
@@ -238,7 +254,7 @@ func TestKillAndCluster(t *testing.T) {
 			Capability: yarn.NewResource(8192, 8, map[string]int64{"yarn.io/gpu": total}), Used: yarn.NewResource(1024*used, int32(used), map[string]int64{"yarn.io/gpu": used})}
 	}
 	rm := &clientRM{types: []string{"memory-mb", "vcores", "yarn.io/gpu"}, nodes: []*hadoopyarn.NodeReportProto{node("nm2", 0, 2), node("nm1", 1, 2)},
-		states: []hadoopyarn.YarnApplicationStateProto{hadoopyarn.YarnApplicationStateProto_KILLED}}
+		states: []hadoopyarn.YarnApplicationStateProto{hadoopyarn.YarnApplicationStateProto_RUNNING, hadoopyarn.YarnApplicationStateProto_KILLED}}
 	dfs := &diskFS{root: t.TempDir()}
 	d := clientDeps(t, rm, dfs)
 
@@ -300,7 +316,8 @@ func TestRESTFlagPicksTheRESTClient(t *testing.T) {
 	code, _, stderr := runAm(t, d, nil, "submit", "--conf", "testdata/flink-conf.yaml", "--rest", "--", "true")
 	require.Equal(t, ExitOK, code, stderr)
 	code, _, stderr = runAm(t, d, nil, "submit", "--conf", "testdata/flink-conf.yaml", "--", "true")
-	require.Equal(t, ExitNotImplemented, code, stderr)
+	require.Equal(t, ExitCluster, code, stderr)
+	require.Contains(t, stderr, "not wired")
 	for _, args := range [][]string{{"status", "--rest", "application_1700000000000_0003"}, {"cluster", "--rest"}} {
 		code, _, stderr = runAm(t, d, nil, args...)
 		require.Equal(t, ExitOK, code, stderr)

@@ -47,7 +47,7 @@ func TestDynamicOverridesStayOffCommandLines(t *testing.T) {
 		states: []hadoopyarn.YarnApplicationStateProto{hadoopyarn.YarnApplicationStateProto_FINISHED}}
 	dfs := &diskFS{root: t.TempDir()}
 	code, out, stderr := runAm(t, clientDeps(t, rm, dfs), map[string]string{"HADOOP_USER_NAME": "alice"},
-		"submit", "--conf", "testdata/flink-conf.yaml", "-D", "s3.secret-key="+sentinelSecret, "-Drest.bind-address=127.0.0.1",
+		"submit", "--conf", "testdata/flink-conf.yaml", "-D", "s3.secret-key="+sentinelSecret, "-Drest.bind-address=127.0.0.1", "-D"+am.KeyHeartbeat+"=1",
 		"--workers", "2", "--detach", "--", "true")
 	require.Equal(t, ExitOK, code, stderr)
 	require.NotContains(t, out+stderr, sentinelSecret)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/sirupsen/logrus"
@@ -14,40 +15,82 @@ import (
 	"github.com/xres/xres/conf"
 )
 
-// Exit codes of am.
+// Exit codes of am (the usage text and the README list the same).
 const (
-	ExitOK             = 0 // done; for submit/run: the application SUCCEEDED
-	ExitAppFailed      = 1 // the application ended FAILED or KILLED; resources: errors found
-	ExitUsage          = 2 // bad command line
-	ExitConfig         = 3 // bad configuration
-	ExitCluster        = 4 // the cluster could not be reached or refused a request
-	ExitNotImplemented = 5 // the subcommand is not wired to the cluster clients yet
+	ExitOK        = 0 // done; submit (following) and run: the application SUCCEEDED
+	ExitAppFailed = 1 // submit (following) and run: the application ended FAILED or KILLED; kill: it had already ended
+	ExitUsage     = 2 // bad command line
+	ExitConfig    = 3 // configuration: a bad or missing file, key or value (HADOOP_CONF_DIR included), no Kerberos credentials, resources found errors, a profile the cluster cannot give
+	ExitCluster   = 4 // the cluster could not be reached or refused a request
 )
-
-// errNotImplemented marks subcommands whose cluster clients are not wired yet.
-var errNotImplemented = errors.New("not implemented yet")
 
 // errUsage marks command-line mistakes.
 var errUsage = errors.New("usage")
 
-const usageText = `usage:
-  am submit [--conf FILE] [-D k=v]… [--dynamic-file F] [--name NAME] [--queue Q] [--workers N]
-            [--files F[#NAME],…]… [--launcher PATH] [--detach] [--rest] -- <worker command…>
-        stage and submit an application; follow it until it ends (unless --detach);
-        the -D overrides are staged in a file, never put on a command line
-  am run [--conf FILE] [-D k=v]… [--dynamic-file F] [--workers N] -- <worker command…>
-        the ApplicationMaster (started by YARN in the AM container)
-  am status APP_ID [--json] [--rest]   state, workers and tracking URL of an application
-  am kill APP_ID [--rest]              kill an application
-  am cluster [--json] [--rest]         nodes with their GPU/FPGA capacity and use
-  am resources [--conf FILE] [-D k=v]… [--dynamic-file F] [--workers N] [--json]
-        the external resources parsed and the exact YARN container profile asked
+// errNotWired is returned when a cluster client is missing from deps (only
+// tests build am without them).
+var errNotWired = errors.New("cluster client not wired")
 
-common flags: --log-level LEVEL (default info, or $XRES_LOG_LEVEL); --rest uses the RM's
-REST API instead of RPC (insecure clusters; the AM container gets memory and vcores only)
-exit codes: 0 ok / application SUCCEEDED, 1 application FAILED or KILLED (resources:
-errors found), 2 usage, 3 configuration, 4 cluster, 5 not implemented yet
+// helpRequested is returned by parse for -h/--help: run prints the
+// subcommand's usage and flags to stdout and exits 0.
+type helpRequested struct{ fs *flag.FlagSet }
+
+func (helpRequested) Error() string { return "help requested" }
+
+// command is one subcommand.
+type command struct {
+	name     string
+	synopsis string // what follows "am "
+	summary  string
+	run      func(context.Context, []string, *env) error
+}
+
+var commands = []command{
+	{"submit", "submit [flags] -- <worker command…>", "stage and submit an application and follow it until it ends (unless --detach): " +
+		"state changes, workers running/wanted, then a table of workers, hosts and devices; the -D overrides are staged in a file, never put on a command line", cmdSubmit},
+	{"run", "run [flags] -- <worker command…>", "the ApplicationMaster (YARN starts it in the AM container)", cmdRun},
+	{"status", "status APP_ID [--json] [--rest]", "state, workers (exit code and reason of each failed one) and tracking URL of an application, running or ended", cmdStatus},
+	{"list", "list [--all] [--json] [--rest]", "xres applications: running ones (like yarn application -list), every one with --all", cmdList},
+	{"logs", "logs APP_ID [--rest]", "the aggregated logs of every container of an ended application (like yarn logs -applicationId)", cmdLogs},
+	{"kill", "kill APP_ID [--rest]", "kill an application", cmdKill},
+	{"cluster", "cluster [--json] [--rest]", "nodes with their GPU/FPGA capacity and use", cmdCluster},
+	{"resources", "resources [--conf FILE] [-D k=v]… [--dynamic-file F] [--workers N] [--strict] [--offline] [--json]",
+		"the external resources parsed and the exact YARN container profile asked", cmdResources},
+}
+
+const exitCodesText = `exit codes:
+  0  ok; submit (following) and run: the application SUCCEEDED
+  1  submit (following) and run: the application ended FAILED or KILLED; kill: it had already ended
+  2  bad command line
+  3  configuration: a bad or missing file, key or value (HADOOP_CONF_DIR included), no Kerberos
+     credentials, resources found errors, a container profile the cluster cannot give
+  4  the cluster could not be reached or refused a request
 `
+
+func usageText() string {
+	var b strings.Builder
+	b.WriteString("usage:\n")
+	for _, c := range commands {
+		fmt.Fprintf(&b, "  am %s\n        %s\n", c.synopsis, c.summary)
+	}
+	b.WriteString(`  am --version
+        version, commit and the Hadoop versions am was tested against
+
+am <command> --help lists a command's flags. Every command takes --log-level LEVEL (default
+info, or $XRES_LOG_LEVEL); --rest uses the RM's REST API instead of RPC (insecure clusters).
+`)
+	b.WriteString(exitCodesText)
+	return b.String()
+}
+
+// printHelp prints one subcommand's usage and flags.
+func printHelp(w io.Writer, c command, fs *flag.FlagSet) {
+	fmt.Fprintf(w, "usage: am %s\n  %s\n\nflags:\n", c.synopsis, c.summary)
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+	fs.SetOutput(io.Discard)
+	fmt.Fprintf(w, "\n%s", exitCodesText)
+}
 
 // Env is what am gets from its process; a nil field takes the process's
 // own (os.Getenv, os.Stdout, os.Stderr).
@@ -55,21 +98,25 @@ type Env struct {
 	Getenv func(string) string
 	Stdout io.Writer
 	Stderr io.Writer
+	// Version is what am --version prints (cmd/am fills it from the build
+	// info).
+	Version string
 }
 
 // env is what a subcommand gets: the process's Env and the cluster clients.
 type env struct {
-	getenv func(string) string
-	stdout io.Writer
-	stderr io.Writer
-	log    *logrus.Logger
-	deps   deps
+	getenv  func(string) string
+	stdout  io.Writer
+	stderr  io.Writer
+	version string
+	log     *logrus.Logger
+	deps    deps
 }
 
 // Main is am's testable main: it runs one subcommand (args without the
 // program name) and returns the exit code.
 func Main(ctx context.Context, args []string, pe Env) int {
-	return run(ctx, args, env{getenv: pe.Getenv, stdout: pe.Stdout, stderr: pe.Stderr, deps: defaultDeps()})
+	return run(ctx, args, env{getenv: pe.Getenv, stdout: pe.Stdout, stderr: pe.Stderr, version: pe.Version, deps: defaultDeps()})
 }
 
 func run(ctx context.Context, args []string, e env) int {
@@ -82,41 +129,44 @@ func run(ctx context.Context, args []string, e env) int {
 	if e.stderr == nil {
 		e.stderr = os.Stderr
 	}
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		fmt.Fprint(e.stderr, usageText)
-		if len(args) == 0 {
-			return ExitUsage
-		}
-		return ExitOK
-	}
-	cmds := map[string]func(context.Context, []string, *env) error{
-		"submit":    cmdSubmit,
-		"run":       cmdRun,
-		"status":    cmdStatus,
-		"kill":      cmdKill,
-		"cluster":   cmdCluster,
-		"resources": cmdResources,
-	}
-	cmd, ok := cmds[args[0]]
-	if !ok {
-		fmt.Fprintf(e.stderr, "am: unknown command %q\n%s", args[0], usageText)
+	if len(args) == 0 {
+		fmt.Fprint(e.stderr, usageText())
 		return ExitUsage
 	}
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		fmt.Fprint(e.stdout, usageText())
+		return ExitOK
+	case "--version", "-version", "version":
+		fmt.Fprint(e.stdout, e.version)
+		return ExitOK
+	}
+	i := slices.IndexFunc(commands, func(c command) bool { return c.name == args[0] })
+	if i < 0 {
+		fmt.Fprintf(e.stderr, "am: unknown command %q\n%s", args[0], usageText())
+		return ExitUsage
+	}
+	cmd := commands[i]
 	e.log = logrus.New()
 	e.log.SetOutput(e.stderr)
-	err := cmd(ctx, args[1:], &e)
+	err := cmd.run(ctx, args[1:], &e)
+	var help helpRequested
+	if errors.As(err, &help) {
+		printHelp(e.stdout, cmd, help.fs)
+		return ExitOK
+	}
 	code := exitCode(err)
 	if err != nil && !errors.Is(err, errAppFailed) {
-		fmt.Fprintf(e.stderr, "am %s: %v\n", args[0], err)
+		fmt.Fprintf(e.stderr, "am %s: %v\n", cmd.name, err)
 	}
 	if errors.Is(err, errUsage) {
-		fmt.Fprint(e.stderr, usageText)
+		fmt.Fprintf(e.stderr, "usage: am %s\n(am %s --help lists the flags)\n", cmd.synopsis, cmd.name)
 	}
 	return code
 }
 
 // errAppFailed is returned when the application ended other than SUCCEEDED
-// (already reported) or am resources found errors.
+// (already reported), or am kill found it already ended.
 var errAppFailed = errors.New("application did not succeed")
 
 // configError marks configuration problems (exit 3).
@@ -139,8 +189,8 @@ func exitCode(err error) int {
 		return ExitOK
 	case errors.Is(err, errUsage):
 		return ExitUsage
-	case errors.Is(err, errNotImplemented):
-		return ExitNotImplemented
+	case errors.Is(err, errNotWired):
+		return ExitCluster
 	case errors.Is(err, errAppFailed):
 		return ExitAppFailed
 	case errors.As(err, &ce):
@@ -148,7 +198,7 @@ func exitCode(err error) int {
 	case errors.As(err, &cl):
 		return ExitCluster
 	default:
-		return ExitAppFailed
+		return ExitCluster
 	}
 }
 
@@ -244,7 +294,9 @@ func parse(fs *flag.FlagSet, args []string) (positional, rest []string, err erro
 	}
 	args = splitD(args)
 	for {
-		if err := fs.Parse(args); err != nil {
+		if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+			return nil, nil, helpRequested{fs}
+		} else if err != nil {
 			return nil, nil, fmt.Errorf("%w: %w", errUsage, err)
 		}
 		args = fs.Args()

@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -44,9 +46,10 @@ func TestUsage(t *testing.T) {
 		args []string
 		code int
 		err  string
+		out  string
 	}{
 		{name: "no command", code: ExitUsage, err: "usage:"},
-		{name: "help", args: []string{"--help"}, code: ExitOK, err: "am resources"},
+		{name: "help", args: []string{"--help"}, code: ExitOK, out: "am resources"},
 		{name: "unknown command", args: []string{"deploy"}, code: ExitUsage, err: `unknown command "deploy"`},
 		{name: "unknown flag", args: []string{"resources", "--bogus"}, code: ExitUsage, err: "flag provided but not defined: -bogus"},
 		{name: "bad -D", args: []string{"resources", "-D", "novalue"}, code: ExitUsage, err: "novalue"},
@@ -59,24 +62,10 @@ func TestUsage(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			code, _, stderr := runAm(t, deps{}, nil, tt.args...)
+			code, out, stderr := runAm(t, deps{}, nil, tt.args...)
 			require.Equal(t, tt.code, code, stderr)
 			require.Contains(t, stderr, tt.err)
-		})
-	}
-}
-
-func TestNotImplementedYet(t *testing.T) {
-	for _, args := range [][]string{
-		{"submit", "--conf", "testdata/flink-conf.yaml", "--", "python", "train.py"},
-		{"status", "application_1700000000000_0001", "--json"},
-		{"kill", "application_1700000000000_0001"},
-		{"cluster", "--json"},
-	} {
-		t.Run(args[0], func(t *testing.T) {
-			code, _, stderr := runAm(t, deps{}, nil, args...)
-			require.Equal(t, ExitNotImplemented, code, stderr)
-			require.Contains(t, stderr, "not implemented yet")
+			require.Contains(t, out, tt.out)
 		})
 	}
 }
@@ -147,7 +136,46 @@ func TestAppIDFromContainer(t *testing.T) {
 }
 
 func TestUsageMentionsEveryCommand(t *testing.T) {
-	for _, c := range []string{"submit", "run", "status", "kill", "cluster", "resources"} {
-		require.True(t, strings.Contains(usageText, "am "+c), c)
+	for _, c := range []string{"submit", "run", "status", "list", "logs", "kill", "cluster", "resources", "--version"} {
+		require.True(t, strings.Contains(usageText(), "am "+c), c)
+	}
+}
+
+// am <command> --help prints that command's usage and its flags on stdout
+// and exits 0 (not "flag: help requested", exit 2, and the global usage).
+func TestSubcommandHelp(t *testing.T) {
+	for _, c := range commands {
+		for _, flagName := range []string{"--help", "-h"} {
+			t.Run(c.name+flagName, func(t *testing.T) {
+				code, out, stderr := runAm(t, deps{}, nil, c.name, flagName)
+				require.Equal(t, ExitOK, code, stderr)
+				require.Empty(t, stderr)
+				require.True(t, strings.HasPrefix(out, "usage: am "+c.name), out)
+				require.Contains(t, out, "-log-level")
+				require.Contains(t, out, "exit codes:")
+				require.NotContains(t, out, "help requested")
+			})
+		}
+	}
+	_, out, _ := runAm(t, deps{}, nil, "submit", "--help")
+	for _, f := range []string{"-workers", "-detach", "-queue", "-files", "-launcher", "-rest", "-conf"} {
+		require.Contains(t, out, f)
+	}
+}
+
+func TestVersion(t *testing.T) {
+	for _, arg := range []string{"--version", "version"} {
+		var out, errb strings.Builder
+		code := Main(context.Background(), []string{arg}, Env{Getenv: func(string) string { return "" }, Stdout: &out, Stderr: &errb, Version: "am v9 (test)\n"})
+		require.Equal(t, ExitOK, code, errb.String())
+		require.Equal(t, "am v9 (test)\n", out.String())
+	}
+}
+
+// The exit codes the usage text lists are the constants' values.
+func TestUsageExitCodesMatchTheCode(t *testing.T) {
+	for code, what := range map[int]string{ExitOK: "ok", ExitAppFailed: "FAILED or KILLED", ExitUsage: "bad command line",
+		ExitConfig: "configuration", ExitCluster: "could not be reached"} {
+		require.Regexp(t, fmt.Sprintf(`(?m)^  %d  .*%s`, code, regexp.QuoteMeta(what)), exitCodesText)
 	}
 }

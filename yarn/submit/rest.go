@@ -157,6 +157,38 @@ func reportProto(id *hadoopyarn.ApplicationIdProto, app *rest.App) *hadoopyarn.A
 	return rep
 }
 
+// GetApplications lists the applications of the given types and states
+// (none: every one), as the RPC client's GetApplications.
+func (r *RESTRM) GetApplications(ctx context.Context, types []string, states []string) ([]yarn.ApplicationReport, error) {
+	apps, err := r.c.Apps(ctx, rest.AppsFilter{ApplicationTypes: types, States: states})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]yarn.ApplicationReport, 0, len(apps))
+	for i := range apps {
+		out = append(out, applicationReport(&apps[i]))
+	}
+	return out, nil
+}
+
+// applicationReport converts the REST form (progress in percent, times in
+// ms since the epoch).
+func applicationReport(a *rest.App) yarn.ApplicationReport {
+	r := yarn.ApplicationReport{ID: a.ID, Name: a.Name, Type: a.ApplicationType, User: a.User, Queue: a.Queue,
+		State: a.State, FinalStatus: a.FinalStatus, Progress: float32(a.Progress / 100), TrackingURL: a.TrackingURL,
+		Diagnostics: yarn.CleanDiagnostics(a.Diagnostics)}
+	if h, _, ok := strings.Cut(a.AMHostHTTPAddress, ":"); ok {
+		r.AMHost = h
+	}
+	if a.StartedTime > 0 {
+		r.StartTime = time.UnixMilli(int64(a.StartedTime))
+	}
+	if a.FinishedTime > 0 {
+		r.FinishTime = time.UnixMilli(int64(a.FinishedTime))
+	}
+	return r
+}
+
 // KillApplication kills an application and waits until the RM reports it
 // ended.
 func (r *RESTRM) KillApplication(ctx context.Context, id *hadoopyarn.ApplicationIdProto, diagnostics string) error {

@@ -1,0 +1,180 @@
+package amcli
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/xres/xres/hadoopproto/hadoopyarn"
+	"github.com/xres/xres/resources"
+	"github.com/xres/xres/yarn"
+	"github.com/xres/xres/yarn/am"
+)
+
+func exitp(n int) *int { return &n }
+
+var endedWorkers = []am.WorkerStatus{
+	{Container: "container_1700000000000_0003_01_000002", Node: "127.0.0.2:45454", NodeHTTP: "127.0.0.2:8042", Host: "127.0.0.2",
+		State: am.StateSucceeded, ExitStatus: exitp(0), Devices: map[string][]resources.Properties{"gpu": {{"index": "0"}}}},
+	{Container: "container_1700000000000_0003_01_000003", Node: "127.0.0.3:45454", NodeHTTP: "127.0.0.3:8042", Host: "127.0.0.3",
+		State: am.StateFailed, ExitStatus: exitp(resources.LauncherExitDiscovery), Diagnostics: "exit code 212\nlast stderr lines: no free GPU"},
+	{Container: "container_1700000000000_0003_01_000004", Node: "127.0.0.3:45454", Host: "127.0.0.3",
+		State: am.StateFailed, ExitStatus: exitp(3), Diagnostics: "exit code 3; last 1 stderr lines:\nTraceback: CUDA out of memory"},
+}
+
+func TestWorkerLinesRoundTrip(t *testing.T) {
+	diag := withWorkers("1 of 3 workers failed\n", endedWorkers)
+	rest, back := splitWorkers(diag)
+	require.Equal(t, "1 of 3 workers failed", rest)
+	want := append([]am.WorkerStatus(nil), endedWorkers...)
+	for i := range want {
+		want[i].Diagnostics = firstLine(want[i].Diagnostics, maxWorkerDiag)
+	}
+	require.Equal(t, want, back)
+
+	// Many workers stay bounded, well below the RM's 64 KiB limit.
+	many := make([]am.WorkerStatus, 5000)
+	for i := range many {
+		many[i] = am.WorkerStatus{Container: fmt.Sprintf("container_1700000000000_0003_01_%06d", i), Node: "h:1", State: am.StateFailed,
+			ExitStatus: exitp(1), Diagnostics: strings.Repeat("x", 5000)}
+	}
+	diag = withWorkers("", many)
+	require.Less(t, len(diag), 64<<10)
+	require.Contains(t, diag, fmt.Sprintf("(%d more workers not listed)", 5000-maxWorkerLines))
+}
+
+func FuzzSplitWorkers(f *testing.F) {
+	f.Add(withWorkers("done", endedWorkers))
+	f.Add("xres-worker {")
+	f.Add("xres-worker {\"container\":\"\"}\nplain")
+	f.Fuzz(func(t *testing.T, diag string) {
+		rest, workers := splitWorkers(diag)
+		for _, w := range workers {
+			require.NotEmpty(t, w.Container)
+		}
+		require.LessOrEqual(t, len(rest), len(diag))
+	})
+}
+
+// After the application ends the AM is gone: am status lists the workers
+// from the final diagnostics, each failed one with its exit code and reason.
+func TestStatusAfterTheEndKeepsTheWorkers(t *testing.T) {
+	rm := &clientRM{states: []hadoopyarn.YarnApplicationStateProto{hadoopyarn.YarnApplicationStateProto_FINISHED},
+		final: hadoopyarn.FinalApplicationStatusProto_APP_FAILED, diag: withWorkers("1 worker failed", endedWorkers)}
+	d := clientDeps(t, rm, &diskFS{})
+	code, out, stderr := runAm(t, d, nil, "status", "application_1700000000000_0003")
+	require.Equal(t, ExitOK, code, stderr)
+	require.Contains(t, out, "diagnostics   1 worker failed\n")
+	require.NotContains(t, out, workerLinePrefix)
+	require.Regexp(t, `container_1700000000000_0003_01_000002 +127\.0\.0\.2:45454 +SUCCEEDED +0 +gpu=0`, out)
+	require.Regexp(t, `container_1700000000000_0003_01_000003 +127\.0\.0\.3:45454 +FAILED +212 +-`, out)
+	require.Contains(t, out, "container_1700000000000_0003_01_000003 failed with exit 212: container-launcher: discovery (discovery failed on this host")
+	require.Contains(t, out, "container_1700000000000_0003_01_000004 failed with exit 3: exit code 3; last 1 stderr lines:")
+
+	code, out, _ = runAm(t, d, nil, "status", "--json", "application_1700000000000_0003")
+	require.Equal(t, ExitOK, code)
+	var st statusJSON
+	require.NoError(t, json.Unmarshal([]byte(out), &st))
+	require.Len(t, st.Workers, 3)
+	require.Equal(t, 212, *st.Workers[1].ExitStatus)
+	require.Equal(t, "1 worker failed", st.Diagnostics)
+}
+
+func TestKillAlreadyEnded(t *testing.T) {
+	rm := &clientRM{states: []hadoopyarn.YarnApplicationStateProto{hadoopyarn.YarnApplicationStateProto_KILLED},
+		final: hadoopyarn.FinalApplicationStatusProto_APP_KILLED}
+	code, out, stderr := runAm(t, clientDeps(t, rm, &diskFS{}), nil, "kill", "application_1700000000000_0003")
+	require.Equal(t, ExitAppFailed, code, stderr)
+	require.Equal(t, "application_1700000000000_0003 had already ended (KILLED, final status KILLED): nothing killed\n", out)
+	require.Empty(t, rm.killed)
+}
+
+// Without HADOOP_CONF_DIR the client is misconfigured, not the cluster down.
+func TestNoHadoopConfIsAConfigError(t *testing.T) {
+	d := defaultDeps()
+	for _, args := range [][]string{{"status", "application_1700000000000_0003"}, {"list"}, {"cluster"}, {"kill", "application_1700000000000_0003"}} {
+		t.Run(args[0], func(t *testing.T) {
+			code, _, stderr := runAm(t, d, map[string]string{"HADOOP_USER_NAME": "alice"}, args...)
+			require.Equal(t, ExitConfig, code, stderr)
+			require.Contains(t, stderr, "HADOOP_CONF_DIR")
+		})
+	}
+}
+
+func TestList(t *testing.T) {
+	rm := &clientRM{apps: []yarn.ApplicationReport{
+		{ID: "application_1700000000000_0004", Name: "train", User: "bob", Queue: "gpu", State: "ACCEPTED", FinalStatus: "UNDEFINED"},
+		{ID: "application_1700000000000_0002", Name: "etl", User: "alice", Queue: "default", State: "RUNNING", FinalStatus: "UNDEFINED",
+			Progress: 0.25, TrackingURL: "http://rm:8088/proxy/application_1700000000000_0002/"},
+	}}
+	d := clientDeps(t, rm, &diskFS{})
+	code, out, stderr := runAm(t, d, nil, "list")
+	require.Equal(t, ExitOK, code, stderr)
+	require.Equal(t, [][]string{{"XRES"}, activeStates}, rm.listed)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	require.Equal(t, "xres applications (running): 2", lines[0])
+	require.Regexp(t, `^APPLICATION +NAME +USER +QUEUE +STATE +FINAL-STATUS +PROGRESS +TRACKING-URL$`, lines[1])
+	require.Regexp(t, `^application_1700000000000_0002 +etl +alice +default +RUNNING +UNDEFINED +25% +http://rm:8088/proxy/`, lines[2])
+	require.Regexp(t, `^application_1700000000000_0004 +train +bob +gpu +ACCEPTED`, lines[3])
+
+	rm.listed = nil
+	code, out, _ = runAm(t, d, nil, "list", "--all", "--json")
+	require.Equal(t, ExitOK, code)
+	require.Equal(t, [][]string{{"XRES"}, nil}, rm.listed)
+	var got []listJSON
+	require.NoError(t, json.Unmarshal([]byte(out), &got))
+	require.Len(t, got, 2)
+
+	code, _, stderr = runAm(t, d, nil, "list", "extra")
+	require.Equal(t, ExitUsage, code)
+	require.Contains(t, stderr, `unexpected argument "extra"`)
+}
+
+func TestLogs(t *testing.T) {
+	// A NodeManager web service serving the workers' logs.
+	nm := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, file, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/ws/v1/node/containerlogs/"), "/")
+		fmt.Fprintf(w, "%s of %s\nline 2\n", file, id)
+	}))
+	defer nm.Close()
+	host := strings.TrimPrefix(nm.URL, "http://")
+	workers := []am.WorkerStatus{
+		{Container: "container_1700000000000_0003_01_000002", Node: "127.0.0.1:45454", NodeHTTP: host, State: am.StateSucceeded, ExitStatus: exitp(0)},
+		{Container: "container_1700000000000_0003_01_000003", Node: "127.0.0.1:45455", NodeHTTP: host, State: am.StateSucceeded, ExitStatus: exitp(0)},
+	}
+	ended := []hadoopyarn.YarnApplicationStateProto{hadoopyarn.YarnApplicationStateProto_FINISHED}
+
+	t.Run("aggregation off: from the NodeManagers", func(t *testing.T) {
+		rm := &clientRM{states: ended, final: hadoopyarn.FinalApplicationStatusProto_APP_SUCCEEDED, diag: withWorkers("ok", workers)}
+		code, out, stderr := runAm(t, clientDeps(t, rm, &diskFS{}), nil, "logs", "application_1700000000000_0003")
+		require.Equal(t, ExitOK, code, stderr)
+		require.Contains(t, stderr, "log aggregation is off")
+		for _, w := range workers {
+			require.Contains(t, out, "Container: "+w.Container+" on "+w.Node+"\n")
+			for _, f := range []string{"stdout", "stderr"} {
+				require.Contains(t, out, "LogType: "+f+"\n"+f+" of "+w.Container+"\nline 2\nEnd of LogType: "+f+"\n")
+			}
+		}
+	})
+	t.Run("aggregation on: says where the logs are", func(t *testing.T) {
+		rm := &clientRM{states: ended, hadoop: map[string]string{"yarn.log-aggregation-enable": "true"}}
+		code, out, stderr := runAm(t, clientDeps(t, rm, &diskFS{}), nil, "logs", "application_1700000000000_0003")
+		require.Equal(t, ExitCluster, code)
+		require.Empty(t, out)
+		require.Contains(t, stderr, "log aggregation is on")
+		require.Contains(t, stderr, "/tmp/logs/<user>/")
+		require.Contains(t, stderr, "yarn logs -applicationId application_1700000000000_0003")
+	})
+	t.Run("no NodeManager serves them", func(t *testing.T) {
+		gone := []am.WorkerStatus{{Container: "container_1700000000000_0003_01_000002", Node: "127.0.0.1:45454", NodeHTTP: "127.0.0.1:1"}}
+		rm := &clientRM{states: ended, diag: withWorkers("ok", gone)}
+		code, _, stderr := runAm(t, clientDeps(t, rm, &diskFS{}), nil, "logs", "application_1700000000000_0003")
+		require.Equal(t, ExitCluster, code)
+		require.Contains(t, stderr, "no NodeManager served the logs")
+	})
+}

@@ -1,0 +1,146 @@
+package amcli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/xres/xres/resources"
+	"github.com/xres/xres/yarn/am"
+)
+
+// The AM's final diagnostics carry one line per worker, so that am status,
+// am logs and am submit can still list the workers (host, exit code,
+// devices) once the AM is gone and only the ResourceManager remembers the
+// application:
+//
+//	<the AM's diagnostics>
+//	xres-worker {"container":"container_…","node":"host:port","state":"FAILED","exit-status":212,…}
+//	xres-worker …
+//
+// At most maxWorkerLines lines, each diagnostic cut to maxWorkerDiag bytes,
+// so that the whole stays far below the RM's diagnostics limit (64 KiB).
+const (
+	workerLinePrefix = "xres-worker "
+	maxWorkerLines   = 128
+	maxWorkerDiag    = 160
+)
+
+// finishWithWorkers is the AM's RM client with the worker lines added to
+// the diagnostics it unregisters with.
+type finishWithWorkers struct {
+	am.RMClient
+	status func() am.Status // nil until the AM exists
+}
+
+func (f *finishWithWorkers) Finish(ctx context.Context, req am.FinishRequest) error {
+	if f.status != nil {
+		req.Diagnostics = withWorkers(req.Diagnostics, f.status().Containers)
+	}
+	return f.RMClient.Finish(ctx, req)
+}
+
+// withWorkers appends the worker lines to diag.
+func withWorkers(diag string, workers []am.WorkerStatus) string {
+	var b strings.Builder
+	b.WriteString(strings.TrimRight(diag, "\n"))
+	for i, w := range workers {
+		if i == maxWorkerLines {
+			fmt.Fprintf(&b, "\n(%d more workers not listed)", len(workers)-i)
+			break
+		}
+		w.Diagnostics = firstLine(w.Diagnostics, maxWorkerDiag)
+		line, err := json.Marshal(w)
+		if err != nil {
+			continue
+		}
+		b.WriteString("\n" + workerLinePrefix)
+		b.Write(line)
+	}
+	return b.String()
+}
+
+// splitWorkers separates the worker lines from the rest of diag.
+func splitWorkers(diag string) (string, []am.WorkerStatus) {
+	var rest []string
+	var workers []am.WorkerStatus
+	for _, line := range strings.Split(diag, "\n") {
+		if j, ok := strings.CutPrefix(line, workerLinePrefix); ok {
+			var w am.WorkerStatus
+			if json.Unmarshal([]byte(j), &w) == nil && w.Container != "" {
+				workers = append(workers, w)
+				continue
+			}
+		}
+		rest = append(rest, line)
+	}
+	return strings.TrimSpace(strings.Join(rest, "\n")), workers
+}
+
+// firstLine is s's first line, cut to n bytes.
+func firstLine(s string, n int) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	if len(s) > n {
+		s = s[:n] + "…"
+	}
+	return s
+}
+
+// exitReason explains a worker's exit: the launcher's own code by name,
+// else the AM's diagnostic (YARN's status name, the worker's stderr).
+func exitReason(w am.WorkerStatus) string {
+	if w.ExitStatus == nil {
+		return ""
+	}
+	if d := resources.DescribeLauncherExit(*w.ExitStatus); d.Name != "worker" && d.Code != 0 {
+		return fmt.Sprintf("container-launcher: %s (%s)", d.Name, d.Meaning)
+	}
+	return firstLine(w.Diagnostics, maxWorkerDiag)
+}
+
+// devicesText renders a worker's devices: gpu=0,1 fpga=2.
+func devicesText(devs map[string][]resources.Properties) string {
+	var out []string
+	for _, name := range slices.Sorted(maps.Keys(devs)) {
+		var idx []string
+		for _, d := range devs[name] {
+			idx = append(idx, d["index"])
+		}
+		out = append(out, name+"="+strings.Join(idx, ","))
+	}
+	if len(out) == 0 {
+		return "-"
+	}
+	return strings.Join(out, " ")
+}
+
+// printWorkers writes the worker table (container, NodeManager, state,
+// exit code, devices), then each failed worker's exit code and reason.
+func printWorkers(w io.Writer, workers []am.WorkerStatus) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  WORKER\tNODEMANAGER\tSTATE\tEXIT\tDEVICES")
+	var failed []string
+	for _, ws := range workers {
+		exit := "-"
+		if ws.ExitStatus != nil {
+			exit = fmt.Sprint(*ws.ExitStatus)
+		}
+		node := ws.Node
+		if node == "" {
+			node = ws.Host
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", ws.Container, node, ws.State, exit, devicesText(ws.Devices))
+		if ws.State == am.StateFailed {
+			failed = append(failed, fmt.Sprintf("  %s failed with exit %s: %s\n", ws.Container, exit, exitReason(ws)))
+		}
+	}
+	tw.Flush()
+	for _, f := range failed {
+		fmt.Fprint(w, f)
+	}
+}
