@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -23,11 +24,14 @@ type Client struct {
 	cfg  Config
 	idle time.Duration
 
-	mu       sync.Mutex
-	conn     *Conn
-	lastUse  time.Time
-	inflight int
-	closed   bool
+	mu     sync.Mutex
+	conn   *Conn
+	closed bool
+	// Calls finish without the lock: put stores lastUse, then drops
+	// inflight; get reads them in the other order, so inflight == 0 there
+	// means lastUse is the last call's end.
+	lastUse  atomic.Int64 // unix nanoseconds
+	inflight atomic.Int64
 }
 
 // NewClient returns a Client for cfg. idle <= 0 uses DefaultIdleTimeout.
@@ -57,7 +61,7 @@ func (c *Client) get(ctx context.Context) (*Conn, error) {
 	if c.closed {
 		return nil, fmt.Errorf("ipc %s: %w", c.cfg.Addr, ErrClosed)
 	}
-	if c.conn != nil && (c.conn.Err() != nil || (c.inflight == 0 && time.Since(c.lastUse) > c.idle)) {
+	if c.conn != nil && (c.conn.Err() != nil || (c.inflight.Load() == 0 && time.Since(time.Unix(0, c.lastUse.Load())) > c.idle)) {
 		_ = c.conn.Close()
 		c.conn = nil
 	}
@@ -68,16 +72,13 @@ func (c *Client) get(ctx context.Context) (*Conn, error) {
 		}
 		c.conn = conn
 	}
-	c.inflight++
-	c.lastUse = time.Now()
+	c.inflight.Add(1)
 	return c.conn, nil
 }
 
 func (c *Client) put() {
-	c.mu.Lock()
-	c.inflight--
-	c.lastUse = time.Now()
-	c.mu.Unlock()
+	c.lastUse.Store(time.Now().UnixNano())
+	c.inflight.Add(-1)
 }
 
 // Reset drops the current connection, so the next call dials again (used
@@ -85,7 +86,7 @@ func (c *Client) put() {
 func (c *Client) Reset() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.conn != nil && c.inflight == 0 {
+	if c.conn != nil && c.inflight.Load() == 0 {
 		_ = c.conn.Close()
 		c.conn = nil
 	}

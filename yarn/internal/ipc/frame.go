@@ -201,7 +201,14 @@ func DecodeResponse(p []byte) (*hadoopcommon.RpcResponseHeaderProto, []byte, err
 	if err != nil {
 		return nil, nil, err
 	}
-	return r.fullHeader(), r.body, nil
+	if r.header == nil { // the fast path kept callId and status only
+		hb, _, _, _ := splitDelimited(p)
+		r.header = &hadoopcommon.RpcResponseHeaderProto{}
+		if err := proto.Unmarshal(hb, r.header); err != nil {
+			return nil, nil, fmt.Errorf("%w: response header: %v", ErrFrame, err)
+		}
+	}
+	return r.header, r.body, nil
 }
 
 // requestHeader builds the RpcRequestHeaderProto of one packet.

@@ -3,6 +3,7 @@ package ipc_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"sync"
 	"testing"
@@ -342,4 +343,133 @@ func TestConnectTimeout(t *testing.T) {
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	require.ErrorContains(t, err, ln.Addr().String())
 	require.Less(t, time.Since(start), 5*time.Second)
+}
+
+// 64 goroutines share one connection, calling back to back while the server
+// answers out of order; then the server closes the connection mid-flight.
+// Every call returns (its own answer or a connection error), none hangs,
+// none gets another call's answer. With a privacy layer too, where queued
+// packets are wrapped as one batch. Meant for -race too:
+//
+//	go test -race -run 'Concurrent|SharedConn|Blocked' ./yarn/internal/ipc
+func TestSharedConnServerClosesMidFlight(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		opt  yarntest.Options
+	}{
+		{"plain", yarntest.Options{}},
+		{"privacy", yarntest.Options{Token: true, QOP: "auth-conf", Ciphers: "rc4"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := yarntest.NewServer(t, tt.opt)
+			srv.Handle("getApplicationReport", func(ctx context.Context, c *yarntest.Call) (proto.Message, error) {
+				if srv.Calls()%3 == 0 {
+					time.Sleep(time.Duration(srv.Calls()%7) * 100 * time.Microsecond) // out of order
+				}
+				return echo(nil)(ctx, c)
+			})
+			cfg := ipc.Config{Addr: srv.Addr, Protocol: testProtocol, User: "u"}
+			if tt.opt.Token {
+				srv.AddToken([]byte("id"), []byte("pw"))
+				u, p := sasl.TokenCredentials([]byte("id"), []byte("pw"))
+				cfg.Mechanism = func() (sasl.Mechanism, error) { return &sasl.DigestMD5{Username: u, Password: p}, nil }
+			}
+			conn, err := ipc.Dial(ctxT(t, 5*time.Second), cfg)
+			require.NoError(t, err)
+			defer conn.Close()
+
+			const callers = 64
+			type result struct {
+				answered int
+				err      error
+			}
+			results := make(chan result, callers)
+			for g := range callers {
+				go func() {
+					r := result{}
+					for i := 0; ; i++ {
+						id := int32(g*1_000_000 + i)
+						resp := &hadoopyarn.GetApplicationReportResponseProto{}
+						// No deadline: a call that hangs must show up as a hang.
+						if r.err = conn.Call(context.Background(), "getApplicationReport", appReq(id), resp); r.err != nil {
+							break
+						}
+						if got := resp.GetApplicationReport().GetApplicationId().GetId(); got != id {
+							r.err = fmt.Errorf("call for %d got the answer to %d", id, got)
+							break
+						}
+						r.answered++
+					}
+					results <- r
+				}()
+			}
+			require.Eventually(t, func() bool { return srv.Calls() >= 3000 }, 20*time.Second, time.Millisecond)
+			srv.DropConnections()
+			hang := time.After(10 * time.Second)
+			answered := 0
+			for range callers {
+				select {
+				case r := <-results:
+					require.ErrorIs(t, r.err, ipc.ErrConnection, "a broken connection, not a wrong answer")
+					answered += r.answered
+				case <-hang:
+					t.Fatal("calls still waiting 10 s after the server closed the connection")
+				}
+			}
+			require.GreaterOrEqual(t, answered, 2000, "calls were answered before the close")
+			require.ErrorIs(t, conn.Err(), ipc.ErrConnection)
+		})
+	}
+}
+
+// A server that stops reading: the socket fills, the write in progress
+// blocks, and the packets queued behind it wait. Every caller still
+// returns once its context ends, and the connection, whose stream is now
+// cut, is reported broken.
+func TestBlockedWriteQueuedCallsReturn(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		if nc, err := ln.Accept(); err == nil {
+			accepted <- nc // held open, never read
+		}
+	}()
+	// SIMPLE set-up needs no answer from the server.
+	conn, err := ipc.Dial(ctxT(t, 5*time.Second), ipc.Config{Addr: ln.Addr().String(), Protocol: testProtocol, User: "u"})
+	require.NoError(t, err)
+	defer conn.Close()
+	defer func() {
+		select {
+		case nc := <-accepted:
+			nc.Close()
+		default:
+		}
+	}()
+
+	big := &hadoopyarn.SubmitApplicationRequestProto{ApplicationSubmissionContext: &hadoopyarn.ApplicationSubmissionContextProto{
+		AmContainerSpec: &hadoopyarn.ContainerLaunchContextProto{Tokens: make([]byte, 1<<20)}}}
+	const callers = 16
+	errs := make(chan error, callers)
+	for range callers {
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+			defer cancel()
+			errs <- conn.Call(ctx, "submitApplication", big, &hadoopyarn.SubmitApplicationResponseProto{})
+		}()
+	}
+	hang := time.After(10 * time.Second)
+	for range callers {
+		select {
+		case err := <-errs:
+			require.Error(t, err)
+			if !errors.Is(err, context.DeadlineExceeded) {
+				require.ErrorIs(t, err, ipc.ErrConnection)
+			}
+		case <-hang:
+			t.Fatal("a call queued behind a blocked write did not return")
+		}
+	}
+	require.ErrorIs(t, conn.Err(), ipc.ErrConnection, "a write cut mid-packet breaks the connection")
 }
