@@ -50,6 +50,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -251,7 +252,7 @@ func (h *Host) choose(resource string, candidates []driver.Candidate, amount int
 	keep := entries[:0:0]
 	held := newTable()
 	for _, e := range entries {
-		if h.proc.check(e.Owner, h.owner) == dead {
+		if l, _ := h.proc.holding(e, h.owner); l == dead {
 			h.log.WithFields(logrus.Fields{"resource": e.Resource, "device": e.Key, "holder_pid": e.PID}).Debug("reclaiming device of a dead holder")
 			continue
 		}
@@ -347,10 +348,20 @@ func (h *Host) noneLeft(candidates []driver.Candidate, amount, nFree int, held *
 		ErrNoDevicesLeft, amount, nFree, len(distinct), h.state, strings.Join(parts, "; "))
 }
 
-// describe names an entry's holder: "pid 4711 (java) for gpu since …".
+// describe names an entry's holder: "pid 4711 (java) for gpu since …", or
+// for a dead owner whose worker's group lives on, those processes.
 func (h *Host) describe(e Entry) string {
 	who := fmt.Sprintf("pid %d", e.PID)
-	if e.Owner.same(h.owner) {
+	if _, members := h.proc.holding(e, h.owner); len(members) > 0 {
+		ps := make([]string, len(members))
+		for i, m := range members {
+			ps[i] = strconv.Itoa(m)
+			if c := h.proc.program(m); c != "" {
+				ps[i] += " (" + c + ")"
+			}
+		}
+		who = fmt.Sprintf("the worker process group %d of dead pid %d, alive: pids %s,", e.Group.PGID, e.PID, strings.Join(ps, ", "))
+	} else if e.Owner.same(h.owner) {
 		who += " (this process)"
 	} else if c := h.programOf(e.Owner); c != "" {
 		who += fmt.Sprintf(" (%s)", c)
@@ -393,7 +404,7 @@ func (h *Host) release(ctx context.Context, match func(Entry) bool) error {
 			if e.Owner.same(h.owner) && match(e) {
 				continue
 			}
-			if h.proc.check(e.Owner, h.owner) == dead {
+			if l, _ := h.proc.holding(e, h.owner); l == dead {
 				continue
 			}
 			keep = append(keep, e)
@@ -409,11 +420,42 @@ func (h *Host) release(ctx context.Context, match func(Entry) bool) error {
 	return nil
 }
 
+// HoldGroup records that the owner's reservations are held by the worker
+// process group g too: while a process of g lives, a reclaiming launcher
+// treats them as held even when the owner is dead.
+func (h *Host) HoldGroup(ctx context.Context, g Group) error {
+	err := h.locked(ctx, func() error {
+		entries, err := h.read()
+		if err != nil {
+			return err
+		}
+		changed := false
+		for i := range entries {
+			if entries[i].Owner.same(h.owner) {
+				gg := g
+				entries[i].Group = &gg
+				changed = true
+			}
+		}
+		if !changed {
+			return nil
+		}
+		return h.write(entries)
+	})
+	if err != nil {
+		return fmt.Errorf("record worker process group %d: %w", g.PGID, err)
+	}
+	return nil
+}
+
 // Holder is one recorded reservation with its holder's current state.
 type Holder struct {
 	Entry
 	Alive   bool   // false only when the holder is proven dead
 	Program string // the holder's program name (no arguments), when readable
+	// Members are the live processes of the worker's group that hold the
+	// device after its owner died; nil while the owner lives.
+	Members []int
 }
 
 // Holders lists the recorded reservations, sorted by resource and key,
@@ -425,7 +467,8 @@ func (h *Host) Holders() ([]Holder, error) {
 	}
 	out := make([]Holder, 0, len(entries))
 	for _, e := range entries {
-		hd := Holder{Entry: e, Alive: h.proc.check(e.Owner, h.owner) != dead}
+		l, members := h.proc.holding(e, h.owner)
+		hd := Holder{Entry: e, Alive: l != dead, Members: members}
 		if hd.Alive {
 			hd.Program = h.programOf(e.Owner)
 		}

@@ -2,8 +2,12 @@ package coord
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -74,4 +78,47 @@ func TestWriteSurvivesTempRemoval(t *testing.T) {
 	}
 	close(stop)
 	<-done
+}
+
+// Issue 12, finding 2: an entry whose owner died stays held while a
+// process of its worker group lives; a group id now led by another
+// process (reused) holds nothing.
+func TestDeadOwnerLiveGroupHolds(t *testing.T) {
+	state := filepath.Join(t.TempDir(), "state")
+	member := exec.Command("sleep", "60")
+	member.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	require.NoError(t, member.Start())
+	t.Cleanup(func() { _ = member.Process.Kill(); _ = member.Wait() })
+	g, err := GroupOf(member.Process.Pid)
+	require.NoError(t, err)
+	require.Equal(t, member.Process.Pid, g.PGID)
+
+	gone := deadOwner(t)
+	writeEntries(t, state, Entry{Resource: "gpu", Key: "a", Owner: gone, Group: &g, Since: time.Now().UTC().Truncate(time.Second)})
+	b, err := os.ReadFile(state)
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(string(b), stateMagic+" "+stateV3+" "), "a group makes the file v3")
+
+	h := newHost(t, state, Owner{})
+	_, err = h.Reserve(ctxT(t), "gpu", []string{"a"}, 1, false)
+	require.ErrorIs(t, err, ErrNoDevicesLeft)
+	require.Contains(t, err.Error(), fmt.Sprintf("alive: pids %d (sleep)", member.Process.Pid))
+	hs, err := h.Holders()
+	require.NoError(t, err)
+	require.Len(t, hs, 1)
+	require.True(t, hs[0].Alive)
+	require.Equal(t, []int{member.Process.Pid}, hs[0].Members)
+
+	reused := g
+	reused.Start++ // the id is now another group's
+	writeEntries(t, state, Entry{Resource: "gpu", Key: "a", Owner: gone, Group: &reused, Since: time.Now().UTC().Truncate(time.Second)})
+	_, err = h.Reserve(ctxT(t), "gpu", []string{"a"}, 1, false)
+	require.NoError(t, err, "a reused group id holds nothing")
+	require.NoError(t, h.Release(ctxT(t), "gpu"))
+
+	writeEntries(t, state, Entry{Resource: "gpu", Key: "a", Owner: gone, Group: &g, Since: time.Now().UTC().Truncate(time.Second)})
+	require.NoError(t, member.Process.Kill())
+	_ = member.Wait()
+	_, err = h.Reserve(ctxT(t), "gpu", []string{"a"}, 1, false)
+	require.NoError(t, err, "once the group is gone the device is free")
 }

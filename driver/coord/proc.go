@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -64,6 +65,7 @@ func (p procFS) bootID() string {
 
 type procStat struct {
 	state byte
+	pgrp  int
 	start uint64
 }
 
@@ -97,7 +99,11 @@ func parseStat(b []byte) (procStat, error) {
 	if len(f[0]) != 1 {
 		return procStat{}, fmt.Errorf("parse /proc stat: state %q", f[0])
 	}
-	return procStat{state: f[0][0], start: start}, nil
+	pgrp, err := strconv.Atoi(f[2]) // field 5
+	if err != nil {
+		return procStat{}, fmt.Errorf("parse /proc stat: process group %q: %w", f[2], err)
+	}
+	return procStat{state: f[0][0], pgrp: pgrp, start: start}, nil
 }
 
 // liveness is the verdict on a recorded holder.
@@ -154,4 +160,71 @@ func (p procFS) program(pid int) string {
 	}
 	argv0, _, _ := strings.Cut(string(b), "\x00")
 	return filepath.Base(argv0)
+}
+
+// Group is a worker's process group: its id and its leader's start time
+// (the worker's), which tells the group from a later one reusing the id.
+type Group struct {
+	PGID  int    `json:"pgid"`
+	Start uint64 `json:"start"`
+}
+
+// GroupOf returns the Group led by the running process pid.
+func GroupOf(pid int) (Group, error) {
+	st, err := defaultProc.stat(pid)
+	if err != nil {
+		return Group{}, fmt.Errorf("identify process group of %d: %w", pid, err)
+	}
+	return Group{PGID: st.pgrp, Start: st.start}, nil
+}
+
+// members lists the live processes of g (not zombies): those whose process
+// group is g.PGID and that started no earlier than its leader. A leader pid
+// that now runs with another start time means the id was reused after the
+// group ended (the kernel reuses no pid while a group of that id has a
+// member): then none.
+func (p procFS) members(g Group) []int {
+	if st, err := p.stat(g.PGID); err == nil && st.start != g.Start {
+		return nil
+	}
+	dir, err := os.Open(p.root)
+	if err != nil {
+		return nil
+	}
+	defer dir.Close()
+	names, _ := dir.Readdirnames(-1)
+	var out []int
+	for _, n := range names {
+		pid, err := strconv.Atoi(n)
+		if err != nil || pid <= 0 {
+			continue
+		}
+		st, err := p.stat(pid)
+		if err != nil || st.pgrp != g.PGID || st.start < g.Start || st.state == 'Z' || st.state == 'X' {
+			continue
+		}
+		out = append(out, pid)
+	}
+	sort.Ints(out)
+	return out
+}
+
+// holding decides whether entry e is still held, as seen from self: its
+// owner cannot be proven dead, or its worker's group still has a live
+// member (returned, for messages).
+func (p procFS) holding(e Entry, self Owner) (liveness, []int) {
+	l := p.check(e.Owner, self)
+	if l != dead || e.Group == nil {
+		return l, nil
+	}
+	if e.Boot != "" && self.Boot != "" && e.Boot != self.Boot {
+		return dead, nil
+	}
+	if e.PIDNS != "" && self.PIDNS != "" && e.PIDNS != self.PIDNS {
+		return unknown, nil
+	}
+	if m := p.members(*e.Group); len(m) > 0 {
+		return alive, m
+	}
+	return dead, nil
 }

@@ -20,6 +20,11 @@ type Entry struct {
 	// MIG instance's GPU); "" for a whole device. Version 2 of the file.
 	Parent string `json:"parent,omitempty"`
 	Owner
+	// Group is the worker's process group, recorded once the worker runs:
+	// while any process of it lives the device stays held, even after the
+	// owner died (a worker's forked helpers outlive a SIGKILLed launcher).
+	// Version 3 of the file.
+	Group *Group    `json:"group,omitempty"`
 	Since time.Time `json:"since"`
 }
 
@@ -29,15 +34,17 @@ type stateBody struct {
 
 const stateMagic = "xres-coordination"
 
-// State file versions. v2 adds an entry's "parent"; a file is written as
-// v1 while no entry has one, so that launchers of the previous version
+// State file versions. v2 adds an entry's "parent", v3 its "group"; a
+// file is written in the oldest version that holds its entries (v1 while no
+// entry has a parent or a group), so that launchers of the previous version
 // sharing the host keep reading it. A v1 reader refuses a v2 file (as
 // corrupt), which is right: it would not see that a held partition keeps
 // its whole device busy.
 const (
 	stateV1      = "v1"
 	stateV2      = "v2"
-	stateVersion = stateV2 // the newest this code reads and writes
+	stateV3      = "v3"
+	stateVersion = stateV3 // the newest this code reads and writes
 )
 
 // The state file: a header line that pins the length and SHA-256 of the
@@ -60,9 +67,12 @@ func encodeState(entries []Entry) ([]byte, error) {
 	}
 	version := stateV1
 	for _, e := range entries {
+		if e.Group != nil {
+			version = stateV3
+			break
+		}
 		if e.Parent != "" {
 			version = stateV2
-			break
 		}
 	}
 	body, err := json.Marshal(stateBody{Entries: entries})
@@ -97,8 +107,8 @@ func decodeState(b []byte) ([]Entry, error) {
 		return nil, fmt.Errorf("%w: header is not %q (not written by xres)", errStateFormat, stateMagic+" "+stateVersion+" …")
 	}
 	version := f[1]
-	if version != stateV1 && version != stateV2 {
-		return nil, fmt.Errorf("%w: unsupported version %q (this xres reads %s and %s; written by a newer xres?)", errStateFormat, version, stateV1, stateV2)
+	if version != stateV1 && version != stateV2 && version != stateV3 {
+		return nil, fmt.Errorf("%w: unsupported version %q (this xres reads %s to %s; written by a newer xres?)", errStateFormat, version, stateV1, stateV3)
 	}
 	n, err := strconv.Atoi(f[2])
 	if err != nil || n < 0 {
@@ -125,6 +135,9 @@ func decodeState(b []byte) ([]Entry, error) {
 		}
 		if e.Parent != "" && version == stateV1 {
 			return nil, fmt.Errorf("%w: entry %d has a parent, which a %s file cannot have", errStateFormat, i, stateV1)
+		}
+		if e.Group != nil && (version != stateV3 || e.Group.PGID <= 0) {
+			return nil, fmt.Errorf("%w: entry %d has a bad group or one a %s file cannot have", errStateFormat, i, version)
 		}
 		if e.Parent == e.Key {
 			return nil, fmt.Errorf("%w: entry %d names %s as its own parent", errStateFormat, i, e.Key)

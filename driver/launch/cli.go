@@ -339,6 +339,11 @@ func runLaunch(ctx context.Context, args []string, env Env) int {
 		log.WithField("resource", deviceSpec.Name).Debug("one worker per device")
 	}
 
+	// Orphaned helpers of the worker become ours, so that they can be
+	// waited for when the worker ends.
+	if err := becomeSubreaper(); err != nil {
+		log.WithError(err).Debug("cannot be the reaper of the worker's helpers")
+	}
 	l := &Launcher{Registry: env.Registry, Log: log, Getenv: env.Getenv, DriverTimeout: loaded.DiscoveryTimeout}
 	res, err := l.Acquire(lctx, specs)
 	if err != nil {
@@ -388,6 +393,11 @@ func (l *Launcher) run(ctx context.Context, res *Reservation, command []string, 
 		Stdin:  env.Stdin,
 		Stdout: env.Stdout,
 		Stderr: env.Stderr,
+		Started: func(pid int) {
+			if err := res.HoldGroup(ctx, pid); err != nil {
+				log.WithError(err).Warn("could not record the worker's process group: its forked helpers would not keep its devices held should this launcher be killed")
+			}
+		},
 	}, gate, killGrace, log)
 	if err != nil {
 		return 0, err

@@ -5,7 +5,9 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -107,4 +109,75 @@ func TestStressLockFileDeleted(t *testing.T) {
 	require.Positive(t, deletions, "the deleter never deleted anything: the test proves nothing")
 	rep := h.probe(t, bin)
 	require.Empty(t, rep.Resources[0].Coordination.Holders, "every grant was released")
+}
+
+// Issue 12, finding 2: a worker's forked helper outlives a SIGKILLed
+// launcher. While it lives, its GPU is not granted again, and the refusal
+// names it; once it is gone, the GPU is free. A worker that ends normally
+// takes its helpers along.
+func TestWorkerGroupHoldsDevices(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	bin := launcherBinary(t)
+	h := newFakeGPUHost(t, 1, 1)
+	bgFile := filepath.Join(h.dir, "bg")
+	helper := `sleep 30 & echo $! > "$1.tmp" && mv "$1.tmp" "$1"; wait`
+
+	a := h.command(bin, "--conf", h.conf, "--", "sh", "-c", helper, "worker", bgFile)
+	require.NoError(t, a.Start())
+	waitForFile(t, bgFile, 30*time.Second)
+	b, err := os.ReadFile(bgFile)
+	require.NoError(t, err)
+	bg, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = syscall.Kill(bg, syscall.SIGKILL) })
+	// The launcher records the group just after the worker started.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		st, _ := os.ReadFile(h.state)
+		if bytes.Contains(st, []byte(`"group":{"pgid":`)) {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "the worker's group was not recorded: %s", st)
+		time.Sleep(5 * time.Millisecond)
+	}
+	require.NoError(t, a.Process.Signal(syscall.SIGKILL))
+	_ = a.Wait()
+	require.False(t, processGone(bg), "the helper should outlive its launcher for this test")
+
+	var stderr bytes.Buffer
+	second := h.command(bin, "--conf", h.conf, "--", "true")
+	second.Stderr = &stderr
+	err = second.Run()
+	require.Error(t, err)
+	require.Equal(t, ExitDiscovery, second.ProcessState.ExitCode(), stderr.String())
+	require.Contains(t, stderr.String(), "alive: pids "+strconv.Itoa(bg)+" (sleep)")
+
+	require.NoError(t, syscall.Kill(bg, syscall.SIGKILL))
+	deadline = time.Now().Add(10 * time.Second)
+	for !processGone(bg) {
+		require.True(t, time.Now().Before(deadline), "helper %d did not die", bg)
+		time.Sleep(5 * time.Millisecond)
+	}
+	stderr.Reset()
+	third := h.command(bin, "--conf", h.conf, "--", "true")
+	third.Stderr = &stderr
+	require.NoError(t, third.Run(), stderr.String())
+
+	// A worker that exits leaves no helper behind, and the launcher does
+	// not wait for the helper to end by itself.
+	require.NoError(t, os.Remove(bgFile))
+	stderr.Reset()
+	start := time.Now()
+	fourth := h.command(bin, "--conf", h.conf, "--", "sh", "-c", `sleep 600 & echo $! > "$1"; exit 3`, "worker", bgFile)
+	fourth.Stderr = &stderr
+	require.Error(t, fourth.Run())
+	require.Equal(t, 3, fourth.ProcessState.ExitCode(), stderr.String())
+	require.Less(t, time.Since(start), 300*time.Second, "the launcher waited for the helper instead of ending it")
+	b, err = os.ReadFile(bgFile)
+	require.NoError(t, err)
+	bg, err = strconv.Atoi(strings.TrimSpace(string(b)))
+	require.NoError(t, err)
+	require.True(t, processGone(bg), "the worker's helper %d outlived the worker's launcher", bg)
 }

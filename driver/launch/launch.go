@@ -16,6 +16,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -23,6 +24,7 @@ import (
 
 	"github.com/xres/xres/driver"
 	"github.com/xres/xres/driver/amd"
+	"github.com/xres/xres/driver/coord"
 	"github.com/xres/xres/driver/gpu"
 	"github.com/xres/xres/resources"
 )
@@ -66,6 +68,9 @@ type Reservation struct {
 	log      logrus.FieldLogger
 	timeout  time.Duration
 	released bool
+	// stateFiles are the host coordination files the grants are recorded
+	// in (xres coordination only).
+	stateFiles []string
 }
 
 type held struct {
@@ -160,6 +165,9 @@ func (l *Launcher) Acquire(ctx context.Context, specs []resources.Spec) (*Reserv
 			vendor = l.VendorOf(spec, canonical)
 		}
 		r.Grants = append(r.Grants, Grant{Spec: spec, Vendor: vendor, Devices: infos})
+		if c := coordinationOf(spec, canonical, l.Getenv); c.Mode == gpu.CoordXres && !slices.Contains(r.stateFiles, c.StateFile) {
+			r.stateFiles = append(r.stateFiles, c.StateFile)
+		}
 		log.WithFields(logrus.Fields{
 			"devices":  describeDevices(infos),
 			"duration": time.Since(start).Round(time.Microsecond).String(),
@@ -167,6 +175,28 @@ func (l *Launcher) Acquire(ctx context.Context, specs []resources.Spec) (*Reserv
 		}).Info("devices discovered")
 	}
 	return r, nil
+}
+
+// HoldGroup records in the host coordination that the worker process
+// group led by pid holds the reservation too, so that its devices stay
+// held while any of its processes lives, even once the launcher is gone.
+func (r *Reservation) HoldGroup(ctx context.Context, pid int) error {
+	if len(r.stateFiles) == 0 {
+		return nil
+	}
+	g, err := coord.GroupOf(pid)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, f := range r.stateFiles {
+		h, err := coord.New(coord.Options{StateFile: f, Log: r.log})
+		if err == nil {
+			err = h.HoldGroup(ctx, g)
+		}
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
 }
 
 // abort releases everything and returns err (with any release error joined).

@@ -29,6 +29,8 @@ type worker struct {
 	Stdin  io.Reader
 	Stdout io.Writer
 	Stderr io.Writer
+	// Started (nil: none) is called with the worker's pid once it runs.
+	Started func(pid int)
 }
 
 // signalGate receives the launcher's signals for its whole life. Before the
@@ -161,6 +163,9 @@ func runWorker(ctx context.Context, w worker, g *signalGate, grace time.Duration
 	}
 	exited, pid := p.exited, p.pid
 	log.WithField("pid", pid).WithField("command", w.Args[0]).Info("worker started")
+	if w.Started != nil {
+		w.Started(pid)
+	}
 
 	var killTimer <-chan time.Time
 	ctxDone := ctx.Done()
@@ -225,12 +230,38 @@ func startProc(cmd *exec.Cmd, g *signalGate, afterStart func(pid int)) (*proc, e
 		g.mu.Lock()
 		delete(g.pgids, p.pid)
 		g.mu.Unlock()
+		endGroup(p.pid, g.log)
 		p.exited <- exitCodeOf(cmd.ProcessState)
 	}()
 	if err := <-started; err != nil {
 		return nil, err
 	}
 	return p, nil
+}
+
+// groupEndTimeout bounds the wait for a finished worker's group to die.
+const groupEndTimeout = 10 * time.Second
+
+// endGroup kills what is left of a finished worker's process group (its
+// forked helpers) and waits until none of it runs, so that its devices are
+// released only once nothing of the worker can still use them. The
+// launcher is their reaper (becomeSubreaper) where the system allows.
+func endGroup(pgid int, log logrus.FieldLogger) {
+	deadline := time.Now().Add(groupEndTimeout)
+	for wait := 100 * time.Microsecond; ; {
+		if err := syscall.Kill(-pgid, syscall.SIGKILL); errors.Is(err, syscall.ESRCH) {
+			return
+		}
+		reapGroup(pgid)
+		if time.Now().After(deadline) {
+			log.WithField("pgid", pgid).Warn("the worker's process group still has members after SIGKILL")
+			return
+		}
+		time.Sleep(wait)
+		if wait < 10*time.Millisecond {
+			wait *= 2
+		}
+	}
 }
 
 // exitCodeOf turns a wait status into a shell-style exit code.
