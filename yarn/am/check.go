@@ -7,6 +7,7 @@ import (
 
 	"github.com/xres/xres/conf"
 	"github.com/xres/xres/resources"
+	"github.com/xres/xres/yarn"
 )
 
 // ErrProfileUnsatisfiable is wrapped by CheckProfile's error: the cluster
@@ -15,10 +16,7 @@ var ErrProfileUnsatisfiable = errors.New("container profile cannot be satisfied 
 
 // ResourceType is one resource type the ResourceManager knows
 // (RegisterApplicationMasterResponse.resource_types or getResourceTypeInfo).
-type ResourceType struct {
-	Name  string `json:"name"`
-	Units string `json:"units,omitempty"`
-}
+type ResourceType = yarn.ResourceType
 
 // ClusterLimits is what the RM says it can grant: its resource types and the
 // largest container it allows (maximumCapability).

@@ -10,6 +10,7 @@ import (
 
 	"github.com/xres/xres/conf"
 	"github.com/xres/xres/resources"
+	"github.com/xres/xres/yarn"
 )
 
 // Flink's heartbeat and REST server options the AM reads (declared in conf/).
@@ -33,24 +34,9 @@ const (
 // ErrBadConfig is wrapped by every configuration error of this package.
 var ErrBadConfig = errors.New("invalid configuration")
 
-// Resource is a YARN container size: memory in MiB, virtual cores and the
-// extended resources (YARN resource-type name such as yarn.io/gpu → amount).
-type Resource struct {
-	MemoryMB int64            `json:"memory-mb"`
-	VCores   int64            `json:"vcores"`
-	Extra    map[string]int64 `json:"resources,omitempty"`
-}
-
-// String renders r like YARN does: <memory:1728, vCores:1, yarn.io/gpu: 2>.
-func (r Resource) String() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "<memory:%d, vCores:%d", r.MemoryMB, r.VCores)
-	for _, k := range sortedKeys(r.Extra) {
-		fmt.Fprintf(&b, ", %s: %d", k, r.Extra[k])
-	}
-	b.WriteString(">")
-	return b.String()
-}
+// Resource is a YARN container size (yarn.Resource: one type for the AM
+// and the clients).
+type Resource = yarn.Resource
 
 // Plan is what the AM will ask for: how many workers and of which size.
 type Plan struct {

@@ -60,8 +60,8 @@ func (r rpcRM) Register(ctx context.Context, req RegisterRequest) (RegisterRespo
 	if err != nil {
 		return RegisterResponse{}, err
 	}
-	out := RegisterResponse{MaxCapability: ResourceFromProto(resp.GetMaximumCapability()), Queue: resp.GetQueue(),
-		ResourceTypes: ResourceTypesFromProto(resp.GetResourceTypes())}
+	out := RegisterResponse{MaxCapability: yarn.ResourceFromProto(resp.GetMaximumCapability()), Queue: resp.GetQueue(),
+		ResourceTypes: yarn.ResourceTypesFromProto(resp.GetResourceTypes())}
 	if len(out.ResourceTypes) == 0 {
 		// Older RMs leave resource_types empty: every configured type
 		// appears in the maximum capability.
@@ -147,33 +147,6 @@ func allocateProto(req AllocateRequest) (*hadoopyarn.AllocateRequestProto, error
 	return p, nil
 }
 
-// ResourceFromProto converts a ResourceProto (memory, vcores and the
-// resource map) to a Resource.
-func ResourceFromProto(r *hadoopyarn.ResourceProto) Resource {
-	out := Resource{MemoryMB: r.GetMemory(), VCores: int64(r.GetVirtualCores())}
-	for _, ri := range r.GetResourceValueMap() {
-		switch ri.GetKey() {
-		case "memory-mb", "vcores":
-			continue
-		}
-		if out.Extra == nil {
-			out.Extra = map[string]int64{}
-		}
-		out.Extra[ri.GetKey()] = ri.GetValue()
-	}
-	return out
-}
-
-// ResourceTypesFromProto converts the RM's resource type infos
-// (getResourceTypeInfo, or the register response) to ResourceTypes.
-func ResourceTypesFromProto(types []*hadoopyarn.ResourceTypeInfoProto) []ResourceType {
-	var out []ResourceType
-	for _, t := range types {
-		out = append(out, ResourceType{Name: t.GetName(), Units: t.GetUnits()})
-	}
-	return out
-}
-
 func typesOf(r *hadoopyarn.ResourceProto) []ResourceType {
 	types := []ResourceType{{Name: "memory-mb", Units: "Mi"}, {Name: "vcores"}}
 	for _, ri := range r.GetResourceValueMap() {
@@ -192,7 +165,7 @@ func fromContainer(c *hadoopyarn.ContainerProto) Container {
 		id = c.GetAllocationRequestId()
 	}
 	return Container{ID: yarn.ContainerID(c.GetId()), NodeID: yarn.NodeID(c.GetNodeId()),
-		NodeHTTP: c.GetNodeHttpAddress(), Resource: ResourceFromProto(c.GetResource()),
+		NodeHTTP: c.GetNodeHttpAddress(), Resource: yarn.ResourceFromProto(c.GetResource()),
 		AllocationRequestID: id, Token: fromToken(c.GetContainerToken())}
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/xres/xres/conf"
 	"github.com/xres/xres/hadoopproto/hadoopyarn"
 	"github.com/xres/xres/resources"
+	"github.com/xres/xres/yarn"
 	"github.com/xres/xres/yarn/am"
 )
 
@@ -264,7 +265,7 @@ func checkCluster(ctx context.Context, e *env, rep resourcesReport, offline bool
 		return clusterCheck{Checked: true, Error: fmt.Sprintf("cluster check: list nodes: %v", err)}
 	}
 	out := clusterCheck{Checked: true, ResourceTypes: typeNames(types)}
-	limits := am.ClusterLimits{Types: am.ResourceTypesFromProto(types), MaxName: "the largest NodeManager"}
+	limits := am.ClusterLimits{Types: yarn.ResourceTypesFromProto(types), MaxName: "the largest NodeManager"}
 	largest := am.Resource{Extra: map[string]int64{}}
 	for _, n := range nodes {
 		for k, v := range resourceMap(n.GetCapability()) {

@@ -110,7 +110,7 @@ func (c Client) Submit(ctx context.Context, req Request) (Submitted, error) {
 		if err != nil {
 			return sub, fmt.Errorf("submit %s: get resource types: %w", sub.AppID, err)
 		}
-		limits := am.ClusterLimits{Types: am.ResourceTypesFromProto(types), Max: am.ResourceFromProto(newApp.GetMaximumCapability())}
+		limits := am.ClusterLimits{Types: yarn.ResourceTypesFromProto(types), Max: yarn.ResourceFromProto(newApp.GetMaximumCapability())}
 		if err := am.CheckProfile(req.WorkerProfile, limits, req.Owners); err != nil {
 			return sub, fmt.Errorf("submit %s: %w", sub.AppID, err)
 		}
