@@ -32,19 +32,34 @@ func (f Finding) String() string {
 	return fmt.Sprintf("%-7s %s", f.Severity, f.Problem.String())
 }
 
+// Trial is what a trial discovery in check found for one resource: the
+// devices a launcher would get now, holding nothing.
+type Trial struct {
+	Resource string
+	Amount   int64
+	Devices  []resources.Info
+}
+
+// String renders "gpu: a launcher would get 2 device(s): 0, 1".
+func (t Trial) String() string {
+	return fmt.Sprintf("%s: a launcher would get %d device(s): %s", t.Resource, len(t.Devices), describeDevices(t.Devices))
+}
+
 // checkTimeout bounds each resource's trial discovery in check.
 const checkTimeout = 10 * time.Second
 
 // Check reports every pitfall that applies to cfg on this host: the
 // configuration lint, then per enabled resource the driver factory, the
 // driver's params (script missing or not executable…), a trial discovery of
-// one device in a dry run (script exit code and stderr, no GPU source…) and
-// host coordination (off, directory not writable, state file corrupt).
+// the configured amount in a dry run (script exit code and stderr, too few
+// or repeated devices, no GPU source…; its devices are returned as a Trial)
+// and host coordination (off, directory not writable, state file corrupt).
 //
 // only (comma-separated names, "" for all) limits the per-resource checks,
 // like --resources.
-func (l *Launcher) Check(ctx context.Context, cfg *conf.Config, only string) []Finding {
+func (l *Launcher) Check(ctx context.Context, cfg *conf.Config, only string) ([]Finding, []Trial) {
 	var out []Finding
+	var trials []Trial
 	seen := map[string]bool{}
 	add := func(f Finding) {
 		k := f.Problem.String()
@@ -76,16 +91,20 @@ func (l *Launcher) Check(ctx context.Context, cfg *conf.Config, only string) []F
 	dry := *l
 	dry.DryRun = true
 	for _, spec := range specs {
-		for _, f := range dry.checkSpec(ctx, cfg, spec) {
+		fs, trial := dry.checkSpec(ctx, cfg, spec)
+		for _, f := range fs {
 			add(f)
 		}
+		if trial != nil {
+			trials = append(trials, *trial)
+		}
 	}
-	return out
+	return out, trials
 }
 
-func (l *Launcher) checkSpec(ctx context.Context, cfg *conf.Config, spec resources.Spec) []Finding {
+func (l *Launcher) checkSpec(ctx context.Context, cfg *conf.Config, spec resources.Spec) ([]Finding, *Trial) {
 	if strings.TrimSpace(spec.Factory) == "" {
-		return nil // Lint reports it
+		return nil, nil // Lint reports it
 	}
 	factoryKey := resources.Key(spec.Name, resources.SuffixFactory)
 	var out []Finding
@@ -106,28 +125,28 @@ func (l *Launcher) checkSpec(ctx context.Context, cfg *conf.Config, spec resourc
 			fix += "; Flink plugin jars are not loaded by xres"
 		}
 		cfgErr(factoryKey, fmt.Sprintf("driver factory %q is not known, so workers get no %s devices", spec.Factory, spec.Name), fix)
-		return out
+		return out, nil
 	case errors.Is(err, plugin.ErrNotFound) || errors.Is(err, plugin.ErrNotExecutable):
 		root, from := plugin.Root(l.getenv())
 		hostProblem(resources.SeverityError, factoryKey, err.Error(),
 			"install the plugin executable (chmod +x) on every worker host under the plugins root "+root+" (from "+from+"; set $XRES_PLUGINS_DIR to move it)")
-		return out
+		return out, nil
 	case errors.Is(err, gpu.ErrScriptNotFound):
 		key := driver.ParamKey(spec.Name, gpu.ParamScriptPath)
 		hostProblem(resources.SeverityError, key, err.Error(), "install the discovery script at that path on every worker host (relative paths are resolved against $FLINK_HOME), or unset it to use built-in discovery")
-		return out
+		return out, nil
 	case errors.Is(err, gpu.ErrScriptNotExecutable):
 		key := driver.ParamKey(spec.Name, gpu.ParamScriptPath)
 		hostProblem(resources.SeverityError, key, err.Error(), "chmod +x the script (and give it a #! line)")
-		return out
+		return out, nil
 	case err != nil:
 		cfgErr(factoryKey, err.Error(), "fix the resource's param.* keys named in the message")
-		return out
+		return out, nil
 	}
 
-	// A trial discovery of one device, holding nothing.
+	// A trial discovery of the configured amount, holding nothing.
 	dctx, cancel := context.WithTimeout(ctx, checkTimeout)
-	_, derr := d.Discover(dctx, 1)
+	infos, derr := d.Discover(dctx, spec.Amount)
 	cancel()
 	if rel, ok := d.(driver.Releaser); ok {
 		_ = rel.Release(ctx)
@@ -137,13 +156,17 @@ func (l *Launcher) checkSpec(ctx context.Context, cfg *conf.Config, spec resourc
 		key, fix := factoryKey, "make the devices visible to this host's workers (drivers installed, device nodes readable)"
 		switch {
 		case co.Script != "":
-			key, fix = driver.ParamKey(spec.Name, gpu.ParamScriptPath), "run the script by hand as `<script> 1 <args>`; it must print comma-separated indices on its first line and exit 0"
+			key, fix = driver.ParamKey(spec.Name, gpu.ParamScriptPath), fmt.Sprintf("run the script by hand as `<script> %d <args>`; it must print %d distinct comma-separated indices on its first line and exit 0", spec.Amount, spec.Amount)
 		case errors.Is(derr, driver.ErrNotEnoughDevices):
 			fix = "check that this host has the devices, and that no stale worker holds them (container-launcher probe shows the holders)"
 		case errors.Is(derr, gpu.ErrNVMLUnavailable) || strings.Contains(derr.Error(), "nvidia-smi"):
 			key, fix = driver.ParamKey(spec.Name, gpu.ParamSource), "install the NVIDIA driver (libnvidia-ml, nvidia-smi) on the host, or set param.discovery-script.path to a discovery script"
 		}
-		hostProblem(resources.SeverityError, key, "trial discovery of 1 device failed: "+derr.Error(), fix)
+		hostProblem(resources.SeverityError, key, fmt.Sprintf("trial discovery of %d device(s) failed: %s", spec.Amount, derr), fix)
+	}
+	var trial *Trial
+	if derr == nil {
+		trial = &Trial{Resource: spec.Name, Amount: spec.Amount, Devices: infos}
 	}
 
 	switch co.Mode {
@@ -171,7 +194,7 @@ func (l *Launcher) checkSpec(ctx context.Context, cfg *conf.Config, spec resourc
 			hostProblem(resources.SeverityError, key, "host coordination cannot work: "+err.Error(), fix)
 		}
 	}
-	return out
+	return out, trial
 }
 
 // knownFactories lists the factory names a registry knows, where it can say.
@@ -221,7 +244,10 @@ func runCheck(ctx context.Context, args []string, env Env) int {
 		fmt.Fprintln(env.Stdout, "checking: no configuration file found (--conf or $FLINK_CONF_DIR); -D overrides only")
 	}
 	l := &Launcher{Registry: env.Registry, Log: log, Getenv: env.Getenv}
-	findings := l.Check(ctx, cfg, c.resources)
+	findings, trials := l.Check(ctx, cfg, c.resources)
+	for _, t := range trials {
+		fmt.Fprintf(env.Stdout, "%-7s %s\n", "ok", t)
+	}
 	code := ExitOK
 	errs, warns := 0, 0
 	for _, f := range findings {
