@@ -19,7 +19,8 @@ import (
 // portVars are run.sh's port settings; StartExtra gives each a free port unless the
 // caller names one, so an extra cluster never meets the suite's (default ports).
 var portVars = []string{"XRES_NN_PORT", "XRES_NN_HTTP_PORT", "XRES_RM_PORT", "XRES_RM_SCHEDULER_PORT",
-	"XRES_RM_TRACKER_PORT", "XRES_RM_ADMIN_PORT", "XRES_RM_WEBAPP_PORT"}
+	"XRES_RM_TRACKER_PORT", "XRES_RM_ADMIN_PORT", "XRES_RM_WEBAPP_PORT",
+	"XRES_RM2_PORT", "XRES_RM2_SCHEDULER_PORT", "XRES_RM2_TRACKER_PORT", "XRES_RM2_ADMIN_PORT", "XRES_RM2_WEBAPP_PORT"}
 
 // extraStartTimeout bounds run.sh start of an extra cluster (build included).
 const extraStartTimeout = 5 * time.Minute
@@ -115,6 +116,9 @@ func StartExtra(t *testing.T, settings map[string]string) *Cluster {
 		t.Fatalf("extra minicluster: %v", err)
 	}
 	if c.NameNode, err = nameNodeAddr(c.conf); err != nil {
+		t.Fatalf("extra minicluster: %v", err)
+	}
+	if err := c.useActiveRM(ctx); err != nil {
 		t.Fatalf("extra minicluster: %v", err)
 	}
 	return c

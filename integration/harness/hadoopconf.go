@@ -98,24 +98,53 @@ func get(kv map[string]string, key, def string) string {
 	return expand(kv, def)
 }
 
-// rmWebURL is the ResourceManager's web address (http or https per yarn.http.policy).
+// rmWebURL is the ResourceManager's web address (http or https per yarn.http.policy); with
+// HA, the first rm-id's (useActiveRM then finds the active one).
 func rmWebURL(kv map[string]string) (string, error) {
+	urls, err := rmWebURLs(kv)
+	if err != nil {
+		return "", err
+	}
+	return urls[0], nil
+}
+
+// rmWebURLs lists the ResourceManagers' web addresses: one, or with
+// yarn.resourcemanager.ha.enabled one per yarn.resourcemanager.ha.rm-ids entry (the
+// key.<id> forms).
+func rmWebURLs(kv map[string]string) ([]string, error) {
 	scheme, key, port := "http", "yarn.resourcemanager.webapp.address", "8088"
 	if get(kv, "yarn.http.policy", "HTTP_ONLY") == "HTTPS_ONLY" {
 		scheme, key, port = "https", "yarn.resourcemanager.webapp.https.address", "8090"
 	}
-	addr := get(kv, key, "${yarn.resourcemanager.hostname}:"+port)
-	if strings.Contains(addr, "${") {
-		return "", fmt.Errorf("hadoop conf %s: cannot resolve %q (set yarn.resourcemanager.hostname)", key, addr)
+	suffixes := []string{""}
+	if strings.EqualFold(get(kv, "yarn.resourcemanager.ha.enabled", "false"), "true") {
+		suffixes = nil
+		for _, id := range strings.Split(get(kv, "yarn.resourcemanager.ha.rm-ids", ""), ",") {
+			if id = strings.TrimSpace(id); id != "" {
+				suffixes = append(suffixes, "."+id)
+			}
+		}
+		if len(suffixes) == 0 {
+			return nil, fmt.Errorf("hadoop conf: yarn.resourcemanager.ha.enabled is true but yarn.resourcemanager.ha.rm-ids is empty")
+		}
 	}
-	host, p, err := net.SplitHostPort(addr)
-	if err != nil {
-		return "", fmt.Errorf("hadoop conf %s=%q: %w", key, addr, err)
+	var urls []string
+	for _, sfx := range suffixes {
+		k := key + sfx
+		addr := get(kv, k, "${yarn.resourcemanager.hostname"+sfx+"}:"+port)
+		if strings.Contains(addr, "${") {
+			return nil, fmt.Errorf("hadoop conf %s: cannot resolve %q (set yarn.resourcemanager.hostname%s)", k, addr, sfx)
+		}
+		host, p, err := net.SplitHostPort(addr)
+		if err != nil {
+			return nil, fmt.Errorf("hadoop conf %s=%q: %w", k, addr, err)
+		}
+		if host == "0.0.0.0" || host == "" {
+			host = "localhost"
+		}
+		urls = append(urls, scheme+"://"+net.JoinHostPort(host, p))
 	}
-	if host == "0.0.0.0" || host == "" {
-		host = "localhost"
-	}
-	return scheme + "://" + net.JoinHostPort(host, p), nil
+	return urls, nil
 }
 
 // nameNodeAddr is host:port of the NameNode from fs.defaultFS (port 8020 when absent).

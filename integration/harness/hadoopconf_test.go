@@ -72,6 +72,25 @@ func TestReadConfDirErrors(t *testing.T) {
 		_, err := rmWebURL(map[string]string{})
 		require.ErrorContains(t, err, "set yarn.resourcemanager.hostname")
 	})
+	t.Run("HA without rm-ids", func(t *testing.T) {
+		_, err := rmWebURL(map[string]string{"yarn.resourcemanager.ha.enabled": "true"})
+		require.ErrorContains(t, err, "yarn.resourcemanager.ha.rm-ids is empty")
+	})
+	t.Run("HA id without an address", func(t *testing.T) {
+		_, err := rmWebURLs(map[string]string{"yarn.resourcemanager.ha.enabled": "true", "yarn.resourcemanager.ha.rm-ids": "rm1"})
+		require.ErrorContains(t, err, "set yarn.resourcemanager.hostname.rm1")
+	})
+}
+
+func TestRMWebURLsHA(t *testing.T) {
+	kv, err := readConfDir("testdata/conf/ha")
+	require.NoError(t, err)
+	urls, err := rmWebURLs(kv)
+	require.NoError(t, err)
+	require.Equal(t, []string{"http://localhost:8088", "http://rm2.example:8088"}, urls)
+	first, err := rmWebURL(kv)
+	require.NoError(t, err)
+	require.Equal(t, urls[0], first)
 }
 
 func TestExpand(t *testing.T) {

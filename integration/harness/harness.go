@@ -190,6 +190,9 @@ func Setup(ctx context.Context, log io.Writer) (*Cluster, error) {
 	if c.NameNode, err = nameNodeAddr(kv); err != nil {
 		return c.failSetup(ctx, fmt.Errorf("%w: %v", ErrNoCluster, err))
 	}
+	if err := c.useActiveRM(ctx); err != nil {
+		return c.failSetup(ctx, fmt.Errorf("%w: %v", ErrNoCluster, err))
+	}
 	if err := c.checkRM(ctx); err != nil {
 		return c.failSetup(ctx, fmt.Errorf("%w: %v", ErrNoCluster, err))
 	}

@@ -64,14 +64,15 @@ func (r Resource) Get(name string) (int64, bool) {
 
 // Node is one entry of /ws/v1/cluster/nodes.
 type Node struct {
-	ID                string   `json:"id"`
-	State             string   `json:"state"`
-	NodeHostName      string   `json:"nodeHostName"`
-	NodeHTTPAddress   string   `json:"nodeHTTPAddress"`
-	HealthReport      string   `json:"healthReport"`
-	TotalResource     Resource `json:"totalResource"`
-	UsedResource      Resource `json:"usedResource"`
-	AvailableResource Resource `json:"availableResource"`
+	ID                string       `json:"id"`
+	State             string       `json:"state"`
+	NodeHostName      string       `json:"nodeHostName"`
+	NodeHTTPAddress   string       `json:"nodeHTTPAddress"`
+	HealthReport      string       `json:"healthReport"`
+	NodeLabels        List[string] `json:"nodeLabels"`
+	TotalResource     Resource     `json:"totalResource"`
+	UsedResource      Resource     `json:"usedResource"`
+	AvailableResource Resource     `json:"availableResource"`
 }
 
 // Nodes returns the RM's node list (GET /ws/v1/cluster/nodes), failing the test on error.

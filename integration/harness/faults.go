@@ -1,0 +1,135 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+)
+
+// ErrNoFaultVerbs is returned by the fault verbs on a cluster that does not serve them (one
+// named by XRES_HADOOP_CONF_DIR, or a minicluster from before the verbs).
+var ErrNoFaultVerbs = errors.New("cluster has no fault verbs")
+
+// ErrVerb wraps a verb the cluster refused or could not complete; the message is its reason.
+var ErrVerb = errors.New("fault verb failed")
+
+// verbTimeout bounds one verb (the launcher's own bound is 180 s).
+const verbTimeout = 200 * time.Second
+
+// The minicluster's fault verbs, as run.sh has them (rm-restart, rm-failover, nm-kill N,
+// nm-start N, nm-list). Each returns once the effect shows in the RM REST API and answers
+// the launcher's one-line report.
+
+// RMRestart stops the active ResourceManager and starts a fresh one on the same state store
+// (work-preserving: containers keep running, NodeManagers re-register).
+func (c *Cluster) RMRestart(ctx context.Context) (string, error) {
+	return c.verb(ctx, http.MethodPost, "rm-restart", -1)
+}
+
+// RMFailover (HA profile) makes the standby RM active and the active one standby; RMWebURL
+// then names the new active RM.
+func (c *Cluster) RMFailover(ctx context.Context) (string, error) {
+	out, err := c.verb(ctx, http.MethodPost, "rm-failover", -1)
+	if err != nil {
+		return out, err
+	}
+	return out, c.useActiveRM(ctx)
+}
+
+// NMKill kills NodeManager n (0-based) with its containers, without telling the RM, and
+// returns once the RM reports the node LOST.
+func (c *Cluster) NMKill(ctx context.Context, n int) (string, error) {
+	return c.verb(ctx, http.MethodPost, "nm-kill", n)
+}
+
+// NMStart starts NodeManager n again (same node id) and returns once it is RUNNING.
+func (c *Cluster) NMStart(ctx context.Context, n int) (string, error) {
+	return c.verb(ctx, http.MethodPost, "nm-start", n)
+}
+
+// NMList is the launcher's table: one line per NodeManager (index, node id, RM state, web
+// address, labels=, process=).
+func (c *Cluster) NMList(ctx context.Context) (string, error) {
+	return c.verb(ctx, http.MethodGet, "nm-list", -1)
+}
+
+// MustVerb runs one of the verbs above for a test, failing it with the reason on error.
+func MustVerb(t testing.TB, verb func(context.Context) (string, error)) string {
+	t.Helper()
+	ctx, cancel := testContext(t, verbTimeout)
+	defer cancel()
+	out, err := verb(ctx)
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	t.Logf("%s", strings.TrimSpace(out))
+	return out
+}
+
+// NodeID is the node id ("127.0.0.N:port") of NodeManager n, from cluster.env.
+func (c *Cluster) NodeID(n int) string { return c.Env[fmt.Sprintf("XRES_NM%d_ID", n)] }
+
+func (c *Cluster) verb(ctx context.Context, method, verb string, n int) (string, error) {
+	base := c.Env["XRES_MINICLUSTER_ADMIN_URL"]
+	if base == "" {
+		return "", fmt.Errorf("%s: %w (no XRES_MINICLUSTER_ADMIN_URL in cluster.env)", verb, ErrNoFaultVerbs)
+	}
+	u := base + "/" + verb
+	if n >= 0 {
+		u += "?n=" + url.QueryEscape(fmt.Sprint(n))
+	}
+	ctx, cancel := context.WithTimeout(ctx, verbTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, method, u, nil)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", verb, err)
+	}
+	// The launcher answers only once the effect is visible; httpClient's 30 s is too short.
+	resp, err := (&http.Client{}).Do(req)
+	if err != nil {
+		return "", fmt.Errorf("%s %s: %w", method, u, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return "", fmt.Errorf("%s: read answer: %w", verb, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("%w: %s", ErrVerb, strings.TrimSpace(strings.TrimPrefix(string(b), "error: ")))
+	}
+	return string(b), nil
+}
+
+// useActiveRM points RMWebURL at the RM whose /ws/v1/cluster/info says haState ACTIVE (HA
+// configurations list one web address per yarn.resourcemanager.ha.rm-ids entry).
+func (c *Cluster) useActiveRM(ctx context.Context) error {
+	urls, err := rmWebURLs(c.conf)
+	if err != nil || len(urls) < 2 {
+		return err
+	}
+	var seen []string
+	for _, u := range urls {
+		var info struct {
+			ClusterInfo struct {
+				HAState string `json:"haState"`
+			} `json:"clusterInfo"`
+		}
+		probe := &Cluster{RMWebURL: u, User: c.User}
+		if err := probe.getJSON(ctx, "/ws/v1/cluster/info", &info); err != nil {
+			seen = append(seen, fmt.Sprintf("%s: %v", u, err))
+			continue
+		}
+		if info.ClusterInfo.HAState == "ACTIVE" {
+			c.RMWebURL = u
+			return nil
+		}
+		seen = append(seen, u+": "+info.ClusterInfo.HAState)
+	}
+	return fmt.Errorf("no active resourcemanager among %s", strings.Join(seen, "; "))
+}
