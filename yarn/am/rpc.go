@@ -169,16 +169,12 @@ func fromContainer(c *hadoopyarn.ContainerProto) Container {
 		AllocationRequestID: id, Token: fromToken(c.GetContainerToken())}
 }
 
+// fromToken converts a wire token; nil gives the zero Token.
 func fromToken(t *hadoopcommon.TokenProto) Token {
 	if t == nil {
 		return Token{}
 	}
-	return Token{Identifier: t.GetIdentifier(), Password: t.GetPassword(), Kind: t.GetKind(), Service: t.GetService()}
-}
-
-func toToken(t Token) *hadoopcommon.TokenProto {
-	return &hadoopcommon.TokenProto{Identifier: t.Identifier, Password: t.Password,
-		Kind: proto.String(t.Kind), Service: proto.String(t.Service)}
+	return *security.FromProto(t)
 }
 
 type rpcNM struct{ c NMProtocol }
@@ -198,14 +194,15 @@ func containerProto(c Container) (*hadoopyarn.ContainerProto, error) {
 	}
 	return &hadoopyarn.ContainerProto{Id: id,
 		NodeId:          &hadoopyarn.NodeIdProto{Host: proto.String(host), Port: proto.Int32(int32(p))},
-		NodeHttpAddress: proto.String(c.NodeHTTP), ContainerToken: toToken(c.Token)}, nil
+		NodeHttpAddress: proto.String(c.NodeHTTP), ContainerToken: c.Token.Proto()}, nil
 }
 
+// nmSecurityToken is nil for the zero Token (no NMToken received).
 func nmSecurityToken(t Token) *security.Token {
 	if t.Kind == "" {
 		return nil
 	}
-	return &security.Token{Identifier: t.Identifier, Password: t.Password, Kind: t.Kind, Service: t.Service}
+	return &t
 }
 
 func (n rpcNM) StartContainer(ctx context.Context, c Container, nmToken Token, launch LaunchContext) error {

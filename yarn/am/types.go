@@ -3,7 +3,8 @@ package am
 import (
 	"context"
 	"errors"
-	"fmt"
+
+	"github.com/xres/xres/yarn/security"
 )
 
 // ErrNotRegistered is what an RMClient's Allocate or Finish returns (wrapped)
@@ -32,21 +33,9 @@ const (
 )
 
 // Token is a Hadoop token, opaque to the AM: an AMRMToken, an NMToken or a
-// container token. It never prints its identifier or password.
-type Token struct {
-	Identifier []byte
-	Password   []byte
-	Kind       string
-	Service    string
-}
-
-// String redacts the secret parts.
-func (t Token) String() string {
-	return fmt.Sprintf("Token{kind=%s service=%s identifier=%d bytes password=<redacted>}", t.Kind, t.Service, len(t.Identifier))
-}
-
-// GoString redacts the secret parts in %#v too.
-func (t Token) GoString() string { return t.String() }
+// container token (security.Token: one type for every token; it never
+// prints its identifier or password).
+type Token = security.Token
 
 // NMToken is the token to talk to one NodeManager (node id host:port).
 type NMToken struct {

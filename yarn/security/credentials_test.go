@@ -114,6 +114,19 @@ func TestTokenRedaction(t *testing.T) {
 		require.NotContains(t, s, fmt.Sprint([]byte("SECRET-PW")))
 	}
 	require.Contains(t, tok.String(), "rm:8030")
+
+	// By value and inside the structs that carry tokens (the AM keeps them
+	// by value: one Token type for every use), still redacted.
+	holder := struct {
+		Node  string
+		Token Token
+	}{"nm1:45454", *tok}
+	for _, s := range []string{fmt.Sprint(*tok), fmt.Sprintf("%v %+v %#v %s", holder, holder, holder, *tok)} {
+		require.NotContains(t, s, "SECRET")
+		require.NotContains(t, s, fmt.Sprint([]byte("SECRET-ID")))
+	}
+	var none *Token
+	require.Equal(t, "<nil>", fmt.Sprint(none))
 }
 
 // FuzzParseCredentials: never panics; what parses re-encodes and parses

@@ -27,22 +27,21 @@ type Token struct {
 	Service    string
 }
 
-// String prints the token without its secret parts.
-func (t *Token) String() string {
-	if t == nil {
-		return "<nil token>"
-	}
+// String prints the token without its secret parts. The methods have
+// value receivers so that a Token printed by value is redacted too (fmt
+// prints a nil *Token as <nil>).
+func (t Token) String() string {
 	return fmt.Sprintf("Token{kind=%s service=%s identifier=%dB password=redacted}", t.Kind, t.Service, len(t.Identifier))
 }
 
 // GoString keeps %#v from printing the secret parts.
-func (t *Token) GoString() string { return t.String() }
+func (t Token) GoString() string { return t.String() }
 
 // Format makes every fmt verb print the redacted form.
-func (t *Token) Format(f fmt.State, _ rune) { _, _ = f.Write([]byte(t.String())) }
+func (t Token) Format(f fmt.State, _ rune) { _, _ = f.Write([]byte(t.String())) }
 
 // Proto converts to the wire form.
-func (t *Token) Proto() *hadoopcommon.TokenProto {
+func (t Token) Proto() *hadoopcommon.TokenProto {
 	return &hadoopcommon.TokenProto{
 		Identifier: append([]byte{}, t.Identifier...),
 		Password:   append([]byte{}, t.Password...),
@@ -67,7 +66,7 @@ func FromProto(p *hadoopcommon.TokenProto) *Token {
 // MatchesService reports whether the token is for addr. An AMRMToken in an
 // HA cluster names every RM scheduler address, comma-separated, so this
 // matches on any element, as Hadoop's AMRMTokenSelector does.
-func (t *Token) MatchesService(addr string) bool {
+func (t Token) MatchesService(addr string) bool {
 	for _, s := range strings.Split(t.Service, ",") {
 		if strings.TrimSpace(s) == addr {
 			return true
