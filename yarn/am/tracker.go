@@ -188,6 +188,7 @@ var statusHTML = template.Must(template.New("status").Funcs(template.FuncMap{
 <style>body{font-family:sans-serif}table{border-collapse:collapse}td,th{border:1px solid #999;padding:2px 6px;text-align:left}</style>
 </head><body>
 <h1>xres application {{.App}}</h1>
+<div id="live">
 <p>State: <b>{{.Status.State}}</b> — workers {{.Workers}}, running {{.Running}}, starting {{.Starting}}, succeeded {{.Succeeded}}, failed {{.Failed}}, restarts {{.Restarts}} (limit {{.MaxFailed}}), pending {{.Pending}}</p>
 <p>Container profile: {{.Profile}}</p>
 <p>Hosts: {{range $i, $h := .Hosts}}{{if $i}}, {{end}}{{$h}}{{end}}</p>
@@ -200,7 +201,28 @@ var statusHTML = template.Must(template.New("status").Funcs(template.FuncMap{
 <table><tr><th>container</th><th>host</th><th>state</th><th>exit</th><th>devices</th><th>diagnostics</th></tr>
 {{range .Containers}}<tr><td>{{.Container}}</td><td>{{.Host}}</td><td>{{.State}}</td><td>{{exit .ExitStatus}}</td><td>{{devices .}}</td><td>{{.Diagnostics}}</td></tr>
 {{end}}</table>
-<p><a href="api/status">JSON</a> </p>
+</div>
+<p><a href="api/status">JSON</a> · <span id="refreshed">refreshes every 5 s</span></p>
+<script>
+// Every 5 s: fetch this page again (same query) and swap in its #live part.
+(function () {
+  var n = 0, note = document.getElementById("refreshed");
+  function tick() {
+    fetch(location.href, {cache: "no-store"}).then(function (r) {
+      return r.ok ? r.text() : Promise.reject("HTTP " + r.status);
+    }).then(function (html) {
+      var live = new DOMParser().parseFromString(html, "text/html").getElementById("live");
+      if (live) document.getElementById("live").replaceWith(live);
+      n++;
+      note.dataset.refreshes = n;
+      note.textContent = "updated " + new Date().toLocaleTimeString() + ", every 5 s";
+    }).catch(function (e) {
+      note.textContent = "refresh failed (" + e + "); retrying every 5 s";
+    }).finally(function () { setTimeout(tick, 5000); });
+  }
+  setTimeout(tick, 5000);
+})();
+</script>
 </body></html>
 `))
 
