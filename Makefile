@@ -44,15 +44,31 @@ test: $(SUMMARY)
 integration: $(SUMMARY)
 	set -o pipefail; $(INTEG_TESTS) | TESTSUMMARY_LABEL="make integration" $(SUMMARY)
 
+# The core integration subset against each Hadoop version users run (newest 3.2.x, 3.3.x,
+# 3.4.x, 3.5.x; XRES_MATRIX_VERSIONS names others), each built into its own cached folder;
+# a table of version, build and test seconds, result (docker/hadoop-minicluster/matrix.sh).
+.PHONY: test-matrix
+test-matrix: $(SUMMARY)
+	docker/hadoop-minicluster/matrix.sh
+
 # Includes container-launcher's overhead and 64-launcher contention beside a
 # Flink-style flock script (driver/launch; see median-ms, the median per run).
 bench:
 	$(GO) test -timeout 30m -run '^$$' -bench . -benchmem $(PKGS)
 
 # getClusterMetrics: our RPC client vs Hadoop's Java YarnClient (integration/javabench,
-# built with Maven on first use), 1 and 8 callers, against the real cluster.
+# built with Maven on first use), 1, 8 and 32 callers against the real cluster, and 8
+# callers against a second, Kerberized one with hadoop.rpc.protection=privacy (started
+# here on the ports below, stopped at the end). Settings: see integration/bench_rpc_test.go.
+BENCH_SECURE_PORTS ?= XRES_NN_PORT=18120 XRES_NN_HTTP_PORT=19970 XRES_RM_PORT=18132 \
+	XRES_RM_SCHEDULER_PORT=18130 XRES_RM_TRACKER_PORT=18131 XRES_RM_ADMIN_PORT=18133 XRES_RM_WEBAPP_PORT=18188
 bench-rpc:
-	$(GO) test -count=1 -tags integration -timeout 40m -run '^$$' -bench 'RPCGetClusterMetrics' -benchtime 1x ./integration/
+	@dir=$$(mktemp -d /tmp/xres-bench-secure.XXXXXX) && \
+	trap "XRES_MINICLUSTER_DIR=$$dir bash docker/hadoop-minicluster/run.sh stop >/dev/null 2>&1; rm -rf $$dir" EXIT && \
+	env XRES_MINICLUSTER_DIR=$$dir XRES_MINICLUSTER_OWNER_PID=$$$$ XRES_RPC_PROTECTION=privacy \
+		XRES_MINICLUSTER_NODEMANAGERS=1 $(BENCH_SECURE_PORTS) bash docker/hadoop-minicluster/run.sh start --secure && \
+	XRES_BENCH_SECURE_DIR=$$dir $(GO) test -count=1 -tags integration -timeout 40m -run '^$$' \
+		-bench 'RPCGetClusterMetrics' -benchtime 1x ./integration/
 
 # am submit vs Hadoop's own DistributedShell (hadoop-yarn-applications-distributedshell 3.4.2,
 # via integration/dsbench, built with Maven on first use; XRES_DSHELL_JAR=<jar> names another):

@@ -4,39 +4,52 @@ package integration
 
 // BenchmarkRPCGetClusterMetrics puts our ApplicationClientProtocol client
 // and Hadoop's Java YarnClient side by side against the same RM, in one run:
-// closed-loop getClusterMetrics from 1 and 8 concurrent callers sharing one
-// client, calls per second and p50/p99 latency, then a table with ratios.
+// closed-loop getClusterMetrics from 1, 8 and 32 concurrent callers sharing
+// one client, calls per second and p50/p99 latency, then a table with
+// ratios. BenchmarkRPCGetClusterMetricsPrivacy does the same at 8 callers
+// on a Kerberized cluster with hadoop.rpc.protection=privacy (GSSAPI with
+// confidentiality: every packet wrapped and encrypted, both sides).
 //
 //	make bench-rpc
 //	go test -tags integration -run '^$' -bench RPCGetClusterMetrics -benchtime 1x ./integration/
 //
-// Settings: XRES_BENCH_CALLERS (default "1,8"), XRES_BENCH_WARMUP and
+// Settings: XRES_BENCH_CALLERS (default "1,8,32"; the privacy benchmark:
+// XRES_BENCH_PRIVACY_CALLERS, default "8"), XRES_BENCH_WARMUP and
 // XRES_BENCH_SECONDS (warm-up and measured time per row, default 2 and 4
-// seconds), XRES_BENCH_ROUNDS (default 3), XRES_BENCH_OUT (also write the
-// table to this file). The Java side is integration/javabench (Maven, built
-// on first use), one JVM for the whole run. Both sides measure the same way:
-// every caller calls back to back for the measured time after an unmeasured
-// warm-up, every call's latency is kept, percentiles are nearest-rank, and
-// Go and Java rows alternate over the rounds; the table shows medians.
+// seconds), XRES_BENCH_ROUNDS (default 3), XRES_BENCH_OUT (also append the
+// tables to this file), XRES_BENCH_SECURE_DIR (the state folder of a
+// running `run.sh start --secure` cluster with XRES_RPC_PROTECTION=privacy,
+// for the privacy benchmark). The Java side is integration/javabench
+// (Maven, built on first use), one JVM per benchmark. Both sides measure
+// the same way: every caller calls back to back for the measured time after
+// an unmeasured warm-up, every call's latency is kept, percentiles are
+// nearest-rank, and Go and Java rows alternate over the rounds; the table
+// shows medians, the spread over rounds, and the machine's 1-minute load
+// average (/proc/loadavg) when each row ended.
 
 import (
 	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/sirupsen/logrus"
 
 	"github.com/xres/xres/conf"
 	"github.com/xres/xres/integration/harness"
@@ -51,6 +64,7 @@ type benchResult struct {
 	Seconds float64 `json:"seconds"`
 	P50us   float64 `json:"p50_us"`
 	P99us   float64 `json:"p99_us"`
+	Load    float64 `json:"-"` // 1-minute load average when the row ended
 }
 
 func (r benchResult) rate() float64 { return float64(r.Calls) / r.Seconds }
@@ -67,16 +81,16 @@ func benchEnv(b *testing.B, key string, def float64) float64 {
 	return f
 }
 
-func benchCallers(b *testing.B) []int {
-	v := os.Getenv("XRES_BENCH_CALLERS")
+func benchCallers(b *testing.B, key, def string) []int {
+	v := os.Getenv(key)
 	if v == "" {
-		v = "1,8"
+		v = def
 	}
 	var out []int
 	for _, s := range strings.Split(v, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil || n <= 0 {
-			b.Fatalf("XRES_BENCH_CALLERS=%q: want comma-separated positive counts", v)
+			b.Fatalf("%s=%q: want comma-separated positive counts", key, v)
 		}
 		out = append(out, n)
 	}
@@ -135,9 +149,10 @@ func measureGo(ctx context.Context, cl *yarn.Client, n int, d time.Duration, mea
 
 // javaBench builds integration/javabench (mavenBuild) when its jar is missing or older
 // than its sources and returns the java command line prefix.
-func javaBench(b *testing.B) []string {
+func javaBench(b *testing.B, jvmOpts ...string) []string {
 	dir, cp := mavenBuild(b, "javabench", "xres-javabench-0.1.0.jar")
-	return []string{javaBin(), "-cp", filepath.Join(dir, "target", "classes") + ":" + strings.Join(cp, ":"), "io.xres.javabench.Main"}
+	cmd := append([]string{javaBin()}, jvmOpts...)
+	return append(cmd, "-cp", filepath.Join(dir, "target", "classes")+":"+strings.Join(cp, ":"), "io.xres.javabench.Main")
 }
 
 func reportBench(b *testing.B, r benchResult) {
@@ -155,10 +170,17 @@ type javaProc struct {
 	stderr *bytes.Buffer
 }
 
-func startJava(ctx context.Context, b *testing.B, confDir, user string) *javaProc {
-	cmdline := javaBench(b)
-	cmd := exec.CommandContext(ctx, cmdline[0], append(cmdline[1:], confDir)...)
-	cmd.Env = append(os.Environ(), "HADOOP_USER_NAME="+user)
+func startJava(ctx context.Context, b *testing.B, s rpcBench) *javaProc {
+	var jvmOpts, env []string
+	if s.principal != "" {
+		jvmOpts = []string{"-Djava.security.krb5.conf=" + s.krb5Conf}
+		env = []string{"XRES_BENCH_PRINCIPAL=" + s.principal, "XRES_BENCH_KEYTAB=" + s.keytab}
+	} else {
+		env = []string{"HADOOP_USER_NAME=" + s.user}
+	}
+	cmdline := javaBench(b, jvmOpts...)
+	cmd := exec.CommandContext(ctx, cmdline[0], append(cmdline[1:], s.confDir)...)
+	cmd.Env = append(os.Environ(), env...)
 	p := &javaProc{cmd: cmd, stderr: &bytes.Buffer{}}
 	cmd.Stderr = p.stderr
 	var err error
@@ -188,6 +210,7 @@ func (p *javaProc) row(b *testing.B, n int, warmup, seconds time.Duration) bench
 	if err := json.Unmarshal(p.out.Bytes(), &r); err != nil || r.Callers != n || r.Calls == 0 {
 		b.Fatalf("java bench output %q (err %v)\n%s", p.out.Text(), err, tailLines(p.stderr.Bytes(), 30))
 	}
+	r.Load = loadAvg(b)
 	return r
 }
 
@@ -219,17 +242,100 @@ func median(rows []benchResult) benchResult {
 	return m
 }
 
-func spread(rows []benchResult) (lo, hi float64) {
+// spread is the lowest and highest of f over rounds.
+func spread(rows []benchResult, f func(benchResult) float64) (lo, hi float64) {
 	lo, hi = math.Inf(1), 0
 	for _, r := range rows {
-		lo, hi = math.Min(lo, r.rate()), math.Max(hi, r.rate())
+		lo, hi = math.Min(lo, f(r)), math.Max(hi, f(r))
 	}
 	return lo, hi
 }
 
+// loadAvg is the machine's 1-minute load average.
+func loadAvg(b *testing.B) float64 {
+	raw, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		b.Fatalf("load average: %v", err)
+	}
+	f := strings.Fields(string(raw))
+	if len(f) == 0 {
+		b.Fatalf("load average: empty /proc/loadavg")
+	}
+	v, err := strconv.ParseFloat(f[0], 64)
+	if err != nil {
+		b.Fatalf("load average: /proc/loadavg %q: %v", raw, err)
+	}
+	return v
+}
+
 func BenchmarkRPCGetClusterMetrics(b *testing.B) {
 	c := harness.Get(b)
-	hc, err := conf.LoadHadoop(c.ConfDir)
+	runRPCBench(b, rpcBench{title: "SIMPLE authentication", confDir: c.ConfDir, user: c.User,
+		callers: benchCallers(b, "XRES_BENCH_CALLERS", "1,8,32")})
+}
+
+func BenchmarkRPCGetClusterMetricsPrivacy(b *testing.B) {
+	dir := os.Getenv("XRES_BENCH_SECURE_DIR")
+	if dir == "" {
+		b.Fatal("XRES_BENCH_SECURE_DIR: name the state folder of a Kerberized minicluster with privacy, started with\n" +
+			"  XRES_RPC_PROTECTION=privacy XRES_MINICLUSTER_DIR=<dir> docker/hadoop-minicluster/run.sh start --secure\n" +
+			"(make bench-rpc starts one)")
+	}
+	env := readClusterEnv(b, filepath.Join(dir, "cluster.env"))
+	if env["XRES_SECURE"] != "true" || env["XRES_RPC_PROTECTION"] != "privacy" {
+		b.Fatalf("%s/cluster.env: XRES_SECURE=%q XRES_RPC_PROTECTION=%q, want a secure cluster with privacy",
+			dir, env["XRES_SECURE"], env["XRES_RPC_PROTECTION"])
+	}
+	runRPCBench(b, rpcBench{title: "Kerberos, hadoop.rpc.protection=privacy", confDir: env["XRES_HADOOP_CONF_DIR"],
+		krb5Conf: env["XRES_KRB5_CONF"], principal: env["XRES_CLIENT_PRINCIPAL"], keytab: env["XRES_CLIENT_KEYTAB"],
+		version: env["XRES_HADOOP_VERSION"], callers: benchCallers(b, "XRES_BENCH_PRIVACY_CALLERS", "8")})
+}
+
+// readClusterEnv reads a cluster.env (KEY=VALUE lines, # comments).
+func readClusterEnv(b *testing.B, path string) map[string]string {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		b.Fatalf("cluster env: %v", err)
+	}
+	env := map[string]string{}
+	for i, line := range strings.Split(string(raw), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		k, v, ok := strings.Cut(line, "=")
+		if !ok {
+			b.Fatalf("%s:%d: want KEY=VALUE, got %q", path, i+1, line)
+		}
+		env[k] = v
+	}
+	return env
+}
+
+// rpcBench is one cluster both clients are measured against.
+type rpcBench struct {
+	title   string
+	confDir string
+	user    string // SIMPLE: the Hadoop user
+	// Kerberos: the client's login, for both sides.
+	krb5Conf, principal, keytab string
+	version                     string // Hadoop's version; "" asks the RM's REST API
+	callers                     []int
+}
+
+// layerSeen records whether a connection negotiated a SASL security layer.
+type layerSeen struct{ seen atomic.Bool }
+
+func (h *layerSeen) Levels() []logrus.Level { return []logrus.Level{logrus.DebugLevel} }
+func (h *layerSeen) Fire(e *logrus.Entry) error {
+	if strings.Contains(e.Message, "sasl security layer in use") {
+		h.seen.Store(true)
+	}
+	return nil
+}
+
+func runRPCBench(b *testing.B, s rpcBench) {
+	hc, err := conf.LoadHadoop(s.confDir)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -237,14 +343,24 @@ func BenchmarkRPCGetClusterMetrics(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	callers := benchCallers(b)
 	warmup := time.Duration(benchEnv(b, "XRES_BENCH_WARMUP", 2) * float64(time.Second))
 	seconds := time.Duration(benchEnv(b, "XRES_BENCH_SECONDS", 4) * float64(time.Second))
 	rounds := int(benchEnv(b, "XRES_BENCH_ROUNDS", 3))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
 
-	cl, err := yarn.NewClient(yarn.ClientConfig{Addrs: addrs, User: c.User})
+	log := logrus.New()
+	log.SetOutput(io.Discard)
+	log.SetLevel(logrus.DebugLevel)
+	layer := &layerSeen{}
+	log.AddHook(layer)
+	cfg := yarn.ClientConfig{Addrs: addrs, User: s.user, Log: log}
+	if s.principal != "" {
+		if cfg.Kerberos, err = yarn.NewKerberosFromKeytab(s.krb5Conf, s.keytab, s.principal); err != nil {
+			b.Fatal(err)
+		}
+	}
+	cl, err := yarn.NewClient(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -256,12 +372,15 @@ func BenchmarkRPCGetClusterMetrics(b *testing.B) {
 	if m.GetNumNodeManagers() <= 0 {
 		b.Fatalf("go getClusterMetrics: %d NodeManagers", m.GetNumNodeManagers())
 	}
-	java := startJava(ctx, b, c.ConfDir, c.User)
+	if prot, _ := hc.Get("hadoop.rpc.protection"); (prot != "" && prot != "authentication") != layer.seen.Load() {
+		b.Fatalf("hadoop.rpc.protection=%q but the go client's security layer in use: %v", prot, layer.seen.Load())
+	}
+	java := startJava(ctx, b, s)
 	defer java.stop(b)
 
 	// Warm the RM itself (its JIT, handler threads) before the first row,
 	// so that neither side measures a cold server.
-	if _, err := measureGo(ctx, cl, slices.Max(callers), warmup, false); err != nil {
+	if _, err := measureGo(ctx, cl, slices.Max(s.callers), warmup, false); err != nil {
 		b.Fatalf("rm warm-up: %v", err)
 	}
 
@@ -282,10 +401,10 @@ func BenchmarkRPCGetClusterMetrics(b *testing.B) {
 			b.Fatalf("go getClusterMetrics: %v", err)
 		}
 		return benchResult{Impl: "go", Callers: n, Calls: len(lat), Seconds: seconds.Seconds(),
-			P50us: percentile(lat, 0.50), P99us: percentile(lat, 0.99)}
+			P50us: percentile(lat, 0.50), P99us: percentile(lat, 0.99), Load: loadAvg(b)}
 	}
 	for round := 0; round < rounds; round++ {
-		for _, n := range callers {
+		for _, n := range s.callers {
 			order := []string{"go", "java"}
 			if round%2 == 1 {
 				order = []string{"java", "go"}
@@ -301,28 +420,34 @@ func BenchmarkRPCGetClusterMetrics(b *testing.B) {
 			}
 		}
 	}
-	for _, n := range callers {
+	for _, n := range s.callers {
 		for _, impl := range []string{"go", "java"} {
 			r := median(rows[key{impl, n}])
 			b.Run(fmt.Sprintf("impl=%s/callers=%d", impl, n), func(b *testing.B) { reportBench(b, r) })
 		}
 	}
 
-	version := "unknown"
-	if rc, err := rest.New(rest.Config{Endpoints: mustWebURLs(b, hc)}); err == nil {
+	version := s.version
+	if version == "" {
+		version = "unknown"
+	}
+	if rc, err := rest.New(rest.Config{Endpoints: mustWebURLs(b, hc)}); s.version == "" && err == nil {
 		if info, err := rc.ClusterInfo(ctx); err == nil {
 			version = info.HadoopVersion
 		}
 	}
 	var t strings.Builder
-	fmt.Fprintf(&t, "\ngetClusterMetrics against %s (Hadoop %s): %d rounds of %s warm-up + %s measured per row, medians\n",
-		strings.Join(addrs, ","), version, rounds, warmup, seconds)
-	fmt.Fprintf(&t, "%-8s %-5s %12s %10s %10s   %s\n", "callers", "impl", "calls/s", "p50 µs", "p99 µs", "calls/s over rounds")
-	for _, n := range callers {
+	fmt.Fprintf(&t, "\ngetClusterMetrics against %s (Hadoop %s, %s): %d rounds of %s warm-up + %s measured per row, medians; %d CPUs\n",
+		strings.Join(addrs, ","), version, s.title, rounds, warmup, seconds, runtime.NumCPU())
+	fmt.Fprintf(&t, "%-8s %-5s %12s %10s %10s   %-22s %s\n", "callers", "impl", "calls/s", "p50 µs", "p99 µs", "calls/s over rounds", "load 1m over rounds")
+	for _, n := range s.callers {
 		for _, impl := range []string{"go", "java"} {
-			r := median(rows[key{impl, n}])
-			lo, hi := spread(rows[key{impl, n}])
-			fmt.Fprintf(&t, "%-8d %-5s %12.0f %10.1f %10.1f   %.0f–%.0f\n", n, impl, r.rate(), r.P50us, r.P99us, lo, hi)
+			rs := rows[key{impl, n}]
+			r := median(rs)
+			lo, hi := spread(rs, benchResult.rate)
+			llo, lhi := spread(rs, func(r benchResult) float64 { return r.Load })
+			fmt.Fprintf(&t, "%-8d %-5s %12.0f %10.1f %10.1f   %-22s %.2f–%.2f\n", n, impl, r.rate(), r.P50us, r.P99us,
+				fmt.Sprintf("%.0f–%.0f", lo, hi), llo, lhi)
 		}
 		g, j := median(rows[key{"go", n}]), median(rows[key{"java", n}])
 		fmt.Fprintf(&t, "%-8d %-5s %11.2fx %9.2fx %9.2fx   (throughput go/java; latency java/go: >1 means go is faster)\n",
@@ -330,7 +455,12 @@ func BenchmarkRPCGetClusterMetrics(b *testing.B) {
 	}
 	fmt.Print(t.String())
 	if path := os.Getenv("XRES_BENCH_OUT"); path != "" {
-		if err := os.WriteFile(path, []byte(t.String()), 0o644); err != nil {
+		f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		if err == nil {
+			_, err = f.WriteString(t.String())
+			err = errors.Join(err, f.Close())
+		}
+		if err != nil {
 			b.Fatal(err)
 		}
 	}

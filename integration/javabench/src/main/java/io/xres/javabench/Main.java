@@ -12,6 +12,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
 
 import org.apache.hadoop.fs.Path;
+import org.apache.hadoop.security.UserGroupInformation;
 import org.apache.hadoop.yarn.client.api.YarnClient;
 import org.apache.hadoop.yarn.conf.YarnConfiguration;
 
@@ -29,6 +30,10 @@ import org.apache.hadoop.yarn.conf.YarnConfiguration;
  * measured), then for the measured time. Each call's latency is recorded. One JSON line per
  * row goes to stdout:
  * {"impl":"java","callers":8,"calls":12345,"seconds":5.0,"p50_us":310.2,"p99_us":900.1}
+ *
+ * <p>On a Kerberized cluster, XRES_BENCH_PRINCIPAL and XRES_BENCH_KEYTAB name the client's
+ * login (and -Djava.security.krb5.conf the Kerberos configuration); the RPC protection
+ * (hadoop.rpc.protection) is whatever the configuration directory says.
  */
 public final class Main {
   private Main() {}
@@ -45,6 +50,11 @@ public final class Main {
       if (file.isFile()) {
         conf.addResource(new Path(file.getAbsolutePath()));
       }
+    }
+    String principal = System.getenv("XRES_BENCH_PRINCIPAL");
+    if (principal != null && !principal.isEmpty()) {
+      UserGroupInformation.setConfiguration(conf);
+      UserGroupInformation.loginUserFromKeytab(principal, System.getenv("XRES_BENCH_KEYTAB"));
     }
     YarnClient client = YarnClient.createYarnClient();
     client.init(conf);
