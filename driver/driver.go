@@ -68,6 +68,13 @@ type Device struct {
 	Unhealthy string
 }
 
+// InfoVisibleID is the info property a driver sets when a device must be
+// named by something other than its index in CUDA_VISIBLE_DEVICES and its
+// siblings: under device isolation (cgroups, a container runtime's
+// NVIDIA_VISIBLE_DEVICES) the worker's runtime numbers only the devices it
+// can see, from 0, so the GPU driver names them by uuid there.
+const InfoVisibleID = "visible-id"
+
 // UnhealthyDevice is a device left out of a discovery, and why.
 type UnhealthyDevice struct {
 	Key    string               `json:"key"`

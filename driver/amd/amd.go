@@ -80,6 +80,26 @@ func Params() []driver.Param {
 		coord.EnabledParam, coord.FileParam}
 }
 
+// EnvRocrVisibleDevices is ROCr's device filter: the GPUs a process may
+// use, by uuid or index.
+const EnvRocrVisibleDevices = "ROCR_VISIBLE_DEVICES"
+
+// visibleOnly keeps the devices ROCR_VISIBLE_DEVICES (v) lists by uuid or
+// index.
+func visibleOnly(devs []driver.Device, v string) []driver.Device {
+	want := map[string]bool{}
+	for _, id := range strings.Split(v, ",") {
+		want[strings.TrimSpace(id)] = true
+	}
+	var out []driver.Device
+	for _, d := range devs {
+		if (d.Info["uuid"] != "" && want[d.Info["uuid"]]) || want[d.Info["index"]] {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
 // Sources.
 const (
 	SourceAuto    = "auto"
@@ -107,6 +127,10 @@ type Enumerator struct {
 	RocmSMIPath string
 	Timeout     time.Duration
 	Log         logrus.FieldLogger
+	// Visible is ROCR_VISIBLE_DEVICES as the launcher found it: when set, a
+	// parent (a container, a scheduler) gave this process only those GPUs
+	// (uuids or ROCr indices), and only they are candidates.
+	Visible string
 	// open checks that a render node can be opened; nil uses the file
 	// system. Tests replace it.
 	open func(path string) error
@@ -125,8 +149,12 @@ func New(opts driver.Options) (*Enumerator, error) {
 		return nil, err
 	}
 	sysfs, dev := pci.SysfsRootDevRoot(opts.Params)
+	getenv := opts.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
 	return &Enumerator{Source: source, SysfsRoot: sysfs, DevRoot: dev, RocmSMIPath: rocmSMIParam.Get(opts.Params),
-		Timeout: timeout, Log: opts.Log}, nil
+		Timeout: timeout, Log: opts.Log, Visible: getenv(EnvRocrVisibleDevices)}, nil
 }
 
 // NewFactory returns the AMD GPU driver factory: the Enumerator behind the
@@ -154,6 +182,12 @@ func (e *Enumerator) Enumerate(ctx context.Context) ([]driver.Device, error) {
 	}
 	if err != nil {
 		return nil, fmt.Errorf("amd gpu: %w", err)
+	}
+	if v := strings.TrimSpace(e.Visible); v != "" {
+		devs = visibleOnly(devs, v)
+		if len(devs) == 0 {
+			return nil, fmt.Errorf("amd gpu: none of the GPUs %s lists (%s=%s) is usable: %w", source, EnvRocrVisibleDevices, v, driver.ErrNotEnoughDevices)
+		}
 	}
 	if len(devs) == 0 {
 		return nil, fmt.Errorf("amd gpu: %s lists no usable GPU: %w", source, driver.ErrNotEnoughDevices)

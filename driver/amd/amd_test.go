@@ -375,3 +375,25 @@ func TestTimeoutFallsBackToGlobal(t *testing.T) {
 		})
 	}
 }
+
+// TestRocrVisibleDevicesCandidateSet: a launcher started with
+// ROCR_VISIBLE_DEVICES (a container or scheduler gave it those GPUs) only
+// offers those, whether listed by uuid or by index.
+func TestRocrVisibleDevicesCandidateSet(t *testing.T) {
+	for _, tc := range []struct{ visible string }{{"GPU-2b758355dd6a4401,GPU-ac9a80b87e94126a"}, {"1, 2"}} {
+		t.Run(tc.visible, func(t *testing.T) {
+			e, err := New(driver.Options{Resource: "gpu", Params: map[string]string{"sysfs-root": fourGPUs},
+				Getenv: func(k string) string { return map[string]string{EnvRocrVisibleDevices: tc.visible}[k] }})
+			require.NoError(t, err)
+			devs, err := e.Enumerate(context.Background())
+			require.NoError(t, err)
+			require.Equal(t, []string{"GPU-ac9a80b87e94126a", "GPU-2b758355dd6a4401"}, keys(devs), "ROCr's order, not the variable's")
+		})
+	}
+	e, err := New(driver.Options{Resource: "gpu", Params: map[string]string{"sysfs-root": fourGPUs},
+		Getenv: func(k string) string { return map[string]string{EnvRocrVisibleDevices: "GPU-elsewhere"}[k] }})
+	require.NoError(t, err)
+	_, err = e.Enumerate(context.Background())
+	require.ErrorIs(t, err, driver.ErrNotEnoughDevices)
+	require.ErrorContains(t, err, "ROCR_VISIBLE_DEVICES=GPU-elsewhere")
+}

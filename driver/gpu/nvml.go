@@ -4,8 +4,10 @@ package gpu
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/sirupsen/logrus"
@@ -78,12 +80,23 @@ func (e *nvmlEnumerator) Enumerate(ctx context.Context) (devs []driver.Device, e
 		driver.LoggerOrDiscard(e.log).Warn("this NVIDIA driver has no MIG functions; GPUs are handed out whole")
 	}
 	gpus := make([]gpuRecord, 0, n)
+	var denied []string
 	for i := 0; i < n; i++ {
 		d, ret := e.lib.DeviceGetHandleByIndex(i)
+		if ret == nvml.ERROR_NO_PERMISSION {
+			// Device isolation (a devices cgroup) keeps this process off the
+			// GPU: never a candidate.
+			denied = append(denied, strconv.Itoa(i))
+			continue
+		}
 		if ret != nvml.SUCCESS {
 			return nil, fmt.Errorf("nvml device %d: %w", i, nvmlErr(ret))
 		}
 		info, err := nvmlInfo(i, d)
+		if errors.Is(err, nvml.ERROR_NO_PERMISSION) {
+			denied = append(denied, strconv.Itoa(i))
+			continue
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -103,7 +116,17 @@ func (e *nvmlEnumerator) Enumerate(ctx context.Context) (devs []driver.Device, e
 		}
 		gpus = append(gpus, g)
 	}
-	return selectUnits(gpus, e.units, driver.LoggerOrDiscard(e.log))
+	log := driver.LoggerOrDiscard(e.log)
+	if len(denied) > 0 {
+		// CUDA in this process numbers only the GPUs it may open, so an
+		// NVML index is not a CUDA ordinal here: name them by uuid.
+		log.WithField("gpus", strings.Join(denied, ",")).
+			Info("GPUs this process may not open (device isolation) are not candidates; CUDA_VISIBLE_DEVICES names the others by uuid")
+		for i := range gpus {
+			gpus[i].info[driver.InfoVisibleID] = gpus[i].info["uuid"]
+		}
+	}
+	return selectUnits(gpus, e.units, log)
 }
 
 // nvmlMIGs lists the MIG instances of GPU i: every slot up to

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -25,8 +26,21 @@ type autoSource struct {
 
 var _ driver.Enumerator = (*autoSource)(nil)
 
-// Enumerate implements driver.Enumerator.
+// Enumerate implements driver.Enumerator: the source's devices, less those
+// NVIDIA_VISIBLE_DEVICES does not give this container (visibleSet).
 func (a *autoSource) Enumerate(ctx context.Context) ([]driver.Device, error) {
+	devs, err := a.enumerate(ctx)
+	if err != nil {
+		return nil, err
+	}
+	getenv := a.getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	return visibleSet(devs, getenv(EnvNvidiaVisibleDevices), driver.LoggerOrDiscard(a.log)), nil
+}
+
+func (a *autoSource) enumerate(ctx context.Context) ([]driver.Device, error) {
 	var nvmlErr error
 	if a.source != "nvidia-smi" {
 		devs, err := a.nvml.Enumerate(ctx)

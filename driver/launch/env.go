@@ -20,7 +20,11 @@ import (
 //	                                device order ("" for a device without it):
 //	                                _INDEX, _UUID, _NAME, _MEMORY_TOTAL, _PCI_BUS_ID…
 //	CUDA_VISIBLE_DEVICES            NVIDIA GPU resources: index per device (the
-//	                                uuid for MIG instances, MIG-…)
+//	                                uuid for MIG instances, MIG-…, and the
+//	                                device's visible-id where the driver set one:
+//	                                its uuid under isolation)
+//	CUDA_DEVICE_ORDER               PCI_BUS_ID with CUDA_VISIBLE_DEVICES, so that
+//	                                an index means what NVML and nvidia-smi mean
 //	ROCR_VISIBLE_DEVICES            AMD GPU resources: uuid per device (index
 //	                                where a GPU has no uuid)
 //	HIP_VISIBLE_DEVICES             AMD GPU resources: 0…n-1 (HIP renumbers
@@ -112,6 +116,9 @@ func grantEnv(grants []Grant, infoFile string) map[string]string {
 			env[k] = v
 		}
 	}
+	if _, ok := env["CUDA_VISIBLE_DEVICES"]; ok {
+		env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID" // CUDA's default is fastest first
+	}
 	env[EnvResources] = strings.Join(names, ",")
 	return env
 }
@@ -120,6 +127,9 @@ func grantEnv(grants []Grant, infoFile string) map[string]string {
 // siblings: the index, or the UUID for a MIG instance (which has no index of
 // its own) or where no index is known.
 func visibleID(d resources.Info) string {
+	if v, ok := d.Property(driver.InfoVisibleID); ok && v != "" {
+		return v
+	}
 	uuid, _ := d.Property("uuid")
 	if strings.HasPrefix(uuid, "MIG-") {
 		return uuid
