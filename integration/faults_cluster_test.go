@@ -5,9 +5,12 @@ package integration
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -274,4 +277,32 @@ func TestFaultsRMFailover(t *testing.T) {
 	out = harness.MustVerb(t, c.RMRestart)
 	require.Contains(t, out, "restarted ResourceManager rm2")
 	require.Equal(t, "ACTIVE", haState(t, c, rm2))
+}
+
+// rmConf reads one key of the RM's effective configuration (its /conf page).
+func rmConf(t *testing.T, c *harness.Cluster, key string) string {
+	t.Helper()
+	ctx := rpcCtx(t, 30*time.Second)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.RMWebURL+"/conf", nil)
+	require.NoError(t, err)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", b)
+	m := regexp.MustCompile(`<name>` + regexp.QuoteMeta(key) + `</name><value>([^<]*)</value>`).FindSubmatch(b)
+	require.NotNil(t, m, "%s not in the RM's /conf", key)
+	return string(m[1])
+}
+
+// TestFaultsAMRMTokenRolling: XRES_MINICLUSTER_AMRM_ROLL_SECS reaches the RM, with the AM
+// expiry interval the RM demands beside it (the interval must exceed 3 x that expiry, or the
+// RM refuses to start). The suite's cluster keeps Hadoop's default.
+func TestFaultsAMRMTokenRolling(t *testing.T) {
+	const rolling = "yarn.resourcemanager.am-rm-tokens.master-key-rolling-interval-secs"
+	require.Equal(t, "86400", rmConf(t, harness.Get(t), rolling))
+	c := harness.StartExtra(t, map[string]string{"XRES_MINICLUSTER_AMRM_ROLL_SECS": "10", "XRES_MINICLUSTER_NODEMANAGERS": "1"})
+	require.Equal(t, "10", rmConf(t, c, rolling))
+	require.Equal(t, "2833", rmConf(t, c, "yarn.am.liveness-monitor.expiry-interval-ms"))
 }
