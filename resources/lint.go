@@ -3,6 +3,7 @@ package resources
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -68,7 +69,27 @@ var knownSuffixes = []string{SuffixAmount, SuffixYarnKey, SuffixK8sKey, SuffixFa
 //     --enable-coordination-mode).
 //
 // Problems come sorted by key, then message.
-func Lint(cfg *conf.Config) []Problem {
+func Lint(cfg *conf.Config) []Problem { return LintWith(cfg, LintOptions{}) }
+
+// LintOptions tells Lint what it cannot find out itself (it does no I/O).
+type LintOptions struct {
+	// Known, when not nil, are the factory names known here besides the
+	// built-in ones (a launcher's registry, the device plugins installed
+	// under PluginRoot): a driver factory that is none of them is then an
+	// error. When nil (the plugins are on the worker hosts, not here), only
+	// a factory that looks like a misspelt known name or a Java class name
+	// is an error, any other unknown name a warning.
+	Known []string
+	// PluginRoot is the plugins root named in messages ("" : not named).
+	PluginRoot string
+	// SkipFactories leaves the driver factories unchecked (the caller
+	// checks them per resource, with FactoryProblem).
+	SkipFactories bool
+}
+
+// LintWith is Lint with options. Unless o.SkipFactories, it also checks
+// every listed resource's driver-factory.class (FactoryProblem).
+func LintWith(cfg *conf.Config, o LintOptions) []Problem {
 	names, _, probs, ok := readHead(cfg)
 	if !ok {
 		return sortProblems(probs)
@@ -135,6 +156,11 @@ func Lint(cfg *conf.Config) []Problem {
 	// Listed resources.
 	for _, n := range names {
 		probs = append(probs, lintListed(cfg, n)...)
+		if !o.SkipFactories {
+			if p := FactoryProblem(cfg, n, o); p != nil {
+				probs = append(probs, *p)
+			}
+		}
 	}
 
 	// Duplicate config keys, resolved as Parse does, among all listed
@@ -189,6 +215,43 @@ func lintListed(cfg *conf.Config, n string) []Problem {
 		}
 	}
 	return probs
+}
+
+// FactoryProblem reports resource n's driver-factory.class when no
+// launcher would know it: not a built-in name (BuiltinFactoryNames), not
+// PluginPrefix+<dir>, not one of o.Known; nil when it is known or unset
+// (Lint reports a missing factory itself). The fix names the nearest known
+// name ("did you mean"), else the known ones.
+func FactoryProblem(cfg *conf.Config, n string, o LintOptions) *Problem {
+	k := Key(n, SuffixFactory)
+	name := nonBlank(cfg, k)
+	if n == "" || name == "" || strings.HasPrefix(name, PluginPrefix) {
+		return nil
+	}
+	known := append(BuiltinFactoryNames(), o.Known...)
+	sort.Strings(known)
+	known = slices.Compact(known)
+	if slices.Contains(known, name) {
+		return nil
+	}
+	p := &Problem{Key: k, Origin: cfg.Origin(k), Severity: SeverityError,
+		Message: fmt.Sprintf("driver factory %q is not known, so workers get no %s devices (every launcher exits %d)", name, n, LauncherExitConfig)}
+	if s := closest(name, known, max(3, len(name)/4)); s != "" {
+		p.Fix = fmt.Sprintf("did you mean %s?", s)
+		return p
+	}
+	p.Fix = "use a registered factory (" + strings.Join(known, ", ") + ") or " + PluginPrefix + "<dir> for a device plugin"
+	if o.PluginRoot != "" {
+		p.Fix += ", or install a device plugin as " + o.PluginRoot + "/" + name + "/" + name
+	}
+	switch {
+	case strings.Contains(name, ".") && strings.ToLower(name) != name:
+		p.Fix += "; Flink plugin jars are not loaded by xres"
+	case o.Known == nil:
+		p.Severity = SeverityWarning
+		p.Message = fmt.Sprintf("driver factory %q is not built in; workers get %s devices only where a device plugin of that name is installed under the plugins root", name, n)
+	}
+	return p
 }
 
 // splitResourceKey splits external-resource.<name>.<suffix>. A listed name

@@ -61,7 +61,7 @@ func TestLintCases(t *testing.T) {
 		fix     string
 	}{
 		{"clean", good, "", "", "", ""},
-		{"no yarn key", []string{KeyList, "gpu", Key("gpu", SuffixAmount), "1", Key("gpu", SuffixFactory), "x"},
+		{"no yarn key", []string{KeyList, "gpu", Key("gpu", SuffixAmount), "1", Key("gpu", SuffixFactory), "xres.gpu"},
 			"external-resource.gpu.yarn.config-key", SeverityWarning, "not requested from YARN", "yarn.io/gpu"},
 		{"list unset", []string{Key("gpu", SuffixAmount), "1"},
 			"external-resource.gpu.amount", SeverityError, "external-resources is not set", "add external-resources: gpu"},
@@ -75,7 +75,7 @@ func TestLintCases(t *testing.T) {
 		{"coordination mode flag is fine", append(append([]string{}, good...), Key("gpu", "param.discovery-script.args"),
 			"--enable-coordination-mode --coordination-file /tmp/f"), "", "", "", ""},
 		{"name with dots", []string{KeyList, "gpu.a100", Key("gpu.a100", SuffixAmount), "1", Key("gpu.a100", SuffixYarnKey), "y",
-			Key("gpu.a100", SuffixFactory), "f"}, "", "", "", ""},
+			Key("gpu.a100", SuffixFactory), "xres.gpu"}, "", "", "", ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -111,6 +111,51 @@ func TestEditDistance(t *testing.T) {
 		t.Run(tc.a+"/"+tc.b, func(t *testing.T) {
 			require.Equal(t, tc.d, editDistance(tc.a, tc.b))
 			require.Equal(t, tc.d, editDistance(tc.b, tc.a))
+		})
+	}
+}
+
+// Issue 12, finding 5: an unknown driver factory is reported, with a
+// did-you-mean among the built-in names and the installed plugins.
+func TestLintFactory(t *testing.T) {
+	conf := func(factory string) []string {
+		return []string{KeyList, "gpu", Key("gpu", SuffixAmount), "1", Key("gpu", SuffixYarnKey), "yarn.io/gpu", Key("gpu", SuffixFactory), factory}
+	}
+	tests := []struct {
+		name    string
+		factory string
+		opts    LintOptions
+		sev     Severity // "" : no problem
+		msg     string
+		fix     string
+	}{
+		{name: "Flink class", factory: "org.apache.flink.externalresource.gpu.GPUDriverFactory"},
+		{name: "xres name", factory: "xres.amd-gpu"},
+		{name: "plugin prefix", factory: "plugin:fpga-x"},
+		{name: "installed plugin", factory: "fpga-x", opts: LintOptions{Known: []string{"fpga-x"}}},
+		{name: "misspelt Flink class", factory: "org.apache.flink.externalresource.gpu.GpuDriverFactory", sev: SeverityError,
+			msg: `"org.apache.flink.externalresource.gpu.GpuDriverFactory" is not known`, fix: "did you mean org.apache.flink.externalresource.gpu.GPUDriverFactory?"},
+		{name: "misspelt xres name", factory: "xres.gpus", sev: SeverityError, msg: "exits 211", fix: "did you mean xres.gpu?"},
+		{name: "unknown Java class", factory: "com.example.MissingFactory", sev: SeverityError,
+			msg: "is not known", fix: "Flink plugin jars are not loaded"},
+		{name: "misspelt plugin", factory: "fpga-y", opts: LintOptions{Known: []string{"fpga-x"}, PluginRoot: "/opt/xres/plugins"}, sev: SeverityError,
+			msg: "is not known", fix: "did you mean fpga-x?"},
+		{name: "bare name, plugins known", factory: "mydevice", opts: LintOptions{Known: []string{}, PluginRoot: "/opt/xres/plugins"}, sev: SeverityError,
+			msg: "is not known", fix: "install a device plugin as /opt/xres/plugins/mydevice/mydevice"},
+		{name: "bare name, plugins elsewhere", factory: "mydevice", sev: SeverityWarning, msg: "only where a device plugin of that name is installed"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := LintWith(cfgOf(t, conf(tc.factory)...), tc.opts)
+			if tc.sev == "" {
+				require.Empty(t, got)
+				return
+			}
+			require.Len(t, got, 1, "%v", got)
+			require.Equal(t, Key("gpu", SuffixFactory), got[0].Key)
+			require.Equal(t, tc.sev, got[0].Severity)
+			require.Contains(t, got[0].Message, tc.msg)
+			require.Contains(t, got[0].Fix, tc.fix)
 		})
 	}
 }

@@ -6,7 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"path/filepath"
+	"os"
 	"strings"
 	"time"
 
@@ -69,7 +69,8 @@ func (l *Launcher) Check(ctx context.Context, cfg *conf.Config, only string) ([]
 		seen[k] = true
 		out = append(out, f)
 	}
-	for _, p := range resources.Lint(cfg) {
+	// Factories are checked per selected resource, against this registry.
+	for _, p := range resources.LintWith(cfg, resources.LintOptions{SkipFactories: true}) {
 		add(Finding{Problem: p})
 	}
 	specs, err := resources.Parse(cfg, resources.ParseOptions{Side: resources.SideWorker})
@@ -118,13 +119,13 @@ func (l *Launcher) checkSpec(ctx context.Context, cfg *conf.Config, spec resourc
 	d, canonical, err := l.Driver(spec)
 	switch {
 	case errors.Is(err, driver.ErrUnknownFactory):
-		root, from := plugin.Root(l.getenv())
-		fix := "use a registered factory (" + strings.Join(knownFactories(l.Registry), ", ") + "), or install a device plugin as " +
-			filepath.Join(root, spec.Factory, spec.Factory) + " (plugins root from " + from + ")"
-		if strings.Contains(spec.Factory, ".") && strings.ToLower(spec.Factory) != spec.Factory {
-			fix += "; Flink plugin jars are not loaded by xres"
+		root, _ := plugin.Root(l.getenv())
+		o := resources.LintOptions{Known: append(knownFactories(l.Registry), installedPlugins(l.getenv())...), PluginRoot: root}
+		if p := resources.FactoryProblem(cfg, spec.Name, o); p != nil {
+			out = append(out, Finding{Problem: *p})
+		} else {
+			cfgErr(factoryKey, err.Error(), "use a registered factory")
 		}
-		cfgErr(factoryKey, fmt.Sprintf("driver factory %q is not known, so workers get no %s devices", spec.Factory, spec.Name), fix)
 		return out, nil
 	case errors.Is(err, plugin.ErrNotFound) || errors.Is(err, plugin.ErrNotExecutable):
 		root, from := plugin.Root(l.getenv())
@@ -205,10 +206,25 @@ func knownFactories(r Registry) []string {
 		return reg.Names()
 	case plugin.Registry:
 		if n, ok := reg.Base.(namer); ok {
-			return append(n.Names(), plugin.ClassPrefix+"<dir>")
+			return n.Names()
 		}
 	}
 	return nil
+}
+
+// installedPlugins lists the device plugins under the plugins root (a
+// folder <name> holding an executable <name>); none when the root is
+// unreadable.
+func installedPlugins(getenv func(string) string) []string {
+	root, _ := plugin.Root(getenv)
+	ents, _ := os.ReadDir(root)
+	out := []string{}
+	for _, e := range ents {
+		if _, err := plugin.Resolve(e.Name(), getenv); e.IsDir() && err == nil {
+			out = append(out, e.Name())
+		}
+	}
+	return out
 }
 
 // runCheck is `container-launcher check`.
