@@ -1,0 +1,42 @@
+package resources
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestSparkAddresses(t *testing.T) {
+	devs := []Info{Properties{"index": "2", "uuid": "GPU-a"}, Properties{"index": "5", "uuid": "GPU-b"}, Properties{"uuid": "MIG-c"}}
+	require.Equal(t, []string{"0", "1", "2"}, SparkAddresses(devs, true), "the worker sees only its devices, from 0")
+	require.Equal(t, []string{"2", "5", "MIG-c"}, SparkAddresses(devs, false))
+}
+
+func TestSparkResourcesFile(t *testing.T) {
+	b, err := SparkResourcesFile(SparkExecutor, map[string][]string{"gpu": {"0", "1"}, "fpga": {"0"}})
+	require.NoError(t, err)
+	// Decoded the way Spark's parseAllocatedFromJsonFile extracts
+	// Seq[ResourceAllocation]: every field present, none extra.
+	var got []struct {
+		ID struct {
+			ComponentName string `json:"componentName"`
+			ResourceName  string `json:"resourceName"`
+		} `json:"id"`
+		Addresses []string `json:"addresses"`
+	}
+	require.NoError(t, json.Unmarshal(b, &got))
+	require.Len(t, got, 2)
+	require.Equal(t, "fpga", got[0].ID.ResourceName)
+	require.Equal(t, SparkExecutor, got[1].ID.ComponentName)
+	require.Equal(t, []string{"0", "1"}, got[1].Addresses)
+	require.JSONEq(t, `[{"id":{"componentName":"spark.executor","resourceName":"fpga"},"addresses":["0"]},
+		{"id":{"componentName":"spark.executor","resourceName":"gpu"},"addresses":["0","1"]}]`, string(b))
+
+	_, err = SparkResourcesFile(SparkExecutor, map[string][]string{"gpu": {""}})
+	require.ErrorContains(t, err, "resource gpu has a device without address")
+
+	ri, err := json.Marshal(SparkResourceInformation{Name: "gpu", Addresses: []string{"0"}})
+	require.NoError(t, err)
+	require.JSONEq(t, `{"name":"gpu","addresses":["0"]}`, string(ri))
+}
