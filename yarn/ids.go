@@ -1,6 +1,7 @@
 package yarn
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -53,46 +54,67 @@ func NodeID(p *hadoopyarn.NodeIdProto) string {
 	return fmt.Sprintf("%s:%d", p.GetHost(), p.GetPort())
 }
 
-// ParseApplicationID parses application_<ts>_<id>.
+// ParseApplicationID parses application_<ts>_<id>. A field outside YARN's
+// range (negative, or a number above int32) is an error, never wrapped
+// into another application's id.
 func ParseApplicationID(s string) (*hadoopyarn.ApplicationIdProto, error) {
 	parts := strings.Split(s, "_")
 	if len(parts) != 3 || parts[0] != "application" {
 		return nil, fmt.Errorf("parse application id %q: want application_<timestamp>_<number>", s)
 	}
-	ts, err1 := strconv.ParseInt(parts[1], 10, 64)
-	id, err2 := strconv.ParseInt(parts[2], 10, 32)
+	ts, err1 := idField(parts[1], 63)
+	id, err2 := idField(parts[2], 31)
 	if err1 != nil || err2 != nil {
-		return nil, fmt.Errorf("parse application id %q: want application_<timestamp>_<number>", s)
+		return nil, fmt.Errorf("parse application id %q: want application_<timestamp>_<number>: %w", s, errors.Join(err1, err2))
 	}
 	return &hadoopyarn.ApplicationIdProto{Id: proto.Int32(int32(id)), ClusterTimestamp: proto.Int64(ts)}, nil
 }
 
+// idField parses a non-negative decimal id field of at most bits bits.
+func idField(s string, bits int) (int64, error) {
+	n, err := strconv.ParseUint(s, 10, bits)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a number from 0 to %d", s, uint64(1)<<bits-1)
+	}
+	return int64(n), nil
+}
+
+// epochBits is how many bits the RM epoch may have above the container
+// number in ContainerIdProto.id (an int64).
+const epochBits = 63 - containerIDBits
+
 // ParseContainerID parses a container id such as the CONTAINER_ID
 // variable the NodeManager sets: container_[e<epoch>_]<ts>_<app>_<attempt>_<n>.
+// A field outside YARN's range is an error, never wrapped.
 func ParseContainerID(s string) (*hadoopyarn.ContainerIdProto, error) {
-	bad := fmt.Errorf("parse container id %q: want container_[e<epoch>_]<timestamp>_<app>_<attempt>_<number>", s)
+	bad := func(err error) error {
+		if err != nil {
+			return fmt.Errorf("parse container id %q: want container_[e<epoch>_]<timestamp>_<app>_<attempt>_<number>: %w", s, err)
+		}
+		return fmt.Errorf("parse container id %q: want container_[e<epoch>_]<timestamp>_<app>_<attempt>_<number>", s)
+	}
 	parts := strings.Split(s, "_")
 	if len(parts) < 5 || parts[0] != "container" {
-		return nil, bad
+		return nil, bad(nil)
 	}
 	parts = parts[1:]
 	var epoch int64
-	if strings.HasPrefix(parts[0], "e") {
-		e, err := strconv.ParseInt(parts[0][1:], 10, 64)
+	if e, ok := strings.CutPrefix(parts[0], "e"); ok {
+		v, err := idField(e, epochBits)
 		if err != nil {
-			return nil, bad
+			return nil, bad(fmt.Errorf("epoch: %w", err))
 		}
-		epoch = e
+		epoch = v
 		parts = parts[1:]
 	}
 	if len(parts) != 4 {
-		return nil, bad
+		return nil, bad(nil)
 	}
 	var nums [4]int64
-	for i, p := range parts {
-		n, err := strconv.ParseInt(p, 10, 64)
-		if err != nil || n < 0 {
-			return nil, bad
+	for i, bits := range [4]int{63, 31, 31, containerIDBits} {
+		n, err := idField(parts[i], bits)
+		if err != nil {
+			return nil, bad(err)
 		}
 		nums[i] = n
 	}

@@ -43,6 +43,33 @@ func TestApplicationIDs(t *testing.T) {
 	require.ErrorContains(t, err, "application_x_1")
 }
 
+// Fields out of YARN's ranges are refused, not wrapped into another id.
+func TestIDsOutOfRange(t *testing.T) {
+	for _, bad := range []string{
+		"application_1700000000000_2147483648", // app number above int32
+		"application_1700000000000_-1",
+		"application_-5_1",
+	} {
+		_, err := ParseApplicationID(bad)
+		require.Error(t, err, bad)
+		require.ErrorContains(t, err, bad)
+	}
+	for _, bad := range []string{
+		"container_1700000000000_4294967297_01_000001",    // app number wraps to 1 as int32
+		"container_1700000000000_0001_4294967298_000001",  // attempt wraps to 2
+		"container_1700000000000_0001_01_1099511627776",   // container number needs more than 40 bits
+		"container_e8388608_1700000000000_0001_01_000001", // epoch does not fit above bit 40
+		"container_e-1_1700000000000_0001_01_000001",
+	} {
+		_, err := ParseContainerID(bad)
+		require.Error(t, err, bad)
+		require.ErrorContains(t, err, bad)
+	}
+	id, err := ParseContainerID("container_e8388607_1700000000000_2147483647_2147483647_1099511627775")
+	require.NoError(t, err, "the largest valid fields")
+	require.Equal(t, "container_e8388607_1700000000000_2147483647_2147483647_1099511627775", ContainerID(id))
+}
+
 func TestTokenAttempt(t *testing.T) {
 	tok := amrmToken(t, 4, "")
 	att, err := TokenAttempt(tok)
@@ -64,4 +91,22 @@ func TestResourceValue(t *testing.T) {
 	_, ok := ResourceValue(r, "other")
 	require.False(t, ok)
 	require.Equal(t, "yarn.io/fpga", r.GetResourceValueMap()[0].GetKey(), "sorted keys")
+}
+
+// FuzzParseContainerID: never panics; what parses formats back to an id
+// that parses to the same fields.
+func FuzzParseContainerID(f *testing.F) {
+	for _, s := range []string{"container_1410901177871_0001_01_000005", "container_e17_1410901177871_0001_01_000005",
+		"container_e8388608_1_1_1_1", "container_1_4294967297_1_1"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		id, err := ParseContainerID(s)
+		if err != nil {
+			return
+		}
+		back, err := ParseContainerID(ContainerID(id))
+		require.NoError(t, err)
+		require.True(t, proto.Equal(id, back), "%s → %s", s, ContainerID(id))
+	})
 }

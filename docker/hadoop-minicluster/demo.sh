@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # xres demo: start the Hadoop minicluster (2 NodeManagers with 2 GPUs each,
 # all on this host), submit 4 workers with external-resource.gpu.amount: 1,
-# show each worker's host and CUDA_VISIBLE_DEVICES (host coordination gives
-# the 4 workers 4 distinct GPUs), and stop the cluster.
+# show which NodeManager (host:port) ran each worker and its
+# CUDA_VISIBLE_DEVICES (am submit's closing table, and each worker's own
+# line; host coordination gives the 4 workers 4 distinct GPUs), and stop
+# the cluster.
 #
 # There are no real GPUs here: the workers find a fake nvidia-smi first on
 # their PATH (driver/gpu/testdata/fakebin), reporting 4 GPUs on the host.
@@ -61,7 +63,7 @@ echo
 echo "== submit 4 workers"
 # The workers sleep a little so that all four hold their GPU at once.
 "$BIN/am" submit --conf "$tmp/flink-conf.yaml" --workers 4 --name xres-demo -- \
-	sh -c 'echo "worker on $(hostname) (container $CONTAINER_ID): CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES"; sleep 5' |
+	sh -c 'echo "worker on NodeManager $NM_HOST:$NM_PORT (container $CONTAINER_ID): CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES"; sleep 5' |
 	tee "$tmp/submit.out"
 app=$(sed -n 's/^submitted \(application_[0-9_]*\).*/\1/p' "$tmp/submit.out")
 echo

@@ -304,6 +304,9 @@ func workerPlan(fs *flag.FlagSet, args []string, c *common, e *env, workers *int
 	if len(worker) == 0 {
 		return nil, nil, nil, am.Plan{}, fmt.Errorf("%w: no worker command (am %s [flags] -- <worker command…>)", errUsage, fs.Name())
 	}
+	if err := checkWorkers(fs, *workers); err != nil {
+		return nil, nil, nil, am.Plan{}, err
+	}
 	if err := c.apply(e); err != nil {
 		return nil, nil, nil, am.Plan{}, err
 	}
@@ -320,4 +323,15 @@ func workerPlan(fs *flag.FlagSet, args []string, c *common, e *env, workers *int
 		return nil, nil, nil, am.Plan{}, configError{err}
 	}
 	return worker, cfg, specs, plan, nil
+}
+
+// checkWorkers refuses a --workers given as 0 or less: leaving the flag out
+// is how the configuration picks the number.
+func checkWorkers(fs *flag.FlagSet, n int) error {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == "workers" })
+	if set && n < 1 {
+		return fmt.Errorf("%w: --workers %d: must be at least 1 (leave it out to take the number from parallelism.default)", errUsage, n)
+	}
+	return nil
 }

@@ -206,13 +206,9 @@ func cmdSubmit(ctx context.Context, args []string, e *env) error {
 		fmt.Fprintf(e.stdout, "follow it with: am status %s\n", sub.AppID)
 		return nil
 	}
-	rep, err := client.Wait(ctx, sub.ID, func(r *hadoopyarn.ApplicationReportProto) {
-		fmt.Fprintf(e.stdout, "%s %s", sub.AppID, r.GetYarnApplicationState())
-		if u := r.GetTrackingUrl(); u != "" && r.GetYarnApplicationState() == hadoopyarn.YarnApplicationStateProto_RUNNING {
-			fmt.Fprintf(e.stdout, " tracking URL %s", u)
-		}
-		fmt.Fprintln(e.stdout)
-	})
+	f := &follower{w: e.stdout, app: sub.AppID, now: time.Now,
+		status: func(ctx context.Context, u string) *am.Status { return amStatus(ctx, e, u) }}
+	rep, err := client.Wait(ctx, sub.ID, func(r yarn.ApplicationReport) { f.report(ctx, r) })
 	if err != nil {
 		fmt.Fprintf(e.stderr, "am submit: stopped following %s; it keeps running (am kill %s stops it)\n", sub.AppID, sub.AppID)
 		return clusterError{err}
@@ -220,12 +216,12 @@ func cmdSubmit(ctx context.Context, args []string, e *env) error {
 	if err := client.Stager.Cleanup(context.WithoutCancel(ctx), sub.StagingDir); err != nil {
 		e.log.WithError(err).Warn("staging folder left behind")
 	}
-	final := strings.TrimPrefix(rep.GetFinalApplicationStatus().String(), "APP_")
-	fmt.Fprintf(e.stdout, "%s finished: %s %s\n", sub.AppID, rep.GetYarnApplicationState(), final)
-	if d := strings.TrimSpace(rep.GetDiagnostics()); d != "" && d != "N/A" {
-		fmt.Fprintf(e.stdout, "diagnostics: %s\n", d)
+	diag := f.summary(rep)
+	fmt.Fprintf(e.stdout, "%s finished: %s %s\n", sub.AppID, rep.State, rep.FinalStatus)
+	if diag != "" {
+		fmt.Fprintf(e.stdout, "diagnostics: %s\n", diag)
 	}
-	if rep.GetFinalApplicationStatus() != hadoopyarn.FinalApplicationStatusProto_APP_SUCCEEDED {
+	if !rep.Succeeded() {
 		return errAppFailed
 	}
 	return nil

@@ -73,6 +73,9 @@ func cmdResources(ctx context.Context, args []string, e *env) error {
 	if len(pos) > 0 || len(rest) > 0 {
 		return fmt.Errorf("%w: unexpected argument %q", errUsage, append(pos, rest...)[0])
 	}
+	if err := checkWorkers(fs, *workers); err != nil {
+		return err
+	}
 	if err := c.apply(e); err != nil {
 		return err
 	}

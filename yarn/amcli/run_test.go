@@ -58,6 +58,9 @@ func TestUsage(t *testing.T) {
 		{name: "status bad id", args: []string{"status", "app_1"}, code: ExitUsage, err: `"app_1" is not an application id`},
 		{name: "submit without worker", args: []string{"submit", "--workers", "2"}, code: ExitUsage, err: "no worker command"},
 		{name: "run without worker", args: []string{"run"}, code: ExitUsage, err: "no worker command"},
+		{name: "workers 0", args: []string{"resources", "--conf", "testdata/flink-conf.yaml", "--workers", "0"}, code: ExitUsage, err: "--workers 0: must be at least 1"},
+		{name: "workers negative", args: []string{"submit", "--workers=-2", "--", "true"}, code: ExitUsage, err: "--workers -2: must be at least 1"},
+		{name: "run workers 0", args: []string{"run", "--workers", "0", "--", "true"}, code: ExitUsage, err: "--workers 0"},
 		{name: "missing conf file", args: []string{"resources", "--conf", "testdata/nope.yaml"}, code: ExitConfig, err: "testdata/nope.yaml"},
 	}
 	for _, tt := range tests {

@@ -213,10 +213,10 @@ func Ended(s hadoopyarn.YarnApplicationStateProto) bool {
 	return false
 }
 
-// Wait polls the application's report until it ends, calling onChange
-// whenever the state changes (and with the first report), and returns the
-// final report.
-func (c Client) Wait(ctx context.Context, id *hadoopyarn.ApplicationIdProto, onChange func(*hadoopyarn.ApplicationReportProto)) (*hadoopyarn.ApplicationReportProto, error) {
+// Wait polls the application's report until it ends, calling onReport
+// (when not nil) with every report, the final one included, and returns
+// the final report.
+func (c Client) Wait(ctx context.Context, id *hadoopyarn.ApplicationIdProto, onReport func(yarn.ApplicationReport)) (yarn.ApplicationReport, error) {
 	interval := c.PollInterval
 	if interval <= 0 {
 		interval = time.Second
@@ -225,24 +225,21 @@ func (c Client) Wait(ctx context.Context, id *hadoopyarn.ApplicationIdProto, onC
 	if after == nil {
 		after = time.After
 	}
-	last := hadoopyarn.YarnApplicationStateProto(0)
 	for {
-		rep, err := c.RM.GetApplicationReport(ctx, id)
+		p, err := c.RM.GetApplicationReport(ctx, id)
 		if err != nil {
-			return nil, fmt.Errorf("follow %s: %w", yarn.ApplicationID(id), err)
+			return yarn.ApplicationReport{}, fmt.Errorf("follow %s: %w", yarn.ApplicationID(id), err)
 		}
-		if s := rep.GetYarnApplicationState(); s != last {
-			last = s
-			if onChange != nil {
-				onChange(rep)
-			}
+		rep := yarn.ApplicationReportFromProto(p)
+		if onReport != nil {
+			onReport(rep)
 		}
-		if Ended(rep.GetYarnApplicationState()) {
+		if rep.Ended() {
 			return rep, nil
 		}
 		select {
 		case <-ctx.Done():
-			return nil, fmt.Errorf("follow %s: %w", yarn.ApplicationID(id), ctx.Err())
+			return yarn.ApplicationReport{}, fmt.Errorf("follow %s: %w", yarn.ApplicationID(id), ctx.Err())
 		case <-after(interval):
 		}
 	}

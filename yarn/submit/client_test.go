@@ -129,12 +129,13 @@ func TestWait(t *testing.T) {
 		ch <- time.Time{}
 		return ch
 	}}
-	rep, err := c.Wait(context.Background(), testAppID, func(r *hadoopyarn.ApplicationReportProto) {
-		seen = append(seen, r.GetYarnApplicationState().String())
+	rep, err := c.Wait(context.Background(), testAppID, func(r yarn.ApplicationReport) {
+		seen = append(seen, r.State)
 	})
 	require.NoError(t, err)
-	require.Equal(t, []string{"ACCEPTED", "RUNNING", "FINISHED"}, seen)
-	require.Equal(t, hadoopyarn.FinalApplicationStatusProto_APP_SUCCEEDED, rep.GetFinalApplicationStatus())
+	require.Equal(t, []string{"ACCEPTED", "ACCEPTED", "RUNNING", "FINISHED"}, seen, "every report")
+	require.Equal(t, "SUCCEEDED", rep.FinalStatus)
+	require.True(t, rep.Succeeded())
 	require.Equal(t, 4, rm.reports)
 
 	ctx, cancel := context.WithCancel(context.Background())

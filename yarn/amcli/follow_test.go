@@ -1,0 +1,62 @@
+package amcli
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/xres/xres/resources"
+	"github.com/xres/xres/yarn"
+	"github.com/xres/xres/yarn/am"
+)
+
+// am submit's progress: state changes with their time, workers
+// running/wanted whenever that changes, and the final table of workers,
+// NodeManagers and devices.
+func TestFollowerProgressAndSummary(t *testing.T) {
+	var out strings.Builder
+	clock := time.Date(2026, 12, 2, 0, 12, 41, 0, time.UTC)
+	statuses := []am.Status{
+		{Workers: 4, Running: 2},
+		{Workers: 4, Running: 2},
+		{Workers: 4, Running: 4, Restarts: 1, Failed: 1},
+	}
+	n := 0
+	f := &follower{w: &out, app: "application_1_0001", now: func() time.Time { clock = clock.Add(time.Second); return clock }, // one second per line printed
+		status: func(_ context.Context, u string) *am.Status {
+			require.Equal(t, "http://rm/proxy/", u)
+			st := statuses[min(n, len(statuses)-1)]
+			n++
+			return &st
+		}}
+	ctx := context.Background()
+	f.report(ctx, yarn.ApplicationReport{State: "ACCEPTED"})
+	f.report(ctx, yarn.ApplicationReport{State: "ACCEPTED"})
+	for range 3 {
+		f.report(ctx, yarn.ApplicationReport{State: "RUNNING", TrackingURL: "http://rm/proxy/"})
+	}
+	final := yarn.ApplicationReport{State: "FINISHED", FinalStatus: "SUCCEEDED", Diagnostics: withWorkers("4 workers succeeded (1 replaced)", []am.WorkerStatus{
+		{Container: "container_1_0001_01_000002", Node: "127.0.0.2:45454", State: am.StateSucceeded, ExitStatus: exitp(0),
+			Devices: map[string][]resources.Properties{"gpu": {{"index": "1"}}}},
+		{Container: "container_1_0001_01_000003", Node: "127.0.0.3:45454", State: am.StateFailed, ExitStatus: exitp(212)},
+	})}
+	f.report(ctx, final)
+	diag := f.summary(final)
+	require.Equal(t, "4 workers succeeded (1 replaced)", diag)
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	require.Equal(t, []string{
+		"00:12:42 application_1_0001 ACCEPTED",
+		"00:12:43 application_1_0001 RUNNING tracking URL http://rm/proxy/",
+		"00:12:44 workers: 2/4 running",
+		"00:12:45 workers: 4/4 running, 1 replaced, 1 failed",
+		"00:12:46 application_1_0001 FINISHED",
+		"workers:",
+	}, lines[:6])
+	require.Regexp(t, `^  WORKER +NODEMANAGER +STATE +EXIT +DEVICES$`, lines[6])
+	require.Regexp(t, `^  container_1_0001_01_000002 +127\.0\.0\.2:45454 +SUCCEEDED +0 +gpu=1$`, lines[7])
+	require.Regexp(t, `^  container_1_0001_01_000003 +127\.0\.0\.3:45454 +FAILED +212 +-$`, lines[8])
+	require.Contains(t, lines[9], "container_1_0001_01_000003 failed with exit 212: container-launcher: discovery")
+}
