@@ -24,7 +24,8 @@ package integration
 // the same way: every caller calls back to back for the measured time after
 // an unmeasured warm-up, every call's latency is kept, percentiles are
 // nearest-rank, and Go and Java rows alternate over the rounds; the table
-// shows medians, the spread over rounds, and the machine's 1-minute load
+// shows medians, each client process's CPU time per call (all its threads,
+// measured time only), the spread over rounds, and the machine's 1-minute load
 // average (/proc/loadavg) when each row ended.
 
 import (
@@ -46,6 +47,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -64,10 +66,25 @@ type benchResult struct {
 	Seconds float64 `json:"seconds"`
 	P50us   float64 `json:"p50_us"`
 	P99us   float64 `json:"p99_us"`
-	Load    float64 `json:"-"` // 1-minute load average when the row ended
+	CPUns   int64   `json:"cpu_ns"` // the client process's CPU time (all threads) in the measured time
+	Load    float64 `json:"-"`      // 1-minute load average when the row ended
 }
 
 func (r benchResult) rate() float64 { return float64(r.Calls) / r.Seconds }
+
+// cpuPerCall is the client's CPU time per call, in µs.
+func (r benchResult) cpuPerCall() float64 {
+	return float64(r.CPUns) / 1e3 / float64(max(r.Calls, 1))
+}
+
+// processCPU is this process's user plus system CPU time.
+func processCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatalf("getrusage: %v", err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
 
 func benchEnv(b *testing.B, key string, def float64) float64 {
 	v := os.Getenv(key)
@@ -159,6 +176,7 @@ func reportBench(b *testing.B, r benchResult) {
 	b.ReportMetric(r.rate(), "calls/s")
 	b.ReportMetric(r.P50us, "p50-µs")
 	b.ReportMetric(r.P99us, "p99-µs")
+	b.ReportMetric(r.cpuPerCall(), "client-cpu-µs/call")
 	b.ReportMetric(r.Seconds*1e9*float64(r.Callers)/float64(max(r.Calls, 1)), "ns/op")
 }
 
@@ -239,6 +257,7 @@ func median(rows []benchResult) benchResult {
 	m.Calls = int(math.Round(pick(benchResult.rate)))
 	m.P50us = pick(func(r benchResult) float64 { return r.P50us })
 	m.P99us = pick(func(r benchResult) float64 { return r.P99us })
+	m.CPUns = int64(math.Round(pick(benchResult.cpuPerCall) * 1e3 * float64(m.Calls)))
 	return m
 }
 
@@ -396,12 +415,14 @@ func runRPCBench(b *testing.B, s rpcBench) {
 		if _, err := measureGo(ctx, cl, n, warmup, false); err != nil {
 			b.Fatalf("go warm-up: %v", err)
 		}
+		cpu0 := processCPU(b)
 		lat, err := measureGo(ctx, cl, n, seconds, true)
+		cpu := processCPU(b) - cpu0
 		if err != nil {
 			b.Fatalf("go getClusterMetrics: %v", err)
 		}
 		return benchResult{Impl: "go", Callers: n, Calls: len(lat), Seconds: seconds.Seconds(),
-			P50us: percentile(lat, 0.50), P99us: percentile(lat, 0.99), Load: loadAvg(b)}
+			P50us: percentile(lat, 0.50), P99us: percentile(lat, 0.99), CPUns: cpu.Nanoseconds(), Load: loadAvg(b)}
 	}
 	for round := 0; round < rounds; round++ {
 		for _, n := range s.callers {
@@ -439,19 +460,19 @@ func runRPCBench(b *testing.B, s rpcBench) {
 	var t strings.Builder
 	fmt.Fprintf(&t, "\ngetClusterMetrics against %s (Hadoop %s, %s): %d rounds of %s warm-up + %s measured per row, medians; %d CPUs\n",
 		strings.Join(addrs, ","), version, s.title, rounds, warmup, seconds, runtime.NumCPU())
-	fmt.Fprintf(&t, "%-8s %-5s %12s %10s %10s   %-22s %s\n", "callers", "impl", "calls/s", "p50 µs", "p99 µs", "calls/s over rounds", "load 1m over rounds")
+	fmt.Fprintf(&t, "%-8s %-5s %12s %10s %10s %9s   %-22s %s\n", "callers", "impl", "calls/s", "p50 µs", "p99 µs", "cpu µs", "calls/s over rounds", "load 1m over rounds")
 	for _, n := range s.callers {
 		for _, impl := range []string{"go", "java"} {
 			rs := rows[key{impl, n}]
 			r := median(rs)
 			lo, hi := spread(rs, benchResult.rate)
 			llo, lhi := spread(rs, func(r benchResult) float64 { return r.Load })
-			fmt.Fprintf(&t, "%-8d %-5s %12.0f %10.1f %10.1f   %-22s %.2f–%.2f\n", n, impl, r.rate(), r.P50us, r.P99us,
-				fmt.Sprintf("%.0f–%.0f", lo, hi), llo, lhi)
+			fmt.Fprintf(&t, "%-8d %-5s %12.0f %10.1f %10.1f %9.1f   %-22s %.2f–%.2f\n", n, impl, r.rate(), r.P50us, r.P99us,
+				r.cpuPerCall(), fmt.Sprintf("%.0f–%.0f", lo, hi), llo, lhi)
 		}
 		g, j := median(rows[key{"go", n}]), median(rows[key{"java", n}])
-		fmt.Fprintf(&t, "%-8d %-5s %11.2fx %9.2fx %9.2fx   (throughput go/java; latency java/go: >1 means go is faster)\n",
-			n, "ratio", g.rate()/j.rate(), j.P50us/g.P50us, j.P99us/g.P99us)
+		fmt.Fprintf(&t, "%-8d %-5s %11.2fx %9.2fx %9.2fx %8.2fx   (throughput go/java; latency and CPU java/go: >1 means go is better)\n",
+			n, "ratio", g.rate()/j.rate(), j.P50us/g.P50us, j.P99us/g.P99us, j.cpuPerCall()/g.cpuPerCall())
 	}
 	fmt.Print(t.String())
 	if path := os.Getenv("XRES_BENCH_OUT"); path != "" {

@@ -3,6 +3,7 @@ package io.xres.javabench;
 import java.io.BufferedReader;
 import java.io.File;
 import java.io.InputStreamReader;
+import java.lang.management.ManagementFactory;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -29,7 +30,8 @@ import org.apache.hadoop.yarn.conf.YarnConfiguration;
  * that many threads back to back: first for the warm-up time (JIT, connection set-up; not
  * measured), then for the measured time. Each call's latency is recorded. One JSON line per
  * row goes to stdout:
- * {"impl":"java","callers":8,"calls":12345,"seconds":5.0,"p50_us":310.2,"p99_us":900.1}
+ * {"impl":"java","callers":8,"calls":12345,"seconds":5.0,"p50_us":310.2,"p99_us":900.1,"cpu_ns":123}
+ * where cpu_ns is the CPU time this JVM used during the measured time (all its threads).
  *
  * <p>On a Kerberized cluster, XRES_BENCH_PRINCIPAL and XRES_BENCH_KEYTAB name the client's
  * login (and -Djava.security.krb5.conf the Kerberos configuration); the RPC protection
@@ -81,8 +83,12 @@ public final class Main {
 
   private static void row(YarnClient client, int n, double warmup, double seconds) throws Exception {
     run(client, n, warmup, false);
+    com.sun.management.OperatingSystemMXBean os =
+        (com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean();
+    long cpu0 = os.getProcessCpuTime();
     long[] lat = run(client, n, seconds, true);
-    System.out.println(json(n, lat, seconds));
+    long cpu = os.getProcessCpuTime() - cpu0;
+    System.out.println(json(n, lat, seconds, cpu));
     System.out.flush();
   }
 
@@ -152,9 +158,9 @@ public final class Main {
     return sorted[Math.max(0, Math.min(idx, sorted.length - 1))] / 1000.0;
   }
 
-  private static String json(int callers, long[] sorted, double seconds) {
+  private static String json(int callers, long[] sorted, double seconds, long cpuNanos) {
     return String.format(java.util.Locale.ROOT,
-        "{\"impl\":\"java\",\"callers\":%d,\"calls\":%d,\"seconds\":%.3f,\"p50_us\":%.1f,\"p99_us\":%.1f}",
-        callers, sorted.length, seconds, percentileMicros(sorted, 0.50), percentileMicros(sorted, 0.99));
+        "{\"impl\":\"java\",\"callers\":%d,\"calls\":%d,\"seconds\":%.3f,\"p50_us\":%.1f,\"p99_us\":%.1f,\"cpu_ns\":%d}",
+        callers, sorted.length, seconds, percentileMicros(sorted, 0.50), percentileMicros(sorted, 0.99), cpuNanos);
   }
 }
