@@ -75,12 +75,9 @@ func New() *Config { return &Config{entries: map[string]entry{}} }
 func Load(path string, dynamic []string) (*Config, error) {
 	c := New()
 	if path != "" {
-		data, err := os.ReadFile(path)
+		data, err := readConfigFile("flink", path)
 		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil, fmt.Errorf("read flink configuration %s: %w: %w", path, ErrConfNotFound, err)
-			}
-			return nil, fmt.Errorf("read flink configuration %s: %w", path, err)
+			return nil, err
 		}
 		c.path = path
 		var kvs []keyValue

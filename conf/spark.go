@@ -82,12 +82,9 @@ func FindSpark(getenv func(string) string) string {
 func LoadSpark(path string, overrides []string) (*Config, error) {
 	c := New()
 	if path != "" {
-		data, err := os.ReadFile(path)
+		data, err := readConfigFile("spark", path)
 		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil, fmt.Errorf("read spark configuration %s: %w: %w", path, ErrConfNotFound, err)
-			}
-			return nil, fmt.Errorf("read spark configuration %s: %w", path, err)
+			return nil, err
 		}
 		c.path = path
 		kvs := parseProperties(data)
@@ -112,6 +109,19 @@ func LoadSpark(path string, overrides []string) (*Config, error) {
 		c.entries[k] = entry{value: strings.TrimSpace(v), origin: OriginSparkConf}
 	}
 	return c, nil
+}
+
+// readConfigFile reads the configuration file at path; a missing file is
+// ErrConfNotFound. what names the kind of configuration in errors.
+func readConfigFile(what, path string) ([]byte, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("read %s configuration %s: %w: %w", what, path, ErrConfNotFound, err)
+		}
+		return nil, fmt.Errorf("read %s configuration %s: %w", what, path, err)
+	}
+	return data, nil
 }
 
 // parseProperties reads a Java properties file (spark-defaults.conf is
