@@ -246,7 +246,7 @@ type sparkResource struct {
 func FromSpark(spark *Config) (*Config, error) {
 	out := New()
 	out.path = spark.Path()
-	out.warnings = spark.Warnings()
+	out.warnings = append([]Warning(nil), spark.Warnings()...)
 	set := func(key, value, origin string) { out.entries[key] = entry{value: value, origin: origin} }
 	from := func(sparkKey string) string { return spark.Origin(sparkKey) + " (" + sparkKey + ")" }
 	var problems []string
