@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/xres/xres/conf"
 )
 
 func TestSparkAddresses(t *testing.T) {
@@ -39,4 +41,22 @@ func TestSparkResourcesFile(t *testing.T) {
 	ri, err := json.Marshal(SparkResourceInformation{Name: "gpu", Addresses: []string{"0"}})
 	require.NoError(t, err)
 	require.JSONEq(t, `{"name":"gpu","addresses":["0"]}`, string(ri))
+}
+
+func TestOriginsOfASparkConfiguration(t *testing.T) {
+	spark, err := conf.LoadSpark("", []string{"spark.executor.resource.gpu.amount=2", "spark.executor.resource.gpu.vendor=nvidia.com"})
+	require.NoError(t, err)
+	cfg, err := conf.FromSpark(spark)
+	require.NoError(t, err)
+	cfg.Set("external-resource.gpu.param.token.secret", "s3cr3t")
+	got := Origins(cfg, "gpu")
+	byKey := map[string]ValueOrigin{}
+	for _, o := range got {
+		byKey[o.Key] = o
+	}
+	require.Equal(t, KeyList, got[0].Key)
+	require.Equal(t, ValueOrigin{Key: "external-resource.gpu.amount", Value: "2", Origin: "--conf (spark.executor.resource.gpu.amount)"}, byKey["external-resource.gpu.amount"])
+	require.Equal(t, "--conf (spark.executor.resource.gpu.vendor)", byKey["external-resource.gpu.kubernetes.config-key"].Origin)
+	require.Equal(t, "(hidden)", byKey["external-resource.gpu.param.token.secret"].Value)
+	require.Len(t, got, 6)
 }
