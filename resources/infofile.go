@@ -63,31 +63,36 @@ func WriteInfoFile(path string, infos map[string][]Info) error {
 	if err != nil {
 		return fmt.Errorf("write resource info file %s: %w", path, err)
 	}
-	data = append(data, '\n')
+	if err := writeAtomic(path, append(data, '\n')); err != nil {
+		return fmt.Errorf("write resource info file %s: %w", path, err)
+	}
+	return nil
+}
+
+// writeAtomic writes data to path through a temporary file in the same
+// directory, renamed over path, mode 0644.
+func writeAtomic(path string, data []byte) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
 	if err != nil {
-		return fmt.Errorf("write resource info file %s: %w", path, err)
+		return err
 	}
 	defer os.Remove(tmp.Name()) // no-op after the rename
 	if _, err := tmp.Write(data); err != nil {
 		tmp.Close()
-		return fmt.Errorf("write resource info file %s: %w", path, err)
+		return err
 	}
 	if err := tmp.Chmod(0o644); err != nil {
 		tmp.Close()
-		return fmt.Errorf("write resource info file %s: %w", path, err)
+		return err
 	}
 	if err := tmp.Sync(); err != nil {
 		tmp.Close()
-		return fmt.Errorf("write resource info file %s: %w", path, err)
+		return err
 	}
 	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write resource info file %s: %w", path, err)
+		return err
 	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("write resource info file %s: %w", path, err)
-	}
-	return nil
+	return os.Rename(tmp.Name(), path)
 }
 
 // ReadInfoFile reads the info file at path.

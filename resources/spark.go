@@ -83,3 +83,17 @@ func SparkResourcesFile(component string, addresses map[string][]string) ([]byte
 	}
 	return append(b, '\n'), nil
 }
+
+// WriteSparkResourcesFile writes SparkResourcesFile(component, addresses)
+// to path atomically (as WriteInfoFile), for an executor started with
+// --resourcesFile path.
+func WriteSparkResourcesFile(path, component string, addresses map[string][]string) error {
+	data, err := SparkResourcesFile(component, addresses)
+	if err != nil {
+		return err
+	}
+	if err := writeAtomic(path, data); err != nil {
+		return fmt.Errorf("write spark resources file %s: %w", path, err)
+	}
+	return nil
+}

@@ -2,6 +2,8 @@ package resources
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -59,4 +61,14 @@ func TestOriginsOfASparkConfiguration(t *testing.T) {
 	require.Equal(t, "--conf (spark.executor.resource.gpu.vendor)", byKey["external-resource.gpu.kubernetes.config-key"].Origin)
 	require.Equal(t, "(hidden)", byKey["external-resource.gpu.param.token.secret"].Value)
 	require.Len(t, got, 6)
+}
+
+func TestWriteSparkResourcesFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "resources.json")
+	require.NoError(t, WriteSparkResourcesFile(path, SparkExecutor, map[string][]string{"gpu": {"0"}}))
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.JSONEq(t, `[{"id":{"componentName":"spark.executor","resourceName":"gpu"},"addresses":["0"]}]`, string(b))
+	err = WriteSparkResourcesFile(filepath.Join(t.TempDir(), "no", "such", "dir", "r.json"), SparkExecutor, nil)
+	require.ErrorContains(t, err, "write spark resources file")
 }
