@@ -5,6 +5,7 @@ package builtin
 
 import (
 	"fmt"
+	"sort"
 
 	"github.com/xres/xres/driver"
 	"github.com/xres/xres/driver/amd"
@@ -44,4 +45,32 @@ func Params() map[string][]driver.Param {
 // and where sysfs is for CPU affinity.
 func LauncherParams() []driver.Param {
 	return []driver.Param{driver.VisibleDevicesVendorParam, pci.SysfsRootParam}
+}
+
+// UnknownParams lists, sorted, the params set for a resource whose
+// built-in driver (factory, a name or Flink alias) declares none of that
+// name, nor the launcher: most likely typos, which the driver would ignore.
+// A device plugin takes any param, so xres.plugin and unknown factories
+// give none.
+func UnknownParams(factory string, params map[string]string) []string {
+	r := driver.NewRegistry()
+	if err := RegisterBuiltins(r); err != nil {
+		return nil
+	}
+	name, ok := r.Canonical(factory)
+	if !ok || name == plugin.FactoryName {
+		return nil
+	}
+	known := map[string]bool{}
+	for _, p := range append(Params()[name], LauncherParams()...) {
+		known[p.Name] = true
+	}
+	var out []string
+	for k := range params {
+		if !known[k] {
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return out
 }

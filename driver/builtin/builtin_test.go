@@ -24,3 +24,11 @@ func TestRegisterBuiltins(t *testing.T) {
 	}
 	require.ErrorIs(t, builtin.RegisterBuiltins(r), driver.ErrDuplicateFactory, "registering twice is an error")
 }
+
+func TestUnknownParams(t *testing.T) {
+	params := map[string]string{"discovery-script.pth": "/x.sh", "mig.strategy": "single", "visible-devices.vendor": "nvidia", "sysfs-root": "/s"}
+	require.Equal(t, []string{"discovery-script.pth"}, builtin.UnknownParams("org.apache.flink.externalresource.gpu.GPUDriverFactory", params))
+	require.Equal(t, []string{"discovery-script.pth", "mig.strategy"}, builtin.UnknownParams("xres.pci", params))
+	require.Empty(t, builtin.UnknownParams("xres.plugin", params), "a plugin takes any param")
+	require.Empty(t, builtin.UnknownParams("plugin:fpga", params), "not a built-in")
+}

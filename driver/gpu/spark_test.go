@@ -150,3 +150,18 @@ func TestCoordinationOfSparkScript(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, CoordOff, got.Mode)
 }
+
+// TestSparkScriptGenericResource: any resource (here fpga) can be served by
+// a Spark script through the GPU driver; its name must match.
+func TestSparkScriptGenericResource(t *testing.T) {
+	t.Setenv("XRES_SPARK_NAME", "fpga")
+	t.Setenv("XRES_FAKE_GPUS", "2")
+	d, err := New(driver.Options{Resource: "fpga", Params: map[string]string{
+		ParamScriptPath: sparkScript(t), ParamScriptProtocol: ProtocolSpark, ParamCoordFile: filepath.Join(t.TempDir(), "s"),
+		driver.ParamVisibleDevicesVendor: "none"}})
+	require.NoError(t, err)
+	infos, err := d.Discover(ctxT(t), 1)
+	require.NoError(t, err)
+	require.Equal(t, []string{"0"}, indices(infos))
+	require.NoError(t, d.(driver.Releaser).Release(ctxT(t)))
+}
