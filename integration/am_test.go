@@ -437,6 +437,31 @@ func TestAMSubmitDemo(t *testing.T) {
 		}
 	}
 	require.Equal(t, gpuOf, printed, "CUDA_VISIBLE_DEVICES printed by each worker vs devices reported to the AM")
+
+	// am submit's progress and closing table: each worker, the NodeManager
+	// (host:port) that ran it and its GPU.
+	require.Regexp(t, `(?m)^\d\d:\d\d:\d\d `+app+` RUNNING tracking URL `, out)
+	require.Regexp(t, `(?m)^\d\d:\d\d:\d\d workers: 4/4 running$`, out)
+	for container, gpu := range gpuOf {
+		require.Regexp(t, `(?m)^  `+container+` +`+regexp.QuoteMeta(nodeOf(st, container))+` +SUCCEEDED +0 +gpu=`+gpu+`$`, out)
+	}
+	// After the end, am status still lists the workers (from the AM's final
+	// diagnostics, kept by the RM) and hides the raw lines.
+	code, stdout, stderr := runAM(t, time.Minute, "status", app)
+	require.Equal(t, 0, code, stderr)
+	require.NotContains(t, stdout, "xres-worker ")
+	for container, gpu := range gpuOf {
+		require.Regexp(t, `(?m)^  `+container+` +`+regexp.QuoteMeta(nodeOf(st, container))+` +SUCCEEDED +0 +gpu=`+gpu+`$`, stdout)
+	}
+	// am logs: the minicluster does not aggregate logs, so am says so and
+	// reads each worker's logs from its NodeManager.
+	code, stdout, stderr = runAM(t, time.Minute, "logs", app)
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, stderr, "log aggregation is off")
+	for container, gpu := range gpuOf {
+		require.Contains(t, stdout, "Container: "+container+" on "+nodeOf(st, container)+"\n")
+		require.Contains(t, stdout, "xres-it worker container="+container+" gpu="+gpu+"\n")
+	}
 	// The -D secret is in no file of the containers' log folders, the
 	// NodeManager's copies of launch_container.sh among them.
 	scripts := 0
@@ -452,6 +477,16 @@ func TestAMSubmitDemo(t *testing.T) {
 	}
 	require.Equal(t, workers+1, scripts, "launch_container.sh copies checked (AM and workers)")
 	requireNoStaging(t, c, app)
+}
+
+// nodeOf is the NodeManager (host:port) st says ran container.
+func nodeOf(st am.Status, container string) string {
+	for _, w := range st.Containers {
+		if w.Container == container {
+			return w.Node
+		}
+	}
+	return ""
 }
 
 func values(m map[string]string) []string {
@@ -652,12 +687,29 @@ func TestAMClusterStatusKill(t *testing.T) {
 		require.Contains(t, st.TrackingURL, app)
 		require.EqualValues(t, 1, st.AM.Profile.Extra["yarn.io/gpu"], "profile %+v", st.AM.Profile)
 
+		// am list shows it among the running xres applications.
+		code, stdout, stderr = runAM(t, time.Minute, "list")
+		require.Equal(t, 0, code, stderr)
+		require.Regexp(t, `(?m)^`+app+` +xres-it-kill +\S+ +\S+ +RUNNING +UNDEFINED `, stdout)
+
 		code, stdout, stderr = runAM(t, time.Minute, "kill", app)
 		require.Equal(t, 0, code, "am kill\n%s\n%s", stdout, stderr)
 		require.Contains(t, stdout, "killed "+app)
 		a := c.WaitForAppState(t, app, "KILLED")
 		require.Equal(t, "KILLED", a.FinalStatus)
 		requireNoStaging(t, c, app)
+
+		// Killing it again kills nothing, and says so.
+		code, stdout, _ = runAM(t, time.Minute, "kill", app)
+		require.Equal(t, 1, code, stdout)
+		require.Contains(t, stdout, app+" had already ended (KILLED, final status KILLED): nothing killed")
+		// am list --all has it, am list (running only) not.
+		code, stdout, _ = runAM(t, time.Minute, "list", "--all", "--json")
+		require.Equal(t, 0, code)
+		require.Contains(t, stdout, `"app": "`+app+`"`)
+		code, stdout, _ = runAM(t, time.Minute, "list")
+		require.Equal(t, 0, code)
+		require.NotContains(t, stdout, app)
 
 		code, stdout, _ = runAM(t, time.Minute, "status", app, "--json")
 		require.Equal(t, 0, code)
