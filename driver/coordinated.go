@@ -28,6 +28,7 @@ type Reserver interface {
 type Candidate struct {
 	Key    string
 	Parent string // "" for a whole device
+	Index  string // the device's "index" info, which Flink's coordination file names
 }
 
 // PartitionReserver is a Reserver that knows which candidates are
@@ -113,7 +114,7 @@ func (c *Coordinated) Discover(ctx context.Context, amount int64) ([]resources.I
 			continue
 		}
 		keys = append(keys, d.Key)
-		cands = append(cands, Candidate{Key: d.Key, Parent: d.Parent})
+		cands = append(cands, Candidate{Key: d.Key, Parent: d.Parent, Index: d.Info["index"]})
 	}
 	c.mu.Lock()
 	c.unhealthy = sick

@@ -76,6 +76,8 @@ var (
 	ErrCorruptState = errors.New("coordination state file is corrupt")
 	// ErrLockTimeout: the lock was not acquired before the deadline.
 	ErrLockTimeout = errors.New("timed out waiting for the coordination lock")
+	// ErrSameFile: the state file and Flink's coordination file are one.
+	ErrSameFile = errors.New("state file and Flink coordination file are the same")
 )
 
 // Options configures a Host.
@@ -89,7 +91,11 @@ type Options struct {
 	// LockTimeout bounds the wait for the lock when the context has no
 	// deadline; 0 means DefaultLockTimeout.
 	LockTimeout time.Duration
-	Log         logrus.FieldLogger
+	// FlinkFile, when set, is Flink's GPU coordination file on this host:
+	// GPUs it records for running pids are held, and grants are written
+	// there too, in Flink's format (see flink.go). It must not be StateFile.
+	FlinkFile string
+	Log       logrus.FieldLogger
 }
 
 // Host is the host-wide reservation table. It implements
@@ -97,6 +103,7 @@ type Options struct {
 type Host struct {
 	state   string
 	lock    string
+	flink   string
 	owner   Owner
 	timeout time.Duration
 	proc    procFS
@@ -126,6 +133,14 @@ func New(opts Options) (*Host, error) {
 	}
 	h.state = abs
 	h.lock = h.state + ".lock"
+	if opts.FlinkFile != "" {
+		if h.flink, err = filepath.Abs(opts.FlinkFile); err != nil {
+			return nil, fmt.Errorf("Flink coordination file %q: %w", opts.FlinkFile, err)
+		}
+		if h.flink == h.state {
+			return nil, fmt.Errorf("coordination file %s: %w: it is Flink's coordination file too; xres keeps its own state in a file of its own", h.state, ErrSameFile)
+		}
+	}
 	if h.timeout <= 0 {
 		h.timeout = DefaultLockTimeout
 	}
@@ -170,7 +185,13 @@ func (h *Host) ReserveCandidates(ctx context.Context, resource string, candidate
 		if err != nil {
 			return nil, fmt.Errorf("reserve %s: %w", resource, err)
 		}
-		chosen, _, err := h.choose(resource, candidates, amount, entries)
+		var ff *flinkFile
+		if h.flink != "" {
+			if ff, err = h.readFlink(); err != nil {
+				return nil, fmt.Errorf("reserve %s: %w", resource, err)
+			}
+		}
+		chosen, _, err := h.choose(resource, candidates, amount, entries, ff.held(h.proc))
 		if err != nil {
 			return nil, fmt.Errorf("reserve %s: %w", resource, err)
 		}
@@ -182,16 +203,35 @@ func (h *Host) ReserveCandidates(ctx context.Context, resource string, candidate
 		if err != nil {
 			return err
 		}
+		var ff *flinkFile
+		if h.flink != "" {
+			if ff, err = h.openFlink(ctx); err != nil {
+				return err
+			}
+			defer ff.close()
+		}
 		var keep []Entry
-		chosen, keep, err = h.choose(resource, candidates, amount, entries)
+		chosen, keep, err = h.choose(resource, candidates, amount, entries, ff.held(h.proc))
 		if err != nil {
 			return err
 		}
 		now := h.now().UTC().Truncate(time.Second)
+		var indices []string
 		for _, c := range chosen {
-			keep = append(keep, Entry{Resource: resource, Key: c.Key, Parent: c.Parent, Owner: h.owner, Since: now})
+			e := Entry{Resource: resource, Key: c.Key, Parent: c.Parent, Owner: h.owner, Since: now}
+			if ff != nil && c.Index != "" && c.Parent == "" {
+				e.Index = c.Index
+				indices = append(indices, c.Index)
+			}
+			keep = append(keep, e)
 		}
-		return h.write(keep)
+		if err := h.write(keep); err != nil {
+			return err
+		}
+		if len(indices) > 0 {
+			return ff.rewrite(indices, h.owner.PID, nil)
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("reserve %s: %w", resource, err)
@@ -248,7 +288,9 @@ func (t *table) conflict(c driver.Candidate) (self, parent *Entry, parts []Entry
 
 // choose picks amount free candidates. It returns them and the entries
 // worth keeping (all but those of proven-dead holders).
-func (h *Host) choose(resource string, candidates []driver.Candidate, amount int, entries []Entry) ([]driver.Candidate, []Entry, error) {
+// flinkHeld maps the indices Flink's coordination file holds for running
+// pids to those pids (nil without a Flink file).
+func (h *Host) choose(resource string, candidates []driver.Candidate, amount int, entries []Entry, flinkHeld map[string]int) ([]driver.Candidate, []Entry, error) {
 	keep := entries[:0:0]
 	held := newTable()
 	for _, e := range entries {
@@ -272,15 +314,30 @@ func (h *Host) choose(resource string, candidates []driver.Candidate, amount int
 			continue
 		}
 		seen[c.Key] = true
+		if _, byFlink := flinkHeld[c.Index]; byFlink && c.Index != "" && !h.ownsIndex(keep, c.Index) {
+			continue
+		}
 		if free(held, c) && free(taken, c) {
 			chosen = append(chosen, c)
 			taken.add(Entry{Resource: resource, Key: c.Key, Parent: c.Parent})
 		}
 	}
 	if len(chosen) < amount {
-		return nil, nil, h.noneLeft(candidates, amount, len(chosen), held)
+		return nil, nil, h.noneLeft(candidates, amount, len(chosen), held, flinkHeld)
 	}
 	return chosen, keep, nil
+}
+
+// ownsIndex says whether one of the live entries, recorded in Flink's file
+// by this Host, is the Flink line for index: such a line is a grant of ours
+// that the state file knows, so the state decides.
+func (h *Host) ownsIndex(entries []Entry, index string) bool {
+	for _, e := range entries {
+		if e.Index == index {
+			return true
+		}
+	}
+	return false
 }
 
 func free(t *table, c driver.Candidate) bool {
@@ -291,7 +348,7 @@ func free(t *table, c driver.Candidate) bool {
 // noneLeft names, for every candidate held, who holds it: its own key's
 // holder, the holder of its parent (once per parent, with the partitions it
 // blocks), or the holders of its partitions.
-func (h *Host) noneLeft(candidates []driver.Candidate, amount, nFree int, held *table) error {
+func (h *Host) noneLeft(candidates []driver.Candidate, amount, nFree int, held *table, flinkHeld map[string]int) error {
 	var parts []string
 	done := map[string]bool{}
 	blocked := 0
@@ -307,6 +364,12 @@ func (h *Host) noneLeft(candidates []driver.Candidate, amount, nFree int, held *
 			continue
 		}
 		self, parent, ps := held.conflict(c)
+		if pid, ok := flinkHeld[c.Index]; ok && c.Index != "" && self == nil && parent == nil && len(ps) == 0 {
+			done[c.Key] = true
+			blocked++
+			parts = append(parts, fmt.Sprintf("%s (index %s) held by pid %d per Flink's coordination file %s", c.Key, c.Index, pid, h.flink))
+			continue
+		}
 		if self == nil && parent == nil && len(ps) == 0 {
 			continue // free, or only in conflict with another candidate
 		}
@@ -400,8 +463,12 @@ func (h *Host) release(ctx context.Context, match func(Entry) bool) error {
 			return err
 		}
 		keep := entries[:0:0]
+		drop := map[string]bool{}
 		for _, e := range entries {
 			if e.Owner.same(h.owner) && match(e) {
+				if e.Index != "" {
+					drop[e.Index] = true
+				}
 				continue
 			}
 			if l, _ := h.proc.holding(e, h.owner); l == dead {
@@ -412,7 +479,18 @@ func (h *Host) release(ctx context.Context, match func(Entry) bool) error {
 		if len(keep) == len(entries) {
 			return nil
 		}
-		return h.write(keep)
+		if err := h.write(keep); err != nil {
+			return err
+		}
+		if len(drop) == 0 || h.flink == "" {
+			return nil
+		}
+		ff, err := h.openFlink(ctx)
+		if err != nil {
+			return err
+		}
+		defer ff.close()
+		return ff.rewrite(nil, h.owner.PID, drop)
 	})
 	if err != nil {
 		return fmt.Errorf("release: %w", err)

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/xres/xres/driver"
 )
 
 // Issue 12, finding 1: a holder keeps excluding others while the lock
@@ -121,4 +123,51 @@ func TestDeadOwnerLiveGroupHolds(t *testing.T) {
 	_ = member.Wait()
 	_, err = h.Reserve(ctxT(t), "gpu", []string{"a"}, 1, false)
 	require.NoError(t, err, "once the group is gone the device is free")
+}
+
+// Issue 12, finding 3: with Flink's coordination file, the Host honours
+// Flink's live lines, writes its grants there in Flink's format, keeps its
+// own state apart and removes its lines on release; a dry run writes
+// nothing; an xres state file where Flink's should be is refused.
+func TestFlinkFileInterop(t *testing.T) {
+	dir := t.TempDir()
+	state, flink := filepath.Join(dir, "state"), filepath.Join(dir, "flink")
+	live := liveOwner(t)
+	require.NoError(t, os.WriteFile(flink, []byte(fmt.Sprintf("0 %d\n1 %d\n", live.PID, deadOwner(t).PID)), 0o644))
+	h, err := New(Options{StateFile: state, FlinkFile: flink})
+	require.NoError(t, err)
+	cands := []driver.Candidate{{Key: "GPU-a", Index: "0"}, {Key: "GPU-b", Index: "1"}, {Key: "GPU-c", Index: "2"}}
+
+	got, err := h.ReserveCandidates(ctxT(t), "gpu", cands, 2, true)
+	require.NoError(t, err)
+	require.Equal(t, []string{"GPU-b", "GPU-c"}, got, "index 0 is held by a live Flink owner")
+	before, err := os.ReadFile(flink)
+	require.NoError(t, err)
+
+	after, err := os.ReadFile(flink)
+	require.NoError(t, err)
+	require.Equal(t, string(before), string(after), "a dry run writes nothing")
+	require.NoFileExists(t, state)
+
+	got, err = h.ReserveCandidates(ctxT(t), "gpu", cands, 2, false)
+	require.NoError(t, err)
+	require.Equal(t, []string{"GPU-b", "GPU-c"}, got)
+	b, err := os.ReadFile(flink)
+	require.NoError(t, err)
+	require.Equal(t, fmt.Sprintf("0 %d\n1 %d\n2 %d\n", live.PID, os.Getpid(), os.Getpid()), string(b), "the dead owner's line is replaced")
+	_, err = h.ReserveCandidates(ctxT(t), "gpu", cands, 1, false)
+	require.ErrorIs(t, err, ErrNoDevicesLeft)
+	require.Contains(t, err.Error(), fmt.Sprintf("GPU-a (index 0) held by pid %d per Flink's coordination file %s", live.PID, flink))
+
+	require.NoError(t, h.Release(ctxT(t), "gpu"))
+	b, err = os.ReadFile(flink)
+	require.NoError(t, err)
+	require.Equal(t, fmt.Sprintf("0 %d\n", live.PID), string(b))
+
+	_, err = New(Options{StateFile: state, FlinkFile: state})
+	require.ErrorIs(t, err, ErrSameFile)
+	writeEntries(t, flink, Entry{Resource: "gpu", Key: "GPU-a", Owner: live, Since: time.Now().UTC().Truncate(time.Second)})
+	_, err = h.ReserveCandidates(ctxT(t), "gpu", cands, 1, false)
+	require.ErrorIs(t, err, ErrCorruptState)
+	require.Contains(t, err.Error(), "is an xres state file, not Flink's coordination file")
 }

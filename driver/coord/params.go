@@ -30,7 +30,8 @@ var (
 	FileParam = driver.Declare(driver.Param{
 		Name: ParamFile, Type: conf.TypeString, Default: DefaultStateFile,
 		Doc: "Host-wide reservation state file (a lock file is kept beside it). Every worker " +
-			"on a host must use the same file. Flink's `--coordination-file` in discovery-script.args also sets it.",
+			"on a host must use the same file. Flink's coordination file (`--coordination-file` in discovery-script.args) is " +
+			"honoured beside it in Flink's format, never used as it.",
 	})
 	ScriptArgsParam = driver.Declare(driver.Param{
 		Name: ParamScriptArgs, Type: conf.TypeString,
@@ -38,6 +39,10 @@ var (
 			"`--enable-coordination-mode` and `--coordination-file <path>` also switch on xres coordination.",
 	})
 )
+
+// FlinkDefaultFile is where Flink's script coordinates when its args name
+// no file.
+const FlinkDefaultFile = "/var/tmp/flink-gpu-coordination"
 
 // Flink's discovery-script flags.
 const (
@@ -87,6 +92,11 @@ type Settings struct {
 	Enabled bool
 	// StateFile is the absolute state file; "" when off.
 	StateFile string
+	// FlinkFile is Flink's coordination file (absolute) that the host
+	// coordination honours and writes in Flink's format: the one
+	// discovery-script.args name, or Flink's default with
+	// --enable-coordination-mode alone; "" when the args name none.
+	FlinkFile string
 	// Flink is what discovery-script.args say.
 	Flink FlinkArgs
 	// Warnings are the notices for these params (Flink's, then ours): an
@@ -97,8 +107,8 @@ type Settings struct {
 // ParseParams works out, without side effects, how a built-in driver
 // coordinates: on unless coordination.enabled is false, and Flink's
 // --enable-coordination-mode in discovery-script.args switches it back on
-// (with a warning); the state file is coordination.file, else Flink's
-// --coordination-file, else DefaultStateFile. Malformed values are errors
+// (with a warning); the state file is coordination.file, else
+// DefaultStateFile; Flink's coordination file (FlinkFile) is kept apart. Malformed values are errors
 // naming the key and wrapping driver.ErrInvalidParam.
 func ParseParams(resource string, params map[string]string) (Settings, error) {
 	fl, err := ParseFlinkArgs(resource, params)
@@ -119,15 +129,18 @@ func ParseParams(resource string, params map[string]string) (Settings, error) {
 		return s, nil
 	}
 	file, _ := FileParam.Lookup(params)
-	if file != "" && fl.File != "" && file != fl.File {
-		s.Warnings = append(s.Warnings, fmt.Sprintf("%s and %s in %s differ; using %s",
-			driver.ParamKey(resource, ParamFile), FlinkFlagFile, driver.ParamKey(resource, ParamScriptArgs), file))
-	}
-	if file == "" {
-		file = fl.File
-	}
 	if file == "" {
 		file = DefaultStateFile
+	}
+	switch {
+	case fl.File != "":
+		s.FlinkFile = absPath(fl.File)
+	case fl.Enabled:
+		s.FlinkFile = FlinkDefaultFile
+	}
+	if s.FlinkFile != "" && absPath(file) == s.FlinkFile {
+		return Settings{}, fmt.Errorf("%s is Flink's coordination file (%s in %s); xres keeps its own state apart from it: unset %s or name another file: %w",
+			driver.ParamKey(resource, ParamFile), FlinkFlagFile, driver.ParamKey(resource, ParamScriptArgs), driver.ParamKey(resource, ParamFile), driver.ErrInvalidParam)
 	}
 	s.Enabled = true
 	s.StateFile = absPath(file)
@@ -140,7 +153,7 @@ func (s Settings) Reserver(resource string, log logrus.FieldLogger) (driver.Rese
 	if !s.Enabled {
 		return nil, nil
 	}
-	h, err := New(Options{StateFile: s.StateFile, Log: log})
+	h, err := New(Options{StateFile: s.StateFile, FlinkFile: s.FlinkFile, Log: log})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", driver.ParamKey(resource, ParamFile), err)
 	}

@@ -24,7 +24,11 @@ type Entry struct {
 	// while any process of it lives the device stays held, even after the
 	// owner died (a worker's forked helpers outlive a SIGKILLed launcher).
 	// Version 3 of the file.
-	Group *Group    `json:"group,omitempty"`
+	Group *Group `json:"group,omitempty"`
+	// Index is the device's index, recorded when the grant was written to
+	// Flink's coordination file too (to remove it there on release).
+	// Version 3 of the file.
+	Index string    `json:"index,omitempty"`
 	Since time.Time `json:"since"`
 }
 
@@ -67,7 +71,7 @@ func encodeState(entries []Entry) ([]byte, error) {
 	}
 	version := stateV1
 	for _, e := range entries {
-		if e.Group != nil {
+		if e.Group != nil || e.Index != "" {
 			version = stateV3
 			break
 		}
@@ -136,7 +140,7 @@ func decodeState(b []byte) ([]Entry, error) {
 		if e.Parent != "" && version == stateV1 {
 			return nil, fmt.Errorf("%w: entry %d has a parent, which a %s file cannot have", errStateFormat, i, stateV1)
 		}
-		if e.Group != nil && (version != stateV3 || e.Group.PGID <= 0) {
+		if (e.Group != nil || e.Index != "") && version != stateV3 || e.Group != nil && e.Group.PGID <= 0 {
 			return nil, fmt.Errorf("%w: entry %d has a bad group or one a %s file cannot have", errStateFormat, i, version)
 		}
 		if e.Parent == e.Key {

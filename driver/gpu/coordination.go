@@ -17,13 +17,16 @@ const (
 
 // FlinkDefaultCoordinationFile is where Flink's script coordinates when its
 // args name no file.
-const FlinkDefaultCoordinationFile = "/var/tmp/flink-gpu-coordination"
+const FlinkDefaultCoordinationFile = coord.FlinkDefaultFile
 
 // Coordination is how the GPU driver built from the same params coordinates
 // devices on the host.
 type Coordination struct {
 	Mode      string `json:"mode"`                 // CoordXres, CoordScript or CoordOff
 	StateFile string `json:"state_file,omitempty"` // absolute; empty when off
+	// FlinkFile is Flink's coordination file that xres mode honours beside
+	// StateFile, in Flink's format (coord.Settings.FlinkFile).
+	FlinkFile string `json:"flink_file,omitempty"`
 	// Script is the resolved discovery script in script mode.
 	Script string `json:"script,omitempty"`
 	// Warnings are the notices the driver logs for these params (ignored
@@ -88,6 +91,7 @@ func CoordinationOf(resource string, param map[string]string, getenv func(string
 	}
 	c.Mode = CoordXres
 	c.StateFile = s.StateFile
+	c.FlinkFile = s.FlinkFile
 	return c, nil
 }
 

@@ -167,7 +167,7 @@ func newDriver(opts driver.Options, d deps) (driver.Driver, error) {
 	enum := &autoSource{source: source, nvml: nv, smi: smi, getenv: getenv, timeout: smiTimeout, units: units, log: log}
 
 	opts.Log = log
-	sel, err := coord.Settings{Enabled: co.Mode == CoordXres, StateFile: co.StateFile}.Coordinated(opts, enum)
+	sel, err := coord.Settings{Enabled: co.Mode == CoordXres, StateFile: co.StateFile, FlinkFile: co.FlinkFile}.Coordinated(opts, enum)
 	if err != nil {
 		return nil, err
 	}

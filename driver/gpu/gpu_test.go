@@ -272,11 +272,16 @@ func TestBuiltinWithFakeNvidiaSMI(t *testing.T) {
 	}, infos[0])
 	require.Equal(t, []string{"0", "1"}, indices(infos))
 
-	// Flink's --coordination-file names the same state file.
-	b := build(map[string]string{ParamScriptArgs: "--enable-coordination-mode --coordination-file " + state}, false)
+	// Flink's --coordination-file is honoured beside the state file, in
+	// Flink's format.
+	flinkFile := filepath.Join(t.TempDir(), "flink-gpu-coordination")
+	b := build(map[string]string{ParamCoordFile: state, ParamScriptArgs: "--enable-coordination-mode --coordination-file " + flinkFile}, false)
 	infos, err = b.Discover(ctxT(t), 1)
 	require.NoError(t, err)
 	require.Equal(t, []string{"2"}, indices(infos))
+	fl, err := os.ReadFile(flinkFile)
+	require.NoError(t, err)
+	require.Equal(t, fmt.Sprintf("2 %d\n", os.Getpid()), string(fl))
 
 	probe := build(map[string]string{ParamCoordFile: state}, true)
 	_, err = probe.Discover(ctxT(t), 1)

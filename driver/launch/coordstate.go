@@ -30,5 +30,5 @@ func coordinationOf(spec resources.Spec, factory string, getenv func(string) str
 	if !s.Enabled {
 		return gpu.Coordination{Mode: gpu.CoordOff}
 	}
-	return gpu.Coordination{Mode: gpu.CoordXres, StateFile: s.StateFile}
+	return gpu.Coordination{Mode: gpu.CoordXres, StateFile: s.StateFile, FlinkFile: s.FlinkFile}
 }

@@ -2,6 +2,7 @@ package launch
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -180,4 +181,106 @@ func TestWorkerGroupHoldsDevices(t *testing.T) {
 	bg, err = strconv.Atoi(strings.TrimSpace(string(b)))
 	require.NoError(t, err)
 	require.True(t, processGone(bg), "the worker's helper %d outlived the worker's launcher", bg)
+}
+
+// Issue 12, finding 3: built-in launchers and launchers running Flink's
+// script, on one host with one Flink --coordination-file, get disjoint
+// GPUs; neither file is then unreadable to the other side, and the
+// built-in launchers' lines leave Flink's file with their release.
+func TestFlinkScriptBesideBuiltin(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	bin := launcherBinary(t)
+	h := newFakeGPUHost(t, 2, 1)
+	flinkFile := filepath.Join(h.dir, "flink-gpu-coordination")
+	script, err := filepath.Abs("testdata/flink-style-discovery.sh")
+	require.NoError(t, err)
+	args := "--enable-coordination-mode --coordination-file " + flinkFile
+	builtinConf := h.conf
+	require.NoError(t, appendFile(builtinConf, "external-resource.gpu.param.discovery-script.args: "+args+"\n"))
+	scriptConf := filepath.Join(h.dir, "script.yaml")
+	require.NoError(t, os.WriteFile(scriptConf, []byte(`external-resources: gpu
+external-resource.gpu.amount: 1
+external-resource.gpu.yarn.config-key: yarn.io/gpu
+external-resource.gpu.driver-factory.class: org.apache.flink.externalresource.gpu.GPUDriverFactory
+external-resource.gpu.param.discovery-script.path: `+script+`
+external-resource.gpu.param.discovery-script.args: `+args+`
+`), 0o644))
+	out := filepath.Join(h.dir, "grants")
+	require.NoError(t, os.Mkdir(out, 0o755))
+	release := filepath.Join(h.dir, "release")
+	t.Cleanup(func() { _ = os.WriteFile(release, nil, 0o644) })
+
+	start := func(conf, id string) *launched {
+		l := &launched{stderr: &bytes.Buffer{}}
+		l.cmd = h.command(bin, "--conf", conf, "--", "sh", "-c", holdScript, "worker", out, id, release)
+		l.cmd.Stderr = l.stderr
+		require.NoError(t, l.cmd.Start())
+		return l
+	}
+	a := start(builtinConf, "builtin")
+	waitForFile(t, filepath.Join(out, "builtin"), 30*time.Second)
+	b := start(scriptConf, "script")
+	waitForFile(t, filepath.Join(out, "script"), 30*time.Second)
+	ia, _ := readGrant(t, filepath.Join(out, "builtin"))
+	ib, _ := readGrant(t, filepath.Join(out, "script"))
+	require.NotEqual(t, ia, ib, "the built-in launcher and Flink's script got the same GPU")
+
+	fl, err := os.ReadFile(flinkFile)
+	require.NoError(t, err)
+	require.Contains(t, string(fl), fmt.Sprintf("%s %d\n", ia, a.cmd.Process.Pid), "the built-in grant is in Flink's file, in Flink's format")
+	require.Contains(t, string(fl), fmt.Sprintf("%s %d\n", ib, b.cmd.Process.Pid))
+	st, err := os.ReadFile(h.state)
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(string(st), "xres-coordination "), "xres's own state stays in its own file")
+
+	// Both GPUs are taken, whichever side asks next.
+	var stderr bytes.Buffer
+	c := h.command(bin, "--conf", builtinConf, "--", "true")
+	c.Stderr = &stderr
+	require.Error(t, c.Run())
+	require.Equal(t, ExitDiscovery, c.ProcessState.ExitCode(), stderr.String())
+	require.Contains(t, stderr.String(), fmt.Sprintf("held by pid %d per Flink's coordination file %s", b.cmd.Process.Pid, flinkFile))
+	stderr.Reset()
+	d := h.command(bin, "--conf", scriptConf, "--", "true")
+	d.Stderr = &stderr
+	require.Error(t, d.Run())
+	require.Equal(t, ExitDiscovery, d.ProcessState.ExitCode(), stderr.String())
+
+	// probe holds nothing in either file.
+	before, err := os.ReadFile(flinkFile)
+	require.NoError(t, err)
+	h.probe(t, bin)
+	after, err := os.ReadFile(flinkFile)
+	require.NoError(t, err)
+	require.Equal(t, string(before), string(after))
+
+	require.NoError(t, os.WriteFile(release, nil, 0o644))
+	require.NoError(t, a.cmd.Wait(), a.stderr.String())
+	require.NoError(t, b.cmd.Wait(), b.stderr.String())
+	fl, err = os.ReadFile(flinkFile)
+	require.NoError(t, err)
+	require.NotContains(t, string(fl), fmt.Sprintf(" %d\n", a.cmd.Process.Pid), "the built-in launcher's release removes its line")
+	// Flink's script never releases; its dead owner's GPU is reclaimed.
+	stderr.Reset()
+	e := h.command(bin, "--conf", builtinConf, "--", "sh", "-c", `echo "$CUDA_VISIBLE_DEVICES"`)
+	var eout bytes.Buffer
+	e.Stdout, e.Stderr = &eout, &stderr
+	require.NoError(t, e.Run(), stderr.String())
+	fl, err = os.ReadFile(flinkFile)
+	require.NoError(t, err)
+	require.NotContains(t, string(fl), strings.TrimSpace(eout.String())+" ", "the reclaimed GPU's stale Flink line is gone")
+}
+
+func appendFile(path, text string) error {
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteString(text); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Close()
 }

@@ -1,0 +1,139 @@
+package coord
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Flink's GPU coordination file, for hosts where launchers running Flink's
+// discovery script (script mode) and built-in launchers share GPUs. Flink's
+// script keeps one "<index> <owner pid>" line per GPU it handed out and
+// flocks the file itself while it chooses. A Host with a Flink file honours
+// those lines (a GPU whose line names a running pid is held) and writes its
+// own grants there too, as lines of the same format, so that Flink's script
+// sees them; its release removes exactly its lines. Its own state never
+// goes into that file: the two formats live in two files.
+
+// flinkLine is one line of Flink's coordination file.
+type flinkLine struct {
+	index string
+	pid   int
+}
+
+// flinkFile is Flink's coordination file, open and flocked (or, for a dry
+// run, only read).
+type flinkFile struct {
+	path  string
+	f     *os.File // nil when only read
+	lines []flinkLine
+}
+
+// openFlink locks Flink's file as Flink's script does (an exclusive flock on
+// the file itself, created when missing) and reads it.
+func (h *Host) openFlink(ctx context.Context) (*flinkFile, error) {
+	f, err := h.lockPath(ctx, h.flink, os.O_RDWR|os.O_CREATE)
+	if err != nil {
+		return nil, err
+	}
+	b, err := io.ReadAll(f)
+	if err != nil {
+		unlock(f)
+		return nil, fmt.Errorf("read Flink coordination file %s: %w", h.flink, err)
+	}
+	lines, err := parseFlinkLines(h.flink, b)
+	if err != nil {
+		unlock(f)
+		return nil, err
+	}
+	return &flinkFile{path: h.flink, f: f, lines: lines}, nil
+}
+
+// readFlink reads Flink's file without its lock (dry runs hold nothing).
+func (h *Host) readFlink() (*flinkFile, error) {
+	b, err := os.ReadFile(h.flink)
+	if err != nil && !os.IsNotExist(err) {
+		return nil, fmt.Errorf("read Flink coordination file %s: %w", h.flink, err)
+	}
+	lines, err := parseFlinkLines(h.flink, b)
+	if err != nil {
+		return nil, err
+	}
+	return &flinkFile{path: h.flink, lines: lines}, nil
+}
+
+func (ff *flinkFile) close() {
+	if ff != nil && ff.f != nil {
+		unlock(ff.f)
+	}
+}
+
+// parseFlinkLines reads "<index> <pid>" lines; anything else is an error
+// naming the file and line (an xres state file there was written by an
+// earlier xres in built-in mode).
+func parseFlinkLines(path string, b []byte) ([]flinkLine, error) {
+	if bytes.HasPrefix(b, []byte(stateMagic)) {
+		return nil, fmt.Errorf("%w: %s is an xres state file, not Flink's coordination file (written by an earlier xres that kept its state in Flink's --coordination-file): "+
+			"stop the workers on this host, then remove it", ErrCorruptState, path)
+	}
+	var out []flinkLine
+	for n, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		pid, err := 0, error(nil)
+		if len(f) == 2 {
+			pid, err = strconv.Atoi(f[1])
+		}
+		if len(f) != 2 || err != nil || pid <= 0 {
+			return nil, fmt.Errorf("%w: Flink coordination file %s:%d: want \"<index> <pid>\", got %q", ErrCorruptState, path, n+1, line)
+		}
+		out = append(out, flinkLine{index: f[0], pid: pid})
+	}
+	return out, nil
+}
+
+// held maps the indices of live lines to their pids. A line is live while
+// its pid runs, as Flink's script judges (a zombie still shows in ps).
+func (ff *flinkFile) held(p procFS) map[string]int {
+	if ff == nil {
+		return nil
+	}
+	out := map[string]int{}
+	for _, l := range ff.lines {
+		if _, err := os.Stat(fmt.Sprintf("%s/%d", p.root, l.pid)); err == nil {
+			out[l.index] = l.pid
+		}
+	}
+	return out
+}
+
+// rewrite replaces the file's content in place (the inode, and so
+// everybody's flock, stays): it drops the lines of pid whose index is in
+// drop, and the lines of the indices in add (a dead owner's, or the index
+// would not have been chosen), then appends add for pid.
+func (ff *flinkFile) rewrite(add []string, pid int, drop map[string]bool) error {
+	var b strings.Builder
+	for _, l := range ff.lines {
+		if l.pid == pid && drop[l.index] || slices.Contains(add, l.index) {
+			continue
+		}
+		fmt.Fprintf(&b, "%s %d\n", l.index, l.pid)
+	}
+	for _, idx := range add {
+		fmt.Fprintf(&b, "%s %d\n", idx, pid)
+	}
+	if err := ff.f.Truncate(0); err != nil {
+		return fmt.Errorf("write Flink coordination file %s: %w", ff.path, err)
+	}
+	if _, err := ff.f.WriteAt([]byte(b.String()), 0); err != nil {
+		return fmt.Errorf("write Flink coordination file %s: %w", ff.path, err)
+	}
+	return nil
+}
