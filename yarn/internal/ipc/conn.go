@@ -61,6 +61,7 @@ type Conn struct {
 	clientID []byte
 	log      logrus.FieldLogger
 	layer    sasl.Layer // SASL security layer, nil for authentication only
+	methods  sync.Map   // method name → marshalled RequestHeaderProto
 
 	// The write side (see send): one caller at a time writes, the others
 	// queue their packets behind it.
@@ -71,7 +72,6 @@ type Conn struct {
 	wdeadline time.Time
 	wrapBuf   []byte        // WRAP packets of one batch (writer only)
 	afterDone chan struct{} // the write-cancel callback has finished
-	methods   sync.Map      // method name → marshalled RequestHeaderProto
 
 	mu       sync.Mutex
 	calls    map[int32]chan *response
