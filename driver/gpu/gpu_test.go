@@ -293,7 +293,7 @@ func TestBuiltinWithFakeNvidiaSMI(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []string{"0", "1"}, indices(infos), "coordination off: the first devices, like Flink")
 
-	forcedOn := build(map[string]string{ParamCoordFile: state, ParamCoordEnabled: "false", ParamScriptArgs: "--enable-coordination-mode"}, false)
+	forcedOn := build(map[string]string{ParamCoordFile: state, ParamCoordEnabled: "false", ParamScriptArgs: "--enable-coordination-mode --coordination-file " + flinkFile}, false)
 	_, err = forcedOn.Discover(ctxT(t), 1)
 	require.ErrorIs(t, err, driver.ErrNotEnoughDevices, "Flink's flag switches coordination back on")
 
