@@ -259,8 +259,8 @@ type rmContainer struct {
 	AssignedNodeID     string `json:"assignedNodeId"`
 	AllocatedResources struct {
 		Entry harness.List[struct {
-			Key   string `json:"key"`
-			Value string `json:"value"`
+			Key   string      `json:"key"`
+			Value json.Number `json:"value"` // Hadoop 3.4 writes "1", 3.5 writes 1
 		}] `json:"entry"`
 	} `json:"allocatedResources"`
 }
@@ -269,7 +269,7 @@ type rmContainer struct {
 func (r rmContainer) resource(name string) (int64, bool) {
 	for _, e := range r.AllocatedResources.Entry {
 		if e.Key == name {
-			n, err := strconv.ParseInt(e.Value, 10, 64)
+			n, err := e.Value.Int64()
 			return n, err == nil
 		}
 	}

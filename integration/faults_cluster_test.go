@@ -270,6 +270,12 @@ func TestFaultsRMFailover(t *testing.T) {
 	rep, err := cl.GetApplicationReport(ctx, id)
 	require.NoError(t, err, "the new active RM recovered %s", app.id)
 	require.Equal(t, app.id, yarn.ApplicationID(rep.GetApplicationId()))
+	// So does the REST client (rm1's 307 leads it to rm2).
+	rc, _ := restClient(t, c, nil)
+	m, err := rc.ClusterMetrics(ctx)
+	require.NoError(t, err)
+	require.EqualValues(t, 2, m.ActiveNodes)
+	require.Equal(t, rm2, rc.Active())
 	require.Equal(t, 1, app.launches(t), "failover relaunched the container")
 	require.True(t, alive(app.pid(t)))
 
