@@ -151,14 +151,14 @@ final class Yarn {
     for (Node n : nodes) {
       startNode(n);
     }
-    waitFor("all NodeManagers RUNNING", ignored -> allNodesRunning());
+    waitFor("all NodeManagers RUNNING", () -> allNodesRunning());
     if (!labelNodes.isEmpty()) {
       Map<NodeId, Set<String>> labels = new LinkedHashMap<>();
       for (int i : labelNodes) {
         labels.put(NodeId.newInstance(nodes.get(i).host, 0), Set.of(LABEL));
       }
       active().rm.getRMContext().getNodeLabelManager().replaceLabelsOnNode(labels);
-      waitFor("node label " + LABEL + " on nodes " + labelNodes, ignored -> labelsShown());
+      waitFor("node label " + LABEL + " on nodes " + labelNodes, () -> labelsShown());
     }
   }
 
@@ -228,7 +228,7 @@ final class Yarn {
       r.rm.getRMContext().getRMAdminService().transitionToActive(userRequest());
     }
     waitFor("RM " + name(r) + " ACTIVE with every live NodeManager re-registered RUNNING",
-        ignored -> haState(r).equals("ACTIVE") && allNodesRunning());
+        () -> haState(r).equals("ACTIVE") && allNodesRunning());
     return "restarted ResourceManager " + name(r) + "; " + nodesLine();
   }
 
@@ -242,7 +242,7 @@ final class Yarn {
     from.rm.getRMContext().getRMAdminService().transitionToStandby(userRequest());
     to.rm.getRMContext().getRMAdminService().transitionToActive(userRequest());
     waitFor("RM " + to.id + " ACTIVE, " + from.id + " STANDBY, every live NodeManager RUNNING",
-        ignored -> haState(to).equals("ACTIVE") && haState(from).equals("STANDBY") && allNodesRunning());
+        () -> haState(to).equals("ACTIVE") && haState(from).equals("STANDBY") && allNodesRunning());
     return "failed over from " + from.id + " to " + to.id + " (now active, web " + to.webapp() + "); " + nodesLine();
   }
 
@@ -260,7 +260,7 @@ final class Yarn {
     n.nm = null;
     nm.stop();
     int killed = killContainers(n);
-    waitFor("node " + n.id() + " LOST", ignored -> nodeState(n).equals("LOST"));
+    waitFor("node " + n.id() + " LOST", () -> nodeState(n).equals("LOST"));
     return "killed NodeManager " + i + " (" + n.id() + ") and " + killed + " container process(es); RM: LOST";
   }
 
@@ -271,7 +271,7 @@ final class Yarn {
       throw new IllegalStateException("NodeManager " + i + " (" + n.id() + ") is already running");
     }
     startNode(n);
-    waitFor("node " + n.id() + " RUNNING", ignored -> nodeState(n).equals("RUNNING"));
+    waitFor("node " + n.id() + " RUNNING", () -> nodeState(n).equals("RUNNING"));
     return "started NodeManager " + i + " (" + n.id() + "); RM: RUNNING";
   }
 
@@ -339,8 +339,9 @@ final class Yarn {
 
   // ---- what the REST API shows ----
 
+  /** A condition read from the RM REST API. */
   interface Check {
-    boolean ok(Void ignored) throws IOException;
+    boolean ok() throws IOException;
   }
 
   /** Polls check until true, at most VERB_TIMEOUT_MS; the error names what was awaited and the last state. */
@@ -349,7 +350,7 @@ final class Yarn {
     String last = "";
     while (true) {
       try {
-        if (check.ok(null)) {
+        if (check.ok()) {
           return;
         }
         last = nodesLine();
