@@ -151,6 +151,15 @@ find_java() {
   die "no JDK 17 found (Hadoop $HADOOP_VERSION needs Java 17; newer JDKs break Hadoop 3.4's security code). Tried: ${tried[*]:-nothing}. Install one (Debian: apt-get install openjdk-17-jdk-headless) or set JAVA_HOME to it."
 }
 
+# check_version: Hadoop 3.2 and newer; older ones fail here in one line, before Maven.
+check_version() {
+  [[ $HADOOP_VERSION =~ ^([0-9]+)\.([0-9]+)\.[0-9]+$ ]] || die "XRES_HADOOP_VERSION=$HADOOP_VERSION: want a version such as 3.4.1"
+  local major=${BASH_REMATCH[1]} minor=${BASH_REMATCH[2]}
+  if ((major < 3 || (major == 3 && minor < 2))); then
+    die "Hadoop $HADOOP_VERSION is not supported: the launcher needs Hadoop 3.2 or newer (it does not compile against 3.1.4's ResourceManager API; make test-matrix covers 3.2.4 to 3.5.0)"
+  fi
+}
+
 find_mvn() {
   MVN=$(command -v mvn 2>/dev/null) || die "mvn not found on PATH: Maven is needed once to fetch Hadoop's artifacts and build the launcher (Debian: apt-get install maven)"
 }
@@ -323,6 +332,7 @@ stop_pid() {
 }
 
 cmd_deps() {
+  check_version
   find_java
   find_mvn
   say "java: $JAVA ($("$JAVA" -version 2>&1 | head -n1))"
@@ -350,6 +360,7 @@ claim_work() {
 }
 
 cmd_start() {
+  check_version
   check_settings
   find_java
   build
@@ -472,6 +483,7 @@ node_index() {
 }
 
 cmd_foreground() {
+  check_version
   check_settings
   find_java
   build
