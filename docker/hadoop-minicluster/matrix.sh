@@ -53,11 +53,13 @@ for v in "${VERSIONS[@]}"; do
   echo "$line"
   if ((rc != 0)); then
     # What failed, and the cluster's own reason if it never started.
-    grep -E -- '^--- FAIL|^integration: FAIL|minicluster: error' "$dir/test.log" | head -n 8 >&2
+    grep -E -- '^--- FAIL|^integration: FAIL|minicluster: error|^FAIL|\.go:[0-9]+:[0-9]+: ' "$dir/test.log" | head -n 8 >&2
     bad=$((bad + 1))
   fi
   if [[ $line =~ ([0-9]+)\ passed,\ ([0-9]+)\ failed(,\ ([0-9]+)\ skipped)? ]]; then
     passed=$((passed + BASH_REMATCH[1])) failed=$((failed + BASH_REMATCH[2])) skipped=$((skipped + ${BASH_REMATCH[4]:-0}))
+    # A package that failed with no test failed (a build error, no cluster) counts as one.
+    ((rc == 0 || BASH_REMATCH[2] > 0)) || failed=$((failed + 1))
   else
     failed=$((failed + 1))
   fi
