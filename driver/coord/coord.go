@@ -502,6 +502,9 @@ func (h *Host) release(ctx context.Context, match func(Entry) bool) error {
 // process group g too: while a process of g lives, a reclaiming launcher
 // treats them as held even when the owner is dead.
 func (h *Host) HoldGroup(ctx context.Context, g Group) error {
+	if _, err := os.Stat(h.state); errors.Is(err, os.ErrNotExist) {
+		return nil // nothing was ever recorded on this host
+	}
 	err := h.locked(ctx, func() error {
 		entries, err := h.read()
 		if err != nil {
