@@ -114,6 +114,18 @@ var (
 		Type:        TypeInt,
 		Description: "Failed worker containers tolerated before the application fails. Unset: the number of workers initially requested.",
 	})
+	SlotRequestTimeout = Register(Option{
+		Key:         "slot.request.timeout",
+		Type:        TypeDuration,
+		Default:     "5 min",
+		Description: "How long the ApplicationMaster waits while workers are wanted and none is granted before the application fails, naming the blacklisted hosts (a plain number is milliseconds; 0 waits for ever).",
+	})
+	BlacklistTimeout = Register(Option{
+		Key:         "xres.yarn.blacklist.timeout",
+		Type:        TypeDuration,
+		Default:     "1 h",
+		Description: "How long a host whose container-launcher failed (device discovery) gets no worker; then it may get one again (0: until the application ends). When every node is blacklisted the application fails with each host's last launcher error.",
+	})
 	YarnApplicationName = Register(Option{
 		Key:         "yarn.application.name",
 		Type:        TypeString,

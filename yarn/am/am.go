@@ -53,6 +53,11 @@ type Config struct {
 	// replacement can help, the application fails at once.
 	BadNodeExits []int
 	BadJobExits  []int
+	// BlacklistExpiry is how long a node stays blacklisted (0: until the
+	// application ends). RequestTimeout fails the application when workers
+	// are wanted and none is granted for that long (0: no bound).
+	BlacklistExpiry time.Duration
+	RequestTimeout  time.Duration
 
 	OnAMRMToken func(Token) // called with each rolled AMRMToken
 	Log         logrus.FieldLogger
@@ -123,6 +128,14 @@ type AM struct {
 	limits     ClusterLimits
 	earlyDevs  map[string]map[string][]resources.Properties
 	allRunning time.Time // first time every wanted worker was running
+
+	// Fault handling (faults.go).
+	blUntil       map[string]time.Time // blacklisted host → when it expires
+	blWhy         map[string]string    // blacklisted host → its last launcher failure
+	blRemove      []string             // expired hosts the RM is still to be told
+	clusterNodes  int                  // num_cluster_nodes of the last heartbeat
+	waitingSince  time.Time            // workers wanted and none granted since
+	waitedWorkers int                  // workers.len() when waitingSince was set
 }
 
 // New builds an AM. logs may be nil (diagnostics then carry no stderr).
@@ -299,6 +312,8 @@ func (a *AM) buildRequest() AllocateRequest {
 		req.Asks = []Ask{{ID: WorkerAskID, Profile: a.cfg.Plan.Profile, Count: a.pending}}
 	}
 	req.Release = append(req.Release, a.releases...)
+	a.expireBlacklistLocked()
+	req.BlacklistRemove = append(req.BlacklistRemove, a.blRemove...)
 	for _, host := range sortedKeys(a.blacklist) {
 		if !a.blSent[host] {
 			req.BlacklistAdd = append(req.BlacklistAdd, host)
@@ -315,6 +330,7 @@ func (a *AM) delivered(req AllocateRequest) {
 		a.lastAsked = ask.Count
 	}
 	a.releases = a.releases[len(req.Release):]
+	a.blRemove = a.blRemove[len(req.BlacklistRemove):]
 	for _, h := range req.BlacklistAdd {
 		a.blSent[h] = true
 	}
@@ -328,6 +344,7 @@ func (a *AM) handle(ctx, sctx context.Context, resp AllocateResponse) {
 		a.cfg.OnAMRMToken(*resp.AMRMToken)
 	}
 	a.mu.Lock()
+	a.nodesLocked(resp)
 	for _, t := range resp.NMTokens {
 		a.nmTokens[t.NodeID] = t.Token
 	}
@@ -503,7 +520,9 @@ func (a *AM) failed(ctx context.Context, w *worker, exit int, diag string, ran b
 	a.mu.Lock()
 	first := a.firstFail == nil && exit != ExitPreempted
 	a.mu.Unlock()
-	if first && ran && a.logs != nil {
+	// A node's failure is quoted in the diagnostic when every node is
+	// blacklisted, so its stderr is fetched too.
+	if (first || slices.Contains(a.cfg.BadNodeExits, exit)) && ran && a.logs != nil {
 		cctx, cancel := context.WithTimeout(ctx, a.cfg.CallTimeout)
 		var err error
 		tail, err = a.logs.Tail(cctx, w.c, "stderr", a.cfg.StderrLines)
@@ -533,7 +552,7 @@ func (a *AM) failed(ctx context.Context, w *worker, exit int, diag string, ran b
 	}
 	if slices.Contains(a.cfg.BadNodeExits, exit) {
 		log.Warn("container-launcher failed on this node; blacklisting it")
-		a.blacklist[w.c.Host()] = true
+		a.blacklistLocked(w, tail)
 	}
 	if slices.Contains(a.cfg.BadJobExits, exit) {
 		log.Error("container-launcher reports an error of the job; failing the application")
@@ -591,6 +610,9 @@ func exitText(code int) string {
 func (a *AM) outcome() *Result {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if a.result == nil {
+		a.result = a.hopelessLocked()
+	}
 	if a.result == nil && a.succeeded >= a.cfg.Plan.Workers {
 		a.result = &Result{Status: StatusSucceeded,
 			Diagnostics: fmt.Sprintf("%d workers succeeded (%d replaced)", a.succeeded, a.restarts)}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 
 	"google.golang.org/protobuf/proto"
 
@@ -99,6 +100,11 @@ func (r rpcRM) Allocate(ctx context.Context, req AllocateRequest) (AllocateRespo
 	if t := resp.GetAmRmToken(); t != nil {
 		tok := fromToken(t)
 		out.AMRMToken = &tok
+	}
+	out.ClusterNodes = int(resp.GetNumClusterNodes())
+	for _, n := range resp.GetUpdatedNodes() {
+		out.UpdatedNodes = append(out.UpdatedNodes, NodeUpdate{NodeID: yarn.NodeID(n.GetNodeId()),
+			State: strings.TrimPrefix(n.GetNodeState().String(), "NS_")})
 	}
 	return out, nil
 }

@@ -112,6 +112,10 @@ type AllocateResponse struct {
 	NMTokens  []NMToken
 	AMRMToken *Token // set when the RM rolled the AMRMToken
 	Shutdown  bool   // AM_SHUTDOWN
+	// ClusterNodes is num_cluster_nodes (0: not sent); UpdatedNodes the
+	// nodes whose state changed.
+	ClusterNodes int
+	UpdatedNodes []NodeUpdate
 }
 
 // FinalStatus is the application's final status at unregister.

@@ -153,6 +153,10 @@ func cmdRun(ctx context.Context, args []string, e *env) error {
 	if err != nil {
 		return configError{err}
 	}
+	blacklistExpiry, requestTimeout, err := am.FaultBounds(cfg)
+	if err != nil {
+		return configError{err}
+	}
 	ae, err := submit.ReadAMEnv(e.getenv)
 	if err != nil {
 		return err
@@ -210,6 +214,8 @@ func cmdRun(ctx context.Context, args []string, e *env) error {
 		RequestHeartbeat: fast,
 		BadNodeExits:     resources.BadNodeExitCodes(),
 		BadJobExits:      resources.BadJobExitCodes(),
+		BlacklistExpiry:  blacklistExpiry,
+		RequestTimeout:   requestTimeout,
 		OnAMRMToken:      clients.OnAMRMToken,
 		Log:              e.log,
 		SubmitTime:       submitTime(e.getenv("APP_SUBMIT_TIME_ENV")),

@@ -1,0 +1,189 @@
+//go:build integration
+
+package integration
+
+// The AM against faults caused for real on the minicluster (issue 11): the
+// RM restarted or failed over, a NodeManager killed, device discovery
+// failing on every host, the AMRMToken rolled, a blacklisted host coming
+// back. Each test waits on observable state with a bound and logs how long
+// recovery took ("recovery: ..."); each leaves the cluster whole (every
+// NodeManager running, an RM active) for the tests after it.
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/xres/xres/integration/harness"
+	"github.com/xres/xres/yarn/am"
+)
+
+// faultTimeout bounds one fault test's application.
+const faultTimeout = 5 * time.Minute
+
+// runningWorkers is the set of worker containers the AM reports RUNNING.
+func runningWorkers(st am.Status) map[string]am.WorkerStatus {
+	out := map[string]am.WorkerStatus{}
+	for _, w := range st.Containers {
+		if w.State == am.StateRunning {
+			out[w.Container] = w
+		}
+	}
+	return out
+}
+
+// waitWorkersRunning waits until the AM reports n workers running and returns them.
+func waitWorkersRunning(t *testing.T, ctx context.Context, c *harness.Cluster, app string, n int, d time.Duration) map[string]am.WorkerStatus {
+	t.Helper()
+	var run map[string]am.WorkerStatus
+	eventually(t, d, fmt.Sprintf("%d workers running", n), func() (bool, string) {
+		st, err := amStatusOf(ctx, c, app)
+		if err != nil {
+			return false, err.Error()
+		}
+		run = runningWorkers(st)
+		return len(run) == n, fmt.Sprintf("%d running: %+v", len(run), st.Containers)
+	})
+	return run
+}
+
+// workerStarts counts, per container, the lines each worker printed when it
+// started (the worker command echoes one line per run into its own file in
+// dir), so a worker that ran twice shows 2.
+func workerStarts(t *testing.T, dir string) map[string]int {
+	t.Helper()
+	out := map[string]int{}
+	files, err := filepath.Glob(filepath.Join(dir, "started.*"))
+	require.NoError(t, err)
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		require.NoError(t, err)
+		out[strings.TrimPrefix(filepath.Base(f), "started.")] = strings.Count(string(b), "\n")
+	}
+	return out
+}
+
+// countingWorker waits for the release file like waitWorker and appends a
+// line to dir/started.<container> each time it starts.
+func countingWorker(dir, release string) []string {
+	return []string{"sh", "-c", `echo start >> ` + dir + `/started.$CONTAINER_ID; ` +
+		`echo "xres-it worker container=$CONTAINER_ID gpu=$CUDA_VISIBLE_DEVICES"; ` +
+		`while [ ! -e ` + release + ` ]; do sleep 0.2; done`}
+}
+
+// Fault 6: device discovery fails on every host (no GPU found). Each
+// launcher exits 212, each host is blacklisted, and once every node of the
+// cluster is, the application ends FAILED with a diagnostic naming each
+// host and its launcher's error; am submit exits 1 and prints it; nothing
+// stays in staging.
+func TestFaultDiscoveryFailsEverywhere(t *testing.T) {
+	c := harness.Get(t)
+	dir := t.TempDir()
+	cfg := writeAMConf(t, dir, 0) // the fake nvidia-smi finds no GPU on any host
+
+	ctx, cancel := context.WithTimeout(context.Background(), faultTimeout)
+	defer cancel()
+	p := startAM(t, ctx, "submit", "--conf", cfg, "--workers", "4", "--name", "xres-it-fault-discovery", "--", "true")
+	app := p.appID(t)
+	submitted := time.Now()
+	killOnCleanup(t, c, app, "")
+
+	code := p.wait(t)
+	took := time.Since(submitted)
+	t.Logf("recovery: FAILED %s after submission", took.Round(time.Millisecond))
+	require.Equal(t, 1, code, "am submit exit code for a hopeless application\n%s", p.output())
+	out := p.stdout.String()
+	require.Contains(t, out, app+" finished: FINISHED FAILED", p.output())
+
+	a, err := getRMApp(ctx, c, app)
+	require.NoError(t, err)
+	require.Equal(t, "FAILED", a.FinalStatus)
+	t.Logf("diagnostics: %s", a.Diagnostics)
+	want := []string{"no node can run a worker", "all 2 nodes of the cluster are blacklisted", "exit code 212"}
+	for _, n := range c.Nodes(t) {
+		want = append(want, strings.Split(n.ID, ":")[0]+" (container ")
+	}
+	for _, w := range want {
+		require.Contains(t, a.Diagnostics, w, "RM diagnostics")
+		require.Contains(t, out, w, "am submit output")
+	}
+	requireNoStaging(t, c, app)
+}
+
+// Fault 1: the RM restarts while every worker runs. The same containers
+// keep running, none is started twice or given back, the RM never holds
+// more worker containers than asked, and the application SUCCEEDS.
+func TestFaultRMRestartWhileRunning(t *testing.T) {
+	c := harness.Get(t)
+	dir := t.TempDir()
+	cfg := writeAMConf(t, dir, 4)
+	release := filepath.Join(dir, "release")
+	const workers = 2
+
+	ctx, cancel := context.WithTimeout(context.Background(), faultTimeout)
+	defer cancel()
+	p := startAM(t, ctx, append([]string{"submit", "--conf", cfg, "--workers", fmt.Sprint(workers), "--name", "xres-it-fault-rm-restart", "--"},
+		countingWorker(dir, release)...)...)
+	app := p.appID(t)
+	c.KeepAppLogs(t, app)
+	killOnCleanup(t, c, app, release)
+
+	before := waitWorkersRunning(t, ctx, c, app, workers, 2*time.Minute)
+	fault := time.Now()
+	harness.MustVerb(t, c.RMRestart)
+	// Back once the restarted RM lists the attempt's containers again and the
+	// AM (heartbeating the new RM) still reports the same workers running.
+	eventually(t, 2*time.Minute, "the same workers running after the RM restart", func() (bool, string) {
+		cs, err := rmContainers(ctx, c, app)
+		if err != nil {
+			return false, err.Error()
+		}
+		require.LessOrEqual(t, len(cs), workers+1, "RM containers (AM + %d workers): %+v", workers, cs)
+		st, err := amStatusOf(ctx, c, app)
+		if err != nil {
+			return false, err.Error()
+		}
+		run := runningWorkers(st)
+		return len(cs) == workers+1 && sameKeys(run, before), fmt.Sprintf("RM has %d containers; AM runs %v", len(cs), keys(run))
+	})
+	t.Logf("recovery: the RM listed the same %d workers again %s after rm-restart began", workers, time.Since(fault).Round(time.Millisecond))
+
+	require.NoError(t, os.WriteFile(release, nil, 0o644))
+	code := p.wait(t)
+	require.Equal(t, 0, code, "am submit exit code\n%s", p.output())
+	require.Contains(t, p.stdout.String(), app+" finished: FINISHED SUCCEEDED", p.output())
+	starts := workerStarts(t, dir)
+	require.Len(t, starts, workers, "workers that ever ran: %v", starts)
+	for id, n := range starts {
+		require.Equal(t, 1, n, "container %s started %d times", id, n)
+		require.Contains(t, before, id, "a worker ran in a container other than the first ones")
+	}
+}
+
+func keys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func sameKeys[V, W any](a map[string]V, b map[string]W) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k := range a {
+		if _, ok := b[k]; !ok {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,162 @@
+package am
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/xres/xres/conf"
+)
+
+// NodeUpdate is one entry of an allocate answer's updated_nodes: a node
+// whose state changed (NodeStateProto's name without its NS_ prefix).
+type NodeUpdate struct {
+	NodeID string
+	State  string
+}
+
+// goneNodeStates are the node states whose workers are replaced at once,
+// before the RM reports their containers completed.
+var goneNodeStates = map[string]bool{
+	"LOST": true, "DECOMMISSIONING": true, "DECOMMISSIONED": true, "UNHEALTHY": true, "SHUTDOWN": true,
+}
+
+// blacklistTail is how many stderr lines of a node's last launcher failure
+// the hopeless-cluster diagnostic quotes.
+const blacklistTail = 3
+
+// nodesLocked takes in a heartbeat's view of the cluster: its node count
+// and the nodes that changed state. The workers of a node that is gone
+// (LOST, DECOMMISSIONING, UNHEALTHY, …) are replaced without counting as
+// failures; those on a node still reachable are given back so they do not
+// run beside their replacements.
+func (a *AM) nodesLocked(resp AllocateResponse) {
+	if resp.ClusterNodes > 0 {
+		a.clusterNodes = resp.ClusterNodes
+	}
+	gone := map[string]string{}
+	for _, u := range resp.UpdatedNodes {
+		if goneNodeStates[u.State] {
+			gone[u.NodeID] = u.State
+		}
+	}
+	if len(gone) == 0 {
+		return
+	}
+	a.workers.each(func(w *worker) bool {
+		state, ok := gone[w.c.NodeID]
+		if !ok || (w.state != StateStarting && w.state != StateRunning) {
+			return true
+		}
+		a.workers.set(w, StateFailed)
+		w.exit, w.finished = ExitAborted, a.cfg.Now()
+		w.diag = fmt.Sprintf("node %s is %s; worker replaced", w.c.NodeID, state)
+		if state != "LOST" {
+			a.releaseLocked(w.c.ID)
+		}
+		a.pending++
+		a.restarts++
+		a.log.WithFields(logrus.Fields{"container": w.c.ID, "node": w.c.NodeID, "node_state": state}).Warn("node gone; replacing its worker")
+		return true
+	})
+}
+
+// blacklistLocked keeps w's host off the asks until BlacklistExpiry has
+// passed (for ever when it is 0), remembering why for the diagnostic.
+func (a *AM) blacklistLocked(w *worker, tail []string) {
+	host := w.c.Host()
+	if a.blUntil == nil {
+		a.blUntil, a.blWhy = map[string]time.Time{}, map[string]string{}
+	}
+	a.blacklist[host] = true
+	if a.cfg.BlacklistExpiry > 0 {
+		a.blUntil[host] = a.cfg.Now().Add(a.cfg.BlacklistExpiry)
+	}
+	why := fmt.Sprintf("container %s exited with %s", w.c.ID, exitText(w.exit))
+	if len(tail) > blacklistTail {
+		tail = tail[len(tail)-blacklistTail:]
+	}
+	if len(tail) > 0 {
+		why += ": " + strings.Join(tail, " | ")
+	} else if d := strings.TrimSpace(w.diag); d != "" {
+		why += ": " + d
+	}
+	a.blWhy[host] = why
+}
+
+// expireBlacklistLocked takes the hosts whose blacklisting has expired off
+// the blacklist and queues their removal for the RM.
+func (a *AM) expireBlacklistLocked() {
+	now := a.cfg.Now()
+	for host, until := range a.blUntil {
+		if !now.Before(until) {
+			delete(a.blUntil, host)
+			delete(a.blacklist, host)
+			if a.blSent[host] {
+				a.blRemove = append(a.blRemove, host)
+			}
+			delete(a.blSent, host)
+			a.log.WithField("host", host).Info("blacklisting expired; the host may get workers again")
+		}
+	}
+}
+
+// hopelessLocked ends an application no node can serve: every node of the
+// cluster blacklisted (as Spark does), or workers still wanted and none
+// granted for RequestTimeout (Flink's slot.request.timeout).
+func (a *AM) hopelessLocked() *Result {
+	if a.pending == 0 {
+		a.waitingSince = time.Time{}
+		return nil
+	}
+	if a.clusterNodes > 0 && len(a.blacklist) >= a.clusterNodes {
+		return &Result{Status: StatusFailed, Diagnostics: fmt.Sprintf(
+			"no node can run a worker: all %d nodes of the cluster are blacklisted after their container-launcher failed: %s",
+			a.clusterNodes, a.blacklistTextLocked())}
+	}
+	now := a.cfg.Now()
+	if n := a.workers.len(); a.waitingSince.IsZero() || n != a.waitedWorkers {
+		a.waitingSince, a.waitedWorkers = now, n
+		return nil
+	}
+	if a.cfg.RequestTimeout > 0 && now.Sub(a.waitingSince) >= a.cfg.RequestTimeout {
+		d := fmt.Sprintf("%d worker containers (%s each) not granted within %s=%s (%d nodes in the cluster)",
+			a.pending, a.cfg.Plan.Profile.String(), conf.SlotRequestTimeout.Key, a.cfg.RequestTimeout, a.clusterNodes)
+		if len(a.blacklist) > 0 {
+			d += "; blacklisted: " + a.blacklistTextLocked()
+		}
+		return &Result{Status: StatusFailed, Diagnostics: d}
+	}
+	return nil
+}
+
+func (a *AM) blacklistTextLocked() string {
+	hosts := sortedKeys(a.blacklist)
+	for i, h := range hosts {
+		if why := a.blWhy[h]; why != "" {
+			hosts[i] = h + " (" + why + ")"
+		}
+	}
+	return strings.Join(hosts, "; ")
+}
+
+// FaultBounds reads xres.yarn.blacklist.timeout and slot.request.timeout
+// (Config.BlacklistExpiry and Config.RequestTimeout), neither negative.
+func FaultBounds(cfg *conf.Config) (blacklist, request time.Duration, err error) {
+	read := func(opt conf.Option) time.Duration {
+		if err != nil {
+			return 0
+		}
+		var d time.Duration
+		if d, err = cfg.Duration(opt); err != nil {
+			err = fmt.Errorf("%w: %w", ErrBadConfig, err)
+		} else if d < 0 {
+			err = fmt.Errorf("%w: config key %s (%s): must not be negative", ErrBadConfig, opt.Key, cfg.Origin(opt.Key))
+		}
+		return d
+	}
+	blacklist, request = read(conf.BlacklistTimeout), read(conf.SlotRequestTimeout)
+	return blacklist, request, err
+}
