@@ -691,6 +691,29 @@ func TestAMClusterStatusKill(t *testing.T) {
 		code, stdout, stderr = runAM(t, time.Minute, "list")
 		require.Equal(t, 0, code, stderr)
 		require.Regexp(t, `(?m)^`+app+` +xres-it-kill +\S+ +\S+ +RUNNING +UNDEFINED `, stdout)
+		// The same over the RM's REST API: the same yarn types, whichever client.
+		code, stdout, stderr = runAM(t, time.Minute, "list", "--rest")
+		require.Equal(t, 0, code, stderr)
+		require.Regexp(t, `(?m)^`+app+` +xres-it-kill +\S+ +\S+ +RUNNING +UNDEFINED `, stdout)
+		code, stdout, stderr = runAM(t, time.Minute, "status", "--rest", "--json", app)
+		require.Equal(t, 0, code, stderr)
+		var viaREST statusOut
+		require.NoError(t, json.Unmarshal([]byte(stdout), &viaREST), stdout)
+		require.Equal(t, "RUNNING", viaREST.State)
+		require.Equal(t, st.TrackingURL, viaREST.TrackingURL)
+		require.NotNil(t, viaREST.AM, "the AM's report through the REST client's tracking URL")
+		code, restNodes, stderr := runAM(t, time.Minute, "cluster", "--rest", "--json")
+		require.Equal(t, 0, code, stderr)
+		_, rpcNodes, _ := runAM(t, time.Minute, "cluster", "--json")
+		var a1, a2 struct {
+			Nodes []struct {
+				Node       string           `json:"node"`
+				Capability map[string]int64 `json:"capability"`
+			} `json:"nodes"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(restNodes), &a1))
+		require.NoError(t, json.Unmarshal([]byte(rpcNodes), &a2))
+		require.Equal(t, a2, a1, "am cluster over REST and over RPC")
 
 		code, stdout, stderr = runAM(t, time.Minute, "kill", app)
 		require.Equal(t, 0, code, "am kill\n%s\n%s", stdout, stderr)

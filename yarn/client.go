@@ -122,22 +122,14 @@ func (c *Client) GetApplicationReport(ctx context.Context, id *hadoopyarn.Applic
 }
 
 // GetApplications lists the applications of the given types (none: every
-// type) in the given states (NEW … KILLED; none: every state), as
-// `yarn application -list` asks.
-func (c *Client) GetApplications(ctx context.Context, types []string, states []string) ([]ApplicationReport, error) {
-	ps, err := appStates(states)
-	if err != nil {
-		return nil, fmt.Errorf("get applications: %w", err)
-	}
+// type) in the given states (none: every state), as `yarn application
+// -list` asks.
+func (c *Client) GetApplications(ctx context.Context, types []string, states ...hadoopyarn.YarnApplicationStateProto) ([]*hadoopyarn.ApplicationReportProto, error) {
 	resp := &hadoopyarn.GetApplicationsResponseProto{}
-	if err := c.ep.call(ctx, "getApplications", &hadoopyarn.GetApplicationsRequestProto{ApplicationTypes: types, ApplicationStates: ps}, resp); err != nil {
+	if err := c.ep.call(ctx, "getApplications", &hadoopyarn.GetApplicationsRequestProto{ApplicationTypes: types, ApplicationStates: states}, resp); err != nil {
 		return nil, err
 	}
-	out := make([]ApplicationReport, 0, len(resp.GetApplications()))
-	for _, a := range resp.GetApplications() {
-		out = append(out, ApplicationReportFromProto(a))
-	}
-	return out, nil
+	return resp.GetApplications(), nil
 }
 
 // ForceKillApplication asks the RM to kill an application once and

@@ -1,7 +1,6 @@
 package yarn
 
 import (
-	"fmt"
 	"strings"
 	"time"
 
@@ -77,15 +76,29 @@ func ApplicationReportFromProto(p *hadoopyarn.ApplicationReportProto) Applicatio
 	return r
 }
 
-// appStates converts state names to the RPC enum; an unknown name is an error.
-func appStates(states []string) ([]hadoopyarn.YarnApplicationStateProto, error) {
-	out := make([]hadoopyarn.YarnApplicationStateProto, 0, len(states))
-	for _, s := range states {
-		v, ok := hadoopyarn.YarnApplicationStateProto_value[s]
-		if !ok {
-			return nil, fmt.Errorf("unknown YARN application state %q", s)
-		}
-		out = append(out, hadoopyarn.YarnApplicationStateProto(v))
-	}
-	return out, nil
+// NodeReport is the ResourceManager's report of one NodeManager, over RPC
+// (NodeReportProto) or REST (/ws/v1/cluster/nodes) alike.
+type NodeReport struct {
+	ID          string // host:port of the NodeManager's RPC address
+	HTTPAddress string // host:port of its web service
+	Rack        string
+	State       string // NEW, RUNNING, UNHEALTHY, DECOMMISSIONED, LOST, …
+	Containers  int
+	Capability  Resource
+	Used        Resource
+	Health      string
+}
+
+// NodeReportFromProto converts the RPC form.
+func NodeReportFromProto(p *hadoopyarn.NodeReportProto) NodeReport {
+	return NodeReport{ID: NodeID(p.GetNodeId()), HTTPAddress: p.GetHttpAddress(), Rack: p.GetRackName(),
+		State: strings.TrimPrefix(p.GetNodeState().String(), "NS_"), Containers: int(p.GetNumContainers()),
+		Capability: ResourceFromProto(p.GetCapability()), Used: ResourceFromProto(p.GetUsed()), Health: p.GetHealthReport()}
+}
+
+// NewApplication is the RM's answer to getNewApplication: the id to submit
+// under and the largest container it can grant.
+type NewApplication struct {
+	ID            string
+	MaxCapability Resource
 }

@@ -53,7 +53,7 @@ func cmdList(ctx context.Context, args []string, e *env) error {
 	if *all {
 		states = nil
 	}
-	apps, err := rm.GetApplications(ctx, []string{submit.ApplicationType}, states)
+	apps, err := rm.Applications(ctx, []string{submit.ApplicationType}, states)
 	if err != nil {
 		return clusterError{fmt.Errorf("list applications: %w", err)}
 	}
@@ -97,7 +97,7 @@ func cmdLogs(ctx context.Context, args []string, e *env) error {
 	var c common
 	c.register(fs, false)
 	useREST := fs.Bool("rest", false, "talk to the ResourceManager over its REST API instead of RPC")
-	id, pid, err := appID(fs, args)
+	id, err := appID(fs, args)
 	if err != nil {
 		return err
 	}
@@ -116,11 +116,10 @@ func cmdLogs(ctx context.Context, args []string, e *env) error {
 		}
 		return clusterError{fmt.Errorf("%w: log aggregation is on (yarn.log-aggregation-enable): the logs of %s are in HDFS under %s/<user>/; am logs does not read Hadoop's aggregated log files (TFile/IFile): run yarn logs -applicationId %s", errNoLogs, id, dir, id)}
 	}
-	rep, err := rm.GetApplicationReport(ctx, pid)
+	r, err := rm.ApplicationReport(ctx, id)
 	if err != nil {
 		return clusterError{fmt.Errorf("get report of %s: %w", id, err)}
 	}
-	r := yarn.ApplicationReportFromProto(rep)
 	_, workers := splitWorkers(r.Diagnostics)
 	if r.State == "RUNNING" && r.TrackingURL != "" {
 		if st := amStatus(ctx, e, r.TrackingURL); st != nil {

@@ -10,7 +10,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/xres/xres/hadoopproto/hadoopyarn"
 	"github.com/xres/xres/resources"
 	"github.com/xres/xres/yarn"
 	"github.com/xres/xres/yarn/am"
@@ -64,8 +63,8 @@ func FuzzSplitWorkers(f *testing.F) {
 // After the application ends the AM is gone: am status lists the workers
 // from the final diagnostics, each failed one with its exit code and reason.
 func TestStatusAfterTheEndKeepsTheWorkers(t *testing.T) {
-	rm := &clientRM{states: []hadoopyarn.YarnApplicationStateProto{hadoopyarn.YarnApplicationStateProto_FINISHED},
-		final: hadoopyarn.FinalApplicationStatusProto_APP_FAILED, diag: withWorkers("1 worker failed", endedWorkers)}
+	rm := &clientRM{states: []string{"FINISHED"},
+		final: "FAILED", diag: withWorkers("1 worker failed", endedWorkers)}
 	d := clientDeps(t, rm, &diskFS{})
 	code, out, stderr := runAm(t, d, nil, "status", "application_1700000000000_0003")
 	require.Equal(t, ExitOK, code, stderr)
@@ -86,8 +85,8 @@ func TestStatusAfterTheEndKeepsTheWorkers(t *testing.T) {
 }
 
 func TestKillAlreadyEnded(t *testing.T) {
-	rm := &clientRM{states: []hadoopyarn.YarnApplicationStateProto{hadoopyarn.YarnApplicationStateProto_KILLED},
-		final: hadoopyarn.FinalApplicationStatusProto_APP_KILLED}
+	rm := &clientRM{states: []string{"KILLED"},
+		final: "KILLED"}
 	code, out, stderr := runAm(t, clientDeps(t, rm, &diskFS{}), nil, "kill", "application_1700000000000_0003")
 	require.Equal(t, ExitAppFailed, code, stderr)
 	require.Equal(t, "application_1700000000000_0003 had already ended (KILLED, final status KILLED): nothing killed\n", out)
@@ -147,10 +146,10 @@ func TestLogs(t *testing.T) {
 		{Container: "container_1700000000000_0003_01_000002", Node: "127.0.0.1:45454", NodeHTTP: host, State: am.StateSucceeded, ExitStatus: exitp(0)},
 		{Container: "container_1700000000000_0003_01_000003", Node: "127.0.0.1:45455", NodeHTTP: host, State: am.StateSucceeded, ExitStatus: exitp(0)},
 	}
-	ended := []hadoopyarn.YarnApplicationStateProto{hadoopyarn.YarnApplicationStateProto_FINISHED}
+	ended := []string{"FINISHED"}
 
 	t.Run("aggregation off: from the NodeManagers", func(t *testing.T) {
-		rm := &clientRM{states: ended, final: hadoopyarn.FinalApplicationStatusProto_APP_SUCCEEDED, diag: withWorkers("ok", workers)}
+		rm := &clientRM{states: ended, final: "SUCCEEDED", diag: withWorkers("ok", workers)}
 		code, out, stderr := runAm(t, clientDeps(t, rm, &diskFS{}), nil, "logs", "application_1700000000000_0003")
 		require.Equal(t, ExitOK, code, stderr)
 		require.Contains(t, stderr, "log aggregation is off")

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -19,7 +20,6 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/xres/xres/conf"
-	"github.com/xres/xres/hadoopproto/hadoopyarn"
 	"github.com/xres/xres/yarn"
 	"github.com/xres/xres/yarn/am"
 	"github.com/xres/xres/yarn/rest"
@@ -27,15 +27,9 @@ import (
 	"github.com/xres/xres/yarn/submit"
 )
 
-// rmAPI is what the client subcommands need from ApplicationClientProtocol.
-type rmAPI interface {
-	submit.RM
-	KillApplication(ctx context.Context, id *hadoopyarn.ApplicationIdProto, diagnostics string) error
-	GetApplications(ctx context.Context, types []string, states []string) ([]yarn.ApplicationReport, error)
-	GetClusterNodes(ctx context.Context, states ...hadoopyarn.NodeStateProto) ([]*hadoopyarn.NodeReportProto, error)
-}
-
-var _ rmAPI = (*yarn.Client)(nil)
+// rmAPI is what the client subcommands need from the ResourceManager
+// (over RPC or REST, in yarn's types).
+type rmAPI = submit.ClusterRM
 
 // Flink options for the AM container (declared in conf/).
 var (
@@ -79,7 +73,7 @@ func rpcRM(ctx context.Context, getenv func(string) string, log logrus.FieldLogg
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	return c, hc, func() { _ = c.Close() }, nil
+	return submit.NewRPCRM(c), hc, func() { _ = c.Close() }, nil
 }
 
 // restRM talks to the ResourceManager's REST API (yarn.resourcemanager.webapp.address).
@@ -208,7 +202,7 @@ func cmdSubmit(ctx context.Context, args []string, e *env) error {
 	}
 	f := &follower{w: e.stdout, app: sub.AppID, now: time.Now,
 		status: func(ctx context.Context, u string) *am.Status { return amStatus(ctx, e, u) }}
-	rep, err := client.Wait(ctx, sub.ID, func(r yarn.ApplicationReport) { f.report(ctx, r) })
+	rep, err := client.Wait(ctx, sub.AppID, func(r yarn.ApplicationReport) { f.report(ctx, r) })
 	if err != nil {
 		fmt.Fprintf(e.stderr, "am submit: stopped following %s; it keeps running (am kill %s stops it)\n", sub.AppID, sub.AppID)
 		return clusterError{err}
@@ -348,7 +342,7 @@ func cmdStatus(ctx context.Context, args []string, e *env) error {
 	c.register(fs, false)
 	asJSON := fs.Bool("json", false, "print JSON")
 	useREST := fs.Bool("rest", false, "talk to the ResourceManager over its REST API instead of RPC")
-	id, pid, err := appID(fs, args)
+	id, err := appID(fs, args)
 	if err != nil {
 		return err
 	}
@@ -360,11 +354,10 @@ func cmdStatus(ctx context.Context, args []string, e *env) error {
 		return err
 	}
 	defer closeRM()
-	rep, err := rm.GetApplicationReport(ctx, pid)
+	r, err := rm.ApplicationReport(ctx, id)
 	if err != nil {
 		return clusterError{fmt.Errorf("get report of %s: %w", id, err)}
 	}
-	r := yarn.ApplicationReportFromProto(rep)
 	diag, workers := splitWorkers(r.Diagnostics)
 	st := statusJSON{App: id, Name: r.Name, User: r.User, Queue: r.Queue, State: r.State, FinalStatus: r.FinalStatus,
 		Progress: r.Progress, TrackingURL: r.TrackingURL, Diagnostics: diag}
@@ -441,7 +434,7 @@ func cmdKill(ctx context.Context, args []string, e *env) error {
 	var c common
 	c.register(fs, false)
 	useREST := fs.Bool("rest", false, "talk to the ResourceManager over its REST API instead of RPC")
-	id, pid, err := appID(fs, args)
+	id, err := appID(fs, args)
 	if err != nil {
 		return err
 	}
@@ -456,21 +449,21 @@ func cmdKill(ctx context.Context, args []string, e *env) error {
 	defer closeRM()
 	kctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	if rep, err := rm.GetApplicationReport(kctx, pid); err == nil {
-		if r := yarn.ApplicationReportFromProto(rep); r.Ended() {
+	if r, err := rm.ApplicationReport(kctx, id); err == nil {
+		if r.Ended() {
 			fmt.Fprintf(e.stdout, "%s had already ended (%s, final status %s): nothing killed\n", id, r.State, r.FinalStatus)
 			return errAppFailed
 		}
 	}
-	if err := rm.KillApplication(kctx, pid, "killed by am kill"); err != nil {
+	if err := rm.Kill(kctx, id, "killed by am kill"); err != nil {
 		return clusterError{fmt.Errorf("kill %s: %w", id, err)}
 	}
 	fmt.Fprintf(e.stdout, "killed %s\n", id)
 	// A killed AM cannot remove its staging folder: do it here.
-	if rep, err := rm.GetApplicationReport(kctx, pid); err == nil && rep.GetUser() != "" && e.deps.hdfs != nil {
-		if hfs, closeFS, err := e.deps.hdfs(hc, rep.GetUser(), lg.Kerberos); err == nil {
+	if rep, err := rm.ApplicationReport(kctx, id); err == nil && rep.User != "" && e.deps.hdfs != nil {
+		if hfs, closeFS, err := e.deps.hdfs(hc, rep.User, lg.Kerberos); err == nil {
 			defer closeFS()
-			dir := submit.StagingDir(rep.GetUser(), id)
+			dir := submit.StagingDir(rep.User, id)
 			if err := (submit.Stager{FS: hfs}).Cleanup(kctx, dir); err != nil {
 				e.log.WithError(err).WithField("dir", dir).Warn("staging folder left behind")
 			}
@@ -484,7 +477,7 @@ type nodeJSON struct {
 	HTTP       string           `json:"http,omitempty"`
 	Rack       string           `json:"rack,omitempty"`
 	State      string           `json:"state"`
-	Containers int32            `json:"containers"`
+	Containers int              `json:"containers"`
 	Capability map[string]int64 `json:"capability"`
 	Used       map[string]int64 `json:"used"`
 	Health     string           `json:"health,omitempty"`
@@ -495,11 +488,9 @@ type clusterJSON struct {
 	Nodes         []nodeJSON `json:"nodes"`
 }
 
-func resourceMap(r *hadoopyarn.ResourceProto) map[string]int64 {
-	m := map[string]int64{"memory-mb": r.GetMemory(), "vcores": int64(r.GetVirtualCores())}
-	for _, ri := range r.GetResourceValueMap() {
-		m[ri.GetKey()] = ri.GetValue()
-	}
+func resourceMap(r yarn.Resource) map[string]int64 {
+	m := map[string]int64{"memory-mb": r.MemoryMB, "vcores": r.VCores}
+	maps.Copy(m, r.Extra)
 	return m
 }
 
@@ -521,19 +512,18 @@ func cmdCluster(ctx context.Context, args []string, e *env) error {
 		return err
 	}
 	defer closeRM()
-	types, err := rm.GetResourceTypeInfo(ctx)
+	types, err := rm.ResourceTypes(ctx)
 	if err != nil {
 		return clusterError{fmt.Errorf("get resource types: %w", err)}
 	}
-	nodes, err := rm.GetClusterNodes(ctx)
+	nodes, err := rm.Nodes(ctx)
 	if err != nil {
 		return clusterError{fmt.Errorf("list nodes: %w", err)}
 	}
 	out := clusterJSON{ResourceTypes: typeNames(types), Nodes: []nodeJSON{}}
 	for _, n := range nodes {
-		out.Nodes = append(out.Nodes, nodeJSON{Node: yarn.NodeID(n.GetNodeId()), HTTP: n.GetHttpAddress(), Rack: n.GetRackName(),
-			State: strings.TrimPrefix(n.GetNodeState().String(), "NS_"), Containers: n.GetNumContainers(),
-			Capability: resourceMap(n.GetCapability()), Used: resourceMap(n.GetUsed()), Health: n.GetHealthReport()})
+		out.Nodes = append(out.Nodes, nodeJSON{Node: n.ID, HTTP: n.HTTPAddress, Rack: n.Rack, State: n.State, Containers: n.Containers,
+			Capability: resourceMap(n.Capability), Used: resourceMap(n.Used), Health: n.Health})
 	}
 	sort.Slice(out.Nodes, func(i, j int) bool { return out.Nodes[i].Node < out.Nodes[j].Node })
 	if *asJSON {
@@ -560,10 +550,10 @@ func cmdCluster(ctx context.Context, args []string, e *env) error {
 
 // typeNames lists the names of types: memory-mb, vcores, then the others
 // by name.
-func typeNames(types []*hadoopyarn.ResourceTypeInfoProto) []string {
+func typeNames(types []yarn.ResourceType) []string {
 	var names []string
 	for _, t := range types {
-		names = append(names, t.GetName())
+		names = append(names, t.Name)
 	}
 	sort.Slice(names, func(i, j int) bool { return typeRank(names[i], names[j]) })
 	return names
@@ -586,23 +576,22 @@ func typeRank(a, b string) bool {
 	return a < b
 }
 
-// appID reads the one application id argument, as given and parsed.
-func appID(fs *flag.FlagSet, args []string) (string, *hadoopyarn.ApplicationIdProto, error) {
+// appID reads the one application id argument.
+func appID(fs *flag.FlagSet, args []string) (string, error) {
 	pos, rest, err := parse(fs, args)
 	if err != nil {
-		return "", nil, err
+		return "", err
 	}
 	if len(pos) != 1 || len(rest) > 0 {
-		return "", nil, fmt.Errorf("%w: want exactly one application id", errUsage)
+		return "", fmt.Errorf("%w: want exactly one application id", errUsage)
 	}
 	if !validAppID(pos[0]) {
-		return "", nil, fmt.Errorf("%w: %q is not an application id (application_<cluster timestamp>_<number>)", errUsage, pos[0])
+		return "", fmt.Errorf("%w: %q is not an application id (application_<cluster timestamp>_<number>)", errUsage, pos[0])
 	}
-	pid, err := yarn.ParseApplicationID(pos[0])
-	if err != nil {
-		return "", nil, fmt.Errorf("%w: %w", errUsage, err)
+	if _, err := yarn.ParseApplicationID(pos[0]); err != nil {
+		return "", fmt.Errorf("%w: %w", errUsage, err)
 	}
-	return pos[0], pid, nil
+	return pos[0], nil
 }
 
 var appIDPattern = regexp.MustCompile(`^application_[0-9]+_[0-9]+$`)

@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http/httptest"
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -16,82 +18,79 @@ import (
 
 	"github.com/sirupsen/logrus"
 	"github.com/stretchr/testify/require"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/xres/xres/conf"
-	"github.com/xres/xres/hadoopproto/hadoopyarn"
 	"github.com/xres/xres/resources"
 	"github.com/xres/xres/yarn"
 	"github.com/xres/xres/yarn/am"
 	"github.com/xres/xres/yarn/submit"
 )
 
-// clientRM is a scripted ApplicationClientProtocol.
+// clientRM is a scripted ResourceManager.
 type clientRM struct {
 	mu        sync.Mutex
 	types     []string
-	submitted *hadoopyarn.ApplicationSubmissionContextProto
-	states    []hadoopyarn.YarnApplicationStateProto
-	final     hadoopyarn.FinalApplicationStatusProto
+	submitted *submit.Submission
+	states    []string
+	final     string
 	tracking  string
 	reports   int
 	killed    []string
-	nodes     []*hadoopyarn.NodeReportProto
+	nodes     []yarn.NodeReport
 	diag      string // final diagnostics; "": a plain success message
 	apps      []yarn.ApplicationReport
-	listed    [][]string        // types, then states, of each GetApplications
+	listed    [][]string        // types, then states, of each Applications
 	hadoop    map[string]string // the client's Hadoop configuration, beside fs.defaultFS
 }
 
-var clientApp = &hadoopyarn.ApplicationIdProto{Id: proto.Int32(3), ClusterTimestamp: proto.Int64(1700000000000)}
+var _ rmAPI = (*clientRM)(nil)
 
-func (r *clientRM) GetNewApplication(ctx context.Context) (*hadoopyarn.GetNewApplicationResponseProto, error) {
-	return &hadoopyarn.GetNewApplicationResponseProto{ApplicationId: clientApp,
-		MaximumCapability: yarn.NewResource(8192, 8, map[string]int64{"yarn.io/gpu": 2})}, nil
+func (r *clientRM) NewApplication(ctx context.Context) (yarn.NewApplication, error) {
+	return yarn.NewApplication{ID: "application_1700000000000_0003",
+		MaxCapability: yarn.Resource{MemoryMB: 8192, VCores: 8, Extra: map[string]int64{"yarn.io/gpu": 2}}}, nil
 }
 
-func (r *clientRM) GetResourceTypeInfo(ctx context.Context) ([]*hadoopyarn.ResourceTypeInfoProto, error) {
-	var out []*hadoopyarn.ResourceTypeInfoProto
+func (r *clientRM) ResourceTypes(ctx context.Context) ([]yarn.ResourceType, error) {
+	var out []yarn.ResourceType
 	for _, t := range r.types {
-		out = append(out, &hadoopyarn.ResourceTypeInfoProto{Name: proto.String(t)})
+		out = append(out, yarn.ResourceType{Name: t})
 	}
 	return out, nil
 }
 
-func (r *clientRM) SubmitApplication(ctx context.Context, asc *hadoopyarn.ApplicationSubmissionContextProto) error {
-	r.submitted = asc
+func (r *clientRM) Submit(ctx context.Context, sub submit.Submission) error {
+	r.submitted = &sub
 	return nil
 }
 
-func (r *clientRM) GetApplicationReport(ctx context.Context, id *hadoopyarn.ApplicationIdProto) (*hadoopyarn.ApplicationReportProto, error) {
+func (r *clientRM) ApplicationReport(ctx context.Context, id string) (yarn.ApplicationReport, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	s := r.states[min(r.reports, len(r.states)-1)]
 	r.reports++
-	rep := &hadoopyarn.ApplicationReportProto{ApplicationId: id, Name: proto.String("xres"), User: proto.String("alice"),
-		Queue: proto.String("default"), YarnApplicationState: s.Enum(), TrackingUrl: proto.String(r.tracking),
-		Progress: proto.Float32(0.5), Diagnostics: proto.String("N/A")}
-	if submit.Ended(s) {
-		rep.FinalApplicationStatus = r.final.Enum()
-		rep.Diagnostics = proto.String("2 workers succeeded (0 replaced)")
+	rep := yarn.ApplicationReport{ID: id, Name: "xres", User: "alice", Queue: "default", State: s, FinalStatus: "UNDEFINED",
+		TrackingURL: r.tracking, Progress: 0.5}
+	if yarn.AppStateEnded(s) {
+		rep.FinalStatus = r.final
+		rep.Diagnostics = "2 workers succeeded (0 replaced)"
 		if r.diag != "" {
-			rep.Diagnostics = proto.String(r.diag)
+			rep.Diagnostics = r.diag
 		}
 	}
 	return rep, nil
 }
 
-func (r *clientRM) KillApplication(ctx context.Context, id *hadoopyarn.ApplicationIdProto, diag string) error {
-	r.killed = append(r.killed, yarn.ApplicationID(id))
+func (r *clientRM) Kill(ctx context.Context, id, diag string) error {
+	r.killed = append(r.killed, id)
 	return nil
 }
 
-func (r *clientRM) GetApplications(ctx context.Context, types []string, states []string) ([]yarn.ApplicationReport, error) {
+func (r *clientRM) Applications(ctx context.Context, types []string, states []string) ([]yarn.ApplicationReport, error) {
 	r.listed = append(r.listed, types, states)
 	return r.apps, nil
 }
 
-func (r *clientRM) GetClusterNodes(ctx context.Context, states ...hadoopyarn.NodeStateProto) ([]*hadoopyarn.NodeReportProto, error) {
+func (r *clientRM) Nodes(ctx context.Context, states ...string) ([]yarn.NodeReport, error) {
 	return r.nodes, nil
 }
 
@@ -153,20 +152,20 @@ func clientDeps(t *testing.T, rm *clientRM, dfs *diskFS) deps {
 func TestSubmitFollowsToTheEnd(t *testing.T) {
 	tests := []struct {
 		name   string
-		final  hadoopyarn.FinalApplicationStatusProto
-		state  hadoopyarn.YarnApplicationStateProto
+		final  string
+		state  string
 		code   int
 		detach bool
 	}{
-		{name: "succeeded", final: hadoopyarn.FinalApplicationStatusProto_APP_SUCCEEDED, state: hadoopyarn.YarnApplicationStateProto_FINISHED, code: ExitOK},
-		{name: "failed", final: hadoopyarn.FinalApplicationStatusProto_APP_FAILED, state: hadoopyarn.YarnApplicationStateProto_FINISHED, code: ExitAppFailed},
-		{name: "killed", final: hadoopyarn.FinalApplicationStatusProto_APP_KILLED, state: hadoopyarn.YarnApplicationStateProto_KILLED, code: ExitAppFailed},
+		{name: "succeeded", final: "SUCCEEDED", state: "FINISHED", code: ExitOK},
+		{name: "failed", final: "FAILED", state: "FINISHED", code: ExitAppFailed},
+		{name: "killed", final: "KILLED", state: "KILLED", code: ExitAppFailed},
 		{name: "detached", detach: true, code: ExitOK},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			rm := &clientRM{types: []string{"memory-mb", "vcores", "yarn.io/gpu"}, final: tt.final, tracking: "http://rm:8088/proxy/application_1700000000000_0003/",
-				states: []hadoopyarn.YarnApplicationStateProto{hadoopyarn.YarnApplicationStateProto_ACCEPTED, hadoopyarn.YarnApplicationStateProto_RUNNING, tt.state}}
+				states: []string{"ACCEPTED", "RUNNING", tt.state}}
 			dfs := &diskFS{root: t.TempDir()}
 			args := []string{"submit", "--conf", "testdata/flink-conf.yaml", "--name", "demo", "--workers", "2", "--files", "testdata/bad.yaml#input.yaml"}
 			if tt.detach {
@@ -177,16 +176,12 @@ func TestSubmitFollowsToTheEnd(t *testing.T) {
 			require.Equal(t, tt.code, code, stderr)
 			require.Contains(t, out, "submitted application_1700000000000_0003: 2 workers of <memory:4096, vCores:2, yarn.io/gpu: 1>")
 
-			asc := rm.submitted
-			require.Equal(t, "demo", asc.GetApplicationName())
-			require.Equal(t, int32(1), asc.GetMaxAppAttempts())
+			sub := rm.submitted
+			require.Equal(t, "demo", sub.Name)
+			require.Equal(t, int32(1), sub.MaxAttempts)
 			require.Equal(t, []string{`./am run --conf flink-conf.yaml --workers 2 -- sh -c 'echo \$CUDA_VISIBLE_DEVICES' 1><LOG_DIR>/stdout 2><LOG_DIR>/stderr`},
-				asc.GetAmContainerSpec().GetCommand())
-			var names []string
-			for _, lr := range asc.GetAmContainerSpec().GetLocalResources() {
-				names = append(names, lr.GetKey())
-			}
-			require.Equal(t, []string{"am", "container-launcher", "flink-conf.yaml", "input.yaml"}, names)
+				sub.AM.Commands)
+			require.Equal(t, []string{"am", "container-launcher", "flink-conf.yaml", "input.yaml"}, slices.Sorted(maps.Keys(sub.AM.LocalResources)))
 			staging := "/user/alice/.xres/application_1700000000000_0003"
 			if tt.detach {
 				require.Contains(t, out, "follow it with: am status application_1700000000000_0003")
@@ -225,7 +220,7 @@ func TestStatus(t *testing.T) {
 		Containers: []am.WorkerStatus{{Container: "container_1700000000000_0003_01_000002", Host: "nm1", State: am.StateRunning,
 			Devices: map[string][]resources.Properties{"gpu": {{"index": "1"}}}}}}}, nil))
 	defer amSrv.Close()
-	rm := &clientRM{tracking: amSrv.URL + "/", states: []hadoopyarn.YarnApplicationStateProto{hadoopyarn.YarnApplicationStateProto_RUNNING}}
+	rm := &clientRM{tracking: amSrv.URL + "/", states: []string{"RUNNING"}}
 	d := clientDeps(t, rm, &diskFS{})
 	code, out, stderr := runAm(t, d, nil, "status", "application_1700000000000_0003")
 	require.Equal(t, ExitOK, code, stderr)
@@ -248,13 +243,13 @@ func (s staticStatus) Status() am.Status                          { return s.s }
 func (s staticStatus) ReportDevices(resources.DeviceReport) error { return errors.New("read only") }
 
 func TestKillAndCluster(t *testing.T) {
-	node := func(host string, used, total int64) *hadoopyarn.NodeReportProto {
-		return &hadoopyarn.NodeReportProto{NodeId: &hadoopyarn.NodeIdProto{Host: proto.String(host), Port: proto.Int32(45454)},
-			HttpAddress: proto.String(host + ":8042"), NodeState: hadoopyarn.NodeStateProto_NS_RUNNING.Enum(), NumContainers: proto.Int32(int32(used)),
-			Capability: yarn.NewResource(8192, 8, map[string]int64{"yarn.io/gpu": total}), Used: yarn.NewResource(1024*used, int32(used), map[string]int64{"yarn.io/gpu": used})}
+	node := func(host string, used, total int64) yarn.NodeReport {
+		return yarn.NodeReport{ID: host + ":45454", HTTPAddress: host + ":8042", State: "RUNNING", Containers: int(used),
+			Capability: yarn.Resource{MemoryMB: 8192, VCores: 8, Extra: map[string]int64{"yarn.io/gpu": total}},
+			Used:       yarn.Resource{MemoryMB: 1024 * used, VCores: used, Extra: map[string]int64{"yarn.io/gpu": used}}}
 	}
-	rm := &clientRM{types: []string{"memory-mb", "vcores", "yarn.io/gpu"}, nodes: []*hadoopyarn.NodeReportProto{node("nm2", 0, 2), node("nm1", 1, 2)},
-		states: []hadoopyarn.YarnApplicationStateProto{hadoopyarn.YarnApplicationStateProto_RUNNING, hadoopyarn.YarnApplicationStateProto_KILLED}}
+	rm := &clientRM{types: []string{"memory-mb", "vcores", "yarn.io/gpu"}, nodes: []yarn.NodeReport{node("nm2", 0, 2), node("nm1", 1, 2)},
+		states: []string{"RUNNING", "KILLED"}}
 	dfs := &diskFS{root: t.TempDir()}
 	d := clientDeps(t, rm, dfs)
 
@@ -279,8 +274,7 @@ func TestKillAndCluster(t *testing.T) {
 }
 
 func TestResourcesClusterCheck(t *testing.T) {
-	node := &hadoopyarn.NodeReportProto{NodeId: &hadoopyarn.NodeIdProto{Host: proto.String("nm1"), Port: proto.Int32(1)},
-		Capability: yarn.NewResource(4096, 8, map[string]int64{"yarn.io/gpu": 2})}
+	node := yarn.NodeReport{ID: "nm1:1", Capability: yarn.Resource{MemoryMB: 4096, VCores: 8, Extra: map[string]int64{"yarn.io/gpu": 2}}}
 	envs := map[string]string{"HADOOP_CONF_DIR": "testdata/hadoop"}
 	tests := []struct {
 		name  string
@@ -299,7 +293,7 @@ func TestResourcesClusterCheck(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			rm := &clientRM{types: tt.types, nodes: []*hadoopyarn.NodeReportProto{node}}
+			rm := &clientRM{types: tt.types, nodes: []yarn.NodeReport{node}}
 			args := append([]string{"resources", "--conf", "testdata/flink-conf.yaml"}, tt.args...)
 			code, out, stderr := runAm(t, clientDeps(t, rm, &diskFS{}), envs, args...)
 			require.Equal(t, tt.code, code, stderr)
@@ -309,8 +303,8 @@ func TestResourcesClusterCheck(t *testing.T) {
 }
 
 func TestRESTFlagPicksTheRESTClient(t *testing.T) {
-	rm := &clientRM{types: []string{"memory-mb", "vcores", "yarn.io/gpu"}, final: hadoopyarn.FinalApplicationStatusProto_APP_SUCCEEDED,
-		states: []hadoopyarn.YarnApplicationStateProto{hadoopyarn.YarnApplicationStateProto_FINISHED}}
+	rm := &clientRM{types: []string{"memory-mb", "vcores", "yarn.io/gpu"}, final: "SUCCEEDED",
+		states: []string{"FINISHED"}}
 	d := clientDeps(t, rm, &diskFS{root: t.TempDir()})
 	d.rmREST, d.rm = d.rm, nil
 	code, _, stderr := runAm(t, d, nil, "submit", "--conf", "testdata/flink-conf.yaml", "--rest", "--", "true")

@@ -3,6 +3,8 @@ package amcli
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,7 +15,6 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/xres/xres/conf"
-	"github.com/xres/xres/hadoopproto/hadoopyarn"
 	"github.com/xres/xres/yarn/am"
 	"github.com/xres/xres/yarn/submit"
 )
@@ -43,8 +44,8 @@ func TestDynamicOverridesStayOffCommandLines(t *testing.T) {
 	secret := []byte(sentinelSecret)
 
 	// am submit, against a scripted RM and a local-disk "HDFS".
-	rm := &clientRM{types: []string{"memory-mb", "vcores", "yarn.io/gpu"}, final: hadoopyarn.FinalApplicationStatusProto_APP_SUCCEEDED,
-		states: []hadoopyarn.YarnApplicationStateProto{hadoopyarn.YarnApplicationStateProto_FINISHED}}
+	rm := &clientRM{types: []string{"memory-mb", "vcores", "yarn.io/gpu"}, final: "SUCCEEDED",
+		states: []string{"FINISHED"}}
 	dfs := &diskFS{root: t.TempDir()}
 	code, out, stderr := runAm(t, clientDeps(t, rm, dfs), map[string]string{"HADOOP_USER_NAME": "alice"},
 		"submit", "--conf", "testdata/flink-conf.yaml", "-D", "s3.secret-key="+sentinelSecret, "-Drest.bind-address=127.0.0.1", "-D"+am.KeyHeartbeat+"=1",
@@ -52,25 +53,24 @@ func TestDynamicOverridesStayOffCommandLines(t *testing.T) {
 	require.Equal(t, ExitOK, code, stderr)
 	require.NotContains(t, out+stderr, sentinelSecret)
 
-	asc := rm.submitted
-	wire, err := proto.Marshal(asc)
+	sub := rm.submitted
+	wire, err := proto.Marshal(am.LaunchProto(sub.AM))
 	require.NoError(t, err)
-	require.False(t, bytes.Contains(wire, secret), "the submission context carries the secret")
-	amCmd := asc.GetAmContainerSpec().GetCommand()
+	require.False(t, bytes.Contains(wire, secret), "the AM's launch context carries the secret")
+	require.NotContains(t, fmt.Sprintf("%+v", *sub), sentinelSecret, "the submission carries the secret")
+	amCmd := sub.AM.Commands
 	require.Equal(t, []string{"./am run --conf flink-conf.yaml --dynamic-file xres-dynamic.json --workers 2 -- true 1><LOG_DIR>/stdout 2><LOG_DIR>/stderr"}, amCmd)
 
 	// The AM container: its staged files localized in its working folder.
 	staging := "/user/alice/.xres/application_1700000000000_0003"
 	container := t.TempDir()
 	amEnv := map[string]string{"NM_HOST": "127.0.0.1", "CONTAINER_ID": "container_1700000000000_0003_01_000001"}
-	for _, kv := range asc.GetAmContainerSpec().GetEnvironment() {
-		amEnv[kv.GetKey()] = kv.GetValue()
-	}
-	for _, lr := range asc.GetAmContainerSpec().GetLocalResources() {
-		data, err := os.ReadFile(dfs.p(staging + "/" + lr.GetKey()))
+	maps.Copy(amEnv, sub.AM.Env)
+	for name, lr := range sub.AM.LocalResources {
+		data, err := os.ReadFile(dfs.p(staging + "/" + name))
 		require.NoError(t, err)
-		require.Equal(t, lr.GetValue().GetSize(), int64(len(data)))
-		require.NoError(t, os.WriteFile(filepath.Join(container, lr.GetKey()), data, 0o600))
+		require.Equal(t, lr.Size, int64(len(data)))
+		require.NoError(t, os.WriteFile(filepath.Join(container, name), data, 0o600))
 	}
 	require.FileExists(t, filepath.Join(container, submit.DynamicFileName))
 	t.Chdir(container)
@@ -184,8 +184,8 @@ func TestSubmitDynamicFileAndDashD(t *testing.T) {
 	staged, err := conf.ReadDynamicFile(dfs.p("/user/alice/.xres/application_1700000000000_0003/" + submit.DynamicFileName))
 	require.NoError(t, err)
 	require.Equal(t, []string{"parallelism.default=4", "s3.secret-key=" + sentinelSecret}, staged)
-	wire, err := proto.Marshal(rm.submitted)
+	wire, err := proto.Marshal(am.LaunchProto(rm.submitted.AM))
 	require.NoError(t, err)
 	require.False(t, bytes.Contains(wire, []byte(sentinelSecret)))
-	require.NotContains(t, strings.Join(rm.submitted.GetAmContainerSpec().GetCommand(), " "), mine, "the client's path is not the container's")
+	require.NotContains(t, strings.Join(rm.submitted.AM.Commands, " "), mine, "the client's path is not the container's")
 }

@@ -16,9 +16,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/xres/xres/conf"
-	"github.com/xres/xres/hadoopproto/hadoopyarn"
 	"github.com/xres/xres/resources"
-	"github.com/xres/xres/yarn"
 	"github.com/xres/xres/yarn/am"
 )
 
@@ -259,19 +257,19 @@ func checkCluster(ctx context.Context, e *env, rep resourcesReport, offline bool
 		return clusterCheck{Checked: true, Error: fmt.Sprintf("cluster check: %v", err)}
 	}
 	defer closeRM()
-	types, err := rm.GetResourceTypeInfo(cctx)
+	types, err := rm.ResourceTypes(cctx)
 	if err != nil {
 		return clusterCheck{Checked: true, Error: fmt.Sprintf("cluster check: get resource types: %v", err)}
 	}
-	nodes, err := rm.GetClusterNodes(cctx, hadoopyarn.NodeStateProto_NS_RUNNING)
+	nodes, err := rm.Nodes(cctx, "RUNNING")
 	if err != nil {
 		return clusterCheck{Checked: true, Error: fmt.Sprintf("cluster check: list nodes: %v", err)}
 	}
 	out := clusterCheck{Checked: true, ResourceTypes: typeNames(types)}
-	limits := am.ClusterLimits{Types: yarn.ResourceTypesFromProto(types), MaxName: "the largest NodeManager"}
+	limits := am.ClusterLimits{Types: types, MaxName: "the largest NodeManager"}
 	largest := am.Resource{Extra: map[string]int64{}}
 	for _, n := range nodes {
-		for k, v := range resourceMap(n.GetCapability()) {
+		for k, v := range resourceMap(n.Capability) {
 			switch k {
 			case "memory-mb":
 				largest.MemoryMB = max(largest.MemoryMB, v)

@@ -9,24 +9,12 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/xres/xres/conf"
-	"github.com/xres/xres/hadoopproto/hadoopyarn"
 	"github.com/xres/xres/yarn"
 	"github.com/xres/xres/yarn/am"
 	"github.com/xres/xres/yarn/internal/logutil"
 )
-
-// RM is what submission needs from ApplicationClientProtocol (*yarn.Client).
-type RM interface {
-	GetNewApplication(ctx context.Context) (*hadoopyarn.GetNewApplicationResponseProto, error)
-	GetResourceTypeInfo(ctx context.Context) ([]*hadoopyarn.ResourceTypeInfoProto, error)
-	SubmitApplication(ctx context.Context, asc *hadoopyarn.ApplicationSubmissionContextProto) error
-	GetApplicationReport(ctx context.Context, id *hadoopyarn.ApplicationIdProto) (*hadoopyarn.ApplicationReportProto, error)
-}
-
-var _ RM = (*yarn.Client)(nil)
 
 // ApplicationType is the YARN application type of xres applications.
 const ApplicationType = "XRES"
@@ -67,7 +55,6 @@ type Request struct {
 
 // Submitted is an application the RM accepted.
 type Submitted struct {
-	ID         *hadoopyarn.ApplicationIdProto
 	AppID      string
 	StagingDir string
 }
@@ -99,18 +86,17 @@ func (c Client) Submit(ctx context.Context, req Request) (Submitted, error) {
 			}
 		}
 	}
-	newApp, err := c.RM.GetNewApplication(ctx)
+	newApp, err := c.RM.NewApplication(ctx)
 	if err != nil {
 		return Submitted{}, fmt.Errorf("submit application: get new application: %w", err)
 	}
-	id := newApp.GetApplicationId()
-	sub := Submitted{ID: id, AppID: yarn.ApplicationID(id)}
+	sub := Submitted{AppID: newApp.ID}
 	if req.WorkerProfile.MemoryMB > 0 {
-		types, err := c.RM.GetResourceTypeInfo(ctx)
+		types, err := c.RM.ResourceTypes(ctx)
 		if err != nil {
 			return sub, fmt.Errorf("submit %s: get resource types: %w", sub.AppID, err)
 		}
-		limits := am.ClusterLimits{Types: yarn.ResourceTypesFromProto(types), Max: yarn.ResourceFromProto(newApp.GetMaximumCapability())}
+		limits := am.ClusterLimits{Types: types, Max: newApp.MaxCapability}
 		if err := am.CheckProfile(req.WorkerProfile, limits, req.Owners); err != nil {
 			return sub, fmt.Errorf("submit %s: %w", sub.AppID, err)
 		}
@@ -136,8 +122,7 @@ func (c Client) Submit(ctx context.Context, req Request) (Submitted, error) {
 	if err != nil {
 		return sub, c.failed(ctx, sub, err)
 	}
-	asc := SubmissionContext(id, req, lc)
-	if err := c.RM.SubmitApplication(ctx, asc); err != nil {
+	if err := c.RM.Submit(ctx, NewSubmission(sub.AppID, req, lc)); err != nil {
 		return sub, c.failed(ctx, sub, fmt.Errorf("submit %s: %w", sub.AppID, err))
 	}
 	c.log().WithFields(logrus.Fields{"app": sub.AppID, "staging": sub.StagingDir}).Debug("application submitted")
@@ -171,52 +156,32 @@ func (c Client) failed(ctx context.Context, sub Submitted, err error) error {
 	return err
 }
 
-// SubmissionContext builds the ApplicationSubmissionContextProto of an
-// xres application.
-func SubmissionContext(id *hadoopyarn.ApplicationIdProto, req Request, lc am.LaunchContext) *hadoopyarn.ApplicationSubmissionContextProto {
-	name := req.Name
-	if name == "" {
-		name = "xres"
+// NewSubmission is the submission of an xres application: req's name and
+// queue (xres and default when empty), the AM container's size and
+// attempts, and its launch context lc.
+func NewSubmission(appID string, req Request, lc am.LaunchContext) Submission {
+	sub := Submission{AppID: appID, Name: req.Name, Queue: req.Queue, Type: ApplicationType,
+		AMResource:  yarn.Resource{MemoryMB: req.AMMemoryMB, VCores: int64(req.AMVcores)},
+		MaxAttempts: req.MaxAttempts, AM: lc}
+	if sub.Name == "" {
+		sub.Name = "xres"
 	}
-	queue := req.Queue
-	if queue == "" {
-		queue = "default"
+	if sub.Queue == "" {
+		sub.Queue = "default"
 	}
-	mem, vcores := req.AMMemoryMB, req.AMVcores
-	if mem <= 0 {
-		mem = DefaultAMMemoryMB
+	if sub.AMResource.MemoryMB <= 0 {
+		sub.AMResource.MemoryMB = DefaultAMMemoryMB
 	}
-	if vcores <= 0 {
-		vcores = DefaultAMVcores
+	if sub.AMResource.VCores <= 0 {
+		sub.AMResource.VCores = DefaultAMVcores
 	}
-	asc := &hadoopyarn.ApplicationSubmissionContextProto{
-		ApplicationId:   id,
-		ApplicationName: proto.String(name),
-		Queue:           proto.String(queue),
-		AmContainerSpec: am.LaunchProto(lc),
-		Resource:        yarn.NewResource(mem, vcores, nil),
-		ApplicationType: proto.String(ApplicationType),
-	}
-	if req.MaxAttempts > 0 {
-		asc.MaxAppAttempts = proto.Int32(req.MaxAttempts)
-	}
-	return asc
-}
-
-// Ended reports whether an application state is final.
-func Ended(s hadoopyarn.YarnApplicationStateProto) bool {
-	switch s {
-	case hadoopyarn.YarnApplicationStateProto_FINISHED, hadoopyarn.YarnApplicationStateProto_FAILED,
-		hadoopyarn.YarnApplicationStateProto_KILLED:
-		return true
-	}
-	return false
+	return sub
 }
 
 // Wait polls the application's report until it ends, calling onReport
 // (when not nil) with every report, the final one included, and returns
 // the final report.
-func (c Client) Wait(ctx context.Context, id *hadoopyarn.ApplicationIdProto, onReport func(yarn.ApplicationReport)) (yarn.ApplicationReport, error) {
+func (c Client) Wait(ctx context.Context, appID string, onReport func(yarn.ApplicationReport)) (yarn.ApplicationReport, error) {
 	interval := c.PollInterval
 	if interval <= 0 {
 		interval = time.Second
@@ -226,11 +191,10 @@ func (c Client) Wait(ctx context.Context, id *hadoopyarn.ApplicationIdProto, onR
 		after = time.After
 	}
 	for {
-		p, err := c.RM.GetApplicationReport(ctx, id)
+		rep, err := c.RM.ApplicationReport(ctx, appID)
 		if err != nil {
-			return yarn.ApplicationReport{}, fmt.Errorf("follow %s: %w", yarn.ApplicationID(id), err)
+			return yarn.ApplicationReport{}, fmt.Errorf("follow %s: %w", appID, err)
 		}
-		rep := yarn.ApplicationReportFromProto(p)
 		if onReport != nil {
 			onReport(rep)
 		}
@@ -239,7 +203,7 @@ func (c Client) Wait(ctx context.Context, id *hadoopyarn.ApplicationIdProto, onR
 		}
 		select {
 		case <-ctx.Done():
-			return yarn.ApplicationReport{}, fmt.Errorf("follow %s: %w", yarn.ApplicationID(id), ctx.Err())
+			return yarn.ApplicationReport{}, fmt.Errorf("follow %s: %w", appID, ctx.Err())
 		case <-after(interval):
 		}
 	}

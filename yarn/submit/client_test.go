@@ -3,58 +3,58 @@ package submit
 import (
 	"context"
 	"errors"
+	"maps"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"google.golang.org/protobuf/proto"
 
-	"github.com/xres/xres/hadoopproto/hadoopyarn"
 	"github.com/xres/xres/yarn"
 	"github.com/xres/xres/yarn/am"
 )
 
-// fakeRM is a scripted ApplicationClientProtocol.
+// fakeRM is a scripted ResourceManager.
 type fakeRM struct {
-	max       *hadoopyarn.ResourceProto
+	max       yarn.Resource
 	types     []string
 	submitErr error
-	submitted *hadoopyarn.ApplicationSubmissionContextProto
-	states    []hadoopyarn.YarnApplicationStateProto
+	submitted *Submission
+	states    []string
 	reports   int
 }
 
-var testAppID = &hadoopyarn.ApplicationIdProto{Id: proto.Int32(7), ClusterTimestamp: proto.Int64(1700000000000)}
+const testAppID = "application_1700000000000_0007"
 
-func (f *fakeRM) GetNewApplication(ctx context.Context) (*hadoopyarn.GetNewApplicationResponseProto, error) {
-	return &hadoopyarn.GetNewApplicationResponseProto{ApplicationId: testAppID, MaximumCapability: f.max}, nil
+func (f *fakeRM) NewApplication(ctx context.Context) (yarn.NewApplication, error) {
+	return yarn.NewApplication{ID: testAppID, MaxCapability: f.max}, nil
 }
 
-func (f *fakeRM) GetResourceTypeInfo(ctx context.Context) ([]*hadoopyarn.ResourceTypeInfoProto, error) {
-	var out []*hadoopyarn.ResourceTypeInfoProto
+func (f *fakeRM) ResourceTypes(ctx context.Context) ([]yarn.ResourceType, error) {
+	var out []yarn.ResourceType
 	for _, t := range f.types {
-		out = append(out, &hadoopyarn.ResourceTypeInfoProto{Name: proto.String(t)})
+		out = append(out, yarn.ResourceType{Name: t})
 	}
 	return out, nil
 }
 
-func (f *fakeRM) SubmitApplication(ctx context.Context, asc *hadoopyarn.ApplicationSubmissionContextProto) error {
-	f.submitted = asc
+func (f *fakeRM) Submit(ctx context.Context, sub Submission) error {
+	f.submitted = &sub
 	return f.submitErr
 }
 
-func (f *fakeRM) GetApplicationReport(ctx context.Context, id *hadoopyarn.ApplicationIdProto) (*hadoopyarn.ApplicationReportProto, error) {
+func (f *fakeRM) ApplicationReport(ctx context.Context, id string) (yarn.ApplicationReport, error) {
 	s := f.states[min(f.reports, len(f.states)-1)]
 	f.reports++
-	rep := &hadoopyarn.ApplicationReportProto{ApplicationId: id, YarnApplicationState: s.Enum(), TrackingUrl: proto.String("http://rm:8088/proxy/app/")}
-	if s == hadoopyarn.YarnApplicationStateProto_FINISHED {
-		rep.FinalApplicationStatus = hadoopyarn.FinalApplicationStatusProto_APP_SUCCEEDED.Enum()
+	rep := yarn.ApplicationReport{ID: id, State: s, FinalStatus: "UNDEFINED", TrackingURL: "http://rm:8088/proxy/app/"}
+	if s == "FINISHED" {
+		rep.FinalStatus = "SUCCEEDED"
 	}
 	return rep, nil
 }
 
 func gpuRM() *fakeRM {
-	return &fakeRM{max: yarn.NewResource(8192, 4, map[string]int64{"yarn.io/gpu": 2}), types: []string{"memory-mb", "vcores", "yarn.io/gpu"}}
+	return &fakeRM{max: yarn.Resource{MemoryMB: 8192, VCores: 4, Extra: map[string]int64{"yarn.io/gpu": 2}}, types: []string{"memory-mb", "vcores", "yarn.io/gpu"}}
 }
 
 func testRequest(t *testing.T) Request {
@@ -75,19 +75,28 @@ func TestSubmit(t *testing.T) {
 	require.Equal(t, "application_1700000000000_0007", sub.AppID)
 	require.Equal(t, "/user/alice/.xres/application_1700000000000_0007", sub.StagingDir)
 
-	asc := rm.submitted
+	got := rm.submitted
+	require.Equal(t, "train", got.Name)
+	require.Equal(t, "gpu", got.Queue)
+	require.Equal(t, ApplicationType, got.Type)
+	require.Equal(t, yarn.Resource{MemoryMB: DefaultAMMemoryMB, VCores: DefaultAMVcores}, got.AMResource)
+	require.Equal(t, []string{"./am run --conf flink-conf.yaml --workers 4 -- python train.py 1><LOG_DIR>/stdout 2><LOG_DIR>/stderr"},
+		got.AM.Commands)
+	require.ElementsMatch(t, []string{"am", "container-launcher", "flink-conf.yaml"}, slices.Collect(maps.Keys(got.AM.LocalResources)))
+	for _, lr := range got.AM.LocalResources {
+		require.Equal(t, "nn", lr.URL.Host)
+	}
+
+	// Its RPC form: the fields YARN reads.
+	asc, err := submissionProto(*got)
+	require.NoError(t, err)
+	require.Equal(t, "application_1700000000000_0007", yarn.ApplicationID(asc.GetApplicationId()))
 	require.Equal(t, "train", asc.GetApplicationName())
 	require.Equal(t, "gpu", asc.GetQueue())
 	require.Equal(t, ApplicationType, asc.GetApplicationType())
 	require.Equal(t, int64(DefaultAMMemoryMB), asc.GetResource().GetMemory())
-	require.Equal(t, []string{"./am run --conf flink-conf.yaml --workers 4 -- python train.py 1><LOG_DIR>/stdout 2><LOG_DIR>/stderr"},
-		asc.GetAmContainerSpec().GetCommand())
-	var names []string
-	for _, lr := range asc.GetAmContainerSpec().GetLocalResources() {
-		names = append(names, lr.GetKey())
-		require.Equal(t, "nn", lr.GetValue().GetResource().GetHost())
-	}
-	require.Equal(t, []string{"am", "container-launcher", "flink-conf.yaml"}, names)
+	require.Equal(t, got.AM.Commands, asc.GetAmContainerSpec().GetCommand())
+	require.Nil(t, asc.MaxAppAttempts, "0 attempts: the cluster's default")
 	require.Len(t, fs.files, 3)
 }
 
@@ -119,10 +128,7 @@ func TestSubmitFailures(t *testing.T) {
 
 func TestWait(t *testing.T) {
 	rm := gpuRM()
-	rm.states = []hadoopyarn.YarnApplicationStateProto{
-		hadoopyarn.YarnApplicationStateProto_ACCEPTED, hadoopyarn.YarnApplicationStateProto_ACCEPTED,
-		hadoopyarn.YarnApplicationStateProto_RUNNING, hadoopyarn.YarnApplicationStateProto_FINISHED,
-	}
+	rm.states = []string{"ACCEPTED", "ACCEPTED", "RUNNING", "FINISHED"}
 	var seen []string
 	c := Client{RM: rm, After: func(time.Duration) <-chan time.Time {
 		ch := make(chan time.Time, 1)

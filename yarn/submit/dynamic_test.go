@@ -45,17 +45,14 @@ func TestSubmitStagesDynamicOverrides(t *testing.T) {
 	sub, err := Client{RM: rm, Stager: Stager{FS: fs, DefaultFS: "hdfs://nn:8020"}}.Submit(context.Background(), req)
 	require.NoError(t, err)
 
-	asc := rm.submitted
 	require.Equal(t, []string{"./am run --conf flink-conf.yaml --dynamic-file xres-dynamic.json --workers 4 -- python train.py 1><LOG_DIR>/stdout 2><LOG_DIR>/stderr"},
-		asc.GetAmContainerSpec().GetCommand())
+		rm.submitted.AM.Commands)
+	asc, err := submissionProto(*rm.submitted)
+	require.NoError(t, err)
 	wire, err := proto.Marshal(asc)
 	require.NoError(t, err)
 	require.False(t, bytes.Contains(wire, []byte(sentinelSecret)), "the submission context carries the secret")
-	env := map[string]string{}
-	for _, e := range asc.GetAmContainerSpec().GetEnvironment() {
-		env[e.GetKey()] = e.GetValue()
-	}
-	staged, err := DecodeResources(env[EnvLocalResources])
+	staged, err := DecodeResources(rm.submitted.AM.Env[EnvLocalResources])
 	require.NoError(t, err)
 	for name, r := range staged {
 		require.NotContains(t, name+r.URL.String(), sentinelSecret)
@@ -85,7 +82,7 @@ func TestSubmitWithoutOverridesStagesNoDynamicFile(t *testing.T) {
 	sub, err := Client{RM: rm, Stager: Stager{FS: fs, DefaultFS: "hdfs://nn:8020"}}.Submit(context.Background(), testRequest(t))
 	require.NoError(t, err)
 	require.NotContains(t, fs.files, sub.StagingDir+"/"+DynamicFileName)
-	require.NotContains(t, strings.Join(rm.submitted.GetAmContainerSpec().GetCommand(), " "), "--dynamic-file")
+	require.NotContains(t, strings.Join(rm.submitted.AM.Commands, " "), "--dynamic-file")
 }
 
 func TestSubmitRefusesAUserFileNamedLikeTheDynamicFile(t *testing.T) {

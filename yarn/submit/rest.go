@@ -3,27 +3,22 @@ package submit
 import (
 	"context"
 	"errors"
-	"fmt"
 	"maps"
-	"net"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
-	"google.golang.org/protobuf/proto"
-
-	"github.com/xres/xres/hadoopproto/hadoopyarn"
 	"github.com/xres/xres/yarn"
 	"github.com/xres/xres/yarn/am"
 	"github.com/xres/xres/yarn/rest"
 )
 
-// RESTRM speaks the RM REST API (yarn/rest) behind the same methods as the
-// RPC client, for clusters whose RPC port cannot be reached. Limits of the
-// REST API: the AM container gets memory and vcores only, and credentials
-// are not passed (insecure clusters).
+// RESTRM speaks the RM REST API (yarn/rest) behind ClusterRM, for
+// clusters whose RPC port cannot be reached: the same yarn types as the RPC
+// adapter, converted from the REST JSON directly. Limits of the REST API:
+// the AM container gets memory and vcores only, and credentials are not
+// passed (insecure clusters).
 type RESTRM struct {
 	c *rest.Client
 
@@ -34,33 +29,32 @@ type RESTRM struct {
 // NewRESTRM wraps a REST client.
 func NewRESTRM(c *rest.Client) *RESTRM { return &RESTRM{c: c, types: map[string]bool{}} }
 
-var _ RM = (*RESTRM)(nil)
+var _ ClusterRM = (*RESTRM)(nil)
 
-// GetNewApplication implements RM.
-func (r *RESTRM) GetNewApplication(ctx context.Context) (*hadoopyarn.GetNewApplicationResponseProto, error) {
+// NewApplication implements RM.
+func (r *RESTRM) NewApplication(ctx context.Context) (yarn.NewApplication, error) {
 	na, err := r.c.NewApplication(ctx)
 	if err != nil {
-		return nil, err
+		return yarn.NewApplication{}, err
 	}
-	id, err := yarn.ParseApplicationID(na.ApplicationID)
-	if err != nil {
-		return nil, fmt.Errorf("new application: %w", err)
-	}
-	return &hadoopyarn.GetNewApplicationResponseProto{ApplicationId: id, MaximumCapability: r.resourceProto(&na.MaximumResourceCapability)}, nil
+	return yarn.NewApplication{ID: na.ApplicationID, MaxCapability: r.resource(&na.MaximumResourceCapability)}, nil
 }
 
-// resourceProto converts a REST resource, remembering its resource types.
-func (r *RESTRM) resourceProto(res *rest.Resource) *hadoopyarn.ResourceProto {
+// resource converts a REST resource, remembering its resource types.
+func (r *RESTRM) resource(res *rest.Resource) yarn.Resource {
 	if res == nil {
-		return yarn.NewResource(0, 0, nil)
+		return yarn.Resource{}
 	}
-	extra := map[string]int64{}
+	var extra map[string]int64
 	r.mu.Lock()
 	r.types["memory-mb"], r.types["vcores"] = true, true
 	if res.ResourceInformations != nil {
 		for _, ri := range res.ResourceInformations.ResourceInformation {
 			r.types[ri.Name] = true
 			if ri.Name != "memory-mb" && ri.Name != "vcores" {
+				if extra == nil {
+					extra = map[string]int64{}
+				}
 				extra[ri.Name] = int64(ri.Value)
 			}
 		}
@@ -68,98 +62,83 @@ func (r *RESTRM) resourceProto(res *rest.Resource) *hadoopyarn.ResourceProto {
 	r.mu.Unlock()
 	mem, _ := res.Value("memory-mb")
 	vcores, _ := res.Value("vcores")
-	return yarn.NewResource(mem, int32(vcores), extra)
+	return yarn.Resource{MemoryMB: mem, VCores: vcores, Extra: extra}
 }
 
-// GetResourceTypeInfo implements RM. REST has no resource-type call: the
-// types are those the RM's resources carry (every configured type appears
-// in the maximum capability and in each node's total).
-func (r *RESTRM) GetResourceTypeInfo(ctx context.Context) ([]*hadoopyarn.ResourceTypeInfoProto, error) {
+// ResourceTypes implements RM. REST has no resource-type call: the types
+// are those the RM's resources carry (every configured type appears in the
+// maximum capability and in each node's total).
+func (r *RESTRM) ResourceTypes(ctx context.Context) ([]yarn.ResourceType, error) {
 	nodes, err := r.c.Nodes(ctx)
 	if err != nil {
 		return nil, err
 	}
 	for i := range nodes {
-		r.resourceProto(nodes[i].TotalResource)
+		r.resource(nodes[i].TotalResource)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var out []*hadoopyarn.ResourceTypeInfoProto
+	var out []yarn.ResourceType
 	for _, name := range slices.Sorted(maps.Keys(r.types)) {
-		out = append(out, &hadoopyarn.ResourceTypeInfoProto{Name: proto.String(name)})
+		out = append(out, yarn.ResourceType{Name: name})
 	}
 	return out, nil
 }
 
-// SubmitApplication implements RM.
-func (r *RESTRM) SubmitApplication(ctx context.Context, asc *hadoopyarn.ApplicationSubmissionContextProto) error {
-	sub, err := RESTSubmission(asc)
+// Submit implements RM.
+func (r *RESTRM) Submit(ctx context.Context, sub Submission) error {
+	body, err := RESTSubmission(sub)
 	if err != nil {
 		return err
 	}
-	return r.c.Submit(ctx, sub)
+	return r.c.Submit(ctx, body)
 }
 
-// RESTSubmission converts a submission context to the REST body.
-func RESTSubmission(asc *hadoopyarn.ApplicationSubmissionContextProto) (*rest.ApplicationSubmission, error) {
-	spec := asc.GetAmContainerSpec()
-	if len(spec.GetTokens()) > 0 {
+// REST names of the local resource types and visibilities.
+var (
+	restResourceTypes = map[am.LocalResourceType]string{am.Archive: "ARCHIVE", am.File: "FILE", am.Pattern: "PATTERN"}
+	restVisibilities  = map[am.Visibility]string{am.Public: "PUBLIC", am.Private: "PRIVATE", am.Application: "APPLICATION"}
+)
+
+// RESTSubmission converts a submission to the REST body.
+func RESTSubmission(sub Submission) (*rest.ApplicationSubmission, error) {
+	if len(sub.AM.Tokens) > 0 {
 		return nil, errors.New("rest submission: credentials are not supported; submit over RPC")
 	}
-	lc := rest.ContainerLaunchContext{Commands: rest.Commands{Command: strings.Join(spec.GetCommand(), " ")}}
-	env := map[string]string{}
-	for _, e := range spec.GetEnvironment() {
-		env[e.GetKey()] = e.GetValue()
-	}
-	lc.Environment = rest.StringEntries(env)
-	if len(spec.GetLocalResources()) > 0 {
+	lc := rest.ContainerLaunchContext{Commands: rest.Commands{Command: strings.Join(sub.AM.Commands, " ")},
+		Environment: rest.StringEntries(sub.AM.Env)}
+	if len(sub.AM.LocalResources) > 0 {
 		lc.LocalResources = &rest.Entries[rest.LocalResource]{}
-		for _, e := range spec.GetLocalResources() {
-			v := e.GetValue()
-			u := v.GetResource()
-			url := am.ResourceURL{Scheme: u.GetScheme(), Host: u.GetHost(), Port: u.GetPort(), File: u.GetFile()}
-			lc.LocalResources.Entry = append(lc.LocalResources.Entry, rest.Entry[rest.LocalResource]{Key: e.GetKey(), Value: rest.LocalResource{
-				Resource: url.String(), Type: v.GetType().String(), Visibility: v.GetVisibility().String(),
-				Size: v.GetSize(), Timestamp: v.GetTimestamp(),
+		for _, name := range slices.Sorted(maps.Keys(sub.AM.LocalResources)) {
+			v := sub.AM.LocalResources[name]
+			lc.LocalResources.Entry = append(lc.LocalResources.Entry, rest.Entry[rest.LocalResource]{Key: name, Value: rest.LocalResource{
+				Resource: v.URL.String(), Type: restResourceTypes[v.Type], Visibility: restVisibilities[v.Visibility],
+				Size: v.Size, Timestamp: v.Timestamp,
 			}})
 		}
 	}
 	return &rest.ApplicationSubmission{
-		ApplicationID:   yarn.ApplicationID(asc.GetApplicationId()),
-		ApplicationName: asc.GetApplicationName(),
-		Queue:           asc.GetQueue(),
+		ApplicationID:   sub.AppID,
+		ApplicationName: sub.Name,
+		Queue:           sub.Queue,
 		AMContainerSpec: lc,
-		MaxAppAttempts:  int(asc.GetMaxAppAttempts()),
-		Resource:        &rest.AMResource{Memory: asc.GetResource().GetMemory(), VCores: int64(asc.GetResource().GetVirtualCores())},
-		ApplicationType: asc.GetApplicationType(),
+		MaxAppAttempts:  int(sub.MaxAttempts),
+		Resource:        &rest.AMResource{Memory: sub.AMResource.MemoryMB, VCores: sub.AMResource.VCores},
+		ApplicationType: sub.Type,
 	}, nil
 }
 
-// GetApplicationReport implements RM.
-func (r *RESTRM) GetApplicationReport(ctx context.Context, id *hadoopyarn.ApplicationIdProto) (*hadoopyarn.ApplicationReportProto, error) {
-	app, err := r.c.App(ctx, yarn.ApplicationID(id))
+// ApplicationReport implements RM.
+func (r *RESTRM) ApplicationReport(ctx context.Context, appID string) (yarn.ApplicationReport, error) {
+	app, err := r.c.App(ctx, appID)
 	if err != nil {
-		return nil, err
+		return yarn.ApplicationReport{}, err
 	}
-	return reportProto(id, app), nil
+	return applicationReport(app), nil
 }
 
-func reportProto(id *hadoopyarn.ApplicationIdProto, app *rest.App) *hadoopyarn.ApplicationReportProto {
-	rep := &hadoopyarn.ApplicationReportProto{ApplicationId: id, User: proto.String(app.User), Queue: proto.String(app.Queue),
-		Name: proto.String(app.Name), TrackingUrl: proto.String(app.TrackingURL), Diagnostics: proto.String(app.Diagnostics),
-		Progress: proto.Float32(float32(app.Progress / 100)), ApplicationType: proto.String(app.ApplicationType)}
-	if v, ok := hadoopyarn.YarnApplicationStateProto_value[app.State]; ok {
-		rep.YarnApplicationState = hadoopyarn.YarnApplicationStateProto(v).Enum()
-	}
-	if v, ok := hadoopyarn.FinalApplicationStatusProto_value["APP_"+app.FinalStatus]; ok {
-		rep.FinalApplicationStatus = hadoopyarn.FinalApplicationStatusProto(v).Enum()
-	}
-	return rep
-}
-
-// GetApplications lists the applications of the given types and states
-// (none: every one), as the RPC client's GetApplications.
-func (r *RESTRM) GetApplications(ctx context.Context, types []string, states []string) ([]yarn.ApplicationReport, error) {
+// Applications implements ClusterRM.
+func (r *RESTRM) Applications(ctx context.Context, types, states []string) ([]yarn.ApplicationReport, error) {
 	apps, err := r.c.Apps(ctx, rest.AppsFilter{ApplicationTypes: types, States: states})
 	if err != nil {
 		return nil, err
@@ -189,48 +168,34 @@ func applicationReport(a *rest.App) yarn.ApplicationReport {
 	return r
 }
 
-// KillApplication kills an application and waits until the RM reports it
+// Kill implements ClusterRM: it waits until the RM reports the application
 // ended.
-func (r *RESTRM) KillApplication(ctx context.Context, id *hadoopyarn.ApplicationIdProto, diagnostics string) error {
-	sid := yarn.ApplicationID(id)
-	state, err := r.c.Kill(ctx, sid, diagnostics)
+func (r *RESTRM) Kill(ctx context.Context, appID, diagnostics string) error {
+	state, err := r.c.Kill(ctx, appID, diagnostics)
 	if err != nil {
 		return err
 	}
-	if rest.Terminal(state) {
+	if yarn.AppStateEnded(state) {
 		return nil
 	}
-	_, err = r.c.WaitForState(ctx, sid, 200*time.Millisecond, "KILLED", "FINISHED", "FAILED")
+	_, err = r.c.WaitForState(ctx, appID, 200*time.Millisecond, "KILLED", "FINISHED", "FAILED")
 	return err
 }
 
-// GetClusterNodes lists the NodeManagers (states as NodeStateProto names
-// without NS_; none: the RM's default).
-func (r *RESTRM) GetClusterNodes(ctx context.Context, states ...hadoopyarn.NodeStateProto) ([]*hadoopyarn.NodeReportProto, error) {
-	var names []string
-	for _, s := range states {
-		names = append(names, strings.TrimPrefix(s.String(), "NS_"))
-	}
-	nodes, err := r.c.Nodes(ctx, names...)
+// Nodes implements ClusterRM.
+func (r *RESTRM) Nodes(ctx context.Context, states ...string) ([]yarn.NodeReport, error) {
+	nodes, err := r.c.Nodes(ctx, states...)
 	if err != nil {
 		return nil, err
 	}
-	var out []*hadoopyarn.NodeReportProto
+	out := make([]yarn.NodeReport, 0, len(nodes))
 	for i := range nodes {
 		n := &nodes[i]
-		host, port, _ := net.SplitHostPort(n.ID)
-		p, _ := strconv.Atoi(port)
-		nr := &hadoopyarn.NodeReportProto{
-			NodeId:      &hadoopyarn.NodeIdProto{Host: proto.String(host), Port: proto.Int32(int32(p))},
-			HttpAddress: proto.String(n.NodeHTTPAddress), RackName: proto.String(n.Rack),
-			NumContainers: proto.Int32(int32(n.NumContainers)), HealthReport: proto.String(n.HealthReport),
-			Used: r.resourceProto(n.UsedResource), Capability: r.resourceProto(n.TotalResource),
-		}
+		nr := yarn.NodeReport{ID: n.ID, HTTPAddress: n.NodeHTTPAddress, Rack: n.Rack, State: n.State,
+			Containers: int(n.NumContainers), Health: n.HealthReport,
+			Used: r.resource(n.UsedResource), Capability: r.resource(n.TotalResource)}
 		if n.TotalResource == nil {
-			nr.Capability = yarn.NewResource(int64(n.UsedMemoryMB+n.AvailMemoryMB), int32(n.UsedVirtualCores+n.AvailableVirtualCores), nil)
-		}
-		if v, ok := hadoopyarn.NodeStateProto_value["NS_"+n.State]; ok {
-			nr.NodeState = hadoopyarn.NodeStateProto(v).Enum()
+			nr.Capability = yarn.Resource{MemoryMB: int64(n.UsedMemoryMB + n.AvailMemoryMB), VCores: int64(n.UsedVirtualCores + n.AvailableVirtualCores)}
 		}
 		out = append(out, nr)
 	}

@@ -12,7 +12,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/xres/xres/hadoopproto/hadoopyarn"
 	"github.com/xres/xres/yarn"
 	"github.com/xres/xres/yarn/am"
 	"github.com/xres/xres/yarn/rest"
@@ -91,16 +90,18 @@ func TestRESTSubmit(t *testing.T) {
 	require.Equal(t, float64(1700000000123), v["timestamp"])
 	require.Equal(t, "XRES", fake.submitted["application-type"])
 
-	rep, err := rm.GetApplicationReport(context.Background(), sub.ID)
+	rep, err := rm.ApplicationReport(context.Background(), sub.AppID)
 	require.NoError(t, err)
-	require.Equal(t, hadoopyarn.YarnApplicationStateProto_ACCEPTED, rep.GetYarnApplicationState())
-	require.Equal(t, float32(0.5), rep.GetProgress())
+	require.Equal(t, "ACCEPTED", rep.State)
+	require.Equal(t, float32(0.5), rep.Progress)
+	require.Equal(t, "train", rep.Name)
 
-	require.NoError(t, rm.KillApplication(context.Background(), sub.ID, "test"))
+	require.NoError(t, rm.Kill(context.Background(), sub.AppID, "test"))
 	require.True(t, fake.killed)
-	rep, err = rm.GetApplicationReport(context.Background(), sub.ID)
+	rep, err = rm.ApplicationReport(context.Background(), sub.AppID)
 	require.NoError(t, err)
-	require.Equal(t, hadoopyarn.FinalApplicationStatusProto_APP_KILLED, rep.GetFinalApplicationStatus())
+	require.Equal(t, "KILLED", rep.FinalStatus)
+	require.True(t, rep.Ended())
 }
 
 func TestRESTProfileCheckAndNodes(t *testing.T) {
@@ -111,28 +112,21 @@ func TestRESTProfileCheckAndNodes(t *testing.T) {
 	require.ErrorIs(t, err, am.ErrProfileUnsatisfiable)
 	require.ErrorContains(t, err, "asked 3 per worker, the largest container the cluster allows has 2")
 
-	types, err := rm.GetResourceTypeInfo(context.Background())
+	types, err := rm.ResourceTypes(context.Background())
 	require.NoError(t, err)
-	var names []string
-	for _, ty := range types {
-		names = append(names, ty.GetName())
-	}
-	require.Equal(t, []string{"memory-mb", "vcores", "yarn.io/gpu"}, names)
+	require.Equal(t, []yarn.ResourceType{{Name: "memory-mb"}, {Name: "vcores"}, {Name: "yarn.io/gpu"}}, types)
 
-	nodes, err := rm.GetClusterNodes(context.Background(), hadoopyarn.NodeStateProto_NS_RUNNING)
+	nodes, err := rm.Nodes(context.Background(), "RUNNING")
 	require.NoError(t, err)
 	require.Len(t, nodes, 1)
-	require.Equal(t, "nm1:45454", yarn.NodeID(nodes[0].GetNodeId()))
-	require.Equal(t, hadoopyarn.NodeStateProto_NS_RUNNING, nodes[0].GetNodeState())
-	gpu, _ := yarn.ResourceValue(nodes[0].GetCapability(), "yarn.io/gpu")
-	used, _ := yarn.ResourceValue(nodes[0].GetUsed(), "yarn.io/gpu")
-	require.Equal(t, int64(2), gpu)
-	require.Equal(t, int64(1), used)
+	require.Equal(t, "nm1:45454", nodes[0].ID)
+	require.Equal(t, "RUNNING", nodes[0].State)
+	require.Equal(t, int64(2), nodes[0].Capability.Value("yarn.io/gpu"))
+	require.Equal(t, int64(1), nodes[0].Used.Value("yarn.io/gpu"))
 }
 
 func TestRESTSubmissionRefusesCredentials(t *testing.T) {
-	_, err := RESTSubmission(&hadoopyarn.ApplicationSubmissionContextProto{
-		AmContainerSpec: &hadoopyarn.ContainerLaunchContextProto{Tokens: []byte("HDTS\x00")}})
+	_, err := RESTSubmission(Submission{AM: am.LaunchContext{Tokens: []byte("HDTS\x00")}})
 	require.ErrorContains(t, err, "credentials are not supported")
 	require.True(t, strings.Contains(err.Error(), "RPC"))
 }
