@@ -60,10 +60,19 @@ type smiEnumerator struct {
 var _ driver.Enumerator = (*smiEnumerator)(nil)
 
 // Enumerate implements driver.Enumerator: one --query-gpu run (base and
-// health fields), then, when health checks are on, --query-remapped-rows,
-// and, when a MIG strategy is set and a GPU is in MIG mode, -L.
+// health fields), when health checks are on --query-remapped-rows beside
+// it (run at the same time: each nvidia-smi start costs the launch), and,
+// when a MIG strategy is set and a GPU is in MIG mode, -L.
 func (e *smiEnumerator) Enumerate(ctx context.Context) ([]driver.Device, error) {
 	log := driver.LoggerOrDiscard(e.log)
+	var remap chan remapResult
+	if e.units.health {
+		remap = make(chan remapResult, 1)
+		go func() {
+			out, err := e.run(ctx, smiRemapQuery)
+			remap <- remapResult{out, err}
+		}()
+	}
 	fields := append(append([]string(nil), smiFields...), smiHealthFields...)
 	out, err := e.run(ctx, queryArgs(fields))
 	if err != nil && errors.Is(err, errSMIUnknownField) {
@@ -81,8 +90,9 @@ func (e *smiEnumerator) Enumerate(ctx context.Context) ([]driver.Device, error) 
 	if err != nil {
 		return nil, fmt.Errorf("run %s: %w", e.path, err)
 	}
-	if e.units.health {
-		e.addRemapHealth(ctx, gpus, log)
+	if remap != nil {
+		r := <-remap
+		addRemapHealth(r.out, r.err, gpus, log)
 	}
 	if e.units.wantMIG() && anyMIG(gpus) {
 		out, err := e.run(ctx, smiListArgs)
@@ -129,11 +139,16 @@ func (e *smiEnumerator) run(ctx context.Context, args []string) ([]byte, error) 
 	return res.stdout, nil
 }
 
+// remapResult is the outcome of the --query-remapped-rows run.
+type remapResult struct {
+	out []byte
+	err error
+}
+
 // addRemapHealth adds the row-remapping verdicts of --query-remapped-rows
-// to the GPUs, by uuid. A failing query (an older GPU or driver) is logged
-// and tells nothing.
-func (e *smiEnumerator) addRemapHealth(ctx context.Context, gpus []gpuRecord, log logrus.FieldLogger) {
-	out, err := e.run(ctx, smiRemapQuery)
+// (out, or its error err) to the GPUs, by uuid. A failing query (an older
+// GPU or driver) is logged and tells nothing.
+func addRemapHealth(out []byte, err error, gpus []gpuRecord, log logrus.FieldLogger) {
 	if err != nil {
 		log.WithError(err).Debug("nvidia-smi: no row-remapping state")
 		return

@@ -14,6 +14,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/xres/xres/driver/coord"
 	"github.com/xres/xres/resources"
 )
 
@@ -393,8 +394,8 @@ func (l *Launcher) run(ctx context.Context, res *Reservation, command []string, 
 		Stdin:  env.Stdin,
 		Stdout: env.Stdout,
 		Stderr: env.Stderr,
-		Started: func(pid int) {
-			if err := res.HoldGroup(ctx, pid); err != nil {
+		Started: func(g coord.Group) {
+			if err := res.HoldGroup(ctx, g); err != nil {
 				log.WithError(err).Warn("could not record the worker's process group: its forked helpers would not keep its devices held should this launcher be killed")
 			}
 		},

@@ -178,16 +178,9 @@ func (l *Launcher) Acquire(ctx context.Context, specs []resources.Spec) (*Reserv
 }
 
 // HoldGroup records in the host coordination that the worker process
-// group led by pid holds the reservation too, so that its devices stay
-// held while any of its processes lives, even once the launcher is gone.
-func (r *Reservation) HoldGroup(ctx context.Context, pid int) error {
-	if len(r.stateFiles) == 0 {
-		return nil
-	}
-	g, err := coord.GroupOf(pid)
-	if err != nil {
-		return err
-	}
+// group g holds the reservation too, so that its devices stay held while
+// any of its processes lives, even once the launcher is gone.
+func (r *Reservation) HoldGroup(ctx context.Context, g coord.Group) error {
 	var errs []error
 	for _, f := range r.stateFiles {
 		h, err := coord.New(coord.Options{StateFile: f, Log: r.log})

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+
+	"github.com/xres/xres/driver/coord"
 )
 
 // ForwardedSignals are the signals the launcher passes on to the worker's
@@ -29,8 +31,9 @@ type worker struct {
 	Stdin  io.Reader
 	Stdout io.Writer
 	Stderr io.Writer
-	// Started (nil: none) is called with the worker's pid once it runs.
-	Started func(pid int)
+	// Started (nil: none) is called with the worker's process group once
+	// it runs.
+	Started func(g coord.Group)
 }
 
 // signalGate receives the launcher's signals for its whole life. Before the
@@ -154,7 +157,12 @@ func runWorker(ctx context.Context, w worker, g *signalGate, grace time.Duration
 		SysProcAttr: workerSysProcAttr(),
 	}
 
-	p, err := startProc(cmd, g, nil)
+	// The group is read before the worker can be reaped (its /proc entry
+	// lives until then), however soon it exits.
+	var group coord.Group
+	var groupErr error
+	identify := func(pid int) { group, groupErr = coord.GroupOf(pid) }
+	p, err := startProc(cmd, g, identify)
 	if err != nil {
 		if errors.Is(err, errStopped) {
 			return signalExitCode(g.Stopping()), nil
@@ -164,7 +172,11 @@ func runWorker(ctx context.Context, w worker, g *signalGate, grace time.Duration
 	exited, pid := p.exited, p.pid
 	log.WithField("pid", pid).WithField("command", w.Args[0]).Info("worker started")
 	if w.Started != nil {
-		w.Started(pid)
+		if groupErr != nil {
+			log.WithError(groupErr).Warn("could not identify the worker's process group")
+		} else {
+			w.Started(group)
+		}
 	}
 
 	var killTimer <-chan time.Time
