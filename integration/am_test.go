@@ -109,7 +109,12 @@ type amProc struct {
 // startAM starts am with args against the cluster (HADOOP_CONF_DIR), bounded by ctx.
 func startAM(t testing.TB, ctx context.Context, args ...string) *amProc {
 	t.Helper()
-	c := harness.Get(t)
+	return startAMOn(t, harness.Get(t), ctx, args...)
+}
+
+// startAMOn is startAM against cluster c (an extra one).
+func startAMOn(t testing.TB, c *harness.Cluster, ctx context.Context, args ...string) *amProc {
+	t.Helper()
 	amPath, launcher := amBins(t)
 	cmd := exec.CommandContext(ctx, amPath, args...)
 	cmd.Env = append(os.Environ(), "HADOOP_CONF_DIR="+c.ConfDir, "HADOOP_USER_NAME="+c.User,

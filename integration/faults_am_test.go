@@ -187,3 +187,101 @@ func sameKeys[V, W any](a map[string]V, b map[string]W) bool {
 	}
 	return true
 }
+
+// nmIndex is the index of the NodeManager with node id id.
+func nmIndex(t *testing.T, c *harness.Cluster, id string) int {
+	t.Helper()
+	for i := 0; c.NodeID(i) != ""; i++ {
+		if c.NodeID(i) == id {
+			return i
+		}
+	}
+	t.Fatalf("no NodeManager %s in cluster.env", id)
+	return -1
+}
+
+// Fault 4: a NodeManager dies with its worker (without telling the RM). On
+// a cluster of 3 NodeManagers with 2 GPUs each and workers of 2 GPUs (one
+// per node), the worker of the killed node is replaced on the free node as
+// soon as the RM reports the node LOST; the application SUCCEEDS; the
+// tracking page lists the lost worker FAILED (its devices no longer among
+// the running workers') and each node's GPUs held by one running worker.
+func TestFaultNMKilled(t *testing.T) {
+	c := harness.StartExtra(t, map[string]string{"XRES_MINICLUSTER_NODEMANAGERS": "3", "XRES_MINICLUSTER_NM_EXPIRY_MS": "5000"})
+	dir := t.TempDir()
+	cfg := writeAMConf(t, dir, 6)
+	release := filepath.Join(dir, "release")
+	const workers = 2
+
+	ctx, cancel := context.WithTimeout(context.Background(), faultTimeout)
+	defer cancel()
+	p := startAMOn(t, c, ctx, append([]string{"submit", "--conf", cfg, "-D", "external-resource.gpu.amount=2", "--workers", fmt.Sprint(workers),
+		"--name", "xres-it-fault-nm-kill", "--"}, countingWorker(dir, release)...)...)
+	app := p.appID(t)
+	killOnCleanup(t, c, app, release)
+
+	before := waitWorkersRunning(t, ctx, c, app, workers, 2*time.Minute)
+	cs, err := rmContainers(ctx, c, app)
+	require.NoError(t, err)
+	amNode := ""
+	for _, x := range cs {
+		if x.ContainerID == attemptContainerID(app, 1) {
+			amNode = x.AssignedNodeID
+		}
+	}
+	require.NotEmpty(t, amNode, "the AM container among %+v", cs)
+	var victim am.WorkerStatus
+	for _, w := range before {
+		if w.Node != amNode {
+			victim = w
+		}
+	}
+	require.NotEmpty(t, victim.Container, "a worker off the AM's node %s: %+v", amNode, before)
+	n := nmIndex(t, c, victim.Node)
+	t.Cleanup(func() {
+		if out, err := c.NMList(context.Background()); err == nil && strings.Contains(out, victim.Node+" LOST") {
+			harness.MustVerb(t, func(ctx context.Context) (string, error) { return c.NMStart(ctx, n) })
+		}
+	})
+
+	fault := time.Now()
+	harness.MustVerb(t, func(ctx context.Context) (string, error) { return c.NMKill(ctx, n) })
+	lost := time.Now()
+	var st am.Status
+	eventually(t, 2*time.Minute, "the lost worker replaced", func() (bool, string) {
+		st, err = amStatusOf(ctx, c, app)
+		if err != nil {
+			return false, err.Error()
+		}
+		run := runningWorkers(st)
+		_, old := run[victim.Container]
+		return len(run) == workers && !old, fmt.Sprintf("running %v", keys(run))
+	})
+	t.Logf("recovery: replaced %s after the kill (%s after the RM marked the node LOST)",
+		time.Since(fault).Round(time.Millisecond), time.Since(lost).Round(time.Millisecond))
+
+	gpus := map[string]string{} // node + GPU → running container
+	for _, w := range st.Containers {
+		if w.Container == victim.Container {
+			require.Equal(t, am.StateFailed, w.State, "the lost node's worker: %+v", w)
+		}
+		if w.State != am.StateRunning {
+			continue
+		}
+		require.NotEqual(t, victim.Node, w.Node, "a worker running on the lost node")
+		for _, d := range w.Devices["gpu"] {
+			k := w.Node + " " + fmt.Sprint(d)
+			require.Empty(t, gpus[k], "GPU %s held by %s and %s", k, gpus[k], w.Container)
+			gpus[k] = w.Container
+		}
+	}
+	require.Zero(t, st.Failed, "a lost node is no failure of the worker: %+v", st)
+
+	require.NoError(t, os.WriteFile(release, nil, 0o644))
+	code := p.wait(t)
+	require.Equal(t, 0, code, "am submit exit code\n%s", p.output())
+	require.Contains(t, p.stdout.String(), app+" finished: FINISHED SUCCEEDED", p.output())
+	for id, k := range workerStarts(t, dir) {
+		require.Equal(t, 1, k, "container %s started %d times", id, k)
+	}
+}

@@ -66,6 +66,10 @@ type Client struct {
 	Log    logrus.FieldLogger
 	// PollInterval between application reports in Wait (default 1 s).
 	PollInterval time.Duration
+	// RMDownWait is how long Wait keeps asking while no ResourceManager
+	// answers (an RM restart or fail-over), as Hadoop's clients do for
+	// yarn.resourcemanager.connect.max-wait.ms (default DefaultRMDownWait).
+	RMDownWait time.Duration
 	// After waits; nil means time.After (tests pass a ready channel).
 	After func(time.Duration) <-chan time.Time
 }
@@ -178,6 +182,10 @@ func NewSubmission(appID string, req Request, lc am.LaunchContext) Submission {
 	return sub
 }
 
+// DefaultRMDownWait is Hadoop's yarn.resourcemanager.connect.max-wait.ms
+// default (15 min).
+const DefaultRMDownWait = 15 * time.Minute
+
 // Wait polls the application's report until it ends, calling onReport
 // (when not nil) with every report, the final one included, and returns
 // the final report.
@@ -190,11 +198,30 @@ func (c Client) Wait(ctx context.Context, appID string, onReport func(yarn.Appli
 	if after == nil {
 		after = time.After
 	}
+	downWait := c.RMDownWait
+	if downWait <= 0 {
+		downWait = DefaultRMDownWait
+	}
+	var downSince time.Time
 	for {
 		rep, err := c.RM.ApplicationReport(ctx, appID)
+		if errors.Is(err, yarn.ErrNoActiveRM) && ctx.Err() == nil {
+			// The application runs on while its RM restarts.
+			if downSince.IsZero() {
+				downSince = time.Now()
+			}
+			if time.Since(downSince) < downWait {
+				select {
+				case <-ctx.Done():
+				case <-after(interval):
+				}
+				continue
+			}
+		}
 		if err != nil {
 			return yarn.ApplicationReport{}, fmt.Errorf("follow %s: %w", appID, err)
 		}
+		downSince = time.Time{}
 		if onReport != nil {
 			onReport(rep)
 		}

@@ -150,3 +150,44 @@ func TestWait(t *testing.T) {
 	_, err = Client{RM: rm, After: func(time.Duration) <-chan time.Time { return make(chan time.Time) }}.Wait(ctx, testAppID, nil)
 	require.ErrorIs(t, err, context.Canceled)
 }
+
+// downRM answers ErrNoActiveRM for its first down reports (an RM restarting).
+type downRM struct {
+	*fakeRM
+	down int
+}
+
+func (d *downRM) ApplicationReport(ctx context.Context, id string) (yarn.ApplicationReport, error) {
+	if d.down > 0 {
+		d.down--
+		return yarn.ApplicationReport{}, yarn.ErrNoActiveRM
+	}
+	return d.fakeRM.ApplicationReport(ctx, id)
+}
+
+// Wait follows an application across an RM restart (no RM answers for a
+// while) within RMDownWait, and gives up with ErrNoActiveRM past it.
+func TestWaitAcrossRMRestart(t *testing.T) {
+	ready := func(time.Duration) <-chan time.Time {
+		ch := make(chan time.Time, 1)
+		ch <- time.Time{}
+		return ch
+	}
+	for _, tc := range []struct {
+		name string
+		wait time.Duration
+		ok   bool
+	}{{"within the bound", time.Hour, true}, {"past the bound", time.Nanosecond, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			rm := gpuRM()
+			rm.states = []string{"RUNNING", "FINISHED"}
+			rep, err := Client{RM: &downRM{fakeRM: rm, down: 3}, After: ready, RMDownWait: tc.wait}.Wait(context.Background(), testAppID, nil)
+			if !tc.ok {
+				require.ErrorIs(t, err, yarn.ErrNoActiveRM)
+				return
+			}
+			require.NoError(t, err)
+			require.True(t, rep.Succeeded())
+		})
+	}
+}
