@@ -32,19 +32,14 @@ type listJSON struct {
 
 // cmdList: am list [--all] [--json] [--rest]
 func cmdList(ctx context.Context, args []string, e *env) error {
-	fs := flag.NewFlagSet("list", flag.ContinueOnError)
-	var c common
-	c.register(fs, false)
+	q := newRMQuery("list")
+	fs := q.fs
 	all := fs.Bool("all", false, "every xres application the RM remembers, ended ones too")
 	asJSON := fs.Bool("json", false, "print JSON")
-	useREST := fs.Bool("rest", false, "talk to the ResourceManager over its REST API instead of RPC")
 	if err := noArgs(fs, args); err != nil {
 		return err
 	}
-	if err := c.apply(e); err != nil {
-		return err
-	}
-	rm, _, closeRM, err := connect(ctx, e, *useREST, nil)
+	rm, _, closeRM, err := q.connect(ctx, e, nil)
 	if err != nil {
 		return err
 	}
@@ -93,18 +88,13 @@ const logLines = 1 << 20
 
 // cmdLogs: am logs APP_ID [--rest]
 func cmdLogs(ctx context.Context, args []string, e *env) error {
-	fs := flag.NewFlagSet("logs", flag.ContinueOnError)
-	var c common
-	c.register(fs, false)
-	useREST := fs.Bool("rest", false, "talk to the ResourceManager over its REST API instead of RPC")
+	q := newRMQuery("logs")
+	fs := q.fs
 	id, err := appID(fs, args)
 	if err != nil {
 		return err
 	}
-	if err := c.apply(e); err != nil {
-		return err
-	}
-	rm, hc, closeRM, err := connect(ctx, e, *useREST, nil)
+	rm, hc, closeRM, err := q.connect(ctx, e, nil)
 	if err != nil {
 		return err
 	}

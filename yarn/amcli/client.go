@@ -295,6 +295,30 @@ func binaries(e *env, launcherFlag string) (string, string, error) {
 	return amPath, launcher, nil
 }
 
+// rmQuery is how the commands that ask the ResourceManager start: the
+// common flags and --rest, then, once the arguments are parsed, the log
+// level and the connection.
+type rmQuery struct {
+	fs      *flag.FlagSet
+	c       common
+	useREST *bool
+}
+
+func newRMQuery(name string) *rmQuery {
+	q := &rmQuery{fs: flag.NewFlagSet(name, flag.ContinueOnError)}
+	q.c.register(q.fs, false)
+	q.useREST = q.fs.Bool("rest", false, "talk to the ResourceManager over its REST API instead of RPC")
+	return q
+}
+
+// connect applies the common flags and opens the RM client (see connect).
+func (q *rmQuery) connect(ctx context.Context, e *env, lg *login) (rmAPI, *conf.HadoopConfig, func(), error) {
+	if err := q.c.apply(e); err != nil {
+		return nil, nil, nil, err
+	}
+	return connect(ctx, e, *q.useREST, lg)
+}
+
 // isConfigErr tells a client-side configuration problem (no or bad Hadoop
 // configuration, no Kerberos credentials) from a cluster one.
 func isConfigErr(err error) bool {
@@ -337,19 +361,14 @@ type statusJSON struct {
 
 // cmdStatus: am status APP_ID [--json]
 func cmdStatus(ctx context.Context, args []string, e *env) error {
-	fs := flag.NewFlagSet("status", flag.ContinueOnError)
-	var c common
-	c.register(fs, false)
+	q := newRMQuery("status")
+	fs := q.fs
 	asJSON := fs.Bool("json", false, "print JSON")
-	useREST := fs.Bool("rest", false, "talk to the ResourceManager over its REST API instead of RPC")
 	id, err := appID(fs, args)
 	if err != nil {
 		return err
 	}
-	if err := c.apply(e); err != nil {
-		return err
-	}
-	rm, _, closeRM, err := connect(ctx, e, *useREST, nil)
+	rm, _, closeRM, err := q.connect(ctx, e, nil)
 	if err != nil {
 		return err
 	}
@@ -430,19 +449,13 @@ func amStatus(ctx context.Context, e *env, trackingURL string) *am.Status {
 
 // cmdKill: am kill APP_ID
 func cmdKill(ctx context.Context, args []string, e *env) error {
-	fs := flag.NewFlagSet("kill", flag.ContinueOnError)
-	var c common
-	c.register(fs, false)
-	useREST := fs.Bool("rest", false, "talk to the ResourceManager over its REST API instead of RPC")
-	id, err := appID(fs, args)
+	q := newRMQuery("kill")
+	id, err := appID(q.fs, args)
 	if err != nil {
 		return err
 	}
-	if err := c.apply(e); err != nil {
-		return err
-	}
 	lg := &login{}
-	rm, hc, closeRM, err := connect(ctx, e, *useREST, lg)
+	rm, hc, closeRM, err := q.connect(ctx, e, lg)
 	if err != nil {
 		return err
 	}
@@ -496,18 +509,13 @@ func resourceMap(r yarn.Resource) map[string]int64 {
 
 // cmdCluster: am cluster [--json]
 func cmdCluster(ctx context.Context, args []string, e *env) error {
-	fs := flag.NewFlagSet("cluster", flag.ContinueOnError)
-	var c common
-	c.register(fs, false)
+	q := newRMQuery("cluster")
+	fs := q.fs
 	asJSON := fs.Bool("json", false, "print JSON")
-	useREST := fs.Bool("rest", false, "talk to the ResourceManager over its REST API instead of RPC")
 	if err := noArgs(fs, args); err != nil {
 		return err
 	}
-	if err := c.apply(e); err != nil {
-		return err
-	}
-	rm, _, closeRM, err := connect(ctx, e, *useREST, nil)
+	rm, _, closeRM, err := q.connect(ctx, e, nil)
 	if err != nil {
 		return err
 	}
