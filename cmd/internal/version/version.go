@@ -29,7 +29,7 @@ func String(program string) string {
 
 // Format renders the version text of program from info (nil: none).
 func Format(program string, info *debug.BuildInfo) string {
-	ver, commit, when, dirty, goVer := "(unknown)", "(unknown)", "", false, ""
+	ver, commit, when, dirty, goVer := "(unknown)", "unknown (built outside git or with -buildvcs=false)", "", false, ""
 	if info != nil {
 		if v := info.Main.Version; v != "" {
 			ver = v

@@ -16,7 +16,7 @@ func TestFormat(t *testing.T) {
 		info *debug.BuildInfo
 		want string
 	}{
-		{name: "no build info", want: "am (unknown)\ncommit: (unknown)\ntested against: " + Tested + "\n"},
+		{name: "no build info", want: "am (unknown)\ncommit: unknown (built outside git or with -buildvcs=false)\ntested against: " + Tested + "\n"},
 		{name: "stamped", info: &debug.BuildInfo{GoVersion: "go1.23.4", Main: debug.Module{Version: "v0.3.0"},
 			Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "859bdab1"}, {Key: "vcs.time", Value: "2026-12-02T00:10:00Z"}, {Key: "vcs.modified", Value: "true"}}},
 			want: "am v0.3.0\ncommit: 859bdab1 (2026-12-02T00:10:00Z) with uncommitted changes\ngo: go1.23.4\ntested against: " + Tested + "\n"},
