@@ -28,12 +28,20 @@ func reportMedian(b *testing.B, ds []time.Duration) {
 	if len(ds) == 0 {
 		return
 	}
+	b.ReportMetric(float64(median(ds).Microseconds())/1000, "median-ms")
+}
+
+// median is the median of ds (sorted in place); 0 for none.
+func median(ds []time.Duration) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
 	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
 	m := ds[len(ds)/2]
 	if len(ds)%2 == 0 {
 		m = (ds[len(ds)/2-1] + ds[len(ds)/2]) / 2
 	}
-	b.ReportMetric(float64(m.Microseconds())/1000, "median-ms")
+	return m
 }
 
 func flinkPeer(b *testing.B) string {
@@ -50,56 +58,65 @@ func flinkPeer(b *testing.B) string {
 	return p
 }
 
-// BenchmarkLauncherOverhead: one discovery of 2 GPUs on a fake 2-GPU host
-// with coordination on.
+// BenchmarkLauncherOverhead: one discovery of 2 GPUs on a fake 2-GPU host,
+// like against like, the four commands interleaved in every iteration (in
+// a rotating order) so that a noisy machine slows them alike:
 //
-//	xres-probe        container-launcher probe (dry run, holds nothing)
-//	xres-launch       container-launcher -- true (reserve, run, release)
-//	flink-style       the Flink-style script, coordination mode (reserves)
-//	process-spawn     /bin/true, the floor for any of them
+//	xres-launch    container-launcher -- true: reserve, run true, release
+//	flink-launch   the Flink-style script in coordination mode (reserves),
+//	               then true (Flink never releases: a fresh file per run)
+//	xres-probe     container-launcher probe: a dry run, holds nothing
+//	flink-probe    the Flink-style script without coordination: holds nothing
+//	process-spawn  /bin/true, the floor for any of them
+//
+// It reports each one's median (<name>-ms) and the ratios launch-ratio
+// (xres-launch : flink-launch) and probe-ratio (xres-probe : flink-probe).
 func BenchmarkLauncherOverhead(b *testing.B) {
 	bin := launcherBinary(b)
-	run := func(b *testing.B, h *fakeGPUHost, before func(), name string, args ...string) {
-		var ds []time.Duration
-		for i := 0; i < b.N; i++ {
-			if before != nil {
-				b.StopTimer()
-				before()
-				b.StartTimer()
+	script := flinkPeer(b)
+	h := newFakeGPUHost(b, 2, 2)
+	file := filepath.Join(h.dir, "flink-coordination")
+	type kind struct {
+		name   string
+		before func()
+		argv   []string
+	}
+	kinds := []kind{
+		{name: "xres-launch", argv: []string{bin, "--log-level", "warn", "--conf", h.conf, "--", "true"}},
+		{name: "flink-launch", before: func() { _ = os.Remove(file) },
+			argv: []string{"bash", "-c", script + ` 2 --enable-coordination-mode --coordination-file "$0" >/dev/null && true`, file}},
+		{name: "xres-probe", argv: []string{bin, "probe", "--conf", h.conf}},
+		{name: "flink-probe", argv: []string{"bash", "-c", script + ` 2 >/dev/null`}},
+		{name: "process-spawn", argv: []string{"true"}},
+	}
+	ds := make([][]time.Duration, len(kinds))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for j := range kinds {
+			k := (i + j) % len(kinds)
+			if kinds[k].before != nil {
+				kinds[k].before()
 			}
-			cmd := exec.Command(name, args...)
+			cmd := exec.Command(kinds[k].argv[0], kinds[k].argv[1:]...)
 			cmd.Env, cmd.Dir = h.env, h.dir
 			var stderr bytes.Buffer
 			cmd.Stderr = &stderr
 			start := time.Now()
 			err := cmd.Run()
-			ds = append(ds, time.Since(start))
+			ds[k] = append(ds[k], time.Since(start))
 			if err != nil {
-				b.Fatalf("%s %v: %v\n%s", name, args, err, stderr.String())
+				b.Fatalf("%s: %v\n%s", kinds[k].name, err, stderr.String())
 			}
 		}
-		reportMedian(b, ds)
 	}
-	b.Run("xres-probe", func(b *testing.B) {
-		h := newFakeGPUHost(b, 2, 2)
-		run(b, h, nil, bin, "probe", "--conf", h.conf)
-	})
-	b.Run("xres-launch", func(b *testing.B) {
-		h := newFakeGPUHost(b, 2, 2)
-		run(b, h, nil, bin, "--log-level", "warn", "--conf", h.conf, "--", "true")
-	})
-	b.Run("flink-style", func(b *testing.B) {
-		script := flinkPeer(b)
-		h := newFakeGPUHost(b, 2, 2)
-		file := filepath.Join(h.dir, "flink-coordination")
-		// The caller of the script is its recorded owner; a fresh file per
-		// run stands for the release Flink never does.
-		run(b, h, func() { _ = os.Remove(file) }, "bash", "-c", script+` 2 --enable-coordination-mode --coordination-file "$0" >/dev/null`, file)
-	})
-	b.Run("process-spawn", func(b *testing.B) {
-		h := newFakeGPUHost(b, 2, 2)
-		run(b, h, nil, "true")
-	})
+	b.StopTimer()
+	med := make([]time.Duration, len(kinds))
+	for k := range kinds {
+		med[k] = median(ds[k])
+		b.ReportMetric(float64(med[k].Microseconds())/1000, kinds[k].name+"-ms")
+	}
+	b.ReportMetric(float64(med[0])/float64(med[1]), "launch-ratio")
+	b.ReportMetric(float64(med[2])/float64(med[3]), "probe-ratio")
 }
 
 // BenchmarkContention64: 64 workers started at once on a fake 8-GPU host,
