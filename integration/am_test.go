@@ -34,6 +34,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xres/xres/integration/harness"
+	"github.com/xres/xres/yarn"
 	"github.com/xres/xres/yarn/am"
 	"github.com/xres/xres/yarn/submit"
 )
@@ -339,9 +340,8 @@ func killOnCleanup(t *testing.T, c *harness.Cluster, app, release string) {
 	})
 }
 
-func isTerminal(state string) bool {
-	return state == "FINISHED" || state == "FAILED" || state == "KILLED"
-}
+// isTerminal reports whether a YARN application state is a final one.
+var isTerminal = yarn.AppStateEnded
 
 // waitWorker is a worker command that prints its GPU binding and waits for
 // the release file.

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+
+	"github.com/xres/xres/yarn"
 )
 
 const clusterPath = "/ws/v1/cluster"
@@ -219,7 +221,7 @@ func (c *Client) WaitForState(ctx context.Context, id string, poll time.Duration
 				return app, nil
 			}
 		}
-		if Terminal(app.State) {
+		if yarn.AppStateEnded(app.State) {
 			return app, fmt.Errorf("wait for %s to reach %s: %w: %s (final status %s): %s",
 				id, strings.Join(want, "|"), ErrAppState, app.State, app.FinalStatus, app.Diagnostics)
 		}

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/xres/xres/yarn"
 )
 
 // The fixtures in testdata/ were recorded from the xres minicluster
@@ -159,7 +161,7 @@ func TestReadCalls(t *testing.T) {
 		require.Equal(t, "ACCEPTED", app.State)
 		require.Equal(t, "xres-rest-fixture", app.Name)
 		require.Equal(t, Int64(1), app.RunningContainers)
-		require.False(t, Terminal(app.State))
+		require.False(t, yarn.AppStateEnded(app.State))
 	})
 	t.Run("state", func(t *testing.T) {
 		st, err := c.AppState(ctx, "application_1795959644570_0002")

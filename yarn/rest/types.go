@@ -220,16 +220,6 @@ type App struct {
 	NumAMContainerPreem Int64   `json:"numAMContainerPreempted"`
 }
 
-// Terminal reports whether the application has ended (FINISHED, FAILED or
-// KILLED).
-func Terminal(state string) bool {
-	switch state {
-	case "FINISHED", "FAILED", "KILLED":
-		return true
-	}
-	return false
-}
-
 // NewApplication is the answer to POST /ws/v1/cluster/apps/new-application.
 type NewApplication struct {
 	ApplicationID             string   `json:"application-id"`
