@@ -46,12 +46,15 @@ type command struct {
 }
 
 var commands = []command{
-	{"submit", "submit [flags] -- <worker command…>", "stage and submit an application and follow it until it ends (unless --detach): " +
-		"state changes, workers running/wanted, then a table of workers, hosts and devices; the -D overrides are staged in a file, never put on a command line", cmdSubmit},
+	{"submit", "submit [flags] -- <worker command…>", "stage and submit an application, follow it to its end (unless --detach) showing state\n" +
+		"changes and workers running/wanted, then each worker's NodeManager, exit code and devices;\n" +
+		"-D overrides are staged in a file, never put on a command line", cmdSubmit},
 	{"run", "run [flags] -- <worker command…>", "the ApplicationMaster (YARN starts it in the AM container)", cmdRun},
-	{"status", "status APP_ID [--json] [--rest]", "state, workers (exit code and reason of each failed one) and tracking URL of an application, running or ended", cmdStatus},
-	{"list", "list [--all] [--json] [--rest]", "xres applications: running ones (like yarn application -list), every one with --all", cmdList},
-	{"logs", "logs APP_ID [--rest]", "the aggregated logs of every container of an ended application (like yarn logs -applicationId)", cmdLogs},
+	{"status", "status APP_ID [--json] [--rest]", "state, tracking URL and workers of an application, running or ended (exit code and\n" +
+		"reason of each failed worker)", cmdStatus},
+	{"list", "list [--all] [--json] [--rest]", "running xres applications (like yarn application -list); --all: every one", cmdList},
+	{"logs", "logs APP_ID [--rest]", "every worker's stdout and stderr (like yarn logs -applicationId): from the NodeManagers\n" +
+		"where log aggregation is off; where it is on, where to find them", cmdLogs},
 	{"kill", "kill APP_ID [--rest]", "kill an application", cmdKill},
 	{"cluster", "cluster [--json] [--rest]", "nodes with their GPU/FPGA capacity and use", cmdCluster},
 	{"resources", "resources [--conf FILE] [-D k=v]… [--dynamic-file F] [--workers N] [--strict] [--offline] [--json]",
@@ -71,13 +74,14 @@ func usageText() string {
 	var b strings.Builder
 	b.WriteString("usage:\n")
 	for _, c := range commands {
-		fmt.Fprintf(&b, "  am %s\n        %s\n", c.synopsis, c.summary)
+		fmt.Fprintf(&b, "  am %s\n        %s\n", c.synopsis, strings.ReplaceAll(c.summary, "\n", "\n        "))
 	}
 	b.WriteString(`  am --version
         version, commit and the Hadoop versions am was tested against
 
 am <command> --help lists a command's flags. Every command takes --log-level LEVEL (default
 info, or $XRES_LOG_LEVEL); --rest uses the RM's REST API instead of RPC (insecure clusters).
+
 `)
 	b.WriteString(exitCodesText)
 	return b.String()
@@ -85,7 +89,7 @@ info, or $XRES_LOG_LEVEL); --rest uses the RM's REST API instead of RPC (insecur
 
 // printHelp prints one subcommand's usage and flags.
 func printHelp(w io.Writer, c command, fs *flag.FlagSet) {
-	fmt.Fprintf(w, "usage: am %s\n  %s\n\nflags:\n", c.synopsis, c.summary)
+	fmt.Fprintf(w, "usage: am %s\n  %s\n\nflags:\n", c.synopsis, strings.ReplaceAll(c.summary, "\n", "\n  "))
 	fs.SetOutput(w)
 	fs.PrintDefaults()
 	fs.SetOutput(io.Discard)
