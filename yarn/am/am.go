@@ -356,6 +356,17 @@ func (a *AM) handle(ctx, sctx context.Context, resp AllocateResponse) {
 	for _, st := range resp.Completed {
 		a.completed(ctx, st)
 	}
+	if len(resp.Allocated)+len(resp.Completed) > 0 {
+		// One line per heartbeat, not per container: at thousands of
+		// workers a line each would cost more than the bookkeeping.
+		// Failures, releases and adoptions are logged one by one.
+		a.mu.Lock()
+		f := logrus.Fields{"allocated": len(resp.Allocated), "completed": len(resp.Completed),
+			"starting": a.workers.count[StateStarting], "running": a.workers.count[StateRunning],
+			"succeeded": a.succeeded, "failed": a.failures, "pending": a.pending}
+		a.mu.Unlock()
+		a.log.WithFields(f).Info("containers")
+	}
 }
 
 // classifyLocked is the one place that decides what a container is: a new
@@ -443,7 +454,6 @@ func (a *AM) launchLocked(sctx context.Context) {
 // start starts one worker's container, unless the worker ended (the RM
 // completed its container) or the application is finishing meanwhile.
 func (a *AM) start(ctx context.Context, w *worker) {
-	log := a.log.WithFields(logrus.Fields{"container": w.c.ID, "node": w.c.NodeID})
 	a.mu.Lock()
 	if w.state != StateStarting || a.result != nil || ctx.Err() != nil {
 		a.mu.Unlock()
@@ -466,14 +476,13 @@ func (a *AM) start(ctx context.Context, w *worker) {
 	if err != nil {
 		a.releaseLocked(w.c.ID)
 		a.mu.Unlock()
-		log.WithError(err).Warn("starting container failed")
+		a.log.WithFields(logrus.Fields{"container": w.c.ID, "node": w.c.NodeID}).WithError(err).Warn("starting container failed")
 		a.failed(ctx, w, ExitInvalid, fmt.Sprintf("could not start container: %v", err), false)
 		return
 	}
 	a.workers.set(w, StateRunning)
 	all := a.checkAllRunningLocked()
 	a.mu.Unlock()
-	log.Info("worker started")
 	if all {
 		f := logrus.Fields{"workers": a.cfg.Plan.Workers}
 		if !a.cfg.SubmitTime.IsZero() {
@@ -505,7 +514,6 @@ func (a *AM) completed(ctx context.Context, st Completed) {
 		w.exit, w.diag, w.finished = ExitSuccess, st.Diagnostics, a.cfg.Now()
 		a.succeeded++
 		a.mu.Unlock()
-		a.log.WithField("container", st.ID).Info("worker succeeded")
 		return
 	}
 	a.mu.Unlock()

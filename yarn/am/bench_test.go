@@ -90,8 +90,9 @@ func (h *allRunningHook) get() time.Time {
 //   - MiB-heap: live heap once all run (after a GC), MiB-peak-RSS: VmHWM of
 //     the process (the simulation's servers included);
 //
-//   - ms-status-json / ms-status-page: one GET of api/status and of the
-//     tracking page at 10,000 workers, and their sizes.
+//   - ms-status-json / ms-status-json-100 / ms-status-page: one GET of
+//     api/status (every container), of api/status?limit=100 and of the
+//     tracking page (100 a page) at 10,000 workers, and their sizes.
 //
 //     go test -run '^$' -bench AMAt10k -benchtime 1x ./yarn/am/
 func BenchmarkAMAt10k(b *testing.B) {
@@ -129,21 +130,21 @@ func benchAMAt10k(b *testing.B) {
 			outstanding = a.GetNumContainers()
 		}
 		for _, id := range startedIDs {
-			running[id] = true
 			if id < benchWorkers+2 && id%benchFailEach == 0 {
-				delete(running, id)
 				failed++
 				resp.CompletedContainerStatuses = append(resp.CompletedContainerStatuses, s.completedStatus(id, 1))
+				continue
 			}
+			running[id] = true
 		}
 		startedIDs = startedIDs[:0]
 		if !hook.get().IsZero() {
-			// Everyone ran: the workers finish.
+			// Every worker ran at once: they finish (and so do the
+			// replacements of any that failed just now, once started).
 			for id := range running {
 				resp.CompletedContainerStatuses = append(resp.CompletedContainerStatuses, s.completedStatus(id, 0))
 			}
 			clear(running)
-			return resp, nil
 		}
 		k := min(outstanding, benchPerBeat)
 		for range k {
@@ -203,6 +204,7 @@ func benchAMAt10k(b *testing.B) {
 	srv := httptest.NewServer(NewTracker(a, nil))
 	defer srv.Close()
 	statusMS, statusBytes := timedGet(b, srv.URL+PathStatus)
+	statusPageMS, _ := timedGet(b, srv.URL+PathStatus+"?limit=100")
 	pageMS, pageBytes := timedGet(b, srv.URL+"/")
 
 	sort.Slice(cycles, func(i, j int) bool { return cycles[i] < cycles[j] })
@@ -222,6 +224,7 @@ func benchAMAt10k(b *testing.B) {
 	b.ReportMetric(float64(peakRSSKiB())/1024, "MiB-peak-RSS")
 	b.ReportMetric(statusMS, "ms-status-json")
 	b.ReportMetric(float64(statusBytes)/(1<<20), "MiB-status-json")
+	b.ReportMetric(statusPageMS, "ms-status-json-100")
 	b.ReportMetric(pageMS, "ms-status-page")
 	b.ReportMetric(float64(pageBytes)/(1<<10), "KiB-status-page")
 	s.mu.Lock()
@@ -271,4 +274,68 @@ func peakRSSKiB() int64 {
 		}
 	}
 	return 0
+}
+
+// blockNM holds every start until released.
+type blockNM struct{ release chan struct{} }
+
+func (n blockNM) StartContainer(ctx context.Context, c Container, tok Token, l LaunchContext) error {
+	select {
+	case <-n.release:
+	case <-ctx.Done():
+	}
+	return nil
+}
+
+func (n blockNM) StopContainer(context.Context, Container, Token) error { return nil }
+
+// BenchmarkAMAllocateCycle is the CPU of one allocate answer on the
+// heartbeat goroutine at 10,000 workers: 8,000 run, the answer brings the
+// last 2,000 (op "allocated"), or completes 2,000 of the running (op
+// "completed"). The starts it queues are held (the NodeManager blocks), so
+// the time is the bookkeeping alone, start goroutines launched included.
+//
+//	go test -run '^$' -bench AMAllocateCycle ./yarn/am/
+func BenchmarkAMAllocateCycle(b *testing.B) {
+	for _, op := range []string{"allocated", "completed"} {
+		b.Run("op="+op, func(b *testing.B) {
+			log := logrus.New()
+			log.SetOutput(io.Discard)
+			for range b.N {
+				b.StopTimer()
+				nm := blockNM{release: make(chan struct{})}
+				cfg := testConfig(benchWorkers, benchWorkers)
+				cfg.Log = log
+				a, err := New(cfg, &fakeRM{}, nm, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				a.mu.Lock()
+				for i := range benchWorkers - benchPerBeat {
+					w := &worker{c: ctr(i+2, "nm"+strconv.Itoa(i%benchNodes)), state: StateStarting, launched: true}
+					a.workers.add(w)
+					a.workers.set(w, StateRunning)
+				}
+				a.pending = benchPerBeat
+				a.mu.Unlock()
+				var resp AllocateResponse
+				for i := range benchPerBeat {
+					if op == "allocated" {
+						resp.Allocated = append(resp.Allocated, ctr(benchWorkers+i+2, "nm"+strconv.Itoa(i%benchNodes)))
+					} else {
+						resp.Completed = append(resp.Completed, done(ctr(i+2, ""), 0))
+					}
+				}
+				ctx, cancel := context.WithCancel(context.Background())
+				b.StartTimer()
+				a.handle(ctx, ctx, resp)
+				b.StopTimer()
+				close(nm.release)
+				cancel()
+				a.startWG.Wait()
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N), "ms/cycle")
+		})
+	}
 }
