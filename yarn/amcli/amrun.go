@@ -141,7 +141,7 @@ func cmdRun(ctx context.Context, args []string, e *env) error {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	var c common
 	c.register(fs, true)
-	workers := fs.Int("workers", 0, "number of workers (default: from parallelism.default)")
+	workers := fs.Int("workers", 0, "number of workers, at least 1 (default: from parallelism.default)")
 	worker, cfg, specs, plan, err := workerPlan(fs, args, &c, e, workers)
 	if err != nil {
 		return err

@@ -120,7 +120,7 @@ func cmdSubmit(ctx context.Context, args []string, e *env) error {
 	var files listFlag
 	name := fs.String("name", "", "application name (default: yarn.application.name, else xres)")
 	queue := fs.String("queue", "", "YARN queue (default: yarn.application.queue, else default)")
-	workers := fs.Int("workers", 0, "number of workers (default: from parallelism.default)")
+	workers := fs.Int("workers", 0, "number of workers, at least 1 (default: from parallelism.default)")
 	fs.Var(&files, "files", "files to ship, PATH or PATH#NAME, comma-separated (repeatable)")
 	detach := fs.Bool("detach", false, "return after submission instead of following the application")
 	launcher := fs.String("launcher", "", "container-launcher binary to ship (default: $XRES_LAUNCHER, else beside am)")

@@ -60,7 +60,7 @@ func cmdResources(ctx context.Context, args []string, e *env) error {
 	fs := flag.NewFlagSet("resources", flag.ContinueOnError)
 	var c common
 	c.register(fs, true)
-	workers := fs.Int("workers", 0, "number of workers (default: from parallelism.default)")
+	workers := fs.Int("workers", 0, "number of workers, at least 1 (default: from parallelism.default)")
 	asJSON := fs.Bool("json", false, "print JSON")
 	strict := fs.Bool("strict", false, "turn configuration warnings into errors")
 	offline := fs.Bool("offline", false, "do not check against the cluster even when HADOOP_CONF_DIR is set")
