@@ -70,12 +70,13 @@ func workerStarts(t *testing.T, dir string) map[string]int {
 	return out
 }
 
-// countingWorker waits for the release file like waitWorker and appends a
-// line to dir/started.<container> each time it starts.
+// countingWorker waits for the release file like waitWorker (or for
+// release.<container>, which ends that worker alone) and appends a line to
+// dir/started.<container> each time it starts.
 func countingWorker(dir, release string) []string {
 	return []string{"sh", "-c", `echo start >> ` + dir + `/started.$CONTAINER_ID; ` +
 		`echo "xres-it worker container=$CONTAINER_ID gpu=$CUDA_VISIBLE_DEVICES"; ` +
-		`while [ ! -e ` + release + ` ]; do sleep 0.2; done`}
+		`while [ ! -e ` + release + ` ] && [ ! -e ` + release + `.$CONTAINER_ID ]; do sleep 0.2; done`}
 }
 
 // Fault 6: device discovery fails on every host (no GPU found). Each
@@ -284,4 +285,138 @@ func TestFaultNMKilled(t *testing.T) {
 	for id, k := range workerStarts(t, dir) {
 		require.Equal(t, 1, k, "container %s started %d times", id, k)
 	}
+}
+
+// Fault 2: the RM restarts while an ask is outstanding: 3 workers of 2 GPUs
+// on 2 NodeManagers of 2 GPUs, so one waits for a free node. After the
+// restart the AM asks again for only that one; once a running worker ends
+// it gets the freed node; every worker runs exactly once and the RM never
+// holds more than the AM and 2 workers.
+func TestFaultRMRestartMidAllocation(t *testing.T) {
+	c := harness.Get(t)
+	dir := t.TempDir()
+	cfg := writeAMConf(t, dir, 4)
+	release := filepath.Join(dir, "release")
+	const workers = 3
+
+	ctx, cancel := context.WithTimeout(context.Background(), faultTimeout)
+	defer cancel()
+	p := startAM(t, ctx, append([]string{"submit", "--conf", cfg, "-D", "external-resource.gpu.amount=2", "--workers", fmt.Sprint(workers),
+		"--name", "xres-it-fault-rm-restart-ask", "--"}, countingWorker(dir, release)...)...)
+	app := p.appID(t)
+	c.KeepAppLogs(t, app)
+	killOnCleanup(t, c, app, release)
+
+	before := waitWorkersRunning(t, ctx, c, app, 2, 2*time.Minute)
+	st, err := amStatusOf(ctx, c, app)
+	require.NoError(t, err)
+	require.Equal(t, 1, st.Pending, "one worker waits for a node: %+v", st)
+	fault := time.Now()
+	harness.MustVerb(t, c.RMRestart)
+	rmCount := func() (int, error) {
+		cs, err := rmContainers(ctx, c, app)
+		if err != nil {
+			return 0, err
+		}
+		require.LessOrEqual(t, len(cs), 3, "RM containers (AM + 2 workers at most): %+v", cs)
+		return len(cs), nil
+	}
+	eventually(t, 2*time.Minute, "the RM lists the AM and the 2 workers again", func() (bool, string) {
+		n, err := rmCount()
+		if err != nil {
+			return false, err.Error()
+		}
+		return n == 3, fmt.Sprintf("%d containers", n)
+	})
+	t.Logf("recovery: the RM listed the running workers again %s after rm-restart began", time.Since(fault).Round(time.Millisecond))
+
+	first := keys(before)[0]
+	require.NoError(t, os.WriteFile(release+"."+first, nil, 0o644))
+	freed := time.Now()
+	eventually(t, 2*time.Minute, "the third worker running on the freed node", func() (bool, string) {
+		if _, err := rmCount(); err != nil {
+			return false, err.Error()
+		}
+		st, err := amStatusOf(ctx, c, app)
+		if err != nil {
+			return false, err.Error()
+		}
+		run := runningWorkers(st)
+		_, still := run[first]
+		return len(run) == 2 && !still && st.Pending == 0, fmt.Sprintf("running %v, pending %d", keys(run), st.Pending)
+	})
+	t.Logf("recovery: the outstanding ask was granted %s after a node was freed", time.Since(freed).Round(time.Millisecond))
+
+	require.NoError(t, os.WriteFile(release, nil, 0o644))
+	code := p.wait(t)
+	require.Equal(t, 0, code, "am submit exit code\n%s", p.output())
+	require.Contains(t, p.stdout.String(), app+" finished: FINISHED SUCCEEDED", p.output())
+	starts := workerStarts(t, dir)
+	require.Len(t, starts, workers, "workers that ever ran: %v", starts)
+	for id, n := range starts {
+		require.Equal(t, 1, n, "container %s started %d times", id, n)
+	}
+}
+
+// Fault 8: discovery fails on one host until the test heals it; that host
+// is blacklisted (xres.yarn.blacklist.timeout: 10 s) and, once the
+// blacklisting expires, gets a worker again. 2 workers of 2 GPUs on 2
+// NodeManagers of 2 GPUs: the replacement of the failed worker fits only on
+// the blacklisted host, so it waits there until the expiry.
+func TestFaultBlacklistExpires(t *testing.T) {
+	c := harness.Get(t)
+	dir := t.TempDir()
+	cfg := writeAMConf(t, dir, 4, "xres.yarn.blacklist.timeout: 10 s")
+	release := filepath.Join(dir, "release")
+	healed := filepath.Join(dir, "healed")
+	bad := strings.Split(c.NodeID(0), ":")[0]
+	// nvidia-smi finds no GPU on the bad host until the test heals it.
+	bin := filepath.Join(dir, "bin")
+	require.NoError(t, os.Mkdir(bin, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(bin, "nvidia-smi"), []byte("#!/bin/sh\n"+
+		`if [ "$NM_HOST" = "`+bad+`" ] && [ ! -e `+healed+` ]; then echo "No devices were found"; exit 6; fi`+"\n"+
+		`exec `+filepath.Join(fakeBinDir(t), "nvidia-smi")+` "$@"`+"\n"), 0o755))
+	const workers = 2
+
+	ctx, cancel := context.WithTimeout(context.Background(), faultTimeout)
+	defer cancel()
+	p := startAM(t, ctx, append([]string{"submit", "--conf", cfg, "-D", "external-resource.gpu.amount=2",
+		"-D", "containerized.taskmanager.env.PATH=" + bin + ":" + fakeBinDir(t) + ":/usr/local/bin:/usr/bin:/bin",
+		"--workers", fmt.Sprint(workers), "--name", "xres-it-fault-blacklist", "--"}, countingWorker(dir, release)...)...)
+	app := p.appID(t)
+	c.KeepAppLogs(t, app)
+	killOnCleanup(t, c, app, release)
+
+	eventually(t, 2*time.Minute, bad+" blacklisted", func() (bool, string) {
+		st, err := amStatusOf(ctx, c, app)
+		if err != nil {
+			return false, err.Error()
+		}
+		return len(st.Blacklist) == 1 && st.Blacklist[0] == bad, fmt.Sprintf("blacklist %v, workers %+v", st.Blacklist, st.Containers)
+	})
+	listed := time.Now()
+	require.NoError(t, os.WriteFile(healed, nil, 0o644))
+	var st am.Status
+	eventually(t, 2*time.Minute, "a worker running on "+bad+" again", func() (bool, string) {
+		var err error
+		st, err = amStatusOf(ctx, c, app)
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, w := range runningWorkers(st) {
+			if w.Host == bad && len(st.Blacklist) == 0 {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("blacklist %v, running %+v", st.Blacklist, runningWorkers(st))
+	})
+	back := time.Since(listed)
+	t.Logf("recovery: %s got a worker again %s after it was blacklisted (expiry 10 s)", bad, back.Round(time.Millisecond))
+	require.Len(t, runningWorkers(st), workers)
+	require.Equal(t, 1, st.Failed, "the one failed discovery: %+v", st)
+
+	require.NoError(t, os.WriteFile(release, nil, 0o644))
+	code := p.wait(t)
+	require.Equal(t, 0, code, "am submit exit code\n%s", p.output())
+	require.Contains(t, p.stdout.String(), app+" finished: FINISHED SUCCEEDED", p.output())
 }
