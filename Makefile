@@ -3,7 +3,7 @@ GO      ?= go
 BIN     ?= bin
 PKGS    := ./...
 
-.PHONY: all build unit test integration bench bench-rpc bench-am lint demo proto proto-check clean
+.PHONY: all build unit test integration bench bench-rpc bench-am bench-am-curve lint demo proto proto-check clean
 
 all: build
 
@@ -75,6 +75,16 @@ bench-rpc:
 # submit to all 4 GPU workers running, and the AM's peak RSS, against the real cluster.
 bench-am:
 	$(GO) test -count=1 -tags integration -timeout 40m -run '^$$' -bench 'AMvsDistributedShell' -benchtime 1x -v ./integration/
+
+# The same at N = 4, 16 and 64 workers (2 rounds each, alternating), on NodeManagers large
+# enough for 65 containers, closing with the scaling curve (ratio and slope per N); and the
+# AM at 10,000 workers in-process (yarn/am: simulated RM and 50 NodeManagers over Hadoop RPC).
+bench-am-curve:
+	XRES_BENCH_WORKERS=$${XRES_BENCH_WORKERS:-4,16,64} XRES_BENCH_ROUNDS=$${XRES_BENCH_ROUNDS:-2} \
+	XRES_MINICLUSTER_NM_MEMORY_MB=$${XRES_MINICLUSTER_NM_MEMORY_MB:-9216} XRES_MINICLUSTER_NM_VCORES=$${XRES_MINICLUSTER_NM_VCORES:-40} \
+	XRES_MINICLUSTER_GPUS=$${XRES_MINICLUSTER_GPUS:-40} \
+	$(GO) test -count=1 -tags integration -timeout 60m -run '^$$' -bench 'AMvsDistributedShell' -benchtime 1x -v ./integration/
+	$(GO) test -count=1 -run '^$$' -bench 'AMAt10k|AMAllocateCycle' -benchtime 1x ./yarn/am/
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

@@ -13,7 +13,10 @@ package integration
 // Both sides ask the same containers: N workers (XRES_BENCH_WORKERS, default
 // 4) of 256 MB, 1 vcore and yarn.io/gpu: 1, each running `sleep 300`, and an
 // AM container of 256 MB and 1 vcore (the RM's allocation at the moment all
-// run is logged for both). Both are measured the same way:
+// run is logged for both). XRES_BENCH_WORKERS may list sizes ("4,16,64", as
+// make bench-am-curve runs it on larger NodeManagers): each size is measured
+// in turn and a scaling curve closes the table, with each side's slope (the
+// seconds an added worker costs). Both are measured the same way:
 //
 //   - time: from the start of the submitting command (am submit --detach;
 //     DistributedShell's Client, JVM start included) until the RM reports N+1
@@ -59,6 +62,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -379,7 +383,7 @@ func medianOf(runs []benchAMRun, f func(benchAMRun) float64) float64 {
 
 func BenchmarkAMvsDistributedShell(b *testing.B) {
 	c := harness.Get(b)
-	workers := int(benchEnv(b, "XRES_BENCH_WORKERS", 4))
+	sizes := benchCallers(b, "XRES_BENCH_WORKERS", "4")
 	rounds := int(benchEnv(b, "XRES_BENCH_ROUNDS", 3))
 	warmups := 1
 	if v := os.Getenv("XRES_BENCH_WARMUP_ROUNDS"); v != "" {
@@ -399,6 +403,7 @@ func BenchmarkAMvsDistributedShell(b *testing.B) {
 	if err := restGet(ctx, c, "/ws/v1/cluster/info", &info); err != nil {
 		b.Fatalf("cluster info: %v", err)
 	}
+	checkBenchCapacity(ctx, b, c, slices.Max(sizes))
 	amBins(b)
 	java, dsJar := dsbenchCmd(b)
 	amJava, err := dshellAMJava(c)
@@ -411,27 +416,36 @@ func BenchmarkAMvsDistributedShell(b *testing.B) {
 		b.Logf("DistributedShell %s; the NodeManagers' JAVA_HOME is not known here (its AM runs \"$JAVA_HOME/bin/java\")", dsJar)
 	}
 
-	runs := map[string][]benchAMRun{}
-	for round := -warmups; round < rounds; round++ {
-		order := []string{"xres", "dshell"}
-		if (round+warmups)%2 == 1 {
-			order = []string{"dshell", "xres"}
+	// The warm-up rounds run before the first size only; then each size
+	// alternates the order round by round.
+	runs := map[int]map[string][]benchAMRun{}
+	for i, workers := range sizes {
+		runs[workers] = map[string][]benchAMRun{}
+		w := 0
+		if i == 0 {
+			w = warmups
 		}
-		for _, impl := range order {
-			var r benchAMRun
-			if impl == "xres" {
-				r = benchXres(ctx, b, c, workers)
-			} else {
-				r = benchDShell(ctx, b, c, java, workers)
+		for round := -w; round < rounds; round++ {
+			order := []string{"xres", "dshell"}
+			if (round+w)%2 == 1 {
+				order = []string{"dshell", "xres"}
 			}
-			tag := "measured"
-			if round < 0 {
-				tag = "warm-up"
-			} else {
-				runs[impl] = append(runs[impl], r)
+			for _, impl := range order {
+				var r benchAMRun
+				if impl == "xres" {
+					r = benchXres(ctx, b, c, workers)
+				} else {
+					r = benchDShell(ctx, b, c, java, workers)
+				}
+				tag := "measured"
+				if round < 0 {
+					tag = "warm-up"
+				} else {
+					runs[workers][impl] = append(runs[workers][impl], r)
+				}
+				b.Logf("%s N=%d %-6s %s: all running %.2fs after the command (%.2fs after the RM's submission), allocated %s; AM %s (%s) VmHWM %d KiB VmRSS %d KiB",
+					tag, workers, r.impl, r.app, r.total.Seconds(), r.fromRM.Seconds(), r.alloc, r.am.name, r.am.exe, r.am.hwm, r.am.rss)
 			}
-			b.Logf("%s %-6s %s: all running %.2fs after the command (%.2fs after the RM's submission), allocated %s; AM %s (%s) VmHWM %d KiB VmRSS %d KiB",
-				tag, r.impl, r.app, r.total.Seconds(), r.fromRM.Seconds(), r.alloc, r.am.name, r.am.exe, r.am.hwm, r.am.rss)
 		}
 	}
 
@@ -440,36 +454,86 @@ func BenchmarkAMvsDistributedShell(b *testing.B) {
 	hwm := func(r benchAMRun) float64 { return float64(r.am.hwm) / 1024 }
 	impls := []string{"xres", "dshell"}
 	label := map[string]string{"xres": "xres (am submit)", "dshell": "Hadoop DistributedShell " + dshellVersion(dsJar)}
-	for _, impl := range impls {
-		rs := runs[impl]
-		b.Run("impl="+impl, func(b *testing.B) {
-			b.ReportMetric(medianOf(rs, total), "s-to-running")
-			b.ReportMetric(medianOf(rs, fromRM), "s-rm-to-running")
-			b.ReportMetric(medianOf(rs, hwm), "MiB-AM-peak-RSS")
-			b.ReportMetric(medianOf(rs, total)*1e9, "ns/op")
-		})
-	}
 	var t strings.Builder
-	fmt.Fprintf(&t, "\nsubmit → all %d workers running (the RM reports %d running containers) and the AM's peak RSS (VmHWM)\n", workers, workers+1)
-	fmt.Fprintf(&t, "Hadoop %s minicluster, workers of <memory:256, vCores:1, yarn.io/gpu: 1>, AM container 256 MB; %d rounds (after %d warm-up), alternating, medians\n",
-		info.ClusterInfo.HadoopVersion, rounds, warmups)
-	fmt.Fprintf(&t, "%-36s %14s %14s %14s   %s\n", "impl", "command→run s", "RM→run s", "AM VmHWM MiB", "over rounds: command→run s/VmHWM MiB")
-	for _, impl := range impls {
-		rs := runs[impl]
-		var each []string
-		for _, r := range rs {
-			each = append(each, fmt.Sprintf("%.2f/%.0f", r.total.Seconds(), float64(r.am.hwm)/1024))
+	for _, workers := range sizes {
+		for _, impl := range impls {
+			rs := runs[workers][impl]
+			name := "impl=" + impl
+			if len(sizes) > 1 {
+				name = fmt.Sprintf("workers=%d/%s", workers, name)
+			}
+			b.Run(name, func(b *testing.B) {
+				b.ReportMetric(medianOf(rs, total), "s-to-running")
+				b.ReportMetric(medianOf(rs, fromRM), "s-rm-to-running")
+				b.ReportMetric(medianOf(rs, hwm), "MiB-AM-peak-RSS")
+				b.ReportMetric(medianOf(rs, total)*1e9, "ns/op")
+			})
 		}
-		fmt.Fprintf(&t, "%-36s %14.2f %14.2f %14.1f   %s\n", label[impl], medianOf(rs, total), medianOf(rs, fromRM), medianOf(rs, hwm), strings.Join(each, " "))
+		fmt.Fprintf(&t, "\nsubmit → all %d workers running (the RM reports %d running containers) and the AM's peak RSS (VmHWM)\n", workers, workers+1)
+		fmt.Fprintf(&t, "Hadoop %s minicluster, workers of <memory:256, vCores:1, yarn.io/gpu: 1>, AM container 256 MB; %d rounds (after %d warm-up), alternating, medians\n",
+			info.ClusterInfo.HadoopVersion, rounds, warmups)
+		fmt.Fprintf(&t, "%-36s %14s %14s %14s   %s\n", "impl", "command→run s", "RM→run s", "AM VmHWM MiB", "over rounds: command→run s/VmHWM MiB")
+		for _, impl := range impls {
+			rs := runs[workers][impl]
+			var each []string
+			for _, r := range rs {
+				each = append(each, fmt.Sprintf("%.2f/%.0f", r.total.Seconds(), float64(r.am.hwm)/1024))
+			}
+			fmt.Fprintf(&t, "%-36s %14.2f %14.2f %14.1f   %s\n", label[impl], medianOf(rs, total), medianOf(rs, fromRM), medianOf(rs, hwm), strings.Join(each, " "))
+		}
+		x, d := runs[workers]["xres"], runs[workers]["dshell"]
+		fmt.Fprintf(&t, "%-36s %13.2fx %13.2fx %13.3fx   (aim: time < 0.5x, memory < 0.15x)\n", "ratio xres/DistributedShell",
+			medianOf(x, total)/medianOf(d, total), medianOf(x, fromRM)/medianOf(d, fromRM), medianOf(x, hwm)/medianOf(d, hwm))
 	}
-	x, d := runs["xres"], runs["dshell"]
-	fmt.Fprintf(&t, "%-36s %13.2fx %13.2fx %13.3fx   (aim: time < 0.5x, memory < 0.15x)\n", "ratio xres/DistributedShell",
-		medianOf(x, total)/medianOf(d, total), medianOf(x, fromRM)/medianOf(d, fromRM), medianOf(x, hwm)/medianOf(d, hwm))
+	if len(sizes) > 1 {
+		t.WriteString(scalingCurve(sizes, runs, total))
+	}
 	fmt.Print(t.String())
 	if path := os.Getenv("XRES_BENCH_OUT"); path != "" {
 		if err := os.WriteFile(path, []byte(t.String()), 0o644); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// scalingCurve is the command→running median per size for both, their
+// ratio, and each one's slope: the seconds each added worker costs between
+// the smallest and the largest size.
+func scalingCurve(sizes []int, runs map[int]map[string][]benchAMRun, f func(benchAMRun) float64) string {
+	var t strings.Builder
+	fmt.Fprintf(&t, "\nscaling curve: submit → all N workers running, medians (s)\n%8s %12s %12s %10s\n", "N", "xres", "dshell", "ratio")
+	for _, n := range sizes {
+		x, d := medianOf(runs[n]["xres"], f), medianOf(runs[n]["dshell"], f)
+		fmt.Fprintf(&t, "%8d %12.2f %12.2f %9.2fx\n", n, x, d, x/d)
+	}
+	lo, hi := slices.Min(sizes), slices.Max(sizes)
+	slope := func(impl string) float64 {
+		return (medianOf(runs[hi][impl], f) - medianOf(runs[lo][impl], f)) / float64(hi-lo)
+	}
+	fmt.Fprintf(&t, "slope %d→%d (s per added worker): xres %.3f, dshell %.3f, ratio %.2fx (aim: flatter than the peer's)\n",
+		lo, hi, slope("xres"), slope("dshell"), slope("xres")/slope("dshell"))
+	return t.String()
+}
+
+// checkBenchCapacity fails early, naming the settings, when the cluster
+// cannot run workers+1 containers of both applications' size at once (the
+// minicluster's default NodeManagers hold 4 such workers).
+func checkBenchCapacity(ctx context.Context, b *testing.B, c *harness.Cluster, workers int) {
+	var m struct {
+		ClusterMetrics struct {
+			TotalMB           int64 `json:"totalMB"`
+			TotalVirtualCores int64 `json:"totalVirtualCores"`
+			TotalNodes        int   `json:"totalNodes"`
+		} `json:"clusterMetrics"`
+	}
+	if err := restGet(ctx, c, "/ws/v1/cluster/metrics", &m); err != nil {
+		b.Fatalf("cluster metrics: %v", err)
+	}
+	needMB, needVCores := int64(256*(workers+1)), int64(workers+1)
+	if cm := m.ClusterMetrics; cm.TotalMB < needMB || cm.TotalVirtualCores < needVCores {
+		b.Fatalf("XRES_BENCH_WORKERS=%d needs %d MB and %d vcores (and %d yarn.io/gpu) in the cluster; it has %d MB and %d vcores on %d nodes: "+
+			"start the minicluster with larger NodeManagers (XRES_MINICLUSTER_NM_MEMORY_MB, XRES_MINICLUSTER_NM_VCORES, XRES_MINICLUSTER_GPUS; make bench-am-curve sets them)",
+			workers, needMB, needVCores, workers, cm.TotalMB, cm.TotalVirtualCores, cm.TotalNodes)
 	}
 }
 
