@@ -257,6 +257,7 @@ func median(rows []benchResult) benchResult {
 	m.Calls = int(math.Round(pick(benchResult.rate)))
 	m.P50us = pick(func(r benchResult) float64 { return r.P50us })
 	m.P99us = pick(func(r benchResult) float64 { return r.P99us })
+	// CPUns such that cpuPerCall is the median CPU time per call.
 	m.CPUns = int64(math.Round(pick(benchResult.cpuPerCall) * 1e3 * float64(m.Calls)))
 	return m
 }
