@@ -38,12 +38,13 @@ var (
 	ErrInvalidValue = errors.New("invalid configuration value")
 )
 
-// Warning is a line of the configuration file that was skipped, as Flink
-// skips it with a WARN.
+// Warning is a line of the configuration file that Flink skips with a
+// WARN, or that sets a key set before.
 type Warning struct {
 	File    string
 	Line    int
 	Message string
+	Fix     string // how to fix it; "" for the usual (write "key: value")
 }
 
 // String renders the warning as "file:line: message".
@@ -114,8 +115,10 @@ func ParseDynamic(arg string) (key, value string, err error) {
 	k, v, ok := strings.Cut(s, "=")
 	k = strings.TrimSpace(k)
 	if !ok || k == "" {
-		// The argument may hold a secret: name only what is safe.
-		return "", "", fmt.Errorf("parse -D override %q: %w: want key=value", redactArg(s), ErrSyntax)
+		// The argument may hold a secret: name only what is safe. A -D
+		// written with a space ("-D some.password hunter2") gets here with
+		// the key alone; the value, the next argument, is never named.
+		return "", "", fmt.Errorf("parse -D override %q: %w: want key=value (no space around '=')", redactArg(s), ErrSyntax)
 	}
 	return k, strings.TrimSpace(v), nil
 }
@@ -130,6 +133,39 @@ func redactArg(s string) string {
 		s = s[:40] + "…"
 	}
 	return s
+}
+
+// RedactArgs renders a command's arguments for a message, hiding the value
+// of every flag whose name looks secret (IsSensitive): "--token=x" becomes
+// "--token=(hidden)", and in "--password x" the x is hidden. Other
+// arguments are shown as they are: a discovery script's args are for
+// people to rerun it by hand.
+func RedactArgs(args []string) string {
+	out := make([]string, len(args))
+	hideNext := false
+	for i, a := range args {
+		switch {
+		case hideNext && !strings.HasPrefix(a, "-"):
+			out[i] = "(hidden)"
+			hideNext = false
+			continue
+		case strings.HasPrefix(a, "-"):
+			name, _, hasValue := strings.Cut(a, "=")
+			if IsSensitive(strings.TrimLeft(name, "-")) {
+				if hasValue {
+					out[i] = name + "=(hidden)"
+					hideNext = false
+					continue
+				}
+				hideNext = true
+				out[i] = a
+				continue
+			}
+		}
+		hideNext = false
+		out[i] = a
+	}
+	return strings.Join(out, " ")
 }
 
 // Find locates the Flink configuration file. confFlag (the --conf flag) may

@@ -85,7 +85,45 @@ func TestFlatFlinkRules(t *testing.T) {
 		})
 	}
 	require.Equal(t, p+":15", c.Origin("mykey9"), "the later line wins")
-	require.Len(t, c.Warnings(), 5)
+	require.Len(t, c.Warnings(), 6)
+	require.Equal(t, p+":15: key mykey9 is set again (first on line 14); Flink keeps the last, line 15", c.Warnings()[5].String())
+}
+
+// Issue 12: a duplicate key names both lines, never a value.
+func TestFlatDuplicateKey(t *testing.T) {
+	p := writeFile(t, t.TempDir(), "flink-conf.yaml", "a.password: hunter1\nb: 1\na.password: hunter2\n")
+	c, err := Load(p, nil)
+	require.NoError(t, err)
+	require.Len(t, c.Warnings(), 1)
+	w := c.Warnings()[0]
+	require.Equal(t, 3, w.Line)
+	require.Contains(t, w.Message, "first on line 1")
+	require.Equal(t, "remove line 1 or line 3", w.Fix)
+	require.NotContains(t, w.String()+w.Fix, "hunter")
+	got, _ := c.Get("a.password")
+	require.Equal(t, "hunter2", got, "Flink keeps the last")
+}
+
+// Issue 12: -D written with a space never shows the value, which comes
+// as the next argument; the key alone is named.
+func TestParseDynamicSpaceForm(t *testing.T) {
+	_, _, err := ParseDynamic("some.password")
+	require.ErrorIs(t, err, ErrSyntax)
+	require.Contains(t, err.Error(), `"some.password"`)
+	require.Contains(t, err.Error(), "no space")
+}
+
+func TestRedactArgs(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"--enable-coordination-mode --coordination-file /tmp/f", "--enable-coordination-mode --coordination-file /tmp/f"},
+		{"--token abc --x 1", "--token (hidden) --x 1"},
+		{"--api-key=abc --password", "--api-key=(hidden) --password"},
+		{"-secret -v", "-secret -v"},
+	} {
+		t.Run(tc.in, func(t *testing.T) {
+			require.Equal(t, tc.want, RedactArgs(strings.Fields(tc.in)))
+		})
+	}
 }
 
 func TestFlatWarningsHideValues(t *testing.T) {

@@ -96,6 +96,9 @@ func ParseDynamicFile(name string, data []byte) ([]string, error) {
 		if k := strings.TrimSpace(key); k == "" || strings.Contains(k, "=") {
 			return nil, bad(keyOff, "key %q: want a non-empty configuration key without '='", redactArg(key))
 		}
+		if k := strings.TrimSpace(key); strings.HasPrefix(k, "-D") {
+			return nil, bad(keyOff, "key %q starts with -D: write the configuration key alone (%q)", redactArg(k), redactArg(strings.TrimPrefix(k, "-D")))
+		}
 		tok, err = dec.Token()
 		if err != nil {
 			return nil, tokenErr(err)

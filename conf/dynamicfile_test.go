@@ -28,6 +28,7 @@ func TestReadDynamicFileErrors(t *testing.T) {
 		{name: "number value", file: "number.json", want: filepath.Join(dir, "number.json") + ":2: malformed flink configuration: key parallelism.default: the value must be a JSON string"},
 		{name: "truncated", file: "truncated.json", want: filepath.Join(dir, "truncated.json") + ":4: malformed flink configuration: unexpected end of JSON"},
 		{name: "not JSON", file: "yaml.json", want: filepath.Join(dir, "yaml.json") + ":1: malformed flink configuration: malformed JSON"},
+		{name: "key written as -D", file: "dash-d-key.json", want: filepath.Join(dir, "dash-d-key.json") + `:2: malformed flink configuration: key "-Dparallelism.default" starts with -D: write the configuration key alone ("parallelism.default")`},
 		{name: "array", file: "array.json", want: filepath.Join(dir, "array.json") + ":1: malformed flink configuration: want a JSON object"},
 	}
 	for _, tt := range tests {

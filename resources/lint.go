@@ -361,8 +361,12 @@ func sortProblems(p []Problem) []Problem {
 func fileProblems(cfg *conf.Config) []Problem {
 	var probs []Problem
 	for _, w := range cfg.Warnings() {
+		fix := w.Fix
+		if fix == "" {
+			fix = `write "key: value", with a space after the colon and a non-empty value`
+		}
 		probs = append(probs, Problem{Origin: fmt.Sprintf("%s:%d", w.File, w.Line), Severity: SeverityWarning,
-			Message: w.Message, Fix: `write "key: value", with a space after the colon and a non-empty value`})
+			Message: w.Message, Fix: fix})
 	}
 	return probs
 }

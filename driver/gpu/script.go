@@ -12,6 +12,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/xres/xres/conf"
 	"github.com/xres/xres/driver"
 	"github.com/xres/xres/resources"
 )
@@ -95,7 +96,7 @@ func (s *scriptDriver) Discover(ctx context.Context, amount int64) ([]resources.
 			how = "killed by a signal"
 		}
 		return nil, fmt.Errorf("run discovery script %s %s: %w: %s%s",
-			s.path, strings.Join(args, " "), ErrScriptFailed, how, outputTail(res))
+			s.path, conf.RedactArgs(args), ErrScriptFailed, how, outputTail(res))
 	}
 	if s.protocol == ProtocolSpark || (s.protocol == ProtocolAuto && IsSparkOutput(res.stdout)) {
 		addrs, err := ParseSparkScriptOutput(s.resource, res.stdout)

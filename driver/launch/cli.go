@@ -14,6 +14,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/xres/xres/conf"
 	"github.com/xres/xres/driver/coord"
 	"github.com/xres/xres/resources"
 )
@@ -112,7 +113,7 @@ exit codes: worker's own code, or 210 usage, 211 config, 212 discovery,
 // common are the flags shared by every subcommand.
 type common struct {
 	conf        string
-	dynamic     multiFlag
+	dynamic     dynamicFlag
 	dynamicFile string
 	resources   string
 	strict      bool
@@ -123,6 +124,19 @@ type multiFlag []string
 
 func (m *multiFlag) String() string     { return strings.Join(*m, " ") }
 func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
+
+// dynamicFlag is -D: each value must be key=value when given, so that a
+// -D written with a space ("-D some.password hunter2") stops the command
+// line there, naming the key alone, before the value (the next argument)
+// could be shown as a stray argument or run as the worker.
+type dynamicFlag struct{ multiFlag }
+
+func (d *dynamicFlag) Set(v string) error {
+	if _, _, err := conf.ParseDynamic(v); err != nil {
+		return err
+	}
+	return d.multiFlag.Set(v)
+}
 
 func (c *common) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.conf, "conf", "", "Flink configuration file or directory")
@@ -135,7 +149,7 @@ func (c *common) register(fs *flag.FlagSet) {
 
 // config is what the Loader gets from the common flags.
 func (c *common) config(env Env, log logrus.FieldLogger) Config {
-	return Config{Path: c.conf, Dynamic: c.dynamic, DynamicFile: c.dynamicFile, Strict: c.strict, Getenv: env.Getenv, Log: log}
+	return Config{Path: c.conf, Dynamic: c.dynamic.multiFlag, DynamicFile: c.dynamicFile, Strict: c.strict, Getenv: env.Getenv, Log: log}
 }
 
 // normalizeArgs rewrites the launcher's own flags into forms the flag

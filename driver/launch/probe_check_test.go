@@ -217,6 +217,24 @@ func TestCheck(t *testing.T) {
 	}
 }
 
+// Issue 12: "-D some.password hunter2" (a space instead of '=') stops at the
+// key; the value is named nowhere, nor run as a worker.
+func TestDynamicWithSpaceHidesValue(t *testing.T) {
+	for _, args := range [][]string{
+		{"check", "-D", "some.password", "hunter2"},
+		{"probe", "-D", "some.password", "hunter2"},
+		{"-D", "some.password", "hunter2", "--", "true"},
+		{"-Dsome.password", "hunter2", "--", "true"},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			code, stdout, stderr := runSub(t, fullRegistry(t, newFakeHost()), fixedSpecs(), args...)
+			require.Equal(t, ExitUsage, code, stderr)
+			require.Contains(t, stderr, "some.password")
+			require.NotContains(t, stdout+stderr, "hunter2")
+		})
+	}
+}
+
 func TestProbeAndCheckUsage(t *testing.T) {
 	for _, args := range [][]string{{"probe", "extra"}, {"check", "--nope"}, {"probe", "--log-level", "chatty"}} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
@@ -250,4 +268,17 @@ func TestProbeFlinkScriptHolders(t *testing.T) {
 	require.Equal(t, file, co.StateFile)
 	require.Equal(t, []ProbeHolder{{Device: "0", PID: os.Getpid(), Alive: true}, {Device: "1", PID: 2147483646}}, co.Holders)
 	require.Equal(t, []resources.Properties{{"index": "0"}}, rep.Resources[0].Devices)
+}
+
+// Issue 12: a failing discovery script's error hides the values of its
+// secret-looking args (conf.RedactArgs).
+func TestCheckHidesSecretScriptArgs(t *testing.T) {
+	p, err := filepath.Abs("testdata/check/failing-script.sh")
+	require.NoError(t, err)
+	code, stdout, stderr := runSub(t, fullRegistry(t, newFakeHost()), nil, "check", "--conf", "testdata/check/script.yaml",
+		"-Dexternal-resource.gpu.param.discovery-script.path="+p,
+		"-Dexternal-resource.gpu.param.discovery-script.args=--enable-coordination-mode --api-token s3cr3t")
+	require.Equal(t, ExitDiscovery, code, stderr)
+	require.Contains(t, stdout, "--api-token (hidden)")
+	require.NotContains(t, stdout+stderr, "s3cr3t")
 }
