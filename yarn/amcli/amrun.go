@@ -37,8 +37,9 @@ type amClients struct {
 	Close   func()
 }
 
-// deps are the cluster clients am is wired to; a nil field is a client
-// not available yet (the subcommand fails with "not implemented yet").
+// deps are the cluster clients am is wired to (defaultDeps); tests leave
+// out what they do not use, and a command needing a missing one fails
+// with errNotWired.
 type deps struct {
 	amClients  func(ctx context.Context, getenv func(string) string, ae submit.AMEnv, log logrus.FieldLogger) (amClients, error)
 	rm         func(ctx context.Context, getenv func(string) string, log logrus.FieldLogger, l *login) (rmAPI, *conf.HadoopConfig, func(), error)
