@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/xres/xres/hadoopproto/hadoopyarn"
 )
 
 // slowNM blocks every start on the node "slow" until released (or a
@@ -182,4 +184,39 @@ func TestBookkeepingWorkPerContainer(t *testing.T) {
 	perSmall, perLarge := float64(small)/1000, float64(large)/4000
 	t.Logf("allocations per container: %.1f at 1,000 workers, %.1f at 4,000", perSmall, perLarge)
 	require.Less(t, perLarge, 1.5*perSmall, "allocations per container grow with the workers")
+}
+
+// TestStartsShareOneConnectionPerNode: 400 containers on 4 NodeManagers
+// (1 ms a call), started up to 16 at a time per node, go over one
+// connection per NodeManager, as Hadoop's NMClientAsync reuses its cached
+// proxies.
+func TestStartsShareOneConnectionPerNode(t *testing.T) {
+	const n, nodes = 400, 4
+	s := newSimCluster(t, nodes, time.Millisecond)
+	s.allocate = func(call int, req *hadoopyarn.AllocateRequestProto) (*hadoopyarn.AllocateResponseProto, error) {
+		resp := &hadoopyarn.AllocateResponseProto{}
+		switch call {
+		case 1:
+			for i := range int64(n) {
+				resp.AllocatedContainers = append(resp.AllocatedContainers, s.container(i+2))
+			}
+			resp.NmTokens = s.nmTokens()
+		case 2:
+			for i := range int64(n) {
+				resp.CompletedContainerStatuses = append(resp.CompletedContainerStatuses, s.completedStatus(i+2, 0))
+			}
+		}
+		return resp, nil
+	}
+	a := s.newAM(testConfig(n, 0))
+	a.cfg.After = settled(a, ready)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	res, err := a.Run(ctx)
+	require.NoError(t, err)
+	require.Equal(t, StatusSucceeded, res.Status, res.Diagnostics)
+	require.Len(t, s.starts, n)
+	for i, nm := range s.nms {
+		require.EqualValues(t, 1, nm.Connects(), "connections to NodeManager %d", i)
+	}
 }
