@@ -9,6 +9,13 @@ const EnvReportURL = "XRES_AM_REPORT_URL"
 // DeviceReport: POST, Content-Type application/json.
 const ReportPath = "/api/report"
 
+// ReportFile is the file, in the worker container's log folder, where the
+// container-launcher also keeps its DeviceReport (one JSON line): a later
+// ApplicationMaster attempt that adopts the running worker reads it from the
+// NodeManager's container-log web service, as the RM's web proxy does not
+// pass a POST on to the new attempt.
+const ReportFile = "xres-devices.json"
+
 // ReportAccepted is the success rule of a report POST: any 2xx status
 // (the xres AM answers 204). Anything else is a failure the launcher logs;
 // it never stops the worker.

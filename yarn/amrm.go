@@ -105,13 +105,22 @@ func (c *AMRMClient) Allocate(ctx context.Context, req *hadoopyarn.AllocateReque
 	}
 	c.mu.Lock()
 	c.lastResponseID = resp.GetResponseId()
-	if t := resp.GetAmRmToken(); t != nil {
-		nt := security.FromProto(t)
+	rolled := resp.GetAmRmToken() != nil
+	if rolled {
+		nt := security.FromProto(resp.GetAmRmToken())
 		nt.Service = c.token.Service // the RM leaves it empty; keep ours (all scheduler addresses)
 		c.token = nt
 		c.log.WithField("token", nt.String()).Info("resourcemanager rolled the AMRMToken; using the new one")
 	}
 	c.mu.Unlock()
+	if rolled {
+		// The RM judges the token by the connection's authentication: until
+		// the AM connects again with the new one it resends it on every
+		// heartbeat, and the old one stops working once its key expires.
+		for _, cl := range c.ep.clients {
+			cl.Reset()
+		}
+	}
 	return resp, nil
 }
 

@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -20,9 +23,11 @@ const EnvContainerID = "CONTAINER_ID"
 const reportTimeout = 5 * time.Second
 
 // postReport sends the grants to url as a resources.DeviceReport; success
-// is resources.ReportAccepted. Failures are returned for the log; they
-// never stop the worker.
-func postReport(ctx context.Context, client *http.Client, url, container string, grants []Grant) error {
+// is resources.ReportAccepted. It first keeps the report as
+// resources.ReportFile in the first of logDirs (the container's LOG_DIRS),
+// where a later AM attempt reads it. Failures are returned for the log;
+// they never stop the worker.
+func postReport(ctx context.Context, client *http.Client, url, container, logDirs string, grants []Grant) error {
 	rep := resources.DeviceReport{Container: container, Resources: map[string][]resources.Properties{}}
 	for _, g := range grants {
 		rep.Resources[g.Spec.Name] = resources.PropertiesOf(g.Devices)
@@ -31,6 +36,20 @@ func postReport(ctx context.Context, client *http.Client, url, container string,
 	if err != nil {
 		return fmt.Errorf("report devices to %s: %w", url, err)
 	}
+	var keepErr error
+	if dir, _, _ := strings.Cut(logDirs, ","); dir != "" {
+		if err := os.WriteFile(filepath.Join(dir, resources.ReportFile), append(body, '\n'), 0o644); err != nil {
+			keepErr = fmt.Errorf("keep the device report for a later AM attempt: %w", err)
+		}
+	}
+	if err := sendReport(ctx, client, url, body); err != nil {
+		return errors.Join(err, keepErr)
+	}
+	return keepErr
+}
+
+// sendReport POSTs one report body to url.
+func sendReport(ctx context.Context, client *http.Client, url string, body []byte) error {
 	ctx, cancel := context.WithTimeout(ctx, reportTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 
@@ -46,7 +47,9 @@ func TestRunReportsDevicesToAM(t *testing.T) {
 			h := newFakeHost()
 			h.devices["gpu"] = 2
 			var stderr syncBuffer
-			envVars := map[string]string{resources.EnvReportURL: srv.URL + "/api/report", EnvContainerID: "container_1_0001_01_000002", "TMPDIR": t.TempDir()}
+			logDir := t.TempDir()
+			envVars := map[string]string{resources.EnvReportURL: srv.URL + "/api/report", EnvContainerID: "container_1_0001_01_000002", "TMPDIR": t.TempDir(),
+				"LOG_DIRS": logDir + "," + t.TempDir()}
 			code := Main(context.Background(), []string{"--", "true"}, Env{
 				Getenv:   func(k string) string { return envVars[k] },
 				Environ:  []string{"PATH=" + os.Getenv("PATH")},
@@ -62,6 +65,13 @@ func TestRunReportsDevicesToAM(t *testing.T) {
 				Container: "container_1_0001_01_000002",
 				Resources: map[string][]resources.Properties{"gpu": {{"index": "0"}, {"index": "1"}}},
 			}}, got)
+			// Kept in the first log folder for a later AM attempt, whatever
+			// this attempt answered.
+			kept, err := os.ReadFile(filepath.Join(logDir, resources.ReportFile))
+			require.NoError(t, err)
+			var rep resources.DeviceReport
+			require.NoError(t, json.Unmarshal(kept, &rep))
+			require.Equal(t, got[0], rep)
 			if tc.warn {
 				require.Contains(t, stderr.String(), "could not report the devices")
 			} else {

@@ -136,6 +136,7 @@ type AM struct {
 	clusterNodes  int                  // num_cluster_nodes of the last heartbeat
 	waitingSince  time.Time            // workers wanted and none granted since
 	waitedWorkers int                  // workers.len() when waitingSince was set
+	adopted       []*worker            // previous attempt's workers whose devices are still to be read
 }
 
 // New builds an AM. logs may be nil (diagnostics then carry no stderr).
@@ -208,6 +209,7 @@ func (a *AM) Run(ctx context.Context) (Result, error) {
 	if err := a.register(ctx); err != nil {
 		return Result{}, err
 	}
+	a.learnAdopted(sctx)
 	if err := CheckProfile(a.cfg.Plan.Profile, a.limits, a.cfg.Owners); err != nil {
 		a.log.WithError(err).Error("container profile rejected")
 		return a.finish(ctx, Result{Status: StatusFailed, Diagnostics: err.Error()})
@@ -235,6 +237,7 @@ func (a *AM) Run(ctx context.Context) (Result, error) {
 			if err := a.register(ctx); err != nil {
 				return Result{}, err
 			}
+			a.learnAdopted(sctx)
 		case ctx.Err() != nil:
 			return Result{}, fmt.Errorf("run application master: %w", ctx.Err())
 		default:
@@ -420,6 +423,7 @@ func (a *AM) classifiedLocked(c Container, previous bool) {
 		w.launched = true
 		a.workers.set(w, StateRunning)
 		a.log.WithFields(logrus.Fields{"container": c.ID, "node": c.NodeID}).Info("adopted a worker of an earlier attempt")
+		a.adopted = append(a.adopted, w)
 		a.checkAllRunningLocked()
 	}
 }

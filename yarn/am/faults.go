@@ -1,6 +1,8 @@
 package am
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -8,6 +10,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/xres/xres/conf"
+	"github.com/xres/xres/resources"
 )
 
 // NodeUpdate is one entry of an allocate answer's updated_nodes: a node
@@ -159,4 +162,59 @@ func FaultBounds(cfg *conf.Config) (blacklist, request time.Duration, err error)
 	}
 	blacklist, request = read(conf.BlacklistTimeout), read(conf.SlotRequestTimeout)
 	return blacklist, request, err
+}
+
+// adoptedTries bounds the reads of an adopted worker's device report (the
+// launcher may still be discovering when the new attempt registers).
+const adoptedTries = 6
+
+// learnAdopted reads, for each worker adopted from an earlier attempt, the
+// device report its launcher kept in its log folder (resources.ReportFile),
+// from its NodeManager, on goroutines of their own (Run waits for them).
+func (a *AM) learnAdopted(ctx context.Context) {
+	a.mu.Lock()
+	ws := a.adopted
+	a.adopted = nil
+	a.mu.Unlock()
+	if a.logs == nil {
+		return
+	}
+	for _, w := range ws {
+		a.startWG.Add(1)
+		go func() {
+			defer a.startWG.Done()
+			log := a.log.WithField("container", w.c.ID)
+			delay := time.Second
+			for try := 1; ; try++ {
+				cctx, cancel := context.WithTimeout(ctx, a.cfg.CallTimeout)
+				lines, err := a.logs.Tail(cctx, w.c, resources.ReportFile, 1)
+				cancel()
+				var rep resources.DeviceReport
+				if err == nil && len(lines) == 1 {
+					if err = json.Unmarshal([]byte(lines[0]), &rep); err == nil && rep.Container != w.c.ID {
+						err = fmt.Errorf("%s names container %q", resources.ReportFile, rep.Container)
+					}
+				} else if err == nil {
+					err = fmt.Errorf("%s is empty", resources.ReportFile)
+				}
+				if err == nil {
+					err = a.ReportDevices(rep)
+				}
+				if err == nil {
+					log.Info("learnt the adopted worker's devices from its launcher's report")
+					return
+				}
+				if try == adoptedTries || ctx.Err() != nil {
+					log.WithError(err).Warn("could not learn the adopted worker's devices; the tracking page shows none")
+					return
+				}
+				select {
+				case <-ctx.Done():
+					return
+				case <-a.cfg.After(delay):
+				}
+				delay *= 2
+			}
+		}()
+	}
 }

@@ -97,6 +97,7 @@ func TestSubmit(t *testing.T) {
 	require.Equal(t, int64(DefaultAMMemoryMB), asc.GetResource().GetMemory())
 	require.Equal(t, got.AM.Commands, asc.GetAmContainerSpec().GetCommand())
 	require.Nil(t, asc.MaxAppAttempts, "0 attempts: the cluster's default")
+	require.True(t, asc.GetKeepContainersAcrossApplicationAttempts(), "a new AM attempt keeps the workers")
 	require.Len(t, fs.files, 3)
 }
 

@@ -123,8 +123,10 @@ func RESTSubmission(sub Submission) (*rest.ApplicationSubmission, error) {
 		Queue:           sub.Queue,
 		AMContainerSpec: lc,
 		MaxAppAttempts:  int(sub.MaxAttempts),
-		Resource:        &rest.AMResource{Memory: sub.AMResource.MemoryMB, VCores: sub.AMResource.VCores},
-		ApplicationType: sub.Type,
+		// As over RPC (submissionProto): a new AM attempt keeps the workers.
+		KeepContainersAcrossAttempts: true,
+		Resource:                     &rest.AMResource{Memory: sub.AMResource.MemoryMB, VCores: sub.AMResource.VCores},
+		ApplicationType:              sub.Type,
 	}, nil
 }
 

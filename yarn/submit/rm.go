@@ -105,6 +105,9 @@ func submissionProto(sub Submission) (*hadoopyarn.ApplicationSubmissionContextPr
 		AmContainerSpec: am.LaunchProto(sub.AM),
 		Resource:        yarn.NewResource(sub.AMResource.MemoryMB, int32(sub.AMResource.VCores), sub.AMResource.Extra),
 		ApplicationType: proto.String(sub.Type),
+		// As Flink does: a new AM attempt adopts the running workers
+		// (containers_from_previous_attempts) instead of losing them.
+		KeepContainersAcrossApplicationAttempts: proto.Bool(true),
 	}
 	if sub.MaxAttempts > 0 {
 		asc.MaxAppAttempts = proto.Int32(sub.MaxAttempts)
