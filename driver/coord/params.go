@@ -185,6 +185,8 @@ func (s Settings) Coordinated(opts driver.Options, enum driver.Enumerator) (*dri
 	}
 	if res == nil {
 		driver.LoggerOrDiscard(opts.Log).Info("host coordination is off: every worker on this host gets the first devices")
+	} else if ck, ok := enum.(CacheKeyer); ok {
+		enum = newDeviceCache(ck, s.StateFile, opts.Log)
 	}
 	return driver.NewCoordinated(opts.Resource, enum, driver.CoordinatedOptions{
 		Reserver: res, DryRun: opts.DryRun, Log: opts.Log,

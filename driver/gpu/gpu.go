@@ -164,7 +164,8 @@ func newDriver(opts driver.Options, d deps) (driver.Driver, error) {
 		return nil, err
 	}
 	smi := nvidiaSMIParam.Get(opts.Params)
-	enum := &autoSource{source: source, nvml: nv, smi: smi, getenv: getenv, timeout: smiTimeout, units: units, log: log}
+	enum := &autoSource{source: source, nvml: nv, smi: smi, getenv: getenv, timeout: smiTimeout, units: units,
+		nvmlLib: nvmlLibraryParam.Get(opts.Params), log: log}
 
 	opts.Log = log
 	sel, err := coord.Settings{Enabled: co.Mode == CoordXres, StateFile: co.StateFile, FlinkFile: co.FlinkFile}.Coordinated(opts, enum)

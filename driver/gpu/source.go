@@ -21,10 +21,23 @@ type autoSource struct {
 	getenv  func(string) string
 	timeout time.Duration
 	units   unitOptions
+	nvmlLib string // the nvml.library param, for DeviceCacheKey
 	log     logrus.FieldLogger
 }
 
 var _ driver.Enumerator = (*autoSource)(nil)
+
+// DeviceCacheKey names everything the listing depends on, so that
+// launchers on a host can share one listing for a moment (coord's device
+// cache) instead of each running nvidia-smi.
+func (a *autoSource) DeviceCacheKey() string {
+	getenv := a.getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	return fmt.Sprintf("xres.gpu source=%s smi=%s nvml=%s units=%+v PATH=%s LD_LIBRARY_PATH=%s %s=%s",
+		a.source, a.smi, a.nvmlLib, a.units, getenv("PATH"), getenv("LD_LIBRARY_PATH"), EnvNvidiaVisibleDevices, getenv(EnvNvidiaVisibleDevices))
+}
 
 // Enumerate implements driver.Enumerator: the source's devices, less those
 // NVIDIA_VISIBLE_DEVICES does not give this container (visibleSet).

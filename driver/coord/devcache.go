@@ -1,0 +1,118 @@
+package coord
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/xres/xres/driver"
+)
+
+// DeviceCacheTTL is how long a host-wide device listing is reused: the
+// launchers starting on a host within it (a job's workers, a restart
+// wave) run the discovery tool (nvidia-smi, rocm-smi, a plugin) once
+// instead of once each. Health verdicts are as old as the listing.
+const DeviceCacheTTL = 2 * time.Second
+
+// CacheKeyer is an Enumerator whose listing may be shared between the
+// launchers of a host for DeviceCacheTTL: DeviceCacheKey names everything
+// the listing depends on (source, tool paths, the environment it reads).
+// Enumerators that do not implement it are run every time.
+type CacheKeyer interface {
+	driver.Enumerator
+	DeviceCacheKey() string
+}
+
+// deviceCache is an Enumerator that shares its inner Enumerator's listing
+// through a file in the coordination folder, named after the inner
+// DeviceCacheKey and stamped with the boot id and the time. One launcher lists at a time (an
+// flock), so launchers starting together wait for the first one's listing
+// instead of each running the tool. A missing, stale or unreadable cache
+// is a miss; errors are never cached.
+type deviceCache struct {
+	inner driver.Enumerator
+	path  string
+	boot  string
+	ttl   time.Duration
+	now   func() time.Time
+	log   logrus.FieldLogger
+}
+
+type deviceCacheFile struct {
+	Boot    string          `json:"boot"`
+	Time    time.Time       `json:"time"`
+	Devices []driver.Device `json:"devices"`
+}
+
+// newDeviceCache caches inner's listing beside stateFile.
+func newDeviceCache(inner CacheKeyer, stateFile string, log logrus.FieldLogger) *deviceCache {
+	sum := sha256.Sum256([]byte(inner.DeviceCacheKey()))
+	name := ".devices-" + hex.EncodeToString(sum[:8]) + ".json"
+	return &deviceCache{inner: inner, path: filepath.Join(filepath.Dir(stateFile), name),
+		boot: defaultProc.bootID(), ttl: DeviceCacheTTL, now: time.Now, log: driver.LoggerOrDiscard(log)}
+}
+
+// Enumerate implements driver.Enumerator.
+func (c *deviceCache) Enumerate(ctx context.Context) ([]driver.Device, error) {
+	if devs, ok := c.load(); ok {
+		return devs, nil
+	}
+	if err := os.MkdirAll(filepath.Dir(c.path), 0o777); err != nil {
+		return c.inner.Enumerate(ctx)
+	}
+	h := &Host{lock: c.path + ".lock"}
+	f, err := h.lockPath(ctx, c.path+".lock", os.O_RDONLY|os.O_CREATE)
+	if err != nil {
+		c.log.WithError(err).Debug("device cache lock; listing without it")
+		return c.inner.Enumerate(ctx)
+	}
+	defer unlock(f)
+	if devs, ok := c.load(); ok { // listed by the launcher we waited for
+		return devs, nil
+	}
+	devs, err := c.inner.Enumerate(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c.store(devs)
+	return devs, nil
+}
+
+func (c *deviceCache) load() ([]driver.Device, bool) {
+	b, err := os.ReadFile(c.path)
+	if err != nil {
+		return nil, false
+	}
+	var cf deviceCacheFile
+	if json.Unmarshal(b, &cf) != nil || cf.Boot != c.boot || cf.Boot == "" {
+		return nil, false
+	}
+	if age := c.now().Sub(cf.Time); age < 0 || age > c.ttl {
+		return nil, false
+	}
+	return cf.Devices, true
+}
+
+// store writes the listing atomically (no fsync: a lost cache is a miss).
+func (c *deviceCache) store(devs []driver.Device) {
+	b, err := json.Marshal(deviceCacheFile{Boot: c.boot, Time: c.now(), Devices: devs})
+	if err != nil {
+		return
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(c.path), filepath.Base(c.path)+".*.tmp")
+	if err != nil {
+		return
+	}
+	_, werr := tmp.Write(b)
+	_ = tmp.Chmod(0o666)
+	cerr := tmp.Close()
+	if werr != nil || cerr != nil || os.Rename(tmp.Name(), c.path) != nil {
+		_ = os.Remove(tmp.Name())
+	}
+}
