@@ -100,7 +100,10 @@ func TestAMBlacklistExpires(t *testing.T) {
 			return AllocateResponse{Allocated: []Container{c1}, ClusterNodes: 2}, nil
 		}),
 		rec(complete(done(c1, 3))), // nm1 blacklisted
-		rec(func(AllocateRequest) (AllocateResponse, error) { clock.add(time.Minute); return AllocateResponse{}, nil }),
+		rec(func(AllocateRequest) (AllocateResponse, error) {
+			clock.add(time.Minute)
+			return AllocateResponse{}, nil
+		}),
 		rec(alloc(c2)), // nm1 again, after the expiry
 		rec(alloc(c3)),
 		rec(complete(done(c2, 0), done(c3, 0))),
@@ -172,7 +175,9 @@ func (r reportLogs) Tail(ctx context.Context, c Container, file string, lines in
 // them and learns their devices from the reports their launchers kept.
 func TestAMLearnsAdoptedWorkersDevices(t *testing.T) {
 	c1, c2 := ctr(2, "nm1"), ctr(3, "nm2")
-	gpu := func(i string) map[string][]resources.Properties { return map[string][]resources.Properties{"gpu": {{"index": i}}} }
+	gpu := func(i string) map[string][]resources.Properties {
+		return map[string][]resources.Properties{"gpu": {{"index": i}}}
+	}
 	logs := reportLogs{c1.ID: {Container: c1.ID, Resources: gpu("0")}, c2.ID: {Container: c2.ID, Resources: gpu("1")}}
 	reg := gpuLimits
 	reg.PreviousContainers = []Container{c1, c2}
