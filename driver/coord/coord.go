@@ -18,10 +18,11 @@
 //
 // The state file is rewritten atomically while the lock is held: written
 // unnamed (O_TMPFILE where the system has it, so a cleaner cannot remove
-// it half-written), fsync'ed unless the folder is on a tmpfs (a crash
-// there leaves no file, and makes every holder dead), named and renamed
-// over the state file; a temp file removed before its rename is written
-// again. Each entry names the resource, the device
+// it half-written), named and renamed over the state file; a temp file
+// removed before its rename is written again. It is not fsync'ed: entries
+// carry the boot id, so no holder outlives a crash, and a file torn by one
+// (last written before the current boot) is read as empty instead of
+// blocking the host. Each entry names the resource, the device
 // key and the holder: pid, process start time, boot id and pid namespace.
 // Device keys are host-wide (a GPU UUID, a PCI address): a device held under
 // one resource name is held for every other name too, so two jobs that call
@@ -583,6 +584,12 @@ func (h *Host) read() ([]Entry, error) {
 		return nil, fmt.Errorf("read coordination state %s: %w", h.state, err)
 	}
 	entries, err := decodeState(b)
+	if err != nil && h.writtenBeforeBoot() {
+		// Torn by a crash (the file is not fsync'ed): every holder it could
+		// name died with the last boot.
+		h.log.WithError(err).WithField("state_file", h.state).Warn("coordination state file from before the last boot is unreadable; starting empty")
+		return nil, nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v; nothing is granted while it is unreadable: "+
 			"stop the workers on this host (or make sure none holds a device), then remove the file", ErrCorruptState, h.state, err)
@@ -590,8 +597,19 @@ func (h *Host) read() ([]Entry, error) {
 	return entries, nil
 }
 
+// writtenBeforeBoot says whether the state file was last written before
+// this boot.
+func (h *Host) writtenBeforeBoot() bool {
+	fi, err := os.Stat(h.state)
+	if err != nil {
+		return false
+	}
+	bt, ok := h.proc.bootTime()
+	return ok && fi.ModTime().Before(bt)
+}
+
 // write replaces the state file atomically: temp file in the same
-// directory, fsync, rename. A temp file removed before its rename (a tmp
+// directory, rename; no fsync (see writtenBeforeBoot). A temp file removed before its rename (a tmp
 // cleaner) is written again, a few times.
 func (h *Host) write(entries []Entry) error {
 	b, err := encodeState(entries)
@@ -645,13 +663,9 @@ func (h *Host) writeOnce(b []byte) error {
 	if err := tmp.Chmod(0o666); err != nil {
 		return fmt.Errorf("write coordination state %s: %w", h.state, err)
 	}
-	// The fsync keeps a crash from leaving a truncated file, which would
-	// block the host; on a tmpfs a crash leaves no file at all.
-	if needsSync(dir) {
-		if err := tmp.Sync(); err != nil {
-			return fmt.Errorf("write coordination state %s: sync: %w", h.state, err)
-		}
-	}
+	// No fsync: a crash that tears the file also ends every holder in it
+	// (they cannot outlive the boot), and read takes a torn file from
+	// before the boot for an empty one.
 	if tmpName == "" {
 		tmpName = filepath.Join(dir, fmt.Sprintf("%s%d.tmp", base, rand.Uint64()))
 		if err := nameUnnamed(tmp, tmpName); err != nil {

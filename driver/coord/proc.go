@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // Owner identifies a process host-wide, robustly against pid reuse: the pid
@@ -61,6 +62,21 @@ func (p procFS) bootID() string {
 		return ""
 	}
 	return strings.TrimSpace(string(b))
+}
+
+// bootTime is when the system booted (btime in /proc/stat).
+func (p procFS) bootTime() (time.Time, bool) {
+	b, err := os.ReadFile(p.root + "/stat")
+	if err != nil {
+		return time.Time{}, false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "btime "); ok {
+			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			return time.Unix(n, 0), err == nil
+		}
+	}
+	return time.Time{}, false
 }
 
 type procStat struct {

@@ -21,11 +21,3 @@ func openUnnamed(dir string) (*os.File, error) {
 func nameUnnamed(f *os.File, name string) error {
 	return unix.Linkat(unix.AT_FDCWD, fmt.Sprintf("/proc/self/fd/%d", f.Fd()), unix.AT_FDCWD, name, unix.AT_SYMLINK_FOLLOW)
 }
-
-// needsSync says whether a file written in dir must be fsync'ed before it
-// replaces the state file: not on a tmpfs (/run), whose files a crash
-// loses anyway, as it makes every holder dead.
-func needsSync(dir string) bool {
-	var st unix.Statfs_t
-	return unix.Statfs(dir, &st) != nil || st.Type != unix.TMPFS_MAGIC
-}

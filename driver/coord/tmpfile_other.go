@@ -9,4 +9,3 @@ import (
 
 func openUnnamed(string) (*os.File, error) { return nil, errors.ErrUnsupported }
 func nameUnnamed(*os.File, string) error   { return errors.ErrUnsupported }
-func needsSync(string) bool                { return true }
