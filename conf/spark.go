@@ -422,3 +422,21 @@ func firstKeyOf(c *Config, prefix string) string {
 	}
 	return prefix + "*"
 }
+
+// WithSpark lays the Flink keys of a Spark configuration (FromSpark's
+// result) over c, keeping their Spark origins: a Spark value wins over c's
+// file, and c's -D overrides win over Spark. It returns the keys taken
+// from spark as "key=value" overrides, in key order, for a caller that
+// must pass the same configuration on (am submit stages them with -D's).
+func (c *Config) WithSpark(spark *Config) []string {
+	var taken []string
+	for _, k := range spark.Keys() {
+		if e, ok := c.entries[k]; ok && e.origin == OriginDynamic {
+			continue
+		}
+		c.entries[k] = spark.entries[k]
+		taken = append(taken, k+"="+spark.entries[k].value)
+	}
+	c.warnings = append(c.warnings, spark.warnings...)
+	return taken
+}

@@ -155,3 +155,26 @@ func TestFindSpark(t *testing.T) {
 	require.Equal(t, filepath.Join(dir, SparkDefaultsFile), FindSpark(getenv))
 	require.True(t, strings.HasSuffix(FindSpark(getenv), "spark-defaults.conf"))
 }
+
+func TestWithSparkOrder(t *testing.T) {
+	dir := t.TempDir()
+	flink := filepath.Join(dir, "flink-conf.yaml")
+	require.NoError(t, os.WriteFile(flink, []byte("external-resource.gpu.amount: 4\nexternal-resources: gpu\ntaskmanager.numberOfTaskSlots: 2\n"), 0o644))
+	cfg, err := Load(flink, []string{"external-resource.gpu.param.discovery-script.protocol=flink"})
+	require.NoError(t, err)
+	spark, err := LoadSpark("", []string{"spark.executor.resource.gpu.amount=2", "spark.executor.resource.gpu.discoveryScript=/opt/gpus.sh"})
+	require.NoError(t, err)
+	mapped, err := FromSpark(spark)
+	require.NoError(t, err)
+
+	taken := cfg.WithSpark(mapped)
+	v, _ := cfg.Get("external-resource.gpu.amount")
+	require.Equal(t, "2", v, "Spark's amount wins over the Flink file")
+	require.Contains(t, cfg.Origin("external-resource.gpu.amount"), "spark.executor.resource.gpu.amount")
+	v, _ = cfg.Get("external-resource.gpu.param.discovery-script.protocol")
+	require.Equal(t, "flink", v, "-D wins over Spark")
+	v, _ = cfg.Get("taskmanager.numberOfTaskSlots")
+	require.Equal(t, "2", v, "keys Spark does not map stay")
+	require.Contains(t, taken, "external-resource.gpu.amount=2")
+	require.NotContains(t, taken, "external-resource.gpu.param.discovery-script.protocol=spark")
+}

@@ -35,6 +35,9 @@ type specJSON struct {
 	KubernetesKey string            `json:"kubernetes-config-key,omitempty"`
 	Factory       string            `json:"driver-factory,omitempty"`
 	Params        map[string]string `json:"params,omitempty"`
+	// Origins: every key behind the resource, its value and where it was
+	// set (file:line, -D, a Spark key and its place).
+	Origins []resources.ValueOrigin `json:"origins,omitempty"`
 }
 
 // clusterCheck is the profile checked against a live cluster.
@@ -134,7 +137,7 @@ func buildResourcesReport(cfg *conf.Config, workers int, strict bool) resourcesR
 	}
 	for _, s := range specs {
 		rep.Resources = append(rep.Resources, specJSON{Name: s.Name, Amount: s.Amount, YarnKey: s.YarnKey,
-			KubernetesKey: s.K8sKey, Factory: s.Factory, Params: s.Params})
+			KubernetesKey: s.K8sKey, Factory: s.Factory, Params: s.Params, Origins: resources.Origins(cfg, s.Name)})
 	}
 	plan, err := am.PlanWorkers(cfg, specs, workers)
 	if err != nil {
@@ -198,6 +201,17 @@ func printResources(w io.Writer, rep resourcesReport) {
 			fmt.Fprintf(tw, "  %s\tamount %d\tyarn.config-key %s\tdriver %s\n", s.Name, s.Amount, yk, f)
 		}
 		tw.Flush()
+		for _, s := range rep.Resources {
+			if len(s.Origins) == 0 {
+				continue
+			}
+			fmt.Fprintf(w, "where %s's values come from:\n", s.Name)
+			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+			for _, o := range s.Origins {
+				fmt.Fprintf(tw, "  %s\t%s = %s\n", o.Origin, o.Key, o.Value)
+			}
+			tw.Flush()
+		}
 	}
 	if p := rep.Plan; p != nil {
 		how := "ceil(parallelism.default / taskmanager.numberOfTaskSlots)"

@@ -59,6 +59,9 @@ var commands = []command{
 	{"cluster", "cluster [--json] [--rest]", "nodes with their GPU/FPGA capacity and use", cmdCluster},
 	{"resources", "resources [--conf FILE] [-D k=v]… [--dynamic-file F] [--workers N] [--strict] [--offline] [--json]",
 		"the external resources parsed and the exact YARN container profile asked", cmdResources},
+	{"render", "render kubernetes --image IMAGE [--conf FILE] [-D k=v]… [--launcher-conf PATH] -- <worker command…>",
+		"print a Kubernetes worker pod template: every kubernetes.config-key in requests and limits,\n" +
+			"container-launcher as the entry point, the worker after --", cmdRender},
 }
 
 const exitCodesText = `exit codes:
@@ -219,6 +222,12 @@ func (d *dynamicFlag) Set(v string) error {
 	return nil
 }
 
+// repeatedFlag collects a repeated flag's values as given (commas kept).
+type repeatedFlag []string
+
+func (r *repeatedFlag) String() string     { return strings.Join(*r, " ") }
+func (r *repeatedFlag) Set(v string) error { *r = append(*r, v); return nil }
+
 // listFlag collects repeated, comma-separated values.
 type listFlag []string
 
@@ -239,6 +248,10 @@ type common struct {
 	dynamic     dynamicFlag
 	dynamicFile string
 	logLevel    string
+	// sparkConf and spark are Spark's front-end: a spark-defaults.conf and
+	// spark-submit-style --conf overrides (here --spark k=v).
+	sparkConf string
+	spark     repeatedFlag
 	// overrides are the dynamic file's overrides and then -D's, as load
 	// read them.
 	overrides []string
@@ -249,6 +262,8 @@ func (c *common) register(fs *flag.FlagSet, withConf bool) {
 		fs.StringVar(&c.conf, "conf", "", "Flink configuration file or folder (default: $FLINK_CONF_DIR)")
 		fs.Var(&c.dynamic, "D", "override a configuration key: -D key=value (repeatable)")
 		fs.StringVar(&c.dynamicFile, "dynamic-file", "", "overrides from a JSON object of strings; -D wins over it")
+		fs.StringVar(&c.sparkConf, "spark-conf", "", "Spark's spark-defaults.conf: its spark.executor.resource.* keys become external resources\n(default with --spark: $SPARK_CONF_DIR/spark-defaults.conf when it exists)")
+		fs.Var(&c.spark, "spark", "a Spark key, as spark-submit's --conf: --spark spark.executor.resource.gpu.amount=1 (repeatable)")
 	}
 	fs.StringVar(&c.logLevel, "log-level", "", "log level: panic, fatal, error, warn, info, debug, trace")
 }
@@ -283,6 +298,24 @@ func (c *common) load(e *env) (*conf.Config, error) {
 	if err != nil {
 		return nil, configError{err}
 	}
+	if c.sparkConf == "" && len(c.spark) == 0 {
+		return cfg, nil
+	}
+	// Spark's keys over the Flink file, -D over both; what Spark set is
+	// passed on (staged) with the -D overrides.
+	sparkPath := c.sparkConf
+	if sparkPath == "" {
+		sparkPath = conf.FindSpark(e.getenv)
+	}
+	spark, err := conf.LoadSpark(sparkPath, c.spark)
+	if err != nil {
+		return nil, configError{err}
+	}
+	mapped, err := conf.FromSpark(spark)
+	if err != nil {
+		return nil, configError{err}
+	}
+	c.overrides = append(cfg.WithSpark(mapped), c.overrides...)
 	return cfg, nil
 }
 
