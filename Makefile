@@ -7,13 +7,14 @@ PKGS    := ./...
 
 all: build
 
+# -buildvcs=auto stamps the commit that --version prints (GOFLAGS may turn it off).
 # am is static; container-launcher links libc so that NVML (go-nvml, loaded
 # with dlopen) works where the NVIDIA driver is installed. Without cgo it
 # still builds and discovers GPUs through nvidia-smi.
 build:
 	@mkdir -p $(BIN)
-	CGO_ENABLED=0 $(GO) build -o $(BIN)/ ./cmd/am
-	$(GO) build -o $(BIN)/ ./cmd/container-launcher
+	CGO_ENABLED=0 $(GO) build -buildvcs=auto -o $(BIN)/ ./cmd/am
+	$(GO) build -buildvcs=auto -o $(BIN)/ ./cmd/container-launcher
 
 # Start the minicluster, run 4 GPU workers over its 2 NodeManagers, show
 # each worker's CUDA_VISIBLE_DEVICES, stop the cluster.
