@@ -455,16 +455,9 @@ func (h *Host) ReleaseAll(ctx context.Context) error {
 }
 
 func (h *Host) release(ctx context.Context, match func(Entry) bool) error {
-	if _, err := os.Stat(h.state); errors.Is(err, os.ErrNotExist) {
-		return nil // nothing was ever recorded on this host
-	}
-	err := h.locked(ctx, func() error {
-		entries, err := h.read()
-		if err != nil {
-			return err
-		}
+	drop := map[string]bool{} // indices to remove from Flink's file
+	err := h.modify(ctx, func(entries []Entry) ([]Entry, bool) {
 		keep := entries[:0:0]
-		drop := map[string]bool{}
 		for _, e := range entries {
 			if e.Owner.same(h.owner) && match(e) {
 				if e.Index != "" {
@@ -477,12 +470,8 @@ func (h *Host) release(ctx context.Context, match func(Entry) bool) error {
 			}
 			keep = append(keep, e)
 		}
-		if len(keep) == len(entries) {
-			return nil
-		}
-		if err := h.write(keep); err != nil {
-			return err
-		}
+		return keep, len(keep) != len(entries)
+	}, func() error {
 		if len(drop) == 0 || h.flink == "" {
 			return nil
 		}
@@ -503,14 +492,7 @@ func (h *Host) release(ctx context.Context, match func(Entry) bool) error {
 // process group g too: while a process of g lives, a reclaiming launcher
 // treats them as held even when the owner is dead.
 func (h *Host) HoldGroup(ctx context.Context, g Group) error {
-	if _, err := os.Stat(h.state); errors.Is(err, os.ErrNotExist) {
-		return nil // nothing was ever recorded on this host
-	}
-	err := h.locked(ctx, func() error {
-		entries, err := h.read()
-		if err != nil {
-			return err
-		}
+	err := h.modify(ctx, func(entries []Entry) ([]Entry, bool) {
 		changed := false
 		for i := range entries {
 			if entries[i].Owner.same(h.owner) {
@@ -519,15 +501,39 @@ func (h *Host) HoldGroup(ctx context.Context, g Group) error {
 				changed = true
 			}
 		}
-		if !changed {
-			return nil
-		}
-		return h.write(entries)
-	})
+		return entries, changed
+	}, nil)
 	if err != nil {
 		return fmt.Errorf("record worker process group %d: %w", g.PGID, err)
 	}
 	return nil
+}
+
+// modify runs fn on the recorded entries under the lock, writes what it
+// returns when it says they changed, then runs after (nil: nothing), still
+// under the lock. Where no state file exists nothing was ever recorded on
+// this host: it does nothing.
+func (h *Host) modify(ctx context.Context, fn func([]Entry) ([]Entry, bool), after func() error) error {
+	if _, err := os.Stat(h.state); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	return h.locked(ctx, func() error {
+		entries, err := h.read()
+		if err != nil {
+			return err
+		}
+		keep, changed := fn(entries)
+		if !changed {
+			return nil
+		}
+		if err := h.write(keep); err != nil {
+			return err
+		}
+		if after != nil {
+			return after()
+		}
+		return nil
+	})
 }
 
 // Holder is one recorded reservation with its holder's current state.

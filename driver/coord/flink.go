@@ -20,10 +20,11 @@ import (
 // sees them; its release removes exactly its lines. Its own state never
 // goes into that file: the two formats live in two files.
 
-// flinkLine is one line of Flink's coordination file.
-type flinkLine struct {
-	index string
-	pid   int
+// FlinkLine is one line of Flink's coordination file: GPU Index was handed
+// to PID (the process that ran Flink's script).
+type FlinkLine struct {
+	Index string
+	PID   int
 }
 
 // flinkFile is Flink's coordination file, open and flocked (or, for a dry
@@ -31,7 +32,7 @@ type flinkLine struct {
 type flinkFile struct {
 	path  string
 	f     *os.File // nil when only read
-	lines []flinkLine
+	lines []FlinkLine
 }
 
 // openFlink locks Flink's file as Flink's script does (an exclusive flock on
@@ -46,7 +47,7 @@ func (h *Host) openFlink(ctx context.Context) (*flinkFile, error) {
 		unlock(f)
 		return nil, fmt.Errorf("read Flink coordination file %s: %w", h.flink, err)
 	}
-	lines, err := parseFlinkLines(h.flink, b)
+	lines, err := ParseFlinkFile(h.flink, b)
 	if err != nil {
 		unlock(f)
 		return nil, err
@@ -60,7 +61,7 @@ func (h *Host) readFlink() (*flinkFile, error) {
 	if err != nil && !os.IsNotExist(err) {
 		return nil, fmt.Errorf("read Flink coordination file %s: %w", h.flink, err)
 	}
-	lines, err := parseFlinkLines(h.flink, b)
+	lines, err := ParseFlinkFile(h.flink, b)
 	if err != nil {
 		return nil, err
 	}
@@ -73,15 +74,16 @@ func (ff *flinkFile) close() {
 	}
 }
 
-// parseFlinkLines reads "<index> <pid>" lines; anything else is an error
-// naming the file and line (an xres state file there was written by an
-// earlier xres in built-in mode).
-func parseFlinkLines(path string, b []byte) ([]flinkLine, error) {
+// ParseFlinkFile reads the "<index> <pid>" lines of Flink's coordination
+// file path; anything else is an error wrapping ErrCorruptState and naming
+// the file and line (an xres state file there was written by an earlier
+// xres in built-in mode).
+func ParseFlinkFile(path string, b []byte) ([]FlinkLine, error) {
 	if bytes.HasPrefix(b, []byte(stateMagic)) {
 		return nil, fmt.Errorf("%w: %s is an xres state file, not Flink's coordination file (written by an earlier xres that kept its state in Flink's --coordination-file): "+
 			"stop the workers on this host, then remove it", ErrCorruptState, path)
 	}
-	var out []flinkLine
+	var out []FlinkLine
 	for n, line := range strings.Split(string(b), "\n") {
 		f := strings.Fields(line)
 		if len(f) == 0 {
@@ -94,7 +96,7 @@ func parseFlinkLines(path string, b []byte) ([]flinkLine, error) {
 		if len(f) != 2 || err != nil || pid <= 0 {
 			return nil, fmt.Errorf("%w: Flink coordination file %s:%d: want \"<index> <pid>\", got %q", ErrCorruptState, path, n+1, line)
 		}
-		out = append(out, flinkLine{index: f[0], pid: pid})
+		out = append(out, FlinkLine{Index: f[0], PID: pid})
 	}
 	return out, nil
 }
@@ -107,8 +109,8 @@ func (ff *flinkFile) held(p procFS) map[string]int {
 	}
 	out := map[string]int{}
 	for _, l := range ff.lines {
-		if _, err := os.Stat(fmt.Sprintf("%s/%d", p.root, l.pid)); err == nil {
-			out[l.index] = l.pid
+		if _, err := os.Stat(fmt.Sprintf("%s/%d", p.root, l.PID)); err == nil {
+			out[l.Index] = l.PID
 		}
 	}
 	return out
@@ -121,10 +123,10 @@ func (ff *flinkFile) held(p procFS) map[string]int {
 func (ff *flinkFile) rewrite(add []string, pid int, drop map[string]bool) error {
 	var b strings.Builder
 	for _, l := range ff.lines {
-		if l.pid == pid && drop[l.index] || slices.Contains(add, l.index) {
+		if l.PID == pid && drop[l.Index] || slices.Contains(add, l.Index) {
 			continue
 		}
-		fmt.Fprintf(&b, "%s %d\n", l.index, l.pid)
+		fmt.Fprintf(&b, "%s %d\n", l.Index, l.PID)
 	}
 	for _, idx := range add {
 		fmt.Fprintf(&b, "%s %d\n", idx, pid)

@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"sort"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -101,6 +100,12 @@ func (l *Launcher) Probe(ctx context.Context, specs []resources.Spec) ProbeRepor
 		switch c.Mode {
 		case gpu.CoordXres:
 			holders, herr = readHolders(c.StateFile, spec.Name)
+			if c.FlinkFile != "" && herr == nil {
+				// The GPUs Flink's script holds beside them.
+				var fh []ProbeHolder
+				fh, herr = readFlinkHolders(c.FlinkFile)
+				holders = append(holders, fh...)
+			}
 		case gpu.CoordScript:
 			holders, herr = readFlinkHolders(c.StateFile)
 		}
@@ -162,22 +167,15 @@ func readFlinkHolders(file string) ([]ProbeHolder, error) {
 }
 
 // parseFlinkHolders reads the lines of a Flink coordination file named
-// file; alive says whether a pid runs.
+// file (coord.ParseFlinkFile); alive says whether a pid runs.
 func parseFlinkHolders(file string, data []byte, alive func(int) bool) ([]ProbeHolder, error) {
-	var out []ProbeHolder
-	for n, line := range strings.Split(string(data), "\n") {
-		f := strings.Fields(line)
-		if len(f) == 0 {
-			continue
-		}
-		pid, err := 0, error(nil)
-		if len(f) == 2 {
-			pid, err = strconv.Atoi(f[1])
-		}
-		if len(f) != 2 || err != nil || pid <= 0 {
-			return out, fmt.Errorf("coordination file %s:%d (Flink format): want \"<index> <pid>\", got %q", file, n+1, line)
-		}
-		out = append(out, ProbeHolder{Device: f[0], PID: pid, Alive: alive(pid)})
+	lines, err := coord.ParseFlinkFile(file, data)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ProbeHolder, len(lines))
+	for i, l := range lines {
+		out[i] = ProbeHolder{Device: l.Index, PID: l.PID, Alive: alive(l.PID)}
 	}
 	return out, nil
 }
