@@ -28,6 +28,9 @@ const (
 	// starts in flight, overall and per NodeManager.
 	DefaultMaxStarts        = 256
 	DefaultMaxStartsPerNode = 16
+	// DefaultStartBatch is how many of one node's containers go in one
+	// startContainers call, when the NMClient is a BatchStarter.
+	DefaultStartBatch = 32
 )
 
 // Config is everything the AM core needs besides its clients.
@@ -45,6 +48,7 @@ type Config struct {
 	StderrLines      int           // stderr lines quoted in a failure diagnostic (DefaultStderrLines)
 	MaxStarts        int           // container starts in flight at once (DefaultMaxStarts)
 	MaxStartsPerNode int           // of those, on one NodeManager (DefaultMaxStartsPerNode)
+	StartBatch       int           // containers of one node per start call, with a BatchStarter (DefaultStartBatch)
 
 	// Launcher exit codes (cmd/container-launcher). A worker that exits
 	// with one of BadNodeExits failed on its node (device discovery): the
@@ -170,6 +174,11 @@ func New(cfg Config, rm RMClient, nm NMClient, logs LogFetcher) (*AM, error) {
 	}
 	if cfg.MaxStartsPerNode <= 0 {
 		cfg.MaxStartsPerNode = DefaultMaxStartsPerNode
+	}
+	if _, ok := nm.(BatchStarter); !ok {
+		cfg.StartBatch = 1
+	} else if cfg.StartBatch <= 0 {
+		cfg.StartBatch = DefaultStartBatch
 	}
 	if cfg.After == nil {
 		cfg.After = time.After
@@ -440,36 +449,60 @@ func (a *AM) releaseLocked(id string) {
 // goes on with the next queued start when its own ends, so there are never
 // more than MaxStarts of them.
 func (a *AM) launchLocked(sctx context.Context) {
-	for w := a.starts.next(); w != nil; w = a.starts.next() {
+	for ws := a.starts.next(a.cfg.StartBatch); ws != nil; ws = a.starts.next(a.cfg.StartBatch) {
 		a.startWG.Add(1)
 		go func() {
 			defer a.startWG.Done()
-			for w != nil {
-				a.start(sctx, w)
+			for ws != nil {
+				a.start(sctx, ws)
 				a.mu.Lock()
-				a.starts.done(w)
-				w = a.starts.next()
+				a.starts.done(ws)
+				ws = a.starts.next(a.cfg.StartBatch)
 				a.mu.Unlock()
 			}
 		}()
 	}
 }
 
-// start starts one worker's container, unless the worker ended (the RM
-// completed its container) or the application is finishing meanwhile.
-func (a *AM) start(ctx context.Context, w *worker) {
+// start starts the containers of ws (one node's), in one call when the
+// NMClient takes several, except those whose worker ended (the RM completed
+// its container) or when the application is finishing meanwhile.
+func (a *AM) start(ctx context.Context, ws []*worker) {
 	a.mu.Lock()
-	if w.state != StateStarting || a.result != nil || ctx.Err() != nil {
+	if a.result != nil || ctx.Err() != nil {
 		a.mu.Unlock()
 		return
 	}
-	w.launched = true
-	token := a.nmTokens[w.c.NodeID]
+	var cs []Container
+	var todo []*worker
+	for _, w := range ws {
+		if w.state == StateStarting {
+			w.launched = true
+			cs, todo = append(cs, w.c), append(todo, w)
+		}
+	}
+	if len(todo) == 0 {
+		a.mu.Unlock()
+		return
+	}
+	token := a.nmTokens[todo[0].c.NodeID]
 	a.mu.Unlock()
 
 	cctx, cancel := context.WithTimeout(ctx, a.cfg.CallTimeout)
-	err := a.nm.StartContainer(cctx, w.c, token, a.cfg.Launch)
+	var errs []error
+	if b, ok := a.nm.(BatchStarter); ok {
+		errs = b.StartContainers(cctx, cs, token, a.cfg.Launch)
+	} else {
+		errs = []error{a.nm.StartContainer(cctx, cs[0], token, a.cfg.Launch)}
+	}
 	cancel()
+	for i, w := range todo {
+		a.started(ctx, w, errs[i])
+	}
+}
+
+// started records the outcome of w's start.
+func (a *AM) started(ctx context.Context, w *worker, err error) {
 	a.mu.Lock()
 	if w.state != StateStarting || a.result != nil {
 		// Ended meanwhile, or the application is finishing: stopRunning

@@ -219,6 +219,51 @@ func (n rpcNM) StartContainer(ctx context.Context, c Container, nmToken Token, l
 	return n.c.StartContainer(ctx, cp, nmSecurityToken(nmToken), LaunchProto(launch))
 }
 
+// nmBatchProtocol is *yarn.NMClient's startContainers with a list.
+type nmBatchProtocol interface {
+	StartContainers(ctx context.Context, node string, nmToken *security.Token, reqs []*hadoopyarn.StartContainerRequestProto) (*hadoopyarn.StartContainersResponseProto, error)
+}
+
+var (
+	_ nmBatchProtocol = (*yarn.NMClient)(nil)
+	_ BatchStarter    = rpcNM{}
+)
+
+// StartContainers starts cs, all on one node, in one startContainers call
+// when the client has it (one launch context shared by every request); a
+// container the NodeManager refuses gets its *yarn.ContainerError.
+func (n rpcNM) StartContainers(ctx context.Context, cs []Container, nmToken Token, launch LaunchContext) []error {
+	errs := make([]error, len(cs))
+	b, ok := n.c.(nmBatchProtocol)
+	if !ok || len(cs) == 1 {
+		for i, c := range cs {
+			errs[i] = n.StartContainer(ctx, c, nmToken, launch)
+		}
+		return errs
+	}
+	lp := LaunchProto(launch)
+	reqs := make([]*hadoopyarn.StartContainerRequestProto, len(cs))
+	index := make(map[string]int, len(cs))
+	for i, c := range cs {
+		reqs[i] = &hadoopyarn.StartContainerRequestProto{ContainerLaunchContext: lp, ContainerToken: c.Token.Proto()}
+		index[c.ID] = i
+	}
+	resp, err := b.StartContainers(ctx, cs[0].NodeID, nmSecurityToken(nmToken), reqs)
+	if err != nil {
+		for i := range errs {
+			errs[i] = err
+		}
+		return errs
+	}
+	for _, f := range resp.GetFailedRequests() {
+		id := yarn.ContainerID(f.GetContainerId())
+		if i, ok := index[id]; ok {
+			errs[i] = &yarn.ContainerError{Container: id, Class: f.GetException().GetClassName(), Message: f.GetException().GetMessage()}
+		}
+	}
+	return errs
+}
+
 func (n rpcNM) StopContainer(ctx context.Context, c Container, nmToken Token) error {
 	cp, err := containerProto(c)
 	if err != nil {

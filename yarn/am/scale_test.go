@@ -220,3 +220,42 @@ func TestStartsShareOneConnectionPerNode(t *testing.T) {
 		require.EqualValues(t, 1, nm.Connects(), "connections to NodeManager %d", i)
 	}
 }
+
+// TestStartsBatchPerNode: the three containers the RM gives on one node go
+// in one startContainers call; the one the NodeManager refuses is released
+// and replaced, the other two run.
+func TestStartsBatchPerNode(t *testing.T) {
+	s := newSimCluster(t, 1, 0)
+	s.refuse = map[string]bool{s.cid(3): true}
+	s.allocate = func(call int, req *hadoopyarn.AllocateRequestProto) (*hadoopyarn.AllocateResponseProto, error) {
+		resp := &hadoopyarn.AllocateResponseProto{}
+		switch call {
+		case 1:
+			resp.AllocatedContainers = []*hadoopyarn.ContainerProto{s.container(2), s.container(3), s.container(4)}
+			resp.NmTokens = s.nmTokens()
+		case 2:
+			if len(req.GetRelease()) != 1 || len(req.GetAsk()) != 1 || req.GetAsk()[0].GetNumContainers() != 1 {
+				t.Errorf("after the refusal: release %v, ask %v; want the refused container released and one asked", req.GetRelease(), req.GetAsk())
+			}
+			resp.AllocatedContainers = []*hadoopyarn.ContainerProto{s.container(5)}
+		case 3:
+			for _, n := range []int64{2, 4, 5} {
+				resp.CompletedContainerStatuses = append(resp.CompletedContainerStatuses, s.completedStatus(n, 0))
+			}
+		}
+		return resp, nil
+	}
+	a := s.newAM(testConfig(3, 1))
+	a.cfg.After = settled(a, ready)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	res, err := a.Run(ctx)
+	require.NoError(t, err)
+	require.Equal(t, StatusSucceeded, res.Status, res.Diagnostics)
+	require.Equal(t, []int{3, 1}, s.batches, "containers per startContainers call")
+	require.Equal(t, map[string]int{s.cid(2): 1, s.cid(4): 1, s.cid(5): 1}, s.starts)
+	require.Equal(t, 1, s.releases[s.cid(3)])
+	st := a.Status()
+	require.Equal(t, 1, st.Failed)
+	require.Contains(t, st.Containers[1].Diagnostics, "refused")
+}

@@ -45,6 +45,8 @@ type simCluster struct {
 	finished   *hadoopyarn.FinishApplicationMasterRequestProto
 	onStarted  func(id string) // called after each recorded start, outside mu
 	startCalls int
+	batches    []int           // containers per startContainers call
+	refuse     map[string]bool // container ids the NodeManagers refuse
 }
 
 func newSimCluster(tb testing.TB, nodes int, latency time.Duration) *simCluster {
@@ -126,10 +128,19 @@ func (s *simCluster) startContainers(ctx context.Context, c *yarntest.Call) (pro
 	}
 	s.sleep(ctx)
 	var ids []string
+	resp := &hadoopyarn.StartContainersResponseProto{}
 	s.mu.Lock()
 	s.startCalls++
+	s.batches = append(s.batches, len(req.GetStartContainerRequest()))
 	for _, r := range req.GetStartContainerRequest() {
 		id := string(r.GetContainerToken().GetIdentifier())
+		if s.refuse[id] {
+			cid, _ := yarn.ParseContainerID(id)
+			resp.FailedRequests = append(resp.FailedRequests, &hadoopyarn.ContainerExceptionMapProto{ContainerId: cid,
+				Exception: &hadoopyarn.SerializedExceptionProto{ClassName: proto.String("org.apache.hadoop.yarn.exceptions.YarnException"),
+					Message: proto.String("Container " + id + " refused")}})
+			continue
+		}
 		s.starts[id]++
 		ids = append(ids, id)
 	}
@@ -140,7 +151,7 @@ func (s *simCluster) startContainers(ctx context.Context, c *yarntest.Call) (pro
 			on(id)
 		}
 	}
-	return &hadoopyarn.StartContainersResponseProto{}, nil
+	return resp, nil
 }
 
 func (s *simCluster) stopContainers(ctx context.Context, c *yarntest.Call) (proto.Message, error) {

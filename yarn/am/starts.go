@@ -1,8 +1,8 @@
 package am
 
 // startQueue orders the container starts: FIFO per NodeManager, nodes
-// served in turn, at most maxAll starts in flight overall and maxNode per
-// node, so that a slow or dead NodeManager holds up only its own
+// served in turn, at most maxAll starts (calls, each of up to a batch of one
+// node's containers) in flight overall and maxNode per node, so that a slow or dead NodeManager holds up only its own
 // containers. It is guarded by the AM's mutex; every operation is O(1)
 // (amortised).
 type startQueue struct {
@@ -42,9 +42,10 @@ func (q *startQueue) markReady(n *nodeStarts) {
 	}
 }
 
-// next takes the next start to run, or nil when none may run now. The
-// caller runs it and calls done.
-func (q *startQueue) next() *worker {
+// next takes the next start to run: up to batch waiting workers of one
+// node, as one start in flight; nil when none may run now. The caller runs
+// it and calls done.
+func (q *startQueue) next(batch int) []*worker {
 	if q.inflight >= q.maxAll || q.readyHead == len(q.ready) {
 		return nil
 	}
@@ -55,21 +56,23 @@ func (q *startQueue) next() *worker {
 		q.ready, q.readyHead = q.ready[:0], 0
 	}
 	n.isReady = false
-	w := n.waiting[n.head]
-	n.waiting[n.head] = nil
-	n.head++
+	k := min(batch, len(n.waiting)-n.head)
+	ws := make([]*worker, k)
+	copy(ws, n.waiting[n.head:n.head+k])
+	clear(n.waiting[n.head : n.head+k])
+	n.head += k
 	if n.head == len(n.waiting) {
 		n.waiting, n.head = n.waiting[:0], 0
 	}
 	n.inflight++
 	q.inflight++
 	q.markReady(n)
-	return w
+	return ws
 }
 
 // done ends a start that next handed out.
-func (q *startQueue) done(w *worker) {
-	n := q.nodes[w.c.NodeID]
+func (q *startQueue) done(ws []*worker) {
+	n := q.nodes[ws[0].c.NodeID]
 	n.inflight--
 	q.inflight--
 	q.markReady(n)

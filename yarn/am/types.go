@@ -154,6 +154,14 @@ type NMClient interface {
 	StopContainer(ctx context.Context, c Container, nmToken Token) error
 }
 
+// BatchStarter is an NMClient that starts several containers of one
+// NodeManager in one call (startContainers takes a list). The AM then sends
+// up to Config.StartBatch of a node's waiting containers at a time. The
+// result has one entry per container: nil when it started.
+type BatchStarter interface {
+	StartContainers(ctx context.Context, cs []Container, nmToken Token, launch LaunchContext) []error
+}
+
 // LogFetcher reads the last lines of one of a container's log files
 // ("stderr", "stdout") from its NodeManager (web UI / REST).
 type LogFetcher interface {
