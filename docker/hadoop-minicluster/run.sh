@@ -40,6 +40,7 @@
 #   XRES_MINICLUSTER_NM_EXPIRY_MS yarn.nm.liveness-monitor.expiry-interval-ms (10000): nm-kill's LOST
 #   XRES_MINICLUSTER_AMRM_ROLL_SECS AMRMToken master-key rolling interval (unset: Hadoop's 1 day;
 #                               at least 10; the AM expiry interval becomes a third of it)
+#   XRES_MINICLUSTER_AM_MAX_ATTEMPTS yarn.resourcemanager.am.max-attempts (1): AM attempts allowed
 #   XRES_MINICLUSTER_VERB_TIMEOUT seconds a fault verb may take (default 200)
 #   XRES_RPC_PROTECTION         hadoop.rpc.protection: authentication (default), integrity
 #                               or privacy (SASL qop auth, auth-int, auth-conf)
@@ -278,6 +279,7 @@ launcher_args() {
     --gpus="${XRES_MINICLUSTER_GPUS:-2}" --fpgas="${XRES_MINICLUSTER_FPGAS:-1}"
     --ha="$HA" --label-nodes="${XRES_MINICLUSTER_LABEL_NODES:-}"
     --nm-expiry-ms="${XRES_MINICLUSTER_NM_EXPIRY_MS:-10000}" --amrm-roll-secs="${XRES_MINICLUSTER_AMRM_ROLL_SECS:-0}"
+    --am-max-attempts="${XRES_MINICLUSTER_AM_MAX_ATTEMPTS:-1}"
     --nm-memory-mb="${XRES_MINICLUSTER_NM_MEMORY_MB:-4096}" --nm-vcores="${XRES_MINICLUSTER_NM_VCORES:-8}")
   for p in "${PORTS[@]}"; do
     name=${p%%:*}
@@ -517,7 +519,7 @@ case ${1:-} in
   env) cmd_env ;;
   foreground) cmd_foreground ;;
   *)
-    sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
     ;;
 esac
