@@ -568,7 +568,9 @@ func (a *AM) failed(ctx context.Context, w *worker, exit int, diag string, ran b
 	// A node's failure is quoted in the diagnostic when every node is
 	// blacklisted, so its stderr is fetched too.
 	if (first || slices.Contains(a.cfg.BadNodeExits, exit)) && ran && a.logs != nil {
-		cctx, cancel := context.WithTimeout(ctx, a.cfg.CallTimeout)
+		// Fetched on the heartbeat goroutine: a dead NodeManager may hold
+		// it up only this long.
+		cctx, cancel := context.WithTimeout(ctx, min(a.cfg.CallTimeout, logFetchTimeout))
 		var err error
 		tail, err = a.logs.Tail(cctx, w.c, "stderr", a.cfg.StderrLines)
 		cancel()
@@ -615,6 +617,9 @@ func (a *AM) failed(ctx context.Context, w *worker, exit int, diag string, ran b
 	a.pending++
 	a.restarts++
 }
+
+// logFetchTimeout bounds the fetch of a failed container's stderr.
+const logFetchTimeout = 5 * time.Second
 
 // maxDiagnostics bounds the YARN diagnostics quoted in a failure.
 const maxDiagnostics = 1000
