@@ -526,6 +526,62 @@ func (LocalResourceVisibilityProto) EnumDescriptor() ([]byte, []int) {
 	return file_hadoopproto_hadoopyarn_yarn_protos_proto_rawDescGZIP(), []int{7}
 }
 
+type RejectionReasonProto int32
+
+const (
+	RejectionReasonProto_RRP_COULD_NOT_PLACE_ON_NODE    RejectionReasonProto = 1
+	RejectionReasonProto_RRP_COULD_NOT_SCHEDULE_ON_NODE RejectionReasonProto = 2
+)
+
+// Enum value maps for RejectionReasonProto.
+var (
+	RejectionReasonProto_name = map[int32]string{
+		1: "RRP_COULD_NOT_PLACE_ON_NODE",
+		2: "RRP_COULD_NOT_SCHEDULE_ON_NODE",
+	}
+	RejectionReasonProto_value = map[string]int32{
+		"RRP_COULD_NOT_PLACE_ON_NODE":    1,
+		"RRP_COULD_NOT_SCHEDULE_ON_NODE": 2,
+	}
+)
+
+func (x RejectionReasonProto) Enum() *RejectionReasonProto {
+	p := new(RejectionReasonProto)
+	*p = x
+	return p
+}
+
+func (x RejectionReasonProto) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (RejectionReasonProto) Descriptor() protoreflect.EnumDescriptor {
+	return file_hadoopproto_hadoopyarn_yarn_protos_proto_enumTypes[8].Descriptor()
+}
+
+func (RejectionReasonProto) Type() protoreflect.EnumType {
+	return &file_hadoopproto_hadoopyarn_yarn_protos_proto_enumTypes[8]
+}
+
+func (x RejectionReasonProto) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Do not use.
+func (x *RejectionReasonProto) UnmarshalJSON(b []byte) error {
+	num, err := protoimpl.X.UnmarshalJSONEnum(x.Descriptor(), b)
+	if err != nil {
+		return err
+	}
+	*x = RejectionReasonProto(num)
+	return nil
+}
+
+// Deprecated: Use RejectionReasonProto.Descriptor instead.
+func (RejectionReasonProto) EnumDescriptor() ([]byte, []int) {
+	return file_hadoopproto_hadoopyarn_yarn_protos_proto_rawDescGZIP(), []int{8}
+}
+
 type AMCommandProto int32
 
 const (
@@ -556,11 +612,11 @@ func (x AMCommandProto) String() string {
 }
 
 func (AMCommandProto) Descriptor() protoreflect.EnumDescriptor {
-	return file_hadoopproto_hadoopyarn_yarn_protos_proto_enumTypes[8].Descriptor()
+	return file_hadoopproto_hadoopyarn_yarn_protos_proto_enumTypes[9].Descriptor()
 }
 
 func (AMCommandProto) Type() protoreflect.EnumType {
-	return &file_hadoopproto_hadoopyarn_yarn_protos_proto_enumTypes[8]
+	return &file_hadoopproto_hadoopyarn_yarn_protos_proto_enumTypes[9]
 }
 
 func (x AMCommandProto) Number() protoreflect.EnumNumber {
@@ -579,7 +635,66 @@ func (x *AMCommandProto) UnmarshalJSON(b []byte) error {
 
 // Deprecated: Use AMCommandProto.Descriptor instead.
 func (AMCommandProto) EnumDescriptor() ([]byte, []int) {
-	return file_hadoopproto_hadoopyarn_yarn_protos_proto_rawDescGZIP(), []int{8}
+	return file_hadoopproto_hadoopyarn_yarn_protos_proto_rawDescGZIP(), []int{9}
+}
+
+type PlacementConstraintTargetProto_TargetType int32
+
+const (
+	PlacementConstraintTargetProto_NODE_ATTRIBUTE PlacementConstraintTargetProto_TargetType = 1
+	PlacementConstraintTargetProto_ALLOCATION_TAG PlacementConstraintTargetProto_TargetType = 2
+	PlacementConstraintTargetProto_SELF           PlacementConstraintTargetProto_TargetType = 3
+)
+
+// Enum value maps for PlacementConstraintTargetProto_TargetType.
+var (
+	PlacementConstraintTargetProto_TargetType_name = map[int32]string{
+		1: "NODE_ATTRIBUTE",
+		2: "ALLOCATION_TAG",
+		3: "SELF",
+	}
+	PlacementConstraintTargetProto_TargetType_value = map[string]int32{
+		"NODE_ATTRIBUTE": 1,
+		"ALLOCATION_TAG": 2,
+		"SELF":           3,
+	}
+)
+
+func (x PlacementConstraintTargetProto_TargetType) Enum() *PlacementConstraintTargetProto_TargetType {
+	p := new(PlacementConstraintTargetProto_TargetType)
+	*p = x
+	return p
+}
+
+func (x PlacementConstraintTargetProto_TargetType) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (PlacementConstraintTargetProto_TargetType) Descriptor() protoreflect.EnumDescriptor {
+	return file_hadoopproto_hadoopyarn_yarn_protos_proto_enumTypes[10].Descriptor()
+}
+
+func (PlacementConstraintTargetProto_TargetType) Type() protoreflect.EnumType {
+	return &file_hadoopproto_hadoopyarn_yarn_protos_proto_enumTypes[10]
+}
+
+func (x PlacementConstraintTargetProto_TargetType) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Do not use.
+func (x *PlacementConstraintTargetProto_TargetType) UnmarshalJSON(b []byte) error {
+	num, err := protoimpl.X.UnmarshalJSONEnum(x.Descriptor(), b)
+	if err != nil {
+		return err
+	}
+	*x = PlacementConstraintTargetProto_TargetType(num)
+	return nil
+}
+
+// Deprecated: Use PlacementConstraintTargetProto_TargetType.Descriptor instead.
+func (PlacementConstraintTargetProto_TargetType) EnumDescriptor() ([]byte, []int) {
+	return file_hadoopproto_hadoopyarn_yarn_protos_proto_rawDescGZIP(), []int{27, 0}
 }
 
 // ApplicationIdProto prints as application_<cluster_timestamp>_<id %04d>.
@@ -2351,6 +2466,379 @@ func (x *ResourceRequestProto) GetAllocationRequestId() int64 {
 	return Default_ResourceRequestProto_AllocationRequestId
 }
 
+// SchedulingRequestProto is the constraint-aware ask: num_allocations
+// containers of one size, tagged, placed under one constraint. Like a
+// ResourceRequest, num_allocations is the total still wanted.
+type SchedulingRequestProto struct {
+	state               protoimpl.MessageState     `protogen:"open.v1"`
+	AllocationRequestId *int64                     `protobuf:"varint,1,opt,name=allocationRequestId,def=0" json:"allocationRequestId,omitempty"`
+	Priority            *PriorityProto             `protobuf:"bytes,2,opt,name=priority" json:"priority,omitempty"`
+	ExecutionType       *ExecutionTypeRequestProto `protobuf:"bytes,3,opt,name=executionType" json:"executionType,omitempty"`
+	AllocationTags      []string                   `protobuf:"bytes,4,rep,name=allocationTags" json:"allocationTags,omitempty"`
+	ResourceSizing      *ResourceSizingProto       `protobuf:"bytes,5,opt,name=resourceSizing" json:"resourceSizing,omitempty"`
+	PlacementConstraint *PlacementConstraintProto  `protobuf:"bytes,6,opt,name=placementConstraint" json:"placementConstraint,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
+}
+
+// Default values for SchedulingRequestProto fields.
+const (
+	Default_SchedulingRequestProto_AllocationRequestId = int64(0)
+)
+
+func (x *SchedulingRequestProto) Reset() {
+	*x = SchedulingRequestProto{}
+	mi := &file_hadoopproto_hadoopyarn_yarn_protos_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SchedulingRequestProto) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SchedulingRequestProto) ProtoMessage() {}
+
+func (x *SchedulingRequestProto) ProtoReflect() protoreflect.Message {
+	mi := &file_hadoopproto_hadoopyarn_yarn_protos_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SchedulingRequestProto.ProtoReflect.Descriptor instead.
+func (*SchedulingRequestProto) Descriptor() ([]byte, []int) {
+	return file_hadoopproto_hadoopyarn_yarn_protos_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *SchedulingRequestProto) GetAllocationRequestId() int64 {
+	if x != nil && x.AllocationRequestId != nil {
+		return *x.AllocationRequestId
+	}
+	return Default_SchedulingRequestProto_AllocationRequestId
+}
+
+func (x *SchedulingRequestProto) GetPriority() *PriorityProto {
+	if x != nil {
+		return x.Priority
+	}
+	return nil
+}
+
+func (x *SchedulingRequestProto) GetExecutionType() *ExecutionTypeRequestProto {
+	if x != nil {
+		return x.ExecutionType
+	}
+	return nil
+}
+
+func (x *SchedulingRequestProto) GetAllocationTags() []string {
+	if x != nil {
+		return x.AllocationTags
+	}
+	return nil
+}
+
+func (x *SchedulingRequestProto) GetResourceSizing() *ResourceSizingProto {
+	if x != nil {
+		return x.ResourceSizing
+	}
+	return nil
+}
+
+func (x *SchedulingRequestProto) GetPlacementConstraint() *PlacementConstraintProto {
+	if x != nil {
+		return x.PlacementConstraint
+	}
+	return nil
+}
+
+type ResourceSizingProto struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	NumAllocations *int32                 `protobuf:"varint,1,opt,name=numAllocations" json:"numAllocations,omitempty"`
+	Resources      *ResourceProto         `protobuf:"bytes,2,opt,name=resources" json:"resources,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *ResourceSizingProto) Reset() {
+	*x = ResourceSizingProto{}
+	mi := &file_hadoopproto_hadoopyarn_yarn_protos_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResourceSizingProto) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResourceSizingProto) ProtoMessage() {}
+
+func (x *ResourceSizingProto) ProtoReflect() protoreflect.Message {
+	mi := &file_hadoopproto_hadoopyarn_yarn_protos_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResourceSizingProto.ProtoReflect.Descriptor instead.
+func (*ResourceSizingProto) Descriptor() ([]byte, []int) {
+	return file_hadoopproto_hadoopyarn_yarn_protos_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *ResourceSizingProto) GetNumAllocations() int32 {
+	if x != nil && x.NumAllocations != nil {
+		return *x.NumAllocations
+	}
+	return 0
+}
+
+func (x *ResourceSizingProto) GetResources() *ResourceProto {
+	if x != nil {
+		return x.Resources
+	}
+	return nil
+}
+
+// PlacementConstraintProto: xres sends only the simple form (field 2, the
+// composite form, is left out of this subset).
+type PlacementConstraintProto struct {
+	state            protoimpl.MessageState          `protogen:"open.v1"`
+	SimpleConstraint *SimplePlacementConstraintProto `protobuf:"bytes,1,opt,name=simpleConstraint" json:"simpleConstraint,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *PlacementConstraintProto) Reset() {
+	*x = PlacementConstraintProto{}
+	mi := &file_hadoopproto_hadoopyarn_yarn_protos_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PlacementConstraintProto) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PlacementConstraintProto) ProtoMessage() {}
+
+func (x *PlacementConstraintProto) ProtoReflect() protoreflect.Message {
+	mi := &file_hadoopproto_hadoopyarn_yarn_protos_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PlacementConstraintProto.ProtoReflect.Descriptor instead.
+func (*PlacementConstraintProto) Descriptor() ([]byte, []int) {
+	return file_hadoopproto_hadoopyarn_yarn_protos_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *PlacementConstraintProto) GetSimpleConstraint() *SimplePlacementConstraintProto {
+	if x != nil {
+		return x.SimpleConstraint
+	}
+	return nil
+}
+
+// SimplePlacementConstraintProto: within scope ("node", "rack"), the
+// containers matching the targets number between min and max cardinality
+// (counted before the one being placed).
+type SimplePlacementConstraintProto struct {
+	state             protoimpl.MessageState            `protogen:"open.v1"`
+	Scope             *string                           `protobuf:"bytes,1,req,name=scope" json:"scope,omitempty"`
+	TargetExpressions []*PlacementConstraintTargetProto `protobuf:"bytes,2,rep,name=targetExpressions" json:"targetExpressions,omitempty"`
+	MinCardinality    *int32                            `protobuf:"varint,3,opt,name=minCardinality" json:"minCardinality,omitempty"`
+	MaxCardinality    *int32                            `protobuf:"varint,4,opt,name=maxCardinality" json:"maxCardinality,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *SimplePlacementConstraintProto) Reset() {
+	*x = SimplePlacementConstraintProto{}
+	mi := &file_hadoopproto_hadoopyarn_yarn_protos_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SimplePlacementConstraintProto) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SimplePlacementConstraintProto) ProtoMessage() {}
+
+func (x *SimplePlacementConstraintProto) ProtoReflect() protoreflect.Message {
+	mi := &file_hadoopproto_hadoopyarn_yarn_protos_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SimplePlacementConstraintProto.ProtoReflect.Descriptor instead.
+func (*SimplePlacementConstraintProto) Descriptor() ([]byte, []int) {
+	return file_hadoopproto_hadoopyarn_yarn_protos_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *SimplePlacementConstraintProto) GetScope() string {
+	if x != nil && x.Scope != nil {
+		return *x.Scope
+	}
+	return ""
+}
+
+func (x *SimplePlacementConstraintProto) GetTargetExpressions() []*PlacementConstraintTargetProto {
+	if x != nil {
+		return x.TargetExpressions
+	}
+	return nil
+}
+
+func (x *SimplePlacementConstraintProto) GetMinCardinality() int32 {
+	if x != nil && x.MinCardinality != nil {
+		return *x.MinCardinality
+	}
+	return 0
+}
+
+func (x *SimplePlacementConstraintProto) GetMaxCardinality() int32 {
+	if x != nil && x.MaxCardinality != nil {
+		return *x.MaxCardinality
+	}
+	return 0
+}
+
+type PlacementConstraintTargetProto struct {
+	state         protoimpl.MessageState                     `protogen:"open.v1"`
+	TargetType    *PlacementConstraintTargetProto_TargetType `protobuf:"varint,1,req,name=targetType,enum=hadoop.yarn.PlacementConstraintTargetProto_TargetType" json:"targetType,omitempty"`
+	TargetKey     *string                                    `protobuf:"bytes,2,opt,name=targetKey" json:"targetKey,omitempty"`
+	TargetValues  []string                                   `protobuf:"bytes,3,rep,name=targetValues" json:"targetValues,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PlacementConstraintTargetProto) Reset() {
+	*x = PlacementConstraintTargetProto{}
+	mi := &file_hadoopproto_hadoopyarn_yarn_protos_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PlacementConstraintTargetProto) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PlacementConstraintTargetProto) ProtoMessage() {}
+
+func (x *PlacementConstraintTargetProto) ProtoReflect() protoreflect.Message {
+	mi := &file_hadoopproto_hadoopyarn_yarn_protos_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PlacementConstraintTargetProto.ProtoReflect.Descriptor instead.
+func (*PlacementConstraintTargetProto) Descriptor() ([]byte, []int) {
+	return file_hadoopproto_hadoopyarn_yarn_protos_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *PlacementConstraintTargetProto) GetTargetType() PlacementConstraintTargetProto_TargetType {
+	if x != nil && x.TargetType != nil {
+		return *x.TargetType
+	}
+	return PlacementConstraintTargetProto_NODE_ATTRIBUTE
+}
+
+func (x *PlacementConstraintTargetProto) GetTargetKey() string {
+	if x != nil && x.TargetKey != nil {
+		return *x.TargetKey
+	}
+	return ""
+}
+
+func (x *PlacementConstraintTargetProto) GetTargetValues() []string {
+	if x != nil {
+		return x.TargetValues
+	}
+	return nil
+}
+
+type RejectedSchedulingRequestProto struct {
+	state         protoimpl.MessageState  `protogen:"open.v1"`
+	Reason        *RejectionReasonProto   `protobuf:"varint,1,req,name=reason,enum=hadoop.yarn.RejectionReasonProto" json:"reason,omitempty"`
+	Request       *SchedulingRequestProto `protobuf:"bytes,2,req,name=request" json:"request,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RejectedSchedulingRequestProto) Reset() {
+	*x = RejectedSchedulingRequestProto{}
+	mi := &file_hadoopproto_hadoopyarn_yarn_protos_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RejectedSchedulingRequestProto) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RejectedSchedulingRequestProto) ProtoMessage() {}
+
+func (x *RejectedSchedulingRequestProto) ProtoReflect() protoreflect.Message {
+	mi := &file_hadoopproto_hadoopyarn_yarn_protos_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RejectedSchedulingRequestProto.ProtoReflect.Descriptor instead.
+func (*RejectedSchedulingRequestProto) Descriptor() ([]byte, []int) {
+	return file_hadoopproto_hadoopyarn_yarn_protos_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *RejectedSchedulingRequestProto) GetReason() RejectionReasonProto {
+	if x != nil && x.Reason != nil {
+		return *x.Reason
+	}
+	return RejectionReasonProto_RRP_COULD_NOT_PLACE_ON_NODE
+}
+
+func (x *RejectedSchedulingRequestProto) GetRequest() *SchedulingRequestProto {
+	if x != nil {
+		return x.Request
+	}
+	return nil
+}
+
 type ResourceBlacklistRequestProto struct {
 	state              protoimpl.MessageState `protogen:"open.v1"`
 	BlacklistAdditions []string               `protobuf:"bytes,1,rep,name=blacklist_additions,json=blacklistAdditions" json:"blacklist_additions,omitempty"`
@@ -2361,7 +2849,7 @@ type ResourceBlacklistRequestProto struct {
 
 func (x *ResourceBlacklistRequestProto) Reset() {
 	*x = ResourceBlacklistRequestProto{}
-	mi := &file_hadoopproto_hadoopyarn_yarn_protos_proto_msgTypes[23]
+	mi := &file_hadoopproto_hadoopyarn_yarn_protos_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2373,7 +2861,7 @@ func (x *ResourceBlacklistRequestProto) String() string {
 func (*ResourceBlacklistRequestProto) ProtoMessage() {}
 
 func (x *ResourceBlacklistRequestProto) ProtoReflect() protoreflect.Message {
-	mi := &file_hadoopproto_hadoopyarn_yarn_protos_proto_msgTypes[23]
+	mi := &file_hadoopproto_hadoopyarn_yarn_protos_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2386,7 +2874,7 @@ func (x *ResourceBlacklistRequestProto) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceBlacklistRequestProto.ProtoReflect.Descriptor instead.
 func (*ResourceBlacklistRequestProto) Descriptor() ([]byte, []int) {
-	return file_hadoopproto_hadoopyarn_yarn_protos_proto_rawDescGZIP(), []int{23}
+	return file_hadoopproto_hadoopyarn_yarn_protos_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ResourceBlacklistRequestProto) GetBlacklistAdditions() []string {
@@ -2440,7 +2928,7 @@ const (
 
 func (x *ApplicationSubmissionContextProto) Reset() {
 	*x = ApplicationSubmissionContextProto{}
-	mi := &file_hadoopproto_hadoopyarn_yarn_protos_proto_msgTypes[24]
+	mi := &file_hadoopproto_hadoopyarn_yarn_protos_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2452,7 +2940,7 @@ func (x *ApplicationSubmissionContextProto) String() string {
 func (*ApplicationSubmissionContextProto) ProtoMessage() {}
 
 func (x *ApplicationSubmissionContextProto) ProtoReflect() protoreflect.Message {
-	mi := &file_hadoopproto_hadoopyarn_yarn_protos_proto_msgTypes[24]
+	mi := &file_hadoopproto_hadoopyarn_yarn_protos_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2465,7 +2953,7 @@ func (x *ApplicationSubmissionContextProto) ProtoReflect() protoreflect.Message 
 
 // Deprecated: Use ApplicationSubmissionContextProto.ProtoReflect.Descriptor instead.
 func (*ApplicationSubmissionContextProto) Descriptor() ([]byte, []int) {
-	return file_hadoopproto_hadoopyarn_yarn_protos_proto_rawDescGZIP(), []int{24}
+	return file_hadoopproto_hadoopyarn_yarn_protos_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ApplicationSubmissionContextProto) GetApplicationId() *ApplicationIdProto {
@@ -2582,7 +3070,7 @@ type PreemptionContainerProto struct {
 
 func (x *PreemptionContainerProto) Reset() {
 	*x = PreemptionContainerProto{}
-	mi := &file_hadoopproto_hadoopyarn_yarn_protos_proto_msgTypes[25]
+	mi := &file_hadoopproto_hadoopyarn_yarn_protos_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2594,7 +3082,7 @@ func (x *PreemptionContainerProto) String() string {
 func (*PreemptionContainerProto) ProtoMessage() {}
 
 func (x *PreemptionContainerProto) ProtoReflect() protoreflect.Message {
-	mi := &file_hadoopproto_hadoopyarn_yarn_protos_proto_msgTypes[25]
+	mi := &file_hadoopproto_hadoopyarn_yarn_protos_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2607,7 +3095,7 @@ func (x *PreemptionContainerProto) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreemptionContainerProto.ProtoReflect.Descriptor instead.
 func (*PreemptionContainerProto) Descriptor() ([]byte, []int) {
-	return file_hadoopproto_hadoopyarn_yarn_protos_proto_rawDescGZIP(), []int{25}
+	return file_hadoopproto_hadoopyarn_yarn_protos_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *PreemptionContainerProto) GetId() *ContainerIdProto {
@@ -2626,7 +3114,7 @@ type PreemptionResourceRequestProto struct {
 
 func (x *PreemptionResourceRequestProto) Reset() {
 	*x = PreemptionResourceRequestProto{}
-	mi := &file_hadoopproto_hadoopyarn_yarn_protos_proto_msgTypes[26]
+	mi := &file_hadoopproto_hadoopyarn_yarn_protos_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2638,7 +3126,7 @@ func (x *PreemptionResourceRequestProto) String() string {
 func (*PreemptionResourceRequestProto) ProtoMessage() {}
 
 func (x *PreemptionResourceRequestProto) ProtoReflect() protoreflect.Message {
-	mi := &file_hadoopproto_hadoopyarn_yarn_protos_proto_msgTypes[26]
+	mi := &file_hadoopproto_hadoopyarn_yarn_protos_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2651,7 +3139,7 @@ func (x *PreemptionResourceRequestProto) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreemptionResourceRequestProto.ProtoReflect.Descriptor instead.
 func (*PreemptionResourceRequestProto) Descriptor() ([]byte, []int) {
-	return file_hadoopproto_hadoopyarn_yarn_protos_proto_rawDescGZIP(), []int{26}
+	return file_hadoopproto_hadoopyarn_yarn_protos_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *PreemptionResourceRequestProto) GetResource() *ResourceRequestProto {
@@ -2671,7 +3159,7 @@ type StrictPreemptionContractProto struct {
 
 func (x *StrictPreemptionContractProto) Reset() {
 	*x = StrictPreemptionContractProto{}
-	mi := &file_hadoopproto_hadoopyarn_yarn_protos_proto_msgTypes[27]
+	mi := &file_hadoopproto_hadoopyarn_yarn_protos_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2683,7 +3171,7 @@ func (x *StrictPreemptionContractProto) String() string {
 func (*StrictPreemptionContractProto) ProtoMessage() {}
 
 func (x *StrictPreemptionContractProto) ProtoReflect() protoreflect.Message {
-	mi := &file_hadoopproto_hadoopyarn_yarn_protos_proto_msgTypes[27]
+	mi := &file_hadoopproto_hadoopyarn_yarn_protos_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2696,7 +3184,7 @@ func (x *StrictPreemptionContractProto) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StrictPreemptionContractProto.ProtoReflect.Descriptor instead.
 func (*StrictPreemptionContractProto) Descriptor() ([]byte, []int) {
-	return file_hadoopproto_hadoopyarn_yarn_protos_proto_rawDescGZIP(), []int{27}
+	return file_hadoopproto_hadoopyarn_yarn_protos_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *StrictPreemptionContractProto) GetContainer() []*PreemptionContainerProto {
@@ -2718,7 +3206,7 @@ type PreemptionContractProto struct {
 
 func (x *PreemptionContractProto) Reset() {
 	*x = PreemptionContractProto{}
-	mi := &file_hadoopproto_hadoopyarn_yarn_protos_proto_msgTypes[28]
+	mi := &file_hadoopproto_hadoopyarn_yarn_protos_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2730,7 +3218,7 @@ func (x *PreemptionContractProto) String() string {
 func (*PreemptionContractProto) ProtoMessage() {}
 
 func (x *PreemptionContractProto) ProtoReflect() protoreflect.Message {
-	mi := &file_hadoopproto_hadoopyarn_yarn_protos_proto_msgTypes[28]
+	mi := &file_hadoopproto_hadoopyarn_yarn_protos_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2743,7 +3231,7 @@ func (x *PreemptionContractProto) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreemptionContractProto.ProtoReflect.Descriptor instead.
 func (*PreemptionContractProto) Descriptor() ([]byte, []int) {
-	return file_hadoopproto_hadoopyarn_yarn_protos_proto_rawDescGZIP(), []int{28}
+	return file_hadoopproto_hadoopyarn_yarn_protos_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *PreemptionContractProto) GetResource() []*PreemptionResourceRequestProto {
@@ -2770,7 +3258,7 @@ type PreemptionMessageProto struct {
 
 func (x *PreemptionMessageProto) Reset() {
 	*x = PreemptionMessageProto{}
-	mi := &file_hadoopproto_hadoopyarn_yarn_protos_proto_msgTypes[29]
+	mi := &file_hadoopproto_hadoopyarn_yarn_protos_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2782,7 +3270,7 @@ func (x *PreemptionMessageProto) String() string {
 func (*PreemptionMessageProto) ProtoMessage() {}
 
 func (x *PreemptionMessageProto) ProtoReflect() protoreflect.Message {
-	mi := &file_hadoopproto_hadoopyarn_yarn_protos_proto_msgTypes[29]
+	mi := &file_hadoopproto_hadoopyarn_yarn_protos_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2795,7 +3283,7 @@ func (x *PreemptionMessageProto) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreemptionMessageProto.ProtoReflect.Descriptor instead.
 func (*PreemptionMessageProto) Descriptor() ([]byte, []int) {
-	return file_hadoopproto_hadoopyarn_yarn_protos_proto_rawDescGZIP(), []int{29}
+	return file_hadoopproto_hadoopyarn_yarn_protos_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *PreemptionMessageProto) GetStrictContract() *StrictPreemptionContractProto {
@@ -2973,7 +3461,38 @@ const file_hadoopproto_hadoopyarn_yarn_protos_proto_rawDesc = "" +
 	"\x0erelax_locality\x18\x05 \x01(\b:\x04trueR\rrelaxLocality\x122\n" +
 	"\x15node_label_expression\x18\x06 \x01(\tR\x13nodeLabelExpression\x12\\\n" +
 	"\x16execution_type_request\x18\a \x01(\v2&.hadoop.yarn.ExecutionTypeRequestProtoR\x14executionTypeRequest\x126\n" +
-	"\x15allocation_request_id\x18\b \x01(\x03:\x02-1R\x13allocationRequestId\"\x7f\n" +
+	"\x15allocation_request_id\x18\b \x01(\x03:\x02-1R\x13allocationRequestId\"\x9e\x03\n" +
+	"\x16SchedulingRequestProto\x123\n" +
+	"\x13allocationRequestId\x18\x01 \x01(\x03:\x010R\x13allocationRequestId\x126\n" +
+	"\bpriority\x18\x02 \x01(\v2\x1a.hadoop.yarn.PriorityProtoR\bpriority\x12L\n" +
+	"\rexecutionType\x18\x03 \x01(\v2&.hadoop.yarn.ExecutionTypeRequestProtoR\rexecutionType\x12&\n" +
+	"\x0eallocationTags\x18\x04 \x03(\tR\x0eallocationTags\x12H\n" +
+	"\x0eresourceSizing\x18\x05 \x01(\v2 .hadoop.yarn.ResourceSizingProtoR\x0eresourceSizing\x12W\n" +
+	"\x13placementConstraint\x18\x06 \x01(\v2%.hadoop.yarn.PlacementConstraintProtoR\x13placementConstraint\"w\n" +
+	"\x13ResourceSizingProto\x12&\n" +
+	"\x0enumAllocations\x18\x01 \x01(\x05R\x0enumAllocations\x128\n" +
+	"\tresources\x18\x02 \x01(\v2\x1a.hadoop.yarn.ResourceProtoR\tresources\"s\n" +
+	"\x18PlacementConstraintProto\x12W\n" +
+	"\x10simpleConstraint\x18\x01 \x01(\v2+.hadoop.yarn.SimplePlacementConstraintProtoR\x10simpleConstraint\"\xe1\x01\n" +
+	"\x1eSimplePlacementConstraintProto\x12\x14\n" +
+	"\x05scope\x18\x01 \x02(\tR\x05scope\x12Y\n" +
+	"\x11targetExpressions\x18\x02 \x03(\v2+.hadoop.yarn.PlacementConstraintTargetProtoR\x11targetExpressions\x12&\n" +
+	"\x0eminCardinality\x18\x03 \x01(\x05R\x0eminCardinality\x12&\n" +
+	"\x0emaxCardinality\x18\x04 \x01(\x05R\x0emaxCardinality\"\xfa\x01\n" +
+	"\x1ePlacementConstraintTargetProto\x12V\n" +
+	"\n" +
+	"targetType\x18\x01 \x02(\x0e26.hadoop.yarn.PlacementConstraintTargetProto.TargetTypeR\n" +
+	"targetType\x12\x1c\n" +
+	"\ttargetKey\x18\x02 \x01(\tR\ttargetKey\x12\"\n" +
+	"\ftargetValues\x18\x03 \x03(\tR\ftargetValues\">\n" +
+	"\n" +
+	"TargetType\x12\x12\n" +
+	"\x0eNODE_ATTRIBUTE\x10\x01\x12\x12\n" +
+	"\x0eALLOCATION_TAG\x10\x02\x12\b\n" +
+	"\x04SELF\x10\x03\"\x9a\x01\n" +
+	"\x1eRejectedSchedulingRequestProto\x129\n" +
+	"\x06reason\x18\x01 \x02(\x0e2!.hadoop.yarn.RejectionReasonProtoR\x06reason\x12=\n" +
+	"\arequest\x18\x02 \x02(\v2#.hadoop.yarn.SchedulingRequestProtoR\arequest\"\x7f\n" +
 	"\x1dResourceBlacklistRequestProto\x12/\n" +
 	"\x13blacklist_additions\x18\x01 \x03(\tR\x12blacklistAdditions\x12-\n" +
 	"\x12blacklist_removals\x18\x02 \x03(\tR\x11blacklistRemovals\"\xc4\a\n" +
@@ -3056,7 +3575,10 @@ const file_hadoopproto_hadoopyarn_yarn_protos_proto_rawDesc = "" +
 	"\n" +
 	"\x06PUBLIC\x10\x01\x12\v\n" +
 	"\aPRIVATE\x10\x02\x12\x0f\n" +
-	"\vAPPLICATION\x10\x03*0\n" +
+	"\vAPPLICATION\x10\x03*[\n" +
+	"\x14RejectionReasonProto\x12\x1f\n" +
+	"\x1bRRP_COULD_NOT_PLACE_ON_NODE\x10\x01\x12\"\n" +
+	"\x1eRRP_COULD_NOT_SCHEDULE_ON_NODE\x10\x02*0\n" +
 	"\x0eAMCommandProto\x12\r\n" +
 	"\tAM_RESYNC\x10\x01\x12\x0f\n" +
 	"\vAM_SHUTDOWN\x10\x02B-Z+github.com/xres/xres/hadoopproto/hadoopyarn"
@@ -3073,108 +3595,126 @@ func file_hadoopproto_hadoopyarn_yarn_protos_proto_rawDescGZIP() []byte {
 	return file_hadoopproto_hadoopyarn_yarn_protos_proto_rawDescData
 }
 
-var file_hadoopproto_hadoopyarn_yarn_protos_proto_enumTypes = make([]protoimpl.EnumInfo, 9)
-var file_hadoopproto_hadoopyarn_yarn_protos_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
+var file_hadoopproto_hadoopyarn_yarn_protos_proto_enumTypes = make([]protoimpl.EnumInfo, 11)
+var file_hadoopproto_hadoopyarn_yarn_protos_proto_msgTypes = make([]protoimpl.MessageInfo, 36)
 var file_hadoopproto_hadoopyarn_yarn_protos_proto_goTypes = []any{
-	(ResourceTypesProto)(0),                   // 0: hadoop.yarn.ResourceTypesProto
-	(ContainerStateProto)(0),                  // 1: hadoop.yarn.ContainerStateProto
-	(ExecutionTypeProto)(0),                   // 2: hadoop.yarn.ExecutionTypeProto
-	(NodeStateProto)(0),                       // 3: hadoop.yarn.NodeStateProto
-	(YarnApplicationStateProto)(0),            // 4: hadoop.yarn.YarnApplicationStateProto
-	(FinalApplicationStatusProto)(0),          // 5: hadoop.yarn.FinalApplicationStatusProto
-	(LocalResourceTypeProto)(0),               // 6: hadoop.yarn.LocalResourceTypeProto
-	(LocalResourceVisibilityProto)(0),         // 7: hadoop.yarn.LocalResourceVisibilityProto
-	(AMCommandProto)(0),                       // 8: hadoop.yarn.AMCommandProto
-	(*ApplicationIdProto)(nil),                // 9: hadoop.yarn.ApplicationIdProto
-	(*ApplicationAttemptIdProto)(nil),         // 10: hadoop.yarn.ApplicationAttemptIdProto
-	(*ContainerIdProto)(nil),                  // 11: hadoop.yarn.ContainerIdProto
-	(*NodeIdProto)(nil),                       // 12: hadoop.yarn.NodeIdProto
-	(*PriorityProto)(nil),                     // 13: hadoop.yarn.PriorityProto
-	(*ResourceInformationProto)(nil),          // 14: hadoop.yarn.ResourceInformationProto
-	(*ResourceTypeInfoProto)(nil),             // 15: hadoop.yarn.ResourceTypeInfoProto
-	(*ResourceProto)(nil),                     // 16: hadoop.yarn.ResourceProto
-	(*ContainerProto)(nil),                    // 17: hadoop.yarn.ContainerProto
-	(*ContainerStatusProto)(nil),              // 18: hadoop.yarn.ContainerStatusProto
-	(*SerializedExceptionProto)(nil),          // 19: hadoop.yarn.SerializedExceptionProto
-	(*NodeReportProto)(nil),                   // 20: hadoop.yarn.NodeReportProto
-	(*NMTokenProto)(nil),                      // 21: hadoop.yarn.NMTokenProto
-	(*ApplicationReportProto)(nil),            // 22: hadoop.yarn.ApplicationReportProto
-	(*YarnClusterMetricsProto)(nil),           // 23: hadoop.yarn.YarnClusterMetricsProto
-	(*URLProto)(nil),                          // 24: hadoop.yarn.URLProto
-	(*LocalResourceProto)(nil),                // 25: hadoop.yarn.LocalResourceProto
-	(*StringLocalResourceMapProto)(nil),       // 26: hadoop.yarn.StringLocalResourceMapProto
-	(*StringStringMapProto)(nil),              // 27: hadoop.yarn.StringStringMapProto
-	(*StringBytesMapProto)(nil),               // 28: hadoop.yarn.StringBytesMapProto
-	(*ContainerLaunchContextProto)(nil),       // 29: hadoop.yarn.ContainerLaunchContextProto
-	(*ExecutionTypeRequestProto)(nil),         // 30: hadoop.yarn.ExecutionTypeRequestProto
-	(*ResourceRequestProto)(nil),              // 31: hadoop.yarn.ResourceRequestProto
-	(*ResourceBlacklistRequestProto)(nil),     // 32: hadoop.yarn.ResourceBlacklistRequestProto
-	(*ApplicationSubmissionContextProto)(nil), // 33: hadoop.yarn.ApplicationSubmissionContextProto
-	(*PreemptionContainerProto)(nil),          // 34: hadoop.yarn.PreemptionContainerProto
-	(*PreemptionResourceRequestProto)(nil),    // 35: hadoop.yarn.PreemptionResourceRequestProto
-	(*StrictPreemptionContractProto)(nil),     // 36: hadoop.yarn.StrictPreemptionContractProto
-	(*PreemptionContractProto)(nil),           // 37: hadoop.yarn.PreemptionContractProto
-	(*PreemptionMessageProto)(nil),            // 38: hadoop.yarn.PreemptionMessageProto
-	(*hadoopcommon.TokenProto)(nil),           // 39: xres.hadoop.common.TokenProto
+	(ResourceTypesProto)(0),                        // 0: hadoop.yarn.ResourceTypesProto
+	(ContainerStateProto)(0),                       // 1: hadoop.yarn.ContainerStateProto
+	(ExecutionTypeProto)(0),                        // 2: hadoop.yarn.ExecutionTypeProto
+	(NodeStateProto)(0),                            // 3: hadoop.yarn.NodeStateProto
+	(YarnApplicationStateProto)(0),                 // 4: hadoop.yarn.YarnApplicationStateProto
+	(FinalApplicationStatusProto)(0),               // 5: hadoop.yarn.FinalApplicationStatusProto
+	(LocalResourceTypeProto)(0),                    // 6: hadoop.yarn.LocalResourceTypeProto
+	(LocalResourceVisibilityProto)(0),              // 7: hadoop.yarn.LocalResourceVisibilityProto
+	(RejectionReasonProto)(0),                      // 8: hadoop.yarn.RejectionReasonProto
+	(AMCommandProto)(0),                            // 9: hadoop.yarn.AMCommandProto
+	(PlacementConstraintTargetProto_TargetType)(0), // 10: hadoop.yarn.PlacementConstraintTargetProto.TargetType
+	(*ApplicationIdProto)(nil),                     // 11: hadoop.yarn.ApplicationIdProto
+	(*ApplicationAttemptIdProto)(nil),              // 12: hadoop.yarn.ApplicationAttemptIdProto
+	(*ContainerIdProto)(nil),                       // 13: hadoop.yarn.ContainerIdProto
+	(*NodeIdProto)(nil),                            // 14: hadoop.yarn.NodeIdProto
+	(*PriorityProto)(nil),                          // 15: hadoop.yarn.PriorityProto
+	(*ResourceInformationProto)(nil),               // 16: hadoop.yarn.ResourceInformationProto
+	(*ResourceTypeInfoProto)(nil),                  // 17: hadoop.yarn.ResourceTypeInfoProto
+	(*ResourceProto)(nil),                          // 18: hadoop.yarn.ResourceProto
+	(*ContainerProto)(nil),                         // 19: hadoop.yarn.ContainerProto
+	(*ContainerStatusProto)(nil),                   // 20: hadoop.yarn.ContainerStatusProto
+	(*SerializedExceptionProto)(nil),               // 21: hadoop.yarn.SerializedExceptionProto
+	(*NodeReportProto)(nil),                        // 22: hadoop.yarn.NodeReportProto
+	(*NMTokenProto)(nil),                           // 23: hadoop.yarn.NMTokenProto
+	(*ApplicationReportProto)(nil),                 // 24: hadoop.yarn.ApplicationReportProto
+	(*YarnClusterMetricsProto)(nil),                // 25: hadoop.yarn.YarnClusterMetricsProto
+	(*URLProto)(nil),                               // 26: hadoop.yarn.URLProto
+	(*LocalResourceProto)(nil),                     // 27: hadoop.yarn.LocalResourceProto
+	(*StringLocalResourceMapProto)(nil),            // 28: hadoop.yarn.StringLocalResourceMapProto
+	(*StringStringMapProto)(nil),                   // 29: hadoop.yarn.StringStringMapProto
+	(*StringBytesMapProto)(nil),                    // 30: hadoop.yarn.StringBytesMapProto
+	(*ContainerLaunchContextProto)(nil),            // 31: hadoop.yarn.ContainerLaunchContextProto
+	(*ExecutionTypeRequestProto)(nil),              // 32: hadoop.yarn.ExecutionTypeRequestProto
+	(*ResourceRequestProto)(nil),                   // 33: hadoop.yarn.ResourceRequestProto
+	(*SchedulingRequestProto)(nil),                 // 34: hadoop.yarn.SchedulingRequestProto
+	(*ResourceSizingProto)(nil),                    // 35: hadoop.yarn.ResourceSizingProto
+	(*PlacementConstraintProto)(nil),               // 36: hadoop.yarn.PlacementConstraintProto
+	(*SimplePlacementConstraintProto)(nil),         // 37: hadoop.yarn.SimplePlacementConstraintProto
+	(*PlacementConstraintTargetProto)(nil),         // 38: hadoop.yarn.PlacementConstraintTargetProto
+	(*RejectedSchedulingRequestProto)(nil),         // 39: hadoop.yarn.RejectedSchedulingRequestProto
+	(*ResourceBlacklistRequestProto)(nil),          // 40: hadoop.yarn.ResourceBlacklistRequestProto
+	(*ApplicationSubmissionContextProto)(nil),      // 41: hadoop.yarn.ApplicationSubmissionContextProto
+	(*PreemptionContainerProto)(nil),               // 42: hadoop.yarn.PreemptionContainerProto
+	(*PreemptionResourceRequestProto)(nil),         // 43: hadoop.yarn.PreemptionResourceRequestProto
+	(*StrictPreemptionContractProto)(nil),          // 44: hadoop.yarn.StrictPreemptionContractProto
+	(*PreemptionContractProto)(nil),                // 45: hadoop.yarn.PreemptionContractProto
+	(*PreemptionMessageProto)(nil),                 // 46: hadoop.yarn.PreemptionMessageProto
+	(*hadoopcommon.TokenProto)(nil),                // 47: xres.hadoop.common.TokenProto
 }
 var file_hadoopproto_hadoopyarn_yarn_protos_proto_depIdxs = []int32{
-	9,  // 0: hadoop.yarn.ApplicationAttemptIdProto.application_id:type_name -> hadoop.yarn.ApplicationIdProto
-	9,  // 1: hadoop.yarn.ContainerIdProto.app_id:type_name -> hadoop.yarn.ApplicationIdProto
-	10, // 2: hadoop.yarn.ContainerIdProto.app_attempt_id:type_name -> hadoop.yarn.ApplicationAttemptIdProto
+	11, // 0: hadoop.yarn.ApplicationAttemptIdProto.application_id:type_name -> hadoop.yarn.ApplicationIdProto
+	11, // 1: hadoop.yarn.ContainerIdProto.app_id:type_name -> hadoop.yarn.ApplicationIdProto
+	12, // 2: hadoop.yarn.ContainerIdProto.app_attempt_id:type_name -> hadoop.yarn.ApplicationAttemptIdProto
 	0,  // 3: hadoop.yarn.ResourceInformationProto.type:type_name -> hadoop.yarn.ResourceTypesProto
 	0,  // 4: hadoop.yarn.ResourceTypeInfoProto.type:type_name -> hadoop.yarn.ResourceTypesProto
-	14, // 5: hadoop.yarn.ResourceProto.resource_value_map:type_name -> hadoop.yarn.ResourceInformationProto
-	11, // 6: hadoop.yarn.ContainerProto.id:type_name -> hadoop.yarn.ContainerIdProto
-	12, // 7: hadoop.yarn.ContainerProto.nodeId:type_name -> hadoop.yarn.NodeIdProto
-	16, // 8: hadoop.yarn.ContainerProto.resource:type_name -> hadoop.yarn.ResourceProto
-	13, // 9: hadoop.yarn.ContainerProto.priority:type_name -> hadoop.yarn.PriorityProto
-	39, // 10: hadoop.yarn.ContainerProto.container_token:type_name -> xres.hadoop.common.TokenProto
+	16, // 5: hadoop.yarn.ResourceProto.resource_value_map:type_name -> hadoop.yarn.ResourceInformationProto
+	13, // 6: hadoop.yarn.ContainerProto.id:type_name -> hadoop.yarn.ContainerIdProto
+	14, // 7: hadoop.yarn.ContainerProto.nodeId:type_name -> hadoop.yarn.NodeIdProto
+	18, // 8: hadoop.yarn.ContainerProto.resource:type_name -> hadoop.yarn.ResourceProto
+	15, // 9: hadoop.yarn.ContainerProto.priority:type_name -> hadoop.yarn.PriorityProto
+	47, // 10: hadoop.yarn.ContainerProto.container_token:type_name -> xres.hadoop.common.TokenProto
 	2,  // 11: hadoop.yarn.ContainerProto.execution_type:type_name -> hadoop.yarn.ExecutionTypeProto
-	11, // 12: hadoop.yarn.ContainerStatusProto.container_id:type_name -> hadoop.yarn.ContainerIdProto
+	13, // 12: hadoop.yarn.ContainerStatusProto.container_id:type_name -> hadoop.yarn.ContainerIdProto
 	1,  // 13: hadoop.yarn.ContainerStatusProto.state:type_name -> hadoop.yarn.ContainerStateProto
-	16, // 14: hadoop.yarn.ContainerStatusProto.capability:type_name -> hadoop.yarn.ResourceProto
+	18, // 14: hadoop.yarn.ContainerStatusProto.capability:type_name -> hadoop.yarn.ResourceProto
 	2,  // 15: hadoop.yarn.ContainerStatusProto.executionType:type_name -> hadoop.yarn.ExecutionTypeProto
-	19, // 16: hadoop.yarn.SerializedExceptionProto.cause:type_name -> hadoop.yarn.SerializedExceptionProto
-	12, // 17: hadoop.yarn.NodeReportProto.nodeId:type_name -> hadoop.yarn.NodeIdProto
-	16, // 18: hadoop.yarn.NodeReportProto.used:type_name -> hadoop.yarn.ResourceProto
-	16, // 19: hadoop.yarn.NodeReportProto.capability:type_name -> hadoop.yarn.ResourceProto
+	21, // 16: hadoop.yarn.SerializedExceptionProto.cause:type_name -> hadoop.yarn.SerializedExceptionProto
+	14, // 17: hadoop.yarn.NodeReportProto.nodeId:type_name -> hadoop.yarn.NodeIdProto
+	18, // 18: hadoop.yarn.NodeReportProto.used:type_name -> hadoop.yarn.ResourceProto
+	18, // 19: hadoop.yarn.NodeReportProto.capability:type_name -> hadoop.yarn.ResourceProto
 	3,  // 20: hadoop.yarn.NodeReportProto.node_state:type_name -> hadoop.yarn.NodeStateProto
-	12, // 21: hadoop.yarn.NMTokenProto.nodeId:type_name -> hadoop.yarn.NodeIdProto
-	39, // 22: hadoop.yarn.NMTokenProto.token:type_name -> xres.hadoop.common.TokenProto
-	9,  // 23: hadoop.yarn.ApplicationReportProto.applicationId:type_name -> hadoop.yarn.ApplicationIdProto
-	39, // 24: hadoop.yarn.ApplicationReportProto.client_to_am_token:type_name -> xres.hadoop.common.TokenProto
+	14, // 21: hadoop.yarn.NMTokenProto.nodeId:type_name -> hadoop.yarn.NodeIdProto
+	47, // 22: hadoop.yarn.NMTokenProto.token:type_name -> xres.hadoop.common.TokenProto
+	11, // 23: hadoop.yarn.ApplicationReportProto.applicationId:type_name -> hadoop.yarn.ApplicationIdProto
+	47, // 24: hadoop.yarn.ApplicationReportProto.client_to_am_token:type_name -> xres.hadoop.common.TokenProto
 	4,  // 25: hadoop.yarn.ApplicationReportProto.yarn_application_state:type_name -> hadoop.yarn.YarnApplicationStateProto
 	5,  // 26: hadoop.yarn.ApplicationReportProto.final_application_status:type_name -> hadoop.yarn.FinalApplicationStatusProto
-	10, // 27: hadoop.yarn.ApplicationReportProto.currentApplicationAttemptId:type_name -> hadoop.yarn.ApplicationAttemptIdProto
-	39, // 28: hadoop.yarn.ApplicationReportProto.am_rm_token:type_name -> xres.hadoop.common.TokenProto
-	24, // 29: hadoop.yarn.LocalResourceProto.resource:type_name -> hadoop.yarn.URLProto
+	12, // 27: hadoop.yarn.ApplicationReportProto.currentApplicationAttemptId:type_name -> hadoop.yarn.ApplicationAttemptIdProto
+	47, // 28: hadoop.yarn.ApplicationReportProto.am_rm_token:type_name -> xres.hadoop.common.TokenProto
+	26, // 29: hadoop.yarn.LocalResourceProto.resource:type_name -> hadoop.yarn.URLProto
 	6,  // 30: hadoop.yarn.LocalResourceProto.type:type_name -> hadoop.yarn.LocalResourceTypeProto
 	7,  // 31: hadoop.yarn.LocalResourceProto.visibility:type_name -> hadoop.yarn.LocalResourceVisibilityProto
-	25, // 32: hadoop.yarn.StringLocalResourceMapProto.value:type_name -> hadoop.yarn.LocalResourceProto
-	26, // 33: hadoop.yarn.ContainerLaunchContextProto.localResources:type_name -> hadoop.yarn.StringLocalResourceMapProto
-	28, // 34: hadoop.yarn.ContainerLaunchContextProto.service_data:type_name -> hadoop.yarn.StringBytesMapProto
-	27, // 35: hadoop.yarn.ContainerLaunchContextProto.environment:type_name -> hadoop.yarn.StringStringMapProto
+	27, // 32: hadoop.yarn.StringLocalResourceMapProto.value:type_name -> hadoop.yarn.LocalResourceProto
+	28, // 33: hadoop.yarn.ContainerLaunchContextProto.localResources:type_name -> hadoop.yarn.StringLocalResourceMapProto
+	30, // 34: hadoop.yarn.ContainerLaunchContextProto.service_data:type_name -> hadoop.yarn.StringBytesMapProto
+	29, // 35: hadoop.yarn.ContainerLaunchContextProto.environment:type_name -> hadoop.yarn.StringStringMapProto
 	2,  // 36: hadoop.yarn.ExecutionTypeRequestProto.execution_type:type_name -> hadoop.yarn.ExecutionTypeProto
-	13, // 37: hadoop.yarn.ResourceRequestProto.priority:type_name -> hadoop.yarn.PriorityProto
-	16, // 38: hadoop.yarn.ResourceRequestProto.capability:type_name -> hadoop.yarn.ResourceProto
-	30, // 39: hadoop.yarn.ResourceRequestProto.execution_type_request:type_name -> hadoop.yarn.ExecutionTypeRequestProto
-	9,  // 40: hadoop.yarn.ApplicationSubmissionContextProto.application_id:type_name -> hadoop.yarn.ApplicationIdProto
-	13, // 41: hadoop.yarn.ApplicationSubmissionContextProto.priority:type_name -> hadoop.yarn.PriorityProto
-	29, // 42: hadoop.yarn.ApplicationSubmissionContextProto.am_container_spec:type_name -> hadoop.yarn.ContainerLaunchContextProto
-	16, // 43: hadoop.yarn.ApplicationSubmissionContextProto.resource:type_name -> hadoop.yarn.ResourceProto
-	31, // 44: hadoop.yarn.ApplicationSubmissionContextProto.am_container_resource_request:type_name -> hadoop.yarn.ResourceRequestProto
-	11, // 45: hadoop.yarn.PreemptionContainerProto.id:type_name -> hadoop.yarn.ContainerIdProto
-	31, // 46: hadoop.yarn.PreemptionResourceRequestProto.resource:type_name -> hadoop.yarn.ResourceRequestProto
-	34, // 47: hadoop.yarn.StrictPreemptionContractProto.container:type_name -> hadoop.yarn.PreemptionContainerProto
-	35, // 48: hadoop.yarn.PreemptionContractProto.resource:type_name -> hadoop.yarn.PreemptionResourceRequestProto
-	34, // 49: hadoop.yarn.PreemptionContractProto.container:type_name -> hadoop.yarn.PreemptionContainerProto
-	36, // 50: hadoop.yarn.PreemptionMessageProto.strictContract:type_name -> hadoop.yarn.StrictPreemptionContractProto
-	37, // 51: hadoop.yarn.PreemptionMessageProto.contract:type_name -> hadoop.yarn.PreemptionContractProto
-	52, // [52:52] is the sub-list for method output_type
-	52, // [52:52] is the sub-list for method input_type
-	52, // [52:52] is the sub-list for extension type_name
-	52, // [52:52] is the sub-list for extension extendee
-	0,  // [0:52] is the sub-list for field type_name
+	15, // 37: hadoop.yarn.ResourceRequestProto.priority:type_name -> hadoop.yarn.PriorityProto
+	18, // 38: hadoop.yarn.ResourceRequestProto.capability:type_name -> hadoop.yarn.ResourceProto
+	32, // 39: hadoop.yarn.ResourceRequestProto.execution_type_request:type_name -> hadoop.yarn.ExecutionTypeRequestProto
+	15, // 40: hadoop.yarn.SchedulingRequestProto.priority:type_name -> hadoop.yarn.PriorityProto
+	32, // 41: hadoop.yarn.SchedulingRequestProto.executionType:type_name -> hadoop.yarn.ExecutionTypeRequestProto
+	35, // 42: hadoop.yarn.SchedulingRequestProto.resourceSizing:type_name -> hadoop.yarn.ResourceSizingProto
+	36, // 43: hadoop.yarn.SchedulingRequestProto.placementConstraint:type_name -> hadoop.yarn.PlacementConstraintProto
+	18, // 44: hadoop.yarn.ResourceSizingProto.resources:type_name -> hadoop.yarn.ResourceProto
+	37, // 45: hadoop.yarn.PlacementConstraintProto.simpleConstraint:type_name -> hadoop.yarn.SimplePlacementConstraintProto
+	38, // 46: hadoop.yarn.SimplePlacementConstraintProto.targetExpressions:type_name -> hadoop.yarn.PlacementConstraintTargetProto
+	10, // 47: hadoop.yarn.PlacementConstraintTargetProto.targetType:type_name -> hadoop.yarn.PlacementConstraintTargetProto.TargetType
+	8,  // 48: hadoop.yarn.RejectedSchedulingRequestProto.reason:type_name -> hadoop.yarn.RejectionReasonProto
+	34, // 49: hadoop.yarn.RejectedSchedulingRequestProto.request:type_name -> hadoop.yarn.SchedulingRequestProto
+	11, // 50: hadoop.yarn.ApplicationSubmissionContextProto.application_id:type_name -> hadoop.yarn.ApplicationIdProto
+	15, // 51: hadoop.yarn.ApplicationSubmissionContextProto.priority:type_name -> hadoop.yarn.PriorityProto
+	31, // 52: hadoop.yarn.ApplicationSubmissionContextProto.am_container_spec:type_name -> hadoop.yarn.ContainerLaunchContextProto
+	18, // 53: hadoop.yarn.ApplicationSubmissionContextProto.resource:type_name -> hadoop.yarn.ResourceProto
+	33, // 54: hadoop.yarn.ApplicationSubmissionContextProto.am_container_resource_request:type_name -> hadoop.yarn.ResourceRequestProto
+	13, // 55: hadoop.yarn.PreemptionContainerProto.id:type_name -> hadoop.yarn.ContainerIdProto
+	33, // 56: hadoop.yarn.PreemptionResourceRequestProto.resource:type_name -> hadoop.yarn.ResourceRequestProto
+	42, // 57: hadoop.yarn.StrictPreemptionContractProto.container:type_name -> hadoop.yarn.PreemptionContainerProto
+	43, // 58: hadoop.yarn.PreemptionContractProto.resource:type_name -> hadoop.yarn.PreemptionResourceRequestProto
+	42, // 59: hadoop.yarn.PreemptionContractProto.container:type_name -> hadoop.yarn.PreemptionContainerProto
+	44, // 60: hadoop.yarn.PreemptionMessageProto.strictContract:type_name -> hadoop.yarn.StrictPreemptionContractProto
+	45, // 61: hadoop.yarn.PreemptionMessageProto.contract:type_name -> hadoop.yarn.PreemptionContractProto
+	62, // [62:62] is the sub-list for method output_type
+	62, // [62:62] is the sub-list for method input_type
+	62, // [62:62] is the sub-list for extension type_name
+	62, // [62:62] is the sub-list for extension extendee
+	0,  // [0:62] is the sub-list for field type_name
 }
 
 func init() { file_hadoopproto_hadoopyarn_yarn_protos_proto_init() }
@@ -3187,8 +3727,8 @@ func file_hadoopproto_hadoopyarn_yarn_protos_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_hadoopproto_hadoopyarn_yarn_protos_proto_rawDesc), len(file_hadoopproto_hadoopyarn_yarn_protos_proto_rawDesc)),
-			NumEnums:      9,
-			NumMessages:   30,
+			NumEnums:      11,
+			NumMessages:   36,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

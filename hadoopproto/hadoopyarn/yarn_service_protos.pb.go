@@ -283,14 +283,15 @@ func (x *FinishApplicationMasterResponseProto) GetIsUnregistered() bool {
 // AllocateRequestProto is the AM heartbeat. response_id echoes the last
 // response's id (0 after registering).
 type AllocateRequestProto struct {
-	state            protoimpl.MessageState         `protogen:"open.v1"`
-	Ask              []*ResourceRequestProto        `protobuf:"bytes,1,rep,name=ask" json:"ask,omitempty"`
-	Release          []*ContainerIdProto            `protobuf:"bytes,2,rep,name=release" json:"release,omitempty"`
-	BlacklistRequest *ResourceBlacklistRequestProto `protobuf:"bytes,3,opt,name=blacklist_request,json=blacklistRequest" json:"blacklist_request,omitempty"`
-	ResponseId       *int32                         `protobuf:"varint,4,opt,name=response_id,json=responseId" json:"response_id,omitempty"`
-	Progress         *float32                       `protobuf:"fixed32,5,opt,name=progress" json:"progress,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	state              protoimpl.MessageState         `protogen:"open.v1"`
+	Ask                []*ResourceRequestProto        `protobuf:"bytes,1,rep,name=ask" json:"ask,omitempty"`
+	Release            []*ContainerIdProto            `protobuf:"bytes,2,rep,name=release" json:"release,omitempty"`
+	BlacklistRequest   *ResourceBlacklistRequestProto `protobuf:"bytes,3,opt,name=blacklist_request,json=blacklistRequest" json:"blacklist_request,omitempty"`
+	ResponseId         *int32                         `protobuf:"varint,4,opt,name=response_id,json=responseId" json:"response_id,omitempty"`
+	Progress           *float32                       `protobuf:"fixed32,5,opt,name=progress" json:"progress,omitempty"`
+	SchedulingRequests []*SchedulingRequestProto      `protobuf:"bytes,10,rep,name=scheduling_requests,json=schedulingRequests" json:"scheduling_requests,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *AllocateRequestProto) Reset() {
@@ -358,6 +359,13 @@ func (x *AllocateRequestProto) GetProgress() float32 {
 	return 0
 }
 
+func (x *AllocateRequestProto) GetSchedulingRequests() []*SchedulingRequestProto {
+	if x != nil {
+		return x.SchedulingRequests
+	}
+	return nil
+}
+
 type AllocateResponseProto struct {
 	state                      protoimpl.MessageState  `protogen:"open.v1"`
 	AMCommand                  *AMCommandProto         `protobuf:"varint,1,opt,name=a_m_command,json=aMCommand,enum=hadoop.yarn.AMCommandProto" json:"a_m_command,omitempty"`
@@ -372,8 +380,10 @@ type AllocateResponseProto struct {
 	// Set when the RM rolled its AMRMToken key: use this token from now on.
 	AmRmToken                      *hadoopcommon.TokenProto `protobuf:"bytes,12,opt,name=am_rm_token,json=amRmToken" json:"am_rm_token,omitempty"`
 	ContainersFromPreviousAttempts []*ContainerProto        `protobuf:"bytes,17,rep,name=containers_from_previous_attempts,json=containersFromPreviousAttempts" json:"containers_from_previous_attempts,omitempty"`
-	unknownFields                  protoimpl.UnknownFields
-	sizeCache                      protoimpl.SizeCache
+	// Scheduling requests the placement processor gave up on.
+	RejectedSchedulingRequests []*RejectedSchedulingRequestProto `protobuf:"bytes,18,rep,name=rejected_scheduling_requests,json=rejectedSchedulingRequests" json:"rejected_scheduling_requests,omitempty"`
+	unknownFields              protoimpl.UnknownFields
+	sizeCache                  protoimpl.SizeCache
 }
 
 func (x *AllocateResponseProto) Reset() {
@@ -479,6 +489,13 @@ func (x *AllocateResponseProto) GetAmRmToken() *hadoopcommon.TokenProto {
 func (x *AllocateResponseProto) GetContainersFromPreviousAttempts() []*ContainerProto {
 	if x != nil {
 		return x.ContainersFromPreviousAttempts
+	}
+	return nil
+}
+
+func (x *AllocateResponseProto) GetRejectedSchedulingRequests() []*RejectedSchedulingRequestProto {
+	if x != nil {
+		return x.RejectedSchedulingRequests
 	}
 	return nil
 }
@@ -1609,14 +1626,16 @@ const file_hadoopproto_hadoopyarn_yarn_service_protos_proto_rawDesc = "" +
 	"\ftracking_url\x18\x02 \x01(\tR\vtrackingUrl\x12b\n" +
 	"\x18final_application_status\x18\x03 \x01(\x0e2(.hadoop.yarn.FinalApplicationStatusProtoR\x16finalApplicationStatus\"U\n" +
 	"$FinishApplicationMasterResponseProto\x12-\n" +
-	"\x0eisUnregistered\x18\x01 \x01(\b:\x05falseR\x0eisUnregistered\"\x9a\x02\n" +
+	"\x0eisUnregistered\x18\x01 \x01(\b:\x05falseR\x0eisUnregistered\"\xf0\x02\n" +
 	"\x14AllocateRequestProto\x123\n" +
 	"\x03ask\x18\x01 \x03(\v2!.hadoop.yarn.ResourceRequestProtoR\x03ask\x127\n" +
 	"\arelease\x18\x02 \x03(\v2\x1d.hadoop.yarn.ContainerIdProtoR\arelease\x12W\n" +
 	"\x11blacklist_request\x18\x03 \x01(\v2*.hadoop.yarn.ResourceBlacklistRequestProtoR\x10blacklistRequest\x12\x1f\n" +
 	"\vresponse_id\x18\x04 \x01(\x05R\n" +
 	"responseId\x12\x1a\n" +
-	"\bprogress\x18\x05 \x01(\x02R\bprogress\"\xea\x05\n" +
+	"\bprogress\x18\x05 \x01(\x02R\bprogress\x12T\n" +
+	"\x13scheduling_requests\x18\n" +
+	" \x03(\v2#.hadoop.yarn.SchedulingRequestProtoR\x12schedulingRequests\"\xd9\x06\n" +
 	"\x15AllocateResponseProto\x12;\n" +
 	"\va_m_command\x18\x01 \x01(\x0e2\x1b.hadoop.yarn.AMCommandProtoR\taMCommand\x12\x1f\n" +
 	"\vresponse_id\x18\x02 \x01(\x05R\n" +
@@ -1629,7 +1648,8 @@ const file_hadoopproto_hadoopyarn_yarn_service_protos_proto_rawDesc = "" +
 	"\apreempt\x18\b \x01(\v2#.hadoop.yarn.PreemptionMessageProtoR\apreempt\x126\n" +
 	"\tnm_tokens\x18\t \x03(\v2\x19.hadoop.yarn.NMTokenProtoR\bnmTokens\x12>\n" +
 	"\vam_rm_token\x18\f \x01(\v2\x1e.xres.hadoop.common.TokenProtoR\tamRmToken\x12f\n" +
-	"!containers_from_previous_attempts\x18\x11 \x03(\v2\x1b.hadoop.yarn.ContainerProtoR\x1econtainersFromPreviousAttempts\"\x1f\n" +
+	"!containers_from_previous_attempts\x18\x11 \x03(\v2\x1b.hadoop.yarn.ContainerProtoR\x1econtainersFromPreviousAttempts\x12m\n" +
+	"\x1crejected_scheduling_requests\x18\x12 \x03(\v2+.hadoop.yarn.RejectedSchedulingRequestProtoR\x1arejectedSchedulingRequests\"\x1f\n" +
 	"\x1dGetNewApplicationRequestProto\"\xb2\x01\n" +
 	"\x1eGetNewApplicationResponseProto\x12F\n" +
 	"\x0eapplication_id\x18\x01 \x01(\v2\x1f.hadoop.yarn.ApplicationIdProtoR\rapplicationId\x12H\n" +
@@ -1738,20 +1758,22 @@ var file_hadoopproto_hadoopyarn_yarn_service_protos_proto_goTypes = []any{
 	(*ResourceRequestProto)(nil),                   // 35: hadoop.yarn.ResourceRequestProto
 	(*ContainerIdProto)(nil),                       // 36: hadoop.yarn.ContainerIdProto
 	(*ResourceBlacklistRequestProto)(nil),          // 37: hadoop.yarn.ResourceBlacklistRequestProto
-	(AMCommandProto)(0),                            // 38: hadoop.yarn.AMCommandProto
-	(*ContainerStatusProto)(nil),                   // 39: hadoop.yarn.ContainerStatusProto
-	(*NodeReportProto)(nil),                        // 40: hadoop.yarn.NodeReportProto
-	(*PreemptionMessageProto)(nil),                 // 41: hadoop.yarn.PreemptionMessageProto
-	(*hadoopcommon.TokenProto)(nil),                // 42: xres.hadoop.common.TokenProto
-	(*ApplicationIdProto)(nil),                     // 43: hadoop.yarn.ApplicationIdProto
-	(*ApplicationSubmissionContextProto)(nil),      // 44: hadoop.yarn.ApplicationSubmissionContextProto
-	(*ApplicationReportProto)(nil),                 // 45: hadoop.yarn.ApplicationReportProto
-	(YarnApplicationStateProto)(0),                 // 46: hadoop.yarn.YarnApplicationStateProto
-	(*YarnClusterMetricsProto)(nil),                // 47: hadoop.yarn.YarnClusterMetricsProto
-	(NodeStateProto)(0),                            // 48: hadoop.yarn.NodeStateProto
-	(*ContainerLaunchContextProto)(nil),            // 49: hadoop.yarn.ContainerLaunchContextProto
-	(*SerializedExceptionProto)(nil),               // 50: hadoop.yarn.SerializedExceptionProto
-	(*StringBytesMapProto)(nil),                    // 51: hadoop.yarn.StringBytesMapProto
+	(*SchedulingRequestProto)(nil),                 // 38: hadoop.yarn.SchedulingRequestProto
+	(AMCommandProto)(0),                            // 39: hadoop.yarn.AMCommandProto
+	(*ContainerStatusProto)(nil),                   // 40: hadoop.yarn.ContainerStatusProto
+	(*NodeReportProto)(nil),                        // 41: hadoop.yarn.NodeReportProto
+	(*PreemptionMessageProto)(nil),                 // 42: hadoop.yarn.PreemptionMessageProto
+	(*hadoopcommon.TokenProto)(nil),                // 43: xres.hadoop.common.TokenProto
+	(*RejectedSchedulingRequestProto)(nil),         // 44: hadoop.yarn.RejectedSchedulingRequestProto
+	(*ApplicationIdProto)(nil),                     // 45: hadoop.yarn.ApplicationIdProto
+	(*ApplicationSubmissionContextProto)(nil),      // 46: hadoop.yarn.ApplicationSubmissionContextProto
+	(*ApplicationReportProto)(nil),                 // 47: hadoop.yarn.ApplicationReportProto
+	(YarnApplicationStateProto)(0),                 // 48: hadoop.yarn.YarnApplicationStateProto
+	(*YarnClusterMetricsProto)(nil),                // 49: hadoop.yarn.YarnClusterMetricsProto
+	(NodeStateProto)(0),                            // 50: hadoop.yarn.NodeStateProto
+	(*ContainerLaunchContextProto)(nil),            // 51: hadoop.yarn.ContainerLaunchContextProto
+	(*SerializedExceptionProto)(nil),               // 52: hadoop.yarn.SerializedExceptionProto
+	(*StringBytesMapProto)(nil),                    // 53: hadoop.yarn.StringBytesMapProto
 }
 var file_hadoopproto_hadoopyarn_yarn_service_protos_proto_depIdxs = []int32{
 	30, // 0: hadoop.yarn.RegisterApplicationMasterResponseProto.maximumCapability:type_name -> hadoop.yarn.ResourceProto
@@ -1762,46 +1784,48 @@ var file_hadoopproto_hadoopyarn_yarn_service_protos_proto_depIdxs = []int32{
 	35, // 5: hadoop.yarn.AllocateRequestProto.ask:type_name -> hadoop.yarn.ResourceRequestProto
 	36, // 6: hadoop.yarn.AllocateRequestProto.release:type_name -> hadoop.yarn.ContainerIdProto
 	37, // 7: hadoop.yarn.AllocateRequestProto.blacklist_request:type_name -> hadoop.yarn.ResourceBlacklistRequestProto
-	38, // 8: hadoop.yarn.AllocateResponseProto.a_m_command:type_name -> hadoop.yarn.AMCommandProto
-	31, // 9: hadoop.yarn.AllocateResponseProto.allocated_containers:type_name -> hadoop.yarn.ContainerProto
-	39, // 10: hadoop.yarn.AllocateResponseProto.completed_container_statuses:type_name -> hadoop.yarn.ContainerStatusProto
-	30, // 11: hadoop.yarn.AllocateResponseProto.limit:type_name -> hadoop.yarn.ResourceProto
-	40, // 12: hadoop.yarn.AllocateResponseProto.updated_nodes:type_name -> hadoop.yarn.NodeReportProto
-	41, // 13: hadoop.yarn.AllocateResponseProto.preempt:type_name -> hadoop.yarn.PreemptionMessageProto
-	32, // 14: hadoop.yarn.AllocateResponseProto.nm_tokens:type_name -> hadoop.yarn.NMTokenProto
-	42, // 15: hadoop.yarn.AllocateResponseProto.am_rm_token:type_name -> xres.hadoop.common.TokenProto
-	31, // 16: hadoop.yarn.AllocateResponseProto.containers_from_previous_attempts:type_name -> hadoop.yarn.ContainerProto
-	43, // 17: hadoop.yarn.GetNewApplicationResponseProto.application_id:type_name -> hadoop.yarn.ApplicationIdProto
-	30, // 18: hadoop.yarn.GetNewApplicationResponseProto.maximumCapability:type_name -> hadoop.yarn.ResourceProto
-	44, // 19: hadoop.yarn.SubmitApplicationRequestProto.application_submission_context:type_name -> hadoop.yarn.ApplicationSubmissionContextProto
-	43, // 20: hadoop.yarn.GetApplicationReportRequestProto.application_id:type_name -> hadoop.yarn.ApplicationIdProto
-	45, // 21: hadoop.yarn.GetApplicationReportResponseProto.application_report:type_name -> hadoop.yarn.ApplicationReportProto
-	46, // 22: hadoop.yarn.GetApplicationsRequestProto.application_states:type_name -> hadoop.yarn.YarnApplicationStateProto
-	45, // 23: hadoop.yarn.GetApplicationsResponseProto.applications:type_name -> hadoop.yarn.ApplicationReportProto
-	43, // 24: hadoop.yarn.KillApplicationRequestProto.application_id:type_name -> hadoop.yarn.ApplicationIdProto
-	47, // 25: hadoop.yarn.GetClusterMetricsResponseProto.cluster_metrics:type_name -> hadoop.yarn.YarnClusterMetricsProto
-	48, // 26: hadoop.yarn.GetClusterNodesRequestProto.nodeStates:type_name -> hadoop.yarn.NodeStateProto
-	40, // 27: hadoop.yarn.GetClusterNodesResponseProto.nodeReports:type_name -> hadoop.yarn.NodeReportProto
-	33, // 28: hadoop.yarn.GetAllResourceTypeInfoResponseProto.resource_type_info:type_name -> hadoop.yarn.ResourceTypeInfoProto
-	49, // 29: hadoop.yarn.StartContainerRequestProto.container_launch_context:type_name -> hadoop.yarn.ContainerLaunchContextProto
-	42, // 30: hadoop.yarn.StartContainerRequestProto.container_token:type_name -> xres.hadoop.common.TokenProto
-	22, // 31: hadoop.yarn.StartContainersRequestProto.start_container_request:type_name -> hadoop.yarn.StartContainerRequestProto
-	36, // 32: hadoop.yarn.ContainerExceptionMapProto.container_id:type_name -> hadoop.yarn.ContainerIdProto
-	50, // 33: hadoop.yarn.ContainerExceptionMapProto.exception:type_name -> hadoop.yarn.SerializedExceptionProto
-	51, // 34: hadoop.yarn.StartContainersResponseProto.services_meta_data:type_name -> hadoop.yarn.StringBytesMapProto
-	36, // 35: hadoop.yarn.StartContainersResponseProto.succeeded_requests:type_name -> hadoop.yarn.ContainerIdProto
-	24, // 36: hadoop.yarn.StartContainersResponseProto.failed_requests:type_name -> hadoop.yarn.ContainerExceptionMapProto
-	36, // 37: hadoop.yarn.StopContainersRequestProto.container_id:type_name -> hadoop.yarn.ContainerIdProto
-	36, // 38: hadoop.yarn.StopContainersResponseProto.succeeded_requests:type_name -> hadoop.yarn.ContainerIdProto
-	24, // 39: hadoop.yarn.StopContainersResponseProto.failed_requests:type_name -> hadoop.yarn.ContainerExceptionMapProto
-	36, // 40: hadoop.yarn.GetContainerStatusesRequestProto.container_id:type_name -> hadoop.yarn.ContainerIdProto
-	39, // 41: hadoop.yarn.GetContainerStatusesResponseProto.status:type_name -> hadoop.yarn.ContainerStatusProto
-	24, // 42: hadoop.yarn.GetContainerStatusesResponseProto.failed_requests:type_name -> hadoop.yarn.ContainerExceptionMapProto
-	43, // [43:43] is the sub-list for method output_type
-	43, // [43:43] is the sub-list for method input_type
-	43, // [43:43] is the sub-list for extension type_name
-	43, // [43:43] is the sub-list for extension extendee
-	0,  // [0:43] is the sub-list for field type_name
+	38, // 8: hadoop.yarn.AllocateRequestProto.scheduling_requests:type_name -> hadoop.yarn.SchedulingRequestProto
+	39, // 9: hadoop.yarn.AllocateResponseProto.a_m_command:type_name -> hadoop.yarn.AMCommandProto
+	31, // 10: hadoop.yarn.AllocateResponseProto.allocated_containers:type_name -> hadoop.yarn.ContainerProto
+	40, // 11: hadoop.yarn.AllocateResponseProto.completed_container_statuses:type_name -> hadoop.yarn.ContainerStatusProto
+	30, // 12: hadoop.yarn.AllocateResponseProto.limit:type_name -> hadoop.yarn.ResourceProto
+	41, // 13: hadoop.yarn.AllocateResponseProto.updated_nodes:type_name -> hadoop.yarn.NodeReportProto
+	42, // 14: hadoop.yarn.AllocateResponseProto.preempt:type_name -> hadoop.yarn.PreemptionMessageProto
+	32, // 15: hadoop.yarn.AllocateResponseProto.nm_tokens:type_name -> hadoop.yarn.NMTokenProto
+	43, // 16: hadoop.yarn.AllocateResponseProto.am_rm_token:type_name -> xres.hadoop.common.TokenProto
+	31, // 17: hadoop.yarn.AllocateResponseProto.containers_from_previous_attempts:type_name -> hadoop.yarn.ContainerProto
+	44, // 18: hadoop.yarn.AllocateResponseProto.rejected_scheduling_requests:type_name -> hadoop.yarn.RejectedSchedulingRequestProto
+	45, // 19: hadoop.yarn.GetNewApplicationResponseProto.application_id:type_name -> hadoop.yarn.ApplicationIdProto
+	30, // 20: hadoop.yarn.GetNewApplicationResponseProto.maximumCapability:type_name -> hadoop.yarn.ResourceProto
+	46, // 21: hadoop.yarn.SubmitApplicationRequestProto.application_submission_context:type_name -> hadoop.yarn.ApplicationSubmissionContextProto
+	45, // 22: hadoop.yarn.GetApplicationReportRequestProto.application_id:type_name -> hadoop.yarn.ApplicationIdProto
+	47, // 23: hadoop.yarn.GetApplicationReportResponseProto.application_report:type_name -> hadoop.yarn.ApplicationReportProto
+	48, // 24: hadoop.yarn.GetApplicationsRequestProto.application_states:type_name -> hadoop.yarn.YarnApplicationStateProto
+	47, // 25: hadoop.yarn.GetApplicationsResponseProto.applications:type_name -> hadoop.yarn.ApplicationReportProto
+	45, // 26: hadoop.yarn.KillApplicationRequestProto.application_id:type_name -> hadoop.yarn.ApplicationIdProto
+	49, // 27: hadoop.yarn.GetClusterMetricsResponseProto.cluster_metrics:type_name -> hadoop.yarn.YarnClusterMetricsProto
+	50, // 28: hadoop.yarn.GetClusterNodesRequestProto.nodeStates:type_name -> hadoop.yarn.NodeStateProto
+	41, // 29: hadoop.yarn.GetClusterNodesResponseProto.nodeReports:type_name -> hadoop.yarn.NodeReportProto
+	33, // 30: hadoop.yarn.GetAllResourceTypeInfoResponseProto.resource_type_info:type_name -> hadoop.yarn.ResourceTypeInfoProto
+	51, // 31: hadoop.yarn.StartContainerRequestProto.container_launch_context:type_name -> hadoop.yarn.ContainerLaunchContextProto
+	43, // 32: hadoop.yarn.StartContainerRequestProto.container_token:type_name -> xres.hadoop.common.TokenProto
+	22, // 33: hadoop.yarn.StartContainersRequestProto.start_container_request:type_name -> hadoop.yarn.StartContainerRequestProto
+	36, // 34: hadoop.yarn.ContainerExceptionMapProto.container_id:type_name -> hadoop.yarn.ContainerIdProto
+	52, // 35: hadoop.yarn.ContainerExceptionMapProto.exception:type_name -> hadoop.yarn.SerializedExceptionProto
+	53, // 36: hadoop.yarn.StartContainersResponseProto.services_meta_data:type_name -> hadoop.yarn.StringBytesMapProto
+	36, // 37: hadoop.yarn.StartContainersResponseProto.succeeded_requests:type_name -> hadoop.yarn.ContainerIdProto
+	24, // 38: hadoop.yarn.StartContainersResponseProto.failed_requests:type_name -> hadoop.yarn.ContainerExceptionMapProto
+	36, // 39: hadoop.yarn.StopContainersRequestProto.container_id:type_name -> hadoop.yarn.ContainerIdProto
+	36, // 40: hadoop.yarn.StopContainersResponseProto.succeeded_requests:type_name -> hadoop.yarn.ContainerIdProto
+	24, // 41: hadoop.yarn.StopContainersResponseProto.failed_requests:type_name -> hadoop.yarn.ContainerExceptionMapProto
+	36, // 42: hadoop.yarn.GetContainerStatusesRequestProto.container_id:type_name -> hadoop.yarn.ContainerIdProto
+	40, // 43: hadoop.yarn.GetContainerStatusesResponseProto.status:type_name -> hadoop.yarn.ContainerStatusProto
+	24, // 44: hadoop.yarn.GetContainerStatusesResponseProto.failed_requests:type_name -> hadoop.yarn.ContainerExceptionMapProto
+	45, // [45:45] is the sub-list for method output_type
+	45, // [45:45] is the sub-list for method input_type
+	45, // [45:45] is the sub-list for extension type_name
+	45, // [45:45] is the sub-list for extension extendee
+	0,  // [0:45] is the sub-list for field type_name
 }
 
 func init() { file_hadoopproto_hadoopyarn_yarn_service_protos_proto_init() }
