@@ -47,13 +47,13 @@ func (r *roster) add(w *worker) {
 	r.byID[w.c.ID] = w
 	r.order = append(r.order, w)
 	r.count[w.state]++
-	if h := w.c.Host(); !r.has(r.hostSeen, h) {
+	if h := w.c.Host(); !has(r.hostSeen, h) {
 		r.hostSeen[h] = struct{}{}
 		r.hosts = append(r.hosts, h)
 	}
 }
 
-func (r *roster) has(set map[string]struct{}, k string) bool {
+func has(set map[string]struct{}, k string) bool {
 	_, ok := set[k]
 	return ok
 }
@@ -68,14 +68,14 @@ func (r *roster) set(w *worker, state string) {
 // release remembers that the container was given back; it reports false
 // when it already was.
 func (r *roster) release(id string) bool {
-	if r.has(r.released, id) {
+	if has(r.released, id) {
 		return false
 	}
 	r.released[id] = struct{}{}
 	return true
 }
 
-func (r *roster) isReleased(id string) bool { return r.has(r.released, id) }
+func (r *roster) isReleased(id string) bool { return has(r.released, id) }
 
 // each calls fn for the workers in allocation order until it returns
 // false.
