@@ -85,7 +85,8 @@ bench-am-curve:
 	XRES_MINICLUSTER_NM_MEMORY_MB=$${XRES_MINICLUSTER_NM_MEMORY_MB:-9216} XRES_MINICLUSTER_NM_VCORES=$${XRES_MINICLUSTER_NM_VCORES:-40} \
 	XRES_MINICLUSTER_GPUS=$${XRES_MINICLUSTER_GPUS:-40} \
 	$(GO) test -count=1 -tags integration -timeout 60m -run '^$$' -bench 'AMvsDistributedShell' -benchtime 1x -v ./integration/
-	$(GO) test -count=1 -run '^$$' -bench 'AMAt10k|AMAllocateCycle' -benchtime 1x ./yarn/am/
+	$(GO) test -count=1 -run '^$$' -bench 'AMAt10k' -benchtime 1x ./yarn/am/
+	$(GO) test -count=1 -run '^$$' -bench 'AMAllocateCycle' -benchtime 20x ./yarn/am/
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
