@@ -136,6 +136,33 @@ var (
 		Type:        TypeString,
 		Description: "YARN queue the application is submitted to.",
 	})
+	YarnApplicationNodeLabel = Register(Option{
+		Key:         "yarn.application.node-label",
+		Type:        TypeString,
+		Description: "Node label expression of the ApplicationMaster's container (e.g. gpu): YARN starts the AM only on a node of that label (partition). Unset: the queue's default label.",
+	})
+	YarnTaskManagerNodeLabel = Register(Option{
+		Key:         "yarn.taskmanager.node-label",
+		Type:        TypeString,
+		Description: "Node label expression of every worker ask (e.g. gpu): workers run only on nodes of that label. Unset: the queue's default label.",
+	})
+	YarnTags = Register(Option{
+		Key:         "yarn.tags",
+		Type:        TypeString,
+		Description: "Comma-separated tags of the YARN application (applicationTags; some Hadoop releases lower-case them), shown by `yarn application -list` and the RM's REST API.",
+	})
+	YarnApplicationPriority = Register(Option{
+		Key:         "yarn.application.priority",
+		Type:        TypeInt,
+		Default:     "-1",
+		Description: "Priority of the YARN application within its queue (a higher number runs first; the RM caps it at the queue's maximum). -1: the cluster's default.",
+	})
+	PlacementMaxWorkersPerNode = Register(Option{
+		Key:         "xres.placement.max-workers-per-node",
+		Type:        TypeInt,
+		Default:     "0",
+		Description: "At most this many workers of the application on one node (anti-affinity for 1): the worker ask becomes a YARN SchedulingRequest tagged xres-worker with a node-scope cardinality constraint (Hadoop 3.1+; the RM needs yarn.resourcemanager.placement-constraints.handler=scheduler or placement-processor, else the application fails at its first ask naming that key). Workers that cannot be placed stay pending and the tracking page says why. 0: no limit. What Flink's cluster.evenly-spread-out-slots means on YARN.",
+	})
 	KerberosLoginKeytab = Register(Option{
 		Key:         "security.kerberos.login.keytab",
 		Type:        TypeString,

@@ -249,6 +249,13 @@ func (a *AM) Run(ctx context.Context) (Result, error) {
 			a.learnAdopted(sctx)
 		case ctx.Err() != nil:
 			return Result{}, fmt.Errorf("run application master: %w", ctx.Err())
+		case errors.Is(err, ErrPlacementUnsupported):
+			r := &Result{Status: StatusFailed, Diagnostics: fmt.Sprintf(
+				"%s=%d needs the ResourceManager's %s=scheduler (or placement-processor); this RM has it disabled and refused the worker ask: %v",
+				conf.PlacementMaxWorkersPerNode.Key, a.cfg.Plan.MaxWorkersPerNode, placementHandlerKey, err)}
+			stopStarts()
+			a.stopRunning(ctx, r)
+			return a.finish(ctx, *r)
 		default:
 			rmErrors++
 			a.log.WithError(err).WithField("attempt", rmErrors).Warn("heartbeat failed")
@@ -321,7 +328,8 @@ func (a *AM) buildRequest() AllocateRequest {
 	defer a.mu.Unlock()
 	var req AllocateRequest
 	if a.pending != a.lastAsked {
-		req.Asks = []Ask{{ID: WorkerAskID, Profile: a.cfg.Plan.Profile, Count: a.pending}}
+		req.Asks = []Ask{{ID: WorkerAskID, Profile: a.cfg.Plan.Profile, Count: a.pending,
+			NodeLabel: a.cfg.Plan.NodeLabel, MaxPerNode: a.cfg.Plan.MaxWorkersPerNode}}
 	}
 	req.Release = append(req.Release, a.releases...)
 	a.expireBlacklistLocked()

@@ -130,9 +130,29 @@ func (a *AM) hopelessLocked() *Result {
 		if len(a.blacklist) > 0 {
 			d += "; blacklisted: " + a.blacklistTextLocked()
 		}
+		if u := a.unplaceableLocked(); u != "" {
+			d += "; " + u
+		}
 		return &Result{Status: StatusFailed, Diagnostics: d}
 	}
 	return nil
+}
+
+// unplaceableLocked explains pending workers the placement constraint
+// keeps out: more workers wanted than the cluster's nodes times
+// xres.placement.max-workers-per-node. "" when none.
+func (a *AM) unplaceableLocked() string {
+	k := a.cfg.Plan.MaxWorkersPerNode
+	if k <= 0 || a.pending == 0 || a.clusterNodes == 0 {
+		return ""
+	}
+	room := a.clusterNodes * k
+	n := min(a.pending, a.cfg.Plan.Workers-room)
+	if n <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d worker(s) cannot be placed: %s=%d and the cluster has %d nodes (room for %d of the %d workers); they wait for a node to join",
+		n, conf.PlacementMaxWorkersPerNode.Key, k, a.clusterNodes, room, a.cfg.Plan.Workers)
 }
 
 func (a *AM) blacklistTextLocked() string {

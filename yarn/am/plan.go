@@ -47,6 +47,11 @@ type Plan struct {
 	MaxFailedContainers int      `json:"max-failed-containers"` // failures replaced before the app fails
 	Profile             Resource `json:"profile"`               // one worker container
 	Warnings            []string `json:"warnings,omitempty"`
+
+	// NodeLabel is yarn.taskmanager.node-label; MaxWorkersPerNode is
+	// xres.placement.max-workers-per-node (0: no limit).
+	NodeLabel         string `json:"node-label,omitempty"`
+	MaxWorkersPerNode int    `json:"max-workers-per-node,omitempty"`
 }
 
 // PlanWorkers computes the worker plan from the configuration, with Flink's
@@ -150,6 +155,16 @@ func PlanWorkers(cfg *conf.Config, specs []resources.Spec, workers int) (Plan, e
 		errs = append(errs, err)
 	}
 	p.Profile = Resource{MemoryMB: mem, VCores: vcores, Extra: extra}
+	p.NodeLabel, _ = cfg.Get(conf.YarnTaskManagerNodeLabel.Key)
+	p.NodeLabel = strings.TrimSpace(p.NodeLabel)
+	if k := intOpt(conf.PlacementMaxWorkersPerNode); k < 0 {
+		bad(conf.PlacementMaxWorkersPerNode, "must not be negative, got %d", k)
+	} else if k > 0 && p.NodeLabel != "" {
+		bad(conf.PlacementMaxWorkersPerNode, "cannot be combined with %s=%s yet (a SchedulingRequest carries no node label expression)",
+			conf.YarnTaskManagerNodeLabel.Key, p.NodeLabel)
+	} else {
+		p.MaxWorkersPerNode = int(k)
+	}
 	return p, errors.Join(errs...)
 }
 

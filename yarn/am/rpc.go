@@ -84,7 +84,7 @@ func (r rpcRM) Allocate(ctx context.Context, req AllocateRequest) (AllocateRespo
 	}
 	resp, err := r.c.Allocate(ctx, preq)
 	if err != nil {
-		return AllocateResponse{}, notRegistered(err)
+		return AllocateResponse{}, placementRefused(notRegistered(err))
 	}
 	out := AllocateResponse{Shutdown: resp.GetAMCommand() == hadoopyarn.AMCommandProto_AM_SHUTDOWN}
 	for _, c := range resp.GetAllocatedContainers() {
@@ -130,14 +130,23 @@ func allocateProto(req AllocateRequest) (*hadoopyarn.AllocateRequestProto, error
 		if prio == 0 {
 			prio = WorkerPriority
 		}
-		p.Ask = append(p.Ask, &hadoopyarn.ResourceRequestProto{
+		capability := yarn.NewResource(a.Profile.MemoryMB, int32(a.Profile.VCores), a.Profile.Extra)
+		if a.MaxPerNode > 0 {
+			p.SchedulingRequests = append(p.SchedulingRequests, schedulingRequest(a, prio, capability))
+			continue
+		}
+		rr := &hadoopyarn.ResourceRequestProto{
 			Priority:            &hadoopyarn.PriorityProto{Priority: proto.Int32(prio)},
 			ResourceName:        proto.String("*"),
-			Capability:          yarn.NewResource(a.Profile.MemoryMB, int32(a.Profile.VCores), a.Profile.Extra),
+			Capability:          capability,
 			NumContainers:       proto.Int32(int32(a.Count)),
 			RelaxLocality:       proto.Bool(true),
 			AllocationRequestId: proto.Int64(a.ID),
-		})
+		}
+		if a.NodeLabel != "" {
+			rr.NodeLabelExpression = proto.String(a.NodeLabel)
+		}
+		p.Ask = append(p.Ask, rr)
 	}
 	for _, id := range req.Release {
 		cid, err := yarn.ParseContainerID(id)
@@ -151,6 +160,54 @@ func allocateProto(req AllocateRequest) (*hadoopyarn.AllocateRequestProto, error
 			BlacklistAdditions: req.BlacklistAdd, BlacklistRemovals: req.BlacklistRemove}
 	}
 	return p, nil
+}
+
+// WorkerAllocationTag tags every worker container asked with a placement
+// constraint; the constraint counts the containers of this application
+// carrying it.
+const WorkerAllocationTag = "xres-worker"
+
+// schedulingRequest is a as a SchedulingRequest: a.Count containers tagged
+// WorkerAllocationTag, none placed on a node that already holds
+// a.MaxPerNode of them. YARN's maxCardinality bounds the tagged containers
+// already on the node, before the one being placed, hence MaxPerNode-1.
+//
+//	SchedulingRequest{id, priority, GUARANTEED, tags [xres-worker],
+//	  sizing{Count × capability},
+//	  constraint{scope node, target ALLOCATION_TAG [xres-worker],
+//	             min 0, max MaxPerNode-1}}
+func schedulingRequest(a Ask, prio int32, capability *hadoopyarn.ResourceProto) *hadoopyarn.SchedulingRequestProto {
+	return &hadoopyarn.SchedulingRequestProto{
+		AllocationRequestId: proto.Int64(a.ID),
+		Priority:            &hadoopyarn.PriorityProto{Priority: proto.Int32(prio)},
+		ExecutionType: &hadoopyarn.ExecutionTypeRequestProto{
+			ExecutionType: hadoopyarn.ExecutionTypeProto_GUARANTEED.Enum(), EnforceExecutionType: proto.Bool(true)},
+		AllocationTags: []string{WorkerAllocationTag},
+		ResourceSizing: &hadoopyarn.ResourceSizingProto{NumAllocations: proto.Int32(int32(a.Count)), Resources: capability},
+		PlacementConstraint: &hadoopyarn.PlacementConstraintProto{SimpleConstraint: &hadoopyarn.SimplePlacementConstraintProto{
+			Scope: proto.String("node"),
+			TargetExpressions: []*hadoopyarn.PlacementConstraintTargetProto{{
+				TargetType:   hadoopyarn.PlacementConstraintTargetProto_ALLOCATION_TAG.Enum(),
+				TargetValues: []string{WorkerAllocationTag},
+			}},
+			MinCardinality: proto.Int32(0),
+			MaxCardinality: proto.Int32(int32(a.MaxPerNode - 1)),
+		}},
+	}
+}
+
+// placementHandlerKey is the RM setting a placement-disabled RM names when
+// it refuses a SchedulingRequest.
+const placementHandlerKey = "yarn.resourcemanager.placement-constraints.handler"
+
+// placementRefused tells an RM that cannot handle placement constraints
+// (its handler is disabled) by the YarnException it answers with.
+func placementRefused(err error) error {
+	var re *yarn.RemoteError
+	if errors.As(err, &re) && strings.Contains(re.Message, placementHandlerKey) {
+		return fmt.Errorf("%w: %w", ErrPlacementUnsupported, err)
+	}
+	return err
 }
 
 func typesOf(r *hadoopyarn.ResourceProto) []ResourceType {

@@ -41,6 +41,7 @@ type Status struct {
 	Hosts       []string       `json:"hosts"`
 	Blacklist   []string       `json:"blacklist,omitempty"`
 	Diagnostics string         `json:"diagnostics,omitempty"`
+	Unplaceable string         `json:"unplaceable,omitempty"` // why pending workers cannot be placed (xres.placement.max-workers-per-node)
 	Containers  []WorkerStatus `json:"containers"`
 	// ContainersTotal is how many containers the page was taken from
 	// (those in the asked state, or all); Offset is where it starts.
@@ -84,6 +85,7 @@ func (a *AM) StatusPage(p Page) Status {
 	if a.result != nil {
 		s.Diagnostics = a.result.Diagnostics
 	}
+	s.Unplaceable = a.unplaceableLocked()
 	if t := a.cfg.SubmitTime; !t.IsZero() {
 		s.SubmitTime = &t
 	}

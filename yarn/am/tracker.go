@@ -194,6 +194,7 @@ var statusHTML = template.Must(template.New("status").Funcs(template.FuncMap{
 <p>Hosts: {{range $i, $h := .Hosts}}{{if $i}}, {{end}}{{$h}}{{end}}</p>
 {{if .Blacklist}}<p>Blacklisted nodes: {{range $i, $h := .Blacklist}}{{if $i}}, {{end}}{{$h}}{{end}}</p>{{end}}
 {{if .Diagnostics}}<pre>{{.Diagnostics}}</pre>{{end}}
+{{if .Unplaceable}}<p>Waiting: {{.Unplaceable}}</p>{{end}}
 <p>Containers{{if .State}} {{.State}}{{end}}: {{if .Containers}}{{.First}}–{{.Last}} of {{end}}{{.ContainersTotal}}
 {{- if ge .Prev 0}} · <a href="?offset={{.Prev}}&amp;limit={{.Limit}}{{if .State}}&amp;state={{.State}}{{end}}">previous</a>{{end}}
 {{- if ge .Next 0}} · <a href="?offset={{.Next}}&amp;limit={{.Limit}}{{if .State}}&amp;state={{.State}}{{end}}">next</a>{{end}}

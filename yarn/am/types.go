@@ -12,6 +12,13 @@ import (
 // restart or fail-over: the AM re-registers and re-sends its whole state.
 var ErrNotRegistered = errors.New("application master is not registered")
 
+// ErrPlacementUnsupported is what an RMClient's Allocate returns (wrapped)
+// when the RM refuses a SchedulingRequest because its placement handler
+// (yarn.resourcemanager.placement-constraints.handler) is disabled: the AM
+// fails the application naming that key and
+// xres.placement.max-workers-per-node.
+var ErrPlacementUnsupported = errors.New("the resource manager cannot handle placement constraints")
+
 // ErrShutdown is returned by Run when the RM orders the AM to shut down
 // (AM_SHUTDOWN): the attempt is over and the AM must exit without
 // unregistering.
@@ -78,6 +85,11 @@ type Ask struct {
 	Priority int32
 	Profile  Resource
 	Count    int
+	// NodeLabel is the node label expression ("": the queue's default).
+	NodeLabel string
+	// MaxPerNode > 0 sends the ask as a SchedulingRequest tagged
+	// WorkerAllocationTag: at most MaxPerNode of them on one node.
+	MaxPerNode int
 }
 
 // RegisterRequest is what the AM tells the RM when it registers.

@@ -117,8 +117,13 @@ func RESTSubmission(sub Submission) (*rest.ApplicationSubmission, error) {
 			}})
 		}
 	}
+	var prio int
+	if sub.Priority != nil {
+		prio = int(*sub.Priority)
+	}
 	return &rest.ApplicationSubmission{
 		ApplicationID:   sub.AppID,
+		Priority:        prio,
 		ApplicationName: sub.Name,
 		Queue:           sub.Queue,
 		AMContainerSpec: lc,
@@ -127,7 +132,16 @@ func RESTSubmission(sub Submission) (*rest.ApplicationSubmission, error) {
 		KeepContainersAcrossAttempts: true,
 		Resource:                     &rest.AMResource{Memory: sub.AMResource.MemoryMB, VCores: sub.AMResource.VCores},
 		ApplicationType:              sub.Type,
+		AppNodeLabelExpression:       sub.NodeLabel,
+		ApplicationTags:              restTags(sub.Tags),
 	}, nil
+}
+
+func restTags(tags []string) *rest.Tags {
+	if len(tags) == 0 {
+		return nil
+	}
+	return &rest.Tags{Tag: tags}
 }
 
 // ApplicationReport implements RM.

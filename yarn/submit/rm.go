@@ -44,6 +44,12 @@ type Submission struct {
 	AMResource  yarn.Resource
 	MaxAttempts int32 // 0: the cluster's yarn.resourcemanager.am.max-attempts
 	AM          am.LaunchContext
+	// NodeLabel is the application's node label expression (Flink's
+	// yarn.application.node-label): the AM container's, and the workers'
+	// where their ask names none. "": the queue's default.
+	NodeLabel string
+	Tags      []string // applicationTags (yarn.tags)
+	Priority  *int32   // yarn.application.priority; nil: the queue's default
 }
 
 // rpcClient is the part of the ApplicationClientProtocol client
@@ -111,6 +117,13 @@ func submissionProto(sub Submission) (*hadoopyarn.ApplicationSubmissionContextPr
 	}
 	if sub.MaxAttempts > 0 {
 		asc.MaxAppAttempts = proto.Int32(sub.MaxAttempts)
+	}
+	if sub.NodeLabel != "" {
+		asc.NodeLabelExpression = proto.String(sub.NodeLabel)
+	}
+	asc.ApplicationTags = sub.Tags
+	if sub.Priority != nil {
+		asc.Priority = &hadoopyarn.PriorityProto{Priority: proto.Int32(*sub.Priority)}
 	}
 	return asc, nil
 }
