@@ -182,13 +182,17 @@ func cmdSubmit(ctx context.Context, args []string, e *env) error {
 	sched, _ := yarn.RMAddresses(hc, yarn.RMScheduler) // none: the AM needs its own HADOOP_CONF_DIR
 	client := submit.Client{RM: rm, Stager: submit.Stager{FS: hfs, DefaultFS: defaultFS, Log: e.log}, Log: e.log,
 		After: e.deps.after}
-	sub, err := client.Submit(ctx, submit.Request{
+	sreq := submit.Request{
 		Name: *name, Queue: *queue, User: who, Files: shipped, ConfName: confName, Dynamic: c.overrides,
 		Workers: *workers, Worker: worker, MasterEnv: am.EnvFromConfig(cfg, am.MasterEnvPrefix), Tokens: tokens,
 		SchedulerAddresses: sched, DefaultFS: defaultFS,
 		AMMemoryMB: amMem, AMVcores: amVcores, MaxAttempts: attempts,
 		WorkerProfile: plan.Profile, Owners: am.Owners(specs),
-	})
+	}
+	if err := sreq.ApplyConfig(cfg); err != nil {
+		return configError{err}
+	}
+	sub, err := client.Submit(ctx, sreq)
 	if errors.Is(err, am.ErrProfileUnsatisfiable) {
 		return configError{err}
 	}
