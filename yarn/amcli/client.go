@@ -262,8 +262,10 @@ func amContainer(cfg *conf.Config) (memMB int64, vcores, attempts int32, err err
 	} else if set {
 		vcores = int32(v)
 	}
-	// One attempt unless configured, as Flink without HA: a second attempt
-	// would start every worker again and only delay the failure.
+	// One attempt unless configured, as Flink without HA: an AM that fails
+	// as it starts (configuration, cluster) would only fail again. With 2
+	// or more a new attempt adopts the running workers (kept across
+	// attempts).
 	attempts = 1
 	if v, set, err := cfg.IntKey(keyAppAttempts); err != nil {
 		return 0, 0, 0, err

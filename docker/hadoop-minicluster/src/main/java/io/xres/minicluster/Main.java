@@ -84,6 +84,8 @@ public final class Main {
     DEFAULTS.put("nm-expiry-ms", "10000");
     // yarn.resourcemanager.am-rm-tokens.master-key-rolling-interval-secs (0: Hadoop's default).
     DEFAULTS.put("amrm-roll-secs", "0");
+    // yarn.resourcemanager.am.max-attempts: the most AM attempts an application may ask for.
+    DEFAULTS.put("am-max-attempts", "1");
     // The fault verbs' HTTP endpoint on 127.0.0.1 (0: any free port; see Admin).
     DEFAULTS.put("admin-port", "0");
   }
@@ -275,7 +277,7 @@ public final class Main {
     conf.setBoolean("yarn.webapp.ui2.enable", false);
     conf.setBoolean("yarn.timeline-service.enabled", false);
     conf.setBoolean("yarn.log-aggregation-enable", false);
-    conf.setInt("yarn.resourcemanager.am.max-attempts", 1);
+    conf.setInt("yarn.resourcemanager.am.max-attempts", num(opt, "am-max-attempts"));
     conf.setInt("yarn.resourcemanager.nodemanagers.heartbeat-interval-ms", 200);
     conf.setInt("yarn.resourcemanager.client.thread-count", 5);
     conf.setInt("yarn.resourcemanager.scheduler.client.thread-count", 5);
@@ -314,7 +316,8 @@ public final class Main {
       hosts.add("127.0.0." + (i + 2));
     }
     File nmRoot = new File(work, "nodemanagers");
-    Yarn yarn = new Yarn(conf, rmIds, hosts, nmRoot, Yarn.parseIndices("label-nodes", opt.get("label-nodes"), nms));
+    Yarn yarn = new Yarn(conf, rmIds, hosts, nmRoot, Yarn.parseIndices("label-nodes", opt.get("label-nodes"), nms),
+        secure == null);
     installShutdownHook(yarn, dfs);
     yarn.start();
     Admin admin = new Admin(yarn, num(opt, "admin-port"));
