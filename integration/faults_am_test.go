@@ -15,7 +15,9 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -23,6 +25,7 @@ import (
 
 	"github.com/xres/xres/integration/harness"
 	"github.com/xres/xres/yarn/am"
+	"github.com/xres/xres/yarn/submit"
 )
 
 // faultTimeout bounds one fault test's application.
@@ -68,6 +71,30 @@ func workerStarts(t *testing.T, dir string) map[string]int {
 		out[strings.TrimPrefix(filepath.Base(f), "started.")] = strings.Count(string(b), "\n")
 	}
 	return out
+}
+
+// requireStartedOnce checks that each worker that ever ran (n of them;
+// -1: any number) started once, and returns their start counts.
+func requireStartedOnce(t *testing.T, dir string, n int) map[string]int {
+	t.Helper()
+	starts := workerStarts(t, dir)
+	if n >= 0 {
+		require.Len(t, starts, n, "workers that ever ran: %v", starts)
+	}
+	for id, k := range starts {
+		require.Equal(t, 1, k, "container %s started %d times", id, k)
+	}
+	return starts
+}
+
+// releaseAndSucceed lets the workers end and checks that am submit exits 0
+// with the application SUCCEEDED.
+func releaseAndSucceed(t *testing.T, p *amProc, app, release string) {
+	t.Helper()
+	require.NoError(t, os.WriteFile(release, nil, 0o644))
+	code := p.wait(t)
+	require.Equal(t, 0, code, "am submit exit code\n%s", p.output())
+	require.Contains(t, p.stdout.String(), app+" finished: FINISHED SUCCEEDED", p.output())
 }
 
 // countingWorker waits for the release file like waitWorker (or for
@@ -123,6 +150,26 @@ func TestFaultDiscoveryFailsEverywhere(t *testing.T) {
 // more worker containers than asked, and the application SUCCEEDS.
 func TestFaultRMRestartWhileRunning(t *testing.T) {
 	c := harness.Get(t)
+	rmFaultWhileRunning(t, c, "rm-restart", c.RMRestart, true)
+}
+
+// Fault 3: in the HA profile (rm1 active, rm2 standby) the RMs fail over
+// while every worker runs: the AM and am submit follow the new active RM
+// from the written yarn-site.xml; otherwise as fault 1.
+func TestFaultRMFailover(t *testing.T) {
+	c := harness.StartExtra(t, map[string]string{"XRES_MINICLUSTER_HA": "1"})
+	// The HA profile's RM web proxy answers 404 for the tracking page, so
+	// the workers are followed in the RM's container list alone.
+	rmFaultWhileRunning(t, c, "rm-failover", c.RMFailover, false)
+}
+
+// rmFaultWhileRunning runs 2 workers on c, causes fault (named what) once
+// both run, and checks that the same workers run on, each started once,
+// the RM never holding more than the AM and 2 workers, and that the
+// application SUCCEEDS. viaAM: the running workers are those the AM's
+// tracking page shows; otherwise those RUNNING in the RM's container list
+// whose command has started.
+func rmFaultWhileRunning(t *testing.T, c *harness.Cluster, what string, fault func(context.Context) (string, error), viaAM bool) {
 	dir := t.TempDir()
 	cfg := writeAMConf(t, dir, 4)
 	release := filepath.Join(dir, "release")
@@ -130,40 +177,62 @@ func TestFaultRMRestartWhileRunning(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), faultTimeout)
 	defer cancel()
-	p := startAM(t, ctx, append([]string{"submit", "--conf", cfg, "--workers", fmt.Sprint(workers), "--name", "xres-it-fault-rm-restart", "--"},
+	p := startAMOn(t, c, ctx, append([]string{"submit", "--conf", cfg, "--workers", fmt.Sprint(workers), "--name", "xres-it-fault-" + what, "--"},
 		countingWorker(dir, release)...)...)
 	app := p.appID(t)
 	c.KeepAppLogs(t, app)
 	killOnCleanup(t, c, app, release)
 
-	before := waitWorkersRunning(t, ctx, c, app, workers, 2*time.Minute)
-	fault := time.Now()
-	harness.MustVerb(t, c.RMRestart)
-	// Back once the restarted RM lists the attempt's containers again and the
-	// AM (heartbeating the new RM) still reports the same workers running.
-	eventually(t, 2*time.Minute, "the same workers running after the RM restart", func() (bool, string) {
+	// running is the set of running workers and the RM's container count.
+	running := func() (map[string]bool, int, error) {
 		cs, err := rmContainers(ctx, c, app)
 		if err != nil {
-			return false, err.Error()
+			return nil, 0, err
 		}
 		require.LessOrEqual(t, len(cs), workers+1, "RM containers (AM + %d workers): %+v", workers, cs)
-		st, err := amStatusOf(ctx, c, app)
+		run := map[string]bool{}
+		if viaAM {
+			st, err := amStatusOf(ctx, c, app)
+			if err != nil {
+				return nil, 0, err
+			}
+			for id := range runningWorkers(st) {
+				run[id] = true
+			}
+			return run, len(cs), nil
+		}
+		started := workerStarts(t, dir)
+		for _, x := range cs {
+			if _, ok := started[x.ContainerID]; ok && x.ContainerState == "RUNNING" {
+				run[x.ContainerID] = true
+			}
+		}
+		return run, len(cs), nil
+	}
+	var before map[string]bool
+	eventually(t, 2*time.Minute, fmt.Sprintf("%d workers running", workers), func() (bool, string) {
+		run, _, err := running()
 		if err != nil {
 			return false, err.Error()
 		}
-		run := runningWorkers(st)
-		return len(cs) == workers+1 && sameKeys(run, before), fmt.Sprintf("RM has %d containers; AM runs %v", len(cs), keys(run))
+		before = run
+		return len(run) == workers, fmt.Sprintf("running %v", keys(run))
 	})
-	t.Logf("recovery: the RM listed the same %d workers again %s after rm-restart began", workers, time.Since(fault).Round(time.Millisecond))
+	began := time.Now()
+	harness.MustVerb(t, fault)
+	// Back once the (new) active RM lists the attempt's containers again and
+	// the same workers still run.
+	eventually(t, 2*time.Minute, "the same workers running after "+what, func() (bool, string) {
+		run, n, err := running()
+		if err != nil {
+			return false, err.Error()
+		}
+		return n == workers+1 && sameKeys(run, before), fmt.Sprintf("RM has %d containers; running %v", n, keys(run))
+	})
+	t.Logf("recovery: the RM listed the same %d workers again %s after %s began", workers, time.Since(began).Round(time.Millisecond), what)
 
-	require.NoError(t, os.WriteFile(release, nil, 0o644))
-	code := p.wait(t)
-	require.Equal(t, 0, code, "am submit exit code\n%s", p.output())
-	require.Contains(t, p.stdout.String(), app+" finished: FINISHED SUCCEEDED", p.output())
-	starts := workerStarts(t, dir)
-	require.Len(t, starts, workers, "workers that ever ran: %v", starts)
-	for id, n := range starts {
-		require.Equal(t, 1, n, "container %s started %d times", id, n)
+	releaseAndSucceed(t, p, app, release)
+	for id := range requireStartedOnce(t, dir, workers) {
 		require.Contains(t, before, id, "a worker ran in a container other than the first ones")
 	}
 }
@@ -278,13 +347,8 @@ func TestFaultNMKilled(t *testing.T) {
 	}
 	require.Zero(t, st.Failed, "a lost node is no failure of the worker: %+v", st)
 
-	require.NoError(t, os.WriteFile(release, nil, 0o644))
-	code := p.wait(t)
-	require.Equal(t, 0, code, "am submit exit code\n%s", p.output())
-	require.Contains(t, p.stdout.String(), app+" finished: FINISHED SUCCEEDED", p.output())
-	for id, k := range workerStarts(t, dir) {
-		require.Equal(t, 1, k, "container %s started %d times", id, k)
-	}
+	releaseAndSucceed(t, p, app, release)
+	requireStartedOnce(t, dir, -1)
 }
 
 // Fault 2: the RM restarts while an ask is outstanding: 3 workers of 2 GPUs
@@ -347,15 +411,8 @@ func TestFaultRMRestartMidAllocation(t *testing.T) {
 	})
 	t.Logf("recovery: the outstanding ask was granted %s after a node was freed", time.Since(freed).Round(time.Millisecond))
 
-	require.NoError(t, os.WriteFile(release, nil, 0o644))
-	code := p.wait(t)
-	require.Equal(t, 0, code, "am submit exit code\n%s", p.output())
-	require.Contains(t, p.stdout.String(), app+" finished: FINISHED SUCCEEDED", p.output())
-	starts := workerStarts(t, dir)
-	require.Len(t, starts, workers, "workers that ever ran: %v", starts)
-	for id, n := range starts {
-		require.Equal(t, 1, n, "container %s started %d times", id, n)
-	}
+	releaseAndSucceed(t, p, app, release)
+	requireStartedOnce(t, dir, workers)
 }
 
 // Fault 8: discovery fails on one host until the test heals it; that host
@@ -415,8 +472,157 @@ func TestFaultBlacklistExpires(t *testing.T) {
 	require.Len(t, runningWorkers(st), workers)
 	require.Equal(t, 1, st.Failed, "the one failed discovery: %+v", st)
 
-	require.NoError(t, os.WriteFile(release, nil, 0o644))
-	code := p.wait(t)
-	require.Equal(t, 0, code, "am submit exit code\n%s", p.output())
-	require.Contains(t, p.stdout.String(), app+" finished: FINISHED SUCCEEDED", p.output())
+	releaseAndSucceed(t, p, app, release)
+}
+
+// amLogCount counts the lines of the AM container's stderr (attempt 1)
+// holding s, from the NodeManagers' log folders.
+func amLogCount(c *harness.Cluster, app, s string) int {
+	n := 0
+	for _, d := range c.NodeManagerLogDirs() {
+		b, err := os.ReadFile(filepath.Join(d, app, attemptContainerID(app, 1), "stderr"))
+		if err == nil {
+			n += strings.Count(string(b), s)
+		}
+	}
+	return n
+}
+
+// Fault 7: the RM rolls its AMRMToken master key every 10 s (the AM expiry
+// interval is then 2.8 s): the AM takes each new token and keeps
+// heartbeating through several rolls; the application SUCCEEDS.
+func TestFaultAMRMTokenRolled(t *testing.T) {
+	c := harness.StartExtra(t, map[string]string{"XRES_MINICLUSTER_AMRM_ROLL_SECS": "10", "XRES_MINICLUSTER_NODEMANAGERS": "1"})
+	dir := t.TempDir()
+	cfg := writeAMConf(t, dir, 2)
+	release := filepath.Join(dir, "release")
+
+	ctx, cancel := context.WithTimeout(context.Background(), faultTimeout)
+	defer cancel()
+	p := startAMOn(t, c, ctx, append([]string{"submit", "--conf", cfg, "--workers", "1", "--name", "xres-it-fault-amrm-roll", "--"},
+		countingWorker(dir, release)...)...)
+	app := p.appID(t)
+	killOnCleanup(t, c, app, release)
+
+	waitWorkersRunning(t, ctx, c, app, 1, 2*time.Minute)
+	start := time.Now()
+	const rolls = 3
+	eventually(t, 3*time.Minute, fmt.Sprintf("%d AMRMToken rolls taken in", rolls), func() (bool, string) {
+		a, err := getRMApp(ctx, c, app)
+		if err != nil {
+			return false, err.Error()
+		}
+		require.Equal(t, "RUNNING", a.State, "the application while the token rolls: %+v", a)
+		n := amLogCount(c, app, "rolled the AMRMToken")
+		return n >= rolls, fmt.Sprintf("%d rolls", n)
+	})
+	t.Logf("recovery: %d AMRMToken rolls taken in within %s, the AM heartbeating throughout", rolls, time.Since(start).Round(time.Millisecond))
+	st, err := amStatusOf(ctx, c, app)
+	require.NoError(t, err)
+	require.Len(t, runningWorkers(st), 1)
+
+	releaseAndSucceed(t, p, app, release)
+}
+
+// amContainer is the id of attempt's AM container among the RM's containers
+// of app (ids carry an epoch after an RM restart, so they are matched by
+// their ending).
+func amContainer(cs []rmContainer, attempt int) (rmContainer, bool) {
+	for _, x := range cs {
+		if strings.HasSuffix(x.ContainerID, fmt.Sprintf("_%02d_000001", attempt)) {
+			return x, true
+		}
+	}
+	return rmContainer{}, false
+}
+
+// killAMContainer kills the process group of app's first AM container, as
+// a dying AM process would end: its NodeManager reports the container
+// failed and the RM starts attempt 2.
+func killAMContainer(t *testing.T, c *harness.Cluster, app string) {
+	t.Helper()
+	var pids []string
+	for i := 0; c.NodeID(i) != ""; i++ {
+		for _, d := range strings.Split(c.Env[fmt.Sprintf("XRES_NM%d_LOCAL_DIRS", i)], ",") {
+			m, err := filepath.Glob(filepath.Join(d, "nmPrivate", app, "*_01_000001", "*_01_000001.pid"))
+			require.NoError(t, err)
+			pids = append(pids, m...)
+		}
+	}
+	require.Len(t, pids, 1, "the AM container's pid file")
+	b, err := os.ReadFile(pids[0])
+	require.NoError(t, err)
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	require.NoError(t, err, "pid file %s", pids[0])
+	// The container runs in its own session: the group is the AM and its shell.
+	require.NoError(t, syscall.Kill(-pid, syscall.SIGKILL), "kill the AM container's group %d", pid)
+	t.Logf("killed the AM container's process group %d", pid)
+}
+
+// Fault 5: the AM's container dies (yarn.application-attempts: 2). The RM
+// starts attempt 2, which adopts the running workers (the same containers,
+// none started again), learns their devices from their launchers' reports
+// and shows them on the tracking page; no GPU is granted twice; staging
+// stays until the application ends, then is removed.
+func TestFaultAMRestartKeepsWorkers(t *testing.T) {
+	// The suite's cluster allows one AM attempt.
+	c := harness.StartExtra(t, map[string]string{"XRES_MINICLUSTER_AM_MAX_ATTEMPTS": "2"})
+	dir := t.TempDir()
+	cfg := writeAMConf(t, dir, 4, "yarn.application-attempts: 2")
+	release := filepath.Join(dir, "release")
+	const workers = 2
+
+	ctx, cancel := context.WithTimeout(context.Background(), faultTimeout)
+	defer cancel()
+	p := startAMOn(t, c, ctx, append([]string{"submit", "--conf", cfg, "--workers", fmt.Sprint(workers), "--name", "xres-it-fault-am-restart", "--"},
+		countingWorker(dir, release)...)...)
+	app := p.appID(t)
+	c.KeepAppLogs(t, app)
+	killOnCleanup(t, c, app, release)
+
+	var before map[string]am.WorkerStatus
+	eventually(t, 2*time.Minute, "2 workers running with their devices", func() (bool, string) {
+		st, err := amStatusOf(ctx, c, app)
+		if err != nil {
+			return false, err.Error()
+		}
+		before = runningWorkers(st)
+		for _, w := range before {
+			if len(w.Devices["gpu"]) != 1 {
+				return false, fmt.Sprintf("%+v", st.Containers)
+			}
+		}
+		return len(before) == workers, fmt.Sprintf("%+v", st.Containers)
+	})
+	killAMContainer(t, c, app)
+	fault := time.Now()
+	var st am.Status
+	eventually(t, 3*time.Minute, "attempt 2 running with the adopted workers and their devices", func() (bool, string) {
+		cs, err := rmContainers(ctx, c, app)
+		if err != nil {
+			return false, err.Error()
+		}
+		if _, ok := amContainer(cs, 2); !ok {
+			return false, fmt.Sprintf("no attempt 2 AM among %+v", cs)
+		}
+		st, err = amStatusOf(ctx, c, app)
+		if err != nil {
+			return false, err.Error()
+		}
+		run := runningWorkers(st)
+		for id, w := range run {
+			if len(w.Devices["gpu"]) == 0 || fmt.Sprint(w.Devices) != fmt.Sprint(before[id].Devices) {
+				return false, fmt.Sprintf("%s devices %v, before %v", id, w.Devices, before[id].Devices)
+			}
+		}
+		return sameKeys(run, before), fmt.Sprintf("attempt 2 runs %v, before %v", keys(run), keys(before))
+	})
+	t.Logf("recovery: attempt 2 adopted both workers and showed their devices %s after the AM container was killed", time.Since(fault).Round(time.Millisecond))
+	require.Zero(t, st.Pending, "attempt 2 asks for nothing: %+v", st)
+	_, err := c.HDFS(t).Stat(submit.StagingDir(c.User, app))
+	require.NoError(t, err, "staging kept while the application runs")
+
+	releaseAndSucceed(t, p, app, release)
+	requireStartedOnce(t, dir, workers)
+	requireNoStaging(t, c, app)
 }
