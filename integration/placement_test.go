@@ -111,10 +111,12 @@ func TestPlacementMaxWorkersPerNode(t *testing.T) {
 	c := clusterWith(t, map[string]string{"XRES_MINICLUSTER_NODEMANAGERS": "4"},
 		func(ns []harness.Node) bool { return len(ns) == 4 && labelled(ns) == 0 })
 	const nodes = 4
+	// The loopback "hosts" share one coordination file, so the fake pool of 8
+	// GPUs serves all of them; each node offers YARN 2.
 
 	t.Run("one per node", func(t *testing.T) {
 		dir := t.TempDir()
-		cfg := writeAMConf(t, dir, 2, "xres.placement.max-workers-per-node: 1")
+		cfg := writeAMConf(t, dir, 8, "xres.placement.max-workers-per-node: 1")
 		release := filepath.Join(dir, "release")
 		ctx, cancel := context.WithTimeout(context.Background(), faultTimeout)
 		defer cancel()
@@ -128,12 +130,15 @@ func TestPlacementMaxWorkersPerNode(t *testing.T) {
 			perNode[w.Node]++
 		}
 		require.Len(t, perNode, nodes, "one worker per node: %v", perNode)
+		st, err := amStatusOf(ctx, c, app)
+		require.NoError(t, err)
+		require.Zero(t, st.Failed, "%+v", st.Containers)
 		releaseAndSucceed(t, p, app, release)
 	})
 
 	t.Run("the fifth waits", func(t *testing.T) {
 		dir := t.TempDir()
-		cfg := writeAMConf(t, dir, 2, "xres.placement.max-workers-per-node: 1", "slot.request.timeout: 40 s")
+		cfg := writeAMConf(t, dir, 8, "xres.placement.max-workers-per-node: 1", "slot.request.timeout: 40 s")
 		release := filepath.Join(dir, "release")
 		ctx, cancel := context.WithTimeout(context.Background(), faultTimeout)
 		defer cancel()
@@ -149,6 +154,7 @@ func TestPlacementMaxWorkersPerNode(t *testing.T) {
 			require.NoError(t, err)
 			require.Len(t, runningWorkers(st), nodes, "%+v", st.Containers)
 			require.Equal(t, 1, st.Pending, "%+v", st)
+			require.Zero(t, st.Failed, "%+v", st.Containers)
 			require.Contains(t, st.Unplaceable, "1 worker(s) cannot be placed: xres.placement.max-workers-per-node=1 and the cluster has 4 nodes")
 			cs, err := rmContainers(ctx, c, app)
 			require.NoError(t, err)
