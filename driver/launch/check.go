@@ -12,6 +12,7 @@ import (
 
 	"github.com/xres/xres/conf"
 	"github.com/xres/xres/driver"
+	"github.com/xres/xres/driver/builtin"
 	"github.com/xres/xres/driver/coord"
 	"github.com/xres/xres/driver/gpu"
 	"github.com/xres/xres/driver/plugin"
@@ -115,6 +116,18 @@ func (l *Launcher) checkSpec(ctx context.Context, cfg *conf.Config, spec resourc
 	hostProblem := func(sev resources.Severity, key, msg, fix string) {
 		out = append(out, Finding{Host: true, Problem: resources.Problem{Key: key, Origin: cfg.Origin(key), Severity: sev, Message: msg, Fix: fix}})
 	}
+	// report adds a driver's diagnosed error under its param's key.
+	report := func(dg builtin.Diagnosis, msg string) {
+		key := factoryKey
+		if dg.Param != "" {
+			key = driver.ParamKey(spec.Name, dg.Param)
+		}
+		if dg.Host {
+			hostProblem(resources.SeverityError, key, msg, dg.Fix)
+		} else {
+			cfgErr(key, msg, dg.Fix)
+		}
+	}
 
 	d, canonical, err := l.Driver(spec)
 	switch {
@@ -127,21 +140,12 @@ func (l *Launcher) checkSpec(ctx context.Context, cfg *conf.Config, spec resourc
 			cfgErr(factoryKey, err.Error(), "use a registered factory")
 		}
 		return out, nil
-	case errors.Is(err, plugin.ErrNotFound) || errors.Is(err, plugin.ErrNotExecutable):
-		root, from := plugin.Root(l.getenv())
-		hostProblem(resources.SeverityError, factoryKey, err.Error(),
-			"install the plugin executable (chmod +x) on every worker host under the plugins root "+root+" (from "+from+"; set $XRES_PLUGINS_DIR to move it)")
-		return out, nil
-	case errors.Is(err, gpu.ErrScriptNotFound):
-		key := driver.ParamKey(spec.Name, gpu.ParamScriptPath)
-		hostProblem(resources.SeverityError, key, err.Error(), "install the discovery script at that path on every worker host (relative paths are resolved against $FLINK_HOME), or unset it to use built-in discovery")
-		return out, nil
-	case errors.Is(err, gpu.ErrScriptNotExecutable):
-		key := driver.ParamKey(spec.Name, gpu.ParamScriptPath)
-		hostProblem(resources.SeverityError, key, err.Error(), "chmod +x the script (and give it a #! line)")
-		return out, nil
 	case err != nil:
-		cfgErr(factoryKey, err.Error(), "fix the resource's param.* keys named in the message")
+		if dg, ok := builtin.DiagnoseNew(err, l.getenv()); ok {
+			report(dg, err.Error())
+		} else {
+			cfgErr(factoryKey, err.Error(), "fix the resource's param.* keys named in the message")
+		}
 		return out, nil
 	}
 
@@ -154,16 +158,8 @@ func (l *Launcher) checkSpec(ctx context.Context, cfg *conf.Config, spec resourc
 	}
 	co := coordinationOf(spec, canonical, l.getenv())
 	if derr != nil {
-		key, fix := factoryKey, "make the devices visible to this host's workers (drivers installed, device nodes readable)"
-		switch {
-		case co.Script != "":
-			key, fix = driver.ParamKey(spec.Name, gpu.ParamScriptPath), fmt.Sprintf("run the script by hand as `<script> %d <args>`; it must print %d distinct comma-separated indices on its first line and exit 0", spec.Amount, spec.Amount)
-		case errors.Is(derr, driver.ErrNotEnoughDevices):
-			fix = "check that this host has the devices, and that no stale worker holds them (container-launcher probe shows the holders)"
-		case errors.Is(derr, gpu.ErrNVMLUnavailable) || strings.Contains(derr.Error(), "nvidia-smi"):
-			key, fix = driver.ParamKey(spec.Name, gpu.ParamSource), "install the NVIDIA driver (libnvidia-ml, nvidia-smi) on the host, or set param.discovery-script.path to a discovery script"
-		}
-		hostProblem(resources.SeverityError, key, fmt.Sprintf("trial discovery of %d device(s) failed: %s", spec.Amount, derr), fix)
+		report(builtin.DiagnoseDiscover(derr, spec.Amount, co.Script != ""),
+			fmt.Sprintf("trial discovery of %d device(s) failed: %s", spec.Amount, derr))
 	}
 	var trial *Trial
 	if derr == nil {
@@ -172,13 +168,13 @@ func (l *Launcher) checkSpec(ctx context.Context, cfg *conf.Config, spec resourc
 
 	switch co.Mode {
 	case gpu.CoordOff:
-		key := driver.ParamKey(spec.Name, gpu.ParamCoordEnabled)
+		key := driver.ParamKey(spec.Name, coord.ParamEnabled)
 		if co.Script != "" {
-			key = driver.ParamKey(spec.Name, gpu.ParamScriptArgs)
+			key = driver.ParamKey(spec.Name, coord.ParamScriptArgs)
 		}
 		out = append(out, Finding{Problem: resources.Problem{Key: key, Origin: cfg.Origin(key), Severity: resources.SeverityWarning,
 			Message: "host coordination is off: several workers on one host will take the same devices unless YARN isolates them (cgroups)",
-			Fix:     "remove " + driver.ParamKey(spec.Name, gpu.ParamCoordEnabled) + ": false (or add --enable-coordination-mode to the script args), unless YARN's GPU isolation is on"}})
+			Fix:     "remove " + driver.ParamKey(spec.Name, coord.ParamEnabled) + ": false (or add --enable-coordination-mode to the script args), unless YARN's GPU isolation is on"}})
 	case gpu.CoordXres:
 		h, err := coord.New(coord.Options{StateFile: co.StateFile, LockTimeout: 5 * time.Second})
 		if err == nil {
@@ -187,7 +183,7 @@ func (l *Launcher) checkSpec(ctx context.Context, cfg *conf.Config, spec resourc
 			cancel()
 		}
 		if err != nil {
-			key := driver.ParamKey(spec.Name, gpu.ParamCoordFile)
+			key := driver.ParamKey(spec.Name, coord.ParamFile)
 			fix := "make the directory of " + co.StateFile + " writable by every user that runs workers, or set " + key + " to a file in one that is"
 			if errors.Is(err, coord.ErrCorruptState) {
 				fix = "stop the workers on this host, then remove " + co.StateFile
