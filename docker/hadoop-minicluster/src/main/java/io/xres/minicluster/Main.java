@@ -316,7 +316,8 @@ public final class Main {
       hosts.add("127.0.0." + (i + 2));
     }
     File nmRoot = new File(work, "nodemanagers");
-    Yarn yarn = new Yarn(conf, rmIds, hosts, nmRoot, Yarn.parseIndices("label-nodes", opt.get("label-nodes"), nms));
+    Yarn yarn = new Yarn(conf, rmIds, hosts, nmRoot, Yarn.parseIndices("label-nodes", opt.get("label-nodes"), nms),
+        secure == null);
     installShutdownHook(yarn, dfs);
     yarn.start();
     Admin admin = new Admin(yarn, num(opt, "admin-port"));

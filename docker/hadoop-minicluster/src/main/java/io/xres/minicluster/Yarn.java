@@ -28,7 +28,9 @@ import org.apache.hadoop.yarn.conf.YarnConfiguration;
 import org.apache.hadoop.yarn.server.nodemanager.NodeManager;
 import org.apache.hadoop.yarn.server.nodemanager.webapp.WebServer;
 import org.apache.hadoop.yarn.server.resourcemanager.ClusterMetrics;
+import org.apache.hadoop.yarn.server.resourcemanager.RMContext;
 import org.apache.hadoop.yarn.server.resourcemanager.ResourceManager;
+import org.apache.hadoop.yarn.server.resourcemanager.rmnode.RMNode;
 import org.apache.hadoop.yarn.server.resourcemanager.scheduler.QueueMetrics;
 import org.apache.hadoop.yarn.webapp.WebApp;
 import org.eclipse.jetty.servlet.FilterHolder;
@@ -105,6 +107,8 @@ final class Yarn {
   final List<Rm> rms = new ArrayList<>();
   final List<Node> nodes = new ArrayList<>();
   final Set<Integer> labelNodes;
+  /** Read node and HA states from the RM REST API (false in the secure profile: SPNEGO). */
+  private final boolean rest;
   private final ObjectMapper json = new ObjectMapper();
 
   /**
@@ -112,10 +116,11 @@ final class Yarn {
    *     holds the per-id addresses and rmIds lists the ids
    * @param nodeHosts one loopback address per NodeManager
    */
-  Yarn(YarnConfiguration base, List<String> rmIds, List<String> nodeHosts, File nmRoot, Set<Integer> labelNodes)
-      throws IOException {
+  Yarn(YarnConfiguration base, List<String> rmIds, List<String> nodeHosts, File nmRoot, Set<Integer> labelNodes,
+      boolean rest) throws IOException {
     this.base = base;
     this.labelNodes = labelNodes;
+    this.rest = rest;
     for (String id : rmIds) {
       YarnConfiguration c = new YarnConfiguration(base);
       if (!id.isEmpty()) {
@@ -277,15 +282,12 @@ final class Yarn {
 
   /** nm-list: one line per NodeManager: index, node id, RM state, http address, labels, process. */
   synchronized String nmList() throws IOException {
-    Map<String, JsonNode> byId = restNodes();
+    Map<String, NodeView> byId = nodeViews();
     StringBuilder sb = new StringBuilder();
     for (Node n : nodes) {
-      JsonNode j = byId.get(n.id());
-      String state = j == null ? "-" : j.path("state").asText("-");
-      List<String> labels = new ArrayList<>();
-      if (j != null) {
-        j.path("nodeLabels").forEach(l -> labels.add(l.asText()));
-      }
+      NodeView v = byId.get(n.id());
+      String state = v == null ? "-" : v.state();
+      List<String> labels = v == null ? List.of() : v.labels();
       sb.append(n.index).append(' ').append(n.id()).append(' ').append(state).append(' ').append(n.http())
           .append(" labels=").append(String.join(",", labels))
           .append(" process=").append(n.nm == null ? "stopped" : "running").append('\n');
@@ -385,31 +387,55 @@ final class Yarn {
     }
   }
 
+  /** One node as the active RM reports it. */
+  record NodeView(String state, List<String> labels) {}
+
   String haState(Rm r) throws IOException {
+    if (!rest) {
+      return r.rm == null ? "" : r.rm.getRMContext().getHAServiceState().name();
+    }
     return get(r.webapp(), "/ws/v1/cluster/info").path("clusterInfo").path("haState").asText();
   }
 
-  /** Every node the active RM knows, by node id, in all states. */
-  Map<String, JsonNode> restNodes() throws IOException {
-    Map<String, JsonNode> out = new LinkedHashMap<>();
+  /**
+   * Every node the active RM knows, by node id, in all states: from its REST API, or in the
+   * secure profile (whose REST API wants SPNEGO) from the RM's own node tables.
+   */
+  Map<String, NodeView> nodeViews() throws IOException {
+    Map<String, NodeView> out = new LinkedHashMap<>();
+    if (!rest) {
+      RMContext ctx = active().rm.getRMContext();
+      Map<NodeId, Set<String>> labels = ctx.getNodeLabelManager().getNodeLabels();
+      List<RMNode> all = new ArrayList<>(ctx.getInactiveRMNodes().values());
+      all.addAll(ctx.getRMNodes().values());
+      for (RMNode n : all) {
+        Set<String> l = labels.getOrDefault(NodeId.newInstance(n.getNodeID().getHost(), 0), Set.of());
+        out.put(n.getNodeID().toString(), new NodeView(n.getState().name(), new ArrayList<>(l)));
+      }
+      return out;
+    }
     JsonNode list = get(active().webapp(),
         "/ws/v1/cluster/nodes?states=NEW,RUNNING,UNHEALTHY,DECOMMISSIONING,DECOMMISSIONED,LOST,REBOOTED,SHUTDOWN")
         .path("nodes").path("node");
-    list.forEach(n -> out.put(n.path("id").asText(), n));
+    list.forEach(n -> {
+      List<String> labels = new ArrayList<>();
+      n.path("nodeLabels").forEach(l -> labels.add(l.asText()));
+      out.put(n.path("id").asText(), new NodeView(n.path("state").asText(), labels));
+    });
     return out;
   }
 
   String nodeState(Node n) throws IOException {
-    JsonNode j = restNodes().get(n.id());
-    return j == null ? "" : j.path("state").asText();
+    NodeView v = nodeViews().get(n.id());
+    return v == null ? "" : v.state();
   }
 
   /** Every NodeManager whose process runs is RUNNING at the active RM. */
   boolean allNodesRunning() throws IOException {
-    Map<String, JsonNode> byId = restNodes();
+    Map<String, NodeView> byId = nodeViews();
     for (Node n : nodes) {
-      JsonNode j = byId.get(n.id());
-      if (n.nm != null && (j == null || !j.path("state").asText().equals("RUNNING"))) {
+      NodeView v = byId.get(n.id());
+      if (n.nm != null && (v == null || !v.state().equals("RUNNING"))) {
         return false;
       }
     }
@@ -417,10 +443,10 @@ final class Yarn {
   }
 
   private boolean labelsShown() throws IOException {
-    Map<String, JsonNode> byId = restNodes();
+    Map<String, NodeView> byId = nodeViews();
     for (int i : labelNodes) {
-      JsonNode j = byId.get(nodes.get(i).id());
-      if (j == null || !j.path("nodeLabels").toString().contains("\"" + LABEL + "\"")) {
+      NodeView v = byId.get(nodes.get(i).id());
+      if (v == null || !v.labels().contains(LABEL)) {
         return false;
       }
     }
@@ -430,7 +456,7 @@ final class Yarn {
   String nodesLine() {
     try {
       List<String> parts = new ArrayList<>();
-      restNodes().forEach((id, j) -> parts.add(id + "=" + j.path("state").asText()));
+      nodeViews().forEach((id, v) -> parts.add(id + "=" + v.state()));
       return "nodes " + (parts.isEmpty() ? "(none)" : String.join(" ", parts));
     } catch (IOException | IllegalStateException e) {
       return "nodes unknown (" + e.getMessage() + ")";
