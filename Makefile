@@ -3,7 +3,7 @@ GO      ?= go
 BIN     ?= bin
 PKGS    := ./...
 
-.PHONY: all build unit test integration bench bench-rpc bench-am bench-am-curve lint demo proto proto-check clean
+.PHONY: bench-report all build unit test integration bench bench-rpc bench-am bench-am-curve lint demo proto proto-check clean
 
 all: build
 
@@ -51,6 +51,11 @@ integration: $(SUMMARY)
 .PHONY: test-matrix
 test-matrix: $(SUMMARY)
 	docker/hadoop-minicluster/matrix.sh
+
+# Every figure of the README's performance table, in one run, as one Markdown report
+# (bench-report.md; XRES_BENCH_PARTS picks parts): see integration/bench-report.sh.
+bench-report:
+	GO=$(GO) integration/bench-report.sh
 
 # Includes container-launcher's overhead and 64-launcher contention beside a
 # Flink-style flock script (driver/launch; see median-ms, the median per run).
