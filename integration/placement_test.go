@@ -136,6 +136,27 @@ func TestPlacementMaxWorkersPerNode(t *testing.T) {
 		releaseAndSucceed(t, p, app, release)
 	})
 
+	t.Run("two per node", func(t *testing.T) {
+		// maxCardinality 1: accepted, 6 workers on 4 nodes, none above 2.
+		dir := t.TempDir()
+		cfg := writeAMConf(t, dir, 8, "xres.placement.max-workers-per-node: 2")
+		release := filepath.Join(dir, "release")
+		ctx, cancel := context.WithTimeout(context.Background(), faultTimeout)
+		defer cancel()
+		p := startAMOn(t, c, ctx, append([]string{"submit", "--conf", cfg, "--workers", "6",
+			"--name", "xres-it-two-per-node", "--"}, countingWorker(dir, release)...)...)
+		app := p.appID(t)
+		killOnCleanup(t, c, app, release)
+		perNode := map[string]int{}
+		for _, w := range waitWorkersRunning(t, ctx, c, app, 6, 3*time.Minute) {
+			perNode[w.Node]++
+		}
+		for n, k := range perNode {
+			require.LessOrEqual(t, k, 2, "workers on %s: %v", n, perNode)
+		}
+		releaseAndSucceed(t, p, app, release)
+	})
+
 	t.Run("the fifth waits", func(t *testing.T) {
 		dir := t.TempDir()
 		cfg := writeAMConf(t, dir, 8, "xres.placement.max-workers-per-node: 1", "slot.request.timeout: 40 s")
@@ -168,4 +189,37 @@ func TestPlacementMaxWorkersPerNode(t *testing.T) {
 		require.Contains(t, a.Diagnostics, "not granted within slot.request.timeout=40s")
 		require.Contains(t, a.Diagnostics, "cannot be placed: xres.placement.max-workers-per-node=1")
 	})
+}
+
+// Anti-affinity within a label: yarn.taskmanager.node-label with
+// max-workers-per-node 1 (the label goes as the constraint's node-partition
+// target): 2 workers, one on each labelled node; a third waits.
+func TestPlacementLabelledAntiAffinity(t *testing.T) {
+	c := clusterWith(t, map[string]string{"XRES_MINICLUSTER_NODEMANAGERS": "4", "XRES_MINICLUSTER_LABEL_NODES": "2,3"},
+		func(ns []harness.Node) bool { return labelled(ns) == 2 && len(ns) >= 3 })
+	dir := t.TempDir()
+	cfg := writeAMConf(t, dir, 8, "yarn.taskmanager.node-label: "+nodeLabel, "xres.placement.max-workers-per-node: 1")
+	release := filepath.Join(dir, "release")
+	ctx, cancel := context.WithTimeout(context.Background(), faultTimeout)
+	defer cancel()
+	p := startAMOn(t, c, ctx, append([]string{"submit", "--conf", cfg, "--workers", "3",
+		"--name", "xres-it-labelled-anti-affinity", "--"}, countingWorker(dir, release)...)...)
+	app := p.appID(t)
+	killOnCleanup(t, c, app, release)
+	run := waitWorkersRunning(t, ctx, c, app, 2, 3*time.Minute)
+	labels := nodeLabels(t, c)
+	perNode := map[string]int{}
+	for _, w := range run {
+		perNode[w.Node]++
+		require.Contains(t, labels[w.Node], nodeLabel, "worker %s on %s", w.Container, w.Node)
+	}
+	require.Len(t, perNode, 2, "one worker per labelled node: %v", perNode)
+	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(time.Second) {
+		st, err := amStatusOf(ctx, c, app)
+		require.NoError(t, err)
+		require.Len(t, runningWorkers(st), 2, "%+v", st.Containers)
+		require.Equal(t, 1, st.Pending, "%+v", st)
+	}
+	c.KillApp(t, app)
+	p.wait(t)
 }

@@ -27,6 +27,7 @@ func TestAllocateProtoPlacement(t *testing.T) {
 		{name: "node label", ask: Ask{ID: 1, Count: 3, Profile: profile, NodeLabel: "gpu"}, label: "gpu", maxCard: -1, resourceRq: true},
 		{name: "one per node", ask: Ask{ID: 1, Count: 3, Profile: profile, MaxPerNode: 1}, maxCard: 0},
 		{name: "three per node", ask: Ask{ID: 1, Count: 3, Profile: profile, MaxPerNode: 3}, maxCard: 2},
+		{name: "one per labelled node", ask: Ask{ID: 1, Count: 3, Profile: profile, MaxPerNode: 1, NodeLabel: "gpu"}, label: "gpu", maxCard: 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -55,9 +56,17 @@ func TestAllocateProtoPlacement(t *testing.T) {
 			require.Equal(t, "node", c.GetScope())
 			require.Equal(t, int32(0), c.GetMinCardinality())
 			require.Equal(t, tt.maxCard, c.GetMaxCardinality())
-			require.Len(t, c.GetTargetExpressions(), 1)
 			require.Equal(t, hadoopyarn.PlacementConstraintTargetProto_ALLOCATION_TAG, c.GetTargetExpressions()[0].GetTargetType())
 			require.Equal(t, []string{WorkerAllocationTag}, c.GetTargetExpressions()[0].GetTargetValues())
+			if tt.label == "" {
+				require.Len(t, c.GetTargetExpressions(), 1)
+				return
+			}
+			require.Len(t, c.GetTargetExpressions(), 2)
+			part := c.GetTargetExpressions()[1]
+			require.Equal(t, hadoopyarn.PlacementConstraintTargetProto_NODE_ATTRIBUTE, part.GetTargetType())
+			require.Equal(t, "yarn_node_partition/", part.GetTargetKey())
+			require.Equal(t, []string{tt.label}, part.GetTargetValues())
 		})
 	}
 }
@@ -142,7 +151,7 @@ func TestPlanPlacementKeys(t *testing.T) {
 		{name: "not a number", kv: map[string]string{"xres.placement.max-workers-per-node": "two"},
 			errParts: []string{"xres.placement.max-workers-per-node", "two"}},
 		{name: "with a label", kv: map[string]string{"xres.placement.max-workers-per-node": "1", "yarn.taskmanager.node-label": "gpu"},
-			errParts: []string{"xres.placement.max-workers-per-node", "yarn.taskmanager.node-label=gpu"}},
+			label: "gpu", max: 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

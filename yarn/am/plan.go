@@ -159,9 +159,6 @@ func PlanWorkers(cfg *conf.Config, specs []resources.Spec, workers int) (Plan, e
 	p.NodeLabel = strings.TrimSpace(p.NodeLabel)
 	if k := intOpt(conf.PlacementMaxWorkersPerNode); k < 0 {
 		bad(conf.PlacementMaxWorkersPerNode, "must not be negative, got %d", k)
-	} else if k > 0 && p.NodeLabel != "" {
-		bad(conf.PlacementMaxWorkersPerNode, "cannot be combined with %s=%s yet (a SchedulingRequest carries no node label expression)",
-			conf.YarnTaskManagerNodeLabel.Key, p.NodeLabel)
 	} else {
 		p.MaxWorkersPerNode = int(k)
 	}

@@ -167,16 +167,34 @@ func allocateProto(req AllocateRequest) (*hadoopyarn.AllocateRequestProto, error
 // carrying it.
 const WorkerAllocationTag = "xres-worker"
 
+// nodePartitionKey is the node-attribute target key that names a node
+// label (partition) in a placement constraint.
+const nodePartitionKey = "yarn_node_partition/"
+
 // schedulingRequest is a as a SchedulingRequest: a.Count containers tagged
 // WorkerAllocationTag, none placed on a node that already holds
 // a.MaxPerNode of them. YARN's maxCardinality bounds the tagged containers
-// already on the node, before the one being placed, hence MaxPerNode-1.
+// already on the node, before the one being placed, hence MaxPerNode-1. A
+// SchedulingRequest has no label expression: a.NodeLabel goes as a
+// node-partition target (without one the scheduler takes the application's
+// label, yarn.application.node-label).
 //
 //	SchedulingRequest{id, priority, GUARANTEED, tags [xres-worker],
 //	  sizing{Count × capability},
-//	  constraint{scope node, target ALLOCATION_TAG [xres-worker],
+//	  constraint{scope node, target ALLOCATION_TAG [xres-worker]
+//	             (+ NODE_ATTRIBUTE yarn_node_partition/ [label]),
 //	             min 0, max MaxPerNode-1}}
 func schedulingRequest(a Ask, prio int32, capability *hadoopyarn.ResourceProto) *hadoopyarn.SchedulingRequestProto {
+	targets := []*hadoopyarn.PlacementConstraintTargetProto{{
+		TargetType:   hadoopyarn.PlacementConstraintTargetProto_ALLOCATION_TAG.Enum(),
+		TargetValues: []string{WorkerAllocationTag},
+	}}
+	if a.NodeLabel != "" {
+		targets = append(targets, &hadoopyarn.PlacementConstraintTargetProto{
+			TargetType: hadoopyarn.PlacementConstraintTargetProto_NODE_ATTRIBUTE.Enum(),
+			TargetKey:  proto.String(nodePartitionKey), TargetValues: []string{a.NodeLabel},
+		})
+	}
 	return &hadoopyarn.SchedulingRequestProto{
 		AllocationRequestId: proto.Int64(a.ID),
 		Priority:            &hadoopyarn.PriorityProto{Priority: proto.Int32(prio)},
@@ -185,13 +203,10 @@ func schedulingRequest(a Ask, prio int32, capability *hadoopyarn.ResourceProto) 
 		AllocationTags: []string{WorkerAllocationTag},
 		ResourceSizing: &hadoopyarn.ResourceSizingProto{NumAllocations: proto.Int32(int32(a.Count)), Resources: capability},
 		PlacementConstraint: &hadoopyarn.PlacementConstraintProto{SimpleConstraint: &hadoopyarn.SimplePlacementConstraintProto{
-			Scope: proto.String("node"),
-			TargetExpressions: []*hadoopyarn.PlacementConstraintTargetProto{{
-				TargetType:   hadoopyarn.PlacementConstraintTargetProto_ALLOCATION_TAG.Enum(),
-				TargetValues: []string{WorkerAllocationTag},
-			}},
-			MinCardinality: proto.Int32(0),
-			MaxCardinality: proto.Int32(int32(a.MaxPerNode - 1)),
+			Scope:             proto.String("node"),
+			TargetExpressions: targets,
+			MinCardinality:    proto.Int32(0),
+			MaxCardinality:    proto.Int32(int32(a.MaxPerNode - 1)),
 		}},
 	}
 }
