@@ -32,4 +32,3 @@ func label() string {
 	}
 	return "tests"
 }
-
