@@ -126,7 +126,9 @@ func TestPlacementNodeLabels(t *testing.T) {
 // AM's status says why, and slot.request.timeout ends the application
 // naming the constraint. K=2 is accepted too (maxCardinality 1).
 func TestPlacementMaxWorkersPerNode(t *testing.T) {
-	c := clusterWith(t, map[string]string{"XRES_MINICLUSTER_NODEMANAGERS": "4"},
+	// LABEL_NODES empty: an extra cluster does not take labels from this
+	// process's environment.
+	c := clusterWith(t, map[string]string{"XRES_MINICLUSTER_NODEMANAGERS": "4", "XRES_MINICLUSTER_LABEL_NODES": ""},
 		func(ns []harness.Node) bool { return len(ns) == 4 && labelled(ns) == 0 })
 	const nodes = 4
 	// The loopback "hosts" share one coordination file, so the fake pool of
