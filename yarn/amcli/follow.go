@@ -56,6 +56,9 @@ func (f *follower) report(ctx context.Context, r yarn.ApplicationReport) {
 	if st.Succeeded > 0 {
 		line += fmt.Sprintf(", %d succeeded", st.Succeeded)
 	}
+	if st.Unplaceable != "" {
+		line += " (" + st.Unplaceable + ")"
+	}
 	if line != f.workers {
 		f.workers = line
 		fmt.Fprintf(f.w, "%s %s\n", f.stamp(), line)
