@@ -3,6 +3,8 @@ package am
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -11,6 +13,7 @@ import (
 
 	"github.com/xres/xres/conf"
 	"github.com/xres/xres/hadoopproto/hadoopyarn"
+	"github.com/xres/xres/resources"
 	"github.com/xres/xres/yarn"
 )
 
@@ -171,5 +174,22 @@ func TestPlanPlacementKeys(t *testing.T) {
 			require.Equal(t, tt.label, p.NodeLabel)
 			require.Equal(t, tt.max, p.MaxWorkersPerNode)
 		})
+	}
+}
+
+type fixedStatus Status
+
+func (s fixedStatus) Status() Status                             { return Status(s) }
+func (s fixedStatus) ReportDevices(resources.DeviceReport) error { return nil }
+
+// The tracking page (HTML and JSON) says why workers wait.
+func TestTrackerShowsUnplaceable(t *testing.T) {
+	why := "1 worker(s) cannot be placed: xres.placement.max-workers-per-node=1 and the cluster has 4 nodes"
+	h := NewTracker(fixedStatus{App: "application_1_0001", Workers: 5, Pending: 1, Unplaceable: why}, nil)
+	for _, path := range []string{"/", PathStatus} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+		require.Equal(t, http.StatusOK, rec.Code, path)
+		require.Contains(t, rec.Body.String(), why, path)
 	}
 }
