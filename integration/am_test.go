@@ -251,6 +251,27 @@ func eventually(t testing.TB, d time.Duration, what string, cond func() (bool, s
 	}
 }
 
+// waitWorkersWithGPUs waits until n workers of app run, each having reported its GPUs to the
+// AM, and returns the AM's status then.
+func waitWorkersWithGPUs(t *testing.T, ctx context.Context, c *harness.Cluster, app string, n int) am.Status {
+	t.Helper()
+	var st am.Status
+	eventually(t, 2*time.Minute, fmt.Sprintf("%d workers running with their devices reported", n), func() (bool, string) {
+		var err error
+		if st, err = amStatusOf(ctx, c, app); err != nil {
+			return false, err.Error()
+		}
+		withGPU := 0
+		for _, w := range st.Containers {
+			if w.State == am.StateRunning && len(w.Devices["gpu"]) > 0 {
+				withGPU++
+			}
+		}
+		return st.Running == n && withGPU == n, fmt.Sprintf("%+v", st)
+	})
+	return st
+}
+
 // amStatusOf reads the running AM's /api/status through the RM's web proxy.
 func amStatusOf(ctx context.Context, c *harness.Cluster, app string) (am.Status, error) {
 	var st am.Status
@@ -372,20 +393,7 @@ func TestAMSubmitDemo(t *testing.T) {
 	killOnCleanup(t, c, app, release)
 
 	// All workers running, each having reported its devices to the AM.
-	var st am.Status
-	eventually(t, 2*time.Minute, "4 workers running with their devices reported", func() (bool, string) {
-		var err error
-		if st, err = amStatusOf(ctx, c, app); err != nil {
-			return false, err.Error()
-		}
-		withGPU := 0
-		for _, w := range st.Containers {
-			if w.State == am.StateRunning && len(w.Devices["gpu"]) > 0 {
-				withGPU++
-			}
-		}
-		return st.Running == workers && withGPU == workers, fmt.Sprintf("%+v", st)
-	})
+	st := waitWorkersWithGPUs(t, ctx, c, app, workers)
 	require.Zero(t, st.Restarts, "restarts")
 	gpuOf := map[string]string{} // container → GPU index the AM was told
 	for _, w := range st.Containers {

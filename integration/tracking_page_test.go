@@ -9,7 +9,6 @@ package integration
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"net/url"
 	"os"
 	"os/exec"
@@ -23,7 +22,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xres/xres/integration/harness"
-	"github.com/xres/xres/yarn/am"
 )
 
 // chromium returns the headless browser's path; its absence is a failure (CI installs it).
@@ -69,20 +67,7 @@ func TestTrackingPageInBrowser(t *testing.T) {
 	c.KeepAppLogs(t, app)
 	killOnCleanup(t, c, app, release)
 
-	var st am.Status
-	eventually(t, 2*time.Minute, "workers running with their devices reported", func() (bool, string) {
-		var err error
-		if st, err = amStatusOf(ctx, c, app); err != nil {
-			return false, err.Error()
-		}
-		withGPU := 0
-		for _, w := range st.Containers {
-			if w.State == am.StateRunning && len(w.Devices["gpu"]) > 0 {
-				withGPU++
-			}
-		}
-		return withGPU == workers, fmt.Sprintf("%+v", st)
-	})
+	st := waitWorkersWithGPUs(t, ctx, c, app, workers)
 
 	page := strings.TrimRight(c.RMWebURL, "/") + "/proxy/" + url.PathEscape(app) + "/"
 	// 16 s of the page's own (virtual) time: its 5 s refresh fetches the page three times.

@@ -46,15 +46,23 @@ func StartExtra(t *testing.T, settings map[string]string) *Cluster {
 		"XRES_MINICLUSTER_OWNER_PID": fmt.Sprint(os.Getpid()),
 	}
 	pickPorts := func() {
+		// Each picked port stays bound until all are picked, so no two are the same.
+		var held []net.Listener
+		defer func() {
+			for _, l := range held {
+				l.Close()
+			}
+		}()
 		for _, k := range portVars {
 			if _, ok := settings[k]; ok {
 				continue
 			}
-			port, err := freePortNumber()
+			l, err := bindFreePort()
 			if err != nil {
 				t.Fatalf("extra minicluster: free port for %s: %v", k, err)
 			}
-			env[k] = fmt.Sprint(port)
+			held = append(held, l)
+			env[k] = fmt.Sprint(l.Addr().(*net.TCPAddr).Port)
 		}
 	}
 	pickPorts()
@@ -95,9 +103,13 @@ func StartExtra(t *testing.T, settings map[string]string) *Cluster {
 	defer cancel()
 	t0 := time.Now()
 	out, err := run(ctx, "start")
-	if err != nil && (strings.Contains(out, "cannot start: in use: port") || strings.Contains(out, ") is in use")) {
-		// Another process took a port between the pick and the start: once more.
-		t.Logf("extra minicluster: %s; picking other ports", strings.TrimSpace(out))
+	if err != nil && portTaken(out) {
+		// Another process took a port between the pick and the start (seen by run.sh, or
+		// by the JVM's bind): stop what is left and start once more on other ports.
+		t.Logf("extra minicluster: a picked port was taken; picking other ports")
+		if stopOut, stopErr := run(ctx, "stop"); stopErr != nil {
+			t.Logf("extra minicluster: stop before retrying: %v\n%s", stopErr, stopOut)
+		}
 		pickPorts()
 		out, err = run(ctx, "start")
 	}
@@ -182,8 +194,9 @@ const (
 	portMax = 32000
 )
 
-// freePortNumber returns a port in [portMin, portMax) that nothing listens on now.
-func freePortNumber() (int, error) {
+// bindFreePort binds a port in [portMin, portMax) that nothing listens on now; the caller
+// closes it just before the port is handed on.
+func bindFreePort() (net.Listener, error) {
 	var last error
 	for i := 0; i < 100; i++ {
 		port := portMin + rand.IntN(portMax-portMin)
@@ -192,10 +205,20 @@ func freePortNumber() (int, error) {
 			last = err
 			continue
 		}
-		l.Close()
-		return port, nil
+		return l, nil
 	}
-	return 0, fmt.Errorf("no free port in [%d, %d) after 100 tries: %w", portMin, portMax, last)
+	return nil, fmt.Errorf("no free port in [%d, %d) after 100 tries: %w", portMin, portMax, last)
+}
+
+// portTaken tells whether a failed start's output says a port was in use: run.sh's own
+// check, or a bind of the JVM.
+func portTaken(out string) bool {
+	for _, s := range []string{"cannot start: in use: port", ") is in use", "Address already in use"} {
+		if strings.Contains(out, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // defaultUser is the Hadoop user of Setup and StartExtra: XRES_HADOOP_USER, else the OS user (else root).

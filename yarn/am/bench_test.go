@@ -5,11 +5,9 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"runtime"
 	"sort"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -221,7 +219,7 @@ func benchAMAt10k(b *testing.B) {
 	b.ReportMetric(float64(failed), "replaced")
 	mu.Unlock()
 	b.ReportMetric(float64(<-heapc)/(1<<20), "MiB-heap")
-	b.ReportMetric(float64(peakRSSKiB())/1024, "MiB-peak-RSS")
+	b.ReportMetric(float64(PeakRSSKiB())/1024, "MiB-peak-RSS")
 	b.ReportMetric(statusMS, "ms-status-json")
 	b.ReportMetric(float64(statusBytes)/(1<<20), "MiB-status-json")
 	b.ReportMetric(statusPageMS, "ms-status-json-100")
@@ -267,24 +265,6 @@ func cpuTime() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// peakRSSKiB is VmHWM of this process.
-func peakRSSKiB() int64 {
-	data, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			f := strings.Fields(rest)
-			if len(f) > 0 {
-				n, _ := strconv.ParseInt(f[0], 10, 64)
-				return n
-			}
-		}
-	}
-	return 0
 }
 
 // blockNM holds every start until released.

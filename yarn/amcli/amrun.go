@@ -220,7 +220,7 @@ func cmdRun(ctx context.Context, args []string, e *env) error {
 		OnAMRMToken:      clients.OnAMRMToken,
 		Log:              e.log,
 		SubmitTime:       submitTime(e.getenv("APP_SUBMIT_TIME_ENV")),
-		PeakRSS:          peakRSS,
+		PeakRSS:          am.PeakRSSKiB,
 	}, rmc, clients.NM, clients.Logs)
 	if err != nil {
 		l.Close()
@@ -251,7 +251,7 @@ func cmdRun(ctx context.Context, args []string, e *env) error {
 		}
 		cancel()
 	}
-	e.log.WithFields(logrus.Fields{"status": res.Status, "am_peak_rss_kib": peakRSS()}).Info("application master done")
+	e.log.WithFields(logrus.Fields{"status": res.Status, "am_peak_rss_kib": am.PeakRSSKiB()}).Info("application master done")
 	fmt.Fprintf(e.stdout, "final status: %s\n%s\n", res.Status, res.Diagnostics)
 	if res.Status != am.StatusSucceeded {
 		return errAppFailed
@@ -277,25 +277,6 @@ func submitTime(ms string) time.Time {
 		return time.Time{}
 	}
 	return time.UnixMilli(v)
-}
-
-// peakRSS reads this process's peak resident memory (VmHWM, KiB) on Linux;
-// 0 elsewhere.
-func peakRSS() int64 {
-	data, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			f := strings.Fields(rest)
-			if len(f) > 0 {
-				v, _ := strconv.ParseInt(f[0], 10, 64)
-				return v
-			}
-		}
-	}
-	return 0
 }
 
 // workerPlan parses the flags and the worker command after --, as submit

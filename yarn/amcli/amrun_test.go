@@ -225,6 +225,6 @@ func TestSubmitTimeAndRSS(t *testing.T) {
 	require.True(t, submitTime("").IsZero())
 	require.True(t, submitTime("soon").IsZero())
 	if _, err := os.Stat("/proc/self/status"); err == nil {
-		require.Greater(t, peakRSS(), int64(0))
+		require.Greater(t, am.PeakRSSKiB(), int64(0))
 	}
 }
