@@ -30,7 +30,7 @@ var _ StatusSource = (*AM)(nil)
 // Tracking server paths.
 const (
 	PathStatus = "/api/status"
-	PathReport = "/api/report"
+	PathReport = resources.ReportPath // the launcher posts here (the shared contract)
 )
 
 const maxReportBytes = 1 << 20
