@@ -32,7 +32,6 @@ type summary struct {
 	skipped []skip
 	pkgOK   int
 	pkgFail []string
-	other   []string // non-JSON lines (go vet or the toolchain writing plain text)
 }
 
 type skip struct {
@@ -58,7 +57,6 @@ func (s *summary) read(r io.Reader) error {
 		if len(line) == 0 || line[0] != '{' || json.Unmarshal(line, &e) != nil {
 			// Not an event: the toolchain printed plain text (e.g. a setup failure). Show it.
 			fmt.Fprintln(s.out, string(line))
-			s.other = append(s.other, string(line))
 			continue
 		}
 		s.event(e)
