@@ -163,6 +163,44 @@ var (
 		Default:     "0",
 		Description: "At most this many workers of the application on one node (anti-affinity for 1): the worker ask becomes a YARN SchedulingRequest tagged xres-worker with a node-scope cardinality constraint (Hadoop 3.1+; the RM needs yarn.resourcemanager.placement-constraints.handler=scheduler or placement-processor, else the application fails at its first ask naming that key). Workers that cannot be placed stay pending and the tracking page says why. 0: no limit. What Flink's cluster.evenly-spread-out-slots means on YARN.",
 	})
+	WorkerGroups = Register(Option{
+		Key:  "xres.worker-groups",
+		Type: TypeList,
+		Description: "Names of the application's worker groups, ';'-separated (e.g. trainer;prep): each group has its own count, size, " +
+			"external resources, worker command, ask (allocation_request_id) and failure accounting. A group's keys are the ordinary ones " +
+			"under `xres.worker-group.<group>.` (letters, digits, '-' and '_' in a name). Unset: one group, configured by the plain keys.",
+	})
+	WorkerGroupKey = Register(Option{
+		Key:  "xres.worker-group.<group>.<key>",
+		Type: TypeString,
+		Description: "Any worker key for one group only, winning over the plain key for that group: " +
+			"xres.worker-group.trainer.external-resource.gpu.amount: 4, xres.worker-group.prep.external-resources: fpga, " +
+			"xres.worker-group.prep.taskmanager.memory.process.size: 2g. The group's launchers read the same view (XRES_WORKER_GROUP in their environment).",
+	})
+	WorkerGroupWorkers = Register(Option{
+		Key:         "xres.worker-group.<group>.workers",
+		Type:        TypeInt,
+		Description: "Workers of the group. Unset: ceil(parallelism.default / taskmanager.numberOfTaskSlots) as seen by the group, plus its redundant workers.",
+	})
+	WorkerGroupCommand = Register(Option{
+		Key:         "xres.worker-group.<group>.command",
+		Type:        TypeString,
+		Description: "The group's worker command, split into words as a shell would (single and double quotes, backslash; no expansion). Unset: the command after -- of am submit.",
+	})
+	SchedulerMode = Register(Option{
+		Key:  "scheduler-mode",
+		Type: TypeString,
+		Description: "reactive (Flink's reactive mode): the application runs with the workers YARN grants once at least " +
+			"xres.reactive.min-workers of a group run, keeps asking for the rest and takes them as capacity returns; a lost node " +
+			"shrinks it instead of failing it. Unset: every wanted worker is needed.",
+	})
+	ReactiveMinWorkers = Register(Option{
+		Key:     "xres.reactive.min-workers",
+		Type:    TypeInt,
+		Default: "1",
+		Description: "Under scheduler-mode: reactive, the workers (of each group) the application needs running; below it the " +
+			"slot.request.timeout bound applies as for a fixed count.",
+	})
 	KerberosLoginKeytab = Register(Option{
 		Key:         "security.kerberos.login.keytab",
 		Type:        TypeString,

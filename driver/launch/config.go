@@ -1,6 +1,9 @@
 package launch
 
 import (
+	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -48,7 +51,25 @@ func loadConf(c Config) (*conf.Config, error) {
 	if err != nil {
 		return nil, classify(ErrConfig, err)
 	}
-	return cfg, nil
+	return forGroup(cfg, c.Getenv(conf.EnvWorkerGroup))
+}
+
+// forGroup is the view of worker group name (XRES_WORKER_GROUP, set by the
+// AM in each worker container of a named group): its
+// xres.worker-group.<name>.* keys win. "" is the configuration itself.
+func forGroup(cfg *conf.Config, name string) (*conf.Config, error) {
+	if name == "" {
+		return cfg, nil
+	}
+	names, err := cfg.WorkerGroupNames()
+	if err != nil {
+		return nil, classify(ErrConfig, err)
+	}
+	if !slices.Contains(names, name) {
+		return nil, classify(ErrConfig, fmt.Errorf("%s=%s names no group of %s (%s)",
+			conf.EnvWorkerGroup, name, conf.WorkerGroups.Key, strings.Join(names, ";")))
+	}
+	return cfg.Group(name), nil
 }
 
 // LoadConfig is the default Loader: conf.Find and conf.Load, then the

@@ -16,7 +16,8 @@ import (
 	"github.com/xres/xres/yarn/internal/logutil"
 )
 
-// WorkerAskID is the allocation_request_id of the worker ask.
+// WorkerAskID is the allocation_request_id of the worker ask (of the first
+// group; group i asks with id i+1).
 const WorkerAskID int64 = 1
 
 // Defaults for Config fields left zero.
@@ -35,7 +36,10 @@ const (
 
 // Config is everything the AM core needs besides its clients.
 type Config struct {
-	AppID    string            // application (attempt) id, for status and logs
+	AppID string // application (attempt) id, for status and logs
+	// Groups are the worker groups, in order. When empty, Plan, Owners
+	// and Launch are the one group (unnamed).
+	Groups   []Group
 	Plan     Plan              // workers, profile, failure limit
 	Owners   map[string]string // YARN key → external resource name (messages)
 	Launch   LaunchContext     // how each worker container is started
@@ -94,6 +98,7 @@ const (
 
 type worker struct {
 	c        Container
+	g        *group
 	state    string
 	exit     int
 	diag     string
@@ -114,24 +119,19 @@ type AM struct {
 
 	mu         sync.Mutex
 	state      string
+	groups     []*group
 	workers    roster
 	starts     startQueue
 	startWG    sync.WaitGroup // start goroutines
-	pending    int            // containers still wanted
-	lastAsked  int            // Count last delivered to the RM; -1 forces a send
 	releases   []string
 	blacklist  map[string]bool
 	blSent     map[string]bool
 	nmTokens   map[string]Token
-	succeeded  int
-	failures   int
-	restarts   int
-	firstFail  *worker
-	firstTail  []string
 	result     *Result
 	limits     ClusterLimits
 	earlyDevs  map[string]map[string][]resources.Properties
 	allRunning time.Time // first time every wanted worker was running
+	minRunning time.Time // first time every group's minimum was running
 
 	// Fault handling (faults.go).
 	blUntil       map[string]time.Time // blacklisted host → when it expires
@@ -148,11 +148,20 @@ func New(cfg Config, rm RMClient, nm NMClient, logs LogFetcher) (*AM, error) {
 	if rm == nil || nm == nil {
 		return nil, errors.New("new application master: RM and NM clients are required")
 	}
-	if cfg.Plan.Workers < 1 {
-		return nil, fmt.Errorf("new application master: %w: plan has %d workers", ErrBadConfig, cfg.Plan.Workers)
+	if len(cfg.Groups) == 0 {
+		cfg.Groups = []Group{{Plan: cfg.Plan, Launch: cfg.Launch, Owners: cfg.Owners}}
 	}
-	if len(cfg.Launch.Commands) == 0 {
-		return nil, fmt.Errorf("new application master: %w: no worker command", ErrBadConfig)
+	for _, g := range cfg.Groups {
+		name := ""
+		if g.Name != "" {
+			name = " group " + g.Name
+		}
+		if g.Plan.Workers < 1 {
+			return nil, fmt.Errorf("new application master: %w:%s plan has %d workers", ErrBadConfig, name, g.Plan.Workers)
+		}
+		if len(g.Launch.Commands) == 0 {
+			return nil, fmt.Errorf("new application master: %w:%s no worker command", ErrBadConfig, name)
+		}
 	}
 	if cfg.Heartbeat <= 0 {
 		cfg.Heartbeat = DefaultHeartbeat
@@ -191,14 +200,13 @@ func New(cfg Config, rm RMClient, nm NMClient, logs LogFetcher) (*AM, error) {
 		cfg: cfg, rm: rm, nm: nm, logs: logs,
 		log:       log.WithField("app", cfg.AppID),
 		state:     "NEW",
+		groups:    newGroups(cfg.Groups),
 		workers:   newRoster(),
 		starts:    newStartQueue(cfg.MaxStarts, cfg.MaxStartsPerNode),
-		pending:   cfg.Plan.Workers,
 		blacklist: map[string]bool{},
 		blSent:    map[string]bool{},
 		nmTokens:  map[string]Token{},
 		earlyDevs: map[string]map[string][]resources.Properties{},
-		lastAsked: -1,
 	}, nil
 }
 
@@ -219,9 +227,19 @@ func (a *AM) Run(ctx context.Context) (Result, error) {
 		return Result{}, err
 	}
 	a.learnAdopted(sctx)
-	if err := CheckProfile(a.cfg.Plan.Profile, a.limits, a.cfg.Owners); err != nil {
-		a.log.WithError(err).Error("container profile rejected")
-		return a.finish(ctx, Result{Status: StatusFailed, Diagnostics: err.Error()})
+	var bad []string
+	for _, g := range a.groups {
+		if err := CheckProfile(g.Plan.Profile, a.limits, g.Owners); err != nil {
+			if g.Name != "" {
+				err = fmt.Errorf("worker group %s: %w", g.Name, err)
+			}
+			bad = append(bad, err.Error())
+		}
+	}
+	if len(bad) > 0 {
+		d := strings.Join(bad, "\n")
+		a.log.WithField("problems", d).Error("container profile rejected")
+		return a.finish(ctx, Result{Status: StatusFailed, Diagnostics: d})
 	}
 	a.mu.Lock()
 	a.state = "RUNNING"
@@ -250,9 +268,13 @@ func (a *AM) Run(ctx context.Context) (Result, error) {
 		case ctx.Err() != nil:
 			return Result{}, fmt.Errorf("run application master: %w", ctx.Err())
 		case errors.Is(err, ErrPlacementUnsupported):
+			k := 0
+			for _, g := range a.groups {
+				k = max(k, g.Plan.MaxWorkersPerNode)
+			}
 			r := &Result{Status: StatusFailed, Diagnostics: fmt.Sprintf(
 				"%s=%d needs the ResourceManager's %s=scheduler (or placement-processor); this RM has it disabled and refused the worker ask: %v",
-				conf.PlacementMaxWorkersPerNode.Key, a.cfg.Plan.MaxWorkersPerNode, placementHandlerKey, err)}
+				conf.PlacementMaxWorkersPerNode.Key, k, placementHandlerKey, err)}
 			stopStarts()
 			a.stopRunning(ctx, r)
 			return a.finish(ctx, *r)
@@ -299,7 +321,9 @@ func (a *AM) register(ctx context.Context) error {
 		a.classifiedLocked(c, true)
 	}
 	// After a (re-)registration the RM has forgotten asks and blacklist.
-	a.lastAsked = -1
+	for _, g := range a.groups {
+		g.lastAsked = -1
+	}
 	a.blSent = map[string]bool{}
 	a.log.WithFields(logrus.Fields{"queue": resp.Queue, "max": resp.MaxCapability.String()}).Info("registered")
 	return nil
@@ -314,8 +338,10 @@ func (a *AM) allocate(ctx context.Context, req AllocateRequest) (AllocateRespons
 func (a *AM) interval() time.Duration {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.pending > 0 {
-		return a.cfg.RequestHeartbeat
+	for _, g := range a.groups {
+		if g.needy() {
+			return a.cfg.RequestHeartbeat
+		}
 	}
 	return a.cfg.Heartbeat
 }
@@ -327,9 +353,11 @@ func (a *AM) buildRequest() AllocateRequest {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	var req AllocateRequest
-	if a.pending != a.lastAsked {
-		req.Asks = []Ask{{ID: WorkerAskID, Profile: a.cfg.Plan.Profile, Count: a.pending,
-			NodeLabel: a.cfg.Plan.NodeLabel, MaxPerNode: a.cfg.Plan.MaxWorkersPerNode}}
+	for _, g := range a.groups {
+		if g.pending != g.lastAsked {
+			req.Asks = append(req.Asks, Ask{ID: g.id, Priority: g.priority(), Profile: g.Plan.Profile, Count: g.pending,
+				NodeLabel: g.Plan.NodeLabel, MaxPerNode: g.Plan.MaxWorkersPerNode, Tag: g.tag()})
+		}
 	}
 	req.Release = append(req.Release, a.releases...)
 	a.expireBlacklistLocked()
@@ -339,7 +367,8 @@ func (a *AM) buildRequest() AllocateRequest {
 			req.BlacklistAdd = append(req.BlacklistAdd, host)
 		}
 	}
-	req.Progress = float32(a.succeeded) / float32(a.cfg.Plan.Workers)
+	t := a.totalsLocked()
+	req.Progress = float32(t.succeeded) / float32(t.workers)
 	return req
 }
 
@@ -347,7 +376,9 @@ func (a *AM) delivered(req AllocateRequest) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for _, ask := range req.Asks {
-		a.lastAsked = ask.Count
+		if g := a.groupByID(ask.ID); g != nil {
+			g.lastAsked = ask.Count
+		}
 	}
 	a.releases = a.releases[len(req.Release):]
 	a.blRemove = a.blRemove[len(req.BlacklistRemove):]
@@ -381,42 +412,49 @@ func (a *AM) handle(ctx, sctx context.Context, resp AllocateResponse) {
 		// workers a line each would cost more than the bookkeeping.
 		// Failures, releases and adoptions are logged one by one.
 		a.mu.Lock()
+		t := a.totalsLocked()
 		f := logrus.Fields{"allocated": len(resp.Allocated), "completed": len(resp.Completed),
 			"starting": a.workers.count[StateStarting], "running": a.workers.count[StateRunning],
-			"succeeded": a.succeeded, "failed": a.failures, "pending": a.pending}
+			"succeeded": t.succeeded, "failed": t.failures, "pending": t.pending}
 		a.mu.Unlock()
 		a.log.WithFields(f).Info("containers")
 	}
 }
 
 // classifyLocked is the one place that decides what a container is: a new
-// match for the worker ask, a known worker (or a container already given
-// back), a previous attempt's worker, or surplus (with the reason).
-func (a *AM) classifyLocked(c Container, previous bool) (identity, string) {
+// match for a group's ask, a known worker (or a container already given
+// back), a previous attempt's worker, or surplus (with the reason). The
+// group is that of the ask the container answers (for a previous
+// attempt's, the first group when its id matches none).
+func (a *AM) classifyLocked(c Container, previous bool) (identity, *group, string) {
+	g := a.groupByID(c.AllocationRequestID)
 	switch {
 	case a.workers.get(c.ID) != nil:
-		return idKnown, "already a worker"
+		return idKnown, nil, "already a worker"
 	case a.workers.isReleased(c.ID):
-		return idKnown, "already released"
+		return idKnown, nil, "already released"
 	case previous:
-		return idPrevious, ""
+		if g == nil {
+			g = a.groups[0]
+		}
+		return idPrevious, g, ""
 	case a.result != nil:
-		return idSurplus, "application is finishing"
-	case c.AllocationRequestID != WorkerAskID:
-		return idSurplus, fmt.Sprintf("allocation request id %d matches no ask", c.AllocationRequestID)
-	case a.pending == 0:
-		return idSurplus, "surplus container"
+		return idSurplus, nil, "application is finishing"
+	case g == nil:
+		return idSurplus, nil, fmt.Sprintf("allocation request id %d matches no ask", c.AllocationRequestID)
+	case g.pending == 0:
+		return idSurplus, g, "surplus container"
 	case a.blacklist[c.Host()]:
-		return idSurplus, "node is blacklisted"
+		return idSurplus, g, "node is blacklisted"
 	}
-	return idNew, ""
+	return idNew, g, ""
 }
 
 // classifiedLocked acts on what classifyLocked decided: a new worker is
 // queued to start, a previous attempt's is adopted as running, surplus is
 // released, a known container is left alone.
 func (a *AM) classifiedLocked(c Container, previous bool) {
-	kind, reason := a.classifyLocked(c, previous)
+	kind, g, reason := a.classifyLocked(c, previous)
 	switch kind {
 	case idKnown:
 		a.log.WithFields(logrus.Fields{"container": c.ID, "node": c.NodeID, "reason": reason}).Debug("container delivered again; ignored")
@@ -424,13 +462,13 @@ func (a *AM) classifiedLocked(c Container, previous bool) {
 		a.releaseLocked(c.ID)
 		a.log.WithFields(logrus.Fields{"container": c.ID, "node": c.NodeID, "reason": reason}).Info("releasing container")
 	case idPrevious, idNew:
-		w := &worker{c: c, state: StateStarting, started: a.cfg.Now(), exit: ExitInvalid}
+		w := &worker{c: c, g: g, state: StateStarting, started: a.cfg.Now(), exit: ExitInvalid}
 		if devs := a.earlyDevs[c.ID]; devs != nil {
 			w.devices = devs
 			delete(a.earlyDevs, c.ID)
 		}
-		if a.pending > 0 {
-			a.pending--
+		if g.pending > 0 {
+			g.pending--
 		}
 		a.workers.add(w)
 		if kind == idNew {
@@ -496,16 +534,25 @@ func (a *AM) start(ctx context.Context, ws []*worker) {
 	token := a.nmTokens[todo[0].c.NodeID]
 	a.mu.Unlock()
 
-	cctx, cancel := context.WithTimeout(ctx, a.cfg.CallTimeout)
-	var errs []error
-	if b, ok := a.nm.(BatchStarter); ok {
-		errs = b.StartContainers(cctx, cs, token, a.cfg.Launch)
-	} else {
-		errs = []error{a.nm.StartContainer(cctx, cs[0], token, a.cfg.Launch)}
-	}
-	cancel()
-	for i, w := range todo {
-		a.started(ctx, w, errs[i])
+	// One call per group: each group has its own launch context.
+	for len(todo) > 0 {
+		g := todo[0].g
+		n := 1
+		for n < len(todo) && todo[n].g == g {
+			n++
+		}
+		cctx, cancel := context.WithTimeout(ctx, a.cfg.CallTimeout)
+		var errs []error
+		if b, ok := a.nm.(BatchStarter); ok {
+			errs = b.StartContainers(cctx, cs[:n], token, g.Launch)
+		} else {
+			errs = []error{a.nm.StartContainer(cctx, cs[0], token, g.Launch)}
+		}
+		cancel()
+		for i, w := range todo[:n] {
+			a.started(ctx, w, errs[i])
+		}
+		cs, todo = cs[n:], todo[n:]
 	}
 }
 
@@ -527,9 +574,10 @@ func (a *AM) started(ctx context.Context, w *worker, err error) {
 	}
 	a.workers.set(w, StateRunning)
 	all := a.checkAllRunningLocked()
+	workers := a.totalsLocked().workers
 	a.mu.Unlock()
 	if all {
-		f := logrus.Fields{"workers": a.cfg.Plan.Workers}
+		f := logrus.Fields{"workers": workers}
 		if !a.cfg.SubmitTime.IsZero() {
 			f["since_submit"] = a.allRunning.Sub(a.cfg.SubmitTime).String()
 		}
@@ -537,10 +585,26 @@ func (a *AM) started(ctx context.Context, w *worker, err error) {
 	}
 }
 
-// checkAllRunningLocked notes the first moment every wanted worker runs
-// and reports whether it is now.
+// checkAllRunningLocked notes the first moment each group's minimum runs,
+// and every wanted worker, and reports whether all run now for the first
+// time.
 func (a *AM) checkAllRunningLocked() bool {
-	if a.allRunning.IsZero() && a.workers.count[StateRunning] == a.cfg.Plan.Workers {
+	all, mins := true, true
+	for _, g := range a.groups {
+		running := g.count[StateRunning]
+		if running >= g.minimum() && g.minTime.IsZero() {
+			g.minTime = a.cfg.Now()
+		}
+		all = all && running >= g.Plan.Workers
+		mins = mins && !g.minTime.IsZero()
+	}
+	if mins && a.minRunning.IsZero() {
+		a.minRunning = a.cfg.Now()
+		if !all {
+			a.log.Info("the minimum of workers is running; the application runs while more are asked for (scheduler-mode: reactive)")
+		}
+	}
+	if all && a.allRunning.IsZero() {
 		a.allRunning = a.cfg.Now()
 		return true
 	}
@@ -557,7 +621,7 @@ func (a *AM) completed(ctx context.Context, st Completed) {
 	if st.ExitStatus == ExitSuccess {
 		a.workers.set(w, StateSucceeded)
 		w.exit, w.diag, w.finished = ExitSuccess, st.Diagnostics, a.cfg.Now()
-		a.succeeded++
+		w.g.succeeded++
 		a.mu.Unlock()
 		return
 	}
@@ -570,8 +634,9 @@ func (a *AM) completed(ctx context.Context, st Completed) {
 func (a *AM) failed(ctx context.Context, w *worker, exit int, diag string, ran bool) {
 	log := a.log.WithFields(logrus.Fields{"container": w.c.ID, "node": w.c.NodeID, "exit": exit})
 	var tail []string
+	g := w.g
 	a.mu.Lock()
-	first := a.firstFail == nil && exit != ExitPreempted
+	first := g.firstFail == nil && exit != ExitPreempted
 	a.mu.Unlock()
 	// A node's failure is quoted in the diagnostic when every node is
 	// blacklisted, so its stderr is fetched too.
@@ -597,13 +662,13 @@ func (a *AM) failed(ctx context.Context, w *worker, exit int, diag string, ran b
 	if exit == ExitPreempted {
 		// Not the worker's fault: replaced without counting.
 		log.Warn("worker preempted; replacing it")
-		a.pending++
-		a.restarts++
+		g.pending++
+		g.restarts++
 		return
 	}
-	a.failures++
-	if a.firstFail == nil {
-		a.firstFail, a.firstTail = w, tail
+	g.failures++
+	if g.firstFail == nil {
+		g.firstFail, g.firstTail = w, tail
 	}
 	if slices.Contains(a.cfg.BadNodeExits, exit) {
 		log.Warn("container-launcher failed on this node; blacklisting it")
@@ -615,15 +680,15 @@ func (a *AM) failed(ctx context.Context, w *worker, exit int, diag string, ran b
 			"container-launcher reports an error of the job (configuration or worker command), which no replacement can fix")}
 		return
 	}
-	if a.failures > a.cfg.Plan.MaxFailedContainers {
+	if g.failures > g.Plan.MaxFailedContainers {
 		log.Error("too many failed workers; failing the application")
-		a.result = &Result{Status: StatusFailed, Diagnostics: a.diagnostic(a.firstFail, a.firstTail,
-			fmt.Sprintf("%d worker containers failed, more than %s=%d", a.failures, conf.YarnMaxFailedContainers.Key, a.cfg.Plan.MaxFailedContainers))}
+		a.result = &Result{Status: StatusFailed, Diagnostics: a.diagnostic(g.firstFail, g.firstTail,
+			fmt.Sprintf("%d worker containers%s failed, more than %s=%d", g.failures, g.label(), conf.YarnMaxFailedContainers.Key, g.Plan.MaxFailedContainers))}
 		return
 	}
-	log.WithField("failures", a.failures).Warn("worker failed; replacing it")
-	a.pending++
-	a.restarts++
+	log.WithField("failures", g.failures).Warn("worker failed; replacing it")
+	g.pending++
+	g.restarts++
 }
 
 // logFetchTimeout bounds the fetch of a failed container's stderr.
@@ -636,7 +701,7 @@ const maxDiagnostics = 1000
 // stderr lines.
 func (a *AM) diagnostic(w *worker, tail []string, why string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s; first failure: container %s on %s exited with %s", why, w.c.ID, w.c.Host(), exitText(w.exit))
+	fmt.Fprintf(&b, "%s; first failure: container %s%s on %s exited with %s", why, w.c.ID, w.g.label(), w.c.Host(), exitText(w.exit))
 	// YARN's own diagnostics explain its exit statuses (memory limits,
 	// preemption, lost node); for a process's exit code they only repeat
 	// the stderr tail, so they are quoted only when no tail was fetched.
@@ -671,9 +736,21 @@ func (a *AM) outcome() *Result {
 	if a.result == nil {
 		a.result = a.hopelessLocked()
 	}
-	if a.result == nil && a.succeeded >= a.cfg.Plan.Workers {
+	if a.result != nil {
+		return a.result
+	}
+	all := true
+	for _, g := range a.groups {
+		if g.done() {
+			g.pending = 0 // a reactive group asks no more
+		} else {
+			all = false
+		}
+	}
+	if all {
+		t := a.totalsLocked()
 		a.result = &Result{Status: StatusSucceeded,
-			Diagnostics: fmt.Sprintf("%d workers succeeded (%d replaced)", a.succeeded, a.restarts)}
+			Diagnostics: fmt.Sprintf("%d workers succeeded (%d replaced)", t.succeeded, t.restarts)}
 	}
 	return a.result
 }

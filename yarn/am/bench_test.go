@@ -310,7 +310,7 @@ func BenchmarkAMAllocateCycle(b *testing.B) {
 					a.workers.add(w)
 					a.workers.set(w, StateRunning)
 				}
-				a.pending = benchPerBeat
+				a.groups[0].pending = benchPerBeat
 				a.mu.Unlock()
 				var resp AllocateResponse
 				for i := range benchPerBeat {

@@ -59,8 +59,8 @@ func (a *AM) nodesLocked(resp AllocateResponse) {
 		if state != "LOST" {
 			a.releaseLocked(w.c.ID)
 		}
-		a.pending++
-		a.restarts++
+		w.g.pending++
+		w.g.restarts++
 		a.log.WithFields(logrus.Fields{"container": w.c.ID, "node": w.c.NodeID, "node_state": state}).Warn("node gone; replacing its worker")
 		return true
 	})
@@ -106,11 +106,18 @@ func (a *AM) expireBlacklistLocked() {
 	}
 }
 
-// hopelessLocked ends an application no node can serve: every node of the
-// cluster blacklisted (as Spark does), or workers still wanted and none
-// granted for RequestTimeout (Flink's slot.request.timeout).
+// hopelessLocked ends an application no node can serve while a group
+// needs workers (all of them, or under reactive mode its minimum): every
+// node of the cluster blacklisted (as Spark does), or none granted for
+// RequestTimeout (Flink's slot.request.timeout).
 func (a *AM) hopelessLocked() *Result {
-	if a.pending == 0 {
+	var needy []*group
+	for _, g := range a.groups {
+		if g.needy() {
+			needy = append(needy, g)
+		}
+	}
+	if len(needy) == 0 {
 		a.waitingSince = time.Time{}
 		return nil
 	}
@@ -125,8 +132,16 @@ func (a *AM) hopelessLocked() *Result {
 		return nil
 	}
 	if a.cfg.RequestTimeout > 0 && now.Sub(a.waitingSince) >= a.cfg.RequestTimeout {
-		d := fmt.Sprintf("%d worker containers (%s each) not granted within %s=%s (%d nodes in the cluster)",
-			a.pending, a.cfg.Plan.Profile.String(), conf.SlotRequestTimeout.Key, a.cfg.RequestTimeout, a.clusterNodes)
+		var wanted []string
+		for _, g := range needy {
+			w := fmt.Sprintf("%d worker containers%s (%s each)", g.pending, g.label(), g.Plan.Profile.String())
+			if g.Plan.Reactive {
+				w += fmt.Sprintf(", %d running of the %d needed (%s)", g.count[StateRunning], g.minimum(), conf.ReactiveMinWorkers.Key)
+			}
+			wanted = append(wanted, w)
+		}
+		d := fmt.Sprintf("%s not granted within %s=%s (%d nodes in the cluster)",
+			strings.Join(wanted, " and "), conf.SlotRequestTimeout.Key, a.cfg.RequestTimeout, a.clusterNodes)
 		if len(a.blacklist) > 0 {
 			d += "; blacklisted: " + a.blacklistTextLocked()
 		}
@@ -136,23 +151,6 @@ func (a *AM) hopelessLocked() *Result {
 		return &Result{Status: StatusFailed, Diagnostics: d}
 	}
 	return nil
-}
-
-// unplaceableLocked explains pending workers the placement constraint
-// keeps out: more workers wanted than the cluster's nodes times
-// xres.placement.max-workers-per-node. "" when none.
-func (a *AM) unplaceableLocked() string {
-	k := a.cfg.Plan.MaxWorkersPerNode
-	if k <= 0 || a.pending == 0 || a.clusterNodes == 0 {
-		return ""
-	}
-	room := a.clusterNodes * k
-	n := min(a.pending, a.cfg.Plan.Workers-room)
-	if n <= 0 {
-		return ""
-	}
-	return fmt.Sprintf("%d worker(s) cannot be placed: %s=%d and the cluster has %d nodes (room for %d of the %d workers); they wait for a node to join",
-		n, conf.PlacementMaxWorkersPerNode.Key, k, a.clusterNodes, room, a.cfg.Plan.Workers)
 }
 
 func (a *AM) blacklistTextLocked() string {

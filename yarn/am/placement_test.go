@@ -133,7 +133,7 @@ func TestAMUnplaceableWorkers(t *testing.T) {
 	require.Equal(t, 1, rm.requests[0].Asks[0].MaxPerNode)
 
 	a.mu.Lock()
-	a.pending = 1 // as while it waited
+	a.groups[0].pending = 1 // as while it waited
 	a.mu.Unlock()
 	require.Contains(t, a.Status().Unplaceable, why)
 }

@@ -52,6 +52,12 @@ type Plan struct {
 	// xres.placement.max-workers-per-node (0: no limit).
 	NodeLabel         string `json:"node-label,omitempty"`
 	MaxWorkersPerNode int    `json:"max-workers-per-node,omitempty"`
+
+	// Reactive is scheduler-mode: reactive: the application runs once
+	// MinWorkers (xres.reactive.min-workers) run and takes more as YARN
+	// grants them.
+	Reactive   bool `json:"reactive,omitempty"`
+	MinWorkers int  `json:"min-workers,omitempty"`
 }
 
 // PlanWorkers computes the worker plan from the configuration, with Flink's
@@ -162,7 +168,118 @@ func PlanWorkers(cfg *conf.Config, specs []resources.Spec, workers int) (Plan, e
 	} else {
 		p.MaxWorkersPerNode = int(k)
 	}
+	mode, _ := cfg.Get(conf.SchedulerMode.Key)
+	switch strings.ToLower(strings.TrimSpace(mode)) {
+	case "":
+	case "reactive":
+		p.Reactive = true
+	default:
+		bad(conf.SchedulerMode, "%q is not a scheduler mode (reactive, or leave it unset)", mode)
+	}
+	minWorkers := intOpt(conf.ReactiveMinWorkers)
+	_, minSet := cfg.Get(conf.ReactiveMinWorkers.Key)
+	switch {
+	case minWorkers < 1:
+		bad(conf.ReactiveMinWorkers, "must be at least 1, got %d", minWorkers)
+	case p.Reactive && counted && int(minWorkers) > p.Workers:
+		bad(conf.ReactiveMinWorkers, "%d is more than the %d workers asked: the application could never run", minWorkers, p.Workers)
+	case p.Reactive:
+		p.MinWorkers = int(minWorkers)
+	case minSet:
+		p.Warnings = append(p.Warnings, fmt.Sprintf("%s (%s) has no effect without %s: reactive",
+			conf.ReactiveMinWorkers.Key, cfg.Origin(conf.ReactiveMinWorkers.Key), conf.SchedulerMode.Key))
+	}
 	return p, errors.Join(errs...)
+}
+
+// PlannedGroup is one worker group as planned: its plan, its external
+// resources, its worker command (nil: the one after --) and the
+// configuration it sees.
+type PlannedGroup struct {
+	Name    string
+	Plan    Plan
+	Specs   []resources.Spec
+	Command []string
+	Config  *conf.Config
+}
+
+// PlanGroups plans the worker groups of xres.worker-groups, each with
+// PlanWorkers on its own view of the configuration (conf.Config.Group),
+// its count from xres.worker-group.<group>.workers and its command from
+// xres.worker-group.<group>.command; without xres.worker-groups, one
+// unnamed group from the plain keys. parse reads a view's external
+// resources (resources.Parse with the caller's options). workers > 0 is
+// the --workers flag, which only an application without groups takes.
+// Every group's problems are reported at once, each prefixed with its
+// group.
+func PlanGroups(cfg *conf.Config, workers int, parse func(*conf.Config) ([]resources.Spec, error)) ([]PlannedGroup, error) {
+	names, err := cfg.WorkerGroupNames()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBadConfig, err)
+	}
+	if names == nil {
+		specs, err := parse(cfg)
+		if err != nil {
+			return nil, err
+		}
+		p, err := PlanWorkers(cfg, specs, workers)
+		if err != nil {
+			return nil, err
+		}
+		return []PlannedGroup{{Plan: p, Specs: specs, Config: cfg}}, nil
+	}
+	if workers > 0 {
+		return nil, fmt.Errorf("%w: --workers cannot be used with %s (%s); set %s for each group",
+			ErrBadConfig, conf.WorkerGroups.Key, cfg.Origin(conf.WorkerGroups.Key), conf.WorkerGroupWorkers.Key)
+	}
+	var out []PlannedGroup
+	var errs []error
+	for _, name := range names {
+		g, err := planGroup(cfg, name, parse)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("worker group %s: %w", name, err))
+			continue
+		}
+		out = append(out, g)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func planGroup(cfg *conf.Config, name string, parse func(*conf.Config) ([]resources.Spec, error)) (PlannedGroup, error) {
+	g := PlannedGroup{Name: name, Config: cfg.Group(name)}
+	n := 0
+	countOpt := conf.WorkerGroupWorkers.For(name)
+	if _, set := cfg.Get(countOpt.Key); set {
+		v, err := cfg.Int(countOpt)
+		if err != nil {
+			return g, fmt.Errorf("%w: %w", ErrBadConfig, err)
+		}
+		if v < 1 {
+			return g, fmt.Errorf("%w: config key %s (%s): must be at least 1, got %d", ErrBadConfig, countOpt.Key, cfg.Origin(countOpt.Key), v)
+		}
+		n = v
+	}
+	cmdKey := conf.WorkerGroupCommand.For(name).Key
+	if text, set := cfg.Get(cmdKey); set {
+		argv, err := conf.SplitCommand(text)
+		if err == nil && len(argv) == 0 {
+			err = errors.New("is empty")
+		}
+		if err != nil {
+			return g, fmt.Errorf("%w: config key %s (%s): %w", ErrBadConfig, cmdKey, cfg.Origin(cmdKey), err)
+		}
+		g.Command = argv
+	}
+	specs, err := parse(g.Config)
+	if err != nil {
+		return g, err
+	}
+	g.Specs = specs
+	g.Plan, err = PlanWorkers(g.Config, specs, n)
+	return g, err
 }
 
 func processMemoryMB(cfg *conf.Config) (int64, error) {

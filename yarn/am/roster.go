@@ -47,6 +47,7 @@ func (r *roster) add(w *worker) {
 	r.byID[w.c.ID] = w
 	r.order = append(r.order, w)
 	r.count[w.state]++
+	w.g.count[w.state]++
 	if h := w.c.Host(); !has(r.hostSeen, h) {
 		r.hostSeen[h] = struct{}{}
 		r.hosts = append(r.hosts, h)
@@ -61,8 +62,10 @@ func has(set map[string]struct{}, k string) bool {
 // set moves w to state.
 func (r *roster) set(w *worker, state string) {
 	r.count[w.state]--
+	w.g.count[w.state]--
 	w.state = state
 	r.count[state]++
+	w.g.count[state]++
 }
 
 // release remembers that the container was given back; it reports false

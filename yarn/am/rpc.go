@@ -172,7 +172,8 @@ const WorkerAllocationTag = "xres-worker"
 const nodePartitionKey = "yarn_node_partition/"
 
 // schedulingRequest is a as a SchedulingRequest: a.Count containers tagged
-// WorkerAllocationTag, none placed on a node that already holds
+// a.Tag (WorkerAllocationTag; xres-worker-<group> for a named group), none
+// placed on a node that already holds
 // a.MaxPerNode of them. YARN's maxCardinality bounds the tagged containers
 // already on the node, before the one being placed, hence MaxPerNode-1. A
 // SchedulingRequest has no label expression: a.NodeLabel goes as a
@@ -185,9 +186,13 @@ const nodePartitionKey = "yarn_node_partition/"
 //	             (+ NODE_ATTRIBUTE yarn_node_partition/ [label]),
 //	             min 0, max MaxPerNode-1}}
 func schedulingRequest(a Ask, prio int32, capability *hadoopyarn.ResourceProto) *hadoopyarn.SchedulingRequestProto {
+	tag := a.Tag
+	if tag == "" {
+		tag = WorkerAllocationTag
+	}
 	targets := []*hadoopyarn.PlacementConstraintTargetProto{{
 		TargetType:   hadoopyarn.PlacementConstraintTargetProto_ALLOCATION_TAG.Enum(),
-		TargetValues: []string{WorkerAllocationTag},
+		TargetValues: []string{tag},
 	}}
 	if a.NodeLabel != "" {
 		targets = append(targets, &hadoopyarn.PlacementConstraintTargetProto{
@@ -200,7 +205,7 @@ func schedulingRequest(a Ask, prio int32, capability *hadoopyarn.ResourceProto) 
 		Priority:            &hadoopyarn.PriorityProto{Priority: proto.Int32(prio)},
 		ExecutionType: &hadoopyarn.ExecutionTypeRequestProto{
 			ExecutionType: hadoopyarn.ExecutionTypeProto_GUARANTEED.Enum(), EnforceExecutionType: proto.Bool(true)},
-		AllocationTags: []string{WorkerAllocationTag},
+		AllocationTags: []string{tag},
 		ResourceSizing: &hadoopyarn.ResourceSizingProto{NumAllocations: proto.Int32(int32(a.Count)), Resources: capability},
 		PlacementConstraint: &hadoopyarn.PlacementConstraintProto{SimpleConstraint: &hadoopyarn.SimplePlacementConstraintProto{
 			Scope:             proto.String("node"),

@@ -19,17 +19,36 @@ type WorkerStatus struct {
 	Node        string                            `json:"node"`
 	NodeHTTP    string                            `json:"node-http,omitempty"`
 	Host        string                            `json:"host"`
+	Group       string                            `json:"group,omitempty"`
 	State       string                            `json:"state"`
 	ExitStatus  *int                              `json:"exit-status,omitempty"`
 	Diagnostics string                            `json:"diagnostics,omitempty"`
 	Devices     map[string][]resources.Properties `json:"devices,omitempty"`
 }
 
+// GroupStatus is one worker group in Status.
+type GroupStatus struct {
+	Name      string   `json:"name"`
+	Workers   int      `json:"workers"` // wanted (the target)
+	Minimum   int      `json:"minimum"` // needed running: Workers, or xres.reactive.min-workers
+	Reactive  bool     `json:"reactive,omitempty"`
+	Pending   int      `json:"pending"`
+	Starting  int      `json:"starting"`
+	Running   int      `json:"running"`
+	Succeeded int      `json:"succeeded"`
+	Failed    int      `json:"failed"`
+	Restarts  int      `json:"restarts"`
+	MaxFailed int      `json:"max-failed-containers"`
+	Profile   Resource `json:"profile"`
+}
+
 // Status is a snapshot of the application, served by the tracking server.
+// Workers, Pending and the other counts are over every group.
 type Status struct {
 	App         string         `json:"app"`
 	State       string         `json:"state"`
 	Workers     int            `json:"workers"`
+	Minimum     int            `json:"minimum"` // workers needed running (less than Workers under scheduler-mode: reactive)
 	Pending     int            `json:"pending"`
 	Running     int            `json:"running"`
 	Starting    int            `json:"starting"`
@@ -37,7 +56,8 @@ type Status struct {
 	Failed      int            `json:"failed"`
 	Restarts    int            `json:"restarts"`
 	MaxFailed   int            `json:"max-failed-containers"`
-	Profile     Resource       `json:"profile"`
+	Profile     Resource       `json:"profile"` // the first group's
+	Groups      []GroupStatus  `json:"groups"`
 	Hosts       []string       `json:"hosts"`
 	Blacklist   []string       `json:"blacklist,omitempty"`
 	Diagnostics string         `json:"diagnostics,omitempty"`
@@ -49,8 +69,11 @@ type Status struct {
 	Offset          int `json:"offset,omitempty"`
 	// SubmitTime and AllRunningTime (RFC 3339) and AllRunningAfterMS: when
 	// the application was submitted, when every wanted worker was first
-	// running, and the time between (when both are known).
+	// running, and the time between (when both are known). MinRunningTime
+	// is when each group's minimum first ran (AllRunningTime unless under
+	// scheduler-mode: reactive).
 	SubmitTime        *time.Time `json:"submit-time,omitempty"`
+	MinRunningTime    *time.Time `json:"min-running-time,omitempty"`
 	AllRunningTime    *time.Time `json:"all-running-time,omitempty"`
 	AllRunningAfterMS int64      `json:"all-running-after-ms,omitempty"`
 	// AMPeakRSSKiB is the AM process's peak resident memory.
@@ -58,7 +81,8 @@ type Status struct {
 }
 
 // Page selects the containers a Status lists: those in State (all when
-// empty), from Offset, at most Limit of them (all when 0).
+// empty), from Offset, at most Limit of them (all when 0, none when
+// negative).
 type Page struct {
 	Offset, Limit int
 	State         string
@@ -74,13 +98,21 @@ func (a *AM) Status() Status { return a.StatusPage(Page{}) }
 func (a *AM) StatusPage(p Page) Status {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	t := a.totalsLocked()
 	s := Status{
-		App: a.cfg.AppID, State: a.state, Workers: a.cfg.Plan.Workers, Pending: a.pending,
+		App: a.cfg.AppID, State: a.state, Workers: t.workers, Pending: t.pending,
 		Running: a.workers.count[StateRunning], Starting: a.workers.count[StateStarting],
-		Succeeded: a.succeeded, Failed: a.failures, Restarts: a.restarts,
-		MaxFailed: a.cfg.Plan.MaxFailedContainers, Profile: a.cfg.Plan.Profile,
+		Succeeded: t.succeeded, Failed: t.failures, Restarts: t.restarts,
+		Profile:   a.groups[0].Plan.Profile,
 		Blacklist: sortedKeys(a.blacklist), Hosts: append([]string{}, a.workers.hosts...), Containers: []WorkerStatus{},
 		Offset: p.Offset,
+	}
+	for _, g := range a.groups {
+		s.Minimum += g.minimum()
+		s.MaxFailed += g.Plan.MaxFailedContainers
+		s.Groups = append(s.Groups, GroupStatus{Name: g.Name, Workers: g.Plan.Workers, Minimum: g.minimum(), Reactive: g.Plan.Reactive,
+			Pending: g.pending, Starting: g.count[StateStarting], Running: g.count[StateRunning],
+			Succeeded: g.succeeded, Failed: g.failures, Restarts: g.restarts, MaxFailed: g.Plan.MaxFailedContainers, Profile: g.Plan.Profile})
 	}
 	if a.result != nil {
 		s.Diagnostics = a.result.Diagnostics
@@ -88,6 +120,9 @@ func (a *AM) StatusPage(p Page) Status {
 	s.Unplaceable = a.unplaceableLocked()
 	if t := a.cfg.SubmitTime; !t.IsZero() {
 		s.SubmitTime = &t
+	}
+	if t := a.minRunning; !t.IsZero() {
+		s.MinRunningTime = &t
 	}
 	if t := a.allRunning; !t.IsZero() {
 		s.AllRunningTime = &t
@@ -103,6 +138,9 @@ func (a *AM) StatusPage(p Page) Status {
 		s.ContainersTotal = a.workers.count[p.State]
 	}
 	want := s.ContainersTotal - p.Offset
+	if p.Limit < 0 {
+		return s // the counts only
+	}
 	if p.Limit > 0 {
 		want = min(want, p.Limit)
 	}
@@ -119,7 +157,7 @@ func (a *AM) StatusPage(p Page) Status {
 			skip--
 			return true
 		}
-		ws := WorkerStatus{Container: w.c.ID, Node: w.c.NodeID, NodeHTTP: w.c.NodeHTTP, Host: w.c.Host(),
+		ws := WorkerStatus{Container: w.c.ID, Node: w.c.NodeID, NodeHTTP: w.c.NodeHTTP, Host: w.c.Host(), Group: w.g.Name,
 			State: w.state, Diagnostics: w.diag, Devices: w.devices}
 		if w.state == StateSucceeded || w.state == StateFailed {
 			exit := w.exit
@@ -142,7 +180,7 @@ func (a *AM) ReportDevices(r resources.DeviceReport) error {
 	defer a.mu.Unlock()
 	w := a.workers.get(id)
 	if w == nil {
-		if len(a.earlyDevs) >= 4*a.cfg.Plan.Workers+16 {
+		if len(a.earlyDevs) >= 4*a.totalsLocked().workers+16 {
 			return fmt.Errorf("report devices: %w: %s", ErrUnknownContainer, id)
 		}
 		a.earlyDevs[id] = r.Resources

@@ -30,6 +30,9 @@ var _ StatusSource = (*AM)(nil)
 // Tracking server paths.
 const (
 	PathStatus = "/api/status"
+	// PathWorkers answers WorkerCount: what a worker reads to learn how
+	// many workers the application has now (EnvWorkersURL).
+	PathWorkers = "/api/workers"
 	PathReport = resources.ReportPath // the launcher posts here (the shared contract)
 )
 
@@ -78,11 +81,47 @@ func statusPage(src StatusSource, r *http.Request, limit int) (Status, error) {
 	return s, nil
 }
 
+// EnvWorkersURL names, in every worker's environment, the URL of
+// PathWorkers on the AM's tracking server; EnvWorkers the number of
+// workers wanted (of every group) when the worker was started.
+const (
+	EnvWorkersURL = "XRES_WORKERS_URL"
+	EnvWorkers    = "XRES_WORKERS"
+)
+
+// WorkerCount is how many workers the application has now: wanted
+// (Target), needed (Minimum: less than Target under scheduler-mode:
+// reactive) and running, in all and per group.
+type WorkerCount struct {
+	Target  int                `json:"target"`
+	Minimum int                `json:"minimum"`
+	Running int                `json:"running"`
+	Groups  []GroupWorkerCount `json:"groups"`
+}
+
+// GroupWorkerCount is one group's part of WorkerCount.
+type GroupWorkerCount struct {
+	Name    string `json:"name"`
+	Target  int    `json:"target"`
+	Minimum int    `json:"minimum"`
+	Running int    `json:"running"`
+}
+
+// Count is s as a WorkerCount.
+func (s Status) Count() WorkerCount {
+	c := WorkerCount{Target: s.Workers, Minimum: s.Minimum, Running: s.Running, Groups: []GroupWorkerCount{}}
+	for _, g := range s.Groups {
+		c.Groups = append(c.Groups, GroupWorkerCount{Name: g.Name, Target: g.Workers, Minimum: g.Minimum, Running: g.Running})
+	}
+	return c
+}
+
 // NewTracker returns the AM's tracking server handler:
 //
 //	GET  /            HTML page: workers, hosts, state, restarts, and the
 //	                  containers with their devices, PageSize at a time
 //	GET  /api/status  the same as JSON (Status), every container
+//	GET  /api/workers the worker counts (WorkerCount), for the workers
 //	POST /api/report  a launcher's resources.DeviceReport (JSON); 204 when recorded
 //
 // Both GETs take ?state=RUNNING (or STARTING, SUCCEEDED, FAILED) to list
@@ -101,6 +140,16 @@ func NewTracker(src StatusSource, log logrus.FieldLogger) http.Handler {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		_ = enc.Encode(st)
+	})
+	mux.HandleFunc("GET "+PathWorkers, func(w http.ResponseWriter, r *http.Request) {
+		var st Status
+		if pg, ok := src.(pager); ok {
+			st = pg.StatusPage(Page{Limit: -1})
+		} else {
+			st = src.Status()
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(st.Count())
 	})
 	mux.HandleFunc("POST "+PathReport, func(w http.ResponseWriter, r *http.Request) {
 		var rep resources.DeviceReport
@@ -177,6 +226,7 @@ var statusHTML = template.Must(template.New("status").Funcs(template.FuncMap{
 		}
 		return strings.Join(parts, "; ")
 	},
+	"named": func(gs []GroupStatus) bool { return len(gs) > 0 && gs[0].Name != "" },
 	"exit": func(p *int) string {
 		if p == nil {
 			return ""
@@ -189,8 +239,10 @@ var statusHTML = template.Must(template.New("status").Funcs(template.FuncMap{
 </head><body>
 <h1>xres application {{.App}}</h1>
 <div id="live">
-<p>State: <b>{{.Status.State}}</b> — workers {{.Workers}}, running {{.Running}}, starting {{.Starting}}, succeeded {{.Succeeded}}, failed {{.Failed}}, restarts {{.Restarts}} (limit {{.MaxFailed}}), pending {{.Pending}}</p>
-<p>Container profile: {{.Profile}}</p>
+<p>State: <b>{{.Status.State}}</b> — <span id="target">running {{.Running}} of target {{.Workers}}{{if lt .Minimum .Workers}} (minimum {{.Minimum}}, scheduler-mode: reactive){{end}}</span>, starting {{.Starting}}, succeeded {{.Succeeded}}, failed {{.Failed}}, restarts {{.Restarts}} (limit {{.MaxFailed}}), pending {{.Pending}}</p>
+{{if named .Groups}}<table id="groups"><tr><th>group</th><th>running / target</th><th>minimum</th><th>starting</th><th>pending</th><th>succeeded</th><th>failed (limit)</th><th>restarts</th><th>profile</th></tr>
+{{range .Groups}}<tr><td>{{.Name}}</td><td>{{.Running}} / {{.Workers}}</td><td>{{.Minimum}}</td><td>{{.Starting}}</td><td>{{.Pending}}</td><td>{{.Succeeded}}</td><td>{{.Failed}} ({{.MaxFailed}})</td><td>{{.Restarts}}</td><td>{{.Profile}}</td></tr>
+{{end}}</table>{{else}}<p>Container profile: {{.Profile}}</p>{{end}}
 <p>Hosts: {{range $i, $h := .Hosts}}{{if $i}}, {{end}}{{$h}}{{end}}</p>
 {{if .Blacklist}}<p>Blacklisted nodes: {{range $i, $h := .Blacklist}}{{if $i}}, {{end}}{{$h}}{{end}}</p>{{end}}
 {{if .Diagnostics}}<pre>{{.Diagnostics}}</pre>{{end}}
@@ -199,8 +251,8 @@ var statusHTML = template.Must(template.New("status").Funcs(template.FuncMap{
 {{- if ge .Prev 0}} · <a href="?offset={{.Prev}}&amp;limit={{.Limit}}{{if .State}}&amp;state={{.State}}{{end}}">previous</a>{{end}}
 {{- if ge .Next 0}} · <a href="?offset={{.Next}}&amp;limit={{.Limit}}{{if .State}}&amp;state={{.State}}{{end}}">next</a>{{end}}
  · show: <a href="?">all</a>, <a href="?state=RUNNING">running</a>, <a href="?state=STARTING">starting</a>, <a href="?state=FAILED">failed</a>, <a href="?state=SUCCEEDED">succeeded</a></p>
-<table><tr><th>container</th><th>host</th><th>state</th><th>exit</th><th>devices</th><th>diagnostics</th></tr>
-{{range .Containers}}<tr><td>{{.Container}}</td><td>{{.Host}}</td><td>{{.State}}</td><td>{{exit .ExitStatus}}</td><td>{{devices .}}</td><td>{{.Diagnostics}}</td></tr>
+{{$groups := named .Groups}}<table><tr><th>container</th>{{if $groups}}<th>group</th>{{end}}<th>host</th><th>state</th><th>exit</th><th>devices</th><th>diagnostics</th></tr>
+{{range .Containers}}<tr><td>{{.Container}}</td>{{if $groups}}<td>{{.Group}}</td>{{end}}<td>{{.Host}}</td><td>{{.State}}</td><td>{{exit .ExitStatus}}</td><td>{{devices .}}</td><td>{{.Diagnostics}}</td></tr>
 {{end}}</table>
 </div>
 <p><a href="api/status">JSON</a> · <span id="refreshed">refreshes every 5 s</span></p>

@@ -87,9 +87,12 @@ type Ask struct {
 	Count    int
 	// NodeLabel is the node label expression ("": the queue's default).
 	NodeLabel string
-	// MaxPerNode > 0 sends the ask as a SchedulingRequest tagged
-	// WorkerAllocationTag: at most MaxPerNode of them on one node.
+	// MaxPerNode > 0 sends the ask as a SchedulingRequest tagged Tag: at
+	// most MaxPerNode containers of that tag on one node.
 	MaxPerNode int
+	// Tag is the allocation tag of a SchedulingRequest ("":
+	// WorkerAllocationTag).
+	Tag string
 }
 
 // RegisterRequest is what the AM tells the RM when it registers.

@@ -143,12 +143,14 @@ func cmdRun(ctx context.Context, args []string, e *env) error {
 	var c common
 	c.register(fs, true)
 	workers := fs.Int("workers", 0, "number of workers, at least 1 (default: from parallelism.default)")
-	worker, cfg, specs, plan, err := workerPlan(fs, args, &c, e, workers)
+	worker, cfg, planned, err := workerPlan(fs, args, &c, e, workers)
 	if err != nil {
 		return err
 	}
-	for _, w := range plan.Warnings {
-		e.log.Warn(w)
+	for _, g := range planned {
+		for _, w := range g.Plan.Warnings {
+			e.log.WithField("group", g.Name).Warn(w)
+		}
 	}
 	beat, fast, err := am.Heartbeats(cfg)
 	if err != nil {
@@ -197,19 +199,37 @@ func cmdRun(ctx context.Context, args []string, e *env) error {
 		defer clients.Close()
 	}
 
-	workerEnv := am.EnvFromConfig(cfg, am.WorkerEnvPrefix)
-	workerEnv[resources.EnvReportURL] = strings.TrimSuffix(trackingURL, "/") + am.PathReport
+	base := strings.TrimSuffix(trackingURL, "/")
 	confName := submit.ConfName(cfg.Path())
+	total := 0
+	for _, g := range planned {
+		total += g.Plan.Workers
+	}
+	var groups []am.Group
+	for _, g := range planned {
+		// A group's containerized.taskmanager.env.* are those its view sees.
+		workerEnv := am.EnvFromConfig(g.Config, am.WorkerEnvPrefix)
+		workerEnv[resources.EnvReportURL] = base + am.PathReport
+		workerEnv[am.EnvWorkersURL] = base + am.PathWorkers
+		workerEnv[am.EnvWorkers] = strconv.Itoa(total)
+		cmd := worker
+		if g.Command != nil {
+			cmd = g.Command
+		}
+		if g.Name != "" {
+			workerEnv[conf.EnvWorkerGroup] = g.Name
+		}
+		groups = append(groups, am.Group{Name: g.Name, Plan: g.Plan, Owners: am.Owners(g.Specs),
+			Launch: am.WorkerLaunch(am.WorkerSpec{Resources: staged, ConfName: confName, DynamicFile: dynamicFile, Dynamic: c.dynamic,
+				Worker: cmd, Env: workerEnv, Tokens: clients.WorkerTokens})})
+	}
 	appID := appIDFromContainer(e.getenv("CONTAINER_ID"))
 	// The RM keeps the final diagnostics: with the worker lines in them, am
 	// status still lists the workers once this AM is gone.
 	rmc := &finishWithWorkers{RMClient: clients.RM}
 	a, err := am.New(am.Config{
-		AppID:  appID,
-		Plan:   plan,
-		Owners: am.Owners(specs),
-		Launch: am.WorkerLaunch(am.WorkerSpec{Resources: staged, ConfName: confName, DynamicFile: dynamicFile, Dynamic: c.dynamic,
-			Worker: worker, Env: workerEnv, Tokens: clients.WorkerTokens}),
+		AppID:    appID,
+		Groups:   groups,
 		Register:         am.RegisterRequest{Host: host, RPCPort: -1, TrackingURL: trackingURL},
 		Heartbeat:        beat,
 		RequestHeartbeat: fast,
@@ -237,7 +257,10 @@ func cmdRun(ctx context.Context, args []string, e *env) error {
 			e.log.WithError(err).Warn("tracking server stopped")
 		}
 	}()
-	e.log.WithFields(logrus.Fields{"workers": plan.Workers, "profile": plan.Profile.String(), "tracking_url": trackingURL}).Info("application master starting")
+	for _, g := range planned {
+		e.log.WithFields(logrus.Fields{"group": g.Name, "workers": g.Plan.Workers, "profile": g.Plan.Profile.String()}).Info("worker group")
+	}
+	e.log.WithFields(logrus.Fields{"workers": total, "tracking_url": trackingURL}).Info("application master starting")
 	res, err := a.Run(ctx)
 	stop()
 	wg.Wait()
@@ -280,37 +303,36 @@ func submitTime(ms string) time.Time {
 }
 
 // workerPlan parses the flags and the worker command after --, as submit
-// and run take them, loads the configuration and plans the workers.
-func workerPlan(fs *flag.FlagSet, args []string, c *common, e *env, workers *int) ([]string, *conf.Config, []resources.Spec, am.Plan, error) {
+// and run take them, loads the configuration and plans the worker groups
+// (one unnamed group without xres.worker-groups).
+func workerPlan(fs *flag.FlagSet, args []string, c *common, e *env, workers *int) ([]string, *conf.Config, []am.PlannedGroup, error) {
 	pos, worker, err := parse(fs, args)
 	if err != nil {
-		return nil, nil, nil, am.Plan{}, err
+		return nil, nil, nil, err
 	}
 	if len(pos) > 0 {
-		return nil, nil, nil, am.Plan{}, fmt.Errorf("%w: unexpected argument %q (the worker command goes after --)", errUsage, pos[0])
+		return nil, nil, nil, fmt.Errorf("%w: unexpected argument %q (the worker command goes after --)", errUsage, pos[0])
 	}
 	if len(worker) == 0 {
-		return nil, nil, nil, am.Plan{}, fmt.Errorf("%w: no worker command (am %s [flags] -- <worker command…>)", errUsage, fs.Name())
+		return nil, nil, nil, fmt.Errorf("%w: no worker command (am %s [flags] -- <worker command…>)", errUsage, fs.Name())
 	}
 	if err := checkWorkers(fs, *workers); err != nil {
-		return nil, nil, nil, am.Plan{}, err
+		return nil, nil, nil, err
 	}
 	if err := c.apply(e); err != nil {
-		return nil, nil, nil, am.Plan{}, err
+		return nil, nil, nil, err
 	}
 	cfg, err := c.load(e)
 	if err != nil {
-		return nil, nil, nil, am.Plan{}, err
+		return nil, nil, nil, err
 	}
-	specs, err := resources.Parse(cfg, resources.ParseOptions{Side: resources.SideYarn, Log: e.log})
+	groups, err := am.PlanGroups(cfg, *workers, func(v *conf.Config) ([]resources.Spec, error) {
+		return resources.Parse(v, resources.ParseOptions{Side: resources.SideYarn, Log: e.log})
+	})
 	if err != nil {
-		return nil, nil, nil, am.Plan{}, configError{err}
+		return nil, nil, nil, configError{err}
 	}
-	plan, err := am.PlanWorkers(cfg, specs, *workers)
-	if err != nil {
-		return nil, nil, nil, am.Plan{}, configError{err}
-	}
-	return worker, cfg, specs, plan, nil
+	return worker, cfg, groups, nil
 }
 
 // checkWorkers refuses a --workers given as 0 or less: leaving the flag out

@@ -125,7 +125,7 @@ func cmdSubmit(ctx context.Context, args []string, e *env) error {
 	detach := fs.Bool("detach", false, "return after submission instead of following the application")
 	launcher := fs.String("launcher", "", "container-launcher binary to ship (default: $XRES_LAUNCHER, else beside am)")
 	useREST := fs.Bool("rest", false, "talk to the ResourceManager over its REST API instead of RPC")
-	worker, cfg, specs, plan, err := workerPlan(fs, args, &c, e, workers)
+	worker, cfg, planned, err := workerPlan(fs, args, &c, e, workers)
 	if err != nil {
 		return err
 	}
@@ -187,7 +187,7 @@ func cmdSubmit(ctx context.Context, args []string, e *env) error {
 		Workers: *workers, Worker: worker, MasterEnv: am.EnvFromConfig(cfg, am.MasterEnvPrefix), Tokens: tokens,
 		SchedulerAddresses: sched, DefaultFS: defaultFS,
 		AMMemoryMB: amMem, AMVcores: amVcores, MaxAttempts: attempts,
-		WorkerProfile: plan.Profile, Owners: am.Owners(specs),
+		Groups: profiles(planned),
 	}
 	if err := sreq.ApplyConfig(cfg); err != nil {
 		return configError{err}
@@ -199,7 +199,7 @@ func cmdSubmit(ctx context.Context, args []string, e *env) error {
 	if err != nil {
 		return clusterError{err}
 	}
-	fmt.Fprintf(e.stdout, "submitted %s: %d workers of %s\n", sub.AppID, plan.Workers, plan.Profile)
+	fmt.Fprintf(e.stdout, "submitted %s: %s\n", sub.AppID, describeGroups(planned))
 	if *detach {
 		fmt.Fprintf(e.stdout, "follow it with: am status %s\n", sub.AppID)
 		return nil
@@ -612,3 +612,29 @@ var appIDPattern = regexp.MustCompile(`^application_[0-9]+_[0-9]+$`)
 
 // validAppID checks the application_<cluster timestamp>_<number> form.
 func validAppID(s string) bool { return appIDPattern.MatchString(s) }
+
+// profiles are the planned groups' profiles, for the check before
+// submission.
+func profiles(planned []am.PlannedGroup) []am.Group {
+	out := make([]am.Group, len(planned))
+	for i, g := range planned {
+		out[i] = am.Group{Name: g.Name, Plan: g.Plan, Owners: am.Owners(g.Specs)}
+	}
+	return out
+}
+
+// describeGroups says what is asked: "4 workers of <profile>", per group
+// when there are several ("trainer: 2 workers of …; prep: …").
+func describeGroups(planned []am.PlannedGroup) string {
+	parts := make([]string, len(planned))
+	for i, g := range planned {
+		parts[i] = fmt.Sprintf("%d workers of %s", g.Plan.Workers, g.Plan.Profile)
+		if g.Plan.Reactive {
+			parts[i] += fmt.Sprintf(" (reactive, at least %d)", g.Plan.MinWorkers)
+		}
+		if g.Name != "" {
+			parts[i] = g.Name + ": " + parts[i]
+		}
+	}
+	return strings.Join(parts, "; ")
+}

@@ -52,6 +52,9 @@ type Request struct {
 	// the cluster before anything is staged (am.CheckProfile).
 	WorkerProfile am.Resource
 	Owners        map[string]string
+	// Groups, when set, replace WorkerProfile and Owners: each group's
+	// Plan.Profile and Owners are checked, the error naming the group.
+	Groups []am.Group
 	// NodeLabel, Tags and Priority: see Submission.
 	NodeLabel string
 	Tags      []string
@@ -132,14 +135,23 @@ func (c Client) Submit(ctx context.Context, req Request) (Submitted, error) {
 		return Submitted{}, fmt.Errorf("submit application: get new application: %w", err)
 	}
 	sub := Submitted{AppID: newApp.ID}
-	if req.WorkerProfile.MemoryMB > 0 {
+	groups := req.Groups
+	if len(groups) == 0 && req.WorkerProfile.MemoryMB > 0 {
+		groups = []am.Group{{Plan: am.Plan{Profile: req.WorkerProfile}, Owners: req.Owners}}
+	}
+	if len(groups) > 0 {
 		types, err := c.RM.ResourceTypes(ctx)
 		if err != nil {
 			return sub, fmt.Errorf("submit %s: get resource types: %w", sub.AppID, err)
 		}
 		limits := am.ClusterLimits{Types: types, Max: newApp.MaxCapability}
-		if err := am.CheckProfile(req.WorkerProfile, limits, req.Owners); err != nil {
-			return sub, fmt.Errorf("submit %s: %w", sub.AppID, err)
+		for _, g := range groups {
+			if err := am.CheckProfile(g.Plan.Profile, limits, g.Owners); err != nil {
+				if g.Name != "" {
+					return sub, fmt.Errorf("submit %s: worker group %s: %w", sub.AppID, g.Name, err)
+				}
+				return sub, fmt.Errorf("submit %s: %w", sub.AppID, err)
+			}
 		}
 	}
 	sub.StagingDir = StagingDir(req.User, sub.AppID)

@@ -1,0 +1,144 @@
+package am
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/xres/xres/conf"
+)
+
+// Group is one worker group of the application: its plan (count, size,
+// external resources, failure limit, placement), how its containers are
+// started, and its YARN keys' resource names (CheckProfile's messages).
+// Each group has an ask of its own (allocation_request_id and priority
+// 1, 2, … in order) and counts its own failures.
+type Group struct {
+	Name   string // "" for the only group of an application without xres.worker-groups
+	Plan   Plan
+	Launch LaunchContext
+	Owners map[string]string
+}
+
+// group is a Group with its state.
+type group struct {
+	Group
+	id        int64 // allocation_request_id and priority of its ask
+	pending   int   // containers still wanted
+	lastAsked int   // Count last delivered to the RM; -1 forces a send
+	count     map[string]int
+	succeeded int
+	failures  int
+	restarts  int
+	firstFail *worker
+	firstTail []string
+	minTime   time.Time // first time its minimum was running
+}
+
+func newGroups(gs []Group) []*group {
+	out := make([]*group, len(gs))
+	for i, g := range gs {
+		out[i] = &group{Group: g, id: int64(i) + 1, pending: g.Plan.Workers, lastAsked: -1, count: map[string]int{}}
+	}
+	return out
+}
+
+// label names the group in messages: "" for the only group, else
+// " of group NAME".
+func (g *group) label() string {
+	if g.Name == "" {
+		return ""
+	}
+	return " of group " + g.Name
+}
+
+// active is how many of its workers are starting or running.
+func (g *group) active() int { return g.count[StateStarting] + g.count[StateRunning] }
+
+// minimum is how many of its workers must run: all of them, or under
+// scheduler-mode: reactive, Plan.MinWorkers.
+func (g *group) minimum() int {
+	if g.Plan.Reactive {
+		return min(max(g.Plan.MinWorkers, 1), g.Plan.Workers)
+	}
+	return g.Plan.Workers
+}
+
+// needy reports whether the group waits for workers it needs: some are
+// wanted and, under reactive mode, fewer than its minimum run.
+func (g *group) needy() bool {
+	return g.pending > 0 && (!g.Plan.Reactive || g.count[StateRunning] < g.minimum())
+}
+
+// done reports whether the group has finished its work: every wanted
+// worker exited 0, or under reactive mode at least its minimum did and
+// none is left running.
+func (g *group) done() bool {
+	if g.succeeded >= g.Plan.Workers {
+		return true
+	}
+	return g.Plan.Reactive && g.succeeded >= g.minimum() && g.active() == 0
+}
+
+// tag is the placement allocation tag of the group's workers ("":
+// WorkerAllocationTag).
+func (g *group) tag() string {
+	if g.Name == "" {
+		return ""
+	}
+	return WorkerAllocationTag + "-" + g.Name
+}
+
+// priority is its ask's priority (0: WorkerPriority).
+func (g *group) priority() int32 {
+	if g.id == 1 {
+		return 0
+	}
+	return int32(g.id)
+}
+
+// groupByID finds the group whose ask has allocation_request_id id.
+func (a *AM) groupByID(id int64) *group {
+	if id < 1 || id > int64(len(a.groups)) {
+		return nil
+	}
+	return a.groups[id-1]
+}
+
+// totals sums the groups' counters.
+type totals struct {
+	workers, pending, succeeded, failures, restarts int
+}
+
+func (a *AM) totalsLocked() totals {
+	var t totals
+	for _, g := range a.groups {
+		t.workers += g.Plan.Workers
+		t.pending += g.pending
+		t.succeeded += g.succeeded
+		t.failures += g.failures
+		t.restarts += g.restarts
+	}
+	return t
+}
+
+// unplaceableLocked explains pending workers a placement constraint
+// keeps out: more workers of a group wanted than the cluster's nodes times
+// its xres.placement.max-workers-per-node. "" when none.
+func (a *AM) unplaceableLocked() string {
+	var out []string
+	for _, g := range a.groups {
+		k := g.Plan.MaxWorkersPerNode
+		if k <= 0 || g.pending == 0 || a.clusterNodes == 0 {
+			continue
+		}
+		room := a.clusterNodes * k
+		n := min(g.pending, g.Plan.Workers-room)
+		if n <= 0 {
+			continue
+		}
+		out = append(out, fmt.Sprintf("%d worker(s)%s cannot be placed: %s=%d and the cluster has %d nodes (room for %d of the %d workers); they wait for a node to join",
+			n, g.label(), conf.PlacementMaxWorkersPerNode.Key, k, a.clusterNodes, room, g.Plan.Workers))
+	}
+	return strings.Join(out, "; ")
+}
