@@ -55,22 +55,36 @@ func (f InfoFile) Names() []string {
 // same directory, renamed over path) with mode 0644, so a reader never sees
 // a half-written file.
 func WriteInfoFile(path string, infos map[string][]Info) error {
+	data, err := MarshalInfoFile(infos)
+	if err != nil {
+		return fmt.Errorf("write resource info file %s: %w", path, err)
+	}
+	if err := writeAtomic(path, data); err != nil {
+		return fmt.Errorf("write resource info file %s: %w", path, err)
+	}
+	return nil
+}
+
+// MarshalInfoFile is the info file's content for infos: what
+// WriteInfoFile writes, for a caller that writes a fresh file of its own
+// (one nobody else can know of before it is complete).
+func MarshalInfoFile(infos map[string][]Info) ([]byte, error) {
 	f := make(InfoFile, len(infos))
 	for name, list := range infos {
 		f[name] = PropertiesOf(list)
 	}
 	data, err := json.MarshalIndent(f, "", "  ")
 	if err != nil {
-		return fmt.Errorf("write resource info file %s: %w", path, err)
+		return nil, err
 	}
-	if err := writeAtomic(path, append(data, '\n')); err != nil {
-		return fmt.Errorf("write resource info file %s: %w", path, err)
-	}
-	return nil
+	return append(data, '\n'), nil
 }
 
 // writeAtomic writes data to path through a temporary file in the same
-// directory, renamed over path, mode 0644.
+// directory, renamed over path, mode 0644. It is not fsync'ed: the file
+// tells one worker (or executor) what it was given, and no worker outlives
+// a crash of its host; the rename alone keeps readers from a half-written
+// file, and its launcher writes it again when the container is restarted.
 func writeAtomic(path string, data []byte) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
 	if err != nil {
@@ -82,10 +96,6 @@ func writeAtomic(path string, data []byte) error {
 		return err
 	}
 	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
 		tmp.Close()
 		return err
 	}

@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -45,9 +44,9 @@ type Env struct {
 	Load Loader
 	// Version is what --version prints (cmd/ fills it from the build info).
 	Version string
-	// HTTP posts the device report to $XRES_AM_REPORT_URL; nil: a default
-	// client.
-	HTTP *http.Client
+	// HTTP posts the device report to $XRES_AM_REPORT_URL; nil: the
+	// launcher's own minimal HTTP/1.1 client (postHTTP).
+	HTTP PostFunc
 	// Self is the launcher's executable, run as `Self __exec-pinned …` to
 	// start a --per-device worker pinned to its CPUs; "": os.Executable().
 	Self string
@@ -70,7 +69,7 @@ func (e *Env) defaults() {
 		e.Load = LoadConfig
 	}
 	if e.HTTP == nil {
-		e.HTTP = &http.Client{}
+		e.HTTP = postHTTP
 	}
 }
 
@@ -446,13 +445,20 @@ func writeInfo(explicit, dir, name string, getenv func(string) string, infos map
 	if tmp == "" {
 		tmp = os.TempDir()
 	}
+	// A fresh file (O_EXCL, mode 0600 until complete) that nobody else
+	// knows of before the worker is told its name: written in place.
+	data, err := resources.MarshalInfoFile(infos)
+	if err != nil {
+		return "", none, fmt.Errorf("write info file: %w", err)
+	}
 	f, err := os.CreateTemp(tmp, "xres-resources-*.json")
 	if err != nil {
 		return "", none, fmt.Errorf("create info file in %s: %w", tmp, err)
 	}
 	p := f.Name()
-	_ = f.Close()
-	if err := resources.WriteInfoFile(p, infos); err != nil {
+	_, werr := f.Write(data)
+	cerr := f.Chmod(0o644)
+	if err := errors.Join(werr, cerr, f.Close()); err != nil {
 		_ = os.Remove(p)
 		return "", none, fmt.Errorf("write info file %s: %w", p, err)
 	}

@@ -1,15 +1,18 @@
 package launch
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
+	"net"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -27,7 +30,7 @@ const reportTimeout = 5 * time.Second
 // resources.ReportFile in the first of logDirs (the container's LOG_DIRS),
 // where a later AM attempt reads it. Failures are returned for the log;
 // they never stop the worker.
-func postReport(ctx context.Context, client *http.Client, url, container, logDirs string, grants []Grant) error {
+func postReport(ctx context.Context, post PostFunc, url, container, logDirs string, grants []Grant) error {
 	rep := resources.DeviceReport{Container: container, Resources: map[string][]resources.Properties{}}
 	for _, g := range grants {
 		rep.Resources[g.Spec.Name] = resources.PropertiesOf(g.Devices)
@@ -42,29 +45,158 @@ func postReport(ctx context.Context, client *http.Client, url, container, logDir
 			keepErr = fmt.Errorf("keep the device report for a later AM attempt: %w", err)
 		}
 	}
-	if err := sendReport(ctx, client, url, body); err != nil {
+	if err := sendReport(ctx, post, url, body); err != nil {
 		return errors.Join(err, keepErr)
 	}
 	return keepErr
 }
 
 // sendReport POSTs one report body to url.
-func sendReport(ctx context.Context, client *http.Client, url string, body []byte) error {
+func sendReport(ctx context.Context, post PostFunc, url string, body []byte) error {
 	ctx, cancel := context.WithTimeout(ctx, reportTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	code, status, msg, err := post(ctx, url, "application/json", body)
 	if err != nil {
 		return fmt.Errorf("report devices to %s: %w", url, err)
 	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := client.Do(req)
-	if err != nil {
-		return fmt.Errorf("report devices to %s: %w", url, err)
-	}
-	defer resp.Body.Close()
-	if !resources.ReportAccepted(resp.StatusCode) {
-		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return fmt.Errorf("report devices to %s: %s: %s", url, resp.Status, strings.TrimSpace(string(msg)))
+	if !resources.ReportAccepted(code) {
+		return fmt.Errorf("report devices to %s: %s: %s", url, status, strings.TrimSpace(string(msg)))
 	}
 	return nil
+}
+
+// PostFunc sends one HTTP POST of body to url and returns the response's
+// status code, its status ("404 Not Found") and the first bytes of its
+// body (up to 512). It follows no redirects.
+type PostFunc func(ctx context.Context, url, contentType string, body []byte) (code int, status string, msg []byte, err error)
+
+// postHTTP is the launcher's own PostFunc: one HTTP/1.1 request on a
+// fresh connection, plain http only (the AM's tracking server, whose URL
+// the AM itself puts in XRES_AM_REPORT_URL, is http), connecting directly
+// (no HTTP_PROXY: the AM runs on a NodeManager host of the same cluster).
+// It stands in for net/http, whose package initialisation and size
+// (crypto/tls, x509, http2) cost every launcher start about a millisecond.
+//
+//	POST <path> HTTP/1.1\r\n
+//	Host: <host>\r\n
+//	Content-Type: <type>\r\n
+//	Content-Length: <n>\r\n
+//	Connection: close\r\n
+//	\r\n
+//	<body>
+func postHTTP(ctx context.Context, rawURL, contentType string, body []byte) (int, string, []byte, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return 0, "", nil, err
+	}
+	if u.Scheme != "http" {
+		return 0, "", nil, fmt.Errorf("unsupported scheme %q (the launcher reports over http)", u.Scheme)
+	}
+	if u.Host == "" {
+		return 0, "", nil, errors.New("no host in URL")
+	}
+	addr := u.Host
+	if u.Port() == "" {
+		addr = net.JoinHostPort(u.Hostname(), "80")
+	}
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return 0, "", nil, err
+	}
+	defer conn.Close()
+	// The context's end (its deadline too) interrupts the exchange.
+	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
+	defer stop()
+	var req bytes.Buffer
+	fmt.Fprintf(&req, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: %s\r\nContent-Length: %d\r\nConnection: close\r\nUser-Agent: container-launcher\r\n\r\n",
+		u.RequestURI(), u.Host, contentType, len(body))
+	req.Write(body)
+	if _, err := conn.Write(req.Bytes()); err != nil {
+		return 0, "", nil, ctxErr(ctx, err)
+	}
+	code, status, msg, err := readResponse(bufio.NewReader(conn))
+	return code, status, msg, ctxErr(ctx, err)
+}
+
+// ctxErr prefers the context's error to the I/O error it caused.
+func ctxErr(ctx context.Context, err error) error {
+	if err != nil && ctx.Err() != nil {
+		return fmt.Errorf("%w (%v)", ctx.Err(), err)
+	}
+	return err
+}
+
+// readResponse reads an HTTP/1.x response: the status line, the headers
+// and up to 512 bytes of the body (chunked or not).
+func readResponse(r *bufio.Reader) (int, string, []byte, error) {
+	line, err := readLine(r)
+	if err != nil {
+		return 0, "", nil, fmt.Errorf("read response: %w", err)
+	}
+	proto, status, ok := strings.Cut(line, " ")
+	if !ok || !strings.HasPrefix(proto, "HTTP/1.") || len(status) < 3 {
+		return 0, "", nil, fmt.Errorf("malformed HTTP status line %q", line)
+	}
+	code, err := strconv.Atoi(status[:3])
+	if err != nil || code < 100 || code > 999 {
+		return 0, "", nil, fmt.Errorf("malformed HTTP status line %q", line)
+	}
+	length, chunked := int64(-1), false
+	for {
+		h, err := readLine(r)
+		if err != nil {
+			return code, status, nil, fmt.Errorf("read response headers: %w", err)
+		}
+		if h == "" {
+			break
+		}
+		k, v, _ := strings.Cut(h, ":")
+		v = strings.TrimSpace(v)
+		switch strings.ToLower(strings.TrimSpace(k)) {
+		case "content-length":
+			if n, err := strconv.ParseInt(v, 10, 64); err == nil && n >= 0 {
+				length = n
+			}
+		case "transfer-encoding":
+			chunked = strings.Contains(strings.ToLower(v), "chunked")
+		}
+	}
+	const limit = 512
+	var body io.Reader = io.LimitReader(r, limit)
+	switch {
+	case chunked:
+		size, err := readLine(r)
+		if err != nil {
+			return code, status, nil, nil // the status is what counts
+		}
+		size, _, _ = strings.Cut(size, ";")
+		n, err := strconv.ParseInt(strings.TrimSpace(size), 16, 64)
+		if err != nil || n < 0 {
+			return code, status, nil, nil
+		}
+		body = io.LimitReader(r, min(n, limit))
+	case length >= 0:
+		body = io.LimitReader(r, min(length, limit))
+	}
+	msg, _ := io.ReadAll(body)
+	return code, status, msg, nil
+}
+
+// readLine reads one CRLF- (or LF-) terminated line of at most 8 KiB.
+func readLine(r *bufio.Reader) (string, error) {
+	var b []byte
+	for {
+		part, isPrefix, err := r.ReadLine()
+		if err != nil {
+			return "", err
+		}
+		b = append(b, part...)
+		if len(b) > 8<<10 {
+			return "", errors.New("header line too long")
+		}
+		if !isPrefix {
+			return string(b), nil
+		}
+	}
 }

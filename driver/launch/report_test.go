@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -56,7 +58,6 @@ func TestRunReportsDevicesToAM(t *testing.T) {
 				Stderr:   &stderr,
 				Registry: registryWith(h),
 				Load:     fixedSpecs(gpuSpec(2)),
-				HTTP:     srv.Client(),
 			})
 			require.Equal(t, 0, code, stderr.String())
 			mu.Lock()
@@ -79,4 +80,64 @@ func TestRunReportsDevicesToAM(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The launcher's own HTTP client (it does without net/http) against a
+// net/http server: status, the refusal's message however the body is
+// framed, redirects not followed, only http.
+func TestPostHTTP(t *testing.T) {
+	tests := []struct {
+		name    string
+		handler http.HandlerFunc
+		code    int
+		msg     string
+	}{
+		{name: "no content", code: 204, handler: func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(204) }},
+		{name: "message with length", code: 400, msg: "bad report\n", handler: func(w http.ResponseWriter, r *http.Request) {
+			http.Error(w, "bad report", http.StatusBadRequest)
+		}},
+		{name: "chunked message", code: 500, msg: "first part", handler: func(w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(500)
+			_, _ = io.WriteString(w, "first part")
+			w.(http.Flusher).Flush()
+			_, _ = io.WriteString(w, " second part")
+		}},
+		{name: "redirect not followed", code: 302, handler: func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, "/elsewhere", http.StatusFound)
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []byte
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				require.Equal(t, http.MethodPost, r.Method)
+				require.Equal(t, "/api/report?x=1", r.URL.RequestURI())
+				require.Equal(t, "application/json", r.Header.Get("Content-Type"))
+				got, _ = io.ReadAll(r.Body)
+				tc.handler(w, r)
+			}))
+			defer srv.Close()
+			code, status, msg, err := postHTTP(context.Background(), srv.URL+"/api/report?x=1", "application/json", []byte(`{"a":1}`))
+			require.NoError(t, err)
+			require.Equal(t, tc.code, code)
+			require.Contains(t, status, http.StatusText(tc.code))
+			require.Equal(t, `{"a":1}`, string(got))
+			if tc.msg != "" {
+				require.Equal(t, tc.msg, string(msg))
+			}
+		})
+	}
+	t.Run("https is refused", func(t *testing.T) {
+		_, _, _, err := postHTTP(context.Background(), "https://am.example:443/x", "application/json", nil)
+		require.ErrorContains(t, err, "unsupported scheme")
+	})
+	t.Run("a server that never answers meets the deadline", func(t *testing.T) {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		defer l.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		defer cancel()
+		_, _, _, err = postHTTP(ctx, "http://"+l.Addr().String()+"/x", "application/json", nil)
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+	})
 }
