@@ -1,76 +1,31 @@
 package am
 
 import (
-	"fmt"
 	"strings"
 
 	"github.com/xres/xres/conf"
+	"github.com/xres/xres/yarn"
 )
 
-// LocalResourceType is how the NM localizes a resource.
-type LocalResourceType int
+// The launch types are yarn's (one family for the RPC and REST clients,
+// the submission and the AM).
+type (
+	LocalResourceType = yarn.LocalResourceType
+	Visibility        = yarn.Visibility
+	ResourceURL       = yarn.ResourceURL
+	LocalResource     = yarn.LocalResource
+	LaunchContext     = yarn.LaunchContext
+)
 
-// Local resource types (LocalResourceTypeProto).
+// Local resource types and visibilities (yarn's).
 const (
-	Archive LocalResourceType = 1 // unpacked
-	File    LocalResourceType = 2
-	Pattern LocalResourceType = 3
+	Archive     = yarn.Archive
+	File        = yarn.File
+	Pattern     = yarn.Pattern
+	Public      = yarn.Public
+	Private     = yarn.Private
+	Application = yarn.Application
 )
-
-// Visibility is who may share a localized resource.
-type Visibility int
-
-// Visibilities (LocalResourceVisibilityProto).
-const (
-	Public      Visibility = 1
-	Private     Visibility = 2
-	Application Visibility = 3
-)
-
-// ResourceURL locates a local resource on a Hadoop file system (URLProto).
-type ResourceURL struct {
-	Scheme string `json:"scheme"`
-	Host   string `json:"host,omitempty"`
-	Port   int32  `json:"port,omitempty"`
-	File   string `json:"file"`
-}
-
-// String renders the URL as scheme://host:port/file.
-func (u ResourceURL) String() string {
-	host := u.Host
-	if u.Port > 0 {
-		host = fmt.Sprintf("%s:%d", u.Host, u.Port)
-	}
-	return u.Scheme + "://" + host + u.File
-}
-
-// LocalResource is one file the NM downloads into the container's working
-// directory before it starts the command. Size and Timestamp must equal the
-// file's length and modification time (ms), or the NM refuses it.
-type LocalResource struct {
-	URL        ResourceURL       `json:"url"`
-	Size       int64             `json:"size"`
-	Timestamp  int64             `json:"timestamp"`
-	Type       LocalResourceType `json:"type"`
-	Visibility Visibility        `json:"visibility"`
-}
-
-// LaunchContext is what a container is started with
-// (ContainerLaunchContextProto). Tokens is an HDTS credentials blob, opaque
-// here; nil on an insecure cluster. It must never carry the AMRMToken.
-type LaunchContext struct {
-	Commands       []string
-	Env            map[string]string
-	LocalResources map[string]LocalResource // link name in the work dir → resource
-	Tokens         []byte
-}
-
-// String lists the commands, environment names and resources; never the
-// environment values or tokens.
-func (l LaunchContext) String() string {
-	return fmt.Sprintf("LaunchContext{commands=%q env=%v resources=%v tokens=%d bytes}",
-		l.Commands, sortedKeys(l.Env), sortedKeys(l.LocalResources), len(l.Tokens))
-}
 
 // LogDir is the NodeManager's placeholder for the container's log folder in
 // a command (ApplicationConstants.LOG_DIR_EXPANSION_VAR).

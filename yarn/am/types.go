@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/xres/xres/yarn"
 	"github.com/xres/xres/yarn/security"
 )
 
@@ -50,25 +51,8 @@ type NMToken struct {
 	Token  Token
 }
 
-// Container is one allocated container (ContainerProto).
-type Container struct {
-	ID                  string   // container_…
-	NodeID              string   // NM RPC address, host:port
-	NodeHTTP            string   // NM web address, host:port
-	Resource            Resource // what was granted (may be larger than asked)
-	AllocationRequestID int64    // the Ask.ID it answers; -1 when the RM set none
-	Token               Token    // container token, passed verbatim to the NM
-}
-
-// Host is the node's host name, without the port.
-func (c Container) Host() string {
-	for i := len(c.NodeID) - 1; i >= 0; i-- {
-		if c.NodeID[i] == ':' {
-			return c.NodeID[:i]
-		}
-	}
-	return c.NodeID
-}
+// Container is one allocated container (yarn.Container).
+type Container = yarn.Container
 
 // Completed is the final status of a container (ContainerStatusProto).
 type Completed struct {

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xres/xres/resources"
+	"github.com/xres/xres/yarn"
 	"github.com/xres/xres/yarn/am"
 	"github.com/xres/xres/yarn/submit"
 )
@@ -60,7 +61,7 @@ func (r *scriptRM) Allocate(ctx context.Context, req am.AllocateRequest) (am.All
 		r.asks = append(r.asks, ask)
 		for i := 0; i < ask.Count && r.next < len(r.exits); i++ {
 			r.next++
-			c := am.Container{ID: fmt.Sprintf("container_1700000000000_0001_01_%06d", r.next+1),
+			c := yarn.Container{ID: fmt.Sprintf("container_1700000000000_0001_01_%06d", r.next+1),
 				NodeID: fmt.Sprintf("nm%d:45454", r.next%2), NodeHTTP: "nm:8042", AllocationRequestID: ask.ID}
 			resp.Allocated = append(resp.Allocated, c)
 			r.running = append(r.running, am.Completed{ID: c.ID, ExitStatus: r.exits[r.next-1]})
@@ -78,7 +79,7 @@ func (r *scriptRM) Finish(ctx context.Context, req am.FinishRequest) error {
 // URL the worker environment names.
 type reportingNM struct {
 	mu       sync.Mutex
-	launches []am.LaunchContext
+	launches []yarn.LaunchContext
 	reports  []int
 	started  map[string]bool
 }
@@ -89,7 +90,7 @@ func (n *reportingNM) wasStarted(id string) bool {
 	return n.started[id]
 }
 
-func (n *reportingNM) StartContainer(ctx context.Context, c am.Container, tok am.Token, l am.LaunchContext) error {
+func (n *reportingNM) StartContainer(ctx context.Context, c yarn.Container, tok am.Token, l yarn.LaunchContext) error {
 	n.mu.Lock()
 	n.launches = append(n.launches, l)
 	n.mu.Unlock()
@@ -109,7 +110,7 @@ func (n *reportingNM) StartContainer(ctx context.Context, c am.Container, tok am
 	return nil
 }
 
-func (n *reportingNM) StopContainer(ctx context.Context, c am.Container, tok am.Token) error {
+func (n *reportingNM) StopContainer(ctx context.Context, c yarn.Container, tok am.Token) error {
 	return nil
 }
 
@@ -121,9 +122,9 @@ func fakeDeps(rm *scriptRM, nm *reportingNM) deps {
 }
 
 func TestRunWiresTheAM(t *testing.T) {
-	staged := map[string]am.LocalResource{
-		"am":                 {URL: am.ResourceURL{Scheme: "hdfs", Host: "nn", Port: 8020, File: "/s/am"}, Size: 1, Timestamp: 2, Type: am.File, Visibility: am.Application},
-		"container-launcher": {URL: am.ResourceURL{Scheme: "hdfs", Host: "nn", Port: 8020, File: "/s/container-launcher"}, Size: 3, Timestamp: 4, Type: am.File, Visibility: am.Application},
+	staged := map[string]yarn.LocalResource{
+		"am":                 {URL: yarn.ResourceURL{Scheme: "hdfs", Host: "nn", Port: 8020, File: "/s/am"}, Size: 1, Timestamp: 2, Type: yarn.File, Visibility: yarn.Application},
+		"container-launcher": {URL: yarn.ResourceURL{Scheme: "hdfs", Host: "nn", Port: 8020, File: "/s/container-launcher"}, Size: 3, Timestamp: 4, Type: yarn.File, Visibility: yarn.Application},
 	}
 	enc, err := submit.EncodeResources(staged)
 	require.NoError(t, err)

@@ -127,7 +127,7 @@ func cmdLogs(ctx context.Context, args []string, e *env) error {
 		fmt.Fprintf(e.stdout, "Container: %s on %s\n", w.Container, w.Node)
 		for _, file := range []string{"stdout", "stderr"} {
 			lctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-			lines, err := fetch.Tail(lctx, am.Container{ID: w.Container, NodeID: w.Node, NodeHTTP: w.NodeHTTP}, file, logLines)
+			lines, err := fetch.Tail(lctx, yarn.Container{ID: w.Container, NodeID: w.Node, NodeHTTP: w.NodeHTTP}, file, logLines)
 			cancel()
 			if err != nil {
 				fmt.Fprintf(e.stdout, "LogType: %s\n(not readable: %v)\n\n", file, err)

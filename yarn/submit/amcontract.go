@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/xres/xres/yarn"
 	"github.com/xres/xres/yarn/am"
 )
 
@@ -53,7 +54,7 @@ const (
 )
 
 // EncodeResources renders resources for EnvLocalResources.
-func EncodeResources(res map[string]am.LocalResource) (string, error) {
+func EncodeResources(res map[string]yarn.LocalResource) (string, error) {
 	data, err := json.Marshal(res)
 	if err != nil {
 		return "", fmt.Errorf("encode local resources: %w", err)
@@ -62,12 +63,12 @@ func EncodeResources(res map[string]am.LocalResource) (string, error) {
 }
 
 // DecodeResources reads EnvLocalResources back.
-func DecodeResources(s string) (map[string]am.LocalResource, error) {
+func DecodeResources(s string) (map[string]yarn.LocalResource, error) {
 	data, err := base64.StdEncoding.DecodeString(s)
 	if err != nil {
 		return nil, fmt.Errorf("decode %s: %w", EnvLocalResources, err)
 	}
-	var res map[string]am.LocalResource
+	var res map[string]yarn.LocalResource
 	if err := json.Unmarshal(data, &res); err != nil {
 		return nil, fmt.Errorf("decode %s: %w", EnvLocalResources, err)
 	}
@@ -96,9 +97,9 @@ type AMSpec struct {
 
 // AMEnv is what the AM reads back from its container's environment.
 type AMEnv struct {
-	Resources          map[string]am.LocalResource // the staged files; nil: none passed
-	StagingDir         string                      // "": none (nothing to clean up)
-	SchedulerAddresses []string                    // nil: not passed
+	Resources          map[string]yarn.LocalResource // the staged files; nil: none passed
+	StagingDir         string                        // "": none (nothing to clean up)
+	SchedulerAddresses []string                      // nil: not passed
 	DefaultFS          string
 }
 
@@ -126,9 +127,9 @@ func ReadAMEnv(getenv func(string) string) (AMEnv, error) {
 // with the staged files as local resources and the environment
 // (containerized.master.env.*, then EnvLocalResources, EnvStagingDir,
 // EnvSchedulerAddresses and EnvDefaultFS, which ReadAMEnv reads back).
-func AMLaunchContext(spec AMSpec) (am.LaunchContext, error) {
+func AMLaunchContext(spec AMSpec) (yarn.LaunchContext, error) {
 	if len(spec.Worker) == 0 {
-		return am.LaunchContext{}, fmt.Errorf("build AM launch context: no worker command")
+		return yarn.LaunchContext{}, fmt.Errorf("build AM launch context: no worker command")
 	}
 	argv := []string{"./" + AMBinary, "run"}
 	if spec.ConfName != "" {
@@ -143,7 +144,7 @@ func AMLaunchContext(spec AMSpec) (am.LaunchContext, error) {
 	argv = append(append(argv, "--"), spec.Worker...)
 	enc, err := EncodeResources(spec.Staged.Resources)
 	if err != nil {
-		return am.LaunchContext{}, err
+		return yarn.LaunchContext{}, err
 	}
 	env := maps.Clone(spec.Env)
 	if env == nil {
@@ -157,7 +158,7 @@ func AMLaunchContext(spec AMSpec) (am.LaunchContext, error) {
 	if spec.DefaultFS != "" {
 		env[EnvDefaultFS] = spec.DefaultFS
 	}
-	return am.LaunchContext{
+	return yarn.LaunchContext{
 		Commands:       []string{am.Command(argv)},
 		Env:            env,
 		LocalResources: maps.Clone(spec.Staged.Resources),

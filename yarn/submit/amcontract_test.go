@@ -5,12 +5,12 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/xres/xres/yarn/am"
+	"github.com/xres/xres/yarn"
 )
 
 func TestAMLaunchContext(t *testing.T) {
-	staged := Staged{Dir: "/user/alice/.xres/app", Resources: map[string]am.LocalResource{
-		"am": {URL: am.ResourceURL{Scheme: "hdfs", Host: "nn", Port: 8020, File: "/user/alice/.xres/app/am"}, Size: 10, Timestamp: 5, Type: am.File, Visibility: am.Application},
+	staged := Staged{Dir: "/user/alice/.xres/app", Resources: map[string]yarn.LocalResource{
+		"am": {URL: yarn.ResourceURL{Scheme: "hdfs", Host: "nn", Port: 8020, File: "/user/alice/.xres/app/am"}, Size: 10, Timestamp: 5, Type: yarn.File, Visibility: yarn.Application},
 	}}
 	lc, err := AMLaunchContext(AMSpec{
 		Staged: staged, ConfName: "flink-conf.yaml", DynamicFile: DynamicFileName, Workers: 3,
@@ -31,8 +31,8 @@ func TestAMLaunchContext(t *testing.T) {
 }
 
 func TestReadAMEnvReadsWhatAMLaunchContextWrote(t *testing.T) {
-	staged := Staged{Dir: "/user/alice/.xres/app", Resources: map[string]am.LocalResource{
-		"am": {URL: am.ResourceURL{Scheme: "hdfs", Host: "nn", Port: 8020, File: "/user/alice/.xres/app/am"}, Size: 10, Type: am.File},
+	staged := Staged{Dir: "/user/alice/.xres/app", Resources: map[string]yarn.LocalResource{
+		"am": {URL: yarn.ResourceURL{Scheme: "hdfs", Host: "nn", Port: 8020, File: "/user/alice/.xres/app/am"}, Size: 10, Type: yarn.File},
 	}}
 	lc, err := AMLaunchContext(AMSpec{Staged: staged, Worker: []string{"true"},
 		SchedulerAddresses: []string{"rm1:8030", "rm2:8030"}, DefaultFS: "hdfs://nn:8020"})
@@ -57,7 +57,7 @@ func TestDecodeResourcesErrors(t *testing.T) {
 }
 
 func FuzzDecodeResources(f *testing.F) {
-	good, err := EncodeResources(map[string]am.LocalResource{"x": {Size: 1, Type: am.File}})
+	good, err := EncodeResources(map[string]yarn.LocalResource{"x": {Size: 1, Type: yarn.File}})
 	require.NoError(f, err)
 	for _, s := range []string{good, "", "!!!", "bnVsbA==", "e30="} {
 		f.Add(s)

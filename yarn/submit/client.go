@@ -162,7 +162,7 @@ func (c Client) Submit(ctx context.Context, req Request) (Submitted, error) {
 			return sub, fmt.Errorf("submit %s: %w", sub.AppID, err)
 		}
 		defer remove()
-		files = append(slices.Clone(files), File{Local: local, Name: DynamicFileName, Type: am.File})
+		files = append(slices.Clone(files), File{Local: local, Name: DynamicFileName, Type: yarn.File})
 		dynamicFile = DynamicFileName
 	}
 	staged, err := c.Stager.Stage(ctx, sub.StagingDir, files)
@@ -212,7 +212,7 @@ func (c Client) failed(ctx context.Context, sub Submitted, err error) error {
 // NewSubmission is the submission of an xres application: req's name and
 // queue (xres and default when empty), the AM container's size and
 // attempts, and its launch context lc.
-func NewSubmission(appID string, req Request, lc am.LaunchContext) Submission {
+func NewSubmission(appID string, req Request, lc yarn.LaunchContext) Submission {
 	sub := Submission{AppID: appID, Name: req.Name, Queue: req.Queue, Type: ApplicationType,
 		AMResource:  yarn.Resource{MemoryMB: req.AMMemoryMB, VCores: int64(req.AMVcores)},
 		MaxAttempts: req.MaxAttempts, AM: lc, NodeLabel: req.NodeLabel, Tags: req.Tags, Priority: req.Priority}

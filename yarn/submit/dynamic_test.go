@@ -12,7 +12,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/xres/xres/conf"
-	"github.com/xres/xres/yarn/am"
+	"github.com/xres/xres/yarn"
 )
 
 const sentinelSecret = "xres-sentinel-secret"
@@ -63,9 +63,9 @@ func TestSubmitStagesDynamicOverrides(t *testing.T) {
 	data, ok := fs.files[remote]
 	require.True(t, ok, "dynamic file not staged")
 	r := staged[DynamicFileName]
-	require.Equal(t, am.File, r.Type)
+	require.Equal(t, yarn.File, r.Type)
 	require.Equal(t, staged["flink-conf.yaml"].Visibility, r.Visibility)
-	require.Equal(t, am.Application, r.Visibility)
+	require.Equal(t, yarn.Application, r.Visibility)
 	require.Equal(t, int64(len(data)), r.Size)
 	require.Equal(t, remote, r.URL.File)
 	got, err := conf.ParseDynamicFile(DynamicFileName, data)
@@ -88,7 +88,7 @@ func TestSubmitWithoutOverridesStagesNoDynamicFile(t *testing.T) {
 func TestSubmitRefusesAUserFileNamedLikeTheDynamicFile(t *testing.T) {
 	req := testRequest(t)
 	_, _, _, data := localFiles(t)
-	req.Files = append(req.Files, File{Local: data, Name: DynamicFileName, Type: am.File})
+	req.Files = append(req.Files, File{Local: data, Name: DynamicFileName, Type: yarn.File})
 	req.Dynamic = []string{"a=b"}
 	rm := gpuRM()
 	_, err := Client{RM: rm, Stager: Stager{FS: newMemFS(), DefaultFS: "hdfs://nn:8020"}}.Submit(context.Background(), req)

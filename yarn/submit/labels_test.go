@@ -6,7 +6,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xres/xres/conf"
-	"github.com/xres/xres/yarn/am"
+	"github.com/xres/xres/yarn"
 )
 
 func TestApplyConfig(t *testing.T) {
@@ -57,7 +57,7 @@ func ptr[T any](v T) *T { return &v }
 // none of them is sent.
 func TestSubmissionLabelTagsPriority(t *testing.T) {
 	req := Request{NodeLabel: "gpu", Tags: []string{"a", "b"}, Priority: ptr(int32(2))}
-	sub := NewSubmission("application_1_0001", req, am.LaunchContext{Commands: []string{"am run"}})
+	sub := NewSubmission("application_1_0001", req, yarn.LaunchContext{Commands: []string{"am run"}})
 	asc, err := submissionProto(sub)
 	require.NoError(t, err)
 	require.Equal(t, "gpu", asc.GetNodeLabelExpression())
@@ -69,7 +69,7 @@ func TestSubmissionLabelTagsPriority(t *testing.T) {
 	require.Equal(t, []string{"a", "b"}, body.ApplicationTags.Tag)
 	require.Equal(t, 2, body.Priority)
 
-	asc, err = submissionProto(NewSubmission("application_1_0001", Request{}, am.LaunchContext{}))
+	asc, err = submissionProto(NewSubmission("application_1_0001", Request{}, yarn.LaunchContext{}))
 	require.NoError(t, err)
 	require.Nil(t, asc.NodeLabelExpression)
 	require.Nil(t, asc.Priority)

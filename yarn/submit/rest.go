@@ -96,8 +96,8 @@ func (r *RESTRM) Submit(ctx context.Context, sub Submission) error {
 
 // REST names of the local resource types and visibilities.
 var (
-	restResourceTypes = map[am.LocalResourceType]string{am.Archive: "ARCHIVE", am.File: "FILE", am.Pattern: "PATTERN"}
-	restVisibilities  = map[am.Visibility]string{am.Public: "PUBLIC", am.Private: "PRIVATE", am.Application: "APPLICATION"}
+	restResourceTypes = map[yarn.LocalResourceType]string{yarn.Archive: "ARCHIVE", yarn.File: "FILE", yarn.Pattern: "PATTERN"}
+	restVisibilities  = map[am.Visibility]string{yarn.Public: "PUBLIC", yarn.Private: "PRIVATE", yarn.Application: "APPLICATION"}
 )
 
 // RESTSubmission converts a submission to the REST body.

@@ -126,7 +126,7 @@ func TestRESTProfileCheckAndNodes(t *testing.T) {
 }
 
 func TestRESTSubmissionRefusesCredentials(t *testing.T) {
-	_, err := RESTSubmission(Submission{AM: am.LaunchContext{Tokens: []byte("HDTS\x00")}})
+	_, err := RESTSubmission(Submission{AM: yarn.LaunchContext{Tokens: []byte("HDTS\x00")}})
 	require.ErrorContains(t, err, "credentials are not supported")
 	require.True(t, strings.Contains(err.Error(), "RPC"))
 }

@@ -43,7 +43,7 @@ type Submission struct {
 	Type        string // applicationType
 	AMResource  yarn.Resource
 	MaxAttempts int32 // 0: the cluster's yarn.resourcemanager.am.max-attempts
-	AM          am.LaunchContext
+	AM          yarn.LaunchContext
 	// NodeLabel is the application's node label expression (Flink's
 	// yarn.application.node-label): the AM container's, and the workers'
 	// where their ask names none. "": the queue's default.

@@ -13,7 +13,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
-	"github.com/xres/xres/yarn/am"
+	"github.com/xres/xres/yarn"
 	"github.com/xres/xres/yarn/internal/logutil"
 )
 
@@ -35,7 +35,7 @@ type FS interface {
 type File struct {
 	Local string
 	Name  string
-	Type  am.LocalResourceType // am.File (default) or am.Archive (unpacked)
+	Type  yarn.LocalResourceType // yarn.File (default) or yarn.Archive (unpacked)
 }
 
 // Files lists what an application ships: the am and container-launcher
@@ -45,11 +45,11 @@ type File struct {
 // .tgz, .tar and .zip files are unpacked (ARCHIVE). Names must be unique.
 func Files(amPath, launcherPath, confPath string, userFiles []string) ([]File, error) {
 	files := []File{
-		{Local: amPath, Name: AMBinary, Type: am.File},
-		{Local: launcherPath, Name: LauncherBinary, Type: am.File},
+		{Local: amPath, Name: AMBinary, Type: yarn.File},
+		{Local: launcherPath, Name: LauncherBinary, Type: yarn.File},
 	}
 	if name := ConfName(confPath); name != "" {
-		files = append(files, File{Local: confPath, Name: name, Type: am.File})
+		files = append(files, File{Local: confPath, Name: name, Type: yarn.File})
 	}
 	for _, spec := range userFiles {
 		local, name, hasName := strings.Cut(spec, "#")
@@ -59,10 +59,10 @@ func Files(amPath, launcherPath, confPath string, userFiles []string) ([]File, e
 		if local == "" || name == "" || name == "." || name == ".." || strings.Contains(name, "/") {
 			return nil, fmt.Errorf("%w: --files %q: want PATH or PATH#NAME with a plain NAME", ErrBadFile, spec)
 		}
-		typ := am.File
+		typ := yarn.File
 		for _, ext := range []string{".tar.gz", ".tgz", ".tar", ".zip"} {
 			if strings.HasSuffix(local, ext) {
-				typ = am.Archive
+				typ = yarn.Archive
 			}
 		}
 		files = append(files, File{Local: local, Name: name, Type: typ})
@@ -86,7 +86,7 @@ func StagingDir(user, appID string) string {
 // file, keyed by link name.
 type Staged struct {
 	Dir       string
-	Resources map[string]am.LocalResource
+	Resources map[string]yarn.LocalResource
 }
 
 // Stager copies files into a staging folder on a Hadoop file system.
@@ -117,7 +117,7 @@ func (s Stager) Stage(ctx context.Context, dir string, files []File) (Staged, er
 		}
 	}
 	log := logutil.OrDiscard(s.Log)
-	out := Staged{Dir: dir, Resources: map[string]am.LocalResource{}}
+	out := Staged{Dir: dir, Resources: map[string]yarn.LocalResource{}}
 	fail := func(err error) (Staged, error) {
 		if cerr := s.FS.RemoveAll(context.WithoutCancel(ctx), dir); cerr != nil {
 			return Staged{}, errors.Join(err, fmt.Errorf("remove staging folder %s: %w", dir, cerr))
@@ -140,10 +140,10 @@ func (s Stager) Stage(ctx context.Context, dir string, files []File) (Staged, er
 		u.File = remote
 		typ := f.Type
 		if typ == 0 {
-			typ = am.File
+			typ = yarn.File
 		}
-		out.Resources[f.Name] = am.LocalResource{URL: u, Size: st.Size(), Timestamp: st.ModTime().UnixMilli(),
-			Type: typ, Visibility: am.Application}
+		out.Resources[f.Name] = yarn.LocalResource{URL: u, Size: st.Size(), Timestamp: st.ModTime().UnixMilli(),
+			Type: typ, Visibility: yarn.Application}
 		log.WithFields(logrus.Fields{"file": f.Local, "remote": remote, "size": st.Size()}).Debug("staged")
 	}
 	return out, nil
@@ -157,16 +157,16 @@ func (s Stager) Cleanup(ctx context.Context, dir string) error {
 	return nil
 }
 
-func parseDefaultFS(s string) (am.ResourceURL, error) {
+func parseDefaultFS(s string) (yarn.ResourceURL, error) {
 	u, err := url.Parse(strings.TrimSpace(s))
 	if err != nil || u.Scheme == "" || u.Host == "" {
-		return am.ResourceURL{}, fmt.Errorf("fs.defaultFS %q: want scheme://host[:port], e.g. hdfs://namenode:8020", s)
+		return yarn.ResourceURL{}, fmt.Errorf("fs.defaultFS %q: want scheme://host[:port], e.g. hdfs://namenode:8020", s)
 	}
-	out := am.ResourceURL{Scheme: u.Scheme, Host: u.Hostname()}
+	out := yarn.ResourceURL{Scheme: u.Scheme, Host: u.Hostname()}
 	if p := u.Port(); p != "" {
 		n, err := strconv.ParseInt(p, 10, 32)
 		if err != nil {
-			return am.ResourceURL{}, fmt.Errorf("fs.defaultFS %q: bad port", s)
+			return yarn.ResourceURL{}, fmt.Errorf("fs.defaultFS %q: bad port", s)
 		}
 		out.Port = int32(n)
 	}

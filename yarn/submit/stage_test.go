@@ -16,7 +16,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/xres/xres/yarn/am"
+	"github.com/xres/xres/yarn"
 )
 
 // memFS is an in-memory FS: files hold their content; copyErr and statErr
@@ -116,9 +116,9 @@ func TestStage(t *testing.T) {
 	staged, err := s.Stage(context.Background(), dir, files)
 	require.NoError(t, err)
 	require.Equal(t, dir, staged.Dir)
-	require.Equal(t, am.LocalResource{
-		URL:  am.ResourceURL{Scheme: "hdfs", Host: "namenode", Port: 8020, File: dir + "/am"},
-		Size: int64(len("AM-BINARY")), Timestamp: 1700000000123, Type: am.File, Visibility: am.Application,
+	require.Equal(t, yarn.LocalResource{
+		URL:  yarn.ResourceURL{Scheme: "hdfs", Host: "namenode", Port: 8020, File: dir + "/am"},
+		Size: int64(len("AM-BINARY")), Timestamp: 1700000000123, Type: yarn.File, Visibility: yarn.Application,
 	}, staged.Resources["am"])
 	require.Equal(t, []string{"am", "container-launcher", "data.csv", "flink-conf.yaml", "input.csv"}, slices.Sorted(maps.Keys(staged.Resources)))
 	require.Equal(t, int64(8), staged.Resources["input.csv"].Size)
@@ -165,13 +165,13 @@ func TestFiles(t *testing.T) {
 		name  string
 		user  []string
 		names []string
-		types []am.LocalResourceType
+		types []yarn.LocalResourceType
 		err   string
 	}{
-		{name: "no user files", names: []string{"am", "container-launcher", "flink-conf.yaml"}, types: []am.LocalResourceType{am.File, am.File, am.File}},
+		{name: "no user files", names: []string{"am", "container-launcher", "flink-conf.yaml"}, types: []yarn.LocalResourceType{yarn.File, yarn.File, yarn.File}},
 		{name: "alias and archive", user: []string{"/x/train.py", "/x/env.tar.gz#venv"},
 			names: []string{"am", "container-launcher", "flink-conf.yaml", "train.py", "venv"},
-			types: []am.LocalResourceType{am.File, am.File, am.File, am.File, am.Archive}},
+			types: []yarn.LocalResourceType{yarn.File, yarn.File, yarn.File, yarn.File, yarn.Archive}},
 		{name: "clash with a reserved name", user: []string{"/x/am"}, err: `would both be "am"`},
 		{name: "clash between user files", user: []string{"/a/x.py", "/b/x.py"}, err: `/a/x.py and /b/x.py would both be "x.py"`},
 		{name: "slash in alias", user: []string{"/a/x.py#dir/x.py"}, err: "want PATH or PATH#NAME with a plain NAME"},
@@ -187,7 +187,7 @@ func TestFiles(t *testing.T) {
 			}
 			require.NoError(t, err)
 			var names []string
-			var types []am.LocalResourceType
+			var types []yarn.LocalResourceType
 			for _, f := range files {
 				names = append(names, f.Name)
 				types = append(types, f.Type)
