@@ -26,6 +26,9 @@ type problemJSON struct {
 	Severity string `json:"severity"`
 	Message  string `json:"message"`
 	Fix      string `json:"fix,omitempty"`
+	// Groups are the worker groups whose view of the configuration has the
+	// problem; empty when every group's view has it (or there are none).
+	Groups []string `json:"groups,omitempty"`
 }
 
 type specJSON struct {
@@ -49,13 +52,32 @@ type clusterCheck struct {
 	Error         string       `json:"error,omitempty"`
 }
 
+// resourcesReport is what am resources prints. Without
+// xres.worker-groups, Resources and Plan are the application's; with it,
+// each group has its own in Groups (and Resources is empty, Plan unset).
 type resourcesReport struct {
 	Config    string        `json:"config"`
 	Resources []specJSON    `json:"resources"`
 	Plan      *am.Plan      `json:"plan,omitempty"`
+	Groups    []groupJSON   `json:"groups,omitempty"`
 	Warnings  []problemJSON `json:"warnings"`
 	Errors    []problemJSON `json:"errors"`
 	Cluster   clusterCheck  `json:"cluster"`
+
+	workersFrom string // what the plan's base worker count comes from (text only)
+}
+
+// groupJSON is one worker group of xres.worker-groups as planned: Plan is
+// unset when the group's configuration has errors (listed in the report's
+// errors, labelled with the group).
+type groupJSON struct {
+	Name      string     `json:"name"`
+	Command   []string   `json:"command,omitempty"` // xres.worker-group.<group>.command; unset: the command after --
+	Plan      *am.Plan   `json:"plan,omitempty"`
+	Resources []specJSON `json:"resources"`
+
+	commandText string // the command as configured (text only)
+	workersFrom string
 }
 
 // cmdResources: am resources [--conf FILE] [-D k=v]… [--workers N] [--strict] [--json]
@@ -106,48 +128,84 @@ func cmdResources(ctx context.Context, args []string, e *env) error {
 
 func buildResourcesReport(cfg *conf.Config, workers int, strict bool) resourcesReport {
 	rep := resourcesReport{Config: cfg.Path(), Resources: []specJSON{}, Warnings: []problemJSON{}, Errors: []problemJSON{}}
-	seen := map[string]bool{}
-	add := func(p problemJSON) {
+	names, namesErr := cfg.WorkerGroupNames()
+	grouped := namesErr != nil || names != nil
+	var list []problemJSON
+	index := map[string]int{}
+	// add records p, once: a problem several groups' views share is listed
+	// once with each of those groups.
+	add := func(group string, p problemJSON) {
 		id := p.Severity + "\x00" + p.Key + "\x00" + p.Message
-		if seen[id] {
+		if grouped {
+			id += "\x00" + p.Origin
+		}
+		if i, ok := index[id]; ok {
+			if group != "" && !slices.Contains(list[i].Groups, group) {
+				list[i].Groups = append(list[i].Groups, group)
+			}
 			return
 		}
-		seen[id] = true
+		index[id] = len(list)
+		if group != "" {
+			p.Groups = []string{group}
+		}
+		list = append(list, p)
+	}
+	quiet := logrus.New()
+	quiet.SetOutput(io.Discard)
+	parseOpts := resources.ParseOptions{Side: resources.SideYarn, Strict: strict, Log: quiet}
+	for _, p := range groupKeyProblems(cfg, names, namesErr) {
+		add("", p)
+	}
+	if !grouped {
+		for _, p := range resources.Lint(cfg) {
+			add("", problemOf(p, p.Severity))
+		}
+		specs, err := resources.Parse(cfg, parseOpts)
+		addParseError(func(p problemJSON) { add("", p) }, err, nil)
+		rep.Resources = specsJSON(cfg, "", specs)
+		plan, err := am.PlanWorkers(cfg, specs, workers)
+		if err != nil {
+			addPlanError(func(p problemJSON) { add("", p) }, err)
+		} else {
+			rep.Plan = &plan
+			for _, w := range plan.Warnings {
+				add("", problemJSON{Severity: string(resources.SeverityWarning), Message: w})
+			}
+		}
+		rep.workersFrom = "ceil(parallelism.default / taskmanager.numberOfTaskSlots)"
+		if workers > 0 {
+			rep.workersFrom = "--workers"
+		}
+	} else {
+		// The application as the AM plans it: what is wrong with the
+		// groups as a whole (the names, --workers). Each group's own
+		// problems come from planning it alone below, so that they are
+		// told apart and the other groups are still planned.
+		_, err := am.PlanGroups(cfg, workers, func(v *conf.Config) ([]resources.Spec, error) { return resources.Parse(v, parseOpts) })
+		for _, e := range splitJoined(err) {
+			if e != nil && !slices.ContainsFunc(names, func(n string) bool { return strings.HasPrefix(e.Error(), groupPrefix(n)) }) {
+				addPlanError(func(p problemJSON) { add("", p) }, e)
+			}
+		}
+		listed := map[string]bool{} // the resources some group lists
+		for _, name := range names {
+			for _, r := range listedResources(cfg.Group(name)) {
+				listed[r] = true
+			}
+		}
+		for _, name := range names {
+			rep.Groups = append(rep.Groups, planGroupAlone(cfg, name, parseOpts, listed, func(p problemJSON) { add(name, p) }))
+		}
+	}
+	for _, p := range list {
+		if len(names) > 1 && len(p.Groups) == len(names) {
+			p.Groups = nil // every group's: the shared keys
+		}
 		if p.Severity == string(resources.SeverityError) {
 			rep.Errors = append(rep.Errors, p)
 		} else {
 			rep.Warnings = append(rep.Warnings, p)
-		}
-	}
-	for _, p := range resources.Lint(cfg) {
-		add(problemJSON{Key: p.Key, Origin: p.Origin, Severity: string(p.Severity), Message: p.Message, Fix: p.Fix})
-	}
-	quiet := logrus.New()
-	quiet.SetOutput(io.Discard)
-	specs, err := resources.Parse(cfg, resources.ParseOptions{Side: resources.SideYarn, Strict: strict, Log: quiet})
-	var ce *resources.ConfigError
-	switch {
-	case errors.As(err, &ce):
-		for _, p := range ce.Problems {
-			// In strict mode every warning is refused: report it as an error.
-			add(problemJSON{Key: p.Key, Origin: p.Origin, Severity: string(resources.SeverityError), Message: p.Message, Fix: p.Fix})
-		}
-	case err != nil:
-		add(problemJSON{Severity: string(resources.SeverityError), Message: err.Error()})
-	}
-	for _, s := range specs {
-		rep.Resources = append(rep.Resources, specJSON{Name: s.Name, Amount: s.Amount, YarnKey: s.YarnKey,
-			KubernetesKey: s.K8sKey, Factory: s.Factory, Params: s.Params, Origins: resources.Origins(cfg, s.Name)})
-	}
-	plan, err := am.PlanWorkers(cfg, specs, workers)
-	if err != nil {
-		for _, e := range splitJoined(err) {
-			add(problemJSON{Severity: string(resources.SeverityError), Message: strings.TrimPrefix(e.Error(), am.ErrBadConfig.Error()+": ")})
-		}
-	} else {
-		rep.Plan = &plan
-		for _, w := range plan.Warnings {
-			add(problemJSON{Severity: string(resources.SeverityWarning), Message: w})
 		}
 	}
 	if strict {
@@ -160,9 +218,180 @@ func buildResourcesReport(cfg *conf.Config, workers int, strict bool) resourcesR
 	return rep
 }
 
+// groupPrefix is how am.PlanGroups starts a group's error.
+func groupPrefix(name string) string { return "worker group " + name + ": " }
+
+// planGroupAlone plans worker group name with am.PlanGroups on a
+// configuration that lists it alone (its view, with xres.worker-groups
+// set to it), so that its problems are its own: each goes to add, and
+// the group is listed with its resources and, when it has no errors, its
+// plan and command. listed are the resources any group lists: the shared
+// keys of a resource another group lists are no problem of this one.
+func planGroupAlone(cfg *conf.Config, name string, opts resources.ParseOptions, listed map[string]bool, add func(problemJSON)) groupJSON {
+	view := cfg.Group(name)
+	own := listedResources(view)
+	for _, p := range resources.Lint(view) {
+		p = groupProblemKey(cfg, name, p)
+		if r, ok := resourceOfKey(p.Key); ok && !slices.Contains(own, r) && listed[r] {
+			continue // external-resource.<r>.*, shared with the groups that list r
+		}
+		add(problemOf(p, p.Severity))
+	}
+	alone := cfg.Group(name)
+	alone.Set(conf.WorkerGroups.Key, name)
+	var specs []resources.Spec
+	var parseErr error
+	planned, err := am.PlanGroups(alone, 0, func(v *conf.Config) ([]resources.Spec, error) {
+		specs, parseErr = resources.Parse(v, opts)
+		return specs, parseErr
+	})
+	g := groupJSON{Name: name, Resources: specsJSON(view, name, specs)}
+	g.workersFrom = "ceil(parallelism.default / taskmanager.numberOfTaskSlots)"
+	if k := conf.WorkerGroupWorkers.For(name).Key; hasKey(cfg, k) {
+		g.workersFrom = k
+	}
+	switch {
+	case parseErr != nil:
+		addParseError(add, parseErr, func(p resources.Problem) resources.Problem { return groupProblemKey(cfg, name, p) })
+	case err != nil:
+		for _, e := range splitJoined(err) {
+			if inner := errors.Unwrap(e); inner != nil && strings.HasPrefix(e.Error(), groupPrefix(name)) {
+				e = inner
+			}
+			addPlanError(add, e)
+		}
+	case len(planned) == 1:
+		p := planned[0].Plan
+		g.Plan = &p
+		g.Command = planned[0].Command
+		if g.Command != nil {
+			g.commandText, _ = cfg.Get(conf.WorkerGroupCommand.For(name).Key)
+		}
+		for _, w := range p.Warnings {
+			add(problemJSON{Severity: string(resources.SeverityWarning), Message: w})
+		}
+	}
+	return g
+}
+
+// listedResources reads external-resources (nil when unset, none or
+// malformed: Lint reports it).
+func listedResources(cfg *conf.Config) []string {
+	raw, _ := cfg.Get(resources.KeyList)
+	if raw == resources.None {
+		return nil
+	}
+	names, _ := conf.SplitList(raw)
+	return names
+}
+
+// resourceOfKey is r of a plain external-resource.<r>.<suffix> key.
+func resourceOfKey(key string) (string, bool) {
+	rest, ok := strings.CutPrefix(key, resources.KeyPrefix)
+	if !ok {
+		return "", false
+	}
+	r, _, ok := strings.Cut(rest, ".")
+	return r, ok
+}
+
+func hasKey(cfg *conf.Config, key string) bool {
+	_, set := cfg.Get(key)
+	return set
+}
+
+// groupKeyProblems warns of xres.worker-group.<group>.* keys that name no
+// group of xres.worker-groups (a misspelt group, or the list unset):
+// nothing reads them. A bad list itself is reported by am.PlanGroups.
+func groupKeyProblems(cfg *conf.Config, names []string, namesErr error) []problemJSON {
+	if namesErr != nil {
+		return nil
+	}
+	var out []problemJSON
+	for _, k := range cfg.Keys() {
+		rest, ok := strings.CutPrefix(k, conf.GroupPrefix)
+		if !ok {
+			continue
+		}
+		name, _, _ := strings.Cut(rest, ".")
+		if slices.Contains(names, name) {
+			continue
+		}
+		p := problemJSON{Key: k, Origin: cfg.Origin(k), Severity: string(resources.SeverityWarning)}
+		if names == nil {
+			p.Message = fmt.Sprintf("%s is not set, so there is no worker group %s; the key is ignored", conf.WorkerGroups.Key, name)
+			p.Fix = fmt.Sprintf("set %s: %s, or remove the key", conf.WorkerGroups.Key, name)
+		} else {
+			p.Message = fmt.Sprintf("%s lists no group %s (it lists %s); the key is ignored", conf.WorkerGroups.Key, name, strings.Join(names, ", "))
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// groupProblemKey names, in a problem of group name's view, the key as the
+// user wrote it: xres.worker-group.<name>.<key> when the value came from
+// there.
+func groupProblemKey(cfg *conf.Config, name string, p resources.Problem) resources.Problem {
+	if gk := conf.GroupKey(name, p.Key); p.Key != "" && hasKey(cfg, gk) && cfg.Origin(gk) == p.Origin {
+		p.Key = gk
+	}
+	return p
+}
+
+func problemOf(p resources.Problem, sev resources.Severity) problemJSON {
+	return problemJSON{Key: p.Key, Origin: p.Origin, Severity: string(sev), Message: p.Message, Fix: p.Fix}
+}
+
+// addParseError adds resources.Parse's problems (fix, when not nil,
+// rewrites each first).
+func addParseError(add func(problemJSON), err error, fix func(resources.Problem) resources.Problem) {
+	var ce *resources.ConfigError
+	switch {
+	case errors.As(err, &ce):
+		for _, p := range ce.Problems {
+			if fix != nil {
+				p = fix(p)
+			}
+			// In strict mode every warning is refused: report it as an error.
+			add(problemOf(p, resources.SeverityError))
+		}
+	case err != nil:
+		add(problemJSON{Severity: string(resources.SeverityError), Message: err.Error()})
+	}
+}
+
+// addPlanError adds each of a plan's errors.
+func addPlanError(add func(problemJSON), err error) {
+	for _, e := range splitJoined(err) {
+		add(problemJSON{Severity: string(resources.SeverityError), Message: strings.TrimPrefix(e.Error(), am.ErrBadConfig.Error()+": ")})
+	}
+}
+
+// specsJSON lists specs with where their values come from; in group
+// name's view (name != ""), a value set for the group is shown under the
+// key it was set as (xres.worker-group.<name>.…).
+func specsJSON(view *conf.Config, name string, specs []resources.Spec) []specJSON {
+	out := []specJSON{}
+	for _, s := range specs {
+		origins := resources.Origins(view, s.Name)
+		for i, o := range origins {
+			if gk := conf.GroupKey(name, o.Key); name != "" && hasKey(view, gk) && view.Origin(gk) == o.Origin {
+				origins[i].Key = gk
+			}
+		}
+		out = append(out, specJSON{Name: s.Name, Amount: s.Amount, YarnKey: s.YarnKey,
+			KubernetesKey: s.K8sKey, Factory: s.Factory, Params: s.Params, Origins: origins})
+	}
+	return out
+}
+
 // splitJoined undoes one errors.Join so that each problem is listed alone
 // (errors wrapping several causes with %w are kept whole).
 func splitJoined(err error) []error {
+	if err == nil {
+		return nil
+	}
 	j, ok := err.(interface{ Unwrap() []error })
 	if !ok {
 		return []error{err}
@@ -184,47 +413,29 @@ func printResources(w io.Writer, rep resourcesReport) {
 		cfgName = "none (Flink defaults)"
 	}
 	fmt.Fprintf(w, "configuration: %s\n", cfgName)
-	if len(rep.Resources) == 0 {
-		fmt.Fprintln(w, "external resources: none")
+	if rep.Groups == nil {
+		printSpecs(w, "", rep.Resources)
+		if p := rep.Plan; p != nil {
+			printPlan(w, "", p, rep.workersFrom)
+		}
 	} else {
-		fmt.Fprintln(w, "external resources:")
-		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		for _, s := range rep.Resources {
-			yk := s.YarnKey
-			if yk == "" {
-				yk = "(not asked from YARN)"
-			}
-			f := s.Factory
-			if f == "" {
-				f = "(no driver: workers get no device infos)"
-			}
-			fmt.Fprintf(tw, "  %s\tamount %d\tyarn.config-key %s\tdriver %s\n", s.Name, s.Amount, yk, f)
+		names := make([]string, len(rep.Groups))
+		for i, g := range rep.Groups {
+			names[i] = g.Name
 		}
-		tw.Flush()
-		for _, s := range rep.Resources {
-			if len(s.Origins) == 0 {
-				continue
-			}
-			fmt.Fprintf(w, "where %s's values come from:\n", s.Name)
-			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-			for _, o := range s.Origins {
-				fmt.Fprintf(tw, "  %s\t%s = %s\n", o.Origin, o.Key, o.Value)
-			}
-			tw.Flush()
-		}
+		fmt.Fprintf(w, "worker groups (%s): %s\n", conf.WorkerGroups.Key, strings.Join(names, ", "))
 	}
-	if p := rep.Plan; p != nil {
-		how := "ceil(parallelism.default / taskmanager.numberOfTaskSlots)"
-		fmt.Fprintf(w, "workers: %d (%d from %s + %d spares)\n", p.Workers, p.BaseWorkers, how, p.Spares)
-		fmt.Fprintf(w, "slots per worker: %d\n", p.SlotsPerWorker)
-		fmt.Fprintf(w, "failed containers tolerated: %d (yarn.maximum-failed-containers)\n", p.MaxFailedContainers)
-		fmt.Fprintf(w, "YARN container profile per worker: %s\n", p.Profile)
-		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintf(tw, "  memory-mb\t%d\n  vcores\t%d\n", p.Profile.MemoryMB, p.Profile.VCores)
-		for _, k := range slices.Sorted(maps.Keys(p.Profile.Extra)) {
-			fmt.Fprintf(tw, "  %s\t%d\n", k, p.Profile.Extra[k])
+	for _, g := range rep.Groups {
+		fmt.Fprintf(w, "worker group %s:\n", g.Name)
+		if g.Command != nil {
+			fmt.Fprintf(w, "  command: %s (%s)\n", g.commandText, conf.WorkerGroupCommand.For(g.Name).Key)
 		}
-		tw.Flush()
+		printSpecs(w, "  ", g.Resources)
+		if g.Plan != nil {
+			printPlan(w, "  ", g.Plan, g.workersFrom)
+		} else {
+			fmt.Fprintln(w, "  workers: not planned (see errors)")
+		}
 	}
 	for _, sec := range []struct {
 		title string
@@ -249,15 +460,83 @@ func printResources(w io.Writer, rep resourcesReport) {
 	}
 }
 
+// printSpecs writes the external resources and where their values come
+// from, each line after indent.
+func printSpecs(w io.Writer, indent string, specs []specJSON) {
+	if len(specs) == 0 {
+		fmt.Fprintf(w, "%sexternal resources: none\n", indent)
+		return
+	}
+	fmt.Fprintf(w, "%sexternal resources:\n", indent)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, s := range specs {
+		yk := s.YarnKey
+		if yk == "" {
+			yk = "(not asked from YARN)"
+		}
+		f := s.Factory
+		if f == "" {
+			f = "(no driver: workers get no device infos)"
+		}
+		fmt.Fprintf(tw, "%s  %s\tamount %d\tyarn.config-key %s\tdriver %s\n", indent, s.Name, s.Amount, yk, f)
+	}
+	tw.Flush()
+	for _, s := range specs {
+		if len(s.Origins) == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "%swhere %s's values come from:\n", indent, s.Name)
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		for _, o := range s.Origins {
+			fmt.Fprintf(tw, "%s  %s\t%s = %s\n", indent, o.Origin, o.Key, o.Value)
+		}
+		tw.Flush()
+	}
+}
+
+// printPlan writes a worker plan: the count and where it comes from (how),
+// the reactive minimum, slots, failures tolerated and the container
+// profile, each line after indent.
+func printPlan(w io.Writer, indent string, p *am.Plan, how string) {
+	fmt.Fprintf(w, "%sworkers: %d (%d from %s + %d spares)\n", indent, p.Workers, p.BaseWorkers, how, p.Spares)
+	if p.Reactive {
+		fmt.Fprintf(w, "%sscheduler-mode: reactive: runs once %d of the %d workers run (%s), takes the others as YARN grants them\n",
+			indent, p.MinWorkers, p.Workers, conf.ReactiveMinWorkers.Key)
+	}
+	fmt.Fprintf(w, "%sslots per worker: %d\n", indent, p.SlotsPerWorker)
+	fmt.Fprintf(w, "%sfailed containers tolerated: %d (yarn.maximum-failed-containers)\n", indent, p.MaxFailedContainers)
+	fmt.Fprintf(w, "%sYARN container profile per worker: %s\n", indent, p.Profile)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "%s  memory-mb\t%d\n%s  vcores\t%d\n", indent, p.Profile.MemoryMB, indent, p.Profile.VCores)
+	for _, k := range slices.Sorted(maps.Keys(p.Profile.Extra)) {
+		fmt.Fprintf(tw, "%s  %s\t%d\n", indent, k, p.Profile.Extra[k])
+	}
+	tw.Flush()
+}
+
 // checkCluster checks the profile against the cluster of $HADOOP_CONF_DIR:
 // every key must be a resource type, and fit the largest running
 // NodeManager (the YARN counterpart of a Kubernetes cluster without the
 // device plugin).
 func checkCluster(ctx context.Context, e *env, rep resourcesReport, offline bool) clusterCheck {
+	type profile struct {
+		group string
+		plan  *am.Plan
+		specs []specJSON
+	}
+	var profiles []profile
+	if rep.Plan != nil {
+		profiles = append(profiles, profile{plan: rep.Plan, specs: rep.Resources})
+	}
+	for _, g := range rep.Groups {
+		if g.Plan != nil {
+			profiles = append(profiles, profile{group: g.Name, plan: g.Plan, specs: g.Resources})
+		}
+	}
 	switch {
 	case offline:
 		return clusterCheck{Skipped: "--offline"}
-	case rep.Plan == nil:
+	case len(profiles) == 0:
 		return clusterCheck{Skipped: "no valid profile"}
 	case e.getenv("HADOOP_CONF_DIR") == "" && e.getenv("YARN_CONF_DIR") == "":
 		return clusterCheck{Skipped: "no cluster: HADOOP_CONF_DIR is not set"}
@@ -296,20 +575,37 @@ func checkCluster(ctx context.Context, e *env, rep resourcesReport, offline bool
 	}
 	out.LargestNode = &largest
 	limits.Max = largest
-	owners := map[string]string{}
-	for _, s := range rep.Resources {
-		if s.YarnKey != "" {
-			owners[s.YarnKey] = s.Name
-		}
-	}
 	if len(nodes) == 0 {
 		out.Error = "cluster check: no running NodeManager"
-	} else if err := am.CheckProfile(rep.Plan.Profile, limits, owners); err != nil {
-		out.Error = err.Error()
+		return out
 	}
+	var errs []string
+	for _, p := range profiles {
+		owners := map[string]string{}
+		for _, s := range p.specs {
+			if s.YarnKey != "" {
+				owners[s.YarnKey] = s.Name
+			}
+		}
+		if err := am.CheckProfile(p.plan.Profile, limits, owners); err != nil {
+			if p.group != "" {
+				errs = append(errs, groupPrefix(p.group)+err.Error())
+			} else {
+				errs = append(errs, err.Error())
+			}
+		}
+	}
+	out.Error = strings.Join(errs, "; ")
 	return out
 }
 
 func problemText(p problemJSON) string {
-	return resources.Problem{Key: p.Key, Origin: p.Origin, Message: p.Message, Fix: p.Fix}.String()
+	text := resources.Problem{Key: p.Key, Origin: p.Origin, Message: p.Message, Fix: p.Fix}.String()
+	switch len(p.Groups) {
+	case 0:
+		return text
+	case 1:
+		return groupPrefix(p.Groups[0]) + text
+	}
+	return "worker groups " + strings.Join(p.Groups, ", ") + ": " + text
 }
