@@ -519,12 +519,11 @@ func (a *AM) start(ctx context.Context, ws []*worker) {
 		a.mu.Unlock()
 		return
 	}
-	var cs []Container
 	var todo []*worker
 	for _, w := range ws {
 		if w.state == StateStarting {
 			w.launched = true
-			cs, todo = append(cs, w.c), append(todo, w)
+			todo = append(todo, w)
 		}
 	}
 	if len(todo) == 0 {
@@ -535,24 +534,28 @@ func (a *AM) start(ctx context.Context, ws []*worker) {
 	a.mu.Unlock()
 
 	// One call per group: each group has its own launch context.
+	slices.SortStableFunc(todo, func(x, y *worker) int { return int(x.g.id - y.g.id) })
 	for len(todo) > 0 {
 		g := todo[0].g
-		n := 1
-		for n < len(todo) && todo[n].g == g {
-			n++
+		var cs []Container
+		for _, w := range todo {
+			if w.g != g {
+				break
+			}
+			cs = append(cs, w.c)
 		}
 		cctx, cancel := context.WithTimeout(ctx, a.cfg.CallTimeout)
 		var errs []error
 		if b, ok := a.nm.(BatchStarter); ok {
-			errs = b.StartContainers(cctx, cs[:n], token, g.Launch)
+			errs = b.StartContainers(cctx, cs, token, g.Launch)
 		} else {
 			errs = []error{a.nm.StartContainer(cctx, cs[0], token, g.Launch)}
 		}
 		cancel()
-		for i, w := range todo[:n] {
+		for i, w := range todo[:len(cs)] {
 			a.started(ctx, w, errs[i])
 		}
-		cs, todo = cs[n:], todo[n:]
+		todo = todo[len(cs):]
 	}
 }
 

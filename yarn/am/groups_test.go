@@ -318,3 +318,43 @@ func TestTrackerShowsGroupsAndCounts(t *testing.T) {
 	require.Contains(t, html, "<td>prep</td><td>1 / 3</td><td>1</td>")
 	require.Contains(t, html, "<td>"+p1.ID+"</td><td>prep</td>")
 }
+
+// batchNM is a fakeNM that starts several containers of a node per call
+// and records each call's containers and command.
+type batchNM struct {
+	fakeNM
+	calls [][]string
+	cmds  []string
+}
+
+func (b *batchNM) StartContainers(ctx context.Context, cs []Container, tok Token, l LaunchContext) []error {
+	var ids []string
+	errs := make([]error, len(cs))
+	for i, c := range cs {
+		ids = append(ids, c.ID)
+		errs[i] = b.StartContainer(ctx, c, tok, l)
+	}
+	b.mu.Lock()
+	b.calls, b.cmds = append(b.calls, ids), append(b.cmds, l.Commands[0])
+	b.mu.Unlock()
+	return errs
+}
+
+func TestGroupsOnOneNodeStartInOneCallPerGroup(t *testing.T) {
+	// Allocated interleaved on one node: trainer, prep, trainer, prep, prep.
+	t1, p1, t2, p2, p3 := inGroup(ctr(2, "nm1"), 1), inGroup(ctr(3, "nm1"), 2), inGroup(ctr(4, "nm1"), 1),
+		inGroup(ctr(5, "nm1"), 2), inGroup(ctr(6, "nm1"), 2)
+	rm := &fakeRM{register: groupLimits, steps: []func(AllocateRequest) (AllocateResponse, error){
+		alloc(t1, p1, t2, p2, p3),
+		complete(done(t1, 0), done(t2, 0), done(p1, 0), done(p2, 0), done(p3, 0)),
+	}}
+	nm := &batchNM{}
+	a, err := New(twoGroups(), rm, nm, nil)
+	require.NoError(t, err)
+	a.cfg.After = settled(a, a.cfg.After)
+	res, err := a.Run(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, StatusSucceeded, res.Status, res.Diagnostics)
+	require.Equal(t, [][]string{{t1.ID, t2.ID}, {p1.ID, p2.ID, p3.ID}}, nm.calls)
+	require.Equal(t, []string{"train", "prep"}, nm.cmds)
+}
