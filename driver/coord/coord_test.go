@@ -26,8 +26,11 @@ import (
 // XRES_COORD_HELPER=reserve the test binary reserves devices, reports them
 // on stdout, holds them until stdin closes, then releases and exits.
 func TestMain(m *testing.M) {
-	if os.Getenv("XRES_COORD_HELPER") == "reserve" {
+	switch os.Getenv("XRES_COORD_HELPER") {
+	case "reserve":
 		os.Exit(helperReserve())
+	case "churn":
+		os.Exit(helperChurn())
 	}
 	os.Exit(m.Run())
 }
@@ -396,10 +399,173 @@ func TestStateFileIsReplacedNotTheLock(t *testing.T) {
 	stateAfter, err := os.Stat(state)
 	require.NoError(t, err)
 	require.True(t, os.SameFile(lockBefore, lockAfter), "the lock file keeps its inode")
-	require.False(t, os.SameFile(stateBefore, stateAfter), "the state file is replaced atomically")
+	require.True(t, os.SameFile(stateBefore, stateAfter), "a small state file is rewritten in place (one write of one page)")
 	entries, err := os.ReadDir(filepath.Dir(state))
 	require.NoError(t, err)
 	require.Len(t, entries, 2, "no temp files left behind")
+}
+
+// The state file is rewritten in place while it fits a page, padded so
+// that it never shrinks; past a page it is replaced (temp file, rename),
+// and written in place again once it is back under a page.
+func TestStateWrittenInPlaceUpToAPage(t *testing.T) {
+	state := filepath.Join(t.TempDir(), "state")
+	h := newHost(t, state, Owner{})
+	keys := make([]string, 40)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("GPU-%02d-%s", i, strings.Repeat("x", 60))
+	}
+	ctx := ctxT(t)
+	_, err := h.Reserve(ctx, "gpu", keys, 1, false)
+	require.NoError(t, err)
+	first, err := os.Stat(state)
+	require.NoError(t, err)
+	require.NoError(t, h.Release(ctx, "gpu"))
+	released, err := os.Stat(state)
+	require.NoError(t, err)
+	require.True(t, os.SameFile(first, released), "rewritten in place")
+	require.Equal(t, first.Size(), released.Size(), "padded, not shrunk")
+	entries, err := h.read()
+	require.NoError(t, err)
+	require.Empty(t, entries)
+
+	_, err = h.Reserve(ctx, "gpu", keys, len(keys), false) // well over a page
+	require.NoError(t, err)
+	big, err := os.Stat(state)
+	require.NoError(t, err)
+	require.Greater(t, big.Size(), int64(inPlaceMax))
+	require.NoError(t, h.Release(ctx, "gpu"))
+	small, err := os.Stat(state)
+	require.NoError(t, err)
+	require.False(t, os.SameFile(big, small), "a file over a page is replaced")
+	require.Less(t, small.Size(), int64(inPlaceMax), "and shrinks back")
+	_, err = h.Reserve(ctx, "gpu", keys, 1, false)
+	require.NoError(t, err)
+	again, err := os.Stat(state)
+	require.NoError(t, err)
+	require.True(t, os.SameFile(small, again), "in place again")
+	entries, err = h.read()
+	require.NoError(t, err)
+	require.Len(t, entries, 1)
+}
+
+// A padded file decodes to the same entries, for every size up to a page.
+func TestStatePaddedDecodes(t *testing.T) {
+	entries := []Entry{{Resource: "gpu", Key: "GPU-a", Owner: Owner{PID: 1, Start: 2}, Since: time.Unix(0, 0).UTC()}}
+	plain, err := encodeState(entries)
+	require.NoError(t, err)
+	for size := 0; size <= inPlaceMax; size += 7 {
+		b, err := encodeStatePadded(entries, size)
+		require.NoError(t, err)
+		require.GreaterOrEqual(t, len(b), size)
+		require.LessOrEqual(t, len(b), max(size+1, len(plain)), "at most a digit over")
+		got, err := decodeState(b)
+		require.NoError(t, err, "size %d", size)
+		require.Equal(t, entries, got)
+	}
+}
+
+// helperChurn reserves and releases in a loop until killed (the test kills
+// it with SIGKILL mid-write).
+func helperChurn() int {
+	h, err := New(Options{StateFile: os.Getenv("XRES_COORD_STATE")})
+	if err != nil {
+		fmt.Println("ERR", err)
+		return 1
+	}
+	keys := strings.Split(os.Getenv("XRES_COORD_CANDIDATES"), ",")
+	fmt.Println("READY")
+	for i := 0; ; i++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		if _, err := h.Reserve(ctx, "gpu", keys, 1+i%len(keys), false); err != nil && !errors.Is(err, ErrNoDevicesLeft) {
+			fmt.Println("ERR", err)
+			cancel()
+			return 1
+		}
+		if err := h.Release(ctx, "gpu"); err != nil {
+			fmt.Println("ERR", err)
+			cancel()
+			return 1
+		}
+		cancel()
+	}
+}
+
+// Writers killed with SIGKILL at random points of their in-place writes
+// never leave a file that is not whole: after every kill the state decodes
+// and the next writer goes on.
+func TestInPlaceWriteSurvivesKill9(t *testing.T) {
+	state := filepath.Join(t.TempDir(), "state")
+	keys := []string{"GPU-0", "GPU-1", "GPU-2", "GPU-3", "GPU-4", "GPU-5", "GPU-6", "GPU-7"}
+	rounds := 30
+	if testing.Short() {
+		rounds = 5
+	}
+	for r := 0; r < rounds; r++ {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), "XRES_COORD_HELPER=churn", "XRES_COORD_STATE="+state,
+			"XRES_COORD_CANDIDATES="+strings.Join(keys, ","))
+		stdout, err := cmd.StdoutPipe()
+		require.NoError(t, err)
+		cmd.Stderr = os.Stderr
+		require.NoError(t, cmd.Start())
+		line, err := bufio.NewReader(stdout).ReadString('\n')
+		require.NoError(t, err)
+		require.Equal(t, "READY", strings.TrimSpace(line))
+		time.Sleep(time.Duration(1+r%7) * time.Millisecond)
+		require.NoError(t, cmd.Process.Kill())
+		_ = cmd.Wait()
+		b, err := os.ReadFile(state)
+		if errors.Is(err, os.ErrNotExist) {
+			continue // killed before its first write
+		}
+		require.NoError(t, err)
+		_, err = decodeState(b)
+		require.NoError(t, err, "round %d: the state file is not whole after a kill -9", r)
+	}
+}
+
+// A dry run that reads the file while a writer rewrites it in place may
+// see it torn; it reads again under the lock, so it never reports a
+// whole file as corrupt, and reports one that is corrupt under the lock too.
+func TestDryRunReadsAgainUnderTheLock(t *testing.T) {
+	state := filepath.Join(t.TempDir(), "state")
+	h := newHost(t, state, Owner{})
+	keys := []string{"GPU-0", "GPU-1", "GPU-2", "GPU-3"}
+	ctx := ctxT(t)
+	stop := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		w := newHost(t, state, liveOwner(t))
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				done <- nil
+				return
+			default:
+			}
+			if _, err := w.Reserve(ctx, "gpu", keys, 1+i%3, false); err != nil {
+				done <- err
+				return
+			}
+			if err := w.Release(ctx, "gpu"); err != nil {
+				done <- err
+				return
+			}
+		}
+	}()
+	for i := 0; i < 300; i++ {
+		_, err := h.Reserve(ctx, "gpu", keys, 1, true)
+		require.NoError(t, err)
+		_, err = h.Holders()
+		require.NoError(t, err)
+	}
+	close(stop)
+	require.NoError(t, <-done)
+
+	require.NoError(t, os.WriteFile(state, []byte("xres-coordination v1 3 00\nabc"), 0o666))
+	_, err := h.Reserve(ctx, "gpu", keys, 1, true)
+	require.ErrorIs(t, err, ErrCorruptState)
 }
 
 // Many processes at once never get the same device.

@@ -65,7 +65,17 @@ const (
 //	└────────────────────────────────────────────────────────────────┘
 //
 // v1 is the same without "parent" (and "v1" in the header).
+//
+// The body may end in spaces (JSON whitespace, counted in the length and
+// the checksum): a file rewritten in place is padded so that it never
+// shrinks (see Host.writeInPlace).
 func encodeState(entries []Entry) ([]byte, error) {
+	return encodeStatePadded(entries, 0)
+}
+
+// encodeStatePadded encodes entries into a file of at least size bytes,
+// the body padded with trailing spaces where it is shorter.
+func encodeStatePadded(entries []Entry, size int) ([]byte, error) {
 	if entries == nil {
 		entries = []Entry{}
 	}
@@ -83,7 +93,19 @@ func encodeState(entries []Entry) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encode coordination state: %w", err)
 	}
-	return append(headerFor(version, body), body...), nil
+	// The header's length depends on the body's only through the digits
+	// of its length: find the shortest padded body that makes the file at
+	// least size bytes (one more than size where the length gains a digit).
+	fixed := len(headerFor(version, body)) - len(strconv.Itoa(len(body)))
+	n := max(len(body), size-fixed-len(strconv.Itoa(size)))
+	for fixed+len(strconv.Itoa(n))+n < size {
+		n++
+	}
+	for len(body) < n {
+		body = append(body, ' ')
+	}
+	header := headerFor(version, body)
+	return append(header, body...), nil
 }
 
 // headerFor returns the header line of the given version that pins body.
