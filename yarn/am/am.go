@@ -425,7 +425,7 @@ func (a *AM) handle(ctx, sctx context.Context, resp AllocateResponse) {
 // match for a group's ask, a known worker (or a container already given
 // back), a previous attempt's worker, or surplus (with the reason). The
 // group is that of the ask the container answers (for a previous
-// attempt's, the first group when its id matches none).
+// attempt's whose id matches none, the one its size fits: groupOfSize).
 func (a *AM) classifyLocked(c Container, previous bool) (identity, *group, string) {
 	g := a.groupByID(c.AllocationRequestID)
 	switch {
@@ -435,7 +435,7 @@ func (a *AM) classifyLocked(c Container, previous bool) (identity, *group, strin
 		return idKnown, nil, "already released"
 	case previous:
 		if g == nil {
-			g = a.groups[0]
+			g = a.groupOfSize(c.Resource)
 		}
 		return idPrevious, g, ""
 	case a.result != nil:

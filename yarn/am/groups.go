@@ -2,6 +2,7 @@ package am
 
 import (
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 
@@ -103,6 +104,20 @@ func (a *AM) groupByID(id int64) *group {
 		return nil
 	}
 	return a.groups[id-1]
+}
+
+// groupOfSize is the group a container of size r most likely ran for,
+// when its allocation_request_id is unknown: the first whose profile asks
+// exactly r's extended resources and no more memory or vcores than r has;
+// else the first group.
+func (a *AM) groupOfSize(r Resource) *group {
+	for _, g := range a.groups {
+		p := g.Plan.Profile
+		if p.MemoryMB <= r.MemoryMB && p.VCores <= r.VCores && maps.Equal(p.Extra, r.Extra) {
+			return g
+		}
+	}
+	return a.groups[0]
 }
 
 // totals sums the groups' counters.

@@ -358,3 +358,22 @@ func TestGroupsOnOneNodeStartInOneCallPerGroup(t *testing.T) {
 	require.Equal(t, [][]string{{t1.ID, t2.ID}, {p1.ID, p2.ID, p3.ID}}, nm.calls)
 	require.Equal(t, []string{"train", "prep"}, nm.cmds)
 }
+
+func TestGroupsAdoptAnEarlierAttemptsWorkersByTheirAsk(t *testing.T) {
+	// An earlier attempt's containers: one answering prep's ask, one with
+	// no allocation id but prep's size, one with trainer's id.
+	byID := inGroup(ctr(2, "nm1"), 2)
+	bySize := inGroup(ctr(3, "nm2"), -1)
+	bySize.Resource = Resource{MemoryMB: 1024, VCores: 1, Extra: map[string]int64{"yarn.io/fpga": 1}}
+	trainer := inGroup(ctr(4, "nm2"), 1)
+	reg := groupLimits
+	reg.PreviousContainers = []Container{byID, bySize, trainer}
+	a, err := New(twoGroups(), &fakeRM{register: reg}, &fakeNM{}, nil)
+	require.NoError(t, err)
+	require.NoError(t, a.register(t.Context()))
+	st := a.Status()
+	require.Equal(t, 2, st.Groups[1].Running)
+	require.Equal(t, 1, st.Groups[1].Pending, "prep wants one more")
+	require.Equal(t, 1, st.Groups[0].Running)
+	require.Equal(t, 1, st.Groups[0].Pending)
+}
