@@ -177,3 +177,88 @@ func TestLogs(t *testing.T) {
 		require.Contains(t, stderr, "no NodeManager served the logs")
 	})
 }
+
+// am status of a running application with worker groups: the counts with
+// a line per group (running/target, minimum, failed/limit, restarts,
+// profile) and the worker list with each worker's group.
+func TestStatusShowsGroups(t *testing.T) {
+	gpu := am.Resource{MemoryMB: 8192, VCores: 1, Extra: map[string]int64{"yarn.io/gpu": 4}}
+	fpga := am.Resource{MemoryMB: 2048, VCores: 1, Extra: map[string]int64{"yarn.io/fpga": 1}}
+	st := am.Status{App: "application_1700000000000_0003", State: "RUNNING", Workers: 5, Minimum: 3, Running: 4, Failed: 1, Restarts: 1, MaxFailed: 5,
+		Groups: []am.GroupStatus{
+			{Name: "trainer", Workers: 2, Minimum: 1, Reactive: true, Running: 1, Pending: 1, Failed: 1, Restarts: 1, MaxFailed: 2, Profile: gpu},
+			{Name: "prep", Workers: 3, Minimum: 2, Reactive: true, Running: 3, MaxFailed: 3, Profile: fpga}},
+		Containers: []am.WorkerStatus{
+			{Container: "container_1700000000000_0003_01_000002", Node: "127.0.0.2:45454", Group: "trainer", State: am.StateRunning,
+				Devices: map[string][]resources.Properties{"gpu": {{"index": "0"}, {"index": "1"}, {"index": "2"}, {"index": "3"}}}},
+			{Container: "container_1700000000000_0003_01_000003", Node: "127.0.0.3:45454", Group: "prep", State: am.StateRunning,
+				Devices: map[string][]resources.Properties{"fpga": {{"index": "0"}}}},
+		}}
+	amSrv := httptest.NewServer(am.NewTracker(staticStatus{st}, nil))
+	defer amSrv.Close()
+	rm := &clientRM{tracking: amSrv.URL + "/", states: []string{"RUNNING"}}
+	code, out, stderr := runAm(t, clientDeps(t, rm, &diskFS{}), nil, "status", "application_1700000000000_0003")
+	require.Equal(t, ExitOK, code, stderr)
+	_, rest, ok := strings.Cut(out, "workers: ")
+	require.True(t, ok, out)
+	require.Equal(t, "workers: 5 wanted, 4 running, 0 succeeded, 1 failed, 1 replaced\n"+
+		"groups:\n"+
+		"  GROUP    RUNNING/TARGET  MINIMUM       FAILED/LIMIT  RESTARTS  PROFILE\n"+
+		"  trainer  1/2             1 (reactive)  1/2           1         <memory:8192, vCores:1, yarn.io/gpu: 4>\n"+
+		"  prep     3/3             2 (reactive)  0/3           0         <memory:2048, vCores:1, yarn.io/fpga: 1>\n"+
+		"  WORKER                                  GROUP    NODEMANAGER      STATE    EXIT  DEVICES\n"+
+		"  container_1700000000000_0003_01_000002  trainer  127.0.0.2:45454  RUNNING  -     gpu=0,1,2,3\n"+
+		"  container_1700000000000_0003_01_000003  prep     127.0.0.3:45454  RUNNING  -     fpga=0\n",
+		"workers: "+rest)
+}
+
+// Without groups, under reactive mode, am status shows the minimum and no
+// group table or column.
+func TestStatusReactiveWithoutGroups(t *testing.T) {
+	st := am.Status{Workers: 4, Minimum: 2, Running: 2, Groups: []am.GroupStatus{{Workers: 4, Minimum: 2, Reactive: true, Running: 2}},
+		Containers: []am.WorkerStatus{{Container: "container_1700000000000_0003_01_000002", Host: "nm1", State: am.StateRunning}}}
+	amSrv := httptest.NewServer(am.NewTracker(staticStatus{st}, nil))
+	defer amSrv.Close()
+	rm := &clientRM{tracking: amSrv.URL + "/", states: []string{"RUNNING"}}
+	code, out, stderr := runAm(t, clientDeps(t, rm, &diskFS{}), nil, "status", "application_1700000000000_0003")
+	require.Equal(t, ExitOK, code, stderr)
+	require.Contains(t, out, "\nworkers: 4 wanted (minimum 2, reactive), 2 running, 0 succeeded, 0 failed, 0 replaced\n  WORKER  ")
+	require.NotContains(t, out, "groups:")
+	require.NotContains(t, out, "GROUP")
+}
+
+// Each worker's group survives the AM's final diagnostics: after the end,
+// am status (and am submit's summary) still list the workers with their
+// groups.
+func TestStatusAfterTheEndKeepsTheGroups(t *testing.T) {
+	workers := []am.WorkerStatus{
+		{Container: "container_1700000000000_0003_01_000002", Node: "127.0.0.2:45454", Host: "127.0.0.2", Group: "trainer",
+			State: am.StateSucceeded, ExitStatus: exitp(0), Devices: map[string][]resources.Properties{"gpu": {{"index": "0"}}}},
+		{Container: "container_1700000000000_0003_01_000003", Node: "127.0.0.3:45454", Host: "127.0.0.3", Group: "prep",
+			State: am.StateFailed, ExitStatus: exitp(3), Diagnostics: "exit code 3"},
+	}
+	diag := withWorkers("1 worker of group prep failed", workers)
+	require.Contains(t, diag, `"group":"trainer"`)
+	rest, back := splitWorkers(diag)
+	require.Equal(t, "1 worker of group prep failed", rest)
+	require.Equal(t, workers, back)
+
+	rm := &clientRM{states: []string{"FINISHED"}, final: "FAILED", diag: diag}
+	d := clientDeps(t, rm, &diskFS{})
+	code, out, stderr := runAm(t, d, nil, "status", "application_1700000000000_0003")
+	require.Equal(t, ExitOK, code, stderr)
+	_, list, ok := strings.Cut(out, "workers (as the ApplicationMaster left them):\n")
+	require.True(t, ok, out)
+	require.Equal(t, ""+
+		"  WORKER                                  GROUP    NODEMANAGER      STATE      EXIT  DEVICES\n"+
+		"  container_1700000000000_0003_01_000002  trainer  127.0.0.2:45454  SUCCEEDED  0     gpu=0\n"+
+		"  container_1700000000000_0003_01_000003  prep     127.0.0.3:45454  FAILED     3     -\n"+
+		"  container_1700000000000_0003_01_000003 failed with exit 3: exit code 3\n", list)
+
+	code, out, _ = runAm(t, d, nil, "status", "--json", "application_1700000000000_0003")
+	require.Equal(t, ExitOK, code)
+	var st statusJSON
+	require.NoError(t, json.Unmarshal([]byte(out), &st))
+	require.Equal(t, "trainer", st.Workers[0].Group)
+	require.Equal(t, "prep", st.Workers[1].Group)
+}

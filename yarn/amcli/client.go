@@ -408,15 +408,7 @@ func cmdStatus(ctx context.Context, args []string, e *env) error {
 		fmt.Fprintf(tw, "diagnostics\t%s\n", st.Diagnostics)
 	}
 	tw.Flush()
-	if a := st.AM; a != nil {
-		fmt.Fprintf(e.stdout, "workers: %d wanted, %d running, %d succeeded, %d failed, %d replaced\n",
-			a.Workers, a.Running, a.Succeeded, a.Failed, a.Restarts)
-	} else if len(workers) > 0 {
-		fmt.Fprintf(e.stdout, "workers (as the ApplicationMaster left them):\n")
-	}
-	if len(workers) > 0 {
-		printWorkers(e.stdout, workers)
-	}
+	printStatusWorkers(e.stdout, st.AM, workers)
 	return nil
 }
 

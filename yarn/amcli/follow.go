@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/xres/xres/yarn"
@@ -12,12 +13,16 @@ import (
 
 // follower prints what am submit sees while it follows an application:
 // each state change with its time, then, while the AM runs, its workers
-// running/wanted (and replaced, failed) whenever that changes:
+// running/wanted (and replaced, failed) whenever that changes, per group
+// when the application has named worker groups, with the minimum under
+// scheduler-mode: reactive:
 //
 //	00:12:41 application_… ACCEPTED
 //	00:12:44 application_… RUNNING tracking URL http://…
 //	00:12:46 workers: 2/4 running
 //	00:12:47 workers: 4/4 running, 1 replaced, 1 failed
+//	00:12:48 workers: trainer 1/2, prep 3/3 running
+//	00:12:49 workers: 2/4 running (minimum 2, reactive)
 type follower struct {
 	w      io.Writer
 	app    string
@@ -46,7 +51,7 @@ func (f *follower) report(ctx context.Context, r yarn.ApplicationReport) {
 		return
 	}
 	f.last = st
-	line := fmt.Sprintf("workers: %d/%d running", st.Running, st.Workers)
+	line := "workers: " + runningText(st)
 	if st.Restarts > 0 {
 		line += fmt.Sprintf(", %d replaced", st.Restarts)
 	}
@@ -64,6 +69,31 @@ func (f *follower) report(ctx context.Context, r yarn.ApplicationReport) {
 		fmt.Fprintf(f.w, "%s %s\n", f.stamp(), line)
 	}
 }
+
+// runningText is how many workers run of how many wanted: "2/4 running",
+// per named group "trainer 1/2, prep 3/3 running", each with its minimum
+// under scheduler-mode: reactive ("2/4 running (minimum 2, reactive)").
+func runningText(st *am.Status) string {
+	if !namedGroups(st.Groups) {
+		text := fmt.Sprintf("%d/%d running", st.Running, st.Workers)
+		if len(st.Groups) == 1 && st.Groups[0].Reactive {
+			text += fmt.Sprintf(" (minimum %d, reactive)", st.Minimum)
+		}
+		return text
+	}
+	parts := make([]string, len(st.Groups))
+	for i, g := range st.Groups {
+		parts[i] = fmt.Sprintf("%s %d/%d", g.Name, g.Running, g.Workers)
+		if g.Reactive {
+			parts[i] += fmt.Sprintf(" (minimum %d, reactive)", g.Minimum)
+		}
+	}
+	return strings.Join(parts, ", ") + " running"
+}
+
+// namedGroups reports whether the application has named worker groups
+// (xres.worker-groups), as opposed to its one unnamed group.
+func namedGroups(gs []am.GroupStatus) bool { return len(gs) > 0 && gs[0].Name != "" }
 
 func (f *follower) stamp() string { return f.now().Format("15:04:05") }
 

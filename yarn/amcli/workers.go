@@ -119,11 +119,17 @@ func devicesText(devs map[string][]resources.Properties) string {
 	return strings.Join(out, " ")
 }
 
-// printWorkers writes the worker table (container, NodeManager, state,
-// exit code, devices), then each failed worker's exit code and reason.
+// printWorkers writes the worker table (container, its group when groups
+// are named, NodeManager, state, exit code, devices), then each failed
+// worker's exit code and reason.
 func printWorkers(w io.Writer, workers []am.WorkerStatus) {
+	grouped := slices.ContainsFunc(workers, func(ws am.WorkerStatus) bool { return ws.Group != "" })
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "  WORKER\tNODEMANAGER\tSTATE\tEXIT\tDEVICES")
+	if grouped {
+		fmt.Fprintln(tw, "  WORKER\tGROUP\tNODEMANAGER\tSTATE\tEXIT\tDEVICES")
+	} else {
+		fmt.Fprintln(tw, "  WORKER\tNODEMANAGER\tSTATE\tEXIT\tDEVICES")
+	}
 	var failed []string
 	for _, ws := range workers {
 		exit := "-"
@@ -134,7 +140,15 @@ func printWorkers(w io.Writer, workers []am.WorkerStatus) {
 		if node == "" {
 			node = ws.Host
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", ws.Container, node, ws.State, exit, devicesText(ws.Devices))
+		if grouped {
+			group := ws.Group
+			if group == "" {
+				group = "-"
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", ws.Container, group, node, ws.State, exit, devicesText(ws.Devices))
+		} else {
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", ws.Container, node, ws.State, exit, devicesText(ws.Devices))
+		}
 		if ws.State == am.StateFailed {
 			failed = append(failed, fmt.Sprintf("  %s failed with exit %s: %s\n", ws.Container, exit, exitReason(ws)))
 		}
@@ -142,5 +156,44 @@ func printWorkers(w io.Writer, workers []am.WorkerStatus) {
 	tw.Flush()
 	for _, f := range failed {
 		fmt.Fprint(w, f)
+	}
+}
+
+// printStatusWorkers writes am status's part on the workers: while the AM
+// runs (a not nil), its counts, with the minimum under scheduler-mode:
+// reactive, and a line per named worker group; then the worker table
+// (after the end, as the AM's final diagnostics left it).
+//
+//	workers: 5 wanted, 4 running, 0 succeeded, 1 failed, 1 replaced
+//	groups:
+//	  GROUP    RUNNING/TARGET  MINIMUM       FAILED/LIMIT  RESTARTS  PROFILE
+//	  trainer  1/2             1 (reactive)  1/2           1         <memory:8192, vCores:1, yarn.io/gpu: 4>
+func printStatusWorkers(w io.Writer, a *am.Status, workers []am.WorkerStatus) {
+	switch {
+	case a != nil:
+		wanted := fmt.Sprintf("%d wanted", a.Workers)
+		if len(a.Groups) == 1 && a.Groups[0].Reactive {
+			wanted += fmt.Sprintf(" (minimum %d, reactive)", a.Minimum)
+		}
+		fmt.Fprintf(w, "workers: %s, %d running, %d succeeded, %d failed, %d replaced\n",
+			wanted, a.Running, a.Succeeded, a.Failed, a.Restarts)
+		if namedGroups(a.Groups) {
+			fmt.Fprintln(w, "groups:")
+			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "  GROUP\tRUNNING/TARGET\tMINIMUM\tFAILED/LIMIT\tRESTARTS\tPROFILE")
+			for _, g := range a.Groups {
+				minimum := fmt.Sprint(g.Minimum)
+				if g.Reactive {
+					minimum += " (reactive)"
+				}
+				fmt.Fprintf(tw, "  %s\t%d/%d\t%s\t%d/%d\t%d\t%s\n", g.Name, g.Running, g.Workers, minimum, g.Failed, g.MaxFailed, g.Restarts, g.Profile)
+			}
+			tw.Flush()
+		}
+	case len(workers) > 0:
+		fmt.Fprintf(w, "workers (as the ApplicationMaster left them):\n")
+	}
+	if len(workers) > 0 {
+		printWorkers(w, workers)
 	}
 }
