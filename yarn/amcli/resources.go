@@ -65,6 +65,7 @@ type resourcesReport struct {
 	Cluster   clusterCheck  `json:"cluster"`
 
 	workersFrom string // what the plan's base worker count comes from (text only)
+	grouped     bool   // xres.worker-groups is set (text only)
 }
 
 // groupJSON is one worker group of xres.worker-groups as planned: Plan is
@@ -130,6 +131,7 @@ func buildResourcesReport(cfg *conf.Config, workers int, strict bool) resourcesR
 	rep := resourcesReport{Config: cfg.Path(), Resources: []specJSON{}, Warnings: []problemJSON{}, Errors: []problemJSON{}}
 	names, namesErr := cfg.WorkerGroupNames()
 	grouped := namesErr != nil || names != nil
+	rep.grouped = grouped
 	var list []problemJSON
 	index := map[string]int{}
 	// add records p, once: a problem several groups' views share is listed
@@ -413,12 +415,15 @@ func printResources(w io.Writer, rep resourcesReport) {
 		cfgName = "none (Flink defaults)"
 	}
 	fmt.Fprintf(w, "configuration: %s\n", cfgName)
-	if rep.Groups == nil {
+	switch {
+	case !rep.grouped:
 		printSpecs(w, "", rep.Resources)
 		if p := rep.Plan; p != nil {
 			printPlan(w, "", p, rep.workersFrom)
 		}
-	} else {
+	case len(rep.Groups) == 0:
+		fmt.Fprintf(w, "worker groups (%s): not read (see errors)\n", conf.WorkerGroups.Key)
+	default:
 		names := make([]string, len(rep.Groups))
 		for i, g := range rep.Groups {
 			names[i] = g.Name

@@ -130,11 +130,20 @@ func TestResourcesGroupWarnings(t *testing.T) {
 	require.Contains(t, out, "  - xres.worker-group.trainer.workers (-D): xres.worker-groups is not set, so there is no worker group trainer; the key is ignored (fix: set xres.worker-groups: trainer, or remove the key)\n")
 }
 
-// --workers does not go with groups: one error, of the whole.
-func TestResourcesGroupsRefuseWorkersFlag(t *testing.T) {
+// Errors of the groups as a whole name no group: --workers does not go
+// with groups; a bad xres.worker-groups leaves no group to plan.
+func TestResourcesGroupsWholeErrors(t *testing.T) {
 	code, out, _ := runAm(t, deps{}, nil, "resources", "--conf", "testdata/groups.yaml", "--workers", "3")
 	require.Equal(t, ExitConfig, code)
 	require.Contains(t, out, "\nerrors:\n  - --workers cannot be used with xres.worker-groups (testdata/groups.yaml:6); set xres.worker-group.<group>.workers for each group\ncluster check:")
+
+	code, out, _ = runAm(t, deps{}, nil, "resources", "--conf", "testdata/groups.yaml", "-D", "xres.worker-groups=a;a")
+	require.Equal(t, ExitConfig, code)
+	require.Equal(t, "configuration: testdata/groups.yaml\n"+
+		"worker groups (xres.worker-groups): not read (see errors)\n"+
+		"errors:\n"+
+		"  - invalid configuration value: config key xres.worker-groups (-D): group a is listed twice\n"+
+		"cluster check: skipped (no valid profile)\n", out)
 }
 
 // The cluster check checks each group's profile and names the group.
