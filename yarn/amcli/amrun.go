@@ -228,8 +228,8 @@ func cmdRun(ctx context.Context, args []string, e *env) error {
 	// status still lists the workers once this AM is gone.
 	rmc := &finishWithWorkers{RMClient: clients.RM}
 	a, err := am.New(am.Config{
-		AppID:    appID,
-		Groups:   groups,
+		AppID:            appID,
+		Groups:           groups,
 		Register:         am.RegisterRequest{Host: host, RPCPort: -1, TrackingURL: trackingURL},
 		Heartbeat:        beat,
 		RequestHeartbeat: fast,
