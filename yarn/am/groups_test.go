@@ -140,7 +140,10 @@ func TestReactiveRunsWithTheMinimumAndGrows(t *testing.T) {
 		alloc(c1, c2),
 		// Long past slot.request.timeout with 2 of 4: the minimum runs, so
 		// the application goes on and keeps asking.
-		func(AllocateRequest) (AllocateResponse, error) { clk.t = clk.t.Add(time.Hour); return AllocateResponse{}, nil },
+		func(AllocateRequest) (AllocateResponse, error) {
+			clk.t = clk.t.Add(time.Hour)
+			return AllocateResponse{}, nil
+		},
 		func(AllocateRequest) (AllocateResponse, error) {
 			clk.t = clk.t.Add(time.Hour)
 			during = a.Status()
@@ -175,8 +178,14 @@ func TestReactiveBelowTheMinimumTimesOut(t *testing.T) {
 	clk := &clock{t: time.Unix(1000, 0)}
 	rm := &fakeRM{register: gpuLimits, steps: []func(AllocateRequest) (AllocateResponse, error){
 		alloc(c1),
-		func(AllocateRequest) (AllocateResponse, error) { clk.t = clk.t.Add(time.Hour); return AllocateResponse{}, nil },
-		func(AllocateRequest) (AllocateResponse, error) { clk.t = clk.t.Add(time.Hour); return AllocateResponse{}, nil },
+		func(AllocateRequest) (AllocateResponse, error) {
+			clk.t = clk.t.Add(time.Hour)
+			return AllocateResponse{}, nil
+		},
+		func(AllocateRequest) (AllocateResponse, error) {
+			clk.t = clk.t.Add(time.Hour)
+			return AllocateResponse{}, nil
+		},
 	}}
 	cfg := reactive(4, 2)
 	cfg.RequestTimeout = time.Minute

@@ -33,7 +33,7 @@ const (
 	// PathWorkers answers WorkerCount: what a worker reads to learn how
 	// many workers the application has now (EnvWorkersURL).
 	PathWorkers = "/api/workers"
-	PathReport = resources.ReportPath // the launcher posts here (the shared contract)
+	PathReport  = resources.ReportPath // the launcher posts here (the shared contract)
 )
 
 const maxReportBytes = 1 << 20
