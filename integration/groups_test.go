@@ -1,0 +1,470 @@
+//go:build integration
+
+package integration
+
+// Worker groups and reactive scaling (issue 14) on the real cluster: two
+// groups with their own devices, sizes and commands, read back from the
+// RM's REST reports and from what each worker saw; and scheduler-mode:
+// reactive on a cluster whose nodes come and go (nm-kill, nm-start).
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/xres/xres/integration/harness"
+	"github.com/xres/xres/yarn/am"
+)
+
+// groupContainer is one entry of the RM's container list of an attempt,
+// with the priority of the ask it was granted for.
+type groupContainer struct {
+	rmContainer
+	Priority json.Number `json:"priority"`
+}
+
+// rmGroupContainers lists the containers of every attempt of app, as
+// rmContainers does, with their priorities.
+func rmGroupContainers(ctx context.Context, c *harness.Cluster, app string) ([]groupContainer, error) {
+	var attempts struct {
+		AppAttempts struct {
+			AppAttempt harness.List[struct {
+				AppAttemptID string `json:"appAttemptId"`
+			}] `json:"appAttempt"`
+		} `json:"appAttempts"`
+	}
+	base := "/ws/v1/cluster/apps/" + url.PathEscape(app) + "/appattempts"
+	if err := restGet(ctx, c, base, &attempts); err != nil {
+		return nil, err
+	}
+	var out []groupContainer
+	for _, a := range attempts.AppAttempts.AppAttempt {
+		var cs struct {
+			Container harness.List[groupContainer] `json:"container"`
+		}
+		if err := restGet(ctx, c, base+"/"+url.PathEscape(a.AppAttemptID)+"/containers", &cs); err != nil {
+			return nil, err
+		}
+		out = append(out, cs.Container...)
+	}
+	return out, nil
+}
+
+// amount is the RM's allocated amount of resource name (0 when it lists
+// none: a type the container was not given).
+func (r rmContainer) amount(name string) int64 {
+	n, _ := r.resource(name)
+	return n
+}
+
+// fpgaSysfs is the PCI driver's fixture: a host with two Xilinx U250 user
+// functions (vendor 0x10ee, device 0x5005), absolute.
+func fpgaSysfs(t *testing.T) string {
+	t.Helper()
+	d, err := filepath.Abs(filepath.Join("..", "driver", "pci", "testdata", "two-fpgas", "sys"))
+	require.NoError(t, err)
+	_, err = os.Stat(filepath.Join(d, "bus", "pci", "devices", "0000:3b:00.1"))
+	require.NoError(t, err, "the PCI fixture")
+	return d
+}
+
+// groupWorkerScript writes dir/worker.sh: it records, in dir/ran.<container>,
+// which command ran it ($1), its group and XRES_WORKERS; copies the
+// launcher's device file to dir/devices.<container>.json and the AM's
+// answer at XRES_WORKERS_URL to dir/count.<container>.json; then waits for
+// dir/release. ran.* is written last, so once it exists the rest does.
+func groupWorkerScript(t *testing.T, dir string) string {
+	t.Helper()
+	p := filepath.Join(dir, "worker.sh")
+	script := `d=` + dir + `
+id=$CONTAINER_ID
+cp "$XRES_RESOURCES_FILE" "$d/devices.$id.json"
+curl -sf --noproxy '*' "$XRES_WORKERS_URL" > "$d/count.$id.json"
+printf 'command=%s\ngroup=%s\nworkers=%s\n' "$1" "$XRES_WORKER_GROUP" "$XRES_WORKERS" > "$d/ran.$id.tmp"
+mv "$d/ran.$id.tmp" "$d/ran.$id"
+while [ ! -e "$d/release" ]; do sleep 0.2; done
+`
+	require.NoError(t, os.WriteFile(p, []byte(script), 0o755))
+	return p
+}
+
+// readKV reads a file of key=value lines.
+func readKV(t *testing.T, path string) map[string]string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	out := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		k, v, _ := strings.Cut(line, "=")
+		out[k] = v
+	}
+	return out
+}
+
+// requireRunning fails the test at once when am submit has ended (the
+// application with it), with its output, instead of waiting on.
+func requireRunning(t *testing.T, p *amProc) {
+	t.Helper()
+	select {
+	case <-p.done:
+		t.Fatalf("am submit ended (%v) while the application should run\n%s", p.err, p.output())
+	default:
+	}
+}
+
+func fitsGroups(ns []harness.Node) bool {
+	k := 0
+	for _, n := range ns {
+		tot := n.Total()
+		gpu, _ := tot.Get("yarn.io/gpu")
+		fpga, _ := tot.Get("yarn.io/fpga")
+		if gpu >= 2 && fpga >= 1 && tot.Memory >= 2048 {
+			k++
+		}
+	}
+	return k >= 2
+}
+
+// Groups: trainer (1 worker, 2 yarn.io/gpu, 256 MiB, 1 vcore, the command
+// after --) and prep (2 workers, 1 yarn.io/fpga and no GPU, 320 MiB, 2
+// vcores, its own command) in one application. The RM's containers carry
+// exactly their group's profile and their group's ask priority (1, 2);
+// each launcher discovered its group's devices only (the AM's status, and
+// the device file the worker read); each worker ran its group's command
+// with XRES_WORKER_GROUP set; XRES_WORKERS and XRES_WORKERS_URL tell every
+// worker the counts of both groups; the application SUCCEEDS.
+func TestGroupsOwnDevicesAndCommands(t *testing.T) {
+	c := clusterWith(t, map[string]string{"XRES_MINICLUSTER_NODEMANAGERS": "2", "XRES_MINICLUSTER_LABEL_NODES": ""}, fitsGroups)
+	dir := t.TempDir()
+	script := groupWorkerScript(t, dir)
+	coord := filepath.Join(dir, "coordination.state")
+	cfg := writeAMConf(t, dir, 4,
+		"external-resource.fpga.amount: 1",
+		"external-resource.fpga.yarn.config-key: yarn.io/fpga",
+		"external-resource.fpga.driver-factory.class: org.apache.flink.externalresource.fpga.FPGADriverFactory",
+		"external-resource.fpga.param.vendor: 0x10ee",
+		"external-resource.fpga.param.device: 0x5005",
+		"external-resource.fpga.param.sysfs-root: "+fpgaSysfs(t),
+		"external-resource.fpga.param.coordination.file: "+coord,
+		"xres.worker-groups: trainer;prep",
+		"xres.worker-group.trainer.workers: 1",
+		"xres.worker-group.trainer.external-resource.gpu.amount: 2",
+		"xres.worker-group.prep.workers: 2",
+		"xres.worker-group.prep.external-resources: fpga",
+		"xres.worker-group.prep.taskmanager.memory.process.size: 320m",
+		"xres.worker-group.prep.yarn.containers.vcores: 2",
+		"xres.worker-group.prep.command: sh "+script+" prep-command",
+	)
+	release := filepath.Join(dir, "release")
+	ctx, cancel := context.WithTimeout(context.Background(), faultTimeout)
+	defer cancel()
+	p := startAMOn(t, c, ctx, "submit", "--conf", cfg, "--name", "xres-it-groups", "--", "sh", script, "default-command")
+	app := p.appID(t)
+	c.KeepAppLogs(t, app)
+	killOnCleanup(t, c, app, release)
+
+	// Every worker running with the devices its launcher reported.
+	var st am.Status
+	eventually(t, 3*time.Minute, "3 workers running with their devices reported", func() (bool, string) {
+		requireRunning(t, p)
+		var err error
+		if st, err = amStatusOf(ctx, c, app); err != nil {
+			return false, err.Error()
+		}
+		reported := 0
+		for _, w := range runningWorkers(st) {
+			if len(w.Devices) > 0 {
+				reported++
+			}
+		}
+		return reported == 3, fmt.Sprintf("%+v", st.Containers)
+	})
+	require.Equal(t, 3, st.Workers, "%+v", st)
+	require.Equal(t, 3, st.Minimum, "%+v", st)
+	require.Zero(t, st.Failed, "%+v", st.Containers)
+	require.Len(t, st.Groups, 2, "%+v", st.Groups)
+	byName := map[string]am.GroupStatus{}
+	for _, g := range st.Groups {
+		byName[g.Name] = g
+	}
+	require.Equal(t, 1, byName["trainer"].Workers, "%+v", st.Groups)
+	require.Equal(t, 1, byName["trainer"].Running, "%+v", st.Groups)
+	require.Equal(t, 2, byName["prep"].Workers, "%+v", st.Groups)
+	require.Equal(t, 2, byName["prep"].Running, "%+v", st.Groups)
+	require.Equal(t, am.Resource{MemoryMB: 256, VCores: 1, Extra: map[string]int64{"yarn.io/gpu": 2}}, byName["trainer"].Profile)
+	require.Equal(t, am.Resource{MemoryMB: 320, VCores: 2, Extra: map[string]int64{"yarn.io/fpga": 1}}, byName["prep"].Profile)
+
+	// The devices each launcher reported to the AM: its group's, only.
+	groupOf := map[string]string{} // container → group
+	fpgas := map[string]string{}   // FPGA address → container
+	for _, w := range st.Containers {
+		groupOf[w.Container] = w.Group
+		switch w.Group {
+		case "trainer":
+			require.Len(t, w.Devices["gpu"], 2, "trainer %s devices %v", w.Container, w.Devices)
+			require.NotContains(t, w.Devices, "fpga", "trainer %s devices %v", w.Container, w.Devices)
+		case "prep":
+			require.Len(t, w.Devices["fpga"], 1, "prep %s devices %v", w.Container, w.Devices)
+			require.NotContains(t, w.Devices, "gpu", "prep %s devices %v", w.Container, w.Devices)
+			addr := w.Devices["fpga"][0]["address"]
+			require.Contains(t, []string{"0000:3b:00.1", "0000:d8:00.1"}, addr, "prep %s devices %v", w.Container, w.Devices)
+			require.Empty(t, fpgas[addr], "FPGA %s given to %s and %s", addr, fpgas[addr], w.Container)
+			fpgas[addr] = w.Container
+		default:
+			t.Fatalf("container %s of group %q: %+v", w.Container, w.Group, st.Containers)
+		}
+	}
+
+	// The RM's own report: each worker container has exactly its group's
+	// profile, granted for its group's ask (priority 1 for the first
+	// group, 2 for the second).
+	cs, err := rmGroupContainers(ctx, c, app)
+	require.NoError(t, err)
+	require.Len(t, cs, 4, "the AM and 3 workers: %+v", cs)
+	perGroup := map[string]int{}
+	for _, x := range cs {
+		if x.ContainerID == attemptContainerID(app, 1) {
+			continue
+		}
+		g, ok := groupOf[x.ContainerID]
+		require.True(t, ok, "RM container %s is not one of the AM's workers %v", x.ContainerID, groupOf)
+		perGroup[g]++
+		got := map[string]int64{}
+		for _, k := range []string{"memory-mb", "vcores", "yarn.io/gpu", "yarn.io/fpga"} {
+			got[k] = x.amount(k)
+		}
+		want := map[string]int64{"memory-mb": 256, "vcores": 1, "yarn.io/gpu": 2, "yarn.io/fpga": 0}
+		prio := "1"
+		if g == "prep" {
+			want = map[string]int64{"memory-mb": 320, "vcores": 2, "yarn.io/gpu": 0, "yarn.io/fpga": 1}
+			prio = "2"
+		}
+		require.Equal(t, want, got, "RM's allocated resources of %s container %s: %+v", g, x.ContainerID, x.AllocatedResources)
+		require.Equal(t, prio, x.Priority.String(), "RM's priority of %s container %s", g, x.ContainerID)
+	}
+	require.Equal(t, map[string]int{"trainer": 1, "prep": 2}, perGroup)
+
+	// What each worker saw: its group's command and group, the total
+	// count, the launcher's device file with its group's devices only,
+	// and both groups at XRES_WORKERS_URL.
+	ran, err := filepath.Glob(filepath.Join(dir, "ran.*"))
+	require.NoError(t, err)
+	require.Len(t, ran, 3, "workers that ran: %v", ran)
+	for _, f := range ran {
+		id := strings.TrimPrefix(filepath.Base(f), "ran.")
+		g := groupOf[id]
+		kv := readKV(t, f)
+		wantCmd := map[string]string{"trainer": "default-command", "prep": "prep-command"}[g]
+		require.Equal(t, map[string]string{"command": wantCmd, "group": g, "workers": "3"}, kv, "what %s container %s saw", g, id)
+
+		b, err := os.ReadFile(filepath.Join(dir, "devices."+id+".json"))
+		require.NoError(t, err)
+		var devs map[string][]map[string]any
+		require.NoError(t, json.Unmarshal(b, &devs), "%s", b)
+		names := make([]string, 0, len(devs))
+		for n := range devs {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		if g == "trainer" {
+			require.Equal(t, []string{"gpu"}, names, "trainer's device file: %s", b)
+			require.Len(t, devs["gpu"], 2, "trainer's device file: %s", b)
+		} else {
+			require.Equal(t, []string{"fpga"}, names, "prep's device file: %s", b)
+			require.Len(t, devs["fpga"], 1, "prep's device file: %s", b)
+			require.Equal(t, id, fpgas[fmt.Sprint(devs["fpga"][0]["address"])], "prep's device file vs the AM's status: %s", b)
+		}
+
+		b, err = os.ReadFile(filepath.Join(dir, "count."+id+".json"))
+		require.NoError(t, err)
+		var count am.WorkerCount
+		require.NoError(t, json.Unmarshal(b, &count), "XRES_WORKERS_URL answered %q", b)
+		require.Equal(t, 3, count.Target, "%s", b)
+		require.Equal(t, 3, count.Minimum, "%s", b)
+		require.Len(t, count.Groups, 2, "%s", b)
+		require.Equal(t, "trainer", count.Groups[0].Name, "%s", b)
+		require.Equal(t, 1, count.Groups[0].Target, "%s", b)
+		require.Equal(t, "prep", count.Groups[1].Name, "%s", b)
+		require.Equal(t, 2, count.Groups[1].Target, "%s", b)
+	}
+
+	releaseAndSucceed(t, p, app, release)
+	a, err := getRMApp(ctx, c, app)
+	require.NoError(t, err)
+	require.Equal(t, "SUCCEEDED", a.FinalStatus, "%+v", a)
+	requireNoStaging(t, c, app)
+}
+
+// reactiveWorkerScript writes dir/worker.sh: it appends a line to
+// dir/started.<container> when it starts, writes XRES_WORKERS to
+// dir/workers-env.<container>, and every second copies the AM's answer at
+// XRES_WORKERS_URL to dir/count.<container>.json, until dir/release exists.
+func reactiveWorkerScript(t *testing.T, dir string) string {
+	t.Helper()
+	p := filepath.Join(dir, "worker.sh")
+	script := `d=` + dir + `
+id=$CONTAINER_ID
+echo start >> "$d/started.$id"
+echo "$XRES_WORKERS" > "$d/workers-env.$id"
+while [ ! -e "$d/release" ]; do
+  curl -sf --noproxy '*' "$XRES_WORKERS_URL" > "$d/count.$id.tmp" && mv "$d/count.$id.tmp" "$d/count.$id.json"
+  sleep 1
+done
+`
+	require.NoError(t, os.WriteFile(p, []byte(script), 0o755))
+	return p
+}
+
+// workerCountOf is the last answer of XRES_WORKERS_URL worker container id copied.
+func workerCountOf(dir, id string) (am.WorkerCount, error) {
+	var wc am.WorkerCount
+	b, err := os.ReadFile(filepath.Join(dir, "count."+id+".json"))
+	if err != nil {
+		return wc, err
+	}
+	return wc, json.Unmarshal(b, &wc)
+}
+
+// Reactive: scheduler-mode: reactive, 4 workers wanted, at least 2
+// (xres.reactive.min-workers), slot.request.timeout 10 s; each worker
+// takes a whole node (2 GPUs of the node's 2). On 4 NodeManagers of which
+// 2 are down at submission, the application runs with 2 and stays running
+// well past the timeout; each nm-start grows it (3, then 4 running, every
+// worker told so at XRES_WORKERS_URL); a killed node shrinks it to 3
+// without a failure and it runs on with one pending; once the workers are
+// released it SUCCEEDS.
+func TestReactiveScalesWithTheCluster(t *testing.T) {
+	c := harness.StartExtra(t, map[string]string{"XRES_MINICLUSTER_NODEMANAGERS": "4", "XRES_MINICLUSTER_NM_EXPIRY_MS": "5000",
+		"XRES_MINICLUSTER_LABEL_NODES": ""})
+	// Nodes 2 and 3 are down when the application starts.
+	for _, n := range []int{2, 3} {
+		harness.MustVerb(t, func(ctx context.Context) (string, error) { return c.NMKill(ctx, n) })
+	}
+	dir := t.TempDir()
+	script := reactiveWorkerScript(t, dir)
+	cfg := writeAMConf(t, dir, 8, "scheduler-mode: reactive", "xres.reactive.min-workers: 2", "slot.request.timeout: 10 s")
+	release := filepath.Join(dir, "release")
+	const wanted, minimum = 4, 2
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	p := startAMOn(t, c, ctx, "submit", "--conf", cfg, "-D", "external-resource.gpu.amount=2", "--workers", fmt.Sprint(wanted),
+		"--name", "xres-it-reactive", "--", "sh", script)
+	app := p.appID(t)
+	killOnCleanup(t, c, app, release)
+
+	// runningWith waits until the AM reports n workers running, each of
+	// which has been told so at XRES_WORKERS_URL, and returns the status.
+	runningWith := func(n int) am.Status {
+		t.Helper()
+		var st am.Status
+		eventually(t, 3*time.Minute, fmt.Sprintf("%d workers running, each told so at XRES_WORKERS_URL", n), func() (bool, string) {
+			requireRunning(t, p)
+			var err error
+			if st, err = amStatusOf(ctx, c, app); err != nil {
+				return false, err.Error()
+			}
+			run := runningWorkers(st)
+			if len(run) != n {
+				return false, fmt.Sprintf("%d running: %+v", len(run), st.Containers)
+			}
+			for id := range run {
+				wc, err := workerCountOf(dir, id)
+				if err != nil {
+					return false, fmt.Sprintf("%s: %v", id, err)
+				}
+				if wc.Running != n || wc.Target != wanted || wc.Minimum != minimum {
+					return false, fmt.Sprintf("%s read %+v", id, wc)
+				}
+			}
+			return true, ""
+		})
+		require.Equal(t, wanted, st.Workers, "%+v", st)
+		require.Equal(t, minimum, st.Minimum, "%+v", st)
+		require.Equal(t, wanted-n, st.Pending, "%+v", st)
+		return st
+	}
+	// stays checks, for d (at least the request timeout, so the AM had
+	// the chance to give up), that the application runs on with the same
+	// workers and no failure.
+	stays := func(d time.Duration, workers map[string]am.WorkerStatus) {
+		t.Helper()
+		for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(time.Second) {
+			a, err := getRMApp(ctx, c, app)
+			require.NoError(t, err)
+			require.Equal(t, "RUNNING", a.State, "the application with %d of %d workers: %+v", len(workers), wanted, a)
+			st, err := amStatusOf(ctx, c, app)
+			require.NoError(t, err)
+			require.True(t, sameKeys(runningWorkers(st), workers), "running %v, before %v", keys(runningWorkers(st)), keys(workers))
+			require.Zero(t, st.Failed, "%+v", st.Containers)
+		}
+	}
+
+	// Starts with the 2 that fit, and runs on past slot.request.timeout.
+	st := runningWith(2)
+	require.NotNil(t, st.MinRunningTime, "the minimum's start time: %+v", st)
+	require.Nil(t, st.AllRunningTime, "not every wanted worker has run: %+v", st)
+	stays(20*time.Second, runningWorkers(st))
+	for id := range runningWorkers(st) {
+		b, err := os.ReadFile(filepath.Join(dir, "workers-env."+id))
+		require.NoError(t, err)
+		require.Equal(t, fmt.Sprint(wanted), strings.TrimSpace(string(b)), "XRES_WORKERS of %s", id)
+	}
+
+	// Grows as nodes come back.
+	harness.MustVerb(t, func(ctx context.Context) (string, error) { return c.NMStart(ctx, 2) })
+	runningWith(3)
+	harness.MustVerb(t, func(ctx context.Context) (string, error) { return c.NMStart(ctx, 3) })
+	st = runningWith(4)
+	require.NotNil(t, st.AllRunningTime, "every wanted worker ran: %+v", st)
+	perNode := map[string]int{}
+	for _, w := range runningWorkers(st) {
+		perNode[w.Node]++
+		require.Len(t, w.Devices["gpu"], 2, "%s devices %v", w.Container, w.Devices)
+	}
+	require.Len(t, perNode, 4, "one worker per node: %v", perNode)
+	cs, err := rmContainers(ctx, c, app)
+	require.NoError(t, err)
+	require.Len(t, cs, wanted+1, "the RM's containers: the AM and %d workers: %+v", wanted, cs)
+	for _, x := range cs {
+		if x.ContainerID != attemptContainerID(app, 1) {
+			require.EqualValues(t, 2, x.amount("yarn.io/gpu"), "RM's yarn.io/gpu of %s", x.ContainerID)
+		}
+	}
+
+	// Shrinks when a node is lost (node 3 never runs the AM: it was down
+	// when the AM started), and runs on with one pending.
+	var victim am.WorkerStatus
+	for _, w := range runningWorkers(st) {
+		if w.Node == c.NodeID(3) {
+			victim = w
+		}
+	}
+	require.NotEmpty(t, victim.Container, "a worker on node 3 (%s): %+v", c.NodeID(3), st.Containers)
+	harness.MustVerb(t, func(ctx context.Context) (string, error) { return c.NMKill(ctx, 3) })
+	st = runningWith(3)
+	require.NotContains(t, runningWorkers(st), victim.Container)
+	require.Zero(t, st.Failed, "a lost node is no failure of the application's workers: %+v", st)
+	for _, w := range st.Containers {
+		if w.Container == victim.Container {
+			require.Equal(t, am.StateFailed, w.State, "the lost node's worker: %+v", w)
+		}
+	}
+	stays(20*time.Second, runningWorkers(st))
+
+	releaseAndSucceed(t, p, app, release)
+	a, err := getRMApp(ctx, c, app)
+	require.NoError(t, err)
+	require.Equal(t, "SUCCEEDED", a.FinalStatus, "%+v", a)
+	starts := requireStartedOnce(t, dir, -1)
+	require.GreaterOrEqual(t, len(starts), wanted, "workers that ever ran: %v", starts)
+}
