@@ -468,3 +468,51 @@ func TestReactiveScalesWithTheCluster(t *testing.T) {
 	starts := requireStartedOnce(t, dir, -1)
 	require.GreaterOrEqual(t, len(starts), wanted, "workers that ever ran: %v", starts)
 }
+
+// Groups count their own failures against their own
+// yarn.maximum-failed-containers: prep's worker always exits 3, and
+// with prep's limit at 1 (the plain key, 5, stays trainer's) the
+// application FAILS after prep's second failure, naming the group and
+// the failing container; trainer's worker had none.
+func TestGroupsOwnFailureAccounting(t *testing.T) {
+	c := clusterWith(t, map[string]string{"XRES_MINICLUSTER_NODEMANAGERS": "2", "XRES_MINICLUSTER_LABEL_NODES": ""}, fitsGroups)
+	dir := t.TempDir()
+	release := filepath.Join(dir, "release")
+	fail := filepath.Join(dir, "prep-fails.sh")
+	// It fails once trainer's worker has started, so that one has run.
+	require.NoError(t, os.WriteFile(fail, []byte(`while ! ls `+dir+`/started.* >/dev/null 2>&1; do sleep 0.2; done
+echo "$CONTAINER_ID" >> `+dir+`/prep-ran
+echo "xres-it: prep gives up" >&2
+exit 3
+`), 0o755))
+	cfg := writeAMConf(t, dir, 4,
+		"yarn.maximum-failed-containers: 5",
+		"xres.worker-groups: trainer;prep",
+		"xres.worker-group.trainer.workers: 1",
+		"xres.worker-group.prep.workers: 1",
+		"xres.worker-group.prep.yarn.maximum-failed-containers: 1",
+		"xres.worker-group.prep.command: sh "+fail,
+	)
+	ctx, cancel := context.WithTimeout(context.Background(), faultTimeout)
+	defer cancel()
+	p := startAMOn(t, c, ctx, append([]string{"submit", "--conf", cfg, "--name", "xres-it-groups-failures", "--"}, countingWorker(dir, release)...)...)
+	app := p.appID(t)
+	c.KeepAppLogs(t, app)
+	killOnCleanup(t, c, app, release)
+
+	code := p.wait(t)
+	require.Equal(t, 1, code, "am submit exit code\n%s", p.output())
+	require.Contains(t, p.stdout.String(), app+" finished: FINISHED FAILED", p.output())
+	a, err := getRMApp(ctx, c, app)
+	require.NoError(t, err)
+	require.Equal(t, "FAILED", a.FinalStatus, "%+v", a)
+	require.Contains(t, a.Diagnostics, "2 worker containers of group prep failed, more than yarn.maximum-failed-containers=1")
+	require.Regexp(t, `first failure: container container_\S+ of group prep on \S+ exited with exit code 3`, a.Diagnostics)
+	require.Contains(t, a.Diagnostics, "xres-it: prep gives up")
+	b, err := os.ReadFile(filepath.Join(dir, "prep-ran"))
+	require.NoError(t, err)
+	require.Len(t, strings.Fields(string(b)), 2, "prep's worker ran once and was replaced once: %s", b)
+	// trainer's worker ran (the command after --) and did not fail.
+	requireStartedOnce(t, dir, 1)
+	requireNoStaging(t, c, app)
+}
