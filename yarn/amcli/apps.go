@@ -99,12 +99,12 @@ func cmdLogs(ctx context.Context, args []string, e *env) error {
 		return err
 	}
 	defer closeRM()
-	if on, _ := hc.Get("yarn.log-aggregation-enable"); on == "true" {
-		dir, _ := hc.Get("yarn.nodemanager.remote-app-log-dir")
-		if dir == "" {
-			dir = "/tmp/logs"
+	aggregated, _ := hc.Get("yarn.log-aggregation-enable")
+	if aggregated == "true" {
+		// aggrlogs.go: from HDFS; a running application with nothing there yet falls through.
+		if err := aggregatedLogs(ctx, e, rm, hc, id); !errors.Is(err, errNotAggregated) {
+			return err
 		}
-		return clusterError{fmt.Errorf("%w: log aggregation is on (yarn.log-aggregation-enable): the logs of %s are in HDFS under %s/<user>/; am logs does not read Hadoop's aggregated log files (TFile/IFile): run yarn logs -applicationId %s", errNoLogs, id, dir, id)}
 	}
 	r, err := rm.ApplicationReport(ctx, id)
 	if err != nil {
@@ -116,8 +116,10 @@ func cmdLogs(ctx context.Context, args []string, e *env) error {
 			workers = st.Containers
 		}
 	}
-	fmt.Fprintf(e.stderr, "am logs: log aggregation is off on this cluster (yarn.log-aggregation-enable is not true): "+
-		"each container's logs stay on its NodeManager; reading them there (the last 64 KiB of each)\n")
+	if aggregated != "true" {
+		fmt.Fprintf(e.stderr, "am logs: log aggregation is off on this cluster (yarn.log-aggregation-enable is not true): "+
+			"each container's logs stay on its NodeManager; reading them there (the last 64 KiB of each)\n")
+	}
 	if len(workers) == 0 {
 		return clusterError{fmt.Errorf("%w: %s (%s) lists no workers: neither its ApplicationMaster nor its final diagnostics name any", errNoLogs, id, r.State)}
 	}

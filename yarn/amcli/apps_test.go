@@ -160,15 +160,7 @@ func TestLogs(t *testing.T) {
 			}
 		}
 	})
-	t.Run("aggregation on: says where the logs are", func(t *testing.T) {
-		rm := &clientRM{states: ended, hadoop: map[string]string{"yarn.log-aggregation-enable": "true"}}
-		code, out, stderr := runAm(t, clientDeps(t, rm, &diskFS{}), nil, "logs", "application_1700000000000_0003")
-		require.Equal(t, ExitCluster, code)
-		require.Empty(t, out)
-		require.Contains(t, stderr, "log aggregation is on")
-		require.Contains(t, stderr, "/tmp/logs/<user>/")
-		require.Contains(t, stderr, "yarn logs -applicationId application_1700000000000_0003")
-	})
+	// aggregation on: TestLogsAggregated (aggrlogs_test.go)
 	t.Run("no NodeManager serves them", func(t *testing.T) {
 		gone := []am.WorkerStatus{{Container: "container_1700000000000_0003_01_000002", Node: "127.0.0.1:45454", NodeHTTP: "127.0.0.1:1"}}
 		rm := &clientRM{states: ended, diag: withWorkers("ok", gone)}

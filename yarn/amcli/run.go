@@ -53,8 +53,9 @@ var commands = []command{
 	{"status", "status APP_ID [--json] [--rest]", "state, tracking URL and workers of an application, running or ended (exit code and\n" +
 		"reason of each failed worker)", cmdStatus},
 	{"list", "list [--all] [--json] [--rest]", "running xres applications (like yarn application -list); --all: every one", cmdList},
-	{"logs", "logs APP_ID [--rest]", "every worker's stdout and stderr (like yarn logs -applicationId): from the NodeManagers\n" +
-		"where log aggregation is off; where it is on, where to find them", cmdLogs},
+	{"logs", "logs APP_ID [--rest]", "every worker's logs (like yarn logs -applicationId): where log aggregation is on, from\n" +
+		"HDFS (TFile); where it is off, or before a running application's are uploaded, stdout and\n" +
+		"stderr from the NodeManagers", cmdLogs},
 	{"kill", "kill APP_ID [--rest]", "kill an application", cmdKill},
 	{"cluster", "cluster [--json] [--rest]", "nodes with their GPU/FPGA capacity and use", cmdCluster},
 	{"resources", "resources [--conf FILE] [-D k=v]… [--dynamic-file F] [--workers N] [--strict] [--offline] [--json]",
