@@ -516,3 +516,63 @@ exit 3
 	requireStartedOnce(t, dir, 1)
 	requireNoStaging(t, c, app)
 }
+
+// Reactive, growing when another application ends: on the suite's 2
+// NodeManagers (4 GPUs), another application holds 2 GPUs; of 4 workers
+// of 1 GPU (at least 2) the application runs with the 2 that fit and,
+// once the other one has ended, grows to 4, then SUCCEEDS.
+func TestReactiveGrowsWhenAnotherAppEnds(t *testing.T) {
+	c := clusterWith(t, map[string]string{"XRES_MINICLUSTER_NODEMANAGERS": "2", "XRES_MINICLUSTER_LABEL_NODES": ""},
+		func(ns []harness.Node) bool {
+			gpus := int64(0)
+			for _, n := range ns {
+				g, _ := n.Total().Get("yarn.io/gpu")
+				gpus += g
+			}
+			return len(ns) == 2 && gpus == 4
+		})
+	// The other application: one worker holding 2 GPUs until released.
+	other := submitPlaced(t, c, "xres-it-reactive-other", 1, "external-resource.gpu.amount: 2")
+	waitWorkersRunning(t, other.ctx, c, other.app, 1, 3*time.Minute)
+
+	dir := t.TempDir()
+	script := reactiveWorkerScript(t, dir)
+	cfg := writeAMConf(t, dir, 4, "scheduler-mode: reactive", "xres.reactive.min-workers: 2", "slot.request.timeout: 10 s")
+	release := filepath.Join(dir, "release")
+	ctx, cancel := context.WithTimeout(context.Background(), faultTimeout)
+	defer cancel()
+	p := startAMOn(t, c, ctx, "submit", "--conf", cfg, "--workers", "4", "--name", "xres-it-reactive-grow", "--", "sh", script)
+	app := p.appID(t)
+	killOnCleanup(t, c, app, release)
+
+	waitCount := func(n int) am.Status {
+		t.Helper()
+		var st am.Status
+		eventually(t, 3*time.Minute, fmt.Sprintf("%d of 4 workers running, each told so at XRES_WORKERS_URL", n), func() (bool, string) {
+			requireRunning(t, p)
+			var err error
+			if st, err = amStatusOf(ctx, c, app); err != nil {
+				return false, err.Error()
+			}
+			run := runningWorkers(st)
+			if len(run) != n {
+				return false, fmt.Sprintf("%d running: %+v", len(run), st.Containers)
+			}
+			for id := range run {
+				if wc, err := workerCountOf(dir, id); err != nil || wc.Running != n || wc.Target != 4 || wc.Minimum != 2 {
+					return false, fmt.Sprintf("%s read %+v (%v)", id, wc, err)
+				}
+			}
+			return true, ""
+		})
+		require.Equal(t, 4-n, st.Pending, "%+v", st)
+		require.Zero(t, st.Failed, "%+v", st.Containers)
+		return st
+	}
+	waitCount(2)
+	// The other application ends; its GPUs go to this one.
+	releaseAndSucceed(t, other.p, other.app, other.release)
+	waitCount(4)
+	releaseAndSucceed(t, p, app, release)
+	requireStartedOnce(t, dir, 4)
+}
