@@ -576,3 +576,49 @@ func TestReactiveGrowsWhenAnotherAppEnds(t *testing.T) {
 	releaseAndSucceed(t, p, app, release)
 	requireStartedOnce(t, dir, 4)
 }
+
+// Groups place their workers apart each by itself: with
+// xres.placement.max-workers-per-node: 1 on 2 nodes, trainer's 2 workers
+// (1 GPU) and prep's 2 (1 FPGA) all run, each group one worker per node
+// (each group's ask carries its own allocation tag, so the constraint
+// counts the group's workers only).
+func TestGroupsPlacementPerGroup(t *testing.T) {
+	c := clusterWith(t, map[string]string{"XRES_MINICLUSTER_NODEMANAGERS": "2", "XRES_MINICLUSTER_LABEL_NODES": ""},
+		func(ns []harness.Node) bool { return len(ns) == 2 && fitsGroups(ns) && labelled(ns) == 0 })
+	dir := t.TempDir()
+	release := filepath.Join(dir, "release")
+	cfg := writeAMConf(t, dir, 4,
+		"xres.placement.max-workers-per-node: 1",
+		"external-resource.fpga.amount: 1",
+		"external-resource.fpga.yarn.config-key: yarn.io/fpga",
+		"external-resource.fpga.driver-factory.class: org.apache.flink.externalresource.fpga.FPGADriverFactory",
+		"external-resource.fpga.param.vendor: 0x10ee",
+		"external-resource.fpga.param.device: 0x5005",
+		"external-resource.fpga.param.sysfs-root: "+fpgaSysfs(t),
+		"external-resource.fpga.param.coordination.file: "+filepath.Join(dir, "coordination.state"),
+		"xres.worker-groups: trainer;prep",
+		"xres.worker-group.trainer.workers: 2",
+		"xres.worker-group.prep.workers: 2",
+		"xres.worker-group.prep.external-resources: fpga",
+	)
+	ctx, cancel := context.WithTimeout(context.Background(), faultTimeout)
+	defer cancel()
+	p := startAMOn(t, c, ctx, append([]string{"submit", "--conf", cfg, "--name", "xres-it-groups-placement", "--"}, countingWorker(dir, release)...)...)
+	app := p.appID(t)
+	c.KeepAppLogs(t, app)
+	killOnCleanup(t, c, app, release)
+
+	run := waitWorkersRunning(t, ctx, c, app, 4, 3*time.Minute)
+	nodes := map[string]map[string]int{} // group → node → workers
+	for _, w := range run {
+		if nodes[w.Group] == nil {
+			nodes[w.Group] = map[string]int{}
+		}
+		nodes[w.Group][w.Node]++
+	}
+	require.Len(t, nodes, 2, "workers by group and node: %v", nodes)
+	for g, perNode := range nodes {
+		require.Len(t, perNode, 2, "group %s one worker per node: %v", g, nodes)
+	}
+	releaseAndSucceed(t, p, app, release)
+}
