@@ -2,7 +2,6 @@ package coord
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"os"
@@ -52,7 +51,7 @@ type deviceCacheFile struct {
 
 // newDeviceCache caches inner's listing beside stateFile.
 func newDeviceCache(inner CacheKeyer, stateFile string, log logrus.FieldLogger) *deviceCache {
-	sum := sha256.Sum256([]byte(inner.DeviceCacheKey()))
+	sum := sum256([]byte(inner.DeviceCacheKey()))
 	name := ".devices-" + hex.EncodeToString(sum[:8]) + ".json"
 	return &deviceCache{inner: inner, path: filepath.Join(filepath.Dir(stateFile), name),
 		boot: defaultProc.bootID(), ttl: DeviceCacheTTL, now: time.Now, log: driver.LoggerOrDiscard(log)}

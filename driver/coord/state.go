@@ -2,7 +2,6 @@ package coord
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -110,7 +109,7 @@ func encodeStatePadded(entries []Entry, size int) ([]byte, error) {
 
 // headerFor returns the header line of the given version that pins body.
 func headerFor(version string, body []byte) []byte {
-	sum := sha256.Sum256(body)
+	sum := sum256(body)
 	return fmt.Appendf(nil, "%s %s %d %s\n", stateMagic, version, len(body), hex.EncodeToString(sum[:]))
 }
 
@@ -144,7 +143,7 @@ func decodeState(b []byte) ([]Entry, error) {
 	if len(body) != n {
 		return nil, fmt.Errorf("%w: body is %d bytes, header says %d (truncated or appended to)", errStateFormat, len(body), n)
 	}
-	sum := sha256.Sum256(body)
+	sum := sum256(body)
 	if hex.EncodeToString(sum[:]) != strings.ToLower(f[3]) {
 		return nil, fmt.Errorf("%w: checksum mismatch", errStateFormat)
 	}

@@ -226,29 +226,92 @@ func startProc(cmd *exec.Cmd, g *signalGate, afterStart func(pid int)) (*proc, e
 			started <- errStopped
 			return
 		}
-		if err := cmd.Start(); err != nil {
-			g.mu.Unlock()
-			started <- err
-			return
+		var wait func() int
+		if files, ok := stdioFiles(cmd); ok {
+			pid, err := syscall.ForkExec(cmd.Path, cmd.Args, &syscall.ProcAttr{Dir: cmd.Dir, Env: envOrOwn(cmd.Env), Files: files, Sys: cmd.SysProcAttr})
+			if err != nil {
+				g.mu.Unlock()
+				started <- err
+				return
+			}
+			p.pid = pid
+			wait = func() int { return waitPid(pid) }
+		} else {
+			if err := cmd.Start(); err != nil {
+				g.mu.Unlock()
+				started <- err
+				return
+			}
+			p.pid = cmd.Process.Pid
+			wait = func() int {
+				_ = cmd.Wait() // the exit status is in ProcessState
+				return exitCodeOf(cmd.ProcessState)
+			}
 		}
-		p.pid = cmd.Process.Pid
 		if afterStart != nil {
 			afterStart(p.pid)
 		}
 		g.pgids[p.pid] = true
 		g.mu.Unlock()
 		started <- nil
-		_ = cmd.Wait() // the exit status is in ProcessState
+		code := wait()
 		g.mu.Lock()
 		delete(g.pgids, p.pid)
 		g.mu.Unlock()
 		endGroup(p.pid, g.log)
-		p.exited <- exitCodeOf(cmd.ProcessState)
+		p.exited <- code
 	}()
 	if err := <-started; err != nil {
 		return nil, err
 	}
 	return p, nil
+}
+
+// stdioFiles returns the descriptors of cmd's standard streams when each
+// is a file (os.Stdin, os.Stdout, … as the command passes them) and cmd
+// needs nothing else of os/exec, so that it can be started with
+// syscall.ForkExec: os/exec would first fork a throwaway child to test for
+// pidfd support (once per process, a fork and a wait on every launch)
+// and hands a file to the child as it is anyway. A writer that is not a
+// file (a buffer in tests, the per-device prefixer) needs os/exec's pipes.
+func stdioFiles(cmd *exec.Cmd) ([]uintptr, bool) {
+	if len(cmd.ExtraFiles) > 0 || cmd.Cancel != nil || cmd.Stdin == nil || cmd.Stdout == nil || cmd.Stderr == nil {
+		return nil, false
+	}
+	var fds []uintptr
+	for _, s := range []any{cmd.Stdin, cmd.Stdout, cmd.Stderr} {
+		f, ok := s.(*os.File)
+		if !ok || f == nil {
+			return nil, false
+		}
+		fds = append(fds, f.Fd())
+	}
+	return fds, true
+}
+
+func envOrOwn(env []string) []string {
+	if env == nil {
+		return os.Environ()
+	}
+	return env
+}
+
+// waitPid waits for the child pid and returns its shell-style exit code.
+func waitPid(pid int) int {
+	for {
+		var ws syscall.WaitStatus
+		_, err := syscall.Wait4(pid, &ws, 0, nil)
+		if errors.Is(err, syscall.EINTR) {
+			continue
+		}
+		if err != nil {
+			return ExitInternal
+		}
+		if ws.Signaled() {
+			return 128 + int(ws.Signal())
+		}
+		return ws.ExitStatus()
+	}
 }
 
 // groupEndTimeout bounds the wait for a finished worker's group to die.

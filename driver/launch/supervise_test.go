@@ -3,7 +3,9 @@ package launch
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -47,4 +49,48 @@ func TestRunWorkerCancelled(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A worker whose standard streams are all files (the command's case) is
+// started with syscall.ForkExec, not os/exec: the streams reach it, its exit
+// code and its death by a signal come back as with os/exec, and a start
+// that fails is an error.
+func TestRunWorkerDirectStart(t *testing.T) {
+	dir := t.TempDir()
+	in, err := os.Open(os.DevNull)
+	require.NoError(t, err)
+	defer in.Close()
+	out, err := os.Create(filepath.Join(dir, "out"))
+	require.NoError(t, err)
+	defer out.Close()
+	log := driver.LoggerOrDiscard(nil)
+	gate := newSignalGate(nil, nil, log)
+	defer gate.Stop()
+	run := func(args ...string) (int, error) {
+		w := worker{Args: args, Env: []string{"PATH=" + os.Getenv("PATH"), "GREETING=hi"}, Dir: dir, Stdin: in, Stdout: out, Stderr: out}
+		return runWorker(context.Background(), w, gate, time.Second, log)
+	}
+	cmd := &exec.Cmd{Stdin: in, Stdout: out, Stderr: out}
+	_, direct := stdioFiles(cmd)
+	require.True(t, direct)
+	cmd.Stdout = new(strings.Builder)
+	_, direct = stdioFiles(cmd)
+	require.False(t, direct, "a writer that is not a file needs os/exec")
+
+	code, err := run("sh", "-c", `echo "$GREETING from $(pwd)"; exit 7`)
+	require.NoError(t, err)
+	require.Equal(t, 7, code)
+	b, err := os.ReadFile(out.Name())
+	require.NoError(t, err)
+	require.Equal(t, "hi from "+dir+"\n", string(b))
+
+	code, err = run("sh", "-c", `kill -9 $$`)
+	require.NoError(t, err)
+	require.Equal(t, 137, code)
+
+	// The child cannot enter its working directory: ForkExec fails.
+	w := worker{Args: []string{"true"}, Env: []string{"PATH=" + os.Getenv("PATH")}, Dir: filepath.Join(dir, "gone"), Stdin: in, Stdout: out, Stderr: out}
+	_, err = runWorker(context.Background(), w, gate, time.Second, log)
+	require.ErrorContains(t, err, "no such file or directory")
+	require.Equal(t, ExitWorkerStart, ExitCode(err))
 }
