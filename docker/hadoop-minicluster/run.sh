@@ -41,6 +41,8 @@
 #   XRES_MINICLUSTER_AMRM_ROLL_SECS AMRMToken master-key rolling interval (unset: Hadoop's 1 day;
 #                               at least 10; the AM expiry interval becomes a third of it)
 #   XRES_MINICLUSTER_AM_MAX_ATTEMPTS yarn.resourcemanager.am.max-attempts (1): AM attempts allowed
+#   XRES_MINICLUSTER_LOG_AGGREGATION off (default): yarn.log-aggregation-enable=false; none or gz:
+#                               on, TFile blocks compressed so, uploaded to HDFS /tmp/logs at app end
 #   XRES_MINICLUSTER_VERB_TIMEOUT seconds a fault verb may take (default 200)
 #   XRES_RPC_PROTECTION         hadoop.rpc.protection: authentication (default), integrity
 #                               or privacy (SASL qop auth, auth-int, auth-conf)
@@ -280,6 +282,7 @@ launcher_args() {
     --ha="$HA" --label-nodes="${XRES_MINICLUSTER_LABEL_NODES:-}"
     --nm-expiry-ms="${XRES_MINICLUSTER_NM_EXPIRY_MS:-10000}" --amrm-roll-secs="${XRES_MINICLUSTER_AMRM_ROLL_SECS:-0}"
     --am-max-attempts="${XRES_MINICLUSTER_AM_MAX_ATTEMPTS:-1}"
+    --log-aggregation="${XRES_MINICLUSTER_LOG_AGGREGATION:-off}"
     --nm-memory-mb="${XRES_MINICLUSTER_NM_MEMORY_MB:-4096}" --nm-vcores="${XRES_MINICLUSTER_NM_VCORES:-8}")
   for p in "${PORTS[@]}"; do
     name=${p%%:*}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -217,6 +219,13 @@ func TestModifiedUTF8(t *testing.T) {
 func FuzzReader(f *testing.F) {
 	f.Add(aggrlogtest.File{Codec: CodecNone, Owner: "u", Containers: twoContainers()}.Bytes())
 	f.Add(aggrlogtest.File{Codec: CodecGz, Chunk: 9, PerBlock: 1, Owner: "u", Containers: twoContainers()}.Bytes())
+	// and the node files a real NodeManager wrote (hadoop_test.go)
+	real, _ := filepath.Glob(filepath.Join("testdata", "hadoop-*", "127.*"))
+	for _, p := range real {
+		if b, err := os.ReadFile(p); err == nil {
+			f.Add(b)
+		}
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		_, _, _, err := readAll(t, b)
 		if err != nil && !errors.Is(err, ErrCorrupt) && !errors.Is(err, ErrNotTFile) && !errors.Is(err, ErrCodec) &&

@@ -88,6 +88,10 @@ public final class Main {
     DEFAULTS.put("am-max-attempts", "1");
     // The fault verbs' HTTP endpoint on 127.0.0.1 (0: any free port; see Admin).
     DEFAULTS.put("admin-port", "0");
+    // YARN log aggregation: off (yarn.log-aggregation-enable=false), or on with the
+    // TFile blocks compressed so (yarn.nodemanager.log-aggregation.compression-type: none, gz);
+    // logs go to HDFS /tmp/logs when an application ends.
+    DEFAULTS.put("log-aggregation", "off");
   }
 
   /** The smallest AMRMToken rolling interval offered: see amRmRolling. */
@@ -163,6 +167,10 @@ public final class Main {
     if (Integer.parseInt(opt.get("nm-expiry-ms")) < 2000) {
       throw new IllegalArgumentException("option --nm-expiry-ms=" + opt.get("nm-expiry-ms")
           + ": want at least 2000 (NodeManagers heartbeat every 200 ms; less loses live ones)");
+    }
+    if (!List.of("off", "none", "gz").contains(opt.get("log-aggregation"))) {
+      throw new IllegalArgumentException("option --log-aggregation=" + opt.get("log-aggregation")
+          + ": want off, none or gz");
     }
     if (!PROTECTIONS.contains(opt.get("rpc-protection"))) {
       throw new IllegalArgumentException("option --rpc-protection=" + opt.get("rpc-protection")
@@ -276,7 +284,12 @@ public final class Main {
     conf.set("yarn.resourcemanager.placement-constraints.handler", "scheduler");
     conf.setBoolean("yarn.webapp.ui2.enable", false);
     conf.setBoolean("yarn.timeline-service.enabled", false);
-    conf.setBoolean("yarn.log-aggregation-enable", false);
+    boolean aggregate = !opt.get("log-aggregation").equals("off");
+    conf.setBoolean("yarn.log-aggregation-enable", aggregate);
+    if (aggregate) {
+      conf.set("yarn.nodemanager.remote-app-log-dir", "/tmp/logs");
+      conf.set("yarn.nodemanager.log-aggregation.compression-type", opt.get("log-aggregation"));
+    }
     conf.setInt("yarn.resourcemanager.am.max-attempts", num(opt, "am-max-attempts"));
     conf.setInt("yarn.resourcemanager.nodemanagers.heartbeat-interval-ms", 200);
     conf.setInt("yarn.resourcemanager.client.thread-count", 5);
@@ -486,6 +499,7 @@ public final class Main {
         "yarn.scheduler.minimum-allocation-vcores", "yarn.scheduler.maximum-allocation-vcores",
         "yarn.nodemanager.resource-type." + GPU, "yarn.nodemanager.resource-type." + FPGA,
         "yarn.nodemanager.delete.debug-delay-sec", "yarn.log-aggregation-enable",
+        "yarn.nodemanager.remote-app-log-dir", "yarn.nodemanager.log-aggregation.compression-type",
         "yarn.timeline-service.enabled", "yarn.http.policy",
         // secure profile only (absent otherwise): the principals clients check the servers against
         "yarn.resourcemanager.principal", "yarn.nodemanager.principal",
