@@ -115,8 +115,9 @@ func nodeOf(name string) string {
 // aggregated log files in HDFS, in the layout of the NodeManager path
 // (Container: … on …, LogType:, the log, End of LogType:). It returns
 // errNotAggregated when the application still runs and no node has
-// uploaded anything yet (the caller reads the NodeManagers instead).
-func aggregatedLogs(ctx context.Context, e *env, rm rmAPI, hc *conf.HadoopConfig, id string) error {
+// uploaded anything yet (the caller reads the NodeManagers instead). krb is
+// the Kerberos login on a secure cluster (nil otherwise).
+func aggregatedLogs(ctx context.Context, e *env, rm rmAPI, hc *conf.HadoopConfig, krb *yarn.Kerberos, id string) error {
 	rctx, cancel := context.WithTimeout(ctx, time.Minute)
 	r, err := rm.ApplicationReport(rctx, id)
 	cancel()
@@ -130,7 +131,7 @@ func aggregatedLogs(ctx context.Context, e *env, rm rmAPI, hc *conf.HadoopConfig
 	if e.deps.hdfs == nil {
 		return fmt.Errorf("%w: no HDFS client to read aggregated logs with", errNotWired)
 	}
-	hfs, closeFS, err := e.deps.hdfs(hc, user, nil)
+	hfs, closeFS, err := e.deps.hdfs(hc, user, krb)
 	if isConfigErr(err) {
 		return configError{err}
 	}

@@ -94,7 +94,8 @@ func cmdLogs(ctx context.Context, args []string, e *env) error {
 	if err != nil {
 		return err
 	}
-	rm, hc, closeRM, err := q.connect(ctx, e, nil)
+	lg := &login{} // kept for HDFS on a Kerberized cluster
+	rm, hc, closeRM, err := q.connect(ctx, e, lg)
 	if err != nil {
 		return err
 	}
@@ -102,7 +103,7 @@ func cmdLogs(ctx context.Context, args []string, e *env) error {
 	aggregated, _ := hc.Get("yarn.log-aggregation-enable")
 	if aggregated == "true" {
 		// aggrlogs.go: from HDFS; a running application with nothing there yet falls through.
-		if err := aggregatedLogs(ctx, e, rm, hc, id); !errors.Is(err, errNotAggregated) {
+		if err := aggregatedLogs(ctx, e, rm, hc, lg.Kerberos, id); !errors.Is(err, errNotAggregated) {
 			return err
 		}
 	}
