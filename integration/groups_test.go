@@ -81,7 +81,9 @@ func fpgaSysfs(t *testing.T) string {
 // which command ran it ($1), its group and XRES_WORKERS; copies the
 // launcher's device file to dir/devices.<container>.json and the AM's
 // answer at XRES_WORKERS_URL to dir/count.<container>.json; then waits for
-// dir/release. ran.* is written last, so once it exists the rest does.
+// dir/release (or for dir to go: a worker a crashed cluster left behind
+// ends with the test). ran.* is written last, so once it exists the rest
+// does.
 func groupWorkerScript(t *testing.T, dir string) string {
 	t.Helper()
 	p := filepath.Join(dir, "worker.sh")
@@ -91,7 +93,7 @@ cp "$XRES_RESOURCES_FILE" "$d/devices.$id.json"
 curl -sf --noproxy '*' "$XRES_WORKERS_URL" > "$d/count.$id.json"
 printf 'command=%s\ngroup=%s\nworkers=%s\n' "$1" "$XRES_WORKER_GROUP" "$XRES_WORKERS" > "$d/ran.$id.tmp"
 mv "$d/ran.$id.tmp" "$d/ran.$id"
-while [ ! -e "$d/release" ]; do sleep 0.2; done
+while [ ! -e "$d/release" ] && [ -d "$d" ]; do sleep 0.2; done
 `
 	require.NoError(t, os.WriteFile(p, []byte(script), 0o755))
 	return p
@@ -307,7 +309,8 @@ func TestGroupsOwnDevicesAndCommands(t *testing.T) {
 // reactiveWorkerScript writes dir/worker.sh: it appends a line to
 // dir/started.<container> when it starts, writes XRES_WORKERS to
 // dir/workers-env.<container>, and every second copies the AM's answer at
-// XRES_WORKERS_URL to dir/count.<container>.json, until dir/release exists.
+// XRES_WORKERS_URL to dir/count.<container>.json, until dir/release exists
+// (or dir is gone).
 func reactiveWorkerScript(t *testing.T, dir string) string {
 	t.Helper()
 	p := filepath.Join(dir, "worker.sh")
@@ -315,7 +318,7 @@ func reactiveWorkerScript(t *testing.T, dir string) string {
 id=$CONTAINER_ID
 echo start >> "$d/started.$id"
 echo "$XRES_WORKERS" > "$d/workers-env.$id"
-while [ ! -e "$d/release" ]; do
+while [ ! -e "$d/release" ] && [ -d "$d" ]; do
   curl -sf --noproxy '*' "$XRES_WORKERS_URL" > "$d/count.$id.tmp" && mv "$d/count.$id.tmp" "$d/count.$id.json"
   sleep 1
 done
@@ -621,4 +624,53 @@ func TestGroupsPlacementPerGroup(t *testing.T) {
 		require.Len(t, perNode, 2, "group %s one worker per node: %v", g, nodes)
 	}
 	releaseAndSucceed(t, p, app, release)
+}
+
+// Reactive below its minimum: 3 workers of a whole node each (at least
+// 2) on 3 NodeManagers; two nodes without the AM are lost, leaving 1
+// running, and once slot.request.timeout (10 s) has passed without a
+// node to replace them the application FAILS, saying how many run of
+// how many needed.
+func TestReactiveFailsBelowMinimum(t *testing.T) {
+	c := harness.StartExtra(t, map[string]string{"XRES_MINICLUSTER_NODEMANAGERS": "3", "XRES_MINICLUSTER_NM_EXPIRY_MS": "5000",
+		"XRES_MINICLUSTER_LABEL_NODES": ""})
+	dir := t.TempDir()
+	script := reactiveWorkerScript(t, dir)
+	cfg := writeAMConf(t, dir, 6, "scheduler-mode: reactive", "xres.reactive.min-workers: 2", "slot.request.timeout: 10 s")
+	release := filepath.Join(dir, "release")
+	ctx, cancel := context.WithTimeout(context.Background(), faultTimeout)
+	defer cancel()
+	p := startAMOn(t, c, ctx, "submit", "--conf", cfg, "-D", "external-resource.gpu.amount=2", "--workers", "3",
+		"--name", "xres-it-reactive-below-min", "--", "sh", script)
+	app := p.appID(t)
+	killOnCleanup(t, c, app, release)
+
+	run := waitWorkersRunning(t, ctx, c, app, 3, 3*time.Minute)
+	cs, err := rmContainers(ctx, c, app)
+	require.NoError(t, err)
+	amNode := ""
+	for _, x := range cs {
+		if x.ContainerID == attemptContainerID(app, 1) {
+			amNode = x.AssignedNodeID
+		}
+	}
+	require.NotEmpty(t, amNode, "the AM container among %+v", cs)
+	var victims []int
+	for _, w := range run {
+		if w.Node != amNode {
+			victims = append(victims, nmIndex(t, c, w.Node))
+		}
+	}
+	require.Len(t, victims, 2, "workers off the AM's node %s: %+v", amNode, run)
+	for _, n := range victims {
+		requireRunning(t, p)
+		harness.MustVerb(t, func(ctx context.Context) (string, error) { return c.NMKill(ctx, n) })
+	}
+	code := p.wait(t)
+	require.Equal(t, 1, code, "am submit exit code\n%s", p.output())
+	a, err := getRMApp(ctx, c, app)
+	require.NoError(t, err)
+	require.Equal(t, "FAILED", a.FinalStatus, "%+v", a)
+	require.Contains(t, a.Diagnostics, "1 running of the 2 needed (xres.reactive.min-workers)")
+	require.Contains(t, a.Diagnostics, "not granted within slot.request.timeout=10s")
 }
