@@ -11,6 +11,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -112,6 +114,35 @@ func readKV(t *testing.T, path string) map[string]string {
 	return out
 }
 
+// pageShows waits until the AM's tracking page, opened through the RM's
+// web proxy, holds every one of want.
+func pageShows(t *testing.T, ctx context.Context, c *harness.Cluster, app string, want ...string) {
+	t.Helper()
+	eventually(t, time.Minute, fmt.Sprintf("the tracking page shows %q", want), func() (bool, string) {
+		ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		defer cancel()
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.URL("/proxy/"+url.PathEscape(app)+"/"), nil)
+		if err != nil {
+			return false, err.Error()
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return false, err.Error()
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, w := range want {
+			if !strings.Contains(string(b), w) {
+				return false, fmt.Sprintf("no %q in (HTTP %d)\n%s", w, resp.StatusCode, b)
+			}
+		}
+		return true, ""
+	})
+}
+
 // requireRunning fails the test at once when am submit has ended (the
 // application with it), with its output, instead of waiting on.
 func requireRunning(t *testing.T, p *amProc) {
@@ -204,6 +235,10 @@ func TestGroupsOwnDevicesAndCommands(t *testing.T) {
 	require.Equal(t, 2, byName["prep"].Running, "%+v", st.Groups)
 	require.Equal(t, am.Resource{MemoryMB: 256, VCores: 1, Extra: map[string]int64{"yarn.io/gpu": 2}}, byName["trainer"].Profile)
 	require.Equal(t, am.Resource{MemoryMB: 320, VCores: 2, Extra: map[string]int64{"yarn.io/fpga": 1}}, byName["prep"].Profile)
+
+	// The tracking page: running of target, and a row per group.
+	pageShows(t, ctx, c, app, `<span id="target">running 3 of target 3</span>`,
+		"<tr><td>trainer</td><td>1 / 1</td><td>1</td>", "<tr><td>prep</td><td>2 / 2</td><td>2</td>")
 
 	// The devices each launcher reported to the AM: its group's, only.
 	groupOf := map[string]string{} // container → group
@@ -416,6 +451,7 @@ func TestReactiveScalesWithTheCluster(t *testing.T) {
 	st := runningWith(2)
 	require.NotNil(t, st.MinRunningTime, "the minimum's start time: %+v", st)
 	require.Nil(t, st.AllRunningTime, "not every wanted worker has run: %+v", st)
+	pageShows(t, ctx, c, app, `<span id="target">running 2 of target 4 (minimum 2, scheduler-mode: reactive)</span>`)
 	stays(20*time.Second, runningWorkers(st))
 	for id := range runningWorkers(st) {
 		b, err := os.ReadFile(filepath.Join(dir, "workers-env."+id))
@@ -429,6 +465,7 @@ func TestReactiveScalesWithTheCluster(t *testing.T) {
 	harness.MustVerb(t, func(ctx context.Context) (string, error) { return c.NMStart(ctx, 3) })
 	st = runningWith(4)
 	require.NotNil(t, st.AllRunningTime, "every wanted worker ran: %+v", st)
+	pageShows(t, ctx, c, app, `<span id="target">running 4 of target 4 (minimum 2, scheduler-mode: reactive)</span>`)
 	perNode := map[string]int{}
 	for _, w := range runningWorkers(st) {
 		perNode[w.Node]++
