@@ -2,12 +2,9 @@ package aggrlog
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"io"
 	"math"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -216,23 +213,16 @@ func TestModifiedUTF8(t *testing.T) {
 	require.Equal(t, "\uFFFD", decodeModifiedUTF8([]byte{0xff}))
 }
 
+// Seeds stay small: the fuzzer minimizes every new input, slowly for big ones.
 func FuzzReader(f *testing.F) {
-	f.Add(aggrlogtest.File{Codec: CodecNone, Owner: "u", Containers: twoContainers()}.Bytes())
-	f.Add(aggrlogtest.File{Codec: CodecGz, Chunk: 9, PerBlock: 1, Owner: "u", Containers: twoContainers()}.Bytes())
-	// and the node files a real NodeManager wrote (hadoop_test.go)
-	real, _ := filepath.Glob(filepath.Join("testdata", "hadoop-*", "127.*"))
-	for _, p := range real {
-		if b, err := os.ReadFile(p); err == nil {
-			f.Add(b)
-		}
+	small := []aggrlogtest.Container{
+		{ID: "container_1_0001_01_000002", Logs: []aggrlogtest.Log{{Name: "stdout", Body: "out\n"}, {Name: "stderr", Body: ""}}},
+		{ID: "container_1_0001_01_000003", Logs: []aggrlogtest.Log{{Name: "stdout", Body: "more out\n"}}},
 	}
+	f.Add(aggrlogtest.File{Codec: CodecNone, Owner: "u", ACLs: [][2]string{{"VIEW_APP", "u"}}, Containers: small}.Bytes())
+	f.Add(aggrlogtest.File{Codec: CodecGz, Chunk: 3, PerBlock: 1, Owner: "u", Containers: small}.Bytes())
 	f.Fuzz(func(t *testing.T, b []byte) {
-		_, _, _, err := readAll(t, b)
-		if err != nil && !errors.Is(err, ErrCorrupt) && !errors.Is(err, ErrNotTFile) && !errors.Is(err, ErrCodec) &&
-			!errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
-			// zlib/gzip errors and read errors pass through wrapped; any error is fine,
-			// what the fuzzer looks for is a panic or a hang.
-			_ = err
-		}
+		// Any error will do; what the fuzzer looks for is a panic or a hang.
+		readAll(t, b)
 	})
 }
