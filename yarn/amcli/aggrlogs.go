@@ -144,7 +144,7 @@ func aggregatedLogs(ctx context.Context, e *env, rm rmAPI, hc *conf.HadoopConfig
 		return fmt.Errorf("%w: the HDFS client cannot list or read files", errNotWired)
 	}
 	root := remoteLogRoot(hc)
-	lctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	lctx, cancel := context.WithTimeout(ctx, 10*time.Minute) // listing and printing every log
 	defer cancel()
 	dirs, err := appLogDirs(lctx, rfs, root, user, id)
 	if err != nil {
@@ -152,7 +152,7 @@ func aggregatedLogs(ctx context.Context, e *env, rm rmAPI, hc *conf.HadoopConfig
 	}
 	type nodeFile struct{ dir, name string }
 	var files []nodeFile
-	var uploading []string
+	var uploading, archived []string
 	for _, d := range dirs {
 		entries, err := rfs.ReadDir(lctx, d)
 		if err != nil {
@@ -160,6 +160,8 @@ func aggregatedLogs(ctx context.Context, e *env, rm rmAPI, hc *conf.HadoopConfig
 		}
 		for _, fi := range entries {
 			switch {
+			case fi.IsDir() && strings.HasSuffix(fi.Name(), ".har"):
+				archived = append(archived, path.Join(d, fi.Name()))
 			case fi.IsDir():
 			case strings.HasSuffix(fi.Name(), ".tmp"):
 				uploading = append(uploading, path.Join(d, fi.Name()))
@@ -172,6 +174,8 @@ func aggregatedLogs(ctx context.Context, e *env, rm rmAPI, hc *conf.HadoopConfig
 	where := path.Join(root, user) + "/"
 	if len(files) == 0 {
 		switch {
+		case len(archived) > 0:
+			return clusterError{fmt.Errorf("%w: the aggregated logs of %s are archived in a Hadoop archive (%s), which am logs does not read: run yarn logs -applicationId %s", errNoLogs, id, strings.Join(archived, ", "), id)}
 		case !r.Ended():
 			fmt.Fprintf(e.stderr, "am logs: %s is %s: log aggregation is on, and its logs reach HDFS (%s) when it ends; nothing there yet, so reading them from the NodeManagers\n", id, r.State, where)
 			return errNotAggregated
@@ -187,10 +191,6 @@ func aggregatedLogs(ctx context.Context, e *env, rm rmAPI, hc *conf.HadoopConfig
 	var failed []string
 	for _, f := range files {
 		p := path.Join(f.dir, f.name)
-		if strings.HasSuffix(f.name, ".har") {
-			failed = append(failed, fmt.Sprintf("%s: a Hadoop archive (archived logs): read it with yarn logs", p))
-			continue
-		}
 		if err := printNodeFile(lctx, e, rfs, p, nodeOf(f.name)); err != nil {
 			fmt.Fprintf(e.stderr, "am logs: %v\n", err)
 			failed = append(failed, err.Error())
@@ -210,6 +210,9 @@ func printNodeFile(ctx context.Context, e *env, fs logFS, p, node string) error 
 	}
 	defer f.Close()
 	r, err := aggrlog.NewReader(f, f.Size())
+	if errors.Is(err, aggrlog.ErrNotTFile) {
+		return fmt.Errorf("read %s: %w (an IFile, yarn.log-aggregation.file-formats, is not read by am logs; or a damaged upload)", p, err)
+	}
 	if err != nil {
 		return fmt.Errorf("read %s: %w", p, err)
 	}

@@ -140,9 +140,19 @@ func TestLogsAggregated(t *testing.T) {
 		require.Contains(t, out, "Container: "+c2+" on 127.0.0.2:45454\n", "the readable file is still printed")
 		require.Contains(t, stderr, dir+"127.0.0.3_45454")
 		require.Contains(t, stderr, "not a TFile")
+		require.Contains(t, stderr, "IFile")
 		require.Contains(t, stderr, dir+"127.0.0.4_45454")
 		require.Contains(t, stderr, `"snappy"`)
 		require.Contains(t, stderr, "2 of 3 aggregated log files")
+	})
+	t.Run("archived (a Hadoop archive): says so", func(t *testing.T) {
+		dfs := &diskFS{root: t.TempDir()}
+		dfs.put(t, "/tmp/logs/alice/logs/"+logsApp+"/"+logsApp+".har/_index", []byte("har index"))
+		rm := &clientRM{states: ended, final: "SUCCEEDED", hadoop: on}
+		code, _, stderr := runAm(t, clientDeps(t, rm, dfs), nil, "logs", logsApp)
+		require.Equal(t, ExitCluster, code)
+		require.Contains(t, stderr, "Hadoop archive")
+		require.Contains(t, stderr, "/tmp/logs/alice/logs/"+logsApp+"/"+logsApp+".har")
 	})
 	t.Run("running, nothing aggregated yet: says so and reads the NodeManagers", func(t *testing.T) {
 		nm := httptest.NewServer(nmLogs())
