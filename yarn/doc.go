@@ -12,5 +12,6 @@
 // The wire layer lives in yarn/internal/ipc and yarn/internal/sasl;
 // messages are the generated types of hadoopproto/hadoopyarn; tokens and
 // token files are in yarn/security; yarn/yarntest runs fake servers for
-// tests. RM addresses come from the Hadoop configuration (RMAddresses).
+// tests; yarn/aggrlog reads the log files YARN log aggregation uploads to
+// HDFS (TFile). RM addresses come from the Hadoop configuration (RMAddresses).
 package yarn
