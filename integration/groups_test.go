@@ -293,9 +293,14 @@ func TestGroupsOwnDevicesAndCommands(t *testing.T) {
 	// What each worker saw: its group's command and group, the total
 	// count, the launcher's device file with its group's devices only,
 	// and both groups at XRES_WORKERS_URL.
-	ran, err := filepath.Glob(filepath.Join(dir, "ran.*"))
-	require.NoError(t, err)
-	require.Len(t, ran, 3, "workers that ran: %v", ran)
+	// (A launcher reports its devices before it starts its worker.)
+	var ran []string
+	eventually(t, 2*time.Minute, "each of the 3 workers has written what it saw", func() (bool, string) {
+		var err error
+		ran, err = filepath.Glob(filepath.Join(dir, "ran.*"))
+		require.NoError(t, err)
+		return len(ran) == 3, fmt.Sprintf("%v", ran)
+	})
 	for _, f := range ran {
 		id := strings.TrimPrefix(filepath.Base(f), "ran.")
 		g := groupOf[id]
@@ -401,11 +406,12 @@ func TestReactiveScalesWithTheCluster(t *testing.T) {
 	killOnCleanup(t, c, app, release)
 
 	// runningWith waits until the AM reports n workers running, each of
-	// which has been told so at XRES_WORKERS_URL, and returns the status.
+	// which has reported its devices and been told the count at
+	// XRES_WORKERS_URL, and returns the status.
 	runningWith := func(n int) am.Status {
 		t.Helper()
 		var st am.Status
-		eventually(t, 3*time.Minute, fmt.Sprintf("%d workers running, each told so at XRES_WORKERS_URL", n), func() (bool, string) {
+		eventually(t, 3*time.Minute, fmt.Sprintf("%d workers running with their devices, each told so at XRES_WORKERS_URL", n), func() (bool, string) {
 			requireRunning(t, p)
 			var err error
 			if st, err = amStatusOf(ctx, c, app); err != nil {
@@ -415,7 +421,10 @@ func TestReactiveScalesWithTheCluster(t *testing.T) {
 			if len(run) != n {
 				return false, fmt.Sprintf("%d running: %+v", len(run), st.Containers)
 			}
-			for id := range run {
+			for id, w := range run {
+				if len(w.Devices) == 0 {
+					return false, fmt.Sprintf("%s has not reported its devices yet", id)
+				}
 				wc, err := workerCountOf(dir, id)
 				if err != nil {
 					return false, fmt.Sprintf("%s: %v", id, err)
