@@ -40,7 +40,10 @@ func (p Param) Option() conf.Option {
 	if def == "" && len(p.Values) > 0 {
 		def = p.Values[0]
 	}
-	return conf.Option{Key: conf.ExternalResourceParam.For("<name>", p.Name).Key, Type: p.Type, Default: def, Description: p.Doc}
+	// ParamKey("<name>", …) spells conf.ExternalResourceParam.For("<name>",
+	// …) without its regular expression: Declare runs in package
+	// initialisation, on every launcher start (TestParamOptionKey).
+	return conf.Option{Key: ParamKey("<name>", p.Name), Type: p.Type, Default: def, Description: p.Doc}
 }
 
 // Key is the param's full key for resource, as users write it.

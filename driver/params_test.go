@@ -89,3 +89,12 @@ func TestParamOption(t *testing.T) {
 	require.True(t, ok, "driver.TimeoutParam is in conf's registry")
 	require.Equal(t, driver.TimeoutParam.Option(), got)
 }
+
+// A param's key is conf.ExternalResourceParam's pattern filled in, spelled
+// without the pattern's regular expression (Declare runs at start).
+func TestParamOptionKey(t *testing.T) {
+	for _, name := range []string{"mode", "discovery-script.path", "a.b.c"} {
+		p := driver.Param{Name: name, Type: conf.TypeString}
+		require.Equal(t, conf.ExternalResourceParam.For("<name>", name).Key, p.Option().Key)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -38,8 +39,11 @@ type procFS struct{ root string }
 
 var defaultProc = procFS{root: "/proc"}
 
-// Self returns the Owner that describes the calling process.
-func Self() (Owner, error) { return defaultProc.owner(os.Getpid()) }
+// Self returns the Owner that describes the calling process (read once:
+// a process keeps its pid, start time, boot and pid namespace).
+func Self() (Owner, error) { return self() }
+
+var self = sync.OnceValues(func() (Owner, error) { return defaultProc.owner(os.Getpid()) })
 
 // ProcessOwner returns the Owner of a running process.
 func ProcessOwner(pid int) (Owner, error) { return defaultProc.owner(pid) }
@@ -57,7 +61,17 @@ func (p procFS) owner(pid int) (Owner, error) {
 }
 
 func (p procFS) bootID() string {
-	b, err := os.ReadFile(p.root + "/sys/kernel/random/boot_id")
+	if p.root == defaultProc.root {
+		return hostBootID()
+	}
+	return readBootID(p.root)
+}
+
+// hostBootID is this boot's id, read once.
+var hostBootID = sync.OnceValue(func() string { return readBootID(defaultProc.root) })
+
+func readBootID(root string) string {
+	b, err := os.ReadFile(root + "/sys/kernel/random/boot_id")
 	if err != nil {
 		return ""
 	}
