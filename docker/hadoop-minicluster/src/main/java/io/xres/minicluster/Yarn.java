@@ -10,6 +10,7 @@ import java.net.ServerSocket;
 import java.net.URL;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
@@ -76,6 +77,12 @@ final class Yarn {
     final int localizerPort;
     final int webPort;
     NodeManager nm;
+    /**
+     * A NodeManager nm-kill stopped whose own stop (it closes the LevelDB recovery store)
+     * waits until nm-start or the cluster's stop: its container threads still record the
+     * killed processes' exits in that store, and a write to a closed LevelDB crashes the JVM.
+     */
+    NodeManager killed;
 
     Node(int index, String host, File dir, int port, int localizerPort, int webPort) {
       this.index = index;
@@ -263,7 +270,14 @@ final class Yarn {
     }
     NodeManager nm = n.nm;
     n.nm = null;
-    nm.stop();
+    // Its services stop (no heartbeat, RPC or web server) but not the NodeManager itself,
+    // which would close the recovery store under the container threads (see Node.killed).
+    List<Service> services = new ArrayList<>(nm.getServices());
+    Collections.reverse(services);
+    for (Service s : services) {
+      s.stop();
+    }
+    n.killed = nm;
     int killed = killContainers(n);
     waitFor("node " + n.id() + " LOST", () -> nodeState(n).equals("LOST"));
     return "killed NodeManager " + i + " (" + n.id() + ") and " + killed + " container process(es); RM: LOST";
@@ -275,6 +289,7 @@ final class Yarn {
     if (n.nm != null) {
       throw new IllegalStateException("NodeManager " + i + " (" + n.id() + ") is already running");
     }
+    closeKilled(n);
     startNode(n);
     waitFor("node " + n.id() + " RUNNING", () -> nodeState(n).equals("RUNNING"));
     return "started NodeManager " + i + " (" + n.id() + "); RM: RUNNING";
@@ -300,11 +315,20 @@ final class Yarn {
       if (n.nm != null) {
         n.nm.stop();
       }
+      closeKilled(n);
     }
     for (Rm r : rms) {
       if (r.rm != null) {
         r.rm.stop();
       }
+    }
+  }
+
+  /** Stops the NodeManager nm-kill left half stopped, releasing its recovery store. */
+  private static void closeKilled(Node n) {
+    if (n.killed != null) {
+      n.killed.stop();
+      n.killed = null;
     }
   }
 
