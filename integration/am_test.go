@@ -308,6 +308,11 @@ func (r rmContainer) resource(name string) (int64, bool) {
 // the RM lists a running attempt's live containers, with their allocated
 // resources).
 func rmContainers(ctx context.Context, c *harness.Cluster, app string) ([]rmContainer, error) {
+	return rmAttemptContainers[rmContainer](ctx, c, app)
+}
+
+// rmAttemptContainers is rmContainers decoding each entry as a T.
+func rmAttemptContainers[T any](ctx context.Context, c *harness.Cluster, app string) ([]T, error) {
 	var attempts struct {
 		AppAttempts struct {
 			AppAttempt harness.List[struct {
@@ -319,10 +324,10 @@ func rmContainers(ctx context.Context, c *harness.Cluster, app string) ([]rmCont
 	if err := restGet(ctx, c, base, &attempts); err != nil {
 		return nil, err
 	}
-	var out []rmContainer
+	var out []T
 	for _, a := range attempts.AppAttempts.AppAttempt {
 		var cs struct {
-			Container harness.List[rmContainer] `json:"container"`
+			Container harness.List[T] `json:"container"`
 		}
 		if err := restGet(ctx, c, base+"/"+url.PathEscape(a.AppAttemptID)+"/containers", &cs); err != nil {
 			return nil, err

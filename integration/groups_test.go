@@ -34,33 +34,6 @@ type groupContainer struct {
 	Priority json.Number `json:"priority"`
 }
 
-// rmGroupContainers lists the containers of every attempt of app, as
-// rmContainers does, with their priorities.
-func rmGroupContainers(ctx context.Context, c *harness.Cluster, app string) ([]groupContainer, error) {
-	var attempts struct {
-		AppAttempts struct {
-			AppAttempt harness.List[struct {
-				AppAttemptID string `json:"appAttemptId"`
-			}] `json:"appAttempt"`
-		} `json:"appAttempts"`
-	}
-	base := "/ws/v1/cluster/apps/" + url.PathEscape(app) + "/appattempts"
-	if err := restGet(ctx, c, base, &attempts); err != nil {
-		return nil, err
-	}
-	var out []groupContainer
-	for _, a := range attempts.AppAttempts.AppAttempt {
-		var cs struct {
-			Container harness.List[groupContainer] `json:"container"`
-		}
-		if err := restGet(ctx, c, base+"/"+url.PathEscape(a.AppAttemptID)+"/containers", &cs); err != nil {
-			return nil, err
-		}
-		out = append(out, cs.Container...)
-	}
-	return out, nil
-}
-
 // amount is the RM's allocated amount of resource name (0 when it lists
 // none: a type the container was not given).
 func (r rmContainer) amount(name string) int64 {
@@ -264,7 +237,7 @@ func TestGroupsOwnDevicesAndCommands(t *testing.T) {
 	// The RM's own report: each worker container has exactly its group's
 	// profile, granted for its group's ask (priority 1 for the first
 	// group, 2 for the second).
-	cs, err := rmGroupContainers(ctx, c, app)
+	cs, err := rmAttemptContainers[groupContainer](ctx, c, app)
 	require.NoError(t, err)
 	require.Len(t, cs, 4, "the AM and 3 workers: %+v", cs)
 	perGroup := map[string]int{}
