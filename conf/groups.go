@@ -2,7 +2,6 @@ package conf
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 )
 
@@ -15,7 +14,18 @@ const EnvWorkerGroup = "XRES_WORKER_GROUP"
 // xres.worker-group.<group>.<key>.
 const GroupPrefix = "xres.worker-group."
 
-var groupName = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+// validGroupName: letters, digits, '-' and '_', at least one.
+func validGroupName(n string) bool {
+	if n == "" {
+		return false
+	}
+	for _, r := range n {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+			return false
+		}
+	}
+	return true
+}
 
 // WorkerGroupNames reads xres.worker-groups: nil when unset (one group,
 // the plain keys). Every name must be non-empty, unique and made of
@@ -31,7 +41,7 @@ func (c *Config) WorkerGroupNames() ([]string, error) {
 	seen := map[string]bool{}
 	for _, n := range names {
 		switch {
-		case !groupName.MatchString(n):
+		case !validGroupName(n):
 			return nil, fmt.Errorf("%w: config key %s (%s): group name %q: only letters, digits, '-' and '_'",
 				ErrInvalidValue, WorkerGroups.Key, c.Origin(WorkerGroups.Key), n)
 		case seen[n]:

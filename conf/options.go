@@ -56,10 +56,12 @@ type Option struct {
 	Description string
 }
 
-var placeholder = regexp.MustCompile(`<[^<>]+>`)
+// placeholder is compiled on first use: the launcher, which starts once
+// per worker, seldom needs it.
+var placeholder = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`<[^<>]+>`) })
 
 // IsPattern reports whether the key holds placeholders such as <name>.
-func (o Option) IsPattern() bool { return placeholder.MatchString(o.Key) }
+func (o Option) IsPattern() bool { return placeholder().MatchString(o.Key) }
 
 // For returns the option with its placeholders replaced by args, in
 // order: ExternalResourceAmount.For("gpu").Key is
@@ -67,7 +69,7 @@ func (o Option) IsPattern() bool { return placeholder.MatchString(o.Key) }
 // are.
 func (o Option) For(args ...string) Option {
 	i := 0
-	o.Key = placeholder.ReplaceAllStringFunc(o.Key, func(m string) string {
+	o.Key = placeholder().ReplaceAllStringFunc(o.Key, func(m string) string {
 		if i >= len(args) {
 			return m
 		}
@@ -84,7 +86,7 @@ func (o Option) Matches(key string) bool {
 	if !o.IsPattern() {
 		return key == o.Key
 	}
-	parts := placeholder.Split(o.Key, -1)
+	parts := placeholder().Split(o.Key, -1)
 	for i := range parts {
 		parts[i] = regexp.QuoteMeta(parts[i])
 	}
@@ -135,7 +137,7 @@ func LookupOption(key string) (Option, bool) {
 	best, bestLen := Option{}, -1
 	for _, o := range Options() {
 		if o.IsPattern() && o.Matches(key) {
-			if n := len(placeholder.ReplaceAllString(o.Key, "")); n > bestLen {
+			if n := len(placeholder().ReplaceAllString(o.Key, "")); n > bestLen {
 				best, bestLen = o, n
 			}
 		}

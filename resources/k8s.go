@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/xres/xres/conf"
 )
@@ -78,8 +79,9 @@ type (
 const PodLabelName = "app.kubernetes.io/name"
 
 var (
-	dns1123Label = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
-	envName      = regexp.MustCompile(`^[-._a-zA-Z][-._a-zA-Z0-9]*$`)
+	// Compiled on first use (rendering a pod), not at every launcher start.
+	dns1123Label = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`) })
+	envName      = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[-._a-zA-Z][-._a-zA-Z0-9]*$`) })
 )
 
 // RenderPod returns a worker pod template as YAML (for kubectl apply): one
@@ -108,7 +110,7 @@ func RenderPod(specs []Spec, opts PodOptions) ([]byte, error) {
 		opts.Launcher = "container-launcher"
 	}
 	switch {
-	case !dns1123Label.MatchString(opts.Name):
+	case !dns1123Label().MatchString(opts.Name):
 		return nil, fmt.Errorf("%w: pod name %q must be a DNS-1123 label (a-z, 0-9, '-', at most 63)", ErrPodTemplate, opts.Name)
 	case strings.TrimSpace(opts.Image) == "":
 		return nil, fmt.Errorf("%w: no image (the worker image holding %s)", ErrPodTemplate, opts.Launcher)
@@ -142,7 +144,7 @@ func RenderPod(specs []Spec, opts PodOptions) ([]byte, error) {
 	}
 	envKeys := make([]string, 0, len(opts.Env))
 	for k := range opts.Env {
-		if !envName.MatchString(k) {
+		if !envName().MatchString(k) {
 			return nil, fmt.Errorf("%w: environment variable name %q", ErrPodTemplate, k)
 		}
 		envKeys = append(envKeys, k)
@@ -273,11 +275,11 @@ func yamlScalar(v any) (string, error) {
 }
 
 // plainKey: a key YAML reads as the same string unquoted.
-var plainKey = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9._/-]*$`)
+var plainKey = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z][A-Za-z0-9._/-]*$`) })
 
 // yamlKey writes a mapping key bare when that is safe, else quoted.
 func yamlKey(k string) string {
-	if plainKey.MatchString(k) && !yamlKeyword[strings.ToLower(k)] {
+	if plainKey().MatchString(k) && !yamlKeyword[strings.ToLower(k)] {
 		return k
 	}
 	return yamlString(k)

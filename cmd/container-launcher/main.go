@@ -16,10 +16,10 @@ import (
 )
 
 func main() {
-	// Caught from the start, so that no signal kills the launcher while it
-	// holds devices; Main forwards them to the worker.
+	// Caught once Main is to launch a worker, before it reserves devices,
+	// so that no signal kills the launcher while it holds them; Main
+	// forwards them to the worker.
 	sigs := make(chan os.Signal, 8)
-	signal.Notify(sigs, launch.ForwardedSignals...)
 
 	reg, err := launch.NewRegistry(os.Getenv)
 	if err != nil {
@@ -31,6 +31,7 @@ func main() {
 		Stdout:   os.Stdout,
 		Stderr:   os.Stderr,
 		Signals:  sigs,
+		Notify:   func() { signal.Notify(sigs, launch.ForwardedSignals...) },
 		Registry: reg,
 		Version:  version.String("container-launcher"),
 	}))

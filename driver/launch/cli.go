@@ -38,6 +38,12 @@ type Env struct {
 	Stderr  io.Writer
 	// Signals delivers the signals to forward (ForwardedSignals); nil: none.
 	Signals <-chan os.Signal
+	// Notify, when set, subscribes Signals to ForwardedSignals
+	// (signal.Notify). Main calls it once it knows it will launch a worker,
+	// before it reserves anything: subscribing costs every process start
+	// about half a millisecond, and probe, check and --version, which hold
+	// nothing, do without (a signal ends them at once).
+	Notify func()
 	// Registry holds the driver factories (filled by cmd/).
 	Registry Registry
 	// Load reads the configuration; nil: LoadConfig.
@@ -332,6 +338,9 @@ func runLaunch(ctx context.Context, args []string, env Env) int {
 
 	// Signals: before the worker runs they cancel the launch; afterwards
 	// they are forwarded. The gate watches for the launcher's whole life.
+	if env.Notify != nil {
+		env.Notify()
+	}
 	lctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	gate := newSignalGate(env.Signals, cancel, log)
