@@ -52,11 +52,21 @@ func TestLockSurvivesLockFileRemoval(t *testing.T) {
 	}
 }
 
-// A temp file removed before its rename is written again.
+// A temp file removed before its rename is written again. The state is
+// made larger than a page first, so that every write goes through a temp
+// file (smaller ones are rewritten in place).
 func TestWriteSurvivesTempRemoval(t *testing.T) {
 	dir := t.TempDir()
 	state := filepath.Join(dir, "state")
 	h := newHost(t, state, Owner{})
+	for i := 0; i < 64; i++ {
+		name := fmt.Sprintf("filler-resource-%03d", i)
+		_, err := h.Reserve(ctxT(t), name, []string{fmt.Sprintf("GPU-%03d-%s", i, strings.Repeat("f", 32))}, 1, false)
+		require.NoError(t, err)
+	}
+	fi, err := os.Stat(state)
+	require.NoError(t, err)
+	require.Greater(t, fi.Size(), int64(inPlaceMax), "the state must be past the in-place size")
 	stop := make(chan struct{})
 	done := make(chan struct{})
 	go func() {
@@ -71,6 +81,9 @@ func TestWriteSurvivesTempRemoval(t *testing.T) {
 			for _, f := range tmps {
 				_ = os.Remove(f)
 			}
+			// A cleaner sweeping without pause on a loaded 2-core machine
+			// hit all of a write's tries; a real one is far slower still.
+			time.Sleep(50 * time.Microsecond)
 		}
 	}()
 	for i := 0; i < 50; i++ {
