@@ -306,7 +306,7 @@ func BenchmarkAMAllocateCycle(b *testing.B) {
 				}
 				a.mu.Lock()
 				for i := range benchWorkers - benchPerBeat {
-					w := &worker{c: ctr(i+2, "nm"+strconv.Itoa(i%benchNodes)), state: StateStarting, launched: true}
+					w := &worker{c: ctr(i+2, "nm"+strconv.Itoa(i%benchNodes)), g: a.groups[0], state: StateStarting, launched: true}
 					a.workers.add(w)
 					a.workers.set(w, StateRunning)
 				}
