@@ -102,7 +102,11 @@ func TestAMLogsAggregated(t *testing.T) {
 		}
 	}
 	// The AM's container is there too (yarn logs shows every container).
-	require.Contains(t, sections, attemptContainerID(app, 1))
+	amSeen := false
+	for id := range sections {
+		amSeen = amSeen || isAttemptContainer(id, app, 1)
+	}
+	require.True(t, amSeen, "the AM's container among %v", sections)
 	t.Logf("am logs read %d containers of %s from HDFS (compression %q)", len(sections), app, codec)
 
 	if dst := os.Getenv(envAggrlogTestdata); dst != "" {

@@ -343,6 +343,23 @@ func attemptContainerID(app string, n int) string {
 	return fmt.Sprintf("container_%s_01_%06d", strings.TrimPrefix(app, "application_"), n)
 }
 
+// containerEpoch is the epoch part of a container id (container_e17_…): an
+// RM that restarted with recovery numbers its containers with one, so a
+// test that runs after an rm-restart sees it.
+var containerEpoch = regexp.MustCompile(`^container_e[0-9]+_`)
+
+// isAttemptContainer says whether id is attemptContainerID(app, n), with
+// or without an epoch.
+func isAttemptContainer(id, app string, n int) bool {
+	return containerEpoch.ReplaceAllString(id, "container_") == attemptContainerID(app, n)
+}
+
+// attemptContainerPattern is a regular expression for
+// attemptContainerID(app, n) with or without an epoch.
+func attemptContainerPattern(app string, n int) string {
+	return "container_(?:e[0-9]+_)?" + regexp.QuoteMeta(strings.TrimPrefix(attemptContainerID(app, n), "container_"))
+}
+
 // requireNoStaging checks that app's HDFS staging folder is gone.
 func requireNoStaging(t *testing.T, c *harness.Cluster, app string) {
 	t.Helper()
@@ -418,10 +435,9 @@ func TestAMSubmitDemo(t *testing.T) {
 	// The RM's own report: every worker container holds yarn.io/gpu: 1.
 	cs, err := rmContainers(ctx, c, app)
 	require.NoError(t, err)
-	amContainer := attemptContainerID(app, 1)
 	seen := 0
 	for _, rc := range cs {
-		if rc.ContainerID == amContainer {
+		if isAttemptContainer(rc.ContainerID, app, 1) {
 			continue
 		}
 		gpu, ok := rc.resource("yarn.io/gpu")
@@ -592,12 +608,12 @@ func TestAMSubmitFailsPastFailureLimit(t *testing.T) {
 	a, err := getRMApp(ctx, c, app)
 	require.NoError(t, err)
 	require.Equal(t, "FAILED", a.FinalStatus)
-	first := attemptContainerID(app, 2) // the first worker container (the AM's is 1)
+	first := attemptContainerPattern(app, 2) // the first worker container (the AM's is 1)
 	// The nodes are distinct hosts (127.0.0.2, ...): the diagnostic names the one it ran on.
 	for _, text := range []string{a.Diagnostics, out} {
 		onHost := false
 		for _, n := range c.Nodes(t) {
-			onHost = onHost || strings.Contains(text, "container "+first+" on "+strings.Split(n.ID, ":")[0]+" ")
+			onHost = onHost || regexp.MustCompile("container "+first+" on "+regexp.QuoteMeta(strings.Split(n.ID, ":")[0])+" ").MatchString(text)
 		}
 		require.True(t, onHost, "no 'container %s on <node host>' in %q", first, text)
 	}

@@ -295,7 +295,7 @@ func TestFaultNMKilled(t *testing.T) {
 	require.NoError(t, err)
 	amNode := ""
 	for _, x := range cs {
-		if x.ContainerID == attemptContainerID(app, 1) {
+		if isAttemptContainer(x.ContainerID, app, 1) {
 			amNode = x.AssignedNodeID
 		}
 	}
@@ -485,9 +485,14 @@ func TestFaultBlacklistExpires(t *testing.T) {
 func amLogCount(c *harness.Cluster, app, s string) int {
 	n := 0
 	for _, d := range c.NodeManagerLogDirs() {
-		b, err := os.ReadFile(filepath.Join(d, app, attemptContainerID(app, 1), "stderr"))
-		if err == nil {
-			n += strings.Count(string(b), s)
+		dirs, _ := filepath.Glob(filepath.Join(d, app, "container_*"))
+		for _, dir := range dirs {
+			if !isAttemptContainer(filepath.Base(dir), app, 1) {
+				continue
+			}
+			if b, err := os.ReadFile(filepath.Join(dir, "stderr")); err == nil {
+				n += strings.Count(string(b), s)
+			}
 		}
 	}
 	return n

@@ -242,7 +242,7 @@ func TestGroupsOwnDevicesAndCommands(t *testing.T) {
 	require.Len(t, cs, 4, "the AM and 3 workers: %+v", cs)
 	perGroup := map[string]int{}
 	for _, x := range cs {
-		if x.ContainerID == attemptContainerID(app, 1) {
+		if isAttemptContainer(x.ContainerID, app, 1) {
 			continue
 		}
 		g, ok := groupOf[x.ContainerID]
@@ -458,7 +458,7 @@ func TestReactiveScalesWithTheCluster(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, cs, wanted+1, "the RM's containers: the AM and %d workers: %+v", wanted, cs)
 	for _, x := range cs {
-		if x.ContainerID != attemptContainerID(app, 1) {
+		if !isAttemptContainer(x.ContainerID, app, 1) {
 			require.EqualValues(t, 2, x.amount("yarn.io/gpu"), "RM's yarn.io/gpu of %s", x.ContainerID)
 		}
 	}
@@ -669,7 +669,7 @@ func TestReactiveFailsBelowMinimum(t *testing.T) {
 	require.NoError(t, err)
 	amNode := ""
 	for _, x := range cs {
-		if x.ContainerID == attemptContainerID(app, 1) {
+		if isAttemptContainer(x.ContainerID, app, 1) {
 			amNode = x.AssignedNodeID
 		}
 	}
