@@ -291,15 +291,7 @@ func TestFaultNMKilled(t *testing.T) {
 	killOnCleanup(t, c, app, release)
 
 	before := waitWorkersRunning(t, ctx, c, app, workers, 2*time.Minute)
-	cs, err := rmContainers(ctx, c, app)
-	require.NoError(t, err)
-	amNode := ""
-	for _, x := range cs {
-		if isAttemptContainer(x.ContainerID, app, 1) {
-			amNode = x.AssignedNodeID
-		}
-	}
-	require.NotEmpty(t, amNode, "the AM container among %+v", cs)
+	amNode := amNodeOf(t, ctx, c, app)
 	var victim am.WorkerStatus
 	for _, w := range before {
 		if w.Node != amNode {
@@ -319,6 +311,7 @@ func TestFaultNMKilled(t *testing.T) {
 	lost := time.Now()
 	var st am.Status
 	eventually(t, 2*time.Minute, "the lost worker replaced", func() (bool, string) {
+		var err error
 		st, err = amStatusOf(ctx, c, app)
 		if err != nil {
 			return false, err.Error()
@@ -478,6 +471,20 @@ func TestFaultBlacklistExpires(t *testing.T) {
 	require.Equal(t, 1, st.Failed, "the one failed discovery: %+v", st)
 
 	releaseAndSucceed(t, p, app, release)
+}
+
+// amNodeOf is the node id the RM reports app's AM container (attempt 1) on.
+func amNodeOf(t *testing.T, ctx context.Context, c *harness.Cluster, app string) string {
+	t.Helper()
+	cs, err := rmContainers(ctx, c, app)
+	require.NoError(t, err)
+	for _, x := range cs {
+		if isAttemptContainer(x.ContainerID, app, 1) {
+			return x.AssignedNodeID
+		}
+	}
+	t.Fatalf("the AM container of %s is not among the RM's %+v", app, cs)
+	return ""
 }
 
 // amLogCount counts the lines of the AM container's stderr (attempt 1)

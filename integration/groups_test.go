@@ -665,15 +665,7 @@ func TestReactiveFailsBelowMinimum(t *testing.T) {
 	killOnCleanup(t, c, app, release)
 
 	run := waitWorkersRunning(t, ctx, c, app, 3, 3*time.Minute)
-	cs, err := rmContainers(ctx, c, app)
-	require.NoError(t, err)
-	amNode := ""
-	for _, x := range cs {
-		if isAttemptContainer(x.ContainerID, app, 1) {
-			amNode = x.AssignedNodeID
-		}
-	}
-	require.NotEmpty(t, amNode, "the AM container among %+v", cs)
+	amNode := amNodeOf(t, ctx, c, app)
 	var victims []int
 	for _, w := range run {
 		if w.Node != amNode {
