@@ -235,7 +235,7 @@ func PlanGroups(cfg *conf.Config, workers int, parse func(*conf.Config) ([]resou
 	var out []PlannedGroup
 	var errs []error
 	for _, name := range names {
-		g, err := planGroup(cfg, name, parse)
+		g, err := PlanGroup(cfg, name, parse)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("worker group %s: %w", name, err))
 			continue
@@ -248,7 +248,10 @@ func PlanGroups(cfg *conf.Config, workers int, parse func(*conf.Config) ([]resou
 	return out, nil
 }
 
-func planGroup(cfg *conf.Config, name string, parse func(*conf.Config) ([]resources.Spec, error)) (PlannedGroup, error) {
+// PlanGroup plans worker group name alone, as PlanGroups does each group
+// (its errors without the group's prefix); it does not check that
+// xres.worker-groups lists name.
+func PlanGroup(cfg *conf.Config, name string, parse func(*conf.Config) ([]resources.Spec, error)) (PlannedGroup, error) {
 	g := PlannedGroup{Name: name, Config: cfg.Group(name)}
 	n := 0
 	countOpt := conf.WorkerGroupWorkers.For(name)

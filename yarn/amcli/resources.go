@@ -223,11 +223,9 @@ func buildResourcesReport(cfg *conf.Config, workers int, strict bool) resourcesR
 // groupPrefix is how am.PlanGroups starts a group's error.
 func groupPrefix(name string) string { return "worker group " + name + ": " }
 
-// planGroupAlone plans worker group name with am.PlanGroups on a
-// configuration that lists it alone (its view, with xres.worker-groups
-// set to it), so that its problems are its own: each goes to add, and
-// the group is listed with its resources and, when it has no errors, its
-// plan and command. listed are the resources any group lists: the shared
+// planGroupAlone plans worker group name alone (am.PlanGroup), so that
+// its problems are its own: each goes to add, and the group is listed
+// with its resources and, when it has no errors, its plan and command. listed are the resources any group lists: the shared
 // keys of a resource another group lists are no problem of this one.
 func planGroupAlone(cfg *conf.Config, name string, opts resources.ParseOptions, listed map[string]bool, add func(problemJSON)) groupJSON {
 	view := cfg.Group(name)
@@ -239,11 +237,9 @@ func planGroupAlone(cfg *conf.Config, name string, opts resources.ParseOptions, 
 		}
 		add(problemOf(p, p.Severity))
 	}
-	alone := cfg.Group(name)
-	alone.Set(conf.WorkerGroups.Key, name)
 	var specs []resources.Spec
 	var parseErr error
-	planned, err := am.PlanGroups(alone, 0, func(v *conf.Config) ([]resources.Spec, error) {
+	planned, err := am.PlanGroup(cfg, name, func(v *conf.Config) ([]resources.Spec, error) {
 		specs, parseErr = resources.Parse(v, opts)
 		return specs, parseErr
 	})
@@ -257,15 +253,12 @@ func planGroupAlone(cfg *conf.Config, name string, opts resources.ParseOptions, 
 		addParseError(add, parseErr, func(p resources.Problem) resources.Problem { return groupProblemKey(cfg, name, p) })
 	case err != nil:
 		for _, e := range splitJoined(err) {
-			if inner := errors.Unwrap(e); inner != nil && strings.HasPrefix(e.Error(), groupPrefix(name)) {
-				e = inner
-			}
 			addPlanError(add, e)
 		}
-	case len(planned) == 1:
-		p := planned[0].Plan
+	default:
+		p := planned.Plan
 		g.Plan = &p
-		g.Command = planned[0].Command
+		g.Command = planned.Command
 		if g.Command != nil {
 			g.commandText, _ = cfg.Get(conf.WorkerGroupCommand.For(name).Key)
 		}
