@@ -2,7 +2,6 @@ package conf
 
 import (
 	"fmt"
-	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -56,42 +55,98 @@ type Option struct {
 	Description string
 }
 
-// placeholder is compiled on first use: the launcher, which starts once
-// per worker, seldom needs it.
-var placeholder = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`<[^<>]+>`) })
+// placeholders returns the spans [start, end) of the key's placeholders:
+// text in angle brackets, non-empty and without angle brackets inside
+// (external-resource.<name>.amount has one). Scanned by hand, not with a
+// regular expression: the regexp package's tables cost every launcher
+// start (it starts once per worker) time at initialisation.
+func placeholders(key string) [][2]int {
+	var spans [][2]int
+	for i := 0; i < len(key); i++ {
+		if key[i] != '<' {
+			continue
+		}
+		j := i + 1
+		for j < len(key) && key[j] != '<' && key[j] != '>' {
+			j++
+		}
+		if j < len(key) && key[j] == '>' && j > i+1 {
+			spans = append(spans, [2]int{i, j + 1})
+			i = j
+		}
+	}
+	return spans
+}
+
+// fixedParts is the key's text around its placeholders: one more part than
+// there are placeholders.
+func fixedParts(key string, spans [][2]int) []string {
+	parts := make([]string, 0, len(spans)+1)
+	at := 0
+	for _, sp := range spans {
+		parts = append(parts, key[at:sp[0]])
+		at = sp[1]
+	}
+	return append(parts, key[at:])
+}
 
 // IsPattern reports whether the key holds placeholders such as <name>.
-func (o Option) IsPattern() bool { return placeholder().MatchString(o.Key) }
+func (o Option) IsPattern() bool { return len(placeholders(o.Key)) > 0 }
 
 // For returns the option with its placeholders replaced by args, in
 // order: ExternalResourceAmount.For("gpu").Key is
 // "external-resource.gpu.amount". Missing args leave placeholders as they
 // are.
 func (o Option) For(args ...string) Option {
-	i := 0
-	o.Key = placeholder().ReplaceAllStringFunc(o.Key, func(m string) string {
+	spans := placeholders(o.Key)
+	if len(spans) == 0 || len(args) == 0 {
+		return o
+	}
+	var b strings.Builder
+	at := 0
+	for i, sp := range spans {
 		if i >= len(args) {
-			return m
+			break
 		}
-		i++
-		return args[i-1]
-	})
+		b.WriteString(o.Key[at:sp[0]])
+		b.WriteString(args[i])
+		at = sp[1]
+	}
+	b.WriteString(o.Key[at:])
+	o.Key = b.String()
 	return o
 }
 
 // Matches reports whether key is an instance of the option's key (equal,
 // or matching its pattern, each placeholder standing for one or more
-// characters).
+// characters other than a newline).
 func (o Option) Matches(key string) bool {
-	if !o.IsPattern() {
+	spans := placeholders(o.Key)
+	if len(spans) == 0 {
 		return key == o.Key
 	}
-	parts := placeholder().Split(o.Key, -1)
-	for i := range parts {
-		parts[i] = regexp.QuoteMeta(parts[i])
+	if strings.ContainsRune(key, '\n') {
+		return false // no fixed part holds one, and no placeholder stands for one
 	}
-	re, err := regexp.Compile("^" + strings.Join(parts, ".+") + "$")
-	return err == nil && re.MatchString(key)
+	parts := fixedParts(o.Key, spans)
+	if !strings.HasPrefix(key, parts[0]) {
+		return false
+	}
+	// Each inner part at its first place after at least one character:
+	// a later place would only leave less for the parts after it.
+	at := len(parts[0])
+	last := len(parts) - 1
+	for _, p := range parts[1:last] {
+		if at+1 > len(key) {
+			return false
+		}
+		i := strings.Index(key[at+1:], p)
+		if i < 0 {
+			return false
+		}
+		at += 1 + i + len(p)
+	}
+	return len(key)-len(parts[last]) >= at+1 && strings.HasSuffix(key, parts[last])
 }
 
 var (
@@ -137,7 +192,7 @@ func LookupOption(key string) (Option, bool) {
 	best, bestLen := Option{}, -1
 	for _, o := range Options() {
 		if o.IsPattern() && o.Matches(key) {
-			if n := len(placeholder().ReplaceAllString(o.Key, "")); n > bestLen {
+			if n := len(strings.Join(fixedParts(o.Key, placeholders(o.Key)), "")); n > bestLen {
 				best, bestLen = o, n
 			}
 		}

@@ -6,11 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/xres/xres/conf"
 )
@@ -78,11 +76,41 @@ type (
 // name.
 const PodLabelName = "app.kubernetes.io/name"
 
-var (
-	// Compiled on first use (rendering a pod), not at every launcher start.
-	dns1123Label = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`) })
-	envName      = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[-._a-zA-Z][-._a-zA-Z0-9]*$`) })
-)
+// The name rules below are checked by hand, not with regular expressions:
+// linking the regexp package costs every launcher start (once per worker)
+// its tables' initialisation.
+
+func isLower(c byte) bool { return 'a' <= c && c <= 'z' }
+func isUpper(c byte) bool { return 'A' <= c && c <= 'Z' }
+func isDigit(c byte) bool { return '0' <= c && c <= '9' }
+
+// isDNS1123Label: 1 to 63 of [-a-z0-9], starting and ending alphanumeric
+// (Kubernetes' DNS-1123 label).
+func isDNS1123Label(s string) bool {
+	if len(s) == 0 || len(s) > 63 || s[0] == '-' || s[len(s)-1] == '-' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !isLower(c) && !isDigit(c) && c != '-' {
+			return false
+		}
+	}
+	return true
+}
+
+// isEnvName: [-._a-zA-Z][-._a-zA-Z0-9]* (Kubernetes' environment variable
+// names).
+func isEnvName(s string) bool {
+	if len(s) == 0 || isDigit(s[0]) {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !isLower(c) && !isUpper(c) && !isDigit(c) && c != '-' && c != '.' && c != '_' {
+			return false
+		}
+	}
+	return true
+}
 
 // RenderPod returns a worker pod template as YAML (for kubectl apply): one
 // container running the launcher with the worker command after "--", its
@@ -110,7 +138,7 @@ func RenderPod(specs []Spec, opts PodOptions) ([]byte, error) {
 		opts.Launcher = "container-launcher"
 	}
 	switch {
-	case !dns1123Label().MatchString(opts.Name):
+	case !isDNS1123Label(opts.Name):
 		return nil, fmt.Errorf("%w: pod name %q must be a DNS-1123 label (a-z, 0-9, '-', at most 63)", ErrPodTemplate, opts.Name)
 	case strings.TrimSpace(opts.Image) == "":
 		return nil, fmt.Errorf("%w: no image (the worker image holding %s)", ErrPodTemplate, opts.Launcher)
@@ -144,7 +172,7 @@ func RenderPod(specs []Spec, opts PodOptions) ([]byte, error) {
 	}
 	envKeys := make([]string, 0, len(opts.Env))
 	for k := range opts.Env {
-		if !envName().MatchString(k) {
+		if !isEnvName(k) {
 			return nil, fmt.Errorf("%w: environment variable name %q", ErrPodTemplate, k)
 		}
 		envKeys = append(envKeys, k)
@@ -274,12 +302,23 @@ func yamlScalar(v any) (string, error) {
 	return "", fmt.Errorf("yaml: unexpected %T", v)
 }
 
-// plainKey: a key YAML reads as the same string unquoted.
-var plainKey = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z][A-Za-z0-9._/-]*$`) })
+// isPlainKey: [A-Za-z][A-Za-z0-9._/-]*, a key YAML reads as the same
+// string unquoted.
+func isPlainKey(s string) bool {
+	if len(s) == 0 || !(isLower(s[0]) || isUpper(s[0])) {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !isLower(c) && !isUpper(c) && !isDigit(c) && c != '.' && c != '_' && c != '/' && c != '-' {
+			return false
+		}
+	}
+	return true
+}
 
 // yamlKey writes a mapping key bare when that is safe, else quoted.
 func yamlKey(k string) string {
-	if plainKey().MatchString(k) && !yamlKeyword[strings.ToLower(k)] {
+	if isPlainKey(k) && !yamlKeyword[strings.ToLower(k)] {
 		return k
 	}
 	return yamlString(k)

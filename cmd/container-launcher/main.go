@@ -33,6 +33,6 @@ func main() {
 		Signals:  sigs,
 		Notify:   func() { signal.Notify(sigs, launch.ForwardedSignals...) },
 		Registry: reg,
-		Version:  version.String("container-launcher"),
+		Version:  func() string { return version.String("container-launcher") },
 	}))
 }

@@ -242,9 +242,6 @@ func runCheck(ctx context.Context, args []string, env Env) int {
 	if c.logLevel == "" && env.Getenv(EnvLogLevel) == "" {
 		log.SetOutput(io.Discard)
 	}
-	ctx, stop := cancelOnSignal(ctx, env.Signals)
-	defer stop()
-
 	cfg, err := loadConf(c.config(env, log))
 	if err != nil {
 		fmt.Fprintf(env.Stdout, "%-7s %s (fix: correct the file or the -D argument named)\n", resources.SeverityError, err)

@@ -48,8 +48,9 @@ type Env struct {
 	Registry Registry
 	// Load reads the configuration; nil: LoadConfig.
 	Load Loader
-	// Version is what --version prints (cmd/ fills it from the build info).
-	Version string
+	// Version returns what --version prints (cmd/ reads it from the build
+	// info, only when asked: a launch has no use for it).
+	Version func() string
 	// HTTP posts the device report to $XRES_AM_REPORT_URL; nil: the
 	// launcher's own minimal HTTP/1.1 client (postHTTP).
 	HTTP PostFunc
@@ -73,6 +74,9 @@ func (e *Env) defaults() {
 	}
 	if e.Load == nil {
 		e.Load = LoadConfig
+	}
+	if e.Version == nil {
+		e.Version = func() string { return "container-launcher\n" }
 	}
 	if e.HTTP == nil {
 		e.HTTP = postHTTP
@@ -222,7 +226,7 @@ func Main(ctx context.Context, args []string, env Env) int {
 			fmt.Fprint(env.Stdout, usageText)
 			return ExitOK
 		case "--version", "version":
-			fmt.Fprint(env.Stdout, env.Version)
+			fmt.Fprint(env.Stdout, env.Version())
 			return ExitOK
 		}
 	}

@@ -201,9 +201,6 @@ func runProbe(ctx context.Context, args []string, env Env) int {
 	if err != nil {
 		return fail(env.Stderr, err)
 	}
-	ctx, stop := cancelOnSignal(ctx, env.Signals)
-	defer stop()
-
 	var rep ProbeReport
 	loaded, err := env.Load(c.config(env, log))
 	var specs []resources.Spec
@@ -340,21 +337,4 @@ func sortedKeys(m map[string]string) []string {
 	}
 	sort.Strings(keys)
 	return keys
-}
-
-// cancelOnSignal returns ctx cancelled by the first signal on sigs.
-func cancelOnSignal(ctx context.Context, sigs <-chan os.Signal) (context.Context, func()) {
-	ctx, cancel := context.WithCancel(ctx)
-	if sigs == nil {
-		return ctx, cancel
-	}
-	done := make(chan struct{})
-	go func() {
-		select {
-		case <-sigs:
-			cancel()
-		case <-done:
-		}
-	}()
-	return ctx, func() { close(done); cancel() }
 }
