@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+
+	"github.com/xres/xres/resources/jsonlite"
 )
 
 // EnvResourcesFile names the environment variable that holds the path of
@@ -55,11 +57,7 @@ func (f InfoFile) Names() []string {
 // same directory, renamed over path) with mode 0644, so a reader never sees
 // a half-written file.
 func WriteInfoFile(path string, infos map[string][]Info) error {
-	data, err := MarshalInfoFile(infos)
-	if err != nil {
-		return fmt.Errorf("write resource info file %s: %w", path, err)
-	}
-	if err := writeAtomic(path, data); err != nil {
+	if err := writeAtomic(path, MarshalInfoFile(infos)); err != nil {
 		return fmt.Errorf("write resource info file %s: %w", path, err)
 	}
 	return nil
@@ -68,16 +66,64 @@ func WriteInfoFile(path string, infos map[string][]Info) error {
 // MarshalInfoFile is the info file's content for infos: what
 // WriteInfoFile writes, for a caller that writes a fresh file of its own
 // (one nobody else can know of before it is complete).
-func MarshalInfoFile(infos map[string][]Info) ([]byte, error) {
-	f := make(InfoFile, len(infos))
-	for name, list := range infos {
-		f[name] = PropertiesOf(list)
+func MarshalInfoFile(infos map[string][]Info) []byte {
+	return appendInfoFile(make([]byte, 0, 512), infos)
+}
+
+// appendInfoFile writes what json.MarshalIndent(InfoFile, "", "  ") writes,
+// and a newline, by hand (jsonlite: a launcher writes it on every start).
+func appendInfoFile(b []byte, infos map[string][]Info) []byte {
+	if len(infos) == 0 {
+		return append(b, "{}\n"...)
 	}
-	data, err := json.MarshalIndent(f, "", "  ")
-	if err != nil {
-		return nil, err
+	names := make([]string, 0, len(infos))
+	for n := range infos {
+		names = append(names, n)
 	}
-	return append(data, '\n'), nil
+	sort.Strings(names)
+	b = append(b, "{\n"...)
+	for i, name := range names {
+		if i > 0 {
+			b = append(b, ",\n"...)
+		}
+		b = append(b, "  "...)
+		b = jsonlite.AppendString(b, name)
+		b = append(b, ": "...)
+		list := PropertiesOf(infos[name])
+		if len(list) == 0 {
+			b = append(b, "[]"...)
+			continue
+		}
+		b = append(b, "[\n"...)
+		for j, p := range list {
+			if j > 0 {
+				b = append(b, ",\n"...)
+			}
+			b = append(b, "    "...)
+			if len(p) == 0 {
+				b = append(b, "{}"...)
+				continue
+			}
+			keys := make([]string, 0, len(p))
+			for k := range p {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			b = append(b, "{\n"...)
+			for k, key := range keys {
+				if k > 0 {
+					b = append(b, ",\n"...)
+				}
+				b = append(b, "      "...)
+				b = jsonlite.AppendString(b, key)
+				b = append(b, ": "...)
+				b = jsonlite.AppendString(b, p[key])
+			}
+			b = append(b, "\n    }"...)
+		}
+		b = append(b, "\n  ]"...)
+	}
+	return append(b, "\n}\n"...)
 }
 
 // writeAtomic writes data to path through a temporary file in the same

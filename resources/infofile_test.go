@@ -1,6 +1,7 @@
 package resources
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -160,4 +161,28 @@ func FuzzParseInfoFile(f *testing.F) {
 		require.NoError(t, err)
 		require.Equal(t, info, again)
 	})
+}
+
+// The info file is written by hand; json.MarshalIndent is the oracle.
+func TestMarshalInfoFileAsEncodingJSON(t *testing.T) {
+	for _, infos := range []map[string][]Info{
+		nil,
+		{},
+		{"gpu": nil},
+		{"gpu": {Properties{}}},
+		{"gpu": {Properties{"index": "0", "uuid": "GPU-<0>"}, Properties{"index": "1", "name": "A \"100\"\n"}}, "fpga": {}},
+		{"b": {Properties{"x": "\u2028<&>"}}, "a": {Properties{"z": "1", "a": "2"}}},
+	} {
+		f := make(InfoFile, len(infos))
+		for name, list := range infos {
+			f[name] = PropertiesOf(list)
+		}
+		want, err := json.MarshalIndent(f, "", "  ")
+		require.NoError(t, err)
+		got := MarshalInfoFile(infos)
+		require.Equal(t, string(want)+"\n", string(got))
+		back, err := ParseInfoFile(got)
+		require.NoError(t, err)
+		require.Equal(t, f, back)
+	}
 }

@@ -3,7 +3,6 @@ package coord
 import (
 	"context"
 	"encoding/hex"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"time"
@@ -11,6 +10,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/xres/xres/driver"
+	"github.com/xres/xres/resources/jsonlite"
 )
 
 // DeviceCacheTTL is how long a host-wide device listing is reused: the
@@ -43,6 +43,8 @@ type deviceCache struct {
 	log   logrus.FieldLogger
 }
 
+// deviceCacheFile is the cache's content, in JSON: what json.Marshal writes
+// for it, written and read by hand (jsonlite).
 type deviceCacheFile struct {
 	Boot    string          `json:"boot"`
 	Time    time.Time       `json:"time"`
@@ -88,8 +90,8 @@ func (c *deviceCache) load() ([]driver.Device, bool) {
 	if err != nil {
 		return nil, false
 	}
-	var cf deviceCacheFile
-	if json.Unmarshal(b, &cf) != nil || cf.Boot != c.boot || cf.Boot == "" {
+	cf, err := readDeviceCache(b)
+	if err != nil || cf.Boot != c.boot || cf.Boot == "" {
 		return nil, false
 	}
 	if age := c.now().Sub(cf.Time); age < 0 || age > c.ttl {
@@ -100,10 +102,7 @@ func (c *deviceCache) load() ([]driver.Device, bool) {
 
 // store writes the listing atomically (no fsync: a lost cache is a miss).
 func (c *deviceCache) store(devs []driver.Device) {
-	b, err := json.Marshal(deviceCacheFile{Boot: c.boot, Time: c.now(), Devices: devs})
-	if err != nil {
-		return
-	}
+	b := appendDeviceCache(nil, deviceCacheFile{Boot: c.boot, Time: c.now(), Devices: devs})
 	tmp, err := os.CreateTemp(filepath.Dir(c.path), filepath.Base(c.path)+".*.tmp")
 	if err != nil {
 		return
@@ -114,4 +113,77 @@ func (c *deviceCache) store(devs []driver.Device) {
 	if werr != nil || cerr != nil || os.Rename(tmp.Name(), c.path) != nil {
 		_ = os.Remove(tmp.Name())
 	}
+}
+
+func appendDeviceCache(b []byte, cf deviceCacheFile) []byte {
+	b = append(b, `{"boot":`...)
+	b = jsonlite.AppendString(b, cf.Boot)
+	b = append(b, `,"time":`...)
+	b = jsonlite.AppendTime(b, cf.Time)
+	b = append(b, `,"devices":`...)
+	if cf.Devices == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		for i, d := range cf.Devices {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"Key":`...)
+			b = jsonlite.AppendString(b, d.Key)
+			b = append(b, `,"Info":`...)
+			b = jsonlite.AppendStringMap(b, d.Info)
+			b = append(b, `,"Parent":`...)
+			b = jsonlite.AppendString(b, d.Parent)
+			b = append(b, `,"Unhealthy":`...)
+			b = jsonlite.AppendString(b, d.Unhealthy)
+			b = append(b, '}')
+		}
+		b = append(b, ']')
+	}
+	return append(b, '}')
+}
+
+// readDeviceCache reads what appendDeviceCache wrote; anything else is an
+// error (a miss).
+func readDeviceCache(b []byte) (deviceCacheFile, error) {
+	var cf deviceCacheFile
+	r := jsonlite.NewReader(b)
+	err := r.Object(func(key string) (err error) {
+		switch key {
+		case "boot":
+			cf.Boot, err = r.String()
+		case "time":
+			cf.Time, err = r.Time()
+		case "devices":
+			cf.Devices = nil
+			err = r.Array(func() error {
+				var d driver.Device
+				err := r.Object(func(key string) (err error) {
+					switch key {
+					case "Key":
+						d.Key, err = r.String()
+					case "Info":
+						d.Info, err = r.StringMap()
+					case "Parent":
+						d.Parent, err = r.String()
+					case "Unhealthy":
+						d.Unhealthy, err = r.String()
+					default:
+						err = jsonlite.Unknown(key)
+					}
+					return err
+				})
+				cf.Devices = append(cf.Devices, d)
+				return err
+			})
+		default:
+			err = jsonlite.Unknown(key)
+		}
+		return err
+	})
+	if err == nil {
+		err = r.End()
+	}
+	return cf, err
 }

@@ -3,12 +3,13 @@ package coord
 import (
 	"bytes"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/xres/xres/resources/jsonlite"
 )
 
 // Entry records that one process holds one device of one resource.
@@ -31,6 +32,8 @@ type Entry struct {
 	Since time.Time `json:"since"`
 }
 
+// stateBody is the state file's body; appendStateBody and readStateBody
+// write and read it by hand, as encoding/json would with these tags.
 type stateBody struct {
 	Entries []Entry `json:"entries"`
 }
@@ -88,10 +91,7 @@ func encodeStatePadded(entries []Entry, size int) ([]byte, error) {
 			version = stateV2
 		}
 	}
-	body, err := json.Marshal(stateBody{Entries: entries})
-	if err != nil {
-		return nil, fmt.Errorf("encode coordination state: %w", err)
-	}
+	body := appendStateBody(make([]byte, 0, max(size, 64+160*len(entries))), entries)
 	// The header's length depends on the body's only through the digits
 	// of its length: find the shortest padded body that makes the file at
 	// least size bytes (one more than size where the length gains a digit).
@@ -147,14 +147,12 @@ func decodeState(b []byte) ([]Entry, error) {
 	if hex.EncodeToString(sum[:]) != strings.ToLower(f[3]) {
 		return nil, fmt.Errorf("%w: checksum mismatch", errStateFormat)
 	}
-	var sb stateBody
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&sb); err != nil {
+	entries, err := readStateBody(body)
+	if err != nil {
 		return nil, fmt.Errorf("%w: %v", errStateFormat, err)
 	}
 	seen := map[[2]string]bool{}
-	for i, e := range sb.Entries {
+	for i, e := range entries {
 		if e.Resource == "" || e.Key == "" || e.PID <= 0 {
 			return nil, fmt.Errorf("%w: entry %d incomplete", errStateFormat, i)
 		}
@@ -173,5 +171,128 @@ func decodeState(b []byte) ([]Entry, error) {
 		}
 		seen[k] = true
 	}
-	return sb.Entries, nil
+	return entries, nil
+}
+
+// appendStateBody appends the JSON body of a state file: what json.Marshal
+// writes for stateBody{entries}, written by hand (jsonlite: no reflection
+// on a launcher's every start).
+func appendStateBody(b []byte, entries []Entry) []byte {
+	b = append(b, `{"entries":[`...)
+	for i, e := range entries {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"resource":`...)
+		b = jsonlite.AppendString(b, e.Resource)
+		b = append(b, `,"key":`...)
+		b = jsonlite.AppendString(b, e.Key)
+		if e.Parent != "" {
+			b = append(b, `,"parent":`...)
+			b = jsonlite.AppendString(b, e.Parent)
+		}
+		b = append(b, `,"pid":`...)
+		b = strconv.AppendInt(b, int64(e.PID), 10)
+		b = append(b, `,"start":`...)
+		b = strconv.AppendUint(b, e.Start, 10)
+		if e.Boot != "" {
+			b = append(b, `,"boot":`...)
+			b = jsonlite.AppendString(b, e.Boot)
+		}
+		if e.PIDNS != "" {
+			b = append(b, `,"pidns":`...)
+			b = jsonlite.AppendString(b, e.PIDNS)
+		}
+		if e.Group != nil {
+			b = append(b, `,"group":{"pgid":`...)
+			b = strconv.AppendInt(b, int64(e.Group.PGID), 10)
+			b = append(b, `,"start":`...)
+			b = strconv.AppendUint(b, e.Group.Start, 10)
+			b = append(b, '}')
+		}
+		if e.Index != "" {
+			b = append(b, `,"index":`...)
+			b = jsonlite.AppendString(b, e.Index)
+		}
+		b = append(b, `,"since":`...)
+		b = jsonlite.AppendTime(b, e.Since)
+		b = append(b, '}')
+	}
+	return append(b, "]}"...)
+}
+
+// readStateBody reads a state file's JSON body as json.Decoder with
+// DisallowUnknownFields reads it into stateBody, except that member names
+// must match in case (xres never wrote them otherwise), and nothing may
+// follow the document.
+func readStateBody(body []byte) ([]Entry, error) {
+	r := jsonlite.NewReader(body)
+	var entries []Entry
+	err := r.Object(func(key string) error {
+		if key != "entries" {
+			return jsonlite.Unknown(key)
+		}
+		entries = entries[:0]
+		return r.Array(func() error {
+			e, err := readEntry(r)
+			entries = append(entries, e)
+			return err
+		})
+	})
+	if err == nil {
+		err = r.End()
+	}
+	return entries, err
+}
+
+func readEntry(r *jsonlite.Reader) (Entry, error) {
+	var e Entry
+	err := r.Object(func(key string) (err error) {
+		switch key {
+		case "resource":
+			e.Resource, err = r.String()
+		case "key":
+			e.Key, err = r.String()
+		case "parent":
+			e.Parent, err = r.String()
+		case "pid":
+			e.PID, err = r.Int()
+		case "start":
+			e.Start, err = r.Uint64()
+		case "boot":
+			e.Boot, err = r.String()
+		case "pidns":
+			e.PIDNS, err = r.String()
+		case "group":
+			e.Group, err = readGroup(r)
+		case "index":
+			e.Index, err = r.String()
+		case "since":
+			e.Since, err = r.Time()
+		default:
+			err = jsonlite.Unknown(key)
+		}
+		return err
+	})
+	return e, err
+}
+
+// readGroup reads an entry's group; null is none.
+func readGroup(r *jsonlite.Reader) (*Group, error) {
+	if null, err := r.Null(); null || err != nil {
+		return nil, err
+	}
+	g := &Group{}
+	err := r.Object(func(key string) (err error) {
+		switch key {
+		case "pgid":
+			g.PGID, err = r.Int()
+		case "start":
+			g.Start, err = r.Uint64()
+		default:
+			err = jsonlite.Unknown(key)
+		}
+		return err
+	})
+	return g, err
 }

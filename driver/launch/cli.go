@@ -460,10 +460,7 @@ func writeInfo(explicit, dir, name string, getenv func(string) string, infos map
 	}
 	// A fresh file (O_EXCL, mode 0600 until complete) that nobody else
 	// knows of before the worker is told its name: written in place.
-	data, err := resources.MarshalInfoFile(infos)
-	if err != nil {
-		return "", none, fmt.Errorf("write info file: %w", err)
-	}
+	data := resources.MarshalInfoFile(infos)
 	f, err := os.CreateTemp(tmp, "xres-resources-*.json")
 	if err != nil {
 		return "", none, fmt.Errorf("create info file in %s: %w", tmp, err)
