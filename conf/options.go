@@ -149,31 +149,44 @@ func (o Option) Matches(key string) bool {
 	return len(key)-len(parts[last]) >= at+1 && strings.HasSuffix(key, parts[last])
 }
 
+// The registry: Register only records (it runs in package initialisation,
+// on every launcher start); the index by key is built on first lookup.
 var (
 	registryMu sync.Mutex
-	registry   = map[string]Option{}
-	duplicates []string
+	declared   = make([]Option, 0, 128) // in declaration order, duplicates too
+	byKey      map[string]Option        // the last declaration of each key
+	indexed    int                      // how many of declared byKey holds
 )
 
 // Register declares an option for the registry (Options) and returns it,
 // for use as `var MyOption = conf.Register(conf.Option{...})`. Declaring a
-// key twice is recorded and reported by CheckOptions.
+// key twice is reported by CheckOptions.
 func Register(o Option) Option {
 	registryMu.Lock()
-	defer registryMu.Unlock()
-	if _, dup := registry[o.Key]; dup {
-		duplicates = append(duplicates, o.Key)
-	}
-	registry[o.Key] = o
+	declared = append(declared, o)
+	registryMu.Unlock()
 	return o
+}
+
+// index returns the registry by key, brought up to date; registryMu held.
+func index() map[string]Option {
+	if byKey == nil {
+		byKey = make(map[string]Option, len(declared))
+	}
+	for _, o := range declared[indexed:] {
+		byKey[o.Key] = o
+	}
+	indexed = len(declared)
+	return byKey
 }
 
 // Options lists every declared option, sorted by key.
 func Options() []Option {
 	registryMu.Lock()
 	defer registryMu.Unlock()
-	out := make([]Option, 0, len(registry))
-	for _, o := range registry {
+	idx := index()
+	out := make([]Option, 0, len(idx))
+	for _, o := range idx {
 		out = append(out, o)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
@@ -184,7 +197,7 @@ func Options() []Option {
 // else the pattern that matches it with the longest fixed text.
 func LookupOption(key string) (Option, bool) {
 	registryMu.Lock()
-	o, ok := registry[key]
+	o, ok := index()[key]
 	registryMu.Unlock()
 	if ok {
 		return o, true
@@ -204,13 +217,16 @@ func LookupOption(key string) (Option, bool) {
 // declared twice, an empty key or description, a default that does not
 // parse as the option's type.
 func CheckOptions() error {
-	registryMu.Lock()
-	dups := append([]string(nil), duplicates...)
-	registryMu.Unlock()
 	var problems []string
-	for _, k := range dups {
-		problems = append(problems, "option "+k+" declared twice")
+	registryMu.Lock()
+	seen := make(map[string]bool, len(declared))
+	for _, o := range declared {
+		if seen[o.Key] {
+			problems = append(problems, "option "+o.Key+" declared twice")
+		}
+		seen[o.Key] = true
 	}
+	registryMu.Unlock()
 	for _, o := range Options() {
 		if o.Key == "" || o.Description == "" {
 			problems = append(problems, fmt.Sprintf("option %q needs a key and a description", o.Key))

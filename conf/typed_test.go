@@ -300,16 +300,13 @@ func TestReplaceTable(t *testing.T) {
 
 func TestCheckOptionsFindsBadDeclarations(t *testing.T) {
 	registryMu.Lock()
-	savedReg, savedDup := registry, duplicates
-	registry = map[string]Option{}
-	for k, v := range savedReg {
-		registry[k] = v
-	}
-	duplicates = nil
+	saved := declared
+	declared = append([]Option(nil), saved...)
+	byKey, indexed = nil, 0
 	registryMu.Unlock()
 	t.Cleanup(func() {
 		registryMu.Lock()
-		registry, duplicates = savedReg, savedDup
+		declared, byKey, indexed = saved, nil, 0
 		registryMu.Unlock()
 	})
 

@@ -1,6 +1,7 @@
 package launch
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"flag"
@@ -221,7 +222,11 @@ func runProbe(ctx context.Context, args []string, env Env) int {
 			return fail(env.Stderr, fmt.Errorf("write probe report: %w", err))
 		}
 	} else {
-		writeProbeText(env.Stdout, rep)
+		w := bufio.NewWriter(env.Stdout) // one write, not one per cell
+		writeProbeText(w, rep)
+		if err := w.Flush(); err != nil {
+			return fail(env.Stderr, fmt.Errorf("write probe report: %w", err))
+		}
 	}
 	return rep.ExitCode
 }
