@@ -10,6 +10,8 @@ import (
 	"os"
 	"sort"
 	"strings"
+
+	"github.com/xres/xres/conf/rawio"
 )
 
 // A dynamic file holds -D overrides as one JSON object of strings, so that
@@ -28,7 +30,7 @@ import (
 // "key=value" overrides, sorted by key, for Load. Errors name the file (and
 // line), never a value.
 func ReadDynamicFile(path string) ([]string, error) {
-	data, err := os.ReadFile(path)
+	data, err := rawio.ReadFile(path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("read dynamic file %s: %w: %w", path, ErrConfNotFound, err)

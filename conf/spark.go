@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+
+	"github.com/xres/xres/conf/rawio"
 )
 
 // Spark's configuration, read as a second front-end: the executor resource
@@ -114,7 +116,7 @@ func LoadSpark(path string, overrides []string) (*Config, error) {
 // readConfigFile reads the configuration file at path; a missing file is
 // ErrConfNotFound. what names the kind of configuration in errors.
 func readConfigFile(what, path string) ([]byte, error) {
-	data, err := os.ReadFile(path)
+	data, err := rawio.ReadFile(path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("read %s configuration %s: %w: %w", what, path, ErrConfNotFound, err)

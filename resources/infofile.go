@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 
+	"github.com/xres/xres/conf/rawio"
 	"github.com/xres/xres/resources/jsonlite"
 )
 
@@ -132,7 +133,7 @@ func appendInfoFile(b []byte, infos map[string][]Info) []byte {
 // a crash of its host; the rename alone keeps readers from a half-written
 // file, and its launcher writes it again when the container is restarted.
 func writeAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	tmp, err := rawio.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/xres/xres/conf/rawio"
 	"github.com/xres/xres/driver"
 	"github.com/xres/xres/resources/jsonlite"
 )
@@ -86,7 +87,7 @@ func (c *deviceCache) Enumerate(ctx context.Context) ([]driver.Device, error) {
 }
 
 func (c *deviceCache) load() ([]driver.Device, bool) {
-	b, err := os.ReadFile(c.path)
+	b, err := rawio.ReadFile(c.path)
 	if err != nil {
 		return nil, false
 	}
@@ -103,7 +104,7 @@ func (c *deviceCache) load() ([]driver.Device, bool) {
 // store writes the listing atomically (no fsync: a lost cache is a miss).
 func (c *deviceCache) store(devs []driver.Device) {
 	b := appendDeviceCache(nil, deviceCacheFile{Boot: c.boot, Time: c.now(), Devices: devs})
-	tmp, err := os.CreateTemp(filepath.Dir(c.path), filepath.Base(c.path)+".*.tmp")
+	tmp, err := rawio.CreateTemp(filepath.Dir(c.path), filepath.Base(c.path)+".*.tmp")
 	if err != nil {
 		return
 	}

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/xres/xres/conf/rawio"
 )
 
 // Flink's GPU coordination file, for hosts where launchers running Flink's
@@ -57,7 +59,7 @@ func (h *Host) openFlink(ctx context.Context) (*flinkFile, error) {
 
 // readFlink reads Flink's file without its lock (dry runs hold nothing).
 func (h *Host) readFlink() (*flinkFile, error) {
-	b, err := os.ReadFile(h.flink)
+	b, err := rawio.ReadFile(h.flink)
 	if err != nil && !os.IsNotExist(err) {
 		return nil, fmt.Errorf("read Flink coordination file %s: %w", h.flink, err)
 	}

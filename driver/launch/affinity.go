@@ -4,11 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 
+	"github.com/xres/xres/conf/rawio"
 	"github.com/xres/xres/driver/pci"
 	"github.com/xres/xres/resources"
 )
@@ -63,7 +63,7 @@ func deviceCPUs(spec resources.Spec, d resources.Info) ([]int, string, error) {
 	}
 	root := pci.SysfsRootParam.Get(spec.Params)
 	path := filepath.Join(root, pci.DevicesDir, addr, "local_cpulist")
-	b, err := os.ReadFile(path)
+	b, err := rawio.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, path, errNoLocality
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/xres/xres/conf"
+	"github.com/xres/xres/conf/rawio"
 	"github.com/xres/xres/driver/coord"
 	"github.com/xres/xres/resources"
 )
@@ -461,7 +462,7 @@ func writeInfo(explicit, dir, name string, getenv func(string) string, infos map
 	// A fresh file (O_EXCL, mode 0600 until complete) that nobody else
 	// knows of before the worker is told its name: written in place.
 	data := resources.MarshalInfoFile(infos)
-	f, err := os.CreateTemp(tmp, "xres-resources-*.json")
+	f, err := rawio.CreateTemp(tmp, "xres-resources-*.json")
 	if err != nil {
 		return "", none, fmt.Errorf("create info file in %s: %w", tmp, err)
 	}

@@ -13,6 +13,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/xres/xres/conf/rawio"
 	"github.com/xres/xres/driver/coord"
 	"github.com/xres/xres/driver/gpu"
 	"github.com/xres/xres/resources"
@@ -157,7 +158,7 @@ func readHolders(stateFile, resource string) ([]ProbeHolder, error) {
 // "<index> <owner pid>" line per GPU held. Liveness is by pid alone, as
 // Flink's script judges it.
 func readFlinkHolders(file string) ([]ProbeHolder, error) {
-	b, err := os.ReadFile(file)
+	b, err := rawio.ReadFile(file)
 	if os.IsNotExist(err) {
 		return nil, nil
 	}
