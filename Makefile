@@ -63,18 +63,20 @@ bench:
 	$(GO) test -timeout 30m -run '^$$' -bench . -benchmem $(PKGS)
 
 # getClusterMetrics: our RPC client vs Hadoop's Java YarnClient (integration/javabench,
-# built with Maven on first use), 1, 8 and 32 callers against the real cluster, and 8
+# built with Maven on first use), 1, 8 and 32 callers against the real cluster, then 8
 # callers against a second, Kerberized one with hadoop.rpc.protection=privacy (started
-# here on the ports below, stopped at the end). Settings: see integration/bench_rpc_test.go.
+# only for that part, on the ports below, so that its JVMs idle on no core while the
+# plain rows run; stopped at the end). Settings: see integration/bench_rpc_test.go.
 BENCH_SECURE_PORTS ?= XRES_NN_PORT=18120 XRES_NN_HTTP_PORT=19970 XRES_RM_PORT=18132 \
 	XRES_RM_SCHEDULER_PORT=18130 XRES_RM_TRACKER_PORT=18131 XRES_RM_ADMIN_PORT=18133 XRES_RM_WEBAPP_PORT=18188
+BENCH_RPC := $(GO) test -count=1 -tags integration -timeout 40m -run '^$$' -benchtime 1x ./integration/
 bench-rpc:
+	$(BENCH_RPC) -bench 'RPCGetClusterMetrics$$'
 	@dir=$$(mktemp -d /tmp/xres-bench-secure.XXXXXX) && \
 	trap "XRES_MINICLUSTER_DIR=$$dir bash docker/hadoop-minicluster/run.sh stop >/dev/null 2>&1; rm -rf $$dir" EXIT && \
 	env XRES_MINICLUSTER_DIR=$$dir XRES_MINICLUSTER_OWNER_PID=$$$$ XRES_RPC_PROTECTION=privacy \
 		XRES_MINICLUSTER_NODEMANAGERS=1 $(BENCH_SECURE_PORTS) bash docker/hadoop-minicluster/run.sh start --secure && \
-	XRES_BENCH_SECURE_DIR=$$dir $(GO) test -count=1 -tags integration -timeout 40m -run '^$$' \
-		-bench 'RPCGetClusterMetrics' -benchtime 1x ./integration/
+	XRES_BENCH_SECURE_DIR=$$dir $(BENCH_RPC) -bench 'RPCGetClusterMetricsPrivacy'
 
 # am submit vs Hadoop's own DistributedShell (hadoop-yarn-applications-distributedshell 3.4.2,
 # via integration/dsbench, built with Maven on first use; XRES_DSHELL_JAR=<jar> names another):

@@ -46,7 +46,9 @@ for p in $parts; do
   before=$(load)
   case $p in
   launcher)
-    "$go" test -count=1 -run '^$' -bench 'LauncherOverhead|Contention64' -benchtime 40x ./driver/launch/ >"$tmp/launcher.txt" 2>&1
+    # The single launches vary with the machine from run to run: 150 interleaved rounds.
+    { "$go" test -count=1 -run '^$' -bench 'LauncherOverhead' -benchtime 150x ./driver/launch/ &&
+      "$go" test -count=1 -run '^$' -bench 'Contention64' -benchtime 5x ./driver/launch/; } >"$tmp/launcher.txt" 2>&1
     section "Launcher: xres vs a Flink-style coordination script (same fake nvidia-smi host)" "$tmp/launcher.txt" "$before"
     ;;
   am-10k)
