@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 
 	"github.com/xres/xres/conf/rawio"
@@ -77,13 +79,8 @@ func appendInfoFile(b []byte, infos map[string][]Info) []byte {
 	if len(infos) == 0 {
 		return append(b, "{}\n"...)
 	}
-	names := make([]string, 0, len(infos))
-	for n := range infos {
-		names = append(names, n)
-	}
-	sort.Strings(names)
 	b = append(b, "{\n"...)
-	for i, name := range names {
+	for i, name := range slices.Sorted(maps.Keys(infos)) {
 		if i > 0 {
 			b = append(b, ",\n"...)
 		}
@@ -105,13 +102,8 @@ func appendInfoFile(b []byte, infos map[string][]Info) []byte {
 				b = append(b, "{}"...)
 				continue
 			}
-			keys := make([]string, 0, len(p))
-			for k := range p {
-				keys = append(keys, k)
-			}
-			sort.Strings(keys)
 			b = append(b, "{\n"...)
-			for k, key := range keys {
+			for k, key := range slices.Sorted(maps.Keys(p)) {
 				if k > 0 {
 					b = append(b, ",\n"...)
 				}
