@@ -651,10 +651,7 @@ func (h *Host) write(entries []Entry) error {
 	if h.writeInPlace(entries) {
 		return nil
 	}
-	b, err := encodeState(entries)
-	if err != nil {
-		return err
-	}
+	b := encodeState(entries)
 	for try := 1; ; try++ {
 		err := h.writeOnce(b)
 		if err == nil || !errors.Is(err, errTempGone) || try == 5 {
@@ -690,8 +687,8 @@ func (h *Host) writeInPlace(entries []Entry) bool {
 	if err != nil || !fi.Mode().IsRegular() || fi.Size() > inPlaceMax {
 		return false
 	}
-	b, err := encodeStatePadded(entries, int(fi.Size()))
-	if err != nil || len(b) > inPlaceMax {
+	b := encodeStatePadded(entries, int(fi.Size()))
+	if len(b) > inPlaceMax {
 		return false
 	}
 	if n, err := f.WriteAt(b, 0); err != nil || n != len(b) {

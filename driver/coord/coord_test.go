@@ -142,8 +142,7 @@ func deadOwner(t *testing.T) Owner {
 
 func writeEntries(t *testing.T, path string, entries ...Entry) {
 	t.Helper()
-	b, err := encodeState(entries)
-	require.NoError(t, err)
+	b := encodeState(entries)
 	require.NoError(t, os.WriteFile(path, b, 0o644))
 }
 
@@ -291,8 +290,7 @@ func TestDryRunRecordsNothing(t *testing.T) {
 }
 
 func TestCorruptStateNeverGrants(t *testing.T) {
-	valid, err := encodeState([]Entry{{Resource: "gpu", Key: "GPU-a", Owner: Owner{PID: 1, Start: 1}}})
-	require.NoError(t, err)
+	valid := encodeState([]Entry{{Resource: "gpu", Key: "GPU-a", Owner: Owner{PID: 1, Start: 1}}})
 	tests := []struct {
 		name string
 		data []byte
@@ -452,11 +450,9 @@ func TestStateWrittenInPlaceUpToAPage(t *testing.T) {
 // A padded file decodes to the same entries, for every size up to a page.
 func TestStatePaddedDecodes(t *testing.T) {
 	entries := []Entry{{Resource: "gpu", Key: "GPU-a", Owner: Owner{PID: 1, Start: 2}, Since: time.Unix(0, 0).UTC()}}
-	plain, err := encodeState(entries)
-	require.NoError(t, err)
+	plain := encodeState(entries)
 	for size := 0; size <= inPlaceMax; size += 7 {
-		b, err := encodeStatePadded(entries, size)
-		require.NoError(t, err)
+		b := encodeStatePadded(entries, size)
 		require.GreaterOrEqual(t, len(b), size)
 		require.LessOrEqual(t, len(b), max(size+1, len(plain)), "at most a digit over")
 		got, err := decodeState(b)

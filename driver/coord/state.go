@@ -71,16 +71,13 @@ const (
 // The body may end in spaces (JSON whitespace, counted in the length and
 // the checksum): a file rewritten in place is padded so that it never
 // shrinks (see Host.writeInPlace).
-func encodeState(entries []Entry) ([]byte, error) {
+func encodeState(entries []Entry) []byte {
 	return encodeStatePadded(entries, 0)
 }
 
 // encodeStatePadded encodes entries into a file of at least size bytes,
 // the body padded with trailing spaces where it is shorter.
-func encodeStatePadded(entries []Entry, size int) ([]byte, error) {
-	if entries == nil {
-		entries = []Entry{}
-	}
+func encodeStatePadded(entries []Entry, size int) []byte {
 	version := stateV1
 	for _, e := range entries {
 		if e.Group != nil || e.Index != "" {
@@ -95,7 +92,7 @@ func encodeStatePadded(entries []Entry, size int) ([]byte, error) {
 	// The header's length depends on the body's only through the digits
 	// of its length: find the shortest padded body that makes the file at
 	// least size bytes (one more than size where the length gains a digit).
-	fixed := len(headerFor(version, body)) - len(strconv.Itoa(len(body)))
+	fixed := len(stateMagic) + 1 + len(version) + 1 + 1 + 2*32 + 1 // the header but its length's digits
 	n := max(len(body), size-fixed-len(strconv.Itoa(size)))
 	for fixed+len(strconv.Itoa(n))+n < size {
 		n++
@@ -103,8 +100,7 @@ func encodeStatePadded(entries []Entry, size int) ([]byte, error) {
 	for len(body) < n {
 		body = append(body, ' ')
 	}
-	header := headerFor(version, body)
-	return append(header, body...), nil
+	return append(headerFor(version, body), body...)
 }
 
 // headerFor returns the header line of the given version that pins body.
