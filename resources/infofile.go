@@ -76,47 +76,42 @@ func MarshalInfoFile(infos map[string][]Info) []byte {
 // appendInfoFile writes what json.MarshalIndent(InfoFile, "", "  ") writes,
 // and a newline, by hand (jsonlite: a launcher writes it on every start).
 func appendInfoFile(b []byte, infos map[string][]Info) []byte {
-	if len(infos) == 0 {
-		return append(b, "{}\n"...)
-	}
-	b = append(b, "{\n"...)
-	for i, name := range slices.Sorted(maps.Keys(infos)) {
-		if i > 0 {
-			b = append(b, ",\n"...)
-		}
-		b = append(b, "  "...)
-		b = jsonlite.AppendString(b, name)
-		b = append(b, ": "...)
+	names := slices.Sorted(maps.Keys(infos))
+	b = appendIndented(b, '{', '}', len(names), "", func(b []byte, i int, indent string) []byte {
+		name := names[i]
+		b = append(jsonlite.AppendString(b, name), ": "...)
 		list := PropertiesOf(infos[name])
-		if len(list) == 0 {
-			b = append(b, "[]"...)
-			continue
-		}
-		b = append(b, "[\n"...)
-		for j, p := range list {
-			if j > 0 {
-				b = append(b, ",\n"...)
-			}
-			b = append(b, "    "...)
-			if len(p) == 0 {
-				b = append(b, "{}"...)
-				continue
-			}
-			b = append(b, "{\n"...)
-			for k, key := range slices.Sorted(maps.Keys(p)) {
-				if k > 0 {
-					b = append(b, ",\n"...)
-				}
-				b = append(b, "      "...)
-				b = jsonlite.AppendString(b, key)
-				b = append(b, ": "...)
-				b = jsonlite.AppendString(b, p[key])
-			}
-			b = append(b, "\n    }"...)
-		}
-		b = append(b, "\n  ]"...)
+		return appendIndented(b, '[', ']', len(list), indent, func(b []byte, j int, indent string) []byte {
+			p := list[j]
+			keys := slices.Sorted(maps.Keys(p))
+			return appendIndented(b, '{', '}', len(keys), indent, func(b []byte, k int, _ string) []byte {
+				b = append(jsonlite.AppendString(b, keys[k]), ": "...)
+				return jsonlite.AppendString(b, p[keys[k]])
+			})
+		})
+	})
+	return append(b, '\n')
+}
+
+// appendIndented writes n members between open and close as MarshalIndent
+// does with an indent of two spaces: each on its own line, one level deeper
+// than indent ("{}" or "[]" when there are none); member writes member i,
+// given its own indentation for what it opens.
+func appendIndented(b []byte, open, close byte, n int, indent string, member func(b []byte, i int, indent string) []byte) []byte {
+	b = append(b, open)
+	if n == 0 {
+		return append(b, close)
 	}
-	return append(b, "\n}\n"...)
+	inner := indent + "  "
+	for i := 0; i < n; i++ {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(append(b, '\n'), inner...)
+		b = member(b, i, inner)
+	}
+	b = append(append(b, '\n'), indent...)
+	return append(b, close)
 }
 
 // writeAtomic writes data to path through a temporary file in the same
