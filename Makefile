@@ -8,13 +8,15 @@ PKGS    := ./...
 all: build
 
 # -buildvcs=auto stamps the commit that --version prints (GOFLAGS may turn it off).
-# am is static; container-launcher links libc so that NVML (go-nvml, loaded
-# with dlopen) works where the NVIDIA driver is installed. Without cgo it
-# still builds and discovers GPUs through nvidia-smi.
+# am and container-launcher are static: they start fast and run on any Linux,
+# whatever its C library. NVML (go-nvml, loaded with dlopen) needs cgo: the
+# launcher reads it through xres-nvml, a small cgo program shipped beside it.
+# Without a C compiler, `make build CGO_ENABLED=0` builds a helper that says
+# NVML is unavailable, and the launcher discovers GPUs through nvidia-smi.
 build:
 	@mkdir -p $(BIN)
-	CGO_ENABLED=0 $(GO) build -buildvcs=auto -o $(BIN)/ ./cmd/am
-	$(GO) build -buildvcs=auto -o $(BIN)/ ./cmd/container-launcher
+	CGO_ENABLED=0 $(GO) build -buildvcs=auto -o $(BIN)/ ./cmd/am ./cmd/container-launcher
+	$(GO) build -buildvcs=auto -o $(BIN)/ ./cmd/container-launcher/xres-nvml
 
 # Start the minicluster, run 4 GPU workers over its 2 NodeManagers, show
 # each worker's CUDA_VISIBLE_DEVICES, stop the cluster.

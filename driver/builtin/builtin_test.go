@@ -1,6 +1,7 @@
 package builtin_test
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -31,4 +32,17 @@ func TestUnknownParams(t *testing.T) {
 	require.Equal(t, []string{"discovery-script.pth", "mig.strategy"}, builtin.UnknownParams("xres.pci", params))
 	require.Empty(t, builtin.UnknownParams("xres.plugin", params), "a plugin takes any param")
 	require.Empty(t, builtin.UnknownParams("plugin:fpga", params), "not a built-in")
+}
+
+// check's advice for a GPU host: a missing NVML helper is named as such,
+// not taken for a host without the NVIDIA driver.
+func TestDiagnoseDiscoverNVML(t *testing.T) {
+	missing := fmt.Errorf("discover gpu: %w: %w: xres-nvml is not beside the launcher", gpu.ErrNVMLUnavailable, gpu.ErrNVMLHelperMissing)
+	d := builtin.DiagnoseDiscover(missing, 2, false)
+	require.Equal(t, gpu.ParamSource, d.Param)
+	require.Contains(t, d.Fix, "install xres-nvml beside container-launcher")
+
+	noLib := fmt.Errorf("discover gpu: %w: NVML helper /x/xres-nvml exited 3: init: ERROR_LIBRARY_NOT_FOUND", gpu.ErrNVMLUnavailable)
+	d = builtin.DiagnoseDiscover(noLib, 2, false)
+	require.Contains(t, d.Fix, "install the NVIDIA driver")
 }

@@ -49,6 +49,10 @@ func DiagnoseDiscover(err error, amount int64, script bool) Diagnosis {
 		d.Fix = fmt.Sprintf("run the script by hand as `<script> %d <args>`; it must print %d distinct comma-separated indices on its first line and exit 0", amount, amount)
 	case errors.Is(err, driver.ErrNotEnoughDevices):
 		d.Fix = "check that this host has the devices, and that no stale worker holds them (container-launcher probe shows the holders)"
+	case errors.Is(err, gpu.ErrNVMLHelperMissing):
+		d.Param = gpu.ParamSource
+		d.Fix = fmt.Sprintf("install %s beside container-launcher (make build writes it; it needs libnvidia-ml and a C library at least as new as the build machine's), or set %s to nvidia-smi",
+			gpu.NVMLHelperName, gpu.ParamSource)
 	case errors.Is(err, gpu.ErrNVMLUnavailable) || strings.Contains(err.Error(), "nvidia-smi"):
 		d.Param = gpu.ParamSource
 		d.Fix = "install the NVIDIA driver (libnvidia-ml, nvidia-smi) on the host, or set param.discovery-script.path to a discovery script"

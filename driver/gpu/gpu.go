@@ -82,6 +82,10 @@ var (
 	// ErrNVMLUnavailable: the NVIDIA management library could not be loaded
 	// or initialised (or the binary was built without cgo).
 	ErrNVMLUnavailable = errors.New("NVML unavailable")
+	// ErrNVMLHelperMissing: a launcher built without cgo found no xres-nvml
+	// helper (NVMLHelperName) to read NVML with; it comes with
+	// ErrNVMLUnavailable.
+	ErrNVMLHelperMissing = errors.New("NVML helper missing")
 )
 
 // NewFactory returns the GPU driver factory.
@@ -155,13 +159,13 @@ func newDriver(opts driver.Options, d deps) (driver.Driver, error) {
 	if err != nil {
 		return nil, err
 	}
-	nv := d.nvml
-	if nv == nil {
-		nv = newNVMLEnumerator(nvmlLibraryParam.Get(opts.Params), units, log)
-	}
 	smiTimeout, err := smiTimeoutParam.Timeout(opts)
 	if err != nil {
 		return nil, err
+	}
+	nv := d.nvml
+	if nv == nil {
+		nv = newNVMLEnumerator(nvmlOptions{resource: opts.Resource, lib: nvmlLibraryParam.Get(opts.Params), units: units, timeout: smiTimeout, getenv: getenv, log: log})
 	}
 	smi := nvidiaSMIParam.Get(opts.Params)
 	enum := &autoSource{source: source, nvml: nv, smi: smi, getenv: getenv, timeout: smiTimeout, units: units,

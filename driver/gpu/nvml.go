@@ -5,9 +5,10 @@ package gpu
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
+	"io"
 	"strconv"
-	"strings"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/sirupsen/logrus"
@@ -38,15 +39,15 @@ type nvmlEnumerator struct {
 
 var _ driver.Enumerator = (*nvmlEnumerator)(nil)
 
-// newNVMLEnumerator loads libnvidia-ml from libPath ("" = the default
-// libnvidia-ml.so.1) when Enumerate first runs.
-func newNVMLEnumerator(libPath string, units unitOptions, log logrus.FieldLogger) driver.Enumerator {
+// newNVMLEnumerator loads libnvidia-ml from o.lib ("" = the default
+// libnvidia-ml.so.1) into this process when Enumerate first runs.
+func newNVMLEnumerator(o nvmlOptions) driver.Enumerator {
 	var opts []nvml.LibraryOption
-	if libPath != "" {
-		opts = append(opts, nvml.WithLibraryPath(libPath))
+	if o.lib != "" {
+		opts = append(opts, nvml.WithLibraryPath(o.lib))
 	}
 	lib := nvml.New(opts...)
-	return &nvmlEnumerator{lib: lib, units: units, log: log, lookup: lib.Extensions().LookupSymbol}
+	return &nvmlEnumerator{lib: lib, units: o.units, log: o.log, lookup: lib.Extensions().LookupSymbol}
 }
 
 // has reports whether the library has symbol (true when it cannot say).
@@ -57,76 +58,73 @@ func (e *nvmlEnumerator) has(symbol string) bool {
 // Enumerate implements driver.Enumerator. A library that cannot be loaded
 // or initialised is ErrNVMLUnavailable (the caller falls back to
 // nvidia-smi), never a panic.
-func (e *nvmlEnumerator) Enumerate(ctx context.Context) (devs []driver.Device, err error) {
+func (e *nvmlEnumerator) Enumerate(ctx context.Context) ([]driver.Device, error) {
+	l, err := e.list(ctx, e.units.wantMIG(), e.units.health)
+	if err != nil {
+		return nil, err
+	}
+	return l.devices(e.units, e.log)
+}
+
+// list asks NVML about every GPU: its infos, MIG mode and, with mig, its
+// MIG instances; with health, what makes it unfit.
+func (e *nvmlEnumerator) list(ctx context.Context, mig, health bool) (l nvmlListing, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			devs, err = nil, fmt.Errorf("%w: nvml panicked: %v", ErrNVMLUnavailable, r)
+			l, err = nvmlListing{}, fmt.Errorf("%w: nvml panicked: %v", ErrNVMLUnavailable, r)
 		}
 	}()
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return l, err
 	}
 	if ret := e.lib.Init(); ret != nvml.SUCCESS {
-		return nil, fmt.Errorf("%w: init: %v", ErrNVMLUnavailable, nvmlErr(ret))
+		return l, fmt.Errorf("%w: init: %v", ErrNVMLUnavailable, nvmlErr(ret))
 	}
 	defer e.lib.Shutdown()
 	n, ret := e.lib.DeviceGetCount()
 	if ret != nvml.SUCCESS {
-		return nil, fmt.Errorf("nvml device count: %w", nvmlErr(ret))
+		return l, fmt.Errorf("nvml device count: %w", nvmlErr(ret))
 	}
-	mig := e.has("nvmlDeviceGetMigMode") && e.has("nvmlDeviceGetMaxMigDeviceCount") && e.has("nvmlDeviceGetMigDeviceHandleByIndex")
+	hasMIG := e.has("nvmlDeviceGetMigMode") && e.has("nvmlDeviceGetMaxMigDeviceCount") && e.has("nvmlDeviceGetMigDeviceHandleByIndex")
 	retired, remapped := e.has("nvmlDeviceGetRetiredPagesPendingStatus"), e.has("nvmlDeviceGetRemappedRows")
-	if e.units.wantMIG() && !mig {
-		driver.LoggerOrDiscard(e.log).Warn("this NVIDIA driver has no MIG functions; GPUs are handed out whole")
-	}
-	gpus := make([]gpuRecord, 0, n)
-	var denied []string
+	l.noMIGFunctions = !hasMIG
+	l.gpus = make([]gpuRecord, 0, n)
 	for i := 0; i < n; i++ {
 		d, ret := e.lib.DeviceGetHandleByIndex(i)
 		if ret == nvml.ERROR_NO_PERMISSION {
 			// Device isolation (a devices cgroup) keeps this process off the
 			// GPU: never a candidate.
-			denied = append(denied, strconv.Itoa(i))
+			l.denied = append(l.denied, strconv.Itoa(i))
 			continue
 		}
 		if ret != nvml.SUCCESS {
-			return nil, fmt.Errorf("nvml device %d: %w", i, nvmlErr(ret))
+			return l, fmt.Errorf("nvml device %d: %w", i, nvmlErr(ret))
 		}
 		info, err := nvmlInfo(i, d)
 		if errors.Is(err, nvml.ERROR_NO_PERMISSION) {
-			denied = append(denied, strconv.Itoa(i))
+			l.denied = append(l.denied, strconv.Itoa(i))
 			continue
 		}
 		if err != nil {
-			return nil, err
+			return l, err
 		}
 		g := gpuRecord{key: deviceKey(info), info: info}
-		if mig {
+		if hasMIG {
 			if cur, _, ret := d.GetMigMode(); ret == nvml.SUCCESS && cur == nvml.DEVICE_MIG_ENABLE {
 				g.migMode = true
-				if e.units.wantMIG() {
+				if mig {
 					if g.migs, err = nvmlMIGs(i, d); err != nil {
-						return nil, err
+						return l, err
 					}
 				}
 			}
 		}
-		if e.units.health {
+		if health {
 			g.unhealthy = nvmlHealth(d, retired, remapped)
 		}
-		gpus = append(gpus, g)
+		l.gpus = append(l.gpus, g)
 	}
-	log := driver.LoggerOrDiscard(e.log)
-	if len(denied) > 0 {
-		// CUDA in this process numbers only the GPUs it may open, so an
-		// NVML index is not a CUDA ordinal here: name them by uuid.
-		log.WithField("gpus", strings.Join(denied, ",")).
-			Info("GPUs this process may not open (device isolation) are not candidates; CUDA_VISIBLE_DEVICES names the others by uuid")
-		for i := range gpus {
-			gpus[i].info[driver.InfoVisibleID] = gpus[i].info["uuid"]
-		}
-	}
-	return selectUnits(gpus, e.units, log)
+	return l, nil
 }
 
 // nvmlMIGs lists the MIG instances of GPU i: every slot up to
@@ -268,4 +266,24 @@ func cString(b []int8) string {
 		out = append(out, byte(c))
 	}
 	return string(out)
+}
+
+// NVMLHelperMain is the xres-nvml command (NVMLHelperName): it asks NVML
+// in this process and prints the listing for a launcher built without cgo.
+func NVMLHelperMain(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet(NVMLHelperName, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	lib := fs.String("library", "", "the NVIDIA management library to load (default libnvidia-ml.so.1)")
+	mig := fs.Bool("mig", false, "list the MIG instances of GPUs in MIG mode")
+	health := fs.Bool("health", false, "say what makes each GPU unfit (pending page retirement, row remapping, lost)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "%s: unexpected argument %q\n", NVMLHelperName, fs.Arg(0))
+		return 2
+	}
+	e := newNVMLEnumerator(nvmlOptions{lib: *lib}).(*nvmlEnumerator)
+	l, err := e.list(context.Background(), *mig, *health)
+	return nvmlHelperMain(l, err, stdout, stderr)
 }

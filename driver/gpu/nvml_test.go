@@ -3,7 +3,9 @@
 package gpu
 
 import (
+	"bytes"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
@@ -114,7 +116,7 @@ func TestNVMLFailures(t *testing.T) {
 // A host without libnvidia-ml: the real go-nvml returns an error (never
 // panics), and built-in discovery falls back to nvidia-smi.
 func TestNVMLMissingLibrary(t *testing.T) {
-	e := newNVMLEnumerator("/nonexistent/libnvidia-ml.so.1", unitOptions{}, nil)
+	e := newNVMLEnumerator(nvmlOptions{lib: "/nonexistent/libnvidia-ml.so.1"})
 	_, err := e.Enumerate(ctxT(t))
 	require.ErrorIs(t, err, ErrNVMLUnavailable)
 
@@ -279,4 +281,65 @@ func TestNVMLOldDriverSymbols(t *testing.T) {
 	devs, err := (&nvmlEnumerator{lib: lib, lookup: lookup, units: unitOptions{mig: MIGMixed, health: true}}).Enumerate(ctxT(t))
 	require.NoError(t, err)
 	require.Equal(t, []driver.Device{{Key: "GPU-h100-0", Info: devs[0].Info, Unhealthy: ReasonRetiredPagesPending}}, devs)
+}
+
+// The static launcher reads NVML through xres-nvml: what the helper prints
+// for a host, read back, is offered exactly as in-process NVML offers it,
+// for whole GPUs, MIG instances, unhealthy and denied GPUs and an old
+// driver without MIG functions.
+func TestNVMLListingThroughHelperMatchesInProcess(t *testing.T) {
+	ok := nvml.SUCCESS
+	mig := withMIG(fakeH100(0),
+		fakeMIG("MIG-a0", "NVIDIA H100 80GB HBM3 MIG 3g.40gb", 2, 0, 3, 40192),
+		fakeMIG("MIG-a1", "NVIDIA H100 80GB HBM3", 10, 0, 1, 9856))
+	withHealth(mig, nvml.FEATURE_DISABLED, ok, false, false, ok)
+	sick := withHealth(fakeH100(1), nvml.FEATURE_DISABLED, ok, true, false, ok)
+	denied := fakeH100(2)
+	denied.GetUUIDFunc = func() (string, nvml.Return) { return "", nvml.ERROR_NO_PERMISSION }
+	healthy := withHealth(fakeH100(3), nvml.FEATURE_DISABLED, ok, false, false, ok)
+	noMIG := func(s string) error {
+		if strings.Contains(s, "Mig") {
+			return fmt.Errorf("%s: undefined symbol", s)
+		}
+		return nil
+	}
+	for _, tc := range []struct {
+		name   string
+		units  unitOptions
+		lookup func(string) error
+	}{
+		{"whole GPUs", unitOptions{mig: MIGNone}, nil},
+		{"MIG mixed with health", unitOptions{mig: MIGMixed, health: true}, nil},
+		{"MIG profile", unitOptions{mig: MIGMixed, profile: "1g.10gb"}, nil},
+		{"driver without MIG functions", unitOptions{mig: MIGMixed, health: true}, noMIG},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			lib, _ := fakeNVML(ok, mig, sick, denied, healthy)
+			e := &nvmlEnumerator{lib: lib, units: tc.units, lookup: tc.lookup}
+			want, err := e.Enumerate(ctxT(t))
+			require.NoError(t, err)
+
+			l, err := e.list(ctxT(t), tc.units.wantMIG(), tc.units.health)
+			var stdout, stderr bytes.Buffer
+			require.Equal(t, 0, nvmlHelperMain(l, err, &stdout, &stderr), stderr.String())
+			back, err := unmarshalNVMLListing(stdout.Bytes())
+			require.NoError(t, err)
+			got, err := back.devices(tc.units, nil)
+			require.NoError(t, err)
+			require.NotEmpty(t, want)
+			require.Equal(t, want, got)
+		})
+	}
+
+	// Failures keep their kind: unavailable is exit 3, anything else 1.
+	var stdout, stderr bytes.Buffer
+	lib, _ := fakeNVML(nvml.ERROR_LIBRARY_NOT_FOUND)
+	_, err := (&nvmlEnumerator{lib: lib}).list(ctxT(t), false, false)
+	require.Equal(t, nvmlHelperUnavailable, nvmlHelperMain(nvmlListing{}, err, &stdout, &stderr))
+	require.Contains(t, stderr.String(), "xres-nvml: NVML unavailable: init:")
+	lib, _ = fakeNVML(ok, fakeH100(0))
+	lib.DeviceGetCountFunc = func() (int, nvml.Return) { return 0, nvml.ERROR_UNKNOWN }
+	_, err = (&nvmlEnumerator{lib: lib}).list(ctxT(t), false, false)
+	require.Equal(t, nvmlHelperFailed, nvmlHelperMain(nvmlListing{}, err, &stdout, &stderr))
+	require.Empty(t, stdout.String())
 }

@@ -42,7 +42,7 @@ var (
 	})
 	smiTimeoutParam = driver.Declare(driver.Param{
 		Name: ParamSMITimeout, Type: conf.TypeDuration,
-		Doc: "GPU driver: time limit of one nvidia-smi run. Unset: xres.discovery.timeout.",
+		Doc: "GPU driver: time limit of one nvidia-smi run (and of one run of the xres-nvml helper). Unset: xres.discovery.timeout.",
 	})
 	nvmlLibraryParam = driver.Declare(driver.Param{
 		Name: ParamNVMLLibrary, Type: conf.TypeString, Default: "libnvidia-ml.so.1",

@@ -94,10 +94,13 @@ const (
 )
 
 // Link names of the binaries in a container: the AM's own (in the AM
-// container; kept out of the workers') and the container-launcher.
+// container; kept out of the workers'), the container-launcher and, when
+// it ships, the launcher's NVML helper (driver/gpu.NVMLHelperName: the
+// launcher is built without cgo and reads NVML through it).
 const (
-	AMName       = "am"
-	LauncherName = "container-launcher"
+	AMName         = "am"
+	LauncherName   = "container-launcher"
+	NVMLHelperName = "xres-nvml"
 )
 
 // WorkerSpec is how every worker container is started.

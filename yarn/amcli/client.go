@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -144,6 +145,9 @@ func cmdSubmit(ctx context.Context, args []string, e *env) error {
 	shipped, err := submit.Files(amPath, launcherPath, cfg.Path(), files)
 	if err != nil {
 		return configError{err}
+	}
+	if !slices.ContainsFunc(shipped, func(f submit.File) bool { return f.Name == submit.NVMLHelper }) {
+		e.log.WithField("launcher", launcherPath).Infof("%s is not beside the container-launcher: workers find their GPUs with nvidia-smi, not NVML", submit.NVMLHelper)
 	}
 	keytab, _ := cfg.Get(conf.KerberosLoginKeytab.Key)
 	principal, _ := cfg.Get(conf.KerberosLoginPrincipal.Key)

@@ -21,6 +21,7 @@ import (
 const (
 	AMBinary       = am.AMName
 	LauncherBinary = am.LauncherName
+	NVMLHelper     = am.NVMLHelperName
 	// DynamicFileName is the staged dynamic file's link name in every
 	// container (am run --dynamic-file and container-launcher
 	// --dynamic-file name it).

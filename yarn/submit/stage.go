@@ -39,14 +39,18 @@ type File struct {
 }
 
 // Files lists what an application ships: the am and container-launcher
-// binaries, the Flink configuration (under its own base name, so its
-// format is kept: flink-conf.yaml or config.yaml) and the user's files.
+// binaries, the launcher's NVML helper when it is beside the launcher, the
+// Flink configuration (under its own base name, so its format is kept:
+// flink-conf.yaml or config.yaml) and the user's files.
 // A user file is "path" or "path#name" (Hadoop's -files syntax); .tar.gz,
 // .tgz, .tar and .zip files are unpacked (ARCHIVE). Names must be unique.
 func Files(amPath, launcherPath, confPath string, userFiles []string) ([]File, error) {
 	files := []File{
 		{Local: amPath, Name: AMBinary, Type: yarn.File},
 		{Local: launcherPath, Name: LauncherBinary, Type: yarn.File},
+	}
+	if helper := filepath.Join(filepath.Dir(launcherPath), NVMLHelper); isRegular(helper) {
+		files = append(files, File{Local: helper, Name: NVMLHelper, Type: yarn.File})
 	}
 	if name := ConfName(confPath); name != "" {
 		files = append(files, File{Local: confPath, Name: name, Type: yarn.File})
@@ -75,6 +79,11 @@ func Files(amPath, launcherPath, confPath string, userFiles []string) ([]File, e
 		seen[f.Name] = f.Local
 	}
 	return files, nil
+}
+
+func isRegular(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && st.Mode().IsRegular()
 }
 
 // StagingDir is the application's staging folder: /user/<user>/.xres/<appId>.
