@@ -231,7 +231,7 @@ var (
 		Key:         "yarn.appmaster.vcores",
 		Type:        TypeInt,
 		Default:     "1",
-		Description: "Vcores of the ApplicationMaster container.",
+		Description: "Vcores of the ApplicationMaster container; the AM also runs with as many Go Ps (GOMAXPROCS), unless containerized.master.env.GOMAXPROCS sets it.",
 	})
 	ApplicationAttempts = Register(Option{
 		Key:         "yarn.application-attempts",

@@ -412,7 +412,14 @@ func runRPCBench(b *testing.B, s rpcBench) {
 		callers int
 	}
 	rows := map[key][]benchResult{}
-	goRow := func(n int) benchResult {
+	// The Go client runs twice: as the AM runs it ("go": am submit gives
+	// the AM container GOMAXPROCS = its vcores, yarn.appmaster.vcores, 1 by
+	// default; XRES_BENCH_GOMAXPROCS overrides), and with Go's default of
+	// one P per CPU ("go-ncpu").
+	amProcs := int(benchEnv(b, "XRES_BENCH_GOMAXPROCS", 1))
+	impls := []string{"go", "go-ncpu", "java"}
+	goRow := func(n int, procs int) benchResult {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
 		if _, err := measureGo(ctx, cl, n, warmup, false); err != nil {
 			b.Fatalf("go warm-up: %v", err)
 		}
@@ -427,15 +434,15 @@ func runRPCBench(b *testing.B, s rpcBench) {
 	}
 	for round := 0; round < rounds; round++ {
 		for _, n := range s.callers {
-			order := []string{"go", "java"}
-			if round%2 == 1 {
-				order = []string{"java", "go"}
-			}
-			for _, impl := range order {
+			for i := range impls {
+				impl := impls[(i+round)%len(impls)] // each round starts with another
 				var r benchResult
-				if impl == "go" {
-					r = goRow(n)
-				} else {
+				switch impl {
+				case "go":
+					r = goRow(n, amProcs)
+				case "go-ncpu":
+					r = goRow(n, runtime.NumCPU())
+				default:
 					r = java.row(b, n, warmup, seconds)
 				}
 				rows[key{impl, n}] = append(rows[key{impl, n}], r)
@@ -443,7 +450,7 @@ func runRPCBench(b *testing.B, s rpcBench) {
 		}
 	}
 	for _, n := range s.callers {
-		for _, impl := range []string{"go", "java"} {
+		for _, impl := range impls {
 			r := median(rows[key{impl, n}])
 			b.Run(fmt.Sprintf("impl=%s/callers=%d", impl, n), func(b *testing.B) { reportBench(b, r) })
 		}
@@ -461,19 +468,24 @@ func runRPCBench(b *testing.B, s rpcBench) {
 	var t strings.Builder
 	fmt.Fprintf(&t, "\ngetClusterMetrics against %s (Hadoop %s, %s): %d rounds of %s warm-up + %s measured per row, medians; %d CPUs\n",
 		strings.Join(addrs, ","), version, s.title, rounds, warmup, seconds, runtime.NumCPU())
-	fmt.Fprintf(&t, "%-8s %-5s %12s %10s %10s %9s   %-22s %s\n", "callers", "impl", "calls/s", "p50 µs", "p99 µs", "cpu µs", "calls/s over rounds", "load 1m over rounds")
+	fmt.Fprintf(&t, "go: GOMAXPROCS=%d, as am submit runs the AM (its container's vcores); go-ncpu: GOMAXPROCS=%d (Go's default here); java: the JVM's defaults\n",
+		amProcs, runtime.NumCPU())
+	fmt.Fprintf(&t, "%-8s %-8s %12s %10s %10s %9s   %-22s %s\n", "callers", "impl", "calls/s", "p50 µs", "p99 µs", "cpu µs", "calls/s over rounds", "load 1m over rounds")
 	for _, n := range s.callers {
-		for _, impl := range []string{"go", "java"} {
+		for _, impl := range impls {
 			rs := rows[key{impl, n}]
 			r := median(rs)
 			lo, hi := spread(rs, benchResult.rate)
 			llo, lhi := spread(rs, func(r benchResult) float64 { return r.Load })
-			fmt.Fprintf(&t, "%-8d %-5s %12.0f %10.1f %10.1f %9.1f   %-22s %.2f–%.2f\n", n, impl, r.rate(), r.P50us, r.P99us,
+			fmt.Fprintf(&t, "%-8d %-8s %12.0f %10.1f %10.1f %9.1f   %-22s %.2f–%.2f\n", n, impl, r.rate(), r.P50us, r.P99us,
 				r.cpuPerCall(), fmt.Sprintf("%.0f–%.0f", lo, hi), llo, lhi)
 		}
-		g, j := median(rows[key{"go", n}]), median(rows[key{"java", n}])
-		fmt.Fprintf(&t, "%-8d %-5s %11.2fx %9.2fx %9.2fx %8.2fx   (throughput go/java; latency and CPU java/go: >1 means go is better)\n",
-			n, "ratio", g.rate()/j.rate(), j.P50us/g.P50us, j.P99us/g.P99us, j.cpuPerCall()/g.cpuPerCall())
+		j := median(rows[key{"java", n}])
+		for _, impl := range impls[:2] {
+			g := median(rows[key{impl, n}])
+			fmt.Fprintf(&t, "%-8d %-8s %11.2fx %9.2fx %9.2fx %8.2fx   (%s vs java: throughput %s/java; latency and CPU java/%s: >1 means %s is better)\n",
+				n, "ratio", g.rate()/j.rate(), j.P50us/g.P50us, j.P99us/g.P99us, j.cpuPerCall()/g.cpuPerCall(), impl, impl, impl, impl)
+		}
 	}
 	fmt.Print(t.String())
 	if path := os.Getenv("XRES_BENCH_OUT"); path != "" {

@@ -26,8 +26,19 @@ func TestAMLaunchContext(t *testing.T) {
 	require.Equal(t, staged.Resources, lc.LocalResources)
 	require.Nil(t, lc.Tokens)
 
+	require.NotContains(t, lc.Env, "GOMAXPROCS", "no vcores given, none set")
+
 	_, err = AMLaunchContext(AMSpec{Staged: staged})
 	require.ErrorContains(t, err, "no worker command")
+
+	// The AM runs with one P per vcore of its container, unless the user
+	// set GOMAXPROCS (containerized.master.env.GOMAXPROCS).
+	lc, err = AMLaunchContext(AMSpec{Staged: staged, Worker: []string{"true"}, Vcores: 2})
+	require.NoError(t, err)
+	require.Equal(t, "2", lc.Env["GOMAXPROCS"])
+	lc, err = AMLaunchContext(AMSpec{Staged: staged, Worker: []string{"true"}, Vcores: 2, Env: map[string]string{"GOMAXPROCS": "8"}})
+	require.NoError(t, err)
+	require.Equal(t, "8", lc.Env["GOMAXPROCS"])
 }
 
 func TestReadAMEnvReadsWhatAMLaunchContextWrote(t *testing.T) {

@@ -1,6 +1,7 @@
 package submit
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -170,7 +171,7 @@ func (c Client) Submit(ctx context.Context, req Request) (Submitted, error) {
 		return sub, fmt.Errorf("submit %s: %w", sub.AppID, err)
 	}
 	lc, err := AMLaunchContext(AMSpec{Staged: staged, ConfName: req.ConfName, DynamicFile: dynamicFile,
-		Workers: req.Workers, Worker: req.Worker, Env: req.MasterEnv, Tokens: req.Tokens,
+		Workers: req.Workers, Worker: req.Worker, Env: req.MasterEnv, Tokens: req.Tokens, Vcores: cmp.Or(req.AMVcores, DefaultAMVcores),
 		SchedulerAddresses: req.SchedulerAddresses, DefaultFS: req.DefaultFS})
 	if err != nil {
 		return sub, c.failed(ctx, sub, err)

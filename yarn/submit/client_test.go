@@ -80,6 +80,7 @@ func TestSubmit(t *testing.T) {
 	require.Equal(t, "gpu", got.Queue)
 	require.Equal(t, ApplicationType, got.Type)
 	require.Equal(t, yarn.Resource{MemoryMB: DefaultAMMemoryMB, VCores: DefaultAMVcores}, got.AMResource)
+	require.Equal(t, "1", got.AM.Env["GOMAXPROCS"], "the AM runs with one P per vcore of its container")
 	require.Equal(t, []string{"./am run --conf flink-conf.yaml --workers 4 -- python train.py 1><LOG_DIR>/stdout 2><LOG_DIR>/stderr"},
 		got.AM.Commands)
 	require.ElementsMatch(t, []string{"am", "container-launcher", "flink-conf.yaml"}, slices.Collect(maps.Keys(got.AM.LocalResources)))
