@@ -468,7 +468,8 @@ func runRPCBench(b *testing.B, s rpcBench) {
 	var t strings.Builder
 	fmt.Fprintf(&t, "\ngetClusterMetrics against %s (Hadoop %s, %s): %d rounds of %s warm-up + %s measured per row, medians; %d CPUs\n",
 		strings.Join(addrs, ","), version, s.title, rounds, warmup, seconds, runtime.NumCPU())
-	fmt.Fprintf(&t, "go: GOMAXPROCS=%d, as am submit runs the AM (its container's vcores); go-ncpu: GOMAXPROCS=%d (Go's default here); java: the JVM's defaults\n",
+	fmt.Fprintf(&t, "go: GOMAXPROCS=%d, as am submit runs the AM (its container's vcores); go-ncpu: GOMAXPROCS=%d (Go's default here); java: the JVM's defaults\n"+
+		"ratio: go vs java, ratio-n: go-ncpu vs java (throughput x/java; latency and CPU java/x): >1 means Go is better\n",
 		amProcs, runtime.NumCPU())
 	fmt.Fprintf(&t, "%-8s %-8s %12s %10s %10s %9s   %-22s %s\n", "callers", "impl", "calls/s", "p50 µs", "p99 µs", "cpu µs", "calls/s over rounds", "load 1m over rounds")
 	for _, n := range s.callers {
@@ -481,10 +482,10 @@ func runRPCBench(b *testing.B, s rpcBench) {
 				r.cpuPerCall(), fmt.Sprintf("%.0f–%.0f", lo, hi), llo, lhi)
 		}
 		j := median(rows[key{"java", n}])
-		for _, impl := range impls[:2] {
-			g := median(rows[key{impl, n}])
-			fmt.Fprintf(&t, "%-8d %-8s %11.2fx %9.2fx %9.2fx %8.2fx   (%s vs java: throughput %s/java; latency and CPU java/%s: >1 means %s is better)\n",
-				n, "ratio", g.rate()/j.rate(), j.P50us/g.P50us, j.P99us/g.P99us, j.cpuPerCall()/g.cpuPerCall(), impl, impl, impl, impl)
+		for i, label := range []string{"ratio", "ratio-n"} {
+			g := median(rows[key{impls[i], n}])
+			fmt.Fprintf(&t, "%-8d %-8s %11.2fx %9.2fx %9.2fx %8.2fx\n",
+				n, label, g.rate()/j.rate(), j.P50us/g.P50us, j.P99us/g.P99us, j.cpuPerCall()/g.cpuPerCall())
 		}
 	}
 	fmt.Print(t.String())
