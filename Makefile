@@ -27,7 +27,8 @@ demo:
 # line ("N passed, N failed, N skipped") and every skipped test with its reason.
 SHELL       := bash
 SUMMARY     := $(BIN)/testsummary
-UNIT_TESTS  := $(GO) test -json -count=1 $(PKGS)
+# The IPC connection's concurrency tests run again under the race detector.
+UNIT_TESTS  := { $(GO) test -json -count=1 $(PKGS); u=$$?; $(GO) test -json -count=1 -race ./yarn/internal/ipc/; exit $$((u|$$?)); }
 INTEG_TESTS := $(GO) test -json -count=1 -tags integration -timeout 40m ./integration/...
 
 $(SUMMARY): $(wildcard integration/testsummary/*.go)
