@@ -68,12 +68,20 @@ func flinkPeer(b *testing.B) string {
 //	xres-probe     container-launcher probe: a dry run, holds nothing
 //	flink-probe    the Flink-style script without coordination: holds nothing
 //	process-spawn  /bin/true, the floor for any of them
+//	xres-start     container-launcher --version: the launcher's runtime
+//	               start and package initialisation, no work
+//	go-empty       an empty static Go program, installed the same way:
+//	               the floor for any Go binary
 //
 // It reports each one's median (<name>-ms) and the ratios launch-ratio
-// (xres-launch : flink-launch) and probe-ratio (xres-probe : flink-probe).
+// (xres-launch : flink-launch) and probe-ratio (xres-probe : flink-probe),
+// and, against flink-probe too, the floors start-ratio (xres-start) and
+// go-empty-ratio (go-empty): what probe-ratio could reach if the probe did
+// nothing, in the launcher and in any Go program.
 func BenchmarkLauncherOverhead(b *testing.B) {
 	bin := launcherBinary(b)
 	script := flinkPeer(b)
+	empty := emptyGoBinary(b)
 	h := newFakeGPUHost(b, 2, 2)
 	file := filepath.Join(h.dir, "flink-coordination")
 	type kind struct {
@@ -88,6 +96,8 @@ func BenchmarkLauncherOverhead(b *testing.B) {
 		{name: "xres-probe", argv: []string{bin, "probe", "--conf", h.conf}},
 		{name: "flink-probe", argv: []string{"bash", "-c", script + ` 2 >/dev/null`}},
 		{name: "process-spawn", argv: []string{"true"}},
+		{name: "xres-start", argv: []string{bin, "--version"}},
+		{name: "go-empty", argv: []string{empty}},
 	}
 	ds := make([][]time.Duration, len(kinds))
 	b.ResetTimer()
@@ -117,6 +127,30 @@ func BenchmarkLauncherOverhead(b *testing.B) {
 	}
 	b.ReportMetric(float64(med[0])/float64(med[1]), "launch-ratio")
 	b.ReportMetric(float64(med[2])/float64(med[3]), "probe-ratio")
+	b.ReportMetric(float64(med[5])/float64(med[3]), "start-ratio")
+	b.ReportMetric(float64(med[6])/float64(med[3]), "go-empty-ratio")
+}
+
+// emptyGoBinary builds a Go program that does nothing, static like the
+// launcher and installed as a copy like it (see launcherBinary).
+func emptyGoBinary(b *testing.B) string {
+	b.Helper()
+	dir := b.TempDir()
+	src := filepath.Join(dir, "main.go")
+	if err := os.WriteFile(src, []byte("package main\n\nfunc main() {}\n"), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	linked := filepath.Join(dir, "empty.linked")
+	cmd := exec.Command(goTool(), "build", "-o", linked, src)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("go build an empty program: %v\n%s", err, out)
+	}
+	bin := filepath.Join(dir, "go-empty")
+	if err := copyExecutable(linked, bin); err != nil {
+		b.Fatal(err)
+	}
+	return bin
 }
 
 // BenchmarkContention64: 64 workers started at once on a fake 8-GPU host,

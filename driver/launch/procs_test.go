@@ -48,16 +48,12 @@ func launcherBinary(tb testing.TB) string {
 		tb.Skip("process tests need Linux (/proc for host coordination)")
 	}
 	buildOnce.Do(func() {
-		goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
-		if _, err := os.Stat(goBin); err != nil {
-			goBin = "go"
-		}
 		buildDir, buildErr = os.MkdirTemp("", "xres-launcher-test-")
 		if buildErr != nil {
 			return
 		}
 		linked := filepath.Join(buildDir, "container-launcher.linked")
-		cmd := exec.Command(goBin, "build", "-o", linked, "../../cmd/container-launcher")
+		cmd := exec.Command(goTool(), "build", "-o", linked, "../../cmd/container-launcher")
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0") // static, as make build ships it
 		if out, err := cmd.CombinedOutput(); err != nil {
 			buildErr = fmt.Errorf("go build container-launcher: %w\n%s", err, out)
@@ -75,6 +71,15 @@ func launcherBinary(tb testing.TB) string {
 		tb.Fatal(buildErr)
 	}
 	return buildBin
+}
+
+// goTool is the go command of the toolchain running the tests.
+func goTool() string {
+	p := filepath.Join(runtime.GOROOT(), "bin", "go")
+	if _, err := os.Stat(p); err == nil {
+		return p
+	}
+	return "go"
 }
 
 // fakeGPUHost is a temporary directory with a configuration for nGPUs fake
