@@ -16,7 +16,7 @@ package integration
 // Settings: XRES_BENCH_CALLERS (default "1,8,32"; the privacy benchmark:
 // XRES_BENCH_PRIVACY_CALLERS, default "8"), XRES_BENCH_WARMUP and
 // XRES_BENCH_SECONDS (warm-up and measured time per row, default 2 and 4
-// seconds), XRES_BENCH_ROUNDS (default 3), XRES_BENCH_OUT (also append the
+// seconds), XRES_BENCH_ROUNDS (default 5), XRES_BENCH_OUT (also append the
 // tables to this file), XRES_BENCH_SECURE_DIR (the state folder of a
 // running `run.sh start --secure` cluster with XRES_RPC_PROTECTION=privacy,
 // for the privacy benchmark). The Java side is integration/javabench
@@ -25,8 +25,9 @@ package integration
 // an unmeasured warm-up, every call's latency is kept, percentiles are
 // nearest-rank, and Go and Java rows alternate over the rounds; the table
 // shows medians, each client process's CPU time per call (all its threads,
-// measured time only), the spread over rounds, and the machine's 1-minute load
-// average (/proc/loadavg) when each row ended.
+// measured time only), the spread over rounds (for the ratio rows: each
+// round's own ratio, its rows having run back to back), and the machine's
+// 1-minute load average (/proc/loadavg) when each row ended.
 
 import (
 	"bufio"
@@ -365,7 +366,7 @@ func runRPCBench(b *testing.B, s rpcBench) {
 	}
 	warmup := time.Duration(benchEnv(b, "XRES_BENCH_WARMUP", 2) * float64(time.Second))
 	seconds := time.Duration(benchEnv(b, "XRES_BENCH_SECONDS", 4) * float64(time.Second))
-	rounds := int(benchEnv(b, "XRES_BENCH_ROUNDS", 3))
+	rounds := int(benchEnv(b, "XRES_BENCH_ROUNDS", 5))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
 
@@ -481,11 +482,21 @@ func runRPCBench(b *testing.B, s rpcBench) {
 			fmt.Fprintf(&t, "%-8d %-8s %12.0f %10.1f %10.1f %9.1f   %-22s %.2f–%.2f\n", n, impl, r.rate(), r.P50us, r.P99us,
 				r.cpuPerCall(), fmt.Sprintf("%.0f–%.0f", lo, hi), llo, lhi)
 		}
-		j := median(rows[key{"java", n}])
+		js := rows[key{"java", n}]
+		j := median(js)
 		for i, label := range []string{"ratio", "ratio-n"} {
-			g := median(rows[key{impls[i], n}])
-			fmt.Fprintf(&t, "%-8d %-8s %11.2fx %9.2fx %9.2fx %8.2fx\n",
-				n, label, g.rate()/j.rate(), j.P50us/g.P50us, j.P99us/g.P99us, j.cpuPerCall()/g.cpuPerCall())
+			gs := rows[key{impls[i], n}]
+			g := median(gs)
+			// Each round's own throughput ratio: the rows of one
+			// round ran back to back, so a machine that slows down
+			// for a while slows both.
+			paired := make([]float64, len(gs))
+			for r := range gs {
+				paired[r] = gs[r].rate() / js[r].rate()
+			}
+			fmt.Fprintf(&t, "%-8d %-8s %11.2fx %9.2fx %9.2fx %8.2fx   %-22s\n",
+				n, label, g.rate()/j.rate(), j.P50us/g.P50us, j.P99us/g.P99us, j.cpuPerCall()/g.cpuPerCall(),
+				fmt.Sprintf("%.2f–%.2fx", slices.Min(paired), slices.Max(paired)))
 		}
 	}
 	fmt.Print(t.String())
