@@ -494,9 +494,9 @@ func runRPCBench(b *testing.B, s rpcBench) {
 			for r := range gs {
 				paired[r] = gs[r].rate() / js[r].rate()
 			}
-			fmt.Fprintf(&t, "%-8d %-8s %11.2fx %9.2fx %9.2fx %8.2fx   %s\n",
+			fmt.Fprintf(&t, "%-8d %-8s %11.2fx %9.2fx %9.2fx %8.2fx   %.2f–%.2fx\n",
 				n, label, g.rate()/j.rate(), j.P50us/g.P50us, j.P99us/g.P99us, j.cpuPerCall()/g.cpuPerCall(),
-				fmt.Sprintf("%.2f–%.2fx", slices.Min(paired), slices.Max(paired)))
+				slices.Min(paired), slices.Max(paired))
 		}
 	}
 	fmt.Print(t.String())

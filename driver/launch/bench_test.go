@@ -132,7 +132,7 @@ func BenchmarkLauncherOverhead(b *testing.B) {
 }
 
 // emptyGoBinary builds a Go program that does nothing, static like the
-// launcher and installed as a copy like it (see launcherBinary).
+// launcher and installed as a copy like it (buildInstalled).
 func emptyGoBinary(b *testing.B) string {
 	b.Helper()
 	dir := b.TempDir()
@@ -140,14 +140,8 @@ func emptyGoBinary(b *testing.B) string {
 	if err := os.WriteFile(src, []byte("package main\n\nfunc main() {}\n"), 0o644); err != nil {
 		b.Fatal(err)
 	}
-	linked := filepath.Join(dir, "empty.linked")
-	cmd := exec.Command(goTool(), "build", "-o", linked, src)
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		b.Fatalf("go build an empty program: %v\n%s", err, out)
-	}
-	bin := filepath.Join(dir, "go-empty")
-	if err := copyExecutable(linked, bin); err != nil {
+	bin, err := buildInstalled(dir, "go-empty", src)
+	if err != nil {
 		b.Fatal(err)
 	}
 	return bin

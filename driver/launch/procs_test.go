@@ -52,20 +52,7 @@ func launcherBinary(tb testing.TB) string {
 		if buildErr != nil {
 			return
 		}
-		linked := filepath.Join(buildDir, "container-launcher.linked")
-		cmd := exec.Command(goTool(), "build", "-o", linked, "../../cmd/container-launcher")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0") // static, as make build ships it
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build container-launcher: %w\n%s", err, out)
-			return
-		}
-		// Installed as YARN localizes it (a streamed copy), not run where
-		// the linker left it: the linker writes its output through mmap,
-		// and the kernel then maps those page-cache pages at every exec in
-		// smaller pieces: the same bytes start 0.3-0.6 ms slower there
-		// (more page faults; an empty Go program too).
-		buildBin = filepath.Join(buildDir, "container-launcher")
-		buildErr = copyExecutable(linked, buildBin)
+		buildBin, buildErr = buildInstalled(buildDir, "container-launcher", "../../cmd/container-launcher")
 	})
 	if buildErr != nil {
 		tb.Fatal(buildErr)
@@ -73,13 +60,25 @@ func launcherBinary(tb testing.TB) string {
 	return buildBin
 }
 
-// goTool is the go command of the toolchain running the tests.
-func goTool() string {
-	p := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(p); err == nil {
-		return p
+// buildInstalled builds pkg static, as make build ships the launcher, and
+// installs it as dir/name the way YARN localizes it (a streamed copy), not
+// run where the linker left it: the linker writes its output through mmap,
+// and the kernel then maps those page-cache pages at every exec in smaller
+// pieces: the same bytes start 0.3-0.6 ms slower there (more page faults;
+// an empty Go program too).
+func buildInstalled(dir, name, pkg string) (string, error) {
+	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	if _, err := os.Stat(goBin); err != nil {
+		goBin = "go"
 	}
-	return "go"
+	linked := filepath.Join(dir, name+".linked")
+	cmd := exec.Command(goBin, "build", "-o", linked, pkg)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build %s: %w\n%s", pkg, err, out)
+	}
+	bin := filepath.Join(dir, name)
+	return bin, copyExecutable(linked, bin)
 }
 
 // fakeGPUHost is a temporary directory with a configuration for nGPUs fake
