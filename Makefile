@@ -24,12 +24,21 @@ demo:
 	docker/hadoop-minicluster/demo.sh
 
 # Test runs go through integration/testsummary: plain go test's output, then one closing
-# line ("N passed, N failed, N skipped") and every skipped test with its reason.
+# line ("N unit + N race + N integration passed, N failed, N skipped") and every skipped test
+# with its reason. Before each go test run, a marker line names the suite and the packages
+# with test files in it (go list): a suite, or one of those packages, that reports no test
+# result fails the run, whatever go test's exit status (integration/testsummary/summary.go).
 SHELL       := bash
 SUMMARY     := $(BIN)/testsummary
+HAS_TESTS   := {{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}
+suite        = echo testsummary-suite $(1) $$($(GO) list $(2) -f '$(HAS_TESTS)' $(3))
+# Each leaves its status in a shell variable (u, i): the recipes below combine them. No
+# `exit` here: it would end the recipe's shell before the next suite runs.
 # The IPC connection's concurrency tests run again under the race detector.
-UNIT_TESTS  := { $(GO) test -json -count=1 $(PKGS); u=$$?; $(GO) test -json -count=1 -race ./yarn/internal/ipc/; exit $$((u|$$?)); }
-INTEG_TESTS := $(GO) test -json -count=1 -tags integration -timeout 40m ./integration/...
+UNIT_TESTS  := $(call suite,unit,,$(PKGS)); $(GO) test -json -count=1 $(PKGS); u=$$?; \
+	$(call suite,race,,./yarn/internal/ipc/); $(GO) test -json -count=1 -race ./yarn/internal/ipc/; u=$$((u|$$?))
+INTEG_TESTS := $(call suite,integration,-tags integration,./integration/); \
+	$(GO) test -json -count=1 -tags integration -timeout 40m ./integration/; i=$$?
 
 $(SUMMARY): $(wildcard integration/testsummary/*.go)
 	@mkdir -p $(BIN)
@@ -37,16 +46,16 @@ $(SUMMARY): $(wildcard integration/testsummary/*.go)
 
 # Unit tests: no Hadoop, no GPU needed.
 unit: $(SUMMARY)
-	set -o pipefail; $(UNIT_TESTS) | TESTSUMMARY_LABEL="make unit" $(SUMMARY)
+	set -o pipefail; { $(UNIT_TESTS); exit $$u; } | TESTSUMMARY_LABEL="make unit" $(SUMMARY)
 
 # Everything: unit tests, then the integration suite against the real Hadoop
 # minicluster (started and stopped by integration/'s TestMain), one summary for both.
 test: $(SUMMARY)
-	set -o pipefail; { $(UNIT_TESTS); u=$$?; $(INTEG_TESTS); i=$$?; exit $$((u|i)); } \
+	set -o pipefail; { $(UNIT_TESTS); $(INTEG_TESTS); exit $$((u|i)); } \
 		| TESTSUMMARY_LABEL="make test" $(SUMMARY)
 
 integration: $(SUMMARY)
-	set -o pipefail; $(INTEG_TESTS) | TESTSUMMARY_LABEL="make integration" $(SUMMARY)
+	set -o pipefail; { $(INTEG_TESTS); exit $$i; } | TESTSUMMARY_LABEL="make integration" $(SUMMARY)
 
 # The core integration subset against each Hadoop version users run (newest 3.2.x, 3.3.x,
 # 3.4.x, 3.5.x; XRES_MATRIX_VERSIONS names others), each built into its own cached folder;

@@ -32,6 +32,26 @@ type summary struct {
 	skipped []skip
 	pkgOK   int
 	pkgFail []string
+
+	suites []*suite // in the order their markers came; empty without markers
+}
+
+// SuiteMarker starts a line that names the suite whose events follow it, and the packages
+// that must report at least one test result in it:
+//
+//	testsummary-suite integration github.com/xres/xres/integration
+//
+// The Makefile prints one before each `go test -json` run (the packages: those `go list`
+// finds test files in). A suite that reports no test, or a named package that reports none,
+// fails the summary: a test command that silently stopped running a suite is caught here.
+const SuiteMarker = "testsummary-suite"
+
+// suite is one `go test -json` run of a multi-suite input.
+type suite struct {
+	name     string
+	required []string       // packages that must report a test result
+	results  map[string]int // package → test results (pass, fail, skip) seen
+	passed   int
 }
 
 type skip struct {
@@ -53,6 +73,10 @@ func (s *summary) read(r io.Reader) error {
 	sc.Buffer(make([]byte, 0, 64*1024), 16*1024*1024)
 	for sc.Scan() {
 		line := sc.Bytes()
+		if name, pkgs, ok := parseMarker(string(line)); ok {
+			s.suites = append(s.suites, &suite{name: name, required: pkgs, results: map[string]int{}})
+			continue
+		}
 		var e event
 		if len(line) == 0 || line[0] != '{' || json.Unmarshal(line, &e) != nil {
 			// Not an event: the toolchain printed plain text (e.g. a setup failure). Show it.
@@ -78,6 +102,12 @@ func (s *summary) event(e event) {
 		return
 	}
 	k := testKey{e.Package, e.Test}
+	if cur := s.current(); cur != nil && (e.Action == "pass" || e.Action == "fail" || e.Action == "skip") {
+		cur.results[e.Package]++
+		if e.Action == "pass" {
+			cur.passed++
+		}
+	}
 	switch e.Action {
 	case "output":
 		if !strings.HasPrefix(e.Output, "=== ") { // RUN, PAUSE, CONT: -json implies -v
@@ -132,10 +162,62 @@ func skipReason(lines []string) string {
 	return strings.Join(r, " / ")
 }
 
+// parseMarker reads a SuiteMarker line: the suite's name and its required packages.
+func parseMarker(line string) (name string, pkgs []string, ok bool) {
+	f := strings.Fields(line)
+	if len(f) < 2 || f[0] != SuiteMarker {
+		return "", nil, false
+	}
+	return f[1], f[2:], true
+}
+
+// current is the suite whose events are being read (nil without markers).
+func (s *summary) current() *suite {
+	if len(s.suites) == 0 {
+		return nil
+	}
+	return s.suites[len(s.suites)-1]
+}
+
+// passedLine is the closing line's count of passed tests: one number, or one per suite
+// ("2224 unit + 54 race + 118 integration").
+func (s *summary) passedLine() string {
+	if len(s.suites) == 0 {
+		return fmt.Sprint(s.passed)
+	}
+	parts := make([]string, len(s.suites))
+	for i, su := range s.suites {
+		parts[i] = fmt.Sprintf("%d %s", su.passed, su.name)
+	}
+	return strings.Join(parts, " + ")
+}
+
+// emptySuites names what ran no test: a suite with no test result at all, or a required
+// package of a suite that reported none (its tests were never run, or it never built).
+func (s *summary) emptySuites() []string {
+	var out []string
+	for _, su := range s.suites {
+		total := 0
+		for _, n := range su.results {
+			total += n
+		}
+		if total == 0 {
+			out = append(out, fmt.Sprintf("suite %s ran no test", su.name))
+			continue
+		}
+		for _, p := range su.required {
+			if su.results[p] == 0 {
+				out = append(out, fmt.Sprintf("suite %s: package %s reported no test", su.name, p))
+			}
+		}
+	}
+	return out
+}
+
 // finish prints the closing line and the skipped tests; it returns the exit status.
 func (s *summary) finish(label string) int {
-	fmt.Fprintf(s.out, "\n%s: %d passed, %d failed, %d skipped (packages: %d ok, %d failed)\n",
-		label, s.passed, len(s.failed), len(s.skipped), s.pkgOK, len(s.pkgFail))
+	fmt.Fprintf(s.out, "\n%s: %s passed, %d failed, %d skipped (packages: %d ok, %d failed)\n",
+		label, s.passedLine(), len(s.failed), len(s.skipped), s.pkgOK, len(s.pkgFail))
 	if len(s.skipped) > 0 {
 		sort.Slice(s.skipped, func(i, j int) bool {
 			a, b := s.skipped[i].key, s.skipped[j].key
@@ -155,8 +237,12 @@ func (s *summary) finish(label string) int {
 	for _, p := range s.pkgFail {
 		fmt.Fprintf(s.out, "FAIL package %s\n", p)
 	}
+	empty := s.emptySuites()
+	for _, e := range empty {
+		fmt.Fprintf(s.out, "FAIL %s\n", e)
+	}
 	switch {
-	case len(s.failed) > 0 || len(s.pkgFail) > 0:
+	case len(s.failed) > 0 || len(s.pkgFail) > 0 || len(empty) > 0:
 		return 1
 	case s.passed == 0 && len(s.skipped) == 0:
 		fmt.Fprintln(s.out, "no test ran: the input held no test result")

@@ -58,3 +58,53 @@ func TestSummaryNoResultsIsAFailure(t *testing.T) {
 	require.Contains(t, buf.String(), "go: no packages to test")
 	require.Contains(t, buf.String(), "no test ran")
 }
+
+// Suite markers (as the Makefile prints them) split the counts, and a suite, or a package it
+// names, that reports no test result fails the summary.
+func TestSummarySuites(t *testing.T) {
+	ev := func(action, pkg, test string) string {
+		return `{"Action":"` + action + `","Package":"` + pkg + `","Test":"` + test + `"}` + "\n"
+	}
+	for _, tc := range []struct {
+		name, input, want, fail string
+		code                    int
+	}{
+		{
+			name: "both suites ran",
+			input: SuiteMarker + " unit a b\n" + ev("pass", "a", "T1") + ev("pass", "b", "T2") + ev("skip", "b", "T3") +
+				SuiteMarker + " integration i\n" + ev("pass", "i", "T"),
+			want: "x: 2 unit + 1 integration passed, 0 failed, 1 skipped",
+		},
+		{
+			name:  "integration ran none",
+			input: SuiteMarker + " unit a\n" + ev("pass", "a", "T1") + SuiteMarker + " integration i\n" + ev("pass", "i", ""),
+			want:  "x: 1 unit + 0 integration passed",
+			fail:  "FAIL suite integration ran no test",
+			code:  1,
+		},
+		{
+			name:  "a package with tests reported none",
+			input: SuiteMarker + " unit a b\n" + ev("pass", "a", "T1") + ev("pass", "b", ""),
+			want:  "x: 1 unit passed",
+			fail:  "FAIL suite unit: package b reported no test",
+			code:  1,
+		},
+		{
+			name:  "a skipped-only package counts as reported",
+			input: SuiteMarker + " unit a\n" + ev("skip", "a", "T1"),
+			want:  "x: 0 unit passed, 0 failed, 1 skipped",
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			s := newSummary(&buf)
+			require.NoError(t, s.read(strings.NewReader(tc.input)))
+			require.Equal(t, tc.code, s.finish("x"), buf.String())
+			require.Contains(t, buf.String(), tc.want)
+			if tc.fail != "" {
+				require.Contains(t, buf.String(), tc.fail)
+			}
+			require.NotContains(t, buf.String(), SuiteMarker, "markers are not echoed")
+		})
+	}
+}
