@@ -15,8 +15,11 @@
 #   run.sh foreground  build if needed and run in the foreground (Docker's entry point)
 #   run.sh start --ha  the HA profile (XRES_MINICLUSTER_HA=1): two RMs, rm1 active, rm2 standby
 # Fault verbs (each returns once the RM's REST API shows the effect; exit 1 with the reason if not):
-#   run.sh rm-restart  stop the active RM, start a fresh one on the same state store (work-
-#                      preserving: containers keep running, NodeManagers re-register)
+#   run.sh rm-restart [--down SECONDS]  stop the active RM, leave it down SECONDS (default 0),
+#                      start a fresh one on the same state store (work-preserving: containers
+#                      keep running, NodeManagers re-register)
+#   run.sh rm-stop     stop the active RM and leave it down (no active RM: clients retry)
+#   run.sh rm-start    start the RM rm-stop stopped, on the same state store, as rm-restart
 #   run.sh rm-failover HA profile: the active RM goes standby, the other one active
 #   run.sh nm-kill N   NodeManager N (0-based) dies with its containers, without telling the RM;
 #                      returns when the RM marks the node LOST
@@ -38,6 +41,12 @@
 #   XRES_MINICLUSTER_LABEL_NODES NodeManager indexes carrying the node label gpu, e.g. 1 or 0,2
 #                               (default none; the label exists and queue default may use it)
 #   XRES_MINICLUSTER_NM_EXPIRY_MS yarn.nm.liveness-monitor.expiry-interval-ms (10000): nm-kill's LOST
+#   XRES_MINICLUSTER_AM_EXPIRY_MS yarn.am.liveness-monitor.expiry-interval-ms (unset: Hadoop's
+#                               600000): how long an AM may be silent (partitioned) before the RM
+#                               expires its attempt; at least 2000
+#   XRES_MINICLUSTER_RM_SCHEDULING_WAIT_MS yarn.resourcemanager.work-preserving-recovery.
+#                               scheduling-wait-ms (Hadoop's 10000): after an RM restart, how long
+#                               it waits for NodeManagers before allocating
 #   XRES_MINICLUSTER_AMRM_ROLL_SECS AMRMToken master-key rolling interval (unset: Hadoop's 1 day;
 #                               at least 10; the AM expiry interval becomes a third of it)
 #   XRES_MINICLUSTER_AM_MAX_ATTEMPTS yarn.resourcemanager.am.max-attempts (1): AM attempts allowed
@@ -158,7 +167,7 @@ find_java() {
 check_version() {
   [[ $HADOOP_VERSION =~ ^([0-9]+)\.([0-9]+)\.[0-9]+$ ]] || die "XRES_HADOOP_VERSION=$HADOOP_VERSION: want a version such as 3.4.1"
   local major=${BASH_REMATCH[1]} minor=${BASH_REMATCH[2]}
-  if ((major < 3 || (major == 3 && minor < 2))); then
+  if ((major < 3 || (major == 3 && minor < 1))); then
     die "Hadoop $HADOOP_VERSION is not supported: the launcher needs Hadoop 3.2 or newer (it does not compile against 3.1.4's ResourceManager API; make test-matrix covers 3.2.4 to 3.5.0)"
   fi
 }
@@ -189,7 +198,7 @@ build() {
   local mlog=$BUILD/mvn.log t0=$SECONDS
   say "building the launcher for Hadoop $HADOOP_VERSION with Maven (the first build downloads ~150 MB into ~/.m2; log: $mlog)"
   if ! JAVA_HOME=${JAVA%/bin/java} timeout "$MVN_TIMEOUT" "$MVN" -B -q -f "$HERE/pom.xml" \
-      -Dhadoop.version="$HADOOP_VERSION" -Dxres.build.dir="$BUILD" package dependency:build-classpath \
+      -Dhadoop.version="$HADOOP_VERSION" -Dxres.hadoop.line="${HADOOP_VERSION%.*}" -Dxres.build.dir="$BUILD" package dependency:build-classpath \
       -Dmdep.outputFile="$BUILD/classpath.txt" > "$mlog" 2>&1; then
     echo "----- last 40 lines of $mlog -----" >&2
     tail -n 40 "$mlog" >&2
@@ -270,6 +279,8 @@ check_settings() {
   [[ ${XRES_MINICLUSTER_LABEL_NODES:-} =~ ^([0-9]+(,[0-9]+)*)?$ ]] || die "XRES_MINICLUSTER_LABEL_NODES=$XRES_MINICLUSTER_LABEL_NODES: want NodeManager indexes such as 1 or 0,2"
   [[ ${XRES_MINICLUSTER_NM_EXPIRY_MS:-10000} =~ ^[0-9]+$ ]] || die "XRES_MINICLUSTER_NM_EXPIRY_MS=$XRES_MINICLUSTER_NM_EXPIRY_MS: want milliseconds"
   [[ ${XRES_MINICLUSTER_AMRM_ROLL_SECS:-0} =~ ^[0-9]+$ ]] || die "XRES_MINICLUSTER_AMRM_ROLL_SECS=$XRES_MINICLUSTER_AMRM_ROLL_SECS: want seconds"
+  [[ ${XRES_MINICLUSTER_AM_EXPIRY_MS:-0} =~ ^[0-9]+$ ]] || die "XRES_MINICLUSTER_AM_EXPIRY_MS=$XRES_MINICLUSTER_AM_EXPIRY_MS: want milliseconds"
+  [[ ${XRES_MINICLUSTER_RM_SCHEDULING_WAIT_MS:-10000} =~ ^[0-9]+$ ]] || die "XRES_MINICLUSTER_RM_SCHEDULING_WAIT_MS=$XRES_MINICLUSTER_RM_SCHEDULING_WAIT_MS: want milliseconds"
   [[ $VERB_TIMEOUT =~ ^[0-9]+$ ]] || die "XRES_MINICLUSTER_VERB_TIMEOUT=$VERB_TIMEOUT: want seconds"
 }
 
@@ -281,6 +292,8 @@ launcher_args() {
     --gpus="${XRES_MINICLUSTER_GPUS:-2}" --fpgas="${XRES_MINICLUSTER_FPGAS:-1}"
     --ha="$HA" --label-nodes="${XRES_MINICLUSTER_LABEL_NODES:-}"
     --nm-expiry-ms="${XRES_MINICLUSTER_NM_EXPIRY_MS:-10000}" --amrm-roll-secs="${XRES_MINICLUSTER_AMRM_ROLL_SECS:-0}"
+    --am-expiry-ms="${XRES_MINICLUSTER_AM_EXPIRY_MS:-0}"
+    --rm-scheduling-wait-ms="${XRES_MINICLUSTER_RM_SCHEDULING_WAIT_MS:-10000}"
     --am-max-attempts="${XRES_MINICLUSTER_AM_MAX_ATTEMPTS:-1}"
     --log-aggregation="${XRES_MINICLUSTER_LOG_AGGREGATION:-off}"
     --nm-memory-mb="${XRES_MINICLUSTER_NM_MEMORY_MB:-4096}" --nm-vcores="${XRES_MINICLUSTER_NM_VCORES:-8}")
@@ -461,9 +474,11 @@ cmd_env() {
   grep '^XRES_' "$WORK/cluster.env"
 }
 
-# verb METHOD PATH: one call to the running cluster's fault-verb endpoint (Admin.java, HTTP
-# on 127.0.0.1, port in cluster.env); prints its answer, exit 1 with it on an error.
+# verb METHOD PATH [EXTRA_SECONDS]: one call to the running cluster's fault-verb endpoint
+# (Admin.java, HTTP on 127.0.0.1, port in cluster.env), waiting VERB_TIMEOUT (plus EXTRA_SECONDS
+# for a verb that sleeps that long); prints its answer, exit 1 with it on an error.
 verb() {
+  local wait=$((VERB_TIMEOUT + ${3:-0}))
   running || die "$2: the cluster is not running (run.sh start)"
   ready || die "$2: the cluster is not ready yet"
   local url port resp code body
@@ -472,7 +487,7 @@ verb() {
   [[ $port =~ ^[0-9]+$ ]] || die "$2: no XRES_MINICLUSTER_ADMIN_URL in $WORK/cluster.env (a cluster from an older run.sh?)"
   exec 3<>"/dev/tcp/127.0.0.1/$port" || die "$2: cannot connect to the cluster's verb endpoint $url"
   printf '%s /%s HTTP/1.0\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n' "$1" "$2" >&3
-  resp=$(timeout "$VERB_TIMEOUT" cat <&3) || { exec 3<&-; die "$2: no answer within ${VERB_TIMEOUT}s (XRES_MINICLUSTER_VERB_TIMEOUT); see $0 logs"; }
+  resp=$(timeout "$wait" cat <&3) || { exec 3<&-; die "$2: no answer within ${wait}s (XRES_MINICLUSTER_VERB_TIMEOUT); see $0 logs"; }
   exec 3<&-
   code=${resp#HTTP/* }
   code=${code%% *}
@@ -513,7 +528,16 @@ case ${1:-} in
     done
     cmd_start
     ;;
-  rm-restart | rm-failover) verb POST "$1" ;;
+  rm-restart)
+    down=0
+    case ${2:-} in
+      "") ;;
+      --down) [[ ${3:-} =~ ^[0-9]+$ ]] || die "rm-restart: --down wants seconds, got '${3:-}'"; down=$3 ;;
+      *) die "rm-restart: unknown option '$2' (known: --down SECONDS)" ;;
+    esac
+    verb POST "rm-restart?down=$down" "$down"
+    ;;
+  rm-stop | rm-start | rm-failover) verb POST "$1" ;;
   nm-kill | nm-start) node_index "$1" "${2:-}"; verb POST "$1?n=$2" ;;
   nm-list) verb GET nm-list ;;
   stop) cmd_stop ;;
@@ -522,7 +546,7 @@ case ${1:-} in
   env) cmd_env ;;
   foreground) cmd_foreground ;;
   *)
-    sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
     ;;
 esac

@@ -22,20 +22,41 @@ var ErrVerb = errors.New("fault verb failed")
 // verbTimeout bounds one verb (the launcher's own bound is 180 s).
 const verbTimeout = 200 * time.Second
 
-// The minicluster's fault verbs, as run.sh has them (rm-restart, rm-failover, nm-kill N,
-// nm-start N, nm-list). Each returns once the effect shows in the RM REST API and answers
-// the launcher's one-line report.
+// The minicluster's fault verbs, as run.sh has them (rm-restart [--down S], rm-stop,
+// rm-start, rm-failover, nm-kill N, nm-start N, nm-list). Each returns once the effect shows
+// in the RM REST API and answers the launcher's one-line report.
 
 // RMRestart stops the active ResourceManager and starts a fresh one on the same state store
 // (work-preserving: containers keep running, NodeManagers re-register).
 func (c *Cluster) RMRestart(ctx context.Context) (string, error) {
-	return c.verb(ctx, http.MethodPost, "rm-restart", -1)
+	return c.verb(ctx, http.MethodPost, "rm-restart", nil, 0)
+}
+
+// RMRestartDown is RMRestart with the RM left down for d (whole seconds) before it starts:
+// a restart as long as a real one (JVM start, state-store recovery), or an outage.
+func (c *Cluster) RMRestartDown(d time.Duration) func(context.Context) (string, error) {
+	secs := int(d.Round(time.Second) / time.Second)
+	return func(ctx context.Context) (string, error) {
+		return c.verb(ctx, http.MethodPost, "rm-restart", url.Values{"down": {fmt.Sprint(secs)}}, time.Duration(secs)*time.Second)
+	}
+}
+
+// RMStop stops the active ResourceManager and leaves it down until RMStart: no active RM
+// (with HA the other stays standby), clients and NodeManagers retry.
+func (c *Cluster) RMStop(ctx context.Context) (string, error) {
+	return c.verb(ctx, http.MethodPost, "rm-stop", nil, 0)
+}
+
+// RMStart starts the ResourceManager RMStop stopped, fresh, on the same state store, and
+// returns once it is active with every live NodeManager RUNNING.
+func (c *Cluster) RMStart(ctx context.Context) (string, error) {
+	return c.verb(ctx, http.MethodPost, "rm-start", nil, 0)
 }
 
 // RMFailover (HA profile) makes the standby RM active and the active one standby; RMWebURL
 // then names the new active RM.
 func (c *Cluster) RMFailover(ctx context.Context) (string, error) {
-	out, err := c.verb(ctx, http.MethodPost, "rm-failover", -1)
+	out, err := c.verb(ctx, http.MethodPost, "rm-failover", nil, 0)
 	if err != nil {
 		return out, err
 	}
@@ -45,24 +66,24 @@ func (c *Cluster) RMFailover(ctx context.Context) (string, error) {
 // NMKill kills NodeManager n (0-based) with its containers, without telling the RM, and
 // returns once the RM reports the node LOST.
 func (c *Cluster) NMKill(ctx context.Context, n int) (string, error) {
-	return c.verb(ctx, http.MethodPost, "nm-kill", n)
+	return c.verb(ctx, http.MethodPost, "nm-kill", nodeQuery(n), 0)
 }
 
 // NMStart starts NodeManager n again (same node id) and returns once it is RUNNING.
 func (c *Cluster) NMStart(ctx context.Context, n int) (string, error) {
-	return c.verb(ctx, http.MethodPost, "nm-start", n)
+	return c.verb(ctx, http.MethodPost, "nm-start", nodeQuery(n), 0)
 }
 
 // NMList is the launcher's table: one line per NodeManager (index, node id, RM state, web
 // address, labels=, process=).
 func (c *Cluster) NMList(ctx context.Context) (string, error) {
-	return c.verb(ctx, http.MethodGet, "nm-list", -1)
+	return c.verb(ctx, http.MethodGet, "nm-list", nil, 0)
 }
 
 // MustVerb runs one of the verbs above for a test, failing it with the reason on error.
 func MustVerb(t testing.TB, verb func(context.Context) (string, error)) string {
 	t.Helper()
-	ctx, cancel := testContext(t, verbTimeout)
+	ctx, cancel := testContext(t, time.Hour) // each verb bounds itself: verbTimeout plus what it sleeps
 	defer cancel()
 	out, err := verb(ctx)
 	if err != nil {
@@ -75,16 +96,20 @@ func MustVerb(t testing.TB, verb func(context.Context) (string, error)) string {
 // NodeID is the node id ("127.0.0.N:port") of NodeManager n, from cluster.env.
 func (c *Cluster) NodeID(n int) string { return c.Env[fmt.Sprintf("XRES_NM%d_ID", n)] }
 
-func (c *Cluster) verb(ctx context.Context, method, verb string, n int) (string, error) {
+func nodeQuery(n int) url.Values { return url.Values{"n": {fmt.Sprint(n)}} }
+
+// verb calls one fault verb with query q, allowing it verbTimeout plus extra (the time the
+// verb itself sleeps).
+func (c *Cluster) verb(ctx context.Context, method, verb string, q url.Values, extra time.Duration) (string, error) {
 	base := c.Env["XRES_MINICLUSTER_ADMIN_URL"]
 	if base == "" {
 		return "", fmt.Errorf("%s: %w (no XRES_MINICLUSTER_ADMIN_URL in cluster.env)", verb, ErrNoFaultVerbs)
 	}
 	u := base + "/" + verb
-	if n >= 0 {
-		u += "?n=" + url.QueryEscape(fmt.Sprint(n))
+	if len(q) > 0 {
+		u += "?" + q.Encode()
 	}
-	ctx, cancel := context.WithTimeout(ctx, verbTimeout)
+	ctx, cancel := context.WithTimeout(ctx, verbTimeout+extra)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, method, u, nil)
 	if err != nil {

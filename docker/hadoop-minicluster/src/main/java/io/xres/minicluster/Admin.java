@@ -12,8 +12,9 @@ import com.sun.net.httpserver.HttpServer;
 
 /**
  * The cluster's control channel for the fault verbs: HTTP on 127.0.0.1 only (port in
- * cluster.env as XRES_MINICLUSTER_ADMIN_URL). {@code POST /rm-restart}, {@code POST
- * /rm-failover}, {@code POST /nm-kill?n=N}, {@code POST /nm-start?n=N}, {@code GET /nm-list}.
+ * cluster.env as XRES_MINICLUSTER_ADMIN_URL). {@code POST /rm-restart[?down=SECONDS]},
+ * {@code POST /rm-stop}, {@code POST /rm-start}, {@code POST /rm-failover}, {@code POST
+ * /nm-kill?n=N}, {@code POST /nm-start?n=N}, {@code GET /nm-list}.
  * Each answers once the effect shows in the RM REST API: 200 and one line (or nm-list's
  * table), or 4xx/500 and {@code error: <why>}. One verb runs at a time.
  */
@@ -52,7 +53,15 @@ final class Admin {
           break;
         case "rm-restart":
           requirePost(post, verb);
-          body = yarn.rmRestart() + "\n";
+          body = yarn.rmRestart(number(query, "down", 0, verb) * 1000L) + "\n";
+          break;
+        case "rm-stop":
+          requirePost(post, verb);
+          body = yarn.rmStop() + "\n";
+          break;
+        case "rm-start":
+          requirePost(post, verb);
+          body = yarn.rmStart() + "\n";
           break;
         case "rm-failover":
           requirePost(post, verb);
@@ -60,15 +69,15 @@ final class Admin {
           break;
         case "nm-kill":
           requirePost(post, verb);
-          body = yarn.nmKill(index(query, verb)) + "\n";
+          body = yarn.nmKill(number(query, "n", -1, verb)) + "\n";
           break;
         case "nm-start":
           requirePost(post, verb);
-          body = yarn.nmStart(index(query, verb)) + "\n";
+          body = yarn.nmStart(number(query, "n", -1, verb)) + "\n";
           break;
         default:
           code = 404;
-          body = "error: unknown verb '" + verb + "' (known: rm-restart, rm-failover, nm-kill, nm-start, nm-list)\n";
+          body = "error: unknown verb '" + verb + "' (known: rm-restart, rm-stop, rm-start, rm-failover, nm-kill, nm-start, nm-list)\n";
       }
     } catch (IllegalArgumentException e) {
       code = 400;
@@ -94,22 +103,30 @@ final class Admin {
     }
   }
 
-  private static int index(String query, String verb) {
+  /** The non-negative number ?name=N of the query; def when absent (-1: required). */
+  private static int number(String query, String name, int def, String verb) {
     String v = null;
     if (query != null) {
       for (String kv : query.split("&")) {
-        if (kv.startsWith("n=")) {
-          v = kv.substring(2);
+        if (kv.startsWith(name + "=")) {
+          v = kv.substring(name.length() + 1);
         }
       }
     }
     if (v == null) {
-      throw new IllegalArgumentException("want the NodeManager's index, ?n=N");
+      if (def < 0) {
+        throw new IllegalArgumentException("want ?" + name + "=N");
+      }
+      return def;
     }
     try {
-      return Integer.parseInt(v);
+      int n = Integer.parseInt(v);
+      if (n < 0) {
+        throw new NumberFormatException("negative");
+      }
+      return n;
     } catch (NumberFormatException e) {
-      throw new IllegalArgumentException("NodeManager index '" + v + "' is not a number");
+      throw new IllegalArgumentException(name + "='" + v + "' is not a non-negative number");
     }
   }
 }

@@ -82,6 +82,12 @@ public final class Main {
     DEFAULTS.put("label-nodes", "");
     // yarn.nm.liveness-monitor.expiry-interval-ms: how soon a killed NodeManager is LOST.
     DEFAULTS.put("nm-expiry-ms", "10000");
+    // yarn.am.liveness-monitor.expiry-interval-ms: how long an AM may be silent before the RM
+    // expires its attempt (0: Hadoop's 600000, or a third of --amrm-roll-secs when that is set).
+    DEFAULTS.put("am-expiry-ms", "0");
+    // yarn.resourcemanager.work-preserving-recovery.scheduling-wait-ms: after a restart, how
+    // long the RM waits for NodeManagers to re-register before it allocates (Hadoop's 10000).
+    DEFAULTS.put("rm-scheduling-wait-ms", "10000");
     // yarn.resourcemanager.am-rm-tokens.master-key-rolling-interval-secs (0: Hadoop's default).
     DEFAULTS.put("amrm-roll-secs", "0");
     // yarn.resourcemanager.am.max-attempts: the most AM attempts an application may ask for.
@@ -139,7 +145,7 @@ public final class Main {
     }
     for (String k : DEFAULTS.keySet()) {
       if (k.endsWith("port") || k.equals("nodemanagers") || k.equals("gpus") || k.equals("fpgas")
-          || k.startsWith("nm-") || k.equals("owner-pid") || k.equals("amrm-roll-secs")) {
+          || k.startsWith("nm-") || k.endsWith("-ms") || k.equals("owner-pid") || k.equals("amrm-roll-secs")) {
         try {
           if (Integer.parseInt(opt.get(k)) < 0) {
             throw new NumberFormatException("negative");
@@ -163,6 +169,16 @@ public final class Main {
     if (roll != 0 && roll < MIN_AMRM_ROLL_SECS) {
       throw new IllegalArgumentException("option --amrm-roll-secs=" + roll + ": want 0 (Hadoop's default) or at least "
           + MIN_AMRM_ROLL_SECS + " (the RM demands more than 3 x yarn.am.liveness-monitor.expiry-interval-ms)");
+    }
+    int amExpiry = Integer.parseInt(opt.get("am-expiry-ms"));
+    if (amExpiry != 0 && amExpiry < 2000) {
+      throw new IllegalArgumentException("option --am-expiry-ms=" + amExpiry
+          + ": want 0 (Hadoop's default) or at least 2000 (an AM heartbeats every second or so; less expires live ones)");
+    }
+    if (amExpiry != 0 && roll != 0 && amExpiry * 3L >= roll * 1000L) {
+      throw new IllegalArgumentException("option --am-expiry-ms=" + amExpiry + " with --amrm-roll-secs=" + roll
+          + ": the RM demands a rolling interval over 3 x the AM expiry interval; want --am-expiry-ms below "
+          + roll * 1000L / 3);
     }
     if (Integer.parseInt(opt.get("nm-expiry-ms")) < 2000) {
       throw new IllegalArgumentException("option --nm-expiry-ms=" + opt.get("nm-expiry-ms")
@@ -268,7 +284,7 @@ public final class Main {
     // RMs with HA): an RM restart or failover keeps the running containers.
     conf.setBoolean("yarn.resourcemanager.recovery.enabled", true);
     conf.setBoolean("yarn.resourcemanager.work-preserving-recovery.enabled", true);
-    conf.setInt("yarn.resourcemanager.work-preserving-recovery.scheduling-wait-ms", 2000);
+    conf.setInt("yarn.resourcemanager.work-preserving-recovery.scheduling-wait-ms", num(opt, "rm-scheduling-wait-ms"));
     conf.set("yarn.resourcemanager.store.class",
         "org.apache.hadoop.yarn.server.resourcemanager.recovery.FileSystemRMStateStore");
     conf.set("yarn.resourcemanager.fs.state-store.uri", new File(work, "rm-state").toURI().toString());
@@ -277,6 +293,9 @@ public final class Main {
     conf.setLong("yarn.resourcemanager.connect.max-wait.ms", 900_000);
     conf.setLong("yarn.nm.liveness-monitor.expiry-interval-ms", num(opt, "nm-expiry-ms"));
     amRmRolling(conf, num(opt, "amrm-roll-secs"));
+    if (num(opt, "am-expiry-ms") > 0) {
+      conf.setLong("yarn.am.liveness-monitor.expiry-interval-ms", num(opt, "am-expiry-ms"));
+    }
     // Node labels (centrally assigned, kept in a file-system store) and placement constraints.
     conf.setBoolean("yarn.node-labels.enabled", true);
     conf.set("yarn.node-labels.configuration-type", "centralized");

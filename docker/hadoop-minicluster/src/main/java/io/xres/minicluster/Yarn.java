@@ -28,7 +28,6 @@ import org.apache.hadoop.yarn.api.records.NodeId;
 import org.apache.hadoop.yarn.conf.YarnConfiguration;
 import org.apache.hadoop.yarn.server.nodemanager.NodeManager;
 import org.apache.hadoop.yarn.server.nodemanager.webapp.WebServer;
-import org.apache.hadoop.yarn.server.resourcemanager.ClusterMetrics;
 import org.apache.hadoop.yarn.server.resourcemanager.RMContext;
 import org.apache.hadoop.yarn.server.resourcemanager.ResourceManager;
 import org.apache.hadoop.yarn.server.resourcemanager.rmnode.RMNode;
@@ -175,7 +174,7 @@ final class Yarn {
   }
 
   private void startRm(Rm r) {
-    ClusterMetrics.destroy();
+    Compat.destroyClusterMetrics();
     QueueMetrics.clearQueueMetrics();
     ResourceManager rm = new ResourceManager() {
       @Override
@@ -229,19 +228,60 @@ final class Yarn {
     throw new IllegalStateException("no active ResourceManager");
   }
 
-  /** rm-restart: stops the active RM and starts a fresh one on the same state store. */
-  synchronized String rmRestart() throws Exception {
+  /**
+   * The RM rm-stop stopped, until rm-start starts it again (null while none is down); with HA
+   * the other RM stays standby meanwhile, so the cluster has no active RM, as when the active
+   * one's host is down and failover is manual.
+   */
+  private Rm down;
+  private long downSince;
+
+  /** rm-stop: stops the active RM and leaves it down (its state store stays for rm-start). */
+  synchronized String rmStop() {
+    if (down != null) {
+      throw new IllegalStateException("ResourceManager " + name(down) + " is already stopped; rm-start starts it");
+    }
     Rm r = active();
     ResourceManager old = r.rm;
     r.rm = null;
     old.stop();
+    down = r;
+    downSince = System.nanoTime();
+    return "stopped ResourceManager " + name(r) + "; the cluster has no active RM until rm-start";
+  }
+
+  /**
+   * rm-start: starts the RM rm-stop stopped, fresh, on the same state store (work-preserving
+   * recovery: running containers are kept, NodeManagers re-register, AMs must resync).
+   */
+  synchronized String rmStart() throws Exception {
+    if (down == null) {
+      throw new IllegalStateException("no ResourceManager is stopped (rm-stop stops the active one)");
+    }
+    Rm r = down;
     startRm(r);
     if (ha()) {
       r.rm.getRMContext().getRMAdminService().transitionToActive(userRequest());
     }
+    down = null;
+    long downMs = (System.nanoTime() - downSince) / 1_000_000;
     waitFor("RM " + name(r) + " ACTIVE with every live NodeManager re-registered RUNNING",
         () -> haState(r).equals("ACTIVE") && allNodesRunning());
-    return "restarted ResourceManager " + name(r) + "; " + nodesLine();
+    return String.format("started ResourceManager %s after %.1f s down; %s", name(r), downMs / 1000.0, nodesLine());
+  }
+
+  /** rm-restart: rm-stop, downMs of downtime, rm-start. */
+  synchronized String rmRestart(long downMs) throws Exception {
+    rmStop();
+    Thread.sleep(downMs);
+    return rmStart().replaceFirst("^started", "restarted");
+  }
+
+  /** Refuses a verb that needs an active RM while rm-stop has one down. */
+  private void requireRm() {
+    if (down != null) {
+      throw new IllegalStateException("needs an active ResourceManager: " + name(down) + " is stopped (rm-start first)");
+    }
   }
 
   /** rm-failover: the active RM goes standby, the other one active. */
@@ -249,6 +289,7 @@ final class Yarn {
     if (!ha()) {
       throw new IllegalStateException("rm-failover needs the HA profile (XRES_MINICLUSTER_HA=1)");
     }
+    requireRm();
     Rm from = active();
     Rm to = rms.get((rms.indexOf(from) + 1) % rms.size());
     from.rm.getRMContext().getRMAdminService().transitionToStandby(userRequest());
@@ -264,6 +305,7 @@ final class Yarn {
    * yarn.nm.liveness-monitor.expiry-interval-ms passes.
    */
   synchronized String nmKill(int i) throws Exception {
+    requireRm();
     Node n = node(i);
     if (n.nm == null) {
       throw new IllegalStateException("NodeManager " + i + " (" + n.id() + ") is not running");
@@ -285,6 +327,7 @@ final class Yarn {
 
   /** nm-start: starts NodeManager n again (same host and ports, so the same node id). */
   synchronized String nmStart(int i) throws Exception {
+    requireRm();
     Node n = node(i);
     if (n.nm != null) {
       throw new IllegalStateException("NodeManager " + i + " (" + n.id() + ") is already running");
@@ -297,7 +340,8 @@ final class Yarn {
 
   /** nm-list: one line per NodeManager: index, node id, RM state, http address, labels, process. */
   synchronized String nmList() throws IOException {
-    Map<String, NodeView> byId = nodeViews();
+    // While rm-stop has the RM down, the RM's states are unknown: "-".
+    Map<String, NodeView> byId = down == null ? nodeViews() : Map.of();
     StringBuilder sb = new StringBuilder();
     for (Node n : nodes) {
       NodeView v = byId.get(n.id());
