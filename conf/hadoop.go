@@ -33,6 +33,7 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -229,6 +230,44 @@ func (hc *HadoopConfig) Set(key, value string) {
 	hc.props[key] = HadoopProperty{Name: key, Value: value, File: HadoopSourceSet}
 }
 
+// Flink's prefixes for Hadoop keys in its own configuration: flink.hadoop.<key> sets <key>,
+// flink.yarn.<key> sets yarn.<key> (Flink strips "flink." there).
+const (
+	FlinkHadoopPrefix = "flink.hadoop."
+	FlinkYarnPrefix   = "flink.yarn."
+)
+
+// ApplyFlink sets the Hadoop keys that cfg names through Flink's flink.hadoop.* and
+// flink.yarn.* prefixes over what the files say (final keys included, as Hadoop's
+// Configuration.set does), flink.yarn.* last as in Flink. Each one's source names the Flink
+// key and where it was set. It returns the Hadoop keys set, sorted.
+func (hc *HadoopConfig) ApplyFlink(cfg *Config) []string {
+	var set []string
+	for _, k := range cfg.Keys() {
+		if rest, ok := strings.CutPrefix(k, FlinkHadoopPrefix); ok && rest != "" {
+			hc.setFlink(rest, k, cfg)
+			set = append(set, rest)
+		}
+	}
+	for _, k := range cfg.Keys() {
+		if rest, ok := strings.CutPrefix(k, FlinkYarnPrefix); ok && rest != "" {
+			hc.setFlink("yarn."+rest, k, cfg)
+			set = append(set, "yarn."+rest)
+		}
+	}
+	sort.Strings(set)
+	return slices.Compact(set)
+}
+
+func (hc *HadoopConfig) setFlink(key, flinkKey string, cfg *Config) {
+	v, _ := cfg.Get(flinkKey)
+	src := flinkKey
+	if o := cfg.Origin(flinkKey); o != "" {
+		src += " at " + o
+	}
+	hc.props[key] = HadoopProperty{Name: key, Value: v, File: src}
+}
+
 // Raw returns the value of key before ${var} expansion.
 func (hc *HadoopConfig) Raw(key string) (string, bool) {
 	p, ok := hc.props[key]
@@ -280,7 +319,7 @@ func (hc *HadoopConfig) GetBool(key string, def bool) (bool, error) {
 	}
 	b, perr := ParseBool(v)
 	if perr != nil {
-		return def, fmt.Errorf("hadoop configuration key %s (%s): %w: %q is not true or false", key, hc.props[key].Source(), ErrHadoopValue, v)
+		return def, fmt.Errorf("hadoop configuration key %s (%s): %w: %q is not true or false", key, hc.sourceOf(key), ErrHadoopValue, v)
 	}
 	return b, nil
 }
@@ -293,7 +332,7 @@ func (hc *HadoopConfig) GetInt(key string, def int64) (int64, error) {
 	}
 	n, perr := ParseInt64(v)
 	if perr != nil {
-		return def, fmt.Errorf("hadoop configuration key %s (%s): %w: %q is not an integer", key, hc.props[key].Source(), ErrHadoopValue, v)
+		return def, fmt.Errorf("hadoop configuration key %s (%s): %w: %q is not an integer", key, hc.sourceOf(key), ErrHadoopValue, v)
 	}
 	return n, nil
 }
@@ -325,6 +364,12 @@ func (hc *HadoopConfig) Source(key string) (string, bool) {
 		return p.File, true
 	}
 	return p.Source(), true
+}
+
+// sourceOf is Source for messages.
+func (hc *HadoopConfig) sourceOf(key string) string {
+	s, _ := hc.Source(key)
+	return s
 }
 
 // Final reports whether a file marked key final.

@@ -355,3 +355,44 @@ func TestHadoopExpansionBlowup(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, v, 40)
 }
+
+// Flink's flink.hadoop.<key> and flink.yarn.<key> set Hadoop keys over the files (final ones
+// too, as Configuration.set does), flink.yarn.* last; the source names the Flink key.
+func TestHadoopApplyFlink(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "yarn-site.xml"), []byte(`<configuration>
+<property><name>yarn.resourcemanager.scheduler.address</name><value>rm:8030</value><final>true</final></property>
+<property><name>dfs.replication</name><value>3</value></property>
+</configuration>`), 0o644))
+	hc, err := LoadHadoopOptions(HadoopOptions{Dir: dir, Getenv: hadoopEnv(nil)})
+	require.NoError(t, err)
+	flink := filepath.Join(dir, "flink-conf.yaml")
+	require.NoError(t, os.WriteFile(flink, []byte(strings.Join([]string{
+		"flink.yarn.resourcemanager.scheduler.address: 127.0.0.1:40000",
+		"flink.hadoop.dfs.replication: 1",
+		"flink.hadoop.yarn.resourcemanager.connect.max-wait.ms: 1000",
+		"flink.yarn.resourcemanager.connect.max-wait.ms: 2000",
+		"flink.hadoop.: ignored",
+		"taskmanager.numberOfTaskSlots: 2",
+	}, "\n")+"\n"), 0o644))
+	cfg, err := Load(flink, []string{"flink.yarn.resourcemanager.connect.retry-interval.ms=250"})
+	require.NoError(t, err)
+
+	set := hc.ApplyFlink(cfg)
+	require.Equal(t, []string{"dfs.replication", "yarn.resourcemanager.connect.max-wait.ms",
+		"yarn.resourcemanager.connect.retry-interval.ms", "yarn.resourcemanager.scheduler.address"}, set)
+	for k, want := range map[string]string{
+		"yarn.resourcemanager.scheduler.address":         "127.0.0.1:40000",
+		"dfs.replication":                                "1",
+		"yarn.resourcemanager.connect.max-wait.ms":       "2000", // flink.yarn.* wins
+		"yarn.resourcemanager.connect.retry-interval.ms": "250",
+	} {
+		got, _ := hc.Get(k)
+		require.Equal(t, want, got, k)
+	}
+	src, _ := hc.Source("yarn.resourcemanager.scheduler.address")
+	require.Equal(t, "flink.yarn.resourcemanager.scheduler.address at "+flink+":1", src)
+	src, _ = hc.Source("yarn.resourcemanager.connect.retry-interval.ms")
+	require.Equal(t, "flink.yarn.resourcemanager.connect.retry-interval.ms at -D", src)
+	require.Empty(t, NewHadoopConfig(nil).ApplyFlink(New()), "nothing to apply")
+}

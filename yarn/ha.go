@@ -16,9 +16,11 @@ package yarn
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/xres/xres/conf"
 )
@@ -174,4 +176,44 @@ func rmAddress(hc *conf.HadoopConfig, key, hostKey string, port int) (string, er
 		return "", fmt.Errorf("%w: %s (%s): bad port in %q", ErrRMConfig, key, src, v)
 	}
 	return v, nil
+}
+
+// How clients wait for an unreachable ResourceManager (Hadoop's RMProxy).
+const (
+	KeyRMConnectMaxWait       = "yarn.resourcemanager.connect.max-wait.ms"
+	KeyRMConnectRetryInterval = "yarn.resourcemanager.connect.retry-interval.ms"
+)
+
+// RMWaitForever is what RMConnectPolicy returns for a max-wait of -1 (retry without end).
+const RMWaitForever = time.Duration(math.MaxInt64)
+
+// RMConnectPolicy reads how long a client keeps retrying an unreachable ResourceManager
+// (yarn.resourcemanager.connect.max-wait.ms; -1: for ever, RMWaitForever) and how often
+// (yarn.resourcemanager.connect.retry-interval.ms), Hadoop's defaults 15 min and 30 s. As in
+// Hadoop, a retry interval above the max wait is an error; errors name the key and its source.
+func RMConnectPolicy(hc *conf.HadoopConfig) (maxWait, retry time.Duration, err error) {
+	wait, err := hc.GetInt(KeyRMConnectMaxWait, 900000)
+	if err != nil {
+		return 0, 0, fmt.Errorf("%w: %v", ErrRMConfig, err)
+	}
+	every, err := hc.GetInt(KeyRMConnectRetryInterval, 30000)
+	if err != nil {
+		return 0, 0, fmt.Errorf("%w: %v", ErrRMConfig, err)
+	}
+	src := func(k string) string {
+		s, _ := hc.Source(k)
+		return s
+	}
+	switch {
+	case every <= 0:
+		return 0, 0, fmt.Errorf("%w: %s=%d (%s): want a positive number of milliseconds", ErrRMConfig, KeyRMConnectRetryInterval, every, src(KeyRMConnectRetryInterval))
+	case wait == -1:
+		return RMWaitForever, time.Duration(every) * time.Millisecond, nil
+	case wait < 0:
+		return 0, 0, fmt.Errorf("%w: %s=%d (%s): want milliseconds, or -1 to wait for ever", ErrRMConfig, KeyRMConnectMaxWait, wait, src(KeyRMConnectMaxWait))
+	case every > wait:
+		return 0, 0, fmt.Errorf("%w: %s=%d (%s) is longer than %s=%d (%s)", ErrRMConfig, KeyRMConnectRetryInterval, every,
+			src(KeyRMConnectRetryInterval), KeyRMConnectMaxWait, wait, src(KeyRMConnectMaxWait))
+	}
+	return time.Duration(wait) * time.Millisecond, time.Duration(every) * time.Millisecond, nil
 }

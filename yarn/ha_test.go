@@ -3,6 +3,7 @@ package yarn
 import (
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -104,4 +105,35 @@ func TestRMServiceString(t *testing.T) {
 	require.Equal(t, "RMService(42)", RMService(42).String())
 	_, err := RMAddresses(hadoopConf(), RMService(42))
 	require.ErrorIs(t, err, ErrRMConfig)
+}
+
+func TestRMConnectPolicy(t *testing.T) {
+	tests := []struct {
+		name        string
+		conf        []string
+		wait, retry time.Duration
+		wantErr     string
+	}{
+		{name: "hadoop's defaults", wait: 15 * time.Minute, retry: 30 * time.Second},
+		{name: "set", conf: []string{KeyRMConnectMaxWait, "120000", KeyRMConnectRetryInterval, "250"}, wait: 2 * time.Minute, retry: 250 * time.Millisecond},
+		{name: "for ever", conf: []string{KeyRMConnectMaxWait, "-1"}, wait: RMWaitForever, retry: 30 * time.Second},
+		{name: "not a number", conf: []string{KeyRMConnectMaxWait, "15m"}, wantErr: "yarn.resourcemanager.connect.max-wait.ms (set)"},
+		{name: "negative", conf: []string{KeyRMConnectMaxWait, "-5"}, wantErr: "yarn.resourcemanager.connect.max-wait.ms=-5 (set): want milliseconds, or -1"},
+		{name: "zero interval", conf: []string{KeyRMConnectRetryInterval, "0"}, wantErr: "retry-interval.ms=0 (set): want a positive number"},
+		{name: "interval over the wait", conf: []string{KeyRMConnectMaxWait, "1000", KeyRMConnectRetryInterval, "2000"},
+			wantErr: "yarn.resourcemanager.connect.retry-interval.ms=2000 (set) is longer than yarn.resourcemanager.connect.max-wait.ms=1000 (set)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			wait, retry, err := RMConnectPolicy(hadoopConf(tt.conf...))
+			if tt.wantErr != "" {
+				require.ErrorIs(t, err, ErrRMConfig)
+				require.ErrorContains(t, err, tt.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tt.wait, wait)
+			require.Equal(t, tt.retry, retry)
+		})
+	}
 }

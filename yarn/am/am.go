@@ -13,6 +13,7 @@ import (
 
 	"github.com/xres/xres/conf"
 	"github.com/xres/xres/resources"
+	"github.com/xres/xres/yarn"
 	"github.com/xres/xres/yarn/internal/logutil"
 )
 
@@ -24,7 +25,10 @@ const WorkerAskID int64 = 1
 const (
 	DefaultStderrLines = 20
 	DefaultCallTimeout = 30 * time.Second
-	DefaultMaxRMErrors = 10
+	// DefaultRMMaxWait and DefaultRMRetryInterval are Hadoop's defaults of
+	// yarn.resourcemanager.connect.max-wait.ms and .retry-interval.ms.
+	DefaultRMMaxWait       = 15 * time.Minute
+	DefaultRMRetryInterval = 30 * time.Second
 	// DefaultMaxStarts and DefaultMaxStartsPerNode bound the container
 	// starts in flight, overall and per NodeManager.
 	DefaultMaxStarts        = 256
@@ -48,7 +52,12 @@ type Config struct {
 	Heartbeat        time.Duration // allocate interval (DefaultHeartbeat)
 	RequestHeartbeat time.Duration // allocate interval while containers are awaited (DefaultRequestHeartbeat)
 	CallTimeout      time.Duration // deadline of each RM/NM call (DefaultCallTimeout)
-	MaxRMErrors      int           // consecutive failed heartbeats before giving up (DefaultMaxRMErrors)
+	// The RM unreachable, as Hadoop's AMRMClient takes it: heartbeats are
+	// retried every RMRetryInterval (yarn.resourcemanager.connect.retry-interval.ms)
+	// and the AM gives up once they have failed for RMMaxWait
+	// (yarn.resourcemanager.connect.max-wait.ms); workers keep running meanwhile.
+	RMMaxWait        time.Duration // DefaultRMMaxWait
+	RMRetryInterval  time.Duration // DefaultRMRetryInterval
 	StderrLines      int           // stderr lines quoted in a failure diagnostic (DefaultStderrLines)
 	MaxStarts        int           // container starts in flight at once (DefaultMaxStarts)
 	MaxStartsPerNode int           // of those, on one NodeManager (DefaultMaxStartsPerNode)
@@ -172,8 +181,11 @@ func New(cfg Config, rm RMClient, nm NMClient, logs LogFetcher) (*AM, error) {
 	if cfg.CallTimeout <= 0 {
 		cfg.CallTimeout = DefaultCallTimeout
 	}
-	if cfg.MaxRMErrors <= 0 {
-		cfg.MaxRMErrors = DefaultMaxRMErrors
+	if cfg.RMMaxWait <= 0 {
+		cfg.RMMaxWait = DefaultRMMaxWait
+	}
+	if cfg.RMRetryInterval <= 0 {
+		cfg.RMRetryInterval = DefaultRMRetryInterval
 	}
 	if cfg.StderrLines <= 0 {
 		cfg.StderrLines = DefaultStderrLines
@@ -245,28 +257,31 @@ func (a *AM) Run(ctx context.Context) (Result, error) {
 	a.state = "RUNNING"
 	a.mu.Unlock()
 
-	rmErrors := 0
+	out := rmOutage{maxWait: a.cfg.RMMaxWait}
 	for {
 		req := a.buildRequest()
 		resp, err := a.allocate(ctx, req)
 		switch {
 		case err == nil:
-			rmErrors = 0
+			if d := out.ended(a.cfg.Now()); d > 0 {
+				a.log.WithField("down_for", d.Round(time.Millisecond).String()).Info("resource manager answers again")
+			}
 			a.delivered(req)
-		case errors.Is(err, ErrNotRegistered):
-			// Counted like a failed heartbeat, so that an RM that keeps
-			// forgetting the attempt cannot spin the loop.
-			rmErrors++
-			a.log.WithError(err).Warn("resource manager lost this attempt; registering again")
-			if rmErrors >= a.cfg.MaxRMErrors {
-				return Result{}, fmt.Errorf("run application master: %d heartbeats in a row failed: %w", rmErrors, err)
-			}
-			if err := a.register(ctx); err != nil {
-				return Result{}, err
-			}
-			a.learnAdopted(sctx)
 		case ctx.Err() != nil:
 			return Result{}, fmt.Errorf("run application master: %w", ctx.Err())
+		case errors.Is(err, ErrNotRegistered):
+			// The RM restarted (or failed over) and lost this attempt: register
+			// again. Bounded like a failed heartbeat, so that an RM that keeps
+			// forgetting the attempt cannot spin the loop.
+			if gaveUp := out.failed(a.cfg.Now(), err); gaveUp != nil {
+				return Result{}, gaveUp
+			}
+			a.log.WithError(err).Warn("resource manager lost this attempt; registering again")
+			if err := a.register(ctx); err != nil {
+				a.log.WithError(err).Warn("register again failed; retrying")
+			} else {
+				a.learnAdopted(sctx)
+			}
 		case errors.Is(err, ErrPlacementUnsupported):
 			k := 0
 			for _, g := range a.groups {
@@ -279,11 +294,11 @@ func (a *AM) Run(ctx context.Context) (Result, error) {
 			a.stopRunning(ctx, r)
 			return a.finish(ctx, *r)
 		default:
-			rmErrors++
-			a.log.WithError(err).WithField("attempt", rmErrors).Warn("heartbeat failed")
-			if rmErrors >= a.cfg.MaxRMErrors {
-				return Result{}, fmt.Errorf("run application master: %d heartbeats in a row failed: %w", rmErrors, err)
+			if gaveUp := out.failed(a.cfg.Now(), err); gaveUp != nil {
+				return Result{}, gaveUp
 			}
+			a.log.WithError(err).WithFields(logrus.Fields{"failed_heartbeats": out.count,
+				"failing_for": out.since(a.cfg.Now()).Round(time.Millisecond).String()}).Warn("heartbeat failed; workers keep running, retrying")
 		}
 		if err == nil {
 			if resp.Shutdown {
@@ -296,13 +311,55 @@ func (a *AM) Run(ctx context.Context) (Result, error) {
 				return a.finish(ctx, *r)
 			}
 		}
+		wait := a.interval()
+		if out.count > 0 {
+			wait = a.cfg.RMRetryInterval
+		}
 		select {
 		case <-ctx.Done():
 			return Result{}, fmt.Errorf("run application master: %w", ctx.Err())
-		case <-a.cfg.After(a.interval()):
+		case <-a.cfg.After(wait):
 		}
 	}
 }
+
+// rmOutage follows a run of failed heartbeats (or re-registrations): the
+// AM gives up once they have lasted maxWait, as Hadoop's RM proxy does after
+// yarn.resourcemanager.connect.max-wait.ms. A heartbeat that succeeds ends
+// the run; re-registering alone does not (an RM that keeps forgetting the
+// attempt is not answering).
+type rmOutage struct {
+	maxWait time.Duration
+	start   time.Time // first failure of the current run; zero: none
+	count   int
+}
+
+// failed records a failure at now; it returns the error to end the AM with
+// once the run has lasted maxWait, else nil.
+func (o *rmOutage) failed(now time.Time, err error) error {
+	if o.count == 0 {
+		o.start = now
+	}
+	o.count++
+	if d := now.Sub(o.start); d >= o.maxWait {
+		return fmt.Errorf("run application master: the resource manager has not answered for %s (%d heartbeats failed; %s is %s): %w",
+			d.Round(time.Second), o.count, yarn.KeyRMConnectMaxWait, o.maxWait, err)
+	}
+	return nil
+}
+
+// ended ends a run of failures at now and returns how long it lasted (0: none).
+func (o *rmOutage) ended(now time.Time) time.Duration {
+	if o.count == 0 {
+		return 0
+	}
+	d := now.Sub(o.start)
+	o.count, o.start = 0, time.Time{}
+	return d
+}
+
+// since is how long the current run of failures has lasted.
+func (o *rmOutage) since(now time.Time) time.Duration { return now.Sub(o.start) }
 
 func (a *AM) register(ctx context.Context) error {
 	cctx, cancel := context.WithTimeout(ctx, a.cfg.CallTimeout)

@@ -276,13 +276,22 @@ func TestAMShutdownAndErrors(t *testing.T) {
 		_, err, _ := runAM(t, testConfig(1, 1), rm, &fakeNM{}, nil)
 		require.EqualError(t, err, "register application master: connection refused")
 	})
-	t.Run("heartbeats keep failing", func(t *testing.T) {
+	t.Run("heartbeats keep failing past the max wait", func(t *testing.T) {
 		fail := func(AllocateRequest) (AllocateResponse, error) { return AllocateResponse{}, errors.New("EOF") }
-		rm := &fakeRM{register: gpuLimits, steps: []func(AllocateRequest) (AllocateResponse, error){fail, fail, fail}}
+		steps := make([]func(AllocateRequest) (AllocateResponse, error), 100)
+		for i := range steps {
+			steps[i] = fail
+		}
+		rm := &fakeRM{register: gpuLimits, steps: steps}
 		cfg := testConfig(1, 1)
-		cfg.MaxRMErrors = 3
+		clk := newClock()
+		cfg.Now, cfg.After = clk.Now, clk.After
+		cfg.RMMaxWait, cfg.RMRetryInterval = time.Minute, 10*time.Second
 		_, err, _ := runAM(t, cfg, rm, &fakeNM{}, nil)
-		require.EqualError(t, err, "run application master: 3 heartbeats in a row failed: EOF")
+		// Failures at 0, 10, ..., 60 s: the seventh is a minute after the first.
+		require.EqualError(t, err, "run application master: the resource manager has not answered for 1m0s "+
+			"(7 heartbeats failed; yarn.resourcemanager.connect.max-wait.ms is 1m0s): EOF")
+		require.Equal(t, []time.Duration{10 * time.Second, 10 * time.Second}, clk.waits[:2], "retried every retry interval")
 	})
 	t.Run("failed heartbeat keeps releases for the next", func(t *testing.T) {
 		c1, extra := ctr(2, "nm1"), ctr(3, "nm1")
@@ -367,11 +376,54 @@ func TestAMReportsWhenAllWorkersRan(t *testing.T) {
 
 func TestAMStopsWhenTheRMKeepsForgetting(t *testing.T) {
 	forget := func(AllocateRequest) (AllocateResponse, error) { return AllocateResponse{}, ErrNotRegistered }
-	rm := &fakeRM{register: gpuLimits, steps: []func(AllocateRequest) (AllocateResponse, error){forget, forget, forget, forget}}
+	steps := make([]func(AllocateRequest) (AllocateResponse, error), 100)
+	for i := range steps {
+		steps[i] = forget
+	}
+	rm := &fakeRM{register: gpuLimits, steps: steps}
 	cfg := testConfig(1, 1)
-	cfg.MaxRMErrors = 3
+	clk := newClock()
+	cfg.Now, cfg.After = clk.Now, clk.After
+	cfg.RMMaxWait, cfg.RMRetryInterval = 30*time.Second, 10*time.Second
 	_, err, _ := runAM(t, cfg, rm, &fakeNM{}, nil)
 	require.ErrorIs(t, err, ErrNotRegistered)
-	require.ErrorContains(t, err, "3 heartbeats in a row failed")
-	require.Equal(t, 3, rm.registers)
+	require.ErrorContains(t, err, "the resource manager has not answered for 30s (4 heartbeats failed")
+	require.Equal(t, 1+3, rm.registers, "registered at start, then again after each of the first 3 forgettings")
+}
+
+// The RM away for 90 s (a real restart: JVM start, state-store recovery) while a worker runs:
+// heartbeats fail every retry interval, re-registration fails while it is down, and once it
+// answers the AM registers again and the worker, never replaced, ends the application. The AM
+// gave up after 10 failed heartbeats (about 11 s against the real client) before it followed
+// yarn.resourcemanager.connect.max-wait.ms.
+func TestAMOutlivesALongRMOutage(t *testing.T) {
+	c1 := ctr(2, "nm1")
+	down := func(AllocateRequest) (AllocateResponse, error) {
+		return AllocateResponse{}, errors.New("connection refused")
+	}
+	steps := []func(AllocateRequest) (AllocateResponse, error){alloc(c1), func(AllocateRequest) (AllocateResponse, error) {
+		return AllocateResponse{}, nil
+	}}
+	for range 90 / 5 { // down for 90 s, retried every 5 s
+		steps = append(steps, down)
+	}
+	forgot := func(AllocateRequest) (AllocateResponse, error) { return AllocateResponse{}, ErrNotRegistered }
+	steps = append(steps, forgot, forgot, complete(done(c1, 0)))
+	rm := &fakeRM{register: gpuLimits, steps: steps,
+		regErrAt: func(n int) error {
+			if n == 2 {
+				return errors.New("connection refused") // the first try to register again
+			}
+			return nil
+		}}
+	cfg := testConfig(1, 1)
+	clk := newClock()
+	cfg.Now, cfg.After = clk.Now, clk.After
+	cfg.RMRetryInterval = 5 * time.Second // RMMaxWait: Hadoop's 15 min
+	nm := &fakeNM{}
+	res, err, _ := runAM(t, cfg, rm, nm, nil)
+	require.NoError(t, err)
+	require.Equal(t, StatusSucceeded, res.Status, res.Diagnostics)
+	require.Equal(t, []string{c1.ID}, nm.started, "the worker ran on, never replaced")
+	require.Equal(t, 3, rm.registers, "at start, a failed try while the RM was away, and once it answered")
 }

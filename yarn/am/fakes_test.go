@@ -14,6 +14,7 @@ type fakeRM struct {
 	mu        sync.Mutex
 	register  RegisterResponse
 	regErr    error
+	regErrAt  func(n int) error // when set, the error of the nth registration (1-based)
 	registers int
 	steps     []func(req AllocateRequest) (AllocateResponse, error)
 	requests  []AllocateRequest
@@ -25,6 +26,9 @@ func (f *fakeRM) Register(ctx context.Context, req RegisterRequest) (RegisterRes
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.registers++
+	if f.regErrAt != nil {
+		return f.register, f.regErrAt(f.registers)
+	}
 	return f.register, f.regErr
 }
 

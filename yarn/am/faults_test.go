@@ -42,10 +42,24 @@ func TestAMFailsWhenEveryNodeIsBlacklisted(t *testing.T) {
 	require.Len(t, rm.requests, 2, "failed on the heartbeat that blacklisted the last node")
 }
 
-// fakeClock is a Now the test moves.
+// fakeClock is a Now the test moves; as Config.After, After(d) moves it on by d and fires
+// at once, and waits records every d asked for.
 type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
+	mu    sync.Mutex
+	now   time.Time
+	waits []time.Duration
+}
+
+func newClock() *fakeClock { return &fakeClock{now: time.Unix(1_700_000_000, 0)} }
+
+func (c *fakeClock) After(d time.Duration) <-chan time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+	c.waits = append(c.waits, d)
+	ch := make(chan time.Time, 1)
+	ch <- c.now
+	return ch
 }
 
 func (c *fakeClock) Now() time.Time {

@@ -31,6 +31,9 @@ type amClients struct {
 	Logs         am.LogFetcher // may be nil
 	OnAMRMToken  func(am.Token)
 	WorkerTokens []byte // HDTS credentials for the workers (the AM's, less the AMRMToken); nil if none
+	// RMMaxWait and RMRetryInterval: how the AM waits out an unreachable RM
+	// (yarn.RMConnectPolicy); zero: am's defaults, Hadoop's.
+	RMMaxWait, RMRetryInterval time.Duration
 	// Cleanup removes the staging folder once the application is over
 	// (the client does it too when it follows the application); may be nil.
 	Cleanup func(ctx context.Context, dir string) error
@@ -41,7 +44,7 @@ type amClients struct {
 // out what they do not use, and a command needing a missing one fails
 // with errNotWired.
 type deps struct {
-	amClients  func(ctx context.Context, getenv func(string) string, ae submit.AMEnv, log logrus.FieldLogger) (amClients, error)
+	amClients  func(ctx context.Context, getenv func(string) string, ae submit.AMEnv, cfg *conf.Config, log logrus.FieldLogger) (amClients, error)
 	rm         func(ctx context.Context, getenv func(string) string, log logrus.FieldLogger, l *login) (rmAPI, *conf.HadoopConfig, func(), error)
 	rmREST     func(ctx context.Context, getenv func(string) string, log logrus.FieldLogger, l *login) (rmAPI, *conf.HadoopConfig, func(), error)
 	hdfs       func(hc *conf.HadoopConfig, user string, krb *yarn.Kerberos) (submit.FS, func(), error)
@@ -57,29 +60,42 @@ func defaultDeps() deps {
 
 // amHadoopConfig reads the Hadoop configuration of the AM container
 // ($HADOOP_CONF_DIR); where the NodeManager sets none, it falls back on
-// the scheduler addresses and fs.defaultFS the client passed.
-func amHadoopConfig(getenv func(string) string, ae submit.AMEnv, log logrus.FieldLogger) (*conf.HadoopConfig, []string, error) {
+// the scheduler addresses and fs.defaultFS the client passed. Over either,
+// the job's flink.hadoop.* and flink.yarn.* keys, as Flink applies them.
+func amHadoopConfig(getenv func(string) string, ae submit.AMEnv, cfg *conf.Config, log logrus.FieldLogger) (*conf.HadoopConfig, []string, error) {
 	hc, err := conf.LoadHadoopOptions(conf.HadoopOptions{Getenv: getenv, Log: log})
-	if err == nil {
-		addrs, err := yarn.RMAddresses(hc, yarn.RMScheduler)
-		return hc, addrs, err
-	}
-	if !errors.Is(err, conf.ErrNoHadoopConf) || len(ae.SchedulerAddresses) == 0 {
+	switch {
+	case err == nil:
+	case !errors.Is(err, conf.ErrNoHadoopConf) || len(ae.SchedulerAddresses) == 0:
 		return nil, nil, err
+	default:
+		hc = conf.NewHadoopConfig(getenv)
+		if ae.DefaultFS != "" {
+			hc.Set("fs.defaultFS", ae.DefaultFS)
+		}
 	}
-	hc = conf.NewHadoopConfig(getenv)
-	if ae.DefaultFS != "" {
-		hc.Set("fs.defaultFS", ae.DefaultFS)
+	if set := hc.ApplyFlink(cfg); len(set) > 0 {
+		log.WithField("keys", strings.Join(set, ",")).Info("hadoop configuration: keys set by flink.hadoop.* / flink.yarn.*")
 	}
-	log.WithField("scheduler", strings.Join(ae.SchedulerAddresses, ",")).Info("no HADOOP_CONF_DIR in the container; using the addresses the client passed")
-	return hc, ae.SchedulerAddresses, nil
+	if err != nil {
+		log.WithField("scheduler", strings.Join(ae.SchedulerAddresses, ",")).Info("no HADOOP_CONF_DIR in the container; using the addresses the client passed")
+		if _, over := hc.Raw("yarn.resourcemanager.scheduler.address"); !over {
+			return hc, ae.SchedulerAddresses, nil
+		}
+	}
+	addrs, err := yarn.RMAddresses(hc, yarn.RMScheduler)
+	return hc, addrs, err
 }
 
 // rpcAMClients builds the Hadoop RPC clients of an AM in its YARN
 // container: scheduler addresses from $HADOOP_CONF_DIR, the AMRMToken from
 // $HADOOP_TOKEN_FILE_LOCATION.
-func rpcAMClients(ctx context.Context, getenv func(string) string, ae submit.AMEnv, log logrus.FieldLogger) (amClients, error) {
-	hc, addrs, err := amHadoopConfig(getenv, ae, log)
+func rpcAMClients(ctx context.Context, getenv func(string) string, ae submit.AMEnv, cfg *conf.Config, log logrus.FieldLogger) (amClients, error) {
+	hc, addrs, err := amHadoopConfig(getenv, ae, cfg, log)
+	if err != nil {
+		return amClients{}, err
+	}
+	maxWait, retry, err := yarn.RMConnectPolicy(hc)
 	if err != nil {
 		return amClients{}, err
 	}
@@ -133,6 +149,9 @@ func rpcAMClients(ctx context.Context, getenv func(string) string, ae submit.AME
 		Logs:         am.NMWebLogs{User: getenv("USER")},
 		WorkerTokens: workerTokens,
 		Close:        func() { _ = rm.Close(); _ = nm.Close() },
+
+		RMMaxWait:       maxWait,
+		RMRetryInterval: retry,
 	}, nil
 }
 
@@ -190,7 +209,7 @@ func cmdRun(ctx context.Context, args []string, e *env) error {
 	}
 	trackingURL := fmt.Sprintf("http://%s/", net.JoinHostPort(host, strconv.Itoa(l.Addr().(*net.TCPAddr).Port)))
 
-	clients, err := e.deps.amClients(ctx, e.getenv, ae, e.log)
+	clients, err := e.deps.amClients(ctx, e.getenv, ae, cfg, e.log)
 	if err != nil {
 		l.Close()
 		return clusterError{err}
@@ -237,6 +256,8 @@ func cmdRun(ctx context.Context, args []string, e *env) error {
 		BadJobExits:      resources.BadJobExitCodes(),
 		BlacklistExpiry:  blacklistExpiry,
 		RequestTimeout:   requestTimeout,
+		RMMaxWait:        clients.RMMaxWait,
+		RMRetryInterval:  clients.RMRetryInterval,
 		OnAMRMToken:      clients.OnAMRMToken,
 		Log:              e.log,
 		SubmitTime:       submitTime(e.getenv("APP_SUBMIT_TIME_ENV")),
