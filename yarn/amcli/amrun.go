@@ -74,17 +74,33 @@ func amHadoopConfig(getenv func(string) string, ae submit.AMEnv, cfg *conf.Confi
 			hc.Set("fs.defaultFS", ae.DefaultFS)
 		}
 	}
-	if set := hc.ApplyFlink(cfg); len(set) > 0 {
+	set := hc.ApplyFlink(cfg)
+	if len(set) > 0 {
 		log.WithField("keys", strings.Join(set, ",")).Info("hadoop configuration: keys set by flink.hadoop.* / flink.yarn.*")
 	}
-	if err != nil {
+	if err != nil && !setsSchedulerAddress(set) {
+		// Not hc's scheduler address: without a file it is the built-in default
+		// (0.0.0.0:8030), whatever port the cluster uses.
 		log.WithField("scheduler", strings.Join(ae.SchedulerAddresses, ",")).Info("no HADOOP_CONF_DIR in the container; using the addresses the client passed")
-		if _, over := hc.Raw("yarn.resourcemanager.scheduler.address"); !over {
-			return hc, ae.SchedulerAddresses, nil
-		}
+		return hc, ae.SchedulerAddresses, nil
 	}
 	addrs, err := yarn.RMAddresses(hc, yarn.RMScheduler)
 	return hc, addrs, err
+}
+
+// setsSchedulerAddress reports whether one of the Hadoop keys (those the job
+// set through flink.hadoop.* / flink.yarn.*) is one yarn.RMAddresses reads
+// the scheduler addresses from: the address itself, the RM hostname, or HA's
+// keys (each with or without an RM id suffix).
+func setsSchedulerAddress(keys []string) bool {
+	for _, k := range keys {
+		for _, p := range []string{"yarn.resourcemanager.scheduler.address", "yarn.resourcemanager.hostname", "yarn.resourcemanager.ha."} {
+			if strings.HasPrefix(k, p) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // rpcAMClients builds the Hadoop RPC clients of an AM in its YARN
