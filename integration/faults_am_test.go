@@ -166,10 +166,10 @@ func TestFaultRMFailover(t *testing.T) {
 // rmFaultWhileRunning runs 2 workers on c, causes fault (named what) once
 // both run, and checks that the same workers run on, each started once,
 // the RM never holding more than the AM and 2 workers, and that the
-// application SUCCEEDS. viaAM: the running workers are those the AM's
+// application SUCCEEDS; it returns the application's id. viaAM: the running workers are those the AM's
 // tracking page shows; otherwise those RUNNING in the RM's container list
 // whose command has started.
-func rmFaultWhileRunning(t *testing.T, c *harness.Cluster, what string, fault func(context.Context) (string, error), viaAM bool) {
+func rmFaultWhileRunning(t *testing.T, c *harness.Cluster, what string, fault func(context.Context) (string, error), viaAM bool) (app string) {
 	dir := t.TempDir()
 	cfg := writeAMConf(t, dir, 4)
 	release := filepath.Join(dir, "release")
@@ -179,7 +179,7 @@ func rmFaultWhileRunning(t *testing.T, c *harness.Cluster, what string, fault fu
 	defer cancel()
 	p := startAMOn(t, c, ctx, append([]string{"submit", "--conf", cfg, "--workers", fmt.Sprint(workers), "--name", "xres-it-fault-" + what, "--"},
 		countingWorker(dir, release)...)...)
-	app := p.appID(t)
+	app = p.appID(t)
 	c.KeepAppLogs(t, app)
 	killOnCleanup(t, c, app, release)
 
@@ -235,6 +235,7 @@ func rmFaultWhileRunning(t *testing.T, c *harness.Cluster, what string, fault fu
 	for id := range requireStartedOnce(t, dir, workers) {
 		require.Contains(t, before, id, "a worker ran in a container other than the first ones")
 	}
+	return app
 }
 
 func keys[V any](m map[string]V) []string {

@@ -478,16 +478,16 @@ cmd_env() {
 # (Admin.java, HTTP on 127.0.0.1, port in cluster.env), waiting VERB_TIMEOUT (plus EXTRA_SECONDS
 # for a verb that sleeps that long); prints its answer, exit 1 with it on an error.
 verb() {
-  local wait=$((VERB_TIMEOUT + ${3:-0}))
-  running || die "$2: the cluster is not running (run.sh start)"
-  ready || die "$2: the cluster is not ready yet"
+  local wait=$((VERB_TIMEOUT + ${3:-0})) name=${2%%\?*}
+  running || die "$name: the cluster is not running (run.sh start)"
+  ready || die "$name: the cluster is not ready yet"
   local url port resp code body
   url=$(sed -n 's/^XRES_MINICLUSTER_ADMIN_URL=//p' "$WORK/cluster.env")
   port=${url##*:}
-  [[ $port =~ ^[0-9]+$ ]] || die "$2: no XRES_MINICLUSTER_ADMIN_URL in $WORK/cluster.env (a cluster from an older run.sh?)"
-  exec 3<>"/dev/tcp/127.0.0.1/$port" || die "$2: cannot connect to the cluster's verb endpoint $url"
+  [[ $port =~ ^[0-9]+$ ]] || die "$name: no XRES_MINICLUSTER_ADMIN_URL in $WORK/cluster.env (a cluster from an older run.sh?)"
+  exec 3<>"/dev/tcp/127.0.0.1/$port" || die "$name: cannot connect to the cluster's verb endpoint $url"
   printf '%s /%s HTTP/1.0\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n' "$1" "$2" >&3
-  resp=$(timeout "$wait" cat <&3) || { exec 3<&-; die "$2: no answer within ${wait}s (XRES_MINICLUSTER_VERB_TIMEOUT); see $0 logs"; }
+  resp=$(timeout "$wait" cat <&3) || { exec 3<&-; die "$name: no answer within ${wait}s (XRES_MINICLUSTER_VERB_TIMEOUT); see $0 logs"; }
   exec 3<&-
   code=${resp#HTTP/* }
   code=${code%% *}

@@ -1,0 +1,86 @@
+//go:build integration
+
+package integration
+
+// Faults as long as production's (issue 23): the RM down for 90 s, as a real restart
+// takes (JVM start, state-store recovery, NodeManagers re-registering), and the AM and
+// the RM losing each other for 30 s while both live (a partition, through the harness's
+// fault proxy on the scheduler port). A one-second in-JVM restart proves only that the AM
+// survives one second.
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/xres/xres/integration/harness"
+)
+
+// The RM is down for 90 s while 2 workers run: the AM retries its heartbeat (Hadoop's
+// yarn.resourcemanager.connect.* policy, 15 min), the workers run on, and once the RM is
+// back the AM registers again, the same workers are listed, none started twice, and the
+// application SUCCEEDS. Before the AM followed that policy it gave up after ~11 s.
+func TestFaultRMDown90s(t *testing.T) {
+	c := harness.Get(t)
+	app := rmFaultWhileRunning(t, c, "rm-down-90s", c.RMRestartDown(90*time.Second), true)
+	require.Positive(t, amLogCount(c, app, "heartbeat failed; workers keep running"), "the AM saw the RM go")
+}
+
+// The AM reaches the RM's scheduler port only through a fault proxy (flink.yarn.* in the job's
+// configuration moves the AM's yarn.resourcemanager.scheduler.address, as in Flink). Once 2
+// workers run, the proxy blackholes both ways for 30 s: nothing of the AM's reaches the RM
+// (its allocate call hangs, as long as its 30 s deadline), the workers keep running, and when
+// the partition heals the AM heartbeats again (the late bytes delivered, as TCP would) and the
+// application SUCCEEDS with the same workers, each started once.
+func TestFaultAMRMPartition30s(t *testing.T) {
+	c := harness.Get(t)
+	sched := c.Env["XRES_RM_SCHEDULER_ADDRESS"]
+	require.NotEmpty(t, sched, "XRES_RM_SCHEDULER_ADDRESS in cluster.env")
+	proxy := harness.StartProxy(t, "127.0.0.1:0", sched)
+
+	dir := t.TempDir()
+	cfg := writeAMConf(t, dir, 4, "flink.yarn.resourcemanager.scheduler.address: "+proxy.Addr())
+	release := filepath.Join(dir, "release")
+	const workers = 2
+	ctx, cancel := context.WithTimeout(context.Background(), faultTimeout)
+	defer cancel()
+	p := startAM(t, ctx, append([]string{"submit", "--conf", cfg, "--workers", fmt.Sprint(workers), "--name", "xres-it-fault-partition", "--"},
+		countingWorker(dir, release)...)...)
+	app := p.appID(t)
+	c.KeepAppLogs(t, app)
+	killOnCleanup(t, c, app, release)
+
+	before := waitWorkersRunning(t, ctx, c, app, workers, 2*time.Minute)
+	require.Positive(t, proxy.Stats().ToTarget, "the AM's heartbeats go through the proxy: %s", proxy.Stats())
+
+	proxy.Blackhole()
+	cut := proxy.Stats()
+	t.Logf("partition: %s", proxy)
+	began := time.Now()
+	time.Sleep(30 * time.Second)
+	// The workers ran on through the partition (the RM and the tracking page see them), and
+	// nothing of the AM's reached the RM meanwhile.
+	run := waitWorkersRunning(t, ctx, c, app, workers, 10*time.Second)
+	require.True(t, sameKeys(run, before), "workers during the partition %v, before %v", keys(run), keys(before))
+	require.Equal(t, cut.ToTarget, proxy.Stats().ToTarget, "bytes reached the RM through the partition")
+	proxy.Pass()
+	t.Logf("partition healed after %s: %s", time.Since(began).Round(time.Millisecond), proxy.Stats())
+	// The AM heartbeats again: its calls reach the RM through the healed proxy, and whatever
+	// failed during the partition (a call past its 30 s deadline) it logged and got over.
+	eventually(t, 2*time.Minute, "the AM heartbeating again", func() (bool, string) {
+		st := proxy.Stats()
+		return st.ToTarget > cut.ToTarget+200, st.String()
+	})
+	failed := amLogCount(c, app, "heartbeat failed; workers keep running")
+	t.Logf("recovery: the AM heartbeats again %s after the partition began (%d failed heartbeats logged)",
+		time.Since(began).Round(time.Millisecond), failed)
+
+	releaseAndSucceed(t, p, app, release)
+	for id := range requireStartedOnce(t, dir, workers) {
+		require.Contains(t, before, id, "a worker ran in a container other than the first ones")
+	}
+}
