@@ -74,7 +74,7 @@ func (r *RESTRM) ResourceTypes(ctx context.Context) ([]yarn.ResourceType, error)
 		return nil, err
 	}
 	for i := range nodes {
-		r.resource(nodes[i].TotalResource)
+		r.nodeCapability(&nodes[i])
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -209,11 +209,30 @@ func (r *RESTRM) Nodes(ctx context.Context, states ...string) ([]yarn.NodeReport
 		n := &nodes[i]
 		nr := yarn.NodeReport{ID: n.ID, HTTPAddress: n.NodeHTTPAddress, Rack: n.Rack, State: n.State,
 			Containers: int(n.NumContainers), Health: n.HealthReport,
-			Used: r.resource(n.UsedResource), Capability: r.resource(n.TotalResource)}
-		if n.TotalResource == nil {
-			nr.Capability = yarn.Resource{MemoryMB: int64(n.UsedMemoryMB + n.AvailMemoryMB), VCores: int64(n.UsedVirtualCores + n.AvailableVirtualCores)}
-		}
+			Used: r.resource(n.UsedResource), Capability: r.nodeCapability(n)}
 		out = append(out, nr)
 	}
 	return out, nil
+}
+
+// nodeCapability is a node's capacity of every resource type: its totalResource
+// where the RM sends one (Hadoop 3.3 and newer), else used plus available,
+// type by type: 3.1 and 3.2 send no totalResource, but their usedResource and
+// availableResource carry every resource type (GPUs included); memory and
+// vcores then come from the flat usedMemoryMB/availMemoryMB and
+// usedVirtualCores/availableVirtualCores fields, which every 3.x sends.
+func (r *RESTRM) nodeCapability(n *rest.Node) yarn.Resource {
+	if n.TotalResource != nil {
+		return r.resource(n.TotalResource)
+	}
+	out := yarn.Resource{MemoryMB: int64(n.UsedMemoryMB + n.AvailMemoryMB), VCores: int64(n.UsedVirtualCores + n.AvailableVirtualCores)}
+	for _, part := range []*rest.Resource{n.UsedResource, n.AvailableResource} {
+		for k, v := range r.resource(part).Extra {
+			if out.Extra == nil {
+				out.Extra = map[string]int64{}
+			}
+			out.Extra[k] += v
+		}
+	}
+	return out
 }
