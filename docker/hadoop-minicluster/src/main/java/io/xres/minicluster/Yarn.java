@@ -163,6 +163,7 @@ final class Yarn {
       startNode(n);
     }
     waitFor("all NodeManagers RUNNING", () -> allNodesRunning());
+    waitFor("the scheduler's maximum allocation to come from its NodeManagers", () -> nodeMaximumInForce());
     if (!labelNodes.isEmpty()) {
       Map<NodeId, Set<String>> labels = new LinkedHashMap<>();
       for (int i : labelNodes) {
@@ -171,6 +172,20 @@ final class Yarn {
       active().rm.getRMContext().getNodeLabelManager().replaceLabelsOnNode(labels);
       waitFor("node label " + LABEL + " on nodes " + labelNodes, () -> labelsShown());
     }
+  }
+
+  /**
+   * Whether the scheduler caps a container at its largest NodeManager: for the first
+   * yarn.resourcemanager.work-preserving-recovery.scheduling-wait-ms after the RM started it
+   * grants up to the configured maximum allocation instead, which has no limit on GPUs, so a
+   * client's profile check would let a worker of 3 GPUs through (it did on Hadoop 3.1 and 3.2,
+   * whose clusters start within that window of the first request). The cluster is ready once
+   * the limits a client sees are the cluster's.
+   */
+  private boolean nodeMaximumInForce() {
+    long wait = active().rm.getConfig().getLong(YarnConfiguration.RM_WORK_PRESERVING_RECOVERY_SCHEDULING_WAIT_MS,
+        YarnConfiguration.DEFAULT_RM_WORK_PRESERVING_RECOVERY_SCHEDULING_WAIT_MS);
+    return System.currentTimeMillis() - ResourceManager.getClusterTimeStamp() > wait;
   }
 
   private void startRm(Rm r) {
