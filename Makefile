@@ -3,7 +3,7 @@ GO      ?= go
 BIN     ?= bin
 PKGS    := ./...
 
-.PHONY: bench-report all build unit test integration bench bench-rpc bench-am bench-am-curve lint demo proto proto-check clean
+.PHONY: soak bench-report all build unit test integration bench bench-rpc bench-am bench-am-curve lint demo proto proto-check clean
 
 all: build
 
@@ -56,6 +56,19 @@ test: $(SUMMARY)
 
 integration: $(SUMMARY)
 	set -o pipefail; { $(INTEG_TESTS); exit $$i; } | TESTSUMMARY_LABEL="make integration" $(SUMMARY)
+
+# The randomized soak (integration/soak_test.go): one long application on its own HA cluster
+# with 4 NodeManagers under SOAK_S seconds (default 300) of random faults: the RM down 5-120 s,
+# RM failover, a NodeManager killed and started, the AM killed, a launcher or worker killed -9,
+# an AM<->RM partition of 5-60 s. SOAK_SEED replays a schedule (each run prints its seed); the
+# table of faults, survived and invariant violations closes the output (and SOAK_REPORT's file).
+# The harness starts that cluster (default ports, so no other may run) in its own state folder.
+SOAK_S ?= 300
+SOAK_CLUSTER := XRES_MINICLUSTER_DIR=$(CURDIR)/docker/hadoop-minicluster/target/soak XRES_MINICLUSTER_HA=1 \
+	XRES_MINICLUSTER_NODEMANAGERS=4 XRES_MINICLUSTER_AM_MAX_ATTEMPTS=50 XRES_MINICLUSTER_NM_EXPIRY_MS=10000
+soak:
+	$(SOAK_CLUSTER) SOAK_S=$(SOAK_S) $(GO) test -count=1 -v -tags 'integration soak' -timeout $$(($(SOAK_S) / 60 + 45))m \
+		-run '^TestSoak$$' ./integration/
 
 # The core integration subset against each Hadoop version users run (newest 3.2.x, 3.3.x,
 # 3.4.x, 3.5.x; XRES_MATRIX_VERSIONS names others), each built into its own cached folder;
@@ -111,6 +124,7 @@ lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
 	$(GO) vet -tags integration ./integration/...
+	$(GO) vet -tags "integration soak" ./integration/
 
 # Regenerate hadoopproto/*.pb.go with Debian's protoc (apt-get install -y
 # protobuf-compiler) and the protoc-gen-go of the protobuf module in go.mod.

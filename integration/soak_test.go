@@ -1,0 +1,405 @@
+//go:build integration && soak
+
+package integration
+
+// The randomized soak (make soak; issue 23): one long application, 6 workers with 1 GPU each
+// over 4 NodeManagers on distinct hosts, in the HA profile, under a random schedule of the
+// faults production has, each as long as production's: the RM down 5-120 s, an RM failover, a
+// NodeManager killed and started again, the AM container killed (the next attempt adopts the
+// workers), a launcher or a worker killed -9, an AM<->RM partition of 5-60 s through the fault
+// proxy. Checked all the time: no GPU held by two live workers (all NodeManagers run on this
+// one machine and share its coordination file, so its GPUs are one host's), every wanted
+// worker running again within soakRecovery after each fault heals, no container started twice;
+// at the end the application SUCCEEDS and its staging is removed. A table goes to the log and
+// to $SOAK_REPORT (default integration/.logs/soak-report.md): fault, times injected, survived,
+// invariant violations.
+//
+//	SOAK_S      how long faults are injected, seconds (default 300)
+//	SOAK_SEED   the schedule's seed (default: the clock; printed, so a failed run can be replayed)
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/xres/xres/integration/harness"
+)
+
+const (
+	soakWorkers = 6
+	// soakRecovery bounds how long after a fault heals every wanted worker runs again: a
+	// lost node's workers are replaced once the RM marks it LOST (10 s) and schedules again.
+	soakRecovery = 4 * time.Minute
+)
+
+// soakWorker is the soak's worker: it records its start (dir/started.<container>) and its GPU
+// and pid (dir/claims/<container>), then every second, until the release file appears, looks
+// for another live worker claiming the same GPU and appends what it finds to dir/violations.
+func soakWorker(dir, release string) []string {
+	return []string{"sh", "-c", `mkdir -p ` + dir + `/claims; echo start >> ` + dir + `/started.$CONTAINER_ID; ` +
+		`me=` + dir + `/claims/$CONTAINER_ID; echo "$CUDA_VISIBLE_DEVICES $$ $PPID" > $me; ` +
+		`while [ ! -e ` + release + ` ]; do ` +
+		`for f in ` + dir + `/claims/*; do [ "$f" = "$me" ] && continue; read g p pp < "$f" || continue; ` +
+		`if [ "$g" = "$CUDA_VISIBLE_DEVICES" ] && kill -0 "$p" 2>/dev/null; then ` +
+		`echo "$(date +%s) $CONTAINER_ID holds GPU $g, also held by ${f##*/} (pid $p)" >> ` + dir + `/violations; fi; done; ` +
+		`sleep 1; done`}
+}
+
+// claim is one worker's line in dir/claims.
+type claim struct {
+	container   string
+	gpu         string
+	pid, parent int
+}
+
+func readClaims(dir string) []claim {
+	files, _ := filepath.Glob(filepath.Join(dir, "claims", "*"))
+	var out []claim
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		fs := strings.Fields(string(b))
+		if len(fs) != 3 {
+			continue
+		}
+		pid, _ := strconv.Atoi(fs[1])
+		parent, _ := strconv.Atoi(fs[2])
+		out = append(out, claim{container: filepath.Base(f), gpu: fs[0], pid: pid, parent: parent})
+	}
+	return out
+}
+
+// soakFault is one kind of fault: inject causes it and heals it again, returning a line
+// for the log.
+type soakFault struct {
+	name   string
+	inject func(t *testing.T, s *soak) string
+}
+
+// soak is the state of one run.
+type soak struct {
+	c        *harness.Cluster
+	ctx      context.Context
+	app      string
+	dir      string
+	rng      *rand.Rand
+	proxies  []*harness.Proxy // one per RM's scheduler address
+	mu       sync.Mutex
+	problems []string // invariant violations seen by the monitor, with the fault running then
+	current  string   // the fault being injected, or "" between faults
+}
+
+func (s *soak) duration(lo, hi int) time.Duration {
+	return time.Duration(lo+s.rng.IntN(hi-lo+1)) * time.Second
+}
+
+var soakFaults = []soakFault{
+	{"rm-down 5-120 s", func(t *testing.T, s *soak) string {
+		d := s.duration(5, 120)
+		return strings.TrimSpace(harness.MustVerb(t, s.c.RMRestartDown(d)))
+	}},
+	{"rm-failover", func(t *testing.T, s *soak) string { return strings.TrimSpace(harness.MustVerb(t, s.c.RMFailover)) }},
+	{"nm-kill, nm-start", func(t *testing.T, s *soak) string {
+		n := s.rng.IntN(4)
+		out := harness.MustVerb(t, func(ctx context.Context) (string, error) { return s.c.NMKill(ctx, n) })
+		time.Sleep(s.duration(0, 30))
+		back := harness.MustVerb(t, func(ctx context.Context) (string, error) { return s.c.NMStart(ctx, n) })
+		return strings.TrimSpace(out) + "; " + strings.TrimSpace(back)
+	}},
+	{"AM container killed", func(t *testing.T, s *soak) string { return killCurrentAM(t, s.c, s.app) }},
+	{"launcher or worker kill -9", func(t *testing.T, s *soak) string {
+		var live []claim
+		for _, cl := range readClaims(s.dir) {
+			if alive(cl.pid) {
+				live = append(live, cl)
+			}
+		}
+		if len(live) == 0 {
+			return "no live worker to kill"
+		}
+		v := live[s.rng.IntN(len(live))]
+		pid, what := v.pid, "worker"
+		if s.rng.IntN(2) == 0 && v.parent > 1 {
+			pid, what = v.parent, "launcher"
+		}
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		return fmt.Sprintf("killed -9 the %s (pid %d) of %s (GPU %s)", what, pid, v.container, v.gpu)
+	}},
+	{"AM<->RM partition 5-60 s", func(t *testing.T, s *soak) string {
+		d := s.duration(5, 60)
+		for _, p := range s.proxies {
+			p.Blackhole()
+		}
+		time.Sleep(d)
+		for _, p := range s.proxies {
+			p.Pass()
+		}
+		return fmt.Sprintf("partitioned the AM from the RMs for %s", d)
+	}},
+}
+
+// killCurrentAM kills the AM container of app's newest attempt (its process group), as a
+// dying AM process would end; the RM starts the next attempt.
+func killCurrentAM(t *testing.T, c *harness.Cluster, app string) string {
+	t.Helper()
+	best, bestPid := "", 0
+	for i := 0; c.NodeID(i) != ""; i++ {
+		for _, d := range strings.Split(c.Env[fmt.Sprintf("XRES_NM%d_LOCAL_DIRS", i)], ",") {
+			m, _ := filepath.Glob(filepath.Join(d, "nmPrivate", app, "*_000001", "*_000001.pid"))
+			for _, f := range m {
+				b, err := os.ReadFile(f)
+				pid, perr := strconv.Atoi(strings.TrimSpace(string(b)))
+				if err != nil || perr != nil || !alive(pid) {
+					continue
+				}
+				// container_[e<epoch>_]<ts>_<app>_<attempt>_000001: the newest attempt sorts last.
+				id := strings.TrimSuffix(filepath.Base(f), ".pid")
+				if attemptOf(id) > attemptOf(best) {
+					best, bestPid = id, pid
+				}
+			}
+		}
+	}
+	if bestPid == 0 {
+		return "no live AM container to kill"
+	}
+	_ = syscall.Kill(-bestPid, syscall.SIGKILL)
+	return fmt.Sprintf("killed the AM container %s (process group %d)", best, bestPid)
+}
+
+// attemptOf is the attempt number in a container id (0 if none).
+func attemptOf(id string) int {
+	f := strings.Split(id, "_")
+	if len(f) < 3 {
+		return 0
+	}
+	n, _ := strconv.Atoi(f[len(f)-2])
+	return n
+}
+
+// running is the number of worker containers the RM lists RUNNING whose worker runs (a live
+// claim), and whether two of those claim the same GPU.
+func (s *soak) running() (int, string, error) {
+	ctx, cancel := context.WithTimeout(s.ctx, 20*time.Second)
+	defer cancel()
+	cs, err := rmContainers(ctx, s.c, s.app)
+	if err != nil {
+		return 0, "", err
+	}
+	rm := map[string]bool{}
+	for _, x := range cs {
+		if x.ContainerState == "RUNNING" && attemptOf(x.ContainerID) > 0 && !strings.HasSuffix(x.ContainerID, "_000001") {
+			rm[x.ContainerID] = true
+		}
+	}
+	n, byGPU, dup := 0, map[string]string{}, ""
+	for _, cl := range readClaims(s.dir) {
+		if !alive(cl.pid) {
+			continue
+		}
+		if other, ok := byGPU[cl.gpu]; ok {
+			dup = fmt.Sprintf("GPU %s held by live workers %s and %s", cl.gpu, other, cl.container)
+		}
+		byGPU[cl.gpu] = cl.container
+		if rm[cl.container] {
+			n++
+		}
+	}
+	return n, dup, nil
+}
+
+// monitor checks the invariants every second until ctx ends.
+// It only logs (t.Logf is safe from another goroutine); the test fails on s.problems at the end.
+func (s *soak) monitor(ctx context.Context, t *testing.T) {
+	seen := map[string]bool{}
+	for ctx.Err() == nil {
+		var found []string
+		if _, dup, err := s.running(); err == nil && dup != "" {
+			found = append(found, dup)
+		}
+		if b, err := os.ReadFile(filepath.Join(s.dir, "violations")); err == nil {
+			for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+				found = append(found, "a worker saw: "+l)
+			}
+		}
+		starts, _ := filepath.Glob(filepath.Join(s.dir, "started.*"))
+		for _, f := range starts {
+			if b, err := os.ReadFile(f); err == nil && strings.Count(string(b), "\n") > 1 {
+				found = append(found, fmt.Sprintf("container %s started %d times", strings.TrimPrefix(filepath.Base(f), "started."), strings.Count(string(b), "\n")))
+			}
+		}
+		s.mu.Lock()
+		for _, f := range found {
+			if !seen[f] {
+				seen[f] = true
+				s.problems = append(s.problems, fmt.Sprintf("[%s] %s", s.current, f))
+				t.Logf("soak: VIOLATION during %q: %s", s.current, f)
+			}
+		}
+		s.mu.Unlock()
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+func (s *soak) violationsDuring(fault string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, p := range s.problems {
+		if strings.HasPrefix(p, "["+fault+"]") {
+			n++
+		}
+	}
+	return n
+}
+
+func soakEnv(t *testing.T, key string, def int64) int64 {
+	v := os.Getenv(key)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	require.NoError(t, err, "%s=%q: want an integer", key, v)
+	return n
+}
+
+func TestSoak(t *testing.T) {
+	secs := soakEnv(t, "SOAK_S", 300)
+	seed := soakEnv(t, "SOAK_SEED", time.Now().UnixNano())
+	fmt.Printf("soak: SOAK_S=%d SOAK_SEED=%d (replay: SOAK_SEED=%d make soak)\n", secs, seed, seed)
+	t.Logf("soak: SOAK_S=%d SOAK_SEED=%d", secs, seed)
+	rng := rand.New(rand.NewPCG(uint64(seed), uint64(seed)>>1|1))
+
+	// make soak starts the suite's cluster as the soak needs it (see the Makefile).
+	c := harness.Get(t)
+	require.True(t, c.Env["XRES_RM_HA"] == "true" && c.Env["XRES_NODEMANAGERS"] == "4",
+		"the soak needs the HA profile with 4 NodeManagers (XRES_RM_HA=%s, XRES_NODEMANAGERS=%s): run it with make soak, which starts that cluster",
+		c.Env["XRES_RM_HA"], c.Env["XRES_NODEMANAGERS"])
+	s := &soak{c: c, dir: t.TempDir(), rng: rng}
+	var extra []string
+	for _, id := range []string{"rm1", "rm2"} {
+		target := c.Conf("yarn.resourcemanager.scheduler.address." + id)
+		require.NotEmpty(t, target, "scheduler address of %s", id)
+		p := harness.StartProxy(t, "127.0.0.1:0", target)
+		s.proxies = append(s.proxies, p)
+		extra = append(extra, fmt.Sprintf("flink.yarn.resourcemanager.scheduler.address.%s: %s", id, p.Addr()))
+	}
+	extra = append(extra, "yarn.application-attempts: 50", "yarn.maximum-failed-containers: 1000")
+	cfg := writeAMConf(t, s.dir, 8, extra...)
+	release := filepath.Join(s.dir, "release")
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(secs)*time.Second+30*time.Minute)
+	defer cancel()
+	s.ctx = ctx
+	p := startAMOn(t, c, ctx, append([]string{"submit", "--conf", cfg, "--workers", fmt.Sprint(soakWorkers), "--name", "xres-soak", "--"},
+		soakWorker(s.dir, release)...)...)
+	s.app = p.appID(t)
+	c.KeepAppLogs(t, s.app)
+	killOnCleanup(t, c, s.app, release)
+
+	waitAll := func(d time.Duration) (time.Duration, bool) {
+		t0 := time.Now()
+		for time.Since(t0) < d {
+			if n, _, err := s.running(); err == nil && n == soakWorkers {
+				return time.Since(t0), true
+			}
+			time.Sleep(time.Second)
+		}
+		return time.Since(t0), false
+	}
+	took, ok := waitAll(3 * time.Minute)
+	require.True(t, ok, "%d workers running at the start", soakWorkers)
+	t.Logf("soak: %d workers running %s after submission", soakWorkers, took.Round(time.Second))
+
+	mctx, stopMonitor := context.WithCancel(ctx)
+	var mwg sync.WaitGroup
+	mwg.Add(1)
+	go func() { defer mwg.Done(); s.monitor(mctx, t) }()
+
+	type row struct {
+		injected, survived int
+		worst              time.Duration
+	}
+	rows := map[string]*row{}
+	for _, f := range soakFaults {
+		rows[f.name] = &row{}
+	}
+	var failures []string
+	end := time.Now().Add(time.Duration(secs) * time.Second)
+	for i := 1; time.Now().Before(end); i++ {
+		f := soakFaults[rng.IntN(len(soakFaults))]
+		s.mu.Lock()
+		s.current = f.name
+		s.mu.Unlock()
+		t0 := time.Now()
+		what := f.inject(t, s)
+		healed := time.Now()
+		rec, ok := waitAll(soakRecovery)
+		r := rows[f.name]
+		r.injected++
+		if ok {
+			r.survived++
+			r.worst = max(r.worst, rec)
+		} else {
+			n, _, err := s.running()
+			failures = append(failures, fmt.Sprintf("fault %d (%s: %s): %d of %d workers running %s after it healed (err %v)",
+				i, f.name, what, n, soakWorkers, soakRecovery, err))
+		}
+		t.Logf("soak: fault %d at +%s: %s: %s; %d workers again %s after it healed (%s), ok=%v",
+			i, t0.Sub(end.Add(-time.Duration(secs)*time.Second)).Round(time.Second), f.name, strings.TrimSpace(what),
+			soakWorkers, rec.Round(time.Second), healed.Sub(t0).Round(time.Second), ok)
+		s.mu.Lock()
+		s.current = ""
+		s.mu.Unlock()
+		if !ok {
+			break
+		}
+		time.Sleep(s.duration(2, 10))
+	}
+	stopMonitor()
+	mwg.Wait()
+
+	// The soak ends the application: every worker exits 0, so it SUCCEEDS.
+	releaseAndSucceed(t, p, s.app, release)
+	requireNoStaging(t, c, s.app)
+
+	names := make([]string, 0, len(rows))
+	for n := range rows {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var rep strings.Builder
+	fmt.Fprintf(&rep, "soak: SOAK_S=%d SOAK_SEED=%d, %d workers x 1 GPU over 4 NodeManagers, HA; application %s SUCCEEDED\n\n", secs, seed, soakWorkers, s.app)
+	fmt.Fprintf(&rep, "| fault | injected | survived | invariant violations | slowest recovery |\n| --- | --- | --- | --- | --- |\n")
+	for _, n := range names {
+		r := rows[n]
+		fmt.Fprintf(&rep, "| %s | %d | %d | %d | %s |\n", n, r.injected, r.survived, s.violationsDuring(n), r.worst.Round(time.Second))
+	}
+	fmt.Fprintf(&rep, "\nbetween faults: %d violations\n", s.violationsDuring(""))
+	fmt.Print("\n" + rep.String())
+	report := os.Getenv("SOAK_REPORT")
+	if report == "" {
+		report = filepath.Join(c.LogDir, "soak-report.md")
+	}
+	if err := os.MkdirAll(filepath.Dir(report), 0o755); err == nil {
+		_ = os.WriteFile(report, []byte(rep.String()), 0o644)
+	}
+	require.Empty(t, failures, "faults after which the workers did not all run again")
+	require.Empty(t, s.problems, "invariant violations")
+}
