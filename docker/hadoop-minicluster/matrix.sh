@@ -7,15 +7,16 @@
 # build seconds, test seconds, result) and one closing line over all versions.
 #
 # Settings (environment):
-#   XRES_MATRIX_VERSIONS  versions to run (default: the newest 3.2.x, 3.3.x, 3.4.x and 3.5.x
-#                         Maven Central serves: 3.2.4 3.3.6 3.4.2 3.5.0)
+#   XRES_MATRIX_VERSIONS  versions to run (default: the newest 3.1.x, 3.2.x, 3.3.x, 3.4.x and
+#                         3.5.x Maven Central serves: 3.1.4 3.2.4 3.3.6 3.4.2 3.5.0)
 #   XRES_MATRIX_TESTS     go test -run pattern of the subset (default below)
-# The cluster uses run.sh's default ports: run it while no other cluster holds them.
+# The cluster uses run.sh's default ports unless its XRES_*_PORT settings are set here (they
+# reach run.sh through the harness): run it while no other cluster holds them.
 set -uo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
-read -r -a VERSIONS <<< "${XRES_MATRIX_VERSIONS:-3.2.4 3.3.6 3.4.2 3.5.0}"
+read -r -a VERSIONS <<< "${XRES_MATRIX_VERSIONS:-3.1.4 3.2.4 3.3.6 3.4.2 3.5.0}"
 TESTS=${XRES_MATRIX_TESTS:-'^(TestNodeManagersOfferGPUs|TestClusterDistinctHosts|TestAMSubmitDemo|TestAMSubmitFailsFast|TestAMClusterStatusKill|TestRESTSubmitAndKill)$'}
 SUMMARY=$ROOT/bin/testsummary
 GO=${GO:-go}

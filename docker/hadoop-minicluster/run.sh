@@ -27,8 +27,10 @@
 #   run.sh nm-list     index, node id, RM state, web address, labels, process of each NodeManager
 #
 # Settings (environment):
-#   XRES_HADOOP_VERSION         Hadoop artifacts to use (default 3.4.1; see the README's version
-#                               table; HADOOP_VERSION is read too)
+#   XRES_HADOOP_VERSION         Hadoop artifacts to use (default 3.4.1; 3.1 or newer, all on JDK 17;
+#                               3.1.x builds with the pom's hadoop-3.1 profile, chosen by
+#                               -Dxres.hadoop.line; see the README's version table; HADOOP_VERSION
+#                               is read too)
 #   JAVA_HOME                   a JDK 17; if unset, a JDK 17 is looked for in /usr/lib/jvm and on PATH
 #   XRES_MINICLUSTER_DIR        state folder: conf/, logs, pid file, HDFS and NodeManager dirs
 #                               (default: docker/hadoop-minicluster/work)
@@ -163,12 +165,12 @@ find_java() {
   die "no JDK 17 found (Hadoop $HADOOP_VERSION needs Java 17; newer JDKs break Hadoop 3.4's security code). Tried: ${tried[*]:-nothing}. Install one (Debian: apt-get install openjdk-17-jdk-headless) or set JAVA_HOME to it."
 }
 
-# check_version: Hadoop 3.2 and newer; older ones fail here in one line, before Maven.
+# check_version: Hadoop 3.1 and newer; older ones fail here in one line, before Maven.
 check_version() {
   [[ $HADOOP_VERSION =~ ^([0-9]+)\.([0-9]+)\.[0-9]+$ ]] || die "XRES_HADOOP_VERSION=$HADOOP_VERSION: want a version such as 3.4.1"
   local major=${BASH_REMATCH[1]} minor=${BASH_REMATCH[2]}
   if ((major < 3 || (major == 3 && minor < 1))); then
-    die "Hadoop $HADOOP_VERSION is not supported: the launcher needs Hadoop 3.2 or newer (it does not compile against 3.1.4's ResourceManager API; make test-matrix covers 3.2.4 to 3.5.0)"
+    die "XRES_HADOOP_VERSION=$HADOOP_VERSION is not supported: the launcher needs Hadoop 3.1 or newer (older ones are neither built nor tested; make test-matrix covers 3.1.4 to 3.5.0)"
   fi
 }
 
