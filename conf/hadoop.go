@@ -30,6 +30,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/user"
 	"path/filepath"
@@ -228,6 +229,13 @@ func (hc *HadoopConfig) Dir() string { return hc.dir }
 // final markers. It is for programmatic overrides such as -D flags.
 func (hc *HadoopConfig) Set(key, value string) {
 	hc.props[key] = HadoopProperty{Name: key, Value: value, File: HadoopSourceSet}
+}
+
+// Clone returns a copy that Set and ApplyFlink change without changing hc.
+func (hc *HadoopConfig) Clone() *HadoopConfig {
+	c := *hc
+	c.props = maps.Clone(hc.props)
+	return &c
 }
 
 // Flink's prefixes for Hadoop keys in its own configuration: flink.hadoop.<key> sets <key>,

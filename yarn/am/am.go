@@ -512,6 +512,14 @@ func (a *AM) classifyLocked(c Container, previous bool) (identity, *group, strin
 // released, a known container is left alone.
 func (a *AM) classifiedLocked(c Container, previous bool) {
 	kind, g, reason := a.classifyLocked(c, previous)
+	if !previous && kind != idKnown {
+		// The RM lowered its outstanding count for the ask by this grant, as Hadoop's
+		// AMRMClient expects: so does what the AM believes it holds, or a replacement asked
+		// for with the same total as before would never be sent.
+		if ag := a.groupByID(c.AllocationRequestID); ag != nil && ag.lastAsked > 0 {
+			ag.lastAsked--
+		}
+	}
 	switch kind {
 	case idKnown:
 		a.log.WithFields(logrus.Fields{"container": c.ID, "node": c.NodeID, "reason": reason}).Debug("container delivered again; ignored")

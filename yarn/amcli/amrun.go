@@ -59,28 +59,26 @@ func defaultDeps() deps {
 }
 
 // amHadoopConfig reads the Hadoop configuration of the AM container
-// ($HADOOP_CONF_DIR); where the NodeManager sets none, it falls back on
-// the scheduler addresses and fs.defaultFS the client passed. Over either,
-// the job's flink.hadoop.* and flink.yarn.* keys, as Flink applies them.
+// ($HADOOP_CONF_DIR) with the job's flink.hadoop.* and flink.yarn.* keys over
+// it, as Flink applies them. Where the NodeManager sets no HADOOP_CONF_DIR
+// it falls back on the scheduler addresses and fs.defaultFS the client
+// passed (jobSchedulerAddresses: the client's cluster with the same keys
+// over it), never on the built-in default 0.0.0.0:8030.
 func amHadoopConfig(getenv func(string) string, ae submit.AMEnv, cfg *conf.Config, log logrus.FieldLogger) (*conf.HadoopConfig, []string, error) {
 	hc, err := conf.LoadHadoopOptions(conf.HadoopOptions{Getenv: getenv, Log: log})
-	switch {
-	case err == nil:
-	case !errors.Is(err, conf.ErrNoHadoopConf) || len(ae.SchedulerAddresses) == 0:
+	if err != nil && (!errors.Is(err, conf.ErrNoHadoopConf) || len(ae.SchedulerAddresses) == 0) {
 		return nil, nil, err
-	default:
+	}
+	if err != nil {
 		hc = conf.NewHadoopConfig(getenv)
 		if ae.DefaultFS != "" {
 			hc.Set("fs.defaultFS", ae.DefaultFS)
 		}
 	}
-	set := hc.ApplyFlink(cfg)
-	if len(set) > 0 {
+	if set := hc.ApplyFlink(cfg); len(set) > 0 {
 		log.WithField("keys", strings.Join(set, ",")).Info("hadoop configuration: keys set by flink.hadoop.* / flink.yarn.*")
 	}
-	if err != nil && !setsSchedulerAddress(set) {
-		// Not hc's scheduler address: without a file it is the built-in default
-		// (0.0.0.0:8030), whatever port the cluster uses.
+	if err != nil {
 		log.WithField("scheduler", strings.Join(ae.SchedulerAddresses, ",")).Info("no HADOOP_CONF_DIR in the container; using the addresses the client passed")
 		return hc, ae.SchedulerAddresses, nil
 	}
@@ -88,19 +86,14 @@ func amHadoopConfig(getenv func(string) string, ae submit.AMEnv, cfg *conf.Confi
 	return hc, addrs, err
 }
 
-// setsSchedulerAddress reports whether one of the Hadoop keys (those the job
-// set through flink.hadoop.* / flink.yarn.*) is one yarn.RMAddresses reads
-// the scheduler addresses from: the address itself, the RM hostname, or HA's
-// keys (each with or without an RM id suffix).
-func setsSchedulerAddress(keys []string) bool {
-	for _, k := range keys {
-		for _, p := range []string{"yarn.resourcemanager.scheduler.address", "yarn.resourcemanager.hostname", "yarn.resourcemanager.ha."} {
-			if strings.HasPrefix(k, p) {
-				return true
-			}
-		}
-	}
-	return false
+// jobSchedulerAddresses are the RM scheduler addresses the job's AM is to
+// reach: the client's cluster configuration with the job's flink.hadoop.* /
+// flink.yarn.* keys over it (hc itself unchanged); nil when it names none.
+func jobSchedulerAddresses(hc *conf.HadoopConfig, cfg *conf.Config) []string {
+	job := hc.Clone()
+	job.ApplyFlink(cfg)
+	addrs, _ := yarn.RMAddresses(job, yarn.RMScheduler)
+	return addrs
 }
 
 // rpcAMClients builds the Hadoop RPC clients of an AM in its YARN

@@ -183,7 +183,7 @@ func cmdSubmit(ctx context.Context, args []string, e *env) error {
 		*queue, _ = cfg.Get(conf.YarnApplicationQueue.Key)
 	}
 	confName := submit.ConfName(cfg.Path())
-	sched, _ := yarn.RMAddresses(hc, yarn.RMScheduler) // none: the AM needs its own HADOOP_CONF_DIR
+	sched := jobSchedulerAddresses(hc, cfg) // none: the AM needs its own HADOOP_CONF_DIR
 	client := submit.Client{RM: rm, Stager: submit.Stager{FS: hfs, DefaultFS: defaultFS, Log: e.log}, Log: e.log,
 		After: e.deps.after}
 	sreq := submit.Request{
