@@ -60,12 +60,13 @@ integration: $(SUMMARY)
 # The randomized soak (integration/soak_test.go): one long application on its own HA cluster
 # with 4 NodeManagers under SOAK_S seconds (default 300) of random faults: the RM down 5-120 s,
 # RM failover, a NodeManager killed and started, the AM killed, a launcher or worker killed -9,
-# an AM<->RM partition of 5-60 s. SOAK_SEED replays a schedule (each run prints its seed); the
+# an AM<->RM partition of 5-60 s, a slow NodeManager (behind the fault proxy). SOAK_SEED replays a schedule (each run prints its seed); the
 # table of faults, survived and invariant violations closes the output (and SOAK_REPORT's file).
 # The harness starts that cluster (default ports, so no other may run) in its own state folder.
 SOAK_S ?= 300
 SOAK_CLUSTER := XRES_MINICLUSTER_DIR=$(CURDIR)/docker/hadoop-minicluster/target/soak XRES_MINICLUSTER_HA=1 \
-	XRES_MINICLUSTER_NODEMANAGERS=4 XRES_MINICLUSTER_AM_MAX_ATTEMPTS=50 XRES_MINICLUSTER_NM_EXPIRY_MS=10000
+	XRES_MINICLUSTER_NODEMANAGERS=4 XRES_MINICLUSTER_AM_MAX_ATTEMPTS=50 XRES_MINICLUSTER_NM_EXPIRY_MS=10000 \
+	XRES_MINICLUSTER_PROXIED_NODES=3
 soak:
 	$(SOAK_CLUSTER) SOAK_S=$(SOAK_S) $(GO) test -count=1 -v -tags 'integration soak' -timeout $$(($(SOAK_S) / 60 + 45))m \
 		-run '^TestSoak$$' ./integration/

@@ -84,3 +84,39 @@ func TestFaultAMRMPartition30s(t *testing.T) {
 		require.Contains(t, before, id, "a worker ran in a container other than the first ones")
 	}
 }
+
+// A slow NodeManager: NodeManager 1 is reached only through the fault proxy
+// (XRES_MINICLUSTER_PROXIED_NODES=1), which holds every chunk to and from its container
+// manager for 1 s. Two workers of 2 GPUs each (one per node, 2 GPUs each) start, the one on the
+// slow node through the proxy (the RM's start of an AM there too), and the application SUCCEEDS.
+func TestFaultSlowNodeManager(t *testing.T) {
+	c := harness.StartExtra(t, map[string]string{"XRES_MINICLUSTER_PROXIED_NODES": "1"})
+	proxy := c.NMProxy(t, 1)
+	proxy.Delay(time.Second)
+
+	dir := t.TempDir()
+	cfg := writeAMConf(t, dir, 4)
+	release := filepath.Join(dir, "release")
+	ctx, cancel := context.WithTimeout(context.Background(), faultTimeout)
+	defer cancel()
+	p := startAMOn(t, c, ctx, append([]string{"submit", "--conf", cfg, "-D", "external-resource.gpu.amount=2", "--workers", "2",
+		"--name", "xres-it-fault-slow-nm", "--"}, countingWorker(dir, release)...)...)
+	app := p.appID(t)
+	c.KeepAppLogs(t, app)
+	killOnCleanup(t, c, app, release)
+
+	t0 := time.Now()
+	run := waitWorkersRunning(t, ctx, c, app, 2, 3*time.Minute)
+	nodes := map[string]bool{}
+	for _, w := range run {
+		nodes[w.Node] = true
+	}
+	require.True(t, nodes[c.NodeID(1)], "a worker runs on the slow node %s: %v", c.NodeID(1), keys(nodes))
+	st := proxy.Stats()
+	t.Logf("recovery: both workers running %s after submission seen; slow node's proxy: %s", time.Since(t0).Round(time.Millisecond), st)
+	require.Positive(t, st.Accepted, "the AM reached the slow node through the proxy")
+	require.Positive(t, st.ToTarget)
+
+	releaseAndSucceed(t, p, app, release)
+	requireStartedOnce(t, dir, 2)
+}

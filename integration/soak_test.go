@@ -7,7 +7,7 @@ package integration
 // faults production has, each as long as production's: the RM down 5-120 s, an RM failover, a
 // NodeManager killed and started again, the AM container killed (the next attempt adopts the
 // workers), a launcher or a worker killed -9, an AM<->RM partition of 5-60 s through the fault
-// proxy. Checked all the time: no GPU held by two live workers (all NodeManagers run on this
+// proxy, a slow NodeManager (its container manager answering 1-3 s late for 20-60 s). Checked all the time: no GPU held by two live workers (all NodeManagers run on this
 // one machine and share its coordination file, so its GPUs are one host's), every wanted
 // worker running again within soakRecovery after each fault heals, no container started twice;
 // at the end the application SUCCEEDS and its staging is removed. A table goes to the log and
@@ -97,6 +97,7 @@ type soak struct {
 	dir      string
 	rng      *rand.Rand
 	proxies  []*harness.Proxy // one per RM's scheduler address
+	slowNM   *harness.Proxy   // in front of NodeManager 3's container manager
 	mu       sync.Mutex
 	problems []string // invariant violations seen by the monitor, with the fault running then
 	current  string   // the fault being injected, or "" between faults
@@ -137,6 +138,13 @@ var soakFaults = []soakFault{
 		}
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 		return fmt.Sprintf("killed -9 the %s (pid %d) of %s (GPU %s)", what, pid, v.container, v.gpu)
+	}},
+	{"slow NodeManager 20-60 s", func(t *testing.T, s *soak) string {
+		d, lag := s.duration(20, 60), s.duration(1, 3)
+		s.slowNM.Delay(lag)
+		time.Sleep(d)
+		s.slowNM.Pass()
+		return fmt.Sprintf("NodeManager 3 answered %s late for %s", lag, d)
 	}},
 	{"AM<->RM partition 5-60 s", func(t *testing.T, s *soak) string {
 		d := s.duration(5, 60)
@@ -288,10 +296,10 @@ func TestSoak(t *testing.T) {
 
 	// make soak starts the suite's cluster as the soak needs it (see the Makefile).
 	c := harness.Get(t)
-	require.True(t, c.Env["XRES_RM_HA"] == "true" && c.Env["XRES_NODEMANAGERS"] == "4",
-		"the soak needs the HA profile with 4 NodeManagers (XRES_RM_HA=%s, XRES_NODEMANAGERS=%s): run it with make soak, which starts that cluster",
+	require.True(t, c.Env["XRES_RM_HA"] == "true" && c.Env["XRES_NODEMANAGERS"] == "4" && c.Env["XRES_NM3_BIND"] != c.NodeID(3),
+		"the soak needs the HA profile with 4 NodeManagers, NodeManager 3 proxied (XRES_RM_HA=%s, XRES_NODEMANAGERS=%s): run it with make soak, which starts that cluster",
 		c.Env["XRES_RM_HA"], c.Env["XRES_NODEMANAGERS"])
-	s := &soak{c: c, dir: t.TempDir(), rng: rng}
+	s := &soak{c: c, dir: t.TempDir(), rng: rng, slowNM: c.NMProxy(t, 3)}
 	var extra []string
 	for _, id := range []string{"rm1", "rm2"} {
 		target := c.Conf("yarn.resourcemanager.scheduler.address." + id)

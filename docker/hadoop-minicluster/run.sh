@@ -42,6 +42,9 @@
 #   XRES_MINICLUSTER_HA         1: the HA profile (as start --ha); 0 or unset: one RM
 #   XRES_MINICLUSTER_LABEL_NODES NodeManager indexes carrying the node label gpu, e.g. 1 or 0,2
 #                               (default none; the label exists and queue default may use it)
+#   XRES_MINICLUSTER_PROXIED_NODES NodeManager indexes, e.g. 1 or 0,2, whose servers bind on
+#                               127.1.0.(N+2) while their node id stays 127.0.0.(N+2):port: AMs
+#                               reach them only through a proxy a test runs there (harness NMProxy)
 #   XRES_MINICLUSTER_NM_EXPIRY_MS yarn.nm.liveness-monitor.expiry-interval-ms (10000): nm-kill's LOST
 #   XRES_MINICLUSTER_AM_EXPIRY_MS yarn.am.liveness-monitor.expiry-interval-ms (unset: Hadoop's
 #                               600000): how long an AM may be silent (partitioned) before the RM
@@ -279,6 +282,7 @@ check_settings() {
     *) die "XRES_MINICLUSTER_HA=$HA: want 1 or 0" ;;
   esac
   [[ ${XRES_MINICLUSTER_LABEL_NODES:-} =~ ^([0-9]+(,[0-9]+)*)?$ ]] || die "XRES_MINICLUSTER_LABEL_NODES=$XRES_MINICLUSTER_LABEL_NODES: want NodeManager indexes such as 1 or 0,2"
+  [[ ${XRES_MINICLUSTER_PROXIED_NODES:-} =~ ^([0-9]+(,[0-9]+)*)?$ ]] || die "XRES_MINICLUSTER_PROXIED_NODES=$XRES_MINICLUSTER_PROXIED_NODES: want NodeManager indexes such as 1 or 0,2"
   [[ ${XRES_MINICLUSTER_NM_EXPIRY_MS:-10000} =~ ^[0-9]+$ ]] || die "XRES_MINICLUSTER_NM_EXPIRY_MS=$XRES_MINICLUSTER_NM_EXPIRY_MS: want milliseconds"
   [[ ${XRES_MINICLUSTER_AMRM_ROLL_SECS:-0} =~ ^[0-9]+$ ]] || die "XRES_MINICLUSTER_AMRM_ROLL_SECS=$XRES_MINICLUSTER_AMRM_ROLL_SECS: want seconds"
   [[ ${XRES_MINICLUSTER_AM_EXPIRY_MS:-0} =~ ^[0-9]+$ ]] || die "XRES_MINICLUSTER_AM_EXPIRY_MS=$XRES_MINICLUSTER_AM_EXPIRY_MS: want milliseconds"
@@ -292,7 +296,7 @@ launcher_args() {
     --owner-pid="${XRES_MINICLUSTER_OWNER_PID:-0}"
     --nodemanagers="${XRES_MINICLUSTER_NODEMANAGERS:-2}"
     --gpus="${XRES_MINICLUSTER_GPUS:-2}" --fpgas="${XRES_MINICLUSTER_FPGAS:-1}"
-    --ha="$HA" --label-nodes="${XRES_MINICLUSTER_LABEL_NODES:-}"
+    --ha="$HA" --label-nodes="${XRES_MINICLUSTER_LABEL_NODES:-}" --proxied-nodes="${XRES_MINICLUSTER_PROXIED_NODES:-}"
     --nm-expiry-ms="${XRES_MINICLUSTER_NM_EXPIRY_MS:-10000}" --amrm-roll-secs="${XRES_MINICLUSTER_AMRM_ROLL_SECS:-0}"
     --am-expiry-ms="${XRES_MINICLUSTER_AM_EXPIRY_MS:-0}"
     --rm-scheduling-wait-ms="${XRES_MINICLUSTER_RM_SCHEDULING_WAIT_MS:-10000}"

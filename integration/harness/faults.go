@@ -158,3 +158,17 @@ func (c *Cluster) useActiveRM(ctx context.Context) error {
 	}
 	return fmt.Errorf("no active resourcemanager among %s", strings.Join(seen, "; "))
 }
+
+// NMProxy puts a fault proxy in front of NodeManager n's container manager: the minicluster
+// started with XRES_MINICLUSTER_PROXIED_NODES naming n binds that NodeManager on another
+// loopback address (XRES_NM<n>_BIND) while its node id, where AMs connect, stays
+// XRES_NM<n>_ID; the proxy listens there. Until a proxy runs, the node is unreachable for
+// AMs (the RM still sees it RUNNING: its heartbeats do not pass the proxy).
+func (c *Cluster) NMProxy(t testing.TB, n int) *Proxy {
+	t.Helper()
+	id, bind := c.NodeID(n), c.Env[fmt.Sprintf("XRES_NM%d_BIND", n)]
+	if id == "" || bind == "" || bind == id {
+		t.Fatalf("NodeManager %d (%s) is not proxied: start the cluster with XRES_MINICLUSTER_PROXIED_NODES=%d (bind %q)", n, id, n, bind)
+	}
+	return StartProxy(t, id, bind)
+}

@@ -80,6 +80,9 @@ public final class Main {
     DEFAULTS.put("rm2-webapp-port", "18088");
     // NodeManager indexes (0-based, comma-separated) that carry the node label "gpu".
     DEFAULTS.put("label-nodes", "");
+    // NodeManager indexes whose servers bind on 127.1.0.(N+2) while their node id stays
+    // 127.0.0.(N+2):port: AMs reach them only through a proxy a test runs (see Yarn.Node).
+    DEFAULTS.put("proxied-nodes", "");
     // yarn.nm.liveness-monitor.expiry-interval-ms: how soon a killed NodeManager is LOST.
     DEFAULTS.put("nm-expiry-ms", "10000");
     // yarn.am.liveness-monitor.expiry-interval-ms: how long an AM may be silent before the RM
@@ -165,6 +168,7 @@ public final class Main {
       throw new IllegalArgumentException("option --nodemanagers=" + nms + ": want 1 to 200 (hosts 127.0.0.2 up)");
     }
     Yarn.parseIndices("label-nodes", opt.get("label-nodes"), nms);
+    Yarn.parseIndices("proxied-nodes", opt.get("proxied-nodes"), nms);
     int roll = Integer.parseInt(opt.get("amrm-roll-secs"));
     if (roll != 0 && roll < MIN_AMRM_ROLL_SECS) {
       throw new IllegalArgumentException("option --amrm-roll-secs=" + roll + ": want 0 (Hadoop's default) or at least "
@@ -349,6 +353,7 @@ public final class Main {
     }
     File nmRoot = new File(work, "nodemanagers");
     Yarn yarn = new Yarn(conf, rmIds, hosts, nmRoot, Yarn.parseIndices("label-nodes", opt.get("label-nodes"), nms),
+        Yarn.parseIndices("proxied-nodes", opt.get("proxied-nodes"), nms),
         secure == null);
     installShutdownHook(yarn, dfs);
     yarn.start();
@@ -388,6 +393,7 @@ public final class Main {
       env.put("XRES_NM" + n.index + "_ID", n.id());
       env.put("XRES_NM" + n.index + "_HOST", n.host);
       env.put("XRES_NM" + n.index + "_HTTP", n.http());
+      env.put("XRES_NM" + n.index + "_BIND", n.bind());
       env.put("XRES_NM" + n.index + "_LOCAL_DIRS", n.localDir().getPath());
       env.put("XRES_NM" + n.index + "_LOG_DIRS", n.logDir().getPath());
     }

@@ -67,10 +67,16 @@ final class Yarn {
     }
   }
 
-  /** One NodeManager slot: a fixed host and fixed ports, so a restarted one keeps its node id. */
+  /**
+   * One NodeManager slot: a fixed host and fixed ports, so a restarted one keeps its node id.
+   * A proxied one binds its servers on bindHost (127.1.0.N) while its node id stays
+   * host:port, so AMs reach its container manager only through a proxy a test listens with on
+   * host:port (forwarding to bindHost:port); its web and localizer addresses are bindHost's.
+   */
   static final class Node {
     final int index;
     final String host;
+    final String bindHost;
     final File dir;
     final int port;
     final int localizerPort;
@@ -83,9 +89,10 @@ final class Yarn {
      */
     NodeManager killed;
 
-    Node(int index, String host, File dir, int port, int localizerPort, int webPort) {
+    Node(int index, String host, String bindHost, File dir, int port, int localizerPort, int webPort) {
       this.index = index;
       this.host = host;
+      this.bindHost = bindHost;
       this.dir = dir;
       this.port = port;
       this.localizerPort = localizerPort;
@@ -97,7 +104,12 @@ final class Yarn {
     }
 
     String http() {
-      return host + ":" + webPort;
+      return bindHost + ":" + webPort;
+    }
+
+    /** Where the container manager listens: the node id's address unless proxied. */
+    String bind() {
+      return bindHost + ":" + port;
     }
 
     File localDir() {
@@ -123,7 +135,7 @@ final class Yarn {
    * @param nodeHosts one loopback address per NodeManager
    */
   Yarn(YarnConfiguration base, List<String> rmIds, List<String> nodeHosts, File nmRoot, Set<Integer> labelNodes,
-      boolean rest) throws IOException {
+      Set<Integer> proxiedNodes, boolean rest) throws IOException {
     this.base = base;
     this.labelNodes = labelNodes;
     this.rest = rest;
@@ -137,7 +149,13 @@ final class Yarn {
     for (int i = 0; i < nodeHosts.size(); i++) {
       String h = nodeHosts.get(i);
       checkLoopback(h);
-      nodes.add(new Node(i, h, new File(nmRoot, "nm" + i), freePort(h), freePort(h), freePort(h)));
+      String bind = proxiedNodes.contains(i) ? h.replaceFirst("^127\\.0\\.0\\.", "127.1.0.") : h;
+      // A proxied node's port must be free on both addresses: the proxy takes the node id's.
+      int port = freePort(bind);
+      while (!bind.equals(h) && !portFree(h, port)) {
+        port = freePort(bind);
+      }
+      nodes.add(new Node(i, h, bind, new File(nmRoot, "nm" + i), port, freePort(bind), freePort(bind)));
     }
   }
 
@@ -206,10 +224,10 @@ final class Yarn {
   private void startNode(Node n) throws IOException {
     YarnConfiguration c = new YarnConfiguration(base);
     c.set("yarn.nodemanager.hostname", n.host);
-    c.set("yarn.nodemanager.bind-host", n.host);
+    c.set("yarn.nodemanager.bind-host", n.bindHost);
     c.set("yarn.nodemanager.address", n.host + ":" + n.port);
-    c.set("yarn.nodemanager.localizer.address", n.host + ":" + n.localizerPort);
-    c.set("yarn.nodemanager.webapp.address", n.host + ":" + n.webPort);
+    c.set("yarn.nodemanager.localizer.address", n.bindHost + ":" + n.localizerPort);
+    c.set("yarn.nodemanager.webapp.address", n.bindHost + ":" + n.webPort);
     c.set("yarn.nodemanager.local-dirs", n.localDir().getPath());
     c.set("yarn.nodemanager.log-dirs", n.logDir().getPath());
     // Recovery, supervised: a stopped NodeManager neither unregisters nor kills its
@@ -581,6 +599,15 @@ final class Yarn {
     try (ServerSocket s = new ServerSocket()) {
       s.bind(new InetSocketAddress(host, 0));
       return s.getLocalPort();
+    }
+  }
+
+  static boolean portFree(String host, int port) {
+    try (ServerSocket s = new ServerSocket()) {
+      s.bind(new InetSocketAddress(host, port));
+      return true;
+    } catch (IOException e) {
+      return false;
     }
   }
 
