@@ -261,6 +261,7 @@ func (a *AM) Run(ctx context.Context) (Result, error) {
 	for {
 		req := a.buildRequest()
 		resp, err := a.allocate(ctx, req)
+		unreachable := false // the RM did not answer: wait the retry interval
 		switch {
 		case err == nil:
 			if d := out.ended(a.cfg.Now()); d > 0 {
@@ -278,6 +279,7 @@ func (a *AM) Run(ctx context.Context) (Result, error) {
 			}
 			a.log.WithError(err).Warn("resource manager lost this attempt; registering again")
 			if err := a.register(ctx); err != nil {
+				unreachable = true
 				a.log.WithError(err).Warn("register again failed; retrying")
 			} else {
 				a.learnAdopted(sctx)
@@ -297,6 +299,7 @@ func (a *AM) Run(ctx context.Context) (Result, error) {
 			if gaveUp := out.failed(a.cfg.Now(), err); gaveUp != nil {
 				return Result{}, gaveUp
 			}
+			unreachable = true
 			a.log.WithError(err).WithFields(logrus.Fields{"failed_heartbeats": out.count,
 				"failing_for": out.since(a.cfg.Now()).Round(time.Millisecond).String()}).Warn("heartbeat failed; workers keep running, retrying")
 		}
@@ -312,7 +315,7 @@ func (a *AM) Run(ctx context.Context) (Result, error) {
 			}
 		}
 		wait := a.interval()
-		if out.count > 0 {
+		if unreachable {
 			wait = a.cfg.RMRetryInterval
 		}
 		select {

@@ -385,7 +385,10 @@ func TestAMStopsWhenTheRMKeepsForgetting(t *testing.T) {
 	cfg := testConfig(1, 1)
 	clk := newClock()
 	cfg.Now, cfg.After = clk.Now, clk.After
-	cfg.RMMaxWait, cfg.RMRetryInterval = 30*time.Second, 10*time.Second
+	// Registering again succeeds, so the next heartbeat comes at the heartbeat interval, not
+	// after the retry interval (that waits only while the RM does not answer).
+	cfg.RMMaxWait, cfg.RMRetryInterval = 30*time.Second, time.Hour
+	cfg.Heartbeat, cfg.RequestHeartbeat = 10*time.Second, 10*time.Second
 	_, err, _ := runAM(t, cfg, rm, &fakeNM{}, nil)
 	require.ErrorIs(t, err, ErrNotRegistered)
 	require.ErrorContains(t, err, "the resource manager has not answered for 30s (4 heartbeats failed")
