@@ -120,7 +120,7 @@ var soakFaults = []soakFault{
 		back := harness.MustVerb(t, func(ctx context.Context) (string, error) { return s.c.NMStart(ctx, n) })
 		return strings.TrimSpace(out) + "; " + strings.TrimSpace(back)
 	}},
-	{"AM container killed", func(t *testing.T, s *soak) string { return killCurrentAM(t, s.c, s.app) }},
+	{"AM container killed", func(t *testing.T, s *soak) string { return killCurrentAM(t, s.c, s.dir, s.app) }},
 	{"launcher or worker kill -9", func(t *testing.T, s *soak) string {
 		var live []claim
 		for _, cl := range readClaims(s.dir) {
@@ -160,9 +160,14 @@ var soakFaults = []soakFault{
 }
 
 // killCurrentAM kills the AM container of app's newest attempt (its process group), as a
-// dying AM process would end; the RM starts the next attempt.
-func killCurrentAM(t *testing.T, c *harness.Cluster, app string) string {
+// dying AM process would end; the RM starts the next attempt. AM containers are those numbered
+// 1 that hold no worker claim (after a failover a worker may be numbered 1 in a new epoch).
+func killCurrentAM(t *testing.T, c *harness.Cluster, dir, app string) string {
 	t.Helper()
+	workers := map[string]bool{}
+	for _, cl := range readClaims(dir) {
+		workers[cl.container] = true
+	}
 	best, bestPid := "", 0
 	for i := 0; c.NodeID(i) != ""; i++ {
 		for _, d := range strings.Split(c.Env[fmt.Sprintf("XRES_NM%d_LOCAL_DIRS", i)], ",") {
@@ -175,7 +180,7 @@ func killCurrentAM(t *testing.T, c *harness.Cluster, app string) string {
 				}
 				// container_[e<epoch>_]<ts>_<app>_<attempt>_000001: the newest attempt sorts last.
 				id := strings.TrimSuffix(filepath.Base(f), ".pid")
-				if attemptOf(id) > attemptOf(best) {
+				if !workers[id] && attemptOf(id) > attemptOf(best) {
 					best, bestPid = id, pid
 				}
 			}
@@ -209,7 +214,9 @@ func (s *soak) running() (int, string, error) {
 	}
 	rm := map[string]bool{}
 	for _, x := range cs {
-		if x.ContainerState == "RUNNING" && attemptOf(x.ContainerID) > 0 && !strings.HasSuffix(x.ContainerID, "_000001") {
+		// Only workers write claims, so the AM's container never counts (its number is no
+		// sign: an RM that failed over numbers a new epoch from 1, workers included).
+		if x.ContainerState == "RUNNING" {
 			rm[x.ContainerID] = true
 		}
 	}
