@@ -71,7 +71,7 @@ soak:
 	$(SOAK_CLUSTER) SOAK_S=$(SOAK_S) $(GO) test -count=1 -v -tags 'integration soak' -timeout $$(($(SOAK_S) / 60 + 45))m \
 		-run '^TestSoak$$' ./integration/
 
-# The core integration subset against each Hadoop version users run (newest 3.2.x, 3.3.x,
+# The core integration subset against each Hadoop version users run (newest 3.1.x, 3.2.x, 3.3.x,
 # 3.4.x, 3.5.x; XRES_MATRIX_VERSIONS names others), each built into its own cached folder;
 # a table of version, build and test seconds, result (docker/hadoop-minicluster/matrix.sh).
 .PHONY: test-matrix

@@ -46,12 +46,15 @@ const (
 // soakWorker is the soak's worker: it records its start (dir/started.<container>) and its GPU
 // and pid (dir/claims/<container>), then every second, until the release file appears, looks
 // for another live worker claiming the same GPU and appends what it finds to dir/violations.
+// Live means running, not a zombie: a worker whose launcher was killed -9 dies with it (the
+// launcher's parent-death signal) and may stay a zombie until init reaps it; it holds nothing.
 func soakWorker(dir, release string) []string {
 	return []string{"sh", "-c", `mkdir -p ` + dir + `/claims; echo start >> ` + dir + `/started.$CONTAINER_ID; ` +
 		`me=` + dir + `/claims/$CONTAINER_ID; echo "$CUDA_VISIBLE_DEVICES $$ $PPID" > $me; ` +
 		`while [ ! -e ` + release + ` ]; do ` +
 		`for f in ` + dir + `/claims/*; do [ "$f" = "$me" ] && continue; read g p pp < "$f" || continue; ` +
-		`if [ "$g" = "$CUDA_VISIBLE_DEVICES" ] && kill -0 "$p" 2>/dev/null; then ` +
+		`st=$(sed 's/.*) //' /proc/$p/stat 2>/dev/null | cut -c1); ` +
+		`if [ "$g" = "$CUDA_VISIBLE_DEVICES" ] && [ -n "$st" ] && [ "$st" != Z ]; then ` +
 		`echo "$(date +%s) $CONTAINER_ID holds GPU $g, also held by ${f##*/} (pid $p)" >> ` + dir + `/violations; fi; done; ` +
 		`sleep 1; done`}
 }
@@ -61,6 +64,16 @@ type claim struct {
 	container   string
 	gpu         string
 	pid, parent int
+}
+
+// live tells whether pid is a live process, not a zombie (see soakWorker).
+func live(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	i := strings.LastIndexByte(string(b), ')')
+	return i > 0 && i+2 < len(b) && b[i+2] != 'Z' && b[i+2] != 'X'
 }
 
 func readClaims(dir string) []claim {
@@ -122,16 +135,16 @@ var soakFaults = []soakFault{
 	}},
 	{"AM container killed", func(t *testing.T, s *soak) string { return killCurrentAM(t, s.c, s.dir, s.app) }},
 	{"launcher or worker kill -9", func(t *testing.T, s *soak) string {
-		var live []claim
+		var alive []claim
 		for _, cl := range readClaims(s.dir) {
-			if alive(cl.pid) {
-				live = append(live, cl)
+			if live(cl.pid) {
+				alive = append(alive, cl)
 			}
 		}
-		if len(live) == 0 {
+		if len(alive) == 0 {
 			return "no live worker to kill"
 		}
-		v := live[s.rng.IntN(len(live))]
+		v := alive[s.rng.IntN(len(alive))]
 		pid, what := v.pid, "worker"
 		if s.rng.IntN(2) == 0 && v.parent > 1 {
 			pid, what = v.parent, "launcher"
@@ -175,7 +188,7 @@ func killCurrentAM(t *testing.T, c *harness.Cluster, dir, app string) string {
 			for _, f := range m {
 				b, err := os.ReadFile(f)
 				pid, perr := strconv.Atoi(strings.TrimSpace(string(b)))
-				if err != nil || perr != nil || !alive(pid) {
+				if err != nil || perr != nil || !live(pid) {
 					continue
 				}
 				// container_[e<epoch>_]<ts>_<app>_<attempt>_000001: the newest attempt sorts last.
@@ -222,7 +235,7 @@ func (s *soak) running() (int, string, error) {
 	}
 	n, byGPU, dup := 0, map[string]string{}, ""
 	for _, cl := range readClaims(s.dir) {
-		if !alive(cl.pid) {
+		if !live(cl.pid) {
 			continue
 		}
 		if other, ok := byGPU[cl.gpu]; ok {
