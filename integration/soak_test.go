@@ -263,10 +263,10 @@ func (s *soak) monitor(ctx context.Context, t *testing.T) {
 				found = append(found, "a worker saw: "+l)
 			}
 		}
-		starts, _ := filepath.Glob(filepath.Join(s.dir, "started.*"))
-		for _, f := range starts {
-			if b, err := os.ReadFile(f); err == nil && strings.Count(string(b), "\n") > 1 {
-				found = append(found, fmt.Sprintf("container %s started %d times", strings.TrimPrefix(filepath.Base(f), "started."), strings.Count(string(b), "\n")))
+		starts, _ := countStarts(s.dir)
+		for id, k := range starts {
+			if k > 1 {
+				found = append(found, fmt.Sprintf("container %s started %d times", id, k))
 			}
 		}
 		s.mu.Lock()
@@ -297,19 +297,9 @@ func (s *soak) violationsDuring(fault string) int {
 	return n
 }
 
-func soakEnv(t *testing.T, key string, def int64) int64 {
-	v := os.Getenv(key)
-	if v == "" {
-		return def
-	}
-	n, err := strconv.ParseInt(v, 10, 64)
-	require.NoError(t, err, "%s=%q: want an integer", key, v)
-	return n
-}
-
 func TestSoak(t *testing.T) {
-	secs := soakEnv(t, "SOAK_S", 300)
-	seed := soakEnv(t, "SOAK_SEED", time.Now().UnixNano())
+	secs := envInt(t, "SOAK_S", 300)
+	seed := envInt(t, "SOAK_SEED", time.Now().UnixNano())
 	fmt.Printf("soak: SOAK_S=%d SOAK_SEED=%d (replay: SOAK_SEED=%d make soak)\n", secs, seed, seed)
 	t.Logf("soak: SOAK_S=%d SOAK_SEED=%d", secs, seed)
 	rng := rand.New(rand.NewPCG(uint64(seed), uint64(seed)>>1|1))

@@ -184,19 +184,24 @@ const (
 	KeyRMConnectRetryInterval = "yarn.resourcemanager.connect.retry-interval.ms"
 )
 
-// RMWaitForever is what RMConnectPolicy returns for a max-wait of -1 (retry without end).
-const RMWaitForever = time.Duration(math.MaxInt64)
+// Hadoop's defaults of those keys, and what RMConnectPolicy returns for a max-wait of -1
+// (retry without end).
+const (
+	DefaultRMConnectMaxWait       = 15 * time.Minute
+	DefaultRMConnectRetryInterval = 30 * time.Second
+	RMWaitForever                 = time.Duration(math.MaxInt64)
+)
 
 // RMConnectPolicy reads how long a client keeps retrying an unreachable ResourceManager
 // (yarn.resourcemanager.connect.max-wait.ms; -1: for ever, RMWaitForever) and how often
 // (yarn.resourcemanager.connect.retry-interval.ms), Hadoop's defaults 15 min and 30 s. As in
 // Hadoop, a retry interval above the max wait is an error; errors name the key and its source.
 func RMConnectPolicy(hc *conf.HadoopConfig) (maxWait, retry time.Duration, err error) {
-	wait, err := hc.GetInt(KeyRMConnectMaxWait, 900000)
+	wait, err := hc.GetInt(KeyRMConnectMaxWait, DefaultRMConnectMaxWait.Milliseconds())
 	if err != nil {
 		return 0, 0, fmt.Errorf("%w: %v", ErrRMConfig, err)
 	}
-	every, err := hc.GetInt(KeyRMConnectRetryInterval, 30000)
+	every, err := hc.GetInt(KeyRMConnectRetryInterval, DefaultRMConnectRetryInterval.Milliseconds())
 	if err != nil {
 		return 0, 0, fmt.Errorf("%w: %v", ErrRMConfig, err)
 	}

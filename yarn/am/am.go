@@ -27,8 +27,8 @@ const (
 	DefaultCallTimeout = 30 * time.Second
 	// DefaultRMMaxWait and DefaultRMRetryInterval are Hadoop's defaults of
 	// yarn.resourcemanager.connect.max-wait.ms and .retry-interval.ms.
-	DefaultRMMaxWait       = 15 * time.Minute
-	DefaultRMRetryInterval = 30 * time.Second
+	DefaultRMMaxWait       = yarn.DefaultRMConnectMaxWait
+	DefaultRMRetryInterval = yarn.DefaultRMConnectRetryInterval
 	// DefaultMaxStarts and DefaultMaxStartsPerNode bound the container
 	// starts in flight, overall and per NodeManager.
 	DefaultMaxStarts        = 256

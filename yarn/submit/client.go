@@ -234,7 +234,7 @@ func NewSubmission(appID string, req Request, lc yarn.LaunchContext) Submission 
 
 // DefaultRMDownWait is Hadoop's yarn.resourcemanager.connect.max-wait.ms
 // default (15 min).
-const DefaultRMDownWait = 15 * time.Minute
+const DefaultRMDownWait = yarn.DefaultRMConnectMaxWait
 
 // Wait polls the application's report until it ends, calling onReport
 // (when not nil) with every report, the final one included, and returns
