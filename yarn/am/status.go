@@ -3,6 +3,7 @@ package am
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 
@@ -183,14 +184,19 @@ func (a *AM) ReportDevices(r resources.DeviceReport) error {
 		if len(a.earlyDevs) >= 4*a.totalsLocked().workers+16 {
 			return fmt.Errorf("report devices: %w: %s", ErrUnknownContainer, id)
 		}
-		a.earlyDevs[id] = r.Resources
+		a.earlyDevs[id] = mergeDevices(a.earlyDevs[id], r.Resources)
 		return nil
 	}
-	if w.devices == nil {
-		w.devices = map[string][]resources.Properties{}
-	}
-	for name, infos := range r.Resources {
-		w.devices[name] = infos
-	}
+	w.devices = mergeDevices(w.devices, r.Resources)
 	return nil
+}
+
+// mergeDevices returns a new map of old's resources with add's on top. A
+// worker's device map is never written in place: status snapshots share it
+// and are encoded outside the AM's lock.
+func mergeDevices(old, add map[string][]resources.Properties) map[string][]resources.Properties {
+	m := make(map[string][]resources.Properties, len(old)+len(add))
+	maps.Copy(m, old)
+	maps.Copy(m, add)
+	return m
 }

@@ -3,6 +3,7 @@ package am
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -273,4 +274,49 @@ func TestTrackerPages(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Device reports arriving while the status page is served: a snapshot must
+// not share the map a later report writes (issue 24 item 6: a concurrent
+// map read and write crashes the AM; go test -race reports it).
+func TestReportsDuringPageViews(t *testing.T) {
+	a, err := New(testConfig(1, 1), &fakeRM{}, &fakeNM{}, nil)
+	require.NoError(t, err)
+	c := ctr(9, "nm1")
+	a.mu.Lock()
+	a.classifiedLocked(c, false)
+	a.mu.Unlock()
+	srv := httptest.NewServer(NewTracker(a, nil))
+	defer srv.Close()
+	stop, done := make(chan struct{}), make(chan int)
+	go func() {
+		i := 0
+		for ; ; i++ {
+			select {
+			case <-stop:
+				done <- i
+				return
+			default:
+			}
+			res := map[string][]resources.Properties{fmt.Sprintf("r%d", i%7): {{"index": strconv.Itoa(i)}}}
+			if err := a.ReportDevices(resources.DeviceReport{Container: c.ID, Resources: res}); err != nil {
+				t.Error(err)
+			}
+		}
+	}()
+	for range 50 {
+		for _, path := range []string{"/", PathStatus} {
+			resp, err := srv.Client().Get(srv.URL + path)
+			require.NoError(t, err)
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			require.Equal(t, http.StatusOK, resp.StatusCode)
+		}
+	}
+	close(stop)
+	last := <-done - 1
+	// Every report's resource is kept, the last value of each name wins.
+	devs := a.Status().Containers[0].Devices
+	require.Len(t, devs, min(last+1, 7))
+	require.Equal(t, strconv.Itoa(last), devs[fmt.Sprintf("r%d", last%7)][0]["index"])
 }
