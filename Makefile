@@ -34,9 +34,10 @@ HAS_TESTS   := {{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}
 suite        = echo testsummary-suite $(1) $$($(GO) list $(2) -f '$(HAS_TESTS)' $(3))
 # Each leaves its status in a shell variable (u, i): the recipes below combine them. No
 # `exit` here: it would end the recipe's shell before the next suite runs.
-# The IPC connection's concurrency tests run again under the race detector.
+# The yarn packages (the IPC connection, the clients, the AM's loop and status server, which
+# share state across goroutines) run again under the race detector.
 UNIT_TESTS  := $(call suite,unit,,$(PKGS)); $(GO) test -json -count=1 $(PKGS); u=$$?; \
-	$(call suite,race,,./yarn/internal/ipc/); $(GO) test -json -count=1 -race ./yarn/internal/ipc/; u=$$((u|$$?))
+	$(call suite,race,,./yarn/...); $(GO) test -json -count=1 -race ./yarn/...; u=$$((u|$$?))
 INTEG_TESTS := $(call suite,integration,-tags integration,./integration/); \
 	$(GO) test -json -count=1 -tags integration -timeout 40m ./integration/; i=$$?
 

@@ -13,7 +13,7 @@ import (
 )
 
 // fakeGo stands in for the go command in the Makefile's test recipes: `go list` prints one
-// package per suite (unit, the race run's ipc package, integration), `go test -json` prints
+// package per suite (unit, the race run's yarn packages (one stands for them), integration), `go test -json` prints
 // a passing test of that package, except that the integration run prints what FAKE_INTEG
 // says (pass: one passing test; none: a package with no test run; fail: a failing test).
 // Every call is appended to $FAKE_GO_LOG.
@@ -22,7 +22,7 @@ echo "$*" >> "$FAKE_GO_LOG"
 last=${@: -1}
 case $last in
   ./integration/) pkg=github.com/xres/xres/integration ;;
-  ./yarn/internal/ipc/) pkg=github.com/xres/xres/yarn/internal/ipc ;;
+  ./yarn/...) pkg=github.com/xres/xres/yarn/internal/ipc ;;
   *) pkg=github.com/xres/xres/conf ;;
 esac
 case $1 in
