@@ -82,7 +82,7 @@ func protoViolations(t *testing.T, dir string) []string {
 			return
 		}
 		if p := protoIn(typ, pkg, map[types.Type]bool{}); p != "" {
-			out = append(out, fmt.Sprintf("%s %s (%s)", what, obj.Name(), p))
+			out = append(out, fmt.Sprintf("%s (%s)", what, p))
 		}
 	}
 	scope := pkg.Scope()
@@ -93,14 +93,14 @@ func protoViolations(t *testing.T, dir string) []string {
 		}
 		switch o := obj.(type) {
 		case *types.Func:
-			report(o, "func", o.Type())
+			report(o, "func "+name, o.Type())
 		case *types.Var:
-			report(o, "var", o.Type())
+			report(o, "var "+name, o.Type())
 		case *types.Const:
-			report(o, "const", o.Type())
+			report(o, "const "+name, o.Type())
 		case *types.TypeName:
 			if o.IsAlias() {
-				report(o, "type", o.Type())
+				report(o, "type "+name, o.Type())
 				continue
 			}
 			named, ok := o.Type().(*types.Named)
@@ -111,17 +111,17 @@ func protoViolations(t *testing.T, dir string) []string {
 			case *types.Struct:
 				for i := 0; i < u.NumFields(); i++ {
 					if f := u.Field(i); f.Exported() || f.Embedded() {
-						report(o, "field "+o.Name()+".", f.Type())
+						report(o, "field "+name+"."+f.Name(), f.Type())
 					}
 				}
 			case *types.Interface:
 				for i := 0; i < u.NumMethods(); i++ {
 					if m := u.Method(i); m.Exported() {
-						report(o, "interface method "+o.Name()+"."+m.Name()+" of", m.Type())
+						report(o, "interface method "+name+"."+m.Name(), m.Type())
 					}
 				}
 			default:
-				report(o, "type", u)
+				report(o, "type "+name, u)
 			}
 			for i := 0; i < named.NumMethods(); i++ {
 				m := named.Method(i)
