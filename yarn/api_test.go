@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"testing"
@@ -202,7 +203,11 @@ func protoIn(typ types.Type, self *types.Package, seen map[types.Type]bool) stri
 // data file (`go list -export`, built offline from the module cache).
 func exportData(t *testing.T, dir string) map[string]string {
 	t.Helper()
-	cmd := exec.Command("go", "list", "-export", "-deps", "-f", "{{.ImportPath}} {{.Export}}", ".")
+	goTool := "go"
+	if p := filepath.Join(runtime.GOROOT(), "bin", "go"); fileExists(p) {
+		goTool = p // the toolchain running this test, whatever PATH says
+	}
+	cmd := exec.Command(goTool, "list", "-export", "-deps", "-f", "{{.ImportPath}} {{.Export}}", ".")
 	cmd.Dir = dir
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -217,4 +222,9 @@ func exportData(t *testing.T, dir string) map[string]string {
 		m[path] = file
 	}
 	return m
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }
