@@ -142,7 +142,7 @@ func measureGo(ctx context.Context, cl *yarn.Client, n int, d time.Duration, mea
 			lat := make([]time.Duration, 0, 1<<16)
 			for time.Now().Before(stop) {
 				t0 := time.Now()
-				_, err := cl.GetClusterMetrics(ctx)
+				_, err := raw(cl).GetClusterMetrics(ctx)
 				if err != nil {
 					mu.Lock()
 					if firstErr == nil {
@@ -386,7 +386,7 @@ func runRPCBench(b *testing.B, s rpcBench) {
 		b.Fatal(err)
 	}
 	defer cl.Close()
-	m, err := cl.GetClusterMetrics(ctx)
+	m, err := raw(cl).GetClusterMetrics(ctx)
 	if err != nil {
 		b.Fatalf("go getClusterMetrics %v: %v", addrs, err)
 	}

@@ -262,12 +262,12 @@ func TestFaultsRMFailover(t *testing.T) {
 
 	cl := rpcClient(t, c) // rm1 first in the list: the client must fail over by itself
 	ctx := rpcCtx(t, 2*time.Minute)
-	nodes, err := cl.GetClusterNodes(ctx, hadoopyarn.NodeStateProto_NS_RUNNING)
+	nodes, err := raw(cl).GetClusterNodes(ctx, hadoopyarn.NodeStateProto_NS_RUNNING)
 	require.NoError(t, err)
 	require.Len(t, nodes, 2)
 	id, err := yarn.ParseApplicationID(app.id)
 	require.NoError(t, err)
-	rep, err := cl.GetApplicationReport(ctx, id)
+	rep, err := raw(cl).GetApplicationReport(ctx, id)
 	require.NoError(t, err, "the new active RM recovered %s", app.id)
 	require.Equal(t, app.id, yarn.ApplicationID(rep.GetApplicationId()))
 	// So does the REST client (rm1's 307 leads it to rm2).

@@ -24,6 +24,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xres/xres/integration/harness"
+	"github.com/xres/xres/yarn"
 	"github.com/xres/xres/yarn/am"
 )
 
@@ -206,8 +207,8 @@ func TestGroupsOwnDevicesAndCommands(t *testing.T) {
 	require.Equal(t, 1, byName["trainer"].Running, "%+v", st.Groups)
 	require.Equal(t, 2, byName["prep"].Workers, "%+v", st.Groups)
 	require.Equal(t, 2, byName["prep"].Running, "%+v", st.Groups)
-	require.Equal(t, am.Resource{MemoryMB: 256, VCores: 1, Extra: map[string]int64{"yarn.io/gpu": 2}}, byName["trainer"].Profile)
-	require.Equal(t, am.Resource{MemoryMB: 320, VCores: 2, Extra: map[string]int64{"yarn.io/fpga": 1}}, byName["prep"].Profile)
+	require.Equal(t, yarn.Resource{MemoryMB: 256, VCores: 1, Extra: map[string]int64{"yarn.io/gpu": 2}}, byName["trainer"].Profile)
+	require.Equal(t, yarn.Resource{MemoryMB: 320, VCores: 2, Extra: map[string]int64{"yarn.io/fpga": 1}}, byName["prep"].Profile)
 
 	// The tracking page: running of target, and a row per group.
 	pageShows(t, ctx, c, app, `<span id="target">running 3 of target 3</span>`,

@@ -61,7 +61,7 @@ func TestRPCApplicationClientProtocol(t *testing.T) {
 	wantGPUs := envInt(t, "XRES_MINICLUSTER_GPUS", 2)
 
 	t.Run("getClusterMetrics", func(t *testing.T) {
-		m, err := cl.GetClusterMetrics(ctx)
+		m, err := raw(cl).GetClusterMetrics(ctx)
 		require.NoError(t, err)
 		require.Equal(t, int32(wantNodes), m.GetNumNodeManagers())
 		require.Equal(t, int32(wantNodes), m.GetNumActiveNms())
@@ -73,16 +73,16 @@ func TestRPCApplicationClientProtocol(t *testing.T) {
 			require.True(t, yarn.HasResourceType(types, name), "%s missing from %v", name, types)
 		}
 		for _, ty := range types {
-			if ty.GetName() == "memory-mb" {
-				require.Equal(t, "Mi", ty.GetUnits())
+			if ty.Name == "memory-mb" {
+				require.Equal(t, "Mi", ty.Units)
 			}
 		}
-		err = yarn.CheckResource(types, yarn.NewResource(256, 1, map[string]int64{"yarn.io/gpu": 1, "example.com/unknown": 1}))
+		err = yarn.CheckResource(types, yarn.Resource{MemoryMB: 256, VCores: 1, Extra: map[string]int64{"yarn.io/gpu": 1, "example.com/unknown": 1}})
 		require.ErrorIs(t, err, yarn.ErrResourceNotFound)
 		require.ErrorContains(t, err, "example.com/unknown")
 	})
 	t.Run("getClusterNodes", func(t *testing.T) {
-		nodes, err := cl.GetClusterNodes(ctx, hadoopyarn.NodeStateProto_NS_RUNNING)
+		nodes, err := raw(cl).GetClusterNodes(ctx, hadoopyarn.NodeStateProto_NS_RUNNING)
 		require.NoError(t, err)
 		require.Len(t, nodes, int(wantNodes))
 		for _, n := range nodes {
@@ -94,12 +94,12 @@ func TestRPCApplicationClientProtocol(t *testing.T) {
 			require.NotNil(t, n.GetUsed())
 			require.Positive(t, n.GetLastHealthReportTime())
 		}
-		lost, err := cl.GetClusterNodes(ctx, hadoopyarn.NodeStateProto_NS_LOST)
+		lost, err := raw(cl).GetClusterNodes(ctx, hadoopyarn.NodeStateProto_NS_LOST)
 		require.NoError(t, err)
 		require.Empty(t, lost)
 	})
 	t.Run("getNewApplication", func(t *testing.T) {
-		app, err := cl.GetNewApplication(ctx)
+		app, err := raw(cl).GetNewApplication(ctx)
 		require.NoError(t, err)
 		require.True(t, strings.HasPrefix(yarn.ApplicationID(app.GetApplicationId()), "application_"))
 		gpus, ok := yarn.ResourceValue(app.GetMaximumCapability(), "yarn.io/gpu")
@@ -107,7 +107,7 @@ func TestRPCApplicationClientProtocol(t *testing.T) {
 		require.Positive(t, gpus)
 	})
 	t.Run("getApplicationReport unknown", func(t *testing.T) {
-		_, err := cl.GetApplicationReport(ctx, &hadoopyarn.ApplicationIdProto{Id: proto.Int32(9999), ClusterTimestamp: proto.Int64(1)})
+		_, err := raw(cl).GetApplicationReport(ctx, &hadoopyarn.ApplicationIdProto{Id: proto.Int32(9999), ClusterTimestamp: proto.Int64(1)})
 		require.ErrorIs(t, err, yarn.ErrApplicationNotFound)
 		var re *yarn.RemoteError
 		require.ErrorAs(t, err, &re)
@@ -118,7 +118,7 @@ func TestRPCApplicationClientProtocol(t *testing.T) {
 		r := waitReport(t, cl, id, hadoopyarn.YarnApplicationStateProto_ACCEPTED, hadoopyarn.YarnApplicationStateProto_RUNNING)
 		require.Equal(t, "xres-rpc-kill", r.GetName())
 		require.Equal(t, c.User, r.GetUser())
-		require.NoError(t, cl.KillApplication(ctx, id, "killed by xres rpc test"))
+		require.NoError(t, raw(cl).KillApplication(ctx, id, "killed by xres rpc test"))
 		r = waitReport(t, cl, id, hadoopyarn.YarnApplicationStateProto_KILLED)
 		require.Equal(t, hadoopyarn.FinalApplicationStatusProto_APP_KILLED, r.GetFinalApplicationStatus())
 	})
@@ -129,11 +129,11 @@ func TestRPCApplicationClientProtocol(t *testing.T) {
 // logs on failure, and returns its id.
 func submitSleep(t *testing.T, ctx context.Context, c *harness.Cluster, cl *yarn.Client, name string, env []*hadoopyarn.StringStringMapProto) *hadoopyarn.ApplicationIdProto {
 	t.Helper()
-	app, err := cl.GetNewApplication(ctx)
+	app, err := raw(cl).GetNewApplication(ctx)
 	require.NoError(t, err)
 	id := app.GetApplicationId()
 	c.KeepAppLogs(t, yarn.ApplicationID(id))
-	require.NoError(t, cl.SubmitApplication(ctx, &hadoopyarn.ApplicationSubmissionContextProto{
+	require.NoError(t, raw(cl).SubmitApplication(ctx, &hadoopyarn.ApplicationSubmissionContextProto{
 		ApplicationId: id, ApplicationName: proto.String(name), ApplicationType: proto.String("XRES-TEST"),
 		MaxAppAttempts: proto.Int32(1), Resource: yarn.NewResource(128, 1, nil),
 		AmContainerSpec: &hadoopyarn.ContainerLaunchContextProto{Command: []string{"sleep 300"}, Environment: env},
@@ -146,7 +146,7 @@ func waitReport(t *testing.T, cl *yarn.Client, id *hadoopyarn.ApplicationIdProto
 	ctx := rpcCtx(t, 4*time.Minute)
 	var last *hadoopyarn.ApplicationReportProto
 	for {
-		r, err := cl.GetApplicationReport(ctx, id)
+		r, err := raw(cl).GetApplicationReport(ctx, id)
 		if err == nil {
 			last = r
 			for _, s := range states {
@@ -192,7 +192,7 @@ func TestRPCErrors(t *testing.T) {
 		require.NoError(t, err)
 		defer am.Close()
 		start := time.Now()
-		_, err = am.Register(rpcCtx(t, time.Minute), &hadoopyarn.RegisterApplicationMasterRequestProto{})
+		_, err = am.Register(rpcCtx(t, time.Minute), yarn.RegisterRequest{})
 		require.ErrorIs(t, err, yarn.ErrUnauthorized)
 		require.Less(t, time.Since(start), 30*time.Second)
 		require.NotContains(t, err.Error(), "not-the-password")
@@ -200,7 +200,7 @@ func TestRPCErrors(t *testing.T) {
 	})
 	t.Run("SIMPLE on the scheduler port", func(t *testing.T) {
 		cl := rpcClient(t, c, sched...)
-		_, err := cl.GetClusterMetrics(rpcCtx(t, time.Minute))
+		_, err := raw(cl).GetClusterMetrics(rpcCtx(t, time.Minute))
 		require.ErrorIs(t, err, yarn.ErrAccessControl)
 		require.ErrorContains(t, err, "SIMPLE authentication is not enabled")
 	})
@@ -208,7 +208,7 @@ func TestRPCErrors(t *testing.T) {
 		standby := yarntest.NewServer(t, yarntest.Options{})
 		standby.SetStandby(true)
 		cl := rpcClient(t, c, append([]string{standby.Addr}, rmAddrs(t, c, yarn.RMClient)...)...)
-		m, err := cl.GetClusterMetrics(rpcCtx(t, time.Minute))
+		m, err := raw(cl).GetClusterMetrics(rpcCtx(t, time.Minute))
 		require.NoError(t, err)
 		require.Positive(t, m.GetNumNodeManagers())
 		require.Equal(t, int64(1), standby.Calls())
@@ -217,7 +217,7 @@ func TestRPCErrors(t *testing.T) {
 		standby := yarntest.NewServer(t, yarntest.Options{})
 		standby.SetStandby(true)
 		cl := rpcClient(t, c, standby.Addr)
-		_, err := cl.GetClusterMetrics(rpcCtx(t, time.Minute))
+		_, err := raw(cl).GetClusterMetrics(rpcCtx(t, time.Minute))
 		require.ErrorIs(t, err, yarn.ErrNoActiveRM)
 		require.ErrorIs(t, err, yarn.ErrStandby)
 	})
@@ -240,7 +240,7 @@ func TestRPCErrors(t *testing.T) {
 		}()
 		cl := rpcClient(t, c, ln.Addr().String())
 		start := time.Now()
-		_, err = cl.GetClusterMetrics(rpcCtx(t, time.Minute))
+		_, err = raw(cl).GetClusterMetrics(rpcCtx(t, time.Minute))
 		require.ErrorIs(t, err, yarn.ErrConnection)
 		require.ErrorIs(t, err, yarn.ErrNoActiveRM)
 		require.Less(t, time.Since(start), 30*time.Second)

@@ -52,13 +52,13 @@ func TestSecureRPCProtection(t *testing.T) {
 				require.Contains(t, string(tok.GetChallenge()), `qop="`+tc.qop+`"`)
 			})
 			t.Run("getClusterMetrics", func(t *testing.T) {
-				m, err := cl.GetClusterMetrics(ctx)
+				m, err := raw(cl).GetClusterMetrics(ctx)
 				require.NoError(t, err)
 				require.Equal(t, int32(1), m.GetNumNodeManagers())
 				require.Equal(t, int32(1), m.GetNumActiveNms())
 			})
 			t.Run("getClusterNodes", func(t *testing.T) {
-				nodes, err := cl.GetClusterNodes(ctx, hadoopyarn.NodeStateProto_NS_RUNNING)
+				nodes, err := raw(cl).GetClusterNodes(ctx, hadoopyarn.NodeStateProto_NS_RUNNING)
 				require.NoError(t, err)
 				require.Len(t, nodes, 1)
 				require.Equal(t, c.Env["XRES_NM0_ID"], yarn.NodeID(nodes[0].GetNodeId()))
@@ -127,12 +127,12 @@ func TestSecureKerberos(t *testing.T) {
 		require.Equal(t, c.Env["XRES_SERVICE_PRINCIPAL"], k.GetProtocol()+"/"+k.GetServerId()+"@"+c.Env["XRES_REALM"])
 	})
 	t.Run("KERBEROS getClusterMetrics", func(t *testing.T) {
-		m, err := kerberosClient(t, krb).GetClusterMetrics(ctx)
+		m, err := raw(kerberosClient(t, krb)).GetClusterMetrics(ctx)
 		require.NoError(t, err)
 		require.Equal(t, int32(1), m.GetNumNodeManagers())
 	})
 	t.Run("KERBEROS getNewApplication", func(t *testing.T) {
-		app, err := kerberosClient(t, krb).GetNewApplication(ctx)
+		app, err := raw(kerberosClient(t, krb)).GetNewApplication(ctx)
 		require.NoError(t, err)
 		require.True(t, strings.HasPrefix(yarn.ApplicationID(app.GetApplicationId()), "application_"))
 		gpus, ok := yarn.ResourceValue(app.GetMaximumCapability(), "yarn.io/gpu")
@@ -142,24 +142,24 @@ func TestSecureKerberos(t *testing.T) {
 	t.Run("KERBEROS submit, report, kill as the client user", func(t *testing.T) {
 		cl := kerberosClient(t, krb)
 		id := submitSleep(t, ctx, c, cl, "xres-kerberos", nil)
-		r, err := cl.GetApplicationReport(ctx, id)
+		r, err := raw(cl).GetApplicationReport(ctx, id)
 		require.NoError(t, err)
 		// The RM maps client@EXAMPLE.COM to its short name (auth_to_local).
 		require.Equal(t, strings.Split(principal, "@")[0], r.GetUser())
 		require.Equal(t, "xres-kerberos", r.GetName())
-		require.NoError(t, cl.KillApplication(ctx, id, "killed by xres kerberos test"))
-		r, err = cl.GetApplicationReport(ctx, id)
+		require.NoError(t, raw(cl).KillApplication(ctx, id, "killed by xres kerberos test"))
+		r, err = raw(cl).GetApplicationReport(ctx, id)
 		require.NoError(t, err)
 		require.Equal(t, hadoopyarn.YarnApplicationStateProto_KILLED, r.GetYarnApplicationState())
 	})
 	t.Run("KERBEROS with the server's offered principal", func(t *testing.T) {
 		k, err := yarn.NewKerberosFromKeytab(krb5Conf, keytabPath, principal)
 		require.NoError(t, err)
-		_, err = kerberosClient(t, k).GetClusterMetrics(ctx)
+		_, err = raw(kerberosClient(t, k)).GetClusterMetrics(ctx)
 		require.NoError(t, err)
 	})
 	t.Run("SIMPLE is refused", func(t *testing.T) {
-		_, err := rpcClient(t, c).GetClusterMetrics(ctx)
+		_, err := raw(rpcClient(t, c)).GetClusterMetrics(ctx)
 		require.ErrorIs(t, err, yarn.ErrAccessControl)
 		require.ErrorContains(t, err, "SIMPLE authentication is not enabled")
 	})
@@ -168,7 +168,7 @@ func TestSecureKerberos(t *testing.T) {
 		require.NoError(t, err)
 		k.ServicePrincipal = "nosuch/localhost@" + c.Env["XRES_REALM"]
 		start := time.Now()
-		_, err = kerberosClient(t, k).GetClusterMetrics(ctx)
+		_, err = raw(kerberosClient(t, k)).GetClusterMetrics(ctx)
 		require.ErrorIs(t, err, yarn.ErrKerberos)
 		require.ErrorContains(t, err, "nosuch/localhost")
 		require.Less(t, time.Since(start), 30*time.Second)
@@ -272,13 +272,13 @@ func TestSecureKerberosPrivacy(t *testing.T) {
 
 			t.Run("KERBEROS getClusterMetrics", func(t *testing.T) {
 				start := time.Now()
-				m, err := cl.GetClusterMetrics(ctx)
+				m, err := raw(cl).GetClusterMetrics(ctx)
 				require.NoError(t, err)
 				require.Equal(t, int32(1), m.GetNumNodeManagers())
 				require.Less(t, time.Since(start), 30*time.Second)
 			})
 			t.Run("KERBEROS getClusterNodes", func(t *testing.T) {
-				nodes, err := cl.GetClusterNodes(ctx)
+				nodes, err := raw(cl).GetClusterNodes(ctx)
 				require.NoError(t, err)
 				require.Len(t, nodes, 1)
 			})
@@ -286,7 +286,7 @@ func TestSecureKerberosPrivacy(t *testing.T) {
 				errs := make(chan error, 16)
 				for range 16 {
 					go func() {
-						_, err := cl.GetClusterMetrics(ctx)
+						_, err := raw(cl).GetClusterMetrics(ctx)
 						errs <- err
 					}()
 				}
@@ -295,7 +295,7 @@ func TestSecureKerberosPrivacy(t *testing.T) {
 				}
 			})
 			t.Run("KERBEROS getNewApplication", func(t *testing.T) {
-				app, err := cl.GetNewApplication(ctx)
+				app, err := raw(cl).GetNewApplication(ctx)
 				require.NoError(t, err)
 				require.True(t, strings.HasPrefix(yarn.ApplicationID(app.GetApplicationId()), "application_"))
 			})
@@ -305,8 +305,8 @@ func TestSecureKerberosPrivacy(t *testing.T) {
 				big := strings.Repeat("0123456789abcdef", 300<<10/16)
 				id := submitSleep(t, ctx, c, cl, "xres-"+protection,
 					[]*hadoopyarn.StringStringMapProto{{Key: proto.String("XRES_BIG"), Value: proto.String(big)}})
-				require.NoError(t, cl.KillApplication(ctx, id, "killed: "+big))
-				r, err := cl.GetApplicationReport(ctx, id)
+				require.NoError(t, raw(cl).KillApplication(ctx, id, "killed: "+big))
+				r, err := raw(cl).GetApplicationReport(ctx, id)
 				require.NoError(t, err)
 				require.Equal(t, "xres-"+protection, r.GetName())
 				require.Equal(t, hadoopyarn.YarnApplicationStateProto_KILLED, r.GetYarnApplicationState())

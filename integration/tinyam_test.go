@@ -30,7 +30,7 @@ func runTinyAM(t *testing.T, ctx context.Context, c *harness.Cluster, cl *yarn.C
 	t.Helper()
 	bin := harness.BuildBinary(t, "./testdata/tinyam")
 
-	app, err := cl.GetNewApplication(ctx)
+	app, err := raw(cl).GetNewApplication(ctx)
 	require.NoError(t, err)
 	id := app.GetApplicationId()
 	appID := yarn.ApplicationID(id)
@@ -73,7 +73,7 @@ func runTinyAM(t *testing.T, ctx context.Context, c *harness.Cluster, cl *yarn.C
 			Command:     []string{"./tinyam", "1><LOG_DIR>/stdout", "2><LOG_DIR>/stderr"},
 		},
 	}
-	require.NoError(t, cl.SubmitApplication(ctx, asc))
+	require.NoError(t, raw(cl).SubmitApplication(ctx, asc))
 	r := waitReport(t, cl, id, hadoopyarn.YarnApplicationStateProto_FINISHED)
 	require.Equal(t, hadoopyarn.FinalApplicationStatusProto_APP_SUCCEEDED, r.GetFinalApplicationStatus(), "diagnostics: %s", r.GetDiagnostics())
 	require.Contains(t, r.GetDiagnostics(), "tinyam: ok")

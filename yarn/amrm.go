@@ -80,28 +80,36 @@ func (c *AMRMClient) Close() error { return c.ep.close() }
 
 // Register registers the AM. After ErrApplicationMasterNotRegistered (RM
 // restart or failover) call it again and resend every outstanding ask.
-func (c *AMRMClient) Register(ctx context.Context, req *hadoopyarn.RegisterApplicationMasterRequestProto) (*hadoopyarn.RegisterApplicationMasterResponseProto, error) {
+func (c *AMRMClient) Register(ctx context.Context, req RegisterRequest) (RegisterResponse, error) {
 	resp := &hadoopyarn.RegisterApplicationMasterResponseProto{}
-	if err := c.ep.call(ctx, "registerApplicationMaster", req, resp); err != nil {
-		return nil, err
+	if err := c.ep.call(ctx, "registerApplicationMaster", &hadoopyarn.RegisterApplicationMasterRequestProto{
+		Host: proto.String(req.Host), RpcPort: proto.Int32(req.RPCPort), TrackingUrl: proto.String(req.TrackingURL),
+	}, resp); err != nil {
+		return RegisterResponse{}, err
 	}
 	c.mu.Lock()
 	c.lastResponseID = 0
 	c.mu.Unlock()
-	return resp, nil
+	return registerResponse(resp), nil
 }
 
 // Allocate sends one heartbeat. The client fills in response_id (the last
 // one received; 0 after Register). When the response carries a new
-// AMRMToken it becomes the token for every later connection.
-func (c *AMRMClient) Allocate(ctx context.Context, req *hadoopyarn.AllocateRequestProto) (*hadoopyarn.AllocateResponseProto, error) {
-	req = proto.Clone(req).(*hadoopyarn.AllocateRequestProto)
+// AMRMToken it becomes the token for every later connection (and is in
+// the answer's AMRMToken). An RM that cannot handle placement constraints
+// answers a SchedulingRequest with an error wrapping
+// ErrPlacementUnsupported.
+func (c *AMRMClient) Allocate(ctx context.Context, r AllocateRequest) (AllocateResponse, error) {
+	req, err := allocateProto(r)
+	if err != nil {
+		return AllocateResponse{}, err
+	}
 	c.mu.Lock()
 	req.ResponseId = proto.Int32(c.lastResponseID)
 	c.mu.Unlock()
 	resp := &hadoopyarn.AllocateResponseProto{}
 	if err := c.ep.call(ctx, "allocate", req, resp); err != nil {
-		return nil, err
+		return AllocateResponse{}, placementRefused(err)
 	}
 	c.mu.Lock()
 	c.lastResponseID = resp.GetResponseId()
@@ -121,12 +129,13 @@ func (c *AMRMClient) Allocate(ctx context.Context, req *hadoopyarn.AllocateReque
 			cl.Reset()
 		}
 	}
-	return resp, nil
+	return allocateResponse(resp), nil
 }
 
 // Finish unregisters the AM with a final status, repeating the call until
 // the RM confirms (as Hadoop's AMRMClient does) or ctx ends.
-func (c *AMRMClient) Finish(ctx context.Context, req *hadoopyarn.FinishApplicationMasterRequestProto) error {
+func (c *AMRMClient) Finish(ctx context.Context, r FinishRequest) error {
+	req := finishProto(r)
 	for {
 		resp := &hadoopyarn.FinishApplicationMasterResponseProto{}
 		if err := c.ep.call(ctx, "finishApplicationMaster", req, resp); err != nil {

@@ -76,15 +76,15 @@ func TestAMRMClient(t *testing.T) {
 	defer c.Close()
 	ctx := testCtx(t)
 
-	_, err = c.Allocate(ctx, &hadoopyarn.AllocateRequestProto{})
+	_, err = c.Allocate(ctx, AllocateRequest{})
 	require.ErrorIs(t, err, ErrApplicationMasterNotRegistered)
 
-	reg, err := c.Register(ctx, &hadoopyarn.RegisterApplicationMasterRequestProto{Host: proto.String("h"), RpcPort: proto.Int32(-1)})
+	reg, err := c.Register(ctx, RegisterRequest{Host: "h", RPCPort: -1})
 	require.NoError(t, err)
-	require.True(t, HasResourceType(reg.GetResourceTypes(), "yarn.io/gpu"))
+	require.True(t, HasResourceType(reg.ResourceTypes, "yarn.io/gpu"))
 
 	for i := 0; i < 3; i++ {
-		_, err := c.Allocate(ctx, &hadoopyarn.AllocateRequestProto{ResponseId: proto.Int32(77)})
+		_, err := c.Allocate(ctx, AllocateRequest{})
 		require.NoError(t, err)
 	}
 	require.Equal(t, []int32{0, 1, 2}, rm.responseIDs, "the client keeps response_id, starting at 0")
@@ -93,18 +93,17 @@ func TestAMRMClient(t *testing.T) {
 	newTok := amrmToken(t, 2, "")
 	rm.AddToken(newTok.Identifier, newTok.Password)
 	rm.rollTo = newTok
-	_, err = c.Allocate(ctx, &hadoopyarn.AllocateRequestProto{})
+	_, err = c.Allocate(ctx, AllocateRequest{})
 	require.NoError(t, err)
 	require.Equal(t, newTok.Identifier, c.Token().Identifier)
 	require.Equal(t, rm.Addr, c.Token().Service, "the service of the old token is kept")
 	rm.rollTo = nil
 	rm.RemoveToken(tok.Identifier)
 	rm.DropConnections()
-	_, err = c.Allocate(ctx, &hadoopyarn.AllocateRequestProto{})
+	_, err = c.Allocate(ctx, AllocateRequest{})
 	require.NoError(t, err, "reconnect authenticates with the rolled token")
 
-	require.NoError(t, c.Finish(ctx, &hadoopyarn.FinishApplicationMasterRequestProto{
-		FinalApplicationStatus: hadoopyarn.FinalApplicationStatusProto_APP_SUCCEEDED.Enum()}))
+	require.NoError(t, c.Finish(ctx, FinishRequest{Status: StatusSucceeded}))
 	require.Equal(t, int32(3), rm.finishes.Load(), "finish repeats until unregistered")
 }
 
@@ -118,7 +117,7 @@ func TestAMRMClientAuthErrors(t *testing.T) {
 		c, err := NewAMRMClient(AMConfig{Addrs: []string{rm.Addr}, Token: &bad, Backoff: Backoff{Attempts: 1}})
 		require.NoError(t, err)
 		defer c.Close()
-		_, err = c.Register(ctx, &hadoopyarn.RegisterApplicationMasterRequestProto{})
+		_, err = c.Register(ctx, RegisterRequest{})
 		require.ErrorIs(t, err, ErrUnauthorized)
 		require.NotContains(t, err.Error(), "wrong")
 	})
@@ -126,7 +125,7 @@ func TestAMRMClientAuthErrors(t *testing.T) {
 		c, err := NewAMRMClient(AMConfig{Addrs: []string{rm.Addr}, Token: amrmToken(t, 9, "")})
 		require.NoError(t, err)
 		defer c.Close()
-		_, err = c.Register(ctx, &hadoopyarn.RegisterApplicationMasterRequestProto{})
+		_, err = c.Register(ctx, RegisterRequest{})
 		require.ErrorIs(t, err, ErrInvalidToken)
 	})
 	t.Run("no token", func(t *testing.T) {

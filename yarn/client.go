@@ -3,8 +3,10 @@ package yarn
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"os/user"
+	"slices"
 	"strings"
 	"time"
 
@@ -93,48 +95,69 @@ func CurrentUser(getenv func(string) string) string {
 // Close closes the connections.
 func (c *Client) Close() error { return c.ep.close() }
 
-// GetNewApplication reserves an application id; the response also carries
+// GetNewApplication reserves an application id; the answer also carries
 // the largest container the cluster can give.
-func (c *Client) GetNewApplication(ctx context.Context) (*hadoopyarn.GetNewApplicationResponseProto, error) {
+func (c *Client) GetNewApplication(ctx context.Context) (NewApplication, error) {
 	resp := &hadoopyarn.GetNewApplicationResponseProto{}
 	if err := c.ep.call(ctx, "getNewApplication", &hadoopyarn.GetNewApplicationRequestProto{}, resp); err != nil {
-		return nil, err
+		return NewApplication{}, err
 	}
-	return resp, nil
+	return NewApplication{ID: ApplicationID(resp.GetApplicationId()), MaxCapability: resourceFromProto(resp.GetMaximumCapability())}, nil
 }
 
 // SubmitApplication submits an application under an id from
 // GetNewApplication. The RM treats a repeated submission of the same id as
 // done, so a retry after failover is safe.
-func (c *Client) SubmitApplication(ctx context.Context, asc *hadoopyarn.ApplicationSubmissionContextProto) error {
+func (c *Client) SubmitApplication(ctx context.Context, sub Submission) error {
+	asc, err := submissionProto(sub)
+	if err != nil {
+		return err
+	}
 	return c.ep.call(ctx, "submitApplication",
 		&hadoopyarn.SubmitApplicationRequestProto{ApplicationSubmissionContext: asc},
 		&hadoopyarn.SubmitApplicationResponseProto{})
 }
 
-// GetApplicationReport returns the RM's report of an application.
-func (c *Client) GetApplicationReport(ctx context.Context, id *hadoopyarn.ApplicationIdProto) (*hadoopyarn.ApplicationReportProto, error) {
+// GetApplicationReport returns the RM's report of an application
+// (application_<cluster timestamp>_<number>).
+func (c *Client) GetApplicationReport(ctx context.Context, appID string) (ApplicationReport, error) {
+	id, err := ParseApplicationID(appID)
+	if err != nil {
+		return ApplicationReport{}, err
+	}
 	resp := &hadoopyarn.GetApplicationReportResponseProto{}
 	if err := c.ep.call(ctx, "getApplicationReport", &hadoopyarn.GetApplicationReportRequestProto{ApplicationId: id}, resp); err != nil {
-		return nil, err
+		return ApplicationReport{}, err
 	}
-	return resp.GetApplicationReport(), nil
+	return applicationReportFromProto(resp.GetApplicationReport()), nil
 }
 
 // GetApplications lists the applications of the given types (none: every
-// type) in the given states (none: every state), as `yarn application
-// -list` asks.
-func (c *Client) GetApplications(ctx context.Context, types []string, states ...hadoopyarn.YarnApplicationStateProto) ([]*hadoopyarn.ApplicationReportProto, error) {
-	resp := &hadoopyarn.GetApplicationsResponseProto{}
-	if err := c.ep.call(ctx, "getApplications", &hadoopyarn.GetApplicationsRequestProto{ApplicationTypes: types, ApplicationStates: states}, resp); err != nil {
+// type) in the given states (NEW … KILLED; none: every state), as `yarn
+// application -list` asks.
+func (c *Client) GetApplications(ctx context.Context, types []string, states ...string) ([]ApplicationReport, error) {
+	ps, err := applicationStates(states)
+	if err != nil {
 		return nil, err
 	}
-	return resp.GetApplications(), nil
+	resp := &hadoopyarn.GetApplicationsResponseProto{}
+	if err := c.ep.call(ctx, "getApplications", &hadoopyarn.GetApplicationsRequestProto{ApplicationTypes: types, ApplicationStates: ps}, resp); err != nil {
+		return nil, err
+	}
+	out := make([]ApplicationReport, 0, len(resp.GetApplications()))
+	for _, a := range resp.GetApplications() {
+		out = append(out, applicationReportFromProto(a))
+	}
+	return out, nil
 }
 
 // ForceKillApplication asks the RM to kill an application once and
 // reports whether the kill has completed.
-func (c *Client) ForceKillApplication(ctx context.Context, id *hadoopyarn.ApplicationIdProto, diagnostics string) (bool, error) {
+func (c *Client) ForceKillApplication(ctx context.Context, appID, diagnostics string) (bool, error) {
+	id, err := ParseApplicationID(appID)
+	if err != nil {
+		return false, err
+	}
 	req := &hadoopyarn.KillApplicationRequestProto{ApplicationId: id}
 	if diagnostics != "" {
 		req.Diagnostics = proto.String(diagnostics)
@@ -148,53 +171,62 @@ func (c *Client) ForceKillApplication(ctx context.Context, id *hadoopyarn.Applic
 
 // KillApplication calls ForceKillApplication until the kill completes or
 // ctx ends, as `yarn application -kill` does.
-func (c *Client) KillApplication(ctx context.Context, id *hadoopyarn.ApplicationIdProto, diagnostics string) error {
+func (c *Client) KillApplication(ctx context.Context, appID, diagnostics string) error {
 	for {
-		done, err := c.ForceKillApplication(ctx, id, diagnostics)
+		done, err := c.ForceKillApplication(ctx, appID, diagnostics)
 		if err != nil || done {
 			return err
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("kill %s: %w", ApplicationID(id), ctx.Err())
+			return fmt.Errorf("kill %s: %w", appID, ctx.Err())
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
 }
 
-// GetClusterNodes lists NodeManagers in the given states (none: all).
-func (c *Client) GetClusterNodes(ctx context.Context, states ...hadoopyarn.NodeStateProto) ([]*hadoopyarn.NodeReportProto, error) {
-	resp := &hadoopyarn.GetClusterNodesResponseProto{}
-	if err := c.ep.call(ctx, "getClusterNodes", &hadoopyarn.GetClusterNodesRequestProto{NodeStates: states}, resp); err != nil {
+// GetClusterNodes lists NodeManagers in the given states (RUNNING, LOST, …;
+// none: the RM's default).
+func (c *Client) GetClusterNodes(ctx context.Context, states ...string) ([]NodeReport, error) {
+	ps, err := nodeStates(states)
+	if err != nil {
 		return nil, err
 	}
-	return resp.GetNodeReports(), nil
+	resp := &hadoopyarn.GetClusterNodesResponseProto{}
+	if err := c.ep.call(ctx, "getClusterNodes", &hadoopyarn.GetClusterNodesRequestProto{NodeStates: ps}, resp); err != nil {
+		return nil, err
+	}
+	out := make([]NodeReport, 0, len(resp.GetNodeReports()))
+	for _, n := range resp.GetNodeReports() {
+		out = append(out, nodeReportFromProto(n))
+	}
+	return out, nil
 }
 
 // GetClusterMetrics returns NodeManager counts.
-func (c *Client) GetClusterMetrics(ctx context.Context) (*hadoopyarn.YarnClusterMetricsProto, error) {
+func (c *Client) GetClusterMetrics(ctx context.Context) (ClusterMetrics, error) {
 	resp := &hadoopyarn.GetClusterMetricsResponseProto{}
 	if err := c.ep.call(ctx, "getClusterMetrics", &hadoopyarn.GetClusterMetricsRequestProto{}, resp); err != nil {
-		return nil, err
+		return ClusterMetrics{}, err
 	}
-	return resp.GetClusterMetrics(), nil
+	return clusterMetricsFromProto(resp.GetClusterMetrics()), nil
 }
 
 // GetResourceTypeInfo lists the resource types the RM knows (memory-mb,
 // vcores, and e.g. yarn.io/gpu). The RM silently drops asks for types not
 // listed here, so check before asking.
-func (c *Client) GetResourceTypeInfo(ctx context.Context) ([]*hadoopyarn.ResourceTypeInfoProto, error) {
+func (c *Client) GetResourceTypeInfo(ctx context.Context) ([]ResourceType, error) {
 	resp := &hadoopyarn.GetAllResourceTypeInfoResponseProto{}
 	if err := c.ep.call(ctx, "getResourceTypeInfo", &hadoopyarn.GetAllResourceTypeInfoRequestProto{}, resp); err != nil {
 		return nil, err
 	}
-	return resp.GetResourceTypeInfo(), nil
+	return resourceTypesFromProto(resp.GetResourceTypeInfo()), nil
 }
 
 // HasResourceType reports whether name is among types.
-func HasResourceType(types []*hadoopyarn.ResourceTypeInfoProto, name string) bool {
+func HasResourceType(types []ResourceType, name string) bool {
 	for _, t := range types {
-		if t.GetName() == name {
+		if t.Name == name {
 			return true
 		}
 	}
@@ -202,17 +234,17 @@ func HasResourceType(types []*hadoopyarn.ResourceTypeInfoProto, name string) boo
 }
 
 // CheckResource returns an error wrapping ErrResourceNotFound that names
-// every resource in r the RM does not know (types from
+// every extended resource in r the RM does not know (types from
 // GetResourceTypeInfo or the register response). The RM itself drops
 // unknown names silently, so an ask would otherwise lose them.
-func CheckResource(types []*hadoopyarn.ResourceTypeInfoProto, r *hadoopyarn.ResourceProto) error {
+func CheckResource(types []ResourceType, r Resource) error {
 	var missing, known []string
 	for _, t := range types {
-		known = append(known, t.GetName())
+		known = append(known, t.Name)
 	}
-	for _, ri := range r.GetResourceValueMap() {
-		if !HasResourceType(types, ri.GetKey()) {
-			missing = append(missing, ri.GetKey())
+	for _, k := range slices.Sorted(maps.Keys(r.Extra)) {
+		if !HasResourceType(types, k) {
+			missing = append(missing, k)
 		}
 	}
 	if len(missing) == 0 {

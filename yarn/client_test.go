@@ -88,44 +88,42 @@ func TestClientCalls(t *testing.T) {
 	t.Run("getNewApplication", func(t *testing.T) {
 		r, err := c.GetNewApplication(ctx)
 		require.NoError(t, err)
-		require.Equal(t, "application_1700000000000_0003", ApplicationID(r.GetApplicationId()))
-		gpus, ok := ResourceValue(r.GetMaximumCapability(), "yarn.io/gpu")
-		require.True(t, ok)
-		require.Equal(t, int64(2), gpus)
+		require.Equal(t, "application_1700000000000_0003", r.ID)
+		require.Equal(t, int64(2), r.MaxCapability.Extra["yarn.io/gpu"])
 	})
 	t.Run("submitApplication", func(t *testing.T) {
-		require.NoError(t, c.SubmitApplication(ctx, &hadoopyarn.ApplicationSubmissionContextProto{ApplicationId: testApp, ApplicationName: proto.String("tiny")}))
-		err := c.SubmitApplication(ctx, &hadoopyarn.ApplicationSubmissionContextProto{ApplicationId: testApp})
+		require.NoError(t, c.SubmitApplication(ctx, Submission{AppID: ApplicationID(testApp), Name: "tiny"}))
+		err := c.SubmitApplication(ctx, Submission{AppID: ApplicationID(testApp)})
 		var re *RemoteError
 		require.ErrorAs(t, err, &re)
 		require.Equal(t, "submitApplication", re.Method)
 		require.Equal(t, "bad name", re.Message)
 	})
 	t.Run("getApplicationReport", func(t *testing.T) {
-		r, err := c.GetApplicationReport(ctx, testApp)
+		r, err := c.GetApplicationReport(ctx, ApplicationID(testApp))
 		require.NoError(t, err)
-		require.Equal(t, "alice", r.GetUser())
-		require.Equal(t, hadoopyarn.FinalApplicationStatusProto_APP_SUCCEEDED, r.GetFinalApplicationStatus())
-		_, err = c.GetApplicationReport(ctx, &hadoopyarn.ApplicationIdProto{Id: proto.Int32(9), ClusterTimestamp: proto.Int64(1)})
+		require.Equal(t, "alice", r.User)
+		require.Equal(t, "SUCCEEDED", r.FinalStatus)
+		_, err = c.GetApplicationReport(ctx, "application_1_0009")
 		require.ErrorIs(t, err, ErrApplicationNotFound)
 		require.ErrorContains(t, err, "application_1_0009")
 	})
 	t.Run("killApplication polls until completed", func(t *testing.T) {
-		require.NoError(t, c.KillApplication(ctx, testApp, "test"))
+		require.NoError(t, c.KillApplication(ctx, ApplicationID(testApp), "test"))
 	})
 	t.Run("getClusterNodes", func(t *testing.T) {
 		nodes, err := c.GetClusterNodes(ctx)
 		require.NoError(t, err)
 		require.Len(t, nodes, 1)
-		require.Equal(t, "nm1:45454", NodeID(nodes[0].GetNodeId()))
-		lost, err := c.GetClusterNodes(ctx, hadoopyarn.NodeStateProto_NS_LOST)
+		require.Equal(t, "nm1:45454", nodes[0].ID)
+		lost, err := c.GetClusterNodes(ctx, "LOST")
 		require.NoError(t, err)
 		require.Empty(t, lost, "the state filter reaches the server")
 	})
 	t.Run("getClusterMetrics", func(t *testing.T) {
 		m, err := c.GetClusterMetrics(ctx)
 		require.NoError(t, err)
-		require.Equal(t, int32(2), m.GetNumNodeManagers())
+		require.Equal(t, 2, m.NodeManagers)
 	})
 	t.Run("getResourceTypeInfo", func(t *testing.T) {
 		types, err := c.GetResourceTypeInfo(ctx)
@@ -146,7 +144,7 @@ func TestClientFailover(t *testing.T) {
 		defer c.Close()
 		m, err := c.GetClusterMetrics(testCtx(t))
 		require.NoError(t, err)
-		require.Equal(t, int32(2), m.GetNumNodeManagers())
+		require.Equal(t, 2, m.NodeManagers)
 		require.Equal(t, int64(1), standby.Calls())
 		// The client stays on the active RM.
 		_, err = c.GetClusterMetrics(testCtx(t))
@@ -195,7 +193,7 @@ func TestClientFailover(t *testing.T) {
 		c, err := NewClient(ClientConfig{Addrs: []string{a.Addr, b.Addr}, User: "u", Backoff: fast})
 		require.NoError(t, err)
 		defer c.Close()
-		_, err = c.GetApplicationReport(testCtx(t), &hadoopyarn.ApplicationIdProto{Id: proto.Int32(99)})
+		_, err = c.GetApplicationReport(testCtx(t), "application_0_0099")
 		require.ErrorIs(t, err, ErrApplicationNotFound)
 		require.Equal(t, int64(0), b.Calls())
 	})
@@ -208,9 +206,9 @@ func TestClientFailover(t *testing.T) {
 }
 
 func TestCheckResource(t *testing.T) {
-	types := []*hadoopyarn.ResourceTypeInfoProto{{Name: proto.String("memory-mb")}, {Name: proto.String("vcores")}, {Name: proto.String("yarn.io/gpu")}}
-	require.NoError(t, CheckResource(types, NewResource(1024, 1, map[string]int64{"yarn.io/gpu": 1})))
-	err := CheckResource(types, NewResource(1024, 1, map[string]int64{"yarn.io/gpu": 1, "yarn.io/fpga": 1}))
+	types := []ResourceType{{Name: "memory-mb"}, {Name: "vcores"}, {Name: "yarn.io/gpu"}}
+	require.NoError(t, CheckResource(types, Resource{MemoryMB: 1024, VCores: 1, Extra: map[string]int64{"yarn.io/gpu": 1}}))
+	err := CheckResource(types, Resource{MemoryMB: 1024, VCores: 1, Extra: map[string]int64{"yarn.io/gpu": 1, "yarn.io/fpga": 1}})
 	require.ErrorIs(t, err, ErrResourceNotFound)
 	require.ErrorContains(t, err, "yarn.io/fpga")
 	require.NotContains(t, err.Error(), "type yarn.io/gpu")

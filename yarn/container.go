@@ -10,8 +10,8 @@ import (
 
 // The container types shared by the RPC and REST clients, the submission
 // (yarn/submit) and the ApplicationMaster (yarn/am): what a container is
-// started with, and an allocated container. The adapters over the RPC
-// client (yarn/am's and yarn/submit's) convert them to and from protos.
+// started with, and an allocated container. The RPC clients convert them
+// to and from protos themselves (convert.go).
 
 // LocalResourceType is how the NM localizes a resource.
 type LocalResourceType int

@@ -9,8 +9,15 @@
 // honour hadoop.rpc.protection (authentication, integrity, privacy);
 // Kerberos connections support authentication.
 //
-// The wire layer lives in yarn/internal/ipc and yarn/internal/sasl;
-// messages are the generated types of hadoopproto/hadoopyarn; tokens and
+// The clients' API speaks this package's Go types (ApplicationReport,
+// NodeReport, Submission, Container, LaunchContext, Resource, the AM's
+// RegisterRequest/AllocateRequest/…): *AMRMClient and *NMClient are the
+// ApplicationMaster's yarn/am.RMClient and yarn/am.NMClient as they are.
+// The generated protos (hadoopproto/hadoopyarn) stay behind that boundary;
+// the one escape hatch for callers that must speak raw messages is
+// proto.go (each client's Call, and the id and resource helpers).
+//
+// The wire layer lives in yarn/internal/ipc and yarn/internal/sasl; tokens and
 // token files are in yarn/security; yarn/yarntest runs fake servers for
 // tests; yarn/aggrlog reads the log files YARN log aggregation uploads to
 // HDFS (TFile). RM addresses come from the Hadoop configuration (RMAddresses).

@@ -125,7 +125,7 @@ func TestKerberosClient(t *testing.T) {
 				return
 			}
 			require.NoError(t, err)
-			require.Equal(t, int32(2), m.GetNumNodeManagers())
+			require.Equal(t, 2, m.NodeManagers)
 		})
 	}
 }

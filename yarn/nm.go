@@ -104,9 +104,17 @@ func (c *NMClient) Close() error {
 	return nil
 }
 
-// StartContainers starts containers on node.
-func (c *NMClient) StartContainers(ctx context.Context, node string, nmToken *security.Token, reqs []*hadoopyarn.StartContainerRequestProto) (*hadoopyarn.StartContainersResponseProto, error) {
-	ep, err := c.endpoint(node, nmToken)
+// ContainerStatus is a NodeManager's report of one container
+// (ContainerStatusProto).
+type ContainerStatus struct {
+	ID          string
+	State       string // NEW, RUNNING, COMPLETE (ContainerStateProto without its C_ prefix)
+	ExitStatus  int
+	Diagnostics string
+}
+
+func (c *NMClient) startContainers(ctx context.Context, node string, nmToken security.Token, reqs []*hadoopyarn.StartContainerRequestProto) (*hadoopyarn.StartContainersResponseProto, error) {
+	ep, err := c.endpoint(node, nmSecurityToken(nmToken))
 	if err != nil {
 		return nil, err
 	}
@@ -118,11 +126,17 @@ func (c *NMClient) StartContainers(ctx context.Context, node string, nmToken *se
 }
 
 // StartContainer starts one allocated container with launch; it passes the
-// container token from the allocation on. A per-container refusal comes
+// container token from the allocation on. nmToken is the newest NMToken
+// the RM sent for the container's node (the zero Token if none was
+// received: an error wrapping ErrNoToken). A per-container refusal comes
 // back as *ContainerError.
-func (c *NMClient) StartContainer(ctx context.Context, container *hadoopyarn.ContainerProto, nmToken *security.Token, launch *hadoopyarn.ContainerLaunchContextProto) error {
-	resp, err := c.StartContainers(ctx, NodeID(container.GetNodeId()), nmToken, []*hadoopyarn.StartContainerRequestProto{{
-		ContainerLaunchContext: launch, ContainerToken: container.GetContainerToken(),
+func (c *NMClient) StartContainer(ctx context.Context, ctr Container, nmToken security.Token, launch LaunchContext) error {
+	cp, err := containerProto(ctr)
+	if err != nil {
+		return err
+	}
+	resp, err := c.startContainers(ctx, NodeID(cp.GetNodeId()), nmToken, []*hadoopyarn.StartContainerRequestProto{{
+		ContainerLaunchContext: launchProto(launch), ContainerToken: cp.GetContainerToken(),
 	}})
 	if err != nil {
 		return err
@@ -130,51 +144,78 @@ func (c *NMClient) StartContainer(ctx context.Context, container *hadoopyarn.Con
 	return firstFailure(resp.GetFailedRequests())
 }
 
-// GetContainerStatuses asks node for the state of containers.
-func (c *NMClient) GetContainerStatuses(ctx context.Context, node string, nmToken *security.Token, ids []*hadoopyarn.ContainerIdProto) (*hadoopyarn.GetContainerStatusesResponseProto, error) {
-	ep, err := c.endpoint(node, nmToken)
+// StartContainers starts cs, all on one node, in one startContainers call
+// (one launch context shared by every request). The result has one entry
+// per container: nil when it started, the container's *ContainerError when
+// the NodeManager refused it, the call's error for all when it failed.
+func (c *NMClient) StartContainers(ctx context.Context, cs []Container, nmToken security.Token, launch LaunchContext) []error {
+	errs := make([]error, len(cs))
+	if len(cs) == 1 {
+		errs[0] = c.StartContainer(ctx, cs[0], nmToken, launch)
+		return errs
+	}
+	if len(cs) == 0 {
+		return errs
+	}
+	lp := launchProto(launch)
+	reqs := make([]*hadoopyarn.StartContainerRequestProto, len(cs))
+	index := make(map[string]int, len(cs))
+	for i, ctr := range cs {
+		reqs[i] = &hadoopyarn.StartContainerRequestProto{ContainerLaunchContext: lp, ContainerToken: ctr.Token.Proto()}
+		index[ctr.ID] = i
+	}
+	resp, err := c.startContainers(ctx, cs[0].NodeID, nmToken, reqs)
 	if err != nil {
-		return nil, err
+		for i := range errs {
+			errs[i] = err
+		}
+		return errs
 	}
-	resp := &hadoopyarn.GetContainerStatusesResponseProto{}
-	if err := ep.call(ctx, "getContainerStatuses", &hadoopyarn.GetContainerStatusesRequestProto{ContainerId: ids}, resp); err != nil {
-		return nil, err
+	for _, f := range resp.GetFailedRequests() {
+		id := ContainerID(f.GetContainerId())
+		if i, ok := index[id]; ok {
+			errs[i] = &ContainerError{Container: id, Class: f.GetException().GetClassName(), Message: f.GetException().GetMessage()}
+		}
 	}
-	return resp, nil
+	return errs
 }
 
 // GetContainerStatus returns one container's status.
-func (c *NMClient) GetContainerStatus(ctx context.Context, container *hadoopyarn.ContainerProto, nmToken *security.Token) (*hadoopyarn.ContainerStatusProto, error) {
-	resp, err := c.GetContainerStatuses(ctx, NodeID(container.GetNodeId()), nmToken, []*hadoopyarn.ContainerIdProto{container.GetId()})
+func (c *NMClient) GetContainerStatus(ctx context.Context, ctr Container, nmToken security.Token) (ContainerStatus, error) {
+	cp, err := containerProto(ctr)
 	if err != nil {
-		return nil, err
+		return ContainerStatus{}, err
+	}
+	ep, err := c.endpoint(NodeID(cp.GetNodeId()), nmSecurityToken(nmToken))
+	if err != nil {
+		return ContainerStatus{}, err
+	}
+	resp := &hadoopyarn.GetContainerStatusesResponseProto{}
+	if err := ep.call(ctx, "getContainerStatuses", &hadoopyarn.GetContainerStatusesRequestProto{ContainerId: []*hadoopyarn.ContainerIdProto{cp.GetId()}}, resp); err != nil {
+		return ContainerStatus{}, err
 	}
 	if err := firstFailure(resp.GetFailedRequests()); err != nil {
-		return nil, err
+		return ContainerStatus{}, err
 	}
 	for _, s := range resp.GetStatus() {
-		return s, nil
+		return ContainerStatus{ID: ContainerID(s.GetContainerId()), State: strings.TrimPrefix(s.GetState().String(), "C_"),
+			ExitStatus: int(s.GetExitStatus()), Diagnostics: s.GetDiagnostics()}, nil
 	}
-	return nil, fmt.Errorf("container %s: nodemanager %s returned no status", ContainerID(container.GetId()), NodeID(container.GetNodeId()))
-}
-
-// StopContainers stops containers on node.
-func (c *NMClient) StopContainers(ctx context.Context, node string, nmToken *security.Token, ids []*hadoopyarn.ContainerIdProto) (*hadoopyarn.StopContainersResponseProto, error) {
-	ep, err := c.endpoint(node, nmToken)
-	if err != nil {
-		return nil, err
-	}
-	resp := &hadoopyarn.StopContainersResponseProto{}
-	if err := ep.call(ctx, "stopContainers", &hadoopyarn.StopContainersRequestProto{ContainerId: ids}, resp); err != nil {
-		return nil, err
-	}
-	return resp, nil
+	return ContainerStatus{}, fmt.Errorf("container %s: nodemanager %s returned no status", ctr.ID, NodeID(cp.GetNodeId()))
 }
 
 // StopContainer stops one container.
-func (c *NMClient) StopContainer(ctx context.Context, container *hadoopyarn.ContainerProto, nmToken *security.Token) error {
-	resp, err := c.StopContainers(ctx, NodeID(container.GetNodeId()), nmToken, []*hadoopyarn.ContainerIdProto{container.GetId()})
+func (c *NMClient) StopContainer(ctx context.Context, ctr Container, nmToken security.Token) error {
+	cp, err := containerProto(ctr)
 	if err != nil {
+		return err
+	}
+	ep, err := c.endpoint(NodeID(cp.GetNodeId()), nmSecurityToken(nmToken))
+	if err != nil {
+		return err
+	}
+	resp := &hadoopyarn.StopContainersResponseProto{}
+	if err := ep.call(ctx, "stopContainers", &hadoopyarn.StopContainersRequestProto{ContainerId: []*hadoopyarn.ContainerIdProto{cp.GetId()}}, resp); err != nil {
 		return err
 	}
 	return firstFailure(resp.GetFailedRequests())

@@ -41,27 +41,25 @@ func TestNMClient(t *testing.T) {
 		return &hadoopyarn.StopContainersResponseProto{SucceededRequests: []*hadoopyarn.ContainerIdProto{cid}}, nil
 	})
 
-	host, port := splitAddr(t, nm.Addr)
-	container := &hadoopyarn.ContainerProto{Id: cid, NodeId: &hadoopyarn.NodeIdProto{Host: proto.String(host), Port: proto.Int32(port)},
-		ContainerToken: containerTok.Proto()}
+	container := Container{ID: ContainerID(cid), NodeID: nm.Addr, Token: *containerTok}
 	c := NewNMClient(NMConfig{})
 	defer c.Close()
 	ctx := testCtx(t)
-	launch := &hadoopyarn.ContainerLaunchContextProto{Command: []string{"/bin/sh", "-c", "'exit 0'"}}
+	launch := LaunchContext{Commands: []string{"/bin/sh", "-c", "'exit 0'"}}
 
-	require.NoError(t, c.StartContainer(ctx, container, nmTok, launch))
+	require.NoError(t, c.StartContainer(ctx, container, *nmTok, launch))
 	require.Equal(t, []string{"/bin/sh", "-c", "'exit 0'"}, launched.GetContainerLaunchContext().GetCommand())
 
-	st, err := c.GetContainerStatus(ctx, container, nmTok)
+	st, err := c.GetContainerStatus(ctx, container, *nmTok)
 	require.NoError(t, err)
-	require.Equal(t, hadoopyarn.ContainerStateProto_C_COMPLETE, st.GetState())
-	require.Equal(t, int32(0), st.GetExitStatus())
-	require.NoError(t, c.StopContainer(ctx, container, nmTok))
+	require.Equal(t, "COMPLETE", st.State)
+	require.Equal(t, 0, st.ExitStatus)
+	require.NoError(t, c.StopContainer(ctx, container, *nmTok))
 
 	t.Run("per-container failure", func(t *testing.T) {
-		other := proto.Clone(container).(*hadoopyarn.ContainerProto)
-		other.ContainerToken = (&security.Token{Identifier: []byte("forged"), Kind: security.KindContainerToken}).Proto()
-		err := c.StartContainer(ctx, other, nmTok, launch)
+		other := container
+		other.Token = security.Token{Identifier: []byte("forged"), Kind: security.KindContainerToken}
+		err := c.StartContainer(ctx, other, *nmTok, launch)
 		var ce *ContainerError
 		require.ErrorAs(t, err, &ce)
 		require.Equal(t, "container_1700000000000_0003_01_000003", ce.Container)
@@ -70,27 +68,11 @@ func TestNMClient(t *testing.T) {
 	t.Run("wrong nm token", func(t *testing.T) {
 		wrong := *nmTok
 		wrong.Identifier = []byte("other")
-		err := c.StartContainer(ctx, container, &wrong, launch)
+		err := c.StartContainer(ctx, container, wrong, launch)
 		require.ErrorIs(t, err, ErrUnauthorized)
 	})
 	t.Run("missing nm token", func(t *testing.T) {
-		err := c.StartContainer(ctx, container, nil, launch)
+		err := c.StartContainer(ctx, container, security.Token{}, launch)
 		require.ErrorIs(t, err, ErrNoToken)
 	})
-}
-
-func splitAddr(t *testing.T, addr string) (string, int32) {
-	var host string
-	var port int32
-	for i := len(addr) - 1; i >= 0; i-- {
-		if addr[i] == ':' {
-			host = addr[:i]
-			for _, ch := range addr[i+1:] {
-				port = port*10 + int32(ch-'0')
-			}
-			break
-		}
-	}
-	require.NotEmpty(t, host)
-	return host, port
 }

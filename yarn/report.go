@@ -58,8 +58,8 @@ func millis(ms int64) time.Time {
 	return time.UnixMilli(ms)
 }
 
-// ApplicationReportFromProto converts the RPC form.
-func ApplicationReportFromProto(p *hadoopyarn.ApplicationReportProto) ApplicationReport {
+// applicationReportFromProto converts the RPC form.
+func applicationReportFromProto(p *hadoopyarn.ApplicationReportProto) ApplicationReport {
 	r := ApplicationReport{
 		Name: p.GetName(), Type: p.GetApplicationType(), User: p.GetUser(), Queue: p.GetQueue(),
 		State:       p.GetYarnApplicationState().String(),
@@ -89,11 +89,46 @@ type NodeReport struct {
 	Health      string
 }
 
-// NodeReportFromProto converts the RPC form.
-func NodeReportFromProto(p *hadoopyarn.NodeReportProto) NodeReport {
+// nodeReportFromProto converts the RPC form.
+func nodeReportFromProto(p *hadoopyarn.NodeReportProto) NodeReport {
 	return NodeReport{ID: NodeID(p.GetNodeId()), HTTPAddress: p.GetHttpAddress(), Rack: p.GetRackName(),
 		State: strings.TrimPrefix(p.GetNodeState().String(), "NS_"), Containers: int(p.GetNumContainers()),
-		Capability: ResourceFromProto(p.GetCapability()), Used: ResourceFromProto(p.GetUsed()), Health: p.GetHealthReport()}
+		Capability: resourceFromProto(p.GetCapability()), Used: resourceFromProto(p.GetUsed()), Health: p.GetHealthReport()}
+}
+
+// ClusterMetrics is the RM's count of NodeManagers by state
+// (getClusterMetrics).
+type ClusterMetrics struct {
+	NodeManagers   int // num_node_managers
+	Decommissioned int
+	Active         int
+	Lost           int
+	Unhealthy      int
+	Rebooted       int
+}
+
+func clusterMetricsFromProto(p *hadoopyarn.YarnClusterMetricsProto) ClusterMetrics {
+	return ClusterMetrics{NodeManagers: int(p.GetNumNodeManagers()), Decommissioned: int(p.GetNumDecommissionedNms()),
+		Active: int(p.GetNumActiveNms()), Lost: int(p.GetNumLostNms()), Unhealthy: int(p.GetNumUnhealthyNms()),
+		Rebooted: int(p.GetNumRebootedNms())}
+}
+
+// Submission is one application for the RM to start: its AM container
+// (submitApplication's ApplicationSubmissionContext, or the REST body).
+type Submission struct {
+	AppID       string // from NewApplication
+	Name        string
+	Queue       string
+	Type        string // applicationType
+	AMResource  Resource
+	MaxAttempts int32 // 0: the cluster's yarn.resourcemanager.am.max-attempts
+	AM          LaunchContext
+	// NodeLabel is the application's node label expression (Flink's
+	// yarn.application.node-label): the AM container's, and the workers'
+	// where their ask names none. "": the queue's default.
+	NodeLabel string
+	Tags      []string // applicationTags (yarn.tags)
+	Priority  *int32   // yarn.application.priority; nil: the queue's default
 }
 
 // NewApplication is the RM's answer to getNewApplication: the id to submit

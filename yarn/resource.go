@@ -48,9 +48,9 @@ type ResourceType struct {
 	Units string `json:"units,omitempty"`
 }
 
-// ResourceFromProto converts a ResourceProto (memory, vcores and the
+// resourceFromProto converts a ResourceProto (memory, vcores and the
 // resource map).
-func ResourceFromProto(r *hadoopyarn.ResourceProto) Resource {
+func resourceFromProto(r *hadoopyarn.ResourceProto) Resource {
 	out := Resource{MemoryMB: r.GetMemory(), VCores: int64(r.GetVirtualCores())}
 	for _, ri := range r.GetResourceValueMap() {
 		switch ri.GetKey() {
@@ -65,8 +65,8 @@ func ResourceFromProto(r *hadoopyarn.ResourceProto) Resource {
 	return out
 }
 
-// ResourceTypesFromProto converts the RM's resource type infos.
-func ResourceTypesFromProto(types []*hadoopyarn.ResourceTypeInfoProto) []ResourceType {
+// resourceTypesFromProto converts the RM's resource type infos.
+func resourceTypesFromProto(types []*hadoopyarn.ResourceTypeInfoProto) []ResourceType {
 	var out []ResourceType
 	for _, t := range types {
 		out = append(out, ResourceType{Name: t.GetName(), Units: t.GetUnits()})

@@ -15,6 +15,7 @@ import (
 	"github.com/xres/xres/resources"
 	"github.com/xres/xres/yarn"
 	"github.com/xres/xres/yarn/internal/logutil"
+	"github.com/xres/xres/yarn/security"
 )
 
 // WorkerAskID is the allocation_request_id of the worker ask (of the first
@@ -44,10 +45,10 @@ type Config struct {
 	// Groups are the worker groups, in order. When empty, Plan, Owners
 	// and Launch are the one group (unnamed).
 	Groups   []Group
-	Plan     Plan              // workers, profile, failure limit
-	Owners   map[string]string // YARN key → external resource name (messages)
-	Launch   LaunchContext     // how each worker container is started
-	Register RegisterRequest   // host, RPC port and tracking URL told to the RM
+	Plan     Plan                 // workers, profile, failure limit
+	Owners   map[string]string    // YARN key → external resource name (messages)
+	Launch   yarn.LaunchContext   // how each worker container is started
+	Register yarn.RegisterRequest // host, RPC port and tracking URL told to the RM
 
 	Heartbeat        time.Duration // allocate interval (DefaultHeartbeat)
 	RequestHeartbeat time.Duration // allocate interval while containers are awaited (DefaultRequestHeartbeat)
@@ -76,7 +77,7 @@ type Config struct {
 	BlacklistExpiry time.Duration
 	RequestTimeout  time.Duration
 
-	OnAMRMToken func(Token) // called with each rolled AMRMToken
+	OnAMRMToken func(security.Token) // called with each rolled AMRMToken
 	Log         logrus.FieldLogger
 	// After waits for the next heartbeat; nil means time.After. Tests pass
 	// a function returning a ready channel.
@@ -93,7 +94,7 @@ type Config struct {
 
 // Result is how the application ended.
 type Result struct {
-	Status      FinalStatus
+	Status      yarn.FinalStatus
 	Diagnostics string
 }
 
@@ -106,7 +107,7 @@ const (
 )
 
 type worker struct {
-	c        Container
+	c        yarn.Container
 	g        *group
 	state    string
 	exit     int
@@ -135,7 +136,7 @@ type AM struct {
 	releases   []string
 	blacklist  map[string]bool
 	blSent     map[string]bool
-	nmTokens   map[string]Token
+	nmTokens   map[string]security.Token
 	result     *Result
 	limits     ClusterLimits
 	earlyDevs  map[string]map[string][]resources.Properties
@@ -217,7 +218,7 @@ func New(cfg Config, rm RMClient, nm NMClient, logs LogFetcher) (*AM, error) {
 		starts:    newStartQueue(cfg.MaxStarts, cfg.MaxStartsPerNode),
 		blacklist: map[string]bool{},
 		blSent:    map[string]bool{},
-		nmTokens:  map[string]Token{},
+		nmTokens:  map[string]security.Token{},
 		earlyDevs: map[string]map[string][]resources.Properties{},
 	}, nil
 }
@@ -251,7 +252,7 @@ func (a *AM) Run(ctx context.Context) (Result, error) {
 	if len(bad) > 0 {
 		d := strings.Join(bad, "\n")
 		a.log.WithField("problems", d).Error("container profile rejected")
-		return a.finish(ctx, Result{Status: StatusFailed, Diagnostics: d})
+		return a.finish(ctx, Result{Status: yarn.StatusFailed, Diagnostics: d})
 	}
 	a.mu.Lock()
 	a.state = "RUNNING"
@@ -270,7 +271,7 @@ func (a *AM) Run(ctx context.Context) (Result, error) {
 			a.delivered(req)
 		case ctx.Err() != nil:
 			return Result{}, fmt.Errorf("run application master: %w", ctx.Err())
-		case errors.Is(err, ErrNotRegistered):
+		case errors.Is(err, yarn.ErrApplicationMasterNotRegistered):
 			// The RM restarted (or failed over) and lost this attempt: register
 			// again. Bounded like a failed heartbeat, so that an RM that keeps
 			// forgetting the attempt cannot spin the loop.
@@ -284,14 +285,14 @@ func (a *AM) Run(ctx context.Context) (Result, error) {
 			} else {
 				a.learnAdopted(sctx)
 			}
-		case errors.Is(err, ErrPlacementUnsupported):
+		case errors.Is(err, yarn.ErrPlacementUnsupported):
 			k := 0
 			for _, g := range a.groups {
 				k = max(k, g.Plan.MaxWorkersPerNode)
 			}
-			r := &Result{Status: StatusFailed, Diagnostics: fmt.Sprintf(
+			r := &Result{Status: yarn.StatusFailed, Diagnostics: fmt.Sprintf(
 				"%s=%d needs the ResourceManager's %s=scheduler (or placement-processor); this RM has it disabled and refused the worker ask: %v",
-				conf.PlacementMaxWorkersPerNode.Key, k, placementHandlerKey, err)}
+				conf.PlacementMaxWorkersPerNode.Key, k, yarn.PlacementConstraintsHandlerKey, err)}
 			stopStarts()
 			a.stopRunning(ctx, r)
 			return a.finish(ctx, *r)
@@ -389,7 +390,7 @@ func (a *AM) register(ctx context.Context) error {
 	return nil
 }
 
-func (a *AM) allocate(ctx context.Context, req AllocateRequest) (AllocateResponse, error) {
+func (a *AM) allocate(ctx context.Context, req yarn.AllocateRequest) (yarn.AllocateResponse, error) {
 	cctx, cancel := context.WithTimeout(ctx, a.cfg.CallTimeout)
 	defer cancel()
 	return a.rm.Allocate(cctx, req)
@@ -409,13 +410,13 @@ func (a *AM) interval() time.Duration {
 // buildRequest sends the ask only when its total changed since the RM last
 // got it (or after registering), the releases not yet delivered, and the
 // blacklist entries the RM does not know.
-func (a *AM) buildRequest() AllocateRequest {
+func (a *AM) buildRequest() yarn.AllocateRequest {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	var req AllocateRequest
+	var req yarn.AllocateRequest
 	for _, g := range a.groups {
 		if g.pending != g.lastAsked {
-			req.Asks = append(req.Asks, Ask{ID: g.id, Priority: g.priority(), Profile: g.Plan.Profile, Count: g.pending,
+			req.Asks = append(req.Asks, yarn.Ask{ID: g.id, Priority: g.priority(), Profile: g.Plan.Profile, Count: g.pending,
 				NodeLabel: g.Plan.NodeLabel, MaxPerNode: g.Plan.MaxWorkersPerNode, Tag: g.tag()})
 		}
 	}
@@ -432,7 +433,7 @@ func (a *AM) buildRequest() AllocateRequest {
 	return req
 }
 
-func (a *AM) delivered(req AllocateRequest) {
+func (a *AM) delivered(req yarn.AllocateRequest) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for _, ask := range req.Asks {
@@ -449,7 +450,7 @@ func (a *AM) delivered(req AllocateRequest) {
 
 // handle takes in one heartbeat's answer. Its bookkeeping costs O(1) per
 // container; the starts it queues run on their own goroutines (sctx).
-func (a *AM) handle(ctx, sctx context.Context, resp AllocateResponse) {
+func (a *AM) handle(ctx, sctx context.Context, resp yarn.AllocateResponse) {
 	if resp.AMRMToken != nil && a.cfg.OnAMRMToken != nil {
 		a.log.Info("AMRMToken rolled over")
 		a.cfg.OnAMRMToken(*resp.AMRMToken)
@@ -486,7 +487,7 @@ func (a *AM) handle(ctx, sctx context.Context, resp AllocateResponse) {
 // back), a previous attempt's worker, or surplus (with the reason). The
 // group is that of the ask the container answers (for a previous
 // attempt's whose id matches none, the one its size fits: groupOfSize).
-func (a *AM) classifyLocked(c Container, previous bool) (identity, *group, string) {
+func (a *AM) classifyLocked(c yarn.Container, previous bool) (identity, *group, string) {
 	g := a.groupByID(c.AllocationRequestID)
 	switch {
 	case a.workers.get(c.ID) != nil:
@@ -513,7 +514,7 @@ func (a *AM) classifyLocked(c Container, previous bool) (identity, *group, strin
 // classifiedLocked acts on what classifyLocked decided: a new worker is
 // queued to start, a previous attempt's is adopted as running, surplus is
 // released, a known container is left alone.
-func (a *AM) classifiedLocked(c Container, previous bool) {
+func (a *AM) classifiedLocked(c yarn.Container, previous bool) {
 	kind, g, reason := a.classifyLocked(c, previous)
 	if !previous && kind != idKnown {
 		// The RM lowered its outstanding count for the ask by this grant, as Hadoop's
@@ -530,7 +531,7 @@ func (a *AM) classifiedLocked(c Container, previous bool) {
 		a.releaseLocked(c.ID)
 		a.log.WithFields(logrus.Fields{"container": c.ID, "node": c.NodeID, "reason": reason}).Info("releasing container")
 	case idPrevious, idNew:
-		w := &worker{c: c, g: g, state: StateStarting, started: a.cfg.Now(), exit: ExitInvalid}
+		w := &worker{c: c, g: g, state: StateStarting, started: a.cfg.Now(), exit: yarn.ExitInvalid}
 		if devs := a.earlyDevs[c.ID]; devs != nil {
 			w.devices = devs
 			delete(a.earlyDevs, c.ID)
@@ -605,7 +606,7 @@ func (a *AM) start(ctx context.Context, ws []*worker) {
 	slices.SortStableFunc(todo, func(x, y *worker) int { return int(x.g.id - y.g.id) })
 	for len(todo) > 0 {
 		g := todo[0].g
-		var cs []Container
+		var cs []yarn.Container
 		for _, w := range todo {
 			if w.g != g {
 				break
@@ -640,7 +641,7 @@ func (a *AM) started(ctx context.Context, w *worker, err error) {
 		a.releaseLocked(w.c.ID)
 		a.mu.Unlock()
 		a.log.WithFields(logrus.Fields{"container": w.c.ID, "node": w.c.NodeID}).WithError(err).Warn("starting container failed")
-		a.failed(ctx, w, ExitInvalid, fmt.Sprintf("could not start container: %v", err), false)
+		a.failed(ctx, w, yarn.ExitInvalid, fmt.Sprintf("could not start container: %v", err), false)
 		return
 	}
 	a.workers.set(w, StateRunning)
@@ -682,16 +683,16 @@ func (a *AM) checkAllRunningLocked() bool {
 	return false
 }
 
-func (a *AM) completed(ctx context.Context, st Completed) {
+func (a *AM) completed(ctx context.Context, st yarn.Completed) {
 	a.mu.Lock()
 	w := a.workers.get(st.ID)
 	if w == nil || w.state == StateSucceeded || w.state == StateFailed {
 		a.mu.Unlock()
 		return
 	}
-	if st.ExitStatus == ExitSuccess {
+	if st.ExitStatus == yarn.ExitSuccess {
 		a.workers.set(w, StateSucceeded)
-		w.exit, w.diag, w.finished = ExitSuccess, st.Diagnostics, a.cfg.Now()
+		w.exit, w.diag, w.finished = yarn.ExitSuccess, st.Diagnostics, a.cfg.Now()
 		w.g.succeeded++
 		a.mu.Unlock()
 		return
@@ -707,7 +708,7 @@ func (a *AM) failed(ctx context.Context, w *worker, exit int, diag string, ran b
 	var tail []string
 	g := w.g
 	a.mu.Lock()
-	first := g.firstFail == nil && exit != ExitPreempted
+	first := g.firstFail == nil && exit != yarn.ExitPreempted
 	a.mu.Unlock()
 	// A node's failure is quoted in the diagnostic when every node is
 	// blacklisted, so its stderr is fetched too.
@@ -730,7 +731,7 @@ func (a *AM) failed(ctx context.Context, w *worker, exit int, diag string, ran b
 	}
 	a.workers.set(w, StateFailed)
 	w.exit, w.diag, w.finished = exit, diag, a.cfg.Now()
-	if exit == ExitPreempted {
+	if exit == yarn.ExitPreempted {
 		// Not the worker's fault: replaced without counting.
 		log.Warn("worker preempted; replacing it")
 		g.pending++
@@ -747,13 +748,13 @@ func (a *AM) failed(ctx context.Context, w *worker, exit int, diag string, ran b
 	}
 	if slices.Contains(a.cfg.BadJobExits, exit) {
 		log.Error("container-launcher reports an error of the job; failing the application")
-		a.result = &Result{Status: StatusFailed, Diagnostics: a.diagnostic(w, tail,
+		a.result = &Result{Status: yarn.StatusFailed, Diagnostics: a.diagnostic(w, tail,
 			"container-launcher reports an error of the job (configuration or worker command), which no replacement can fix")}
 		return
 	}
 	if g.failures > g.Plan.MaxFailedContainers {
 		log.Error("too many failed workers; failing the application")
-		a.result = &Result{Status: StatusFailed, Diagnostics: a.diagnostic(g.firstFail, g.firstTail,
+		a.result = &Result{Status: yarn.StatusFailed, Diagnostics: a.diagnostic(g.firstFail, g.firstTail,
 			fmt.Sprintf("%d worker containers%s failed, more than %s=%d", g.failures, g.label(), conf.YarnMaxFailedContainers.Key, g.Plan.MaxFailedContainers))}
 		return
 	}
@@ -790,10 +791,10 @@ func (a *AM) diagnostic(w *worker, tail []string, why string) string {
 
 func exitText(code int) string {
 	names := map[int]string{
-		ExitInvalid: "no exit status", ExitAborted: "ABORTED", ExitDisksFailed: "DISKS_FAILED",
-		ExitPreempted: "PREEMPTED", ExitKilledExceedVMem: "KILLED_EXCEEDED_VMEM",
-		ExitKilledExceedPMem: "KILLED_EXCEEDED_PMEM", ExitKilledByAM: "KILLED_BY_APPMASTER",
-		ExitKilledByRM: "KILLED_BY_RESOURCEMANAGER", ExitKilledAfterFinish: "KILLED_AFTER_APP_COMPLETION",
+		yarn.ExitInvalid: "no exit status", yarn.ExitAborted: "ABORTED", yarn.ExitDisksFailed: "DISKS_FAILED",
+		yarn.ExitPreempted: "PREEMPTED", yarn.ExitKilledExceedVMem: "KILLED_EXCEEDED_VMEM",
+		yarn.ExitKilledExceedPMem: "KILLED_EXCEEDED_PMEM", yarn.ExitKilledByAM: "KILLED_BY_APPMASTER",
+		yarn.ExitKilledByRM: "KILLED_BY_RESOURCEMANAGER", yarn.ExitKilledAfterFinish: "KILLED_AFTER_APP_COMPLETION",
 	}
 	if n, ok := names[code]; ok {
 		return fmt.Sprintf("exit status %d (%s)", code, n)
@@ -820,7 +821,7 @@ func (a *AM) outcome() *Result {
 	}
 	if all {
 		t := a.totalsLocked()
-		a.result = &Result{Status: StatusSucceeded,
+		a.result = &Result{Status: yarn.StatusSucceeded,
 			Diagnostics: fmt.Sprintf("%d workers succeeded (%d replaced)", t.succeeded, t.restarts)}
 	}
 	return a.result
@@ -831,7 +832,7 @@ func (a *AM) outcome() *Result {
 // concurrently within the same bounds as the starts.
 func (a *AM) stopRunning(ctx context.Context, r *Result) {
 	a.startWG.Wait()
-	if r.Status == StatusSucceeded {
+	if r.Status == yarn.StatusSucceeded {
 		return
 	}
 	a.mu.Lock()
@@ -875,9 +876,9 @@ func (a *AM) finish(ctx context.Context, r Result) (Result, error) {
 	a.mu.Unlock()
 	cctx, cancel := context.WithTimeout(ctx, a.cfg.CallTimeout)
 	defer cancel()
-	req := FinishRequest{Status: r.Status, Diagnostics: r.Diagnostics, TrackingURL: a.cfg.Register.TrackingURL}
+	req := yarn.FinishRequest{Status: r.Status, Diagnostics: r.Diagnostics, TrackingURL: a.cfg.Register.TrackingURL}
 	err := a.rm.Finish(cctx, req)
-	if errors.Is(err, ErrNotRegistered) {
+	if errors.Is(err, yarn.ErrApplicationMasterNotRegistered) {
 		if rerr := a.register(ctx); rerr == nil {
 			err = a.rm.Finish(cctx, req)
 		}

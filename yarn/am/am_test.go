@@ -7,11 +7,13 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/xres/xres/yarn"
+	"github.com/xres/xres/yarn/security"
 )
 
-var gpuLimits = RegisterResponse{
-	MaxCapability: Resource{MemoryMB: 8192, VCores: 4, Extra: map[string]int64{"yarn.io/gpu": 2}},
-	ResourceTypes: []ResourceType{{Name: "memory-mb", Units: "Mi"}, {Name: "vcores"}, {Name: "yarn.io/gpu"}},
+var gpuLimits = yarn.RegisterResponse{
+	MaxCapability: yarn.Resource{MemoryMB: 8192, VCores: 4, Extra: map[string]int64{"yarn.io/gpu": 2}},
+	ResourceTypes: []yarn.ResourceType{{Name: "memory-mb", Units: "Mi"}, {Name: "vcores"}, {Name: "yarn.io/gpu"}},
 	Queue:         "default",
 }
 
@@ -19,10 +21,10 @@ func testConfig(workers, maxFailed int) Config {
 	return Config{
 		AppID: "application_1_0001",
 		Plan: Plan{BaseWorkers: workers, Workers: workers, SlotsPerWorker: 1, MaxFailedContainers: maxFailed,
-			Profile: Resource{MemoryMB: 1728, VCores: 1, Extra: map[string]int64{"yarn.io/gpu": 1}}},
+			Profile: yarn.Resource{MemoryMB: 1728, VCores: 1, Extra: map[string]int64{"yarn.io/gpu": 1}}},
 		Owners:       map[string]string{"yarn.io/gpu": "gpu"},
-		Launch:       LaunchContext{Commands: []string{Command([]string{"./container-launcher", "--", "python", "train.py"})}},
-		Register:     RegisterRequest{Host: "am-host", RPCPort: -1, TrackingURL: "http://am-host:1234/"},
+		Launch:       yarn.LaunchContext{Commands: []string{Command([]string{"./container-launcher", "--", "python", "train.py"})}},
+		Register:     yarn.RegisterRequest{Host: "am-host", RPCPort: -1, TrackingURL: "http://am-host:1234/"},
 		BadNodeExits: []int{3},
 		BadJobExits:  []int{2},
 		After:        ready,
@@ -42,10 +44,10 @@ func runAM(t *testing.T, cfg Config, rm *fakeRM, nm *fakeNM, logs LogFetcher) (R
 
 func TestAMSucceeds(t *testing.T) {
 	c1, c2 := ctr(2, "nm1"), ctr(3, "nm2")
-	nmTok := Token{Kind: "NMToken", Identifier: []byte("id"), Password: []byte("pw")}
-	rm := &fakeRM{register: gpuLimits, steps: []func(AllocateRequest) (AllocateResponse, error){
-		func(req AllocateRequest) (AllocateResponse, error) {
-			return AllocateResponse{Allocated: []Container{c1}, NMTokens: []NMToken{{NodeID: c1.NodeID, Token: nmTok}}}, nil
+	nmTok := security.Token{Kind: "NMToken", Identifier: []byte("id"), Password: []byte("pw")}
+	rm := &fakeRM{register: gpuLimits, steps: []func(yarn.AllocateRequest) (yarn.AllocateResponse, error){
+		func(req yarn.AllocateRequest) (yarn.AllocateResponse, error) {
+			return yarn.AllocateResponse{Allocated: []yarn.Container{c1}, NMTokens: []yarn.NMToken{{NodeID: c1.NodeID, Token: nmTok}}}, nil
 		},
 		alloc(c2),
 		complete(done(c1, 0)),
@@ -54,10 +56,10 @@ func TestAMSucceeds(t *testing.T) {
 	nm := &fakeNM{}
 	res, err, a := runAM(t, testConfig(2, 2), rm, nm, nil)
 	require.NoError(t, err)
-	require.Equal(t, StatusSucceeded, res.Status)
+	require.Equal(t, yarn.StatusSucceeded, res.Status)
 
 	// The first heartbeat asks for both workers with the profile and id.
-	require.Equal(t, []Ask{{ID: WorkerAskID, Profile: testConfig(2, 2).Plan.Profile, Count: 2}}, rm.requests[0].Asks)
+	require.Equal(t, []yarn.Ask{{ID: WorkerAskID, Profile: testConfig(2, 2).Plan.Profile, Count: 2}}, rm.requests[0].Asks)
 	// The RM lowers its outstanding count with each grant (as Hadoop's AMRMClient expects):
 	// a total that only followed the grants is not resent.
 	for i := 1; i < 4; i++ {
@@ -67,7 +69,7 @@ func TestAMSucceeds(t *testing.T) {
 	require.Equal(t, []string{c1.ID, c2.ID}, nm.started)
 	require.Equal(t, nmTok, nm.tokens[c1.ID])
 	require.Equal(t, `./container-launcher -- python train.py 1><LOG_DIR>/stdout 2><LOG_DIR>/stderr`, nm.launches[0].Commands[0])
-	require.Equal(t, []FinishRequest{{Status: StatusSucceeded, Diagnostics: "2 workers succeeded (0 replaced)", TrackingURL: "http://am-host:1234/"}}, rm.finished)
+	require.Equal(t, []yarn.FinishRequest{{Status: yarn.StatusSucceeded, Diagnostics: "2 workers succeeded (0 replaced)", TrackingURL: "http://am-host:1234/"}}, rm.finished)
 
 	st := a.Status()
 	require.Equal(t, "SUCCEEDED", st.State)
@@ -79,35 +81,35 @@ func TestAMSucceeds(t *testing.T) {
 func TestAMReleasesSurplusAndUnmatched(t *testing.T) {
 	c1, extra, stranger := ctr(2, "nm1"), ctr(3, "nm2"), ctr(4, "nm2")
 	stranger.AllocationRequestID = 7
-	rm := &fakeRM{register: gpuLimits, steps: []func(AllocateRequest) (AllocateResponse, error){
+	rm := &fakeRM{register: gpuLimits, steps: []func(yarn.AllocateRequest) (yarn.AllocateResponse, error){
 		alloc(c1, extra, stranger),
 		complete(done(c1, 0)),
 	}}
 	nm := &fakeNM{}
 	res, err, _ := runAM(t, testConfig(1, 1), rm, nm, nil)
 	require.NoError(t, err)
-	require.Equal(t, StatusSucceeded, res.Status)
+	require.Equal(t, yarn.StatusSucceeded, res.Status)
 	require.Equal(t, []string{c1.ID}, nm.started)
 	require.Equal(t, []string{extra.ID, stranger.ID}, rm.requests[1].Release)
 }
 
 func TestAMReplacesFailedWorker(t *testing.T) {
 	c1, c2 := ctr(2, "nm1"), ctr(3, "nm2")
-	rm := &fakeRM{register: gpuLimits, steps: []func(AllocateRequest) (AllocateResponse, error){
+	rm := &fakeRM{register: gpuLimits, steps: []func(yarn.AllocateRequest) (yarn.AllocateResponse, error){
 		alloc(c1),
 		complete(done(c1, 1)),
-		func(req AllocateRequest) (AllocateResponse, error) {
+		func(req yarn.AllocateRequest) (yarn.AllocateResponse, error) {
 			if len(req.Asks) != 1 || req.Asks[0].Count != 1 {
-				return AllocateResponse{}, errors.New("replacement not asked")
+				return yarn.AllocateResponse{}, errors.New("replacement not asked")
 			}
-			return AllocateResponse{Allocated: []Container{c2}}, nil
+			return yarn.AllocateResponse{Allocated: []yarn.Container{c2}}, nil
 		},
 		complete(done(c2, 0)),
 	}}
 	nm := &fakeNM{}
 	res, err, a := runAM(t, testConfig(1, 1), rm, nm, nil)
 	require.NoError(t, err)
-	require.Equal(t, StatusSucceeded, res.Status)
+	require.Equal(t, yarn.StatusSucceeded, res.Status)
 	require.Equal(t, "1 workers succeeded (1 replaced)", res.Diagnostics)
 	require.Equal(t, 1, a.Status().Restarts)
 	require.Equal(t, 1, a.Status().Failed)
@@ -115,7 +117,7 @@ func TestAMReplacesFailedWorker(t *testing.T) {
 
 func TestAMFailsPastFailureLimit(t *testing.T) {
 	c1, c2, c3 := ctr(2, "nm1"), ctr(3, "nm2"), ctr(4, "nm2")
-	rm := &fakeRM{register: gpuLimits, steps: []func(AllocateRequest) (AllocateResponse, error){
+	rm := &fakeRM{register: gpuLimits, steps: []func(yarn.AllocateRequest) (yarn.AllocateResponse, error){
 		alloc(c1, c2),
 		complete(done(c1, 1)),
 		alloc(c3),
@@ -127,60 +129,60 @@ func TestAMFailsPastFailureLimit(t *testing.T) {
 	cfg.StderrLines = 2
 	res, err, _ := runAM(t, cfg, rm, nm, logs)
 	require.NoError(t, err)
-	require.Equal(t, StatusFailed, res.Status)
+	require.Equal(t, yarn.StatusFailed, res.Status)
 	want := "2 worker containers failed, more than yarn.maximum-failed-containers=1; " +
 		"first failure: container container_1_0001_01_000002 on nm1 exited with exit code 1; " +
 		"last 2 stderr lines:\nTraceback (most recent call last):\nRuntimeError: CUDA out of memory"
 	require.Equal(t, want, res.Diagnostics)
-	require.Equal(t, StatusFailed, rm.finished[0].Status)
+	require.Equal(t, yarn.StatusFailed, rm.finished[0].Status)
 	require.Equal(t, want, rm.finished[0].Diagnostics)
 }
 
 func TestAMStopsRunningWorkersOnFailure(t *testing.T) {
 	c1, c2 := ctr(2, "nm1"), ctr(3, "nm2")
-	rm := &fakeRM{register: gpuLimits, steps: []func(AllocateRequest) (AllocateResponse, error){
+	rm := &fakeRM{register: gpuLimits, steps: []func(yarn.AllocateRequest) (yarn.AllocateResponse, error){
 		alloc(c1, c2),
 		complete(done(c1, 1)),
 	}}
 	nm := &fakeNM{}
 	res, err, _ := runAM(t, testConfig(2, 0), rm, nm, nil)
 	require.NoError(t, err)
-	require.Equal(t, StatusFailed, res.Status)
+	require.Equal(t, yarn.StatusFailed, res.Status)
 	require.Equal(t, []string{c2.ID}, nm.stopped)
 }
 
 func TestAMBlacklistsNodeOnDiscoveryFailure(t *testing.T) {
 	c1, onBad, c2 := ctr(2, "bad"), ctr(3, "bad"), ctr(4, "good")
 	rm := &fakeRM{register: gpuLimits}
-	rm.steps = []func(AllocateRequest) (AllocateResponse, error){
+	rm.steps = []func(yarn.AllocateRequest) (yarn.AllocateResponse, error){
 		alloc(c1),
 		complete(done(c1, 3)),
-		func(req AllocateRequest) (AllocateResponse, error) {
+		func(req yarn.AllocateRequest) (yarn.AllocateResponse, error) {
 			if len(req.BlacklistAdd) != 1 || req.BlacklistAdd[0] != "bad" {
-				return AllocateResponse{}, errors.New("node not blacklisted")
+				return yarn.AllocateResponse{}, errors.New("node not blacklisted")
 			}
 			// The RM allocated on the bad node before it saw the blacklist.
-			return AllocateResponse{Allocated: []Container{onBad}}, nil
+			return yarn.AllocateResponse{Allocated: []yarn.Container{onBad}}, nil
 		},
-		func(req AllocateRequest) (AllocateResponse, error) {
+		func(req yarn.AllocateRequest) (yarn.AllocateResponse, error) {
 			if len(req.BlacklistAdd) != 0 {
-				return AllocateResponse{}, errors.New("blacklist sent twice")
+				return yarn.AllocateResponse{}, errors.New("blacklist sent twice")
 			}
-			return AllocateResponse{}, ErrNotRegistered
+			return yarn.AllocateResponse{}, yarn.ErrApplicationMasterNotRegistered
 		},
-		func(req AllocateRequest) (AllocateResponse, error) {
+		func(req yarn.AllocateRequest) (yarn.AllocateResponse, error) {
 			// After re-registering the whole state goes again.
 			if len(req.BlacklistAdd) != 1 || len(req.Asks) != 1 || req.Asks[0].Count != 1 {
-				return AllocateResponse{}, errors.New("state not re-sent after re-register")
+				return yarn.AllocateResponse{}, errors.New("state not re-sent after re-register")
 			}
-			return AllocateResponse{Allocated: []Container{c2}}, nil
+			return yarn.AllocateResponse{Allocated: []yarn.Container{c2}}, nil
 		},
 		complete(done(c2, 0)),
 	}
 	nm := &fakeNM{}
 	res, err, a := runAM(t, testConfig(1, 1), rm, nm, nil)
 	require.NoError(t, err)
-	require.Equal(t, StatusSucceeded, res.Status, res.Diagnostics)
+	require.Equal(t, yarn.StatusSucceeded, res.Status, res.Diagnostics)
 	require.Equal(t, []string{c1.ID, c2.ID}, nm.started)
 	require.Contains(t, rm.requests[3].Release, onBad.ID)
 	require.Equal(t, 2, rm.registers)
@@ -189,13 +191,13 @@ func TestAMBlacklistsNodeOnDiscoveryFailure(t *testing.T) {
 
 func TestAMConfigErrorFailsAtOnce(t *testing.T) {
 	c1 := ctr(2, "nm1")
-	rm := &fakeRM{register: gpuLimits, steps: []func(AllocateRequest) (AllocateResponse, error){
+	rm := &fakeRM{register: gpuLimits, steps: []func(yarn.AllocateRequest) (yarn.AllocateResponse, error){
 		alloc(c1),
 		complete(done(c1, 2)),
 	}}
 	res, err, _ := runAM(t, testConfig(1, 5), rm, &fakeNM{}, fakeLogs{c1.ID: {"unknown key external-resource.gpu.amount: abc"}})
 	require.NoError(t, err)
-	require.Equal(t, StatusFailed, res.Status)
+	require.Equal(t, yarn.StatusFailed, res.Status)
 	require.Contains(t, res.Diagnostics, "container-launcher reports an error of the job")
 	require.Contains(t, res.Diagnostics, "unknown key external-resource.gpu.amount: abc")
 	require.Len(t, rm.requests, 2, "no replacement asked")
@@ -203,44 +205,44 @@ func TestAMConfigErrorFailsAtOnce(t *testing.T) {
 
 func TestAMStartFailureIsReplaced(t *testing.T) {
 	c1, c2 := ctr(2, "nm1"), ctr(3, "nm2")
-	rm := &fakeRM{register: gpuLimits, steps: []func(AllocateRequest) (AllocateResponse, error){
+	rm := &fakeRM{register: gpuLimits, steps: []func(yarn.AllocateRequest) (yarn.AllocateResponse, error){
 		alloc(c1),
-		func(req AllocateRequest) (AllocateResponse, error) {
+		func(req yarn.AllocateRequest) (yarn.AllocateResponse, error) {
 			if len(req.Release) != 1 || req.Release[0] != c1.ID {
-				return AllocateResponse{}, errors.New("unstarted container not released")
+				return yarn.AllocateResponse{}, errors.New("unstarted container not released")
 			}
-			return AllocateResponse{Allocated: []Container{c2}}, nil
+			return yarn.AllocateResponse{Allocated: []yarn.Container{c2}}, nil
 		},
 		complete(done(c2, 0)),
 	}}
 	nm := &fakeNM{startErr: map[string]error{c1.ID: errors.New("NMToken expired")}}
 	res, err, _ := runAM(t, testConfig(1, 1), rm, nm, nil)
 	require.NoError(t, err)
-	require.Equal(t, StatusSucceeded, res.Status)
+	require.Equal(t, yarn.StatusSucceeded, res.Status)
 }
 
 func TestAMPreemptionIsNotCounted(t *testing.T) {
 	c1, c2 := ctr(2, "nm1"), ctr(3, "nm1")
-	rm := &fakeRM{register: gpuLimits, steps: []func(AllocateRequest) (AllocateResponse, error){
+	rm := &fakeRM{register: gpuLimits, steps: []func(yarn.AllocateRequest) (yarn.AllocateResponse, error){
 		alloc(c1),
-		complete(done(c1, ExitPreempted)),
+		complete(done(c1, yarn.ExitPreempted)),
 		alloc(c2),
 		complete(done(c2, 0)),
 	}}
 	res, err, a := runAM(t, testConfig(1, 0), rm, &fakeNM{}, nil)
 	require.NoError(t, err)
-	require.Equal(t, StatusSucceeded, res.Status)
+	require.Equal(t, yarn.StatusSucceeded, res.Status)
 	require.Equal(t, 0, a.Status().Failed)
 	require.Equal(t, 1, a.Status().Restarts)
 }
 
 func TestAMRejectsProfileBeforeAsking(t *testing.T) {
 	small := gpuLimits
-	small.MaxCapability = Resource{MemoryMB: 8192, VCores: 4, Extra: map[string]int64{"yarn.io/gpu": 0}}
+	small.MaxCapability = yarn.Resource{MemoryMB: 8192, VCores: 4, Extra: map[string]int64{"yarn.io/gpu": 0}}
 	rm := &fakeRM{register: small}
 	res, err, _ := runAM(t, testConfig(2, 2), rm, &fakeNM{}, nil)
 	require.NoError(t, err)
-	require.Equal(t, StatusFailed, res.Status)
+	require.Equal(t, yarn.StatusFailed, res.Status)
 	require.Contains(t, res.Diagnostics, "resource gpu (external-resource.gpu.yarn.config-key=yarn.io/gpu): asked 1 per worker, the largest container the cluster allows has 0")
 	require.Empty(t, rm.requests)
 	require.Len(t, rm.finished, 1)
@@ -248,25 +250,27 @@ func TestAMRejectsProfileBeforeAsking(t *testing.T) {
 
 func TestAMHandsRolledToken(t *testing.T) {
 	c1 := ctr(2, "nm1")
-	rolled := Token{Kind: "YARN_AM_RM_TOKEN", Identifier: []byte("new"), Password: []byte("secret")}
-	rm := &fakeRM{register: gpuLimits, steps: []func(AllocateRequest) (AllocateResponse, error){
-		func(AllocateRequest) (AllocateResponse, error) {
-			return AllocateResponse{Allocated: []Container{c1}, AMRMToken: &rolled}, nil
+	rolled := security.Token{Kind: "YARN_AM_RM_TOKEN", Identifier: []byte("new"), Password: []byte("secret")}
+	rm := &fakeRM{register: gpuLimits, steps: []func(yarn.AllocateRequest) (yarn.AllocateResponse, error){
+		func(yarn.AllocateRequest) (yarn.AllocateResponse, error) {
+			return yarn.AllocateResponse{Allocated: []yarn.Container{c1}, AMRMToken: &rolled}, nil
 		},
 		complete(done(c1, 0)),
 	}}
-	var got []Token
+	var got []security.Token
 	cfg := testConfig(1, 1)
-	cfg.OnAMRMToken = func(t Token) { got = append(got, t) }
+	cfg.OnAMRMToken = func(t security.Token) { got = append(got, t) }
 	_, err, _ := runAM(t, cfg, rm, &fakeNM{}, nil)
 	require.NoError(t, err)
-	require.Equal(t, []Token{rolled}, got)
+	require.Equal(t, []security.Token{rolled}, got)
 }
 
 func TestAMShutdownAndErrors(t *testing.T) {
 	t.Run("AM_SHUTDOWN ends without unregistering", func(t *testing.T) {
-		rm := &fakeRM{register: gpuLimits, steps: []func(AllocateRequest) (AllocateResponse, error){
-			func(AllocateRequest) (AllocateResponse, error) { return AllocateResponse{Shutdown: true}, nil },
+		rm := &fakeRM{register: gpuLimits, steps: []func(yarn.AllocateRequest) (yarn.AllocateResponse, error){
+			func(yarn.AllocateRequest) (yarn.AllocateResponse, error) {
+				return yarn.AllocateResponse{Shutdown: true}, nil
+			},
 		}}
 		_, err, _ := runAM(t, testConfig(1, 1), rm, &fakeNM{}, nil)
 		require.ErrorIs(t, err, ErrShutdown)
@@ -278,8 +282,10 @@ func TestAMShutdownAndErrors(t *testing.T) {
 		require.EqualError(t, err, "register application master: connection refused")
 	})
 	t.Run("heartbeats keep failing past the max wait", func(t *testing.T) {
-		fail := func(AllocateRequest) (AllocateResponse, error) { return AllocateResponse{}, errors.New("EOF") }
-		steps := make([]func(AllocateRequest) (AllocateResponse, error), 100)
+		fail := func(yarn.AllocateRequest) (yarn.AllocateResponse, error) {
+			return yarn.AllocateResponse{}, errors.New("EOF")
+		}
+		steps := make([]func(yarn.AllocateRequest) (yarn.AllocateResponse, error), 100)
 		for i := range steps {
 			steps[i] = fail
 		}
@@ -296,9 +302,11 @@ func TestAMShutdownAndErrors(t *testing.T) {
 	})
 	t.Run("failed heartbeat keeps releases for the next", func(t *testing.T) {
 		c1, extra := ctr(2, "nm1"), ctr(3, "nm1")
-		rm := &fakeRM{register: gpuLimits, steps: []func(AllocateRequest) (AllocateResponse, error){
+		rm := &fakeRM{register: gpuLimits, steps: []func(yarn.AllocateRequest) (yarn.AllocateResponse, error){
 			alloc(c1, extra),
-			func(AllocateRequest) (AllocateResponse, error) { return AllocateResponse{}, errors.New("EOF") },
+			func(yarn.AllocateRequest) (yarn.AllocateResponse, error) {
+				return yarn.AllocateResponse{}, errors.New("EOF")
+			},
 			complete(done(c1, 0)),
 		}}
 		_, err, _ := runAM(t, testConfig(1, 1), rm, &fakeNM{}, nil)
@@ -317,7 +325,7 @@ func TestAMShutdownAndErrors(t *testing.T) {
 
 func TestAMHeartbeatInterval(t *testing.T) {
 	c1, c2 := ctr(2, "nm1"), ctr(3, "nm1")
-	rm := &fakeRM{register: gpuLimits, steps: []func(AllocateRequest) (AllocateResponse, error){
+	rm := &fakeRM{register: gpuLimits, steps: []func(yarn.AllocateRequest) (yarn.AllocateResponse, error){
 		alloc(c1),
 		alloc(c2),
 		complete(done(c1, 0), done(c2, 0)),
@@ -332,7 +340,7 @@ func TestAMHeartbeatInterval(t *testing.T) {
 }
 
 func TestTokenRedacted(t *testing.T) {
-	tok := Token{Kind: "NMToken", Service: "nm1:45454", Identifier: []byte("ident"), Password: []byte("hunter2")}
+	tok := security.Token{Kind: "NMToken", Service: "nm1:45454", Identifier: []byte("ident"), Password: []byte("hunter2")}
 	for _, s := range []string{tok.String(), tok.GoString()} {
 		require.NotContains(t, s, "hunter2")
 		require.Contains(t, s, "NMToken")
@@ -341,19 +349,19 @@ func TestTokenRedacted(t *testing.T) {
 
 func TestAMDiagnosticQuotesYarnReasons(t *testing.T) {
 	c1 := ctr(2, "nm1")
-	rm := &fakeRM{register: gpuLimits, steps: []func(AllocateRequest) (AllocateResponse, error){
+	rm := &fakeRM{register: gpuLimits, steps: []func(yarn.AllocateRequest) (yarn.AllocateResponse, error){
 		alloc(c1),
-		complete(Completed{ID: c1.ID, ExitStatus: ExitKilledExceedPMem, Diagnostics: "Container is running beyond physical memory limits."}),
+		complete(yarn.Completed{ID: c1.ID, ExitStatus: yarn.ExitKilledExceedPMem, Diagnostics: "Container is running beyond physical memory limits."}),
 	}}
 	res, err, _ := runAM(t, testConfig(1, 0), rm, &fakeNM{}, fakeLogs{c1.ID: {"allocating"}})
 	require.NoError(t, err)
-	require.Equal(t, StatusFailed, res.Status)
+	require.Equal(t, yarn.StatusFailed, res.Status)
 	require.Contains(t, res.Diagnostics, "exited with exit status -104 (KILLED_EXCEEDED_PMEM) (Container is running beyond physical memory limits.); last 1 stderr lines:\nallocating")
 }
 
 func TestAMReportsWhenAllWorkersRan(t *testing.T) {
 	c1, c2 := ctr(2, "nm1"), ctr(3, "nm2")
-	rm := &fakeRM{register: gpuLimits, steps: []func(AllocateRequest) (AllocateResponse, error){
+	rm := &fakeRM{register: gpuLimits, steps: []func(yarn.AllocateRequest) (yarn.AllocateResponse, error){
 		alloc(c1), alloc(c2), complete(done(c1, 0), done(c2, 0)),
 	}}
 	submit := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
@@ -376,8 +384,10 @@ func TestAMReportsWhenAllWorkersRan(t *testing.T) {
 }
 
 func TestAMStopsWhenTheRMKeepsForgetting(t *testing.T) {
-	forget := func(AllocateRequest) (AllocateResponse, error) { return AllocateResponse{}, ErrNotRegistered }
-	steps := make([]func(AllocateRequest) (AllocateResponse, error), 100)
+	forget := func(yarn.AllocateRequest) (yarn.AllocateResponse, error) {
+		return yarn.AllocateResponse{}, yarn.ErrApplicationMasterNotRegistered
+	}
+	steps := make([]func(yarn.AllocateRequest) (yarn.AllocateResponse, error), 100)
 	for i := range steps {
 		steps[i] = forget
 	}
@@ -390,7 +400,7 @@ func TestAMStopsWhenTheRMKeepsForgetting(t *testing.T) {
 	cfg.RMMaxWait, cfg.RMRetryInterval = 30*time.Second, time.Hour
 	cfg.Heartbeat, cfg.RequestHeartbeat = 10*time.Second, 10*time.Second
 	_, err, _ := runAM(t, cfg, rm, &fakeNM{}, nil)
-	require.ErrorIs(t, err, ErrNotRegistered)
+	require.ErrorIs(t, err, yarn.ErrApplicationMasterNotRegistered)
 	require.ErrorContains(t, err, "the resource manager has not answered for 30s (4 heartbeats failed")
 	require.Equal(t, 1+3, rm.registers, "registered at start, then again after each of the first 3 forgettings")
 }
@@ -402,16 +412,18 @@ func TestAMStopsWhenTheRMKeepsForgetting(t *testing.T) {
 // yarn.resourcemanager.connect.max-wait.ms.
 func TestAMOutlivesALongRMOutage(t *testing.T) {
 	c1 := ctr(2, "nm1")
-	down := func(AllocateRequest) (AllocateResponse, error) {
-		return AllocateResponse{}, errors.New("connection refused")
+	down := func(yarn.AllocateRequest) (yarn.AllocateResponse, error) {
+		return yarn.AllocateResponse{}, errors.New("connection refused")
 	}
-	steps := []func(AllocateRequest) (AllocateResponse, error){alloc(c1), func(AllocateRequest) (AllocateResponse, error) {
-		return AllocateResponse{}, nil
+	steps := []func(yarn.AllocateRequest) (yarn.AllocateResponse, error){alloc(c1), func(yarn.AllocateRequest) (yarn.AllocateResponse, error) {
+		return yarn.AllocateResponse{}, nil
 	}}
 	for range 90 / 5 { // down for 90 s, retried every 5 s
 		steps = append(steps, down)
 	}
-	forgot := func(AllocateRequest) (AllocateResponse, error) { return AllocateResponse{}, ErrNotRegistered }
+	forgot := func(yarn.AllocateRequest) (yarn.AllocateResponse, error) {
+		return yarn.AllocateResponse{}, yarn.ErrApplicationMasterNotRegistered
+	}
 	steps = append(steps, forgot, forgot, complete(done(c1, 0)))
 	rm := &fakeRM{register: gpuLimits, steps: steps,
 		regErrAt: func(n int) error {
@@ -427,7 +439,7 @@ func TestAMOutlivesALongRMOutage(t *testing.T) {
 	nm := &fakeNM{}
 	res, err, _ := runAM(t, cfg, rm, nm, nil)
 	require.NoError(t, err)
-	require.Equal(t, StatusSucceeded, res.Status, res.Diagnostics)
+	require.Equal(t, yarn.StatusSucceeded, res.Status, res.Diagnostics)
 	require.Equal(t, []string{c1.ID}, nm.started, "the worker ran on, never replaced")
 	require.Equal(t, 3, rm.registers, "at start, a failed try while the RM was away, and once it answered")
 }
@@ -438,18 +450,18 @@ func TestAMOutlivesALongRMOutage(t *testing.T) {
 // ask of 0 while a worker was missing (found by make soak: a worker killed -9 never replaced).
 func TestAMAskAfterGrantIsNotLost(t *testing.T) {
 	c1, c2, c3, c4 := ctr(2, "nm1"), ctr(3, "nm2"), ctr(4, "nm1"), ctr(5, "nm2")
-	rm := &fakeRM{register: gpuLimits, steps: []func(AllocateRequest) (AllocateResponse, error){
+	rm := &fakeRM{register: gpuLimits, steps: []func(yarn.AllocateRequest) (yarn.AllocateResponse, error){
 		alloc(c1, c2),
 		complete(done(c1, 1)), // ask 1 replacement
-		func(AllocateRequest) (AllocateResponse, error) { // grant it; another worker fails
-			return AllocateResponse{Allocated: []Container{c3}, Completed: []Completed{done(c2, 1)}}, nil
+		func(yarn.AllocateRequest) (yarn.AllocateResponse, error) { // grant it; another worker fails
+			return yarn.AllocateResponse{Allocated: []yarn.Container{c3}, Completed: []yarn.Completed{done(c2, 1)}}, nil
 		},
 		alloc(c4),
 		complete(done(c3, 0), done(c4, 0)),
 	}}
 	res, err, _ := runAM(t, testConfig(2, 5), rm, &fakeNM{}, nil)
 	require.NoError(t, err)
-	require.Equal(t, StatusSucceeded, res.Status, res.Diagnostics)
+	require.Equal(t, yarn.StatusSucceeded, res.Status, res.Diagnostics)
 	counts := func(i int) []int {
 		var out []int
 		for _, a := range rm.requests[i].Asks {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/xres/xres/hadoopproto/hadoopyarn"
 	"github.com/xres/xres/yarn"
+	"github.com/xres/xres/yarn/security"
 )
 
 // Sizes of BenchmarkAMAt10k.
@@ -36,7 +37,7 @@ type timedRM struct {
 	returned time.Time
 }
 
-func (t *timedRM) Allocate(ctx context.Context, req AllocateRequest) (AllocateResponse, error) {
+func (t *timedRM) Allocate(ctx context.Context, req yarn.AllocateRequest) (yarn.AllocateResponse, error) {
 	resp, err := t.RMClient.Allocate(ctx, req)
 	t.mu.Lock()
 	t.returned = time.Now()
@@ -191,7 +192,7 @@ func benchAMAt10k(b *testing.B) {
 	cpu0 := cpuTime()
 	res, err := a.Run(ctx)
 	cpu := cpuTime() - cpu0
-	if err != nil || res.Status != StatusSucceeded {
+	if err != nil || res.Status != yarn.StatusSucceeded {
 		b.Fatalf("AM: %v %+v", err, res)
 	}
 	all := hook.get()
@@ -270,7 +271,7 @@ func cpuTime() time.Duration {
 // blockNM holds every start until released.
 type blockNM struct{ release chan struct{} }
 
-func (n blockNM) StartContainer(ctx context.Context, c Container, tok Token, l LaunchContext) error {
+func (n blockNM) StartContainer(ctx context.Context, c yarn.Container, tok security.Token, l yarn.LaunchContext) error {
 	select {
 	case <-n.release:
 	case <-ctx.Done():
@@ -278,7 +279,7 @@ func (n blockNM) StartContainer(ctx context.Context, c Container, tok Token, l L
 	return nil
 }
 
-func (n blockNM) StopContainer(context.Context, Container, Token) error { return nil }
+func (n blockNM) StopContainer(context.Context, yarn.Container, security.Token) error { return nil }
 
 // BenchmarkAMAllocateCycle is the CPU of one allocate answer on the
 // heartbeat goroutine at 10,000 workers: 8,000 run, the answer brings the
@@ -312,7 +313,7 @@ func BenchmarkAMAllocateCycle(b *testing.B) {
 				}
 				a.groups[0].pending = benchPerBeat
 				a.mu.Unlock()
-				var resp AllocateResponse
+				var resp yarn.AllocateResponse
 				for i := range benchPerBeat {
 					if op == "allocated" {
 						resp.Allocated = append(resp.Allocated, ctr(benchWorkers+i+2, "nm"+strconv.Itoa(i%benchNodes)))

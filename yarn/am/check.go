@@ -14,15 +14,11 @@ import (
 // can never grant the container profile, so waiting would be forever.
 var ErrProfileUnsatisfiable = errors.New("container profile cannot be satisfied by this cluster")
 
-// ResourceType is one resource type the ResourceManager knows
-// (RegisterApplicationMasterResponse.resource_types or getResourceTypeInfo).
-type ResourceType = yarn.ResourceType
-
 // ClusterLimits is what the RM says it can grant: its resource types and the
 // largest container it allows (maximumCapability).
 type ClusterLimits struct {
-	Types []ResourceType
-	Max   Resource
+	Types []yarn.ResourceType
+	Max   yarn.Resource
 	// MaxName names Max in CheckProfile's messages, e.g. "the largest
 	// NodeManager" when Max is the nodes' capability; "" speaks of the
 	// cluster's maximum allocation.
@@ -35,7 +31,7 @@ type ClusterLimits struct {
 // would never allocate). Every problem is listed, each naming the key, what
 // was asked and what the cluster offers. owners maps a YARN key back to the
 // external resource name for the message; it may be nil.
-func CheckProfile(profile Resource, limits ClusterLimits, owners map[string]string) error {
+func CheckProfile(profile yarn.Resource, limits ClusterLimits, owners map[string]string) error {
 	known := make(map[string]bool, len(limits.Types))
 	names := make([]string, 0, len(limits.Types))
 	for _, t := range limits.Types {

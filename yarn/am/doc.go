@@ -6,7 +6,8 @@
 // failed workers and reports the outcome.
 //
 // The package speaks to YARN only through small interfaces declared here
-// (RMClient, NMClient, LogFetcher) with its own plain Go types, so the core
-// is unit-tested with hand-written fakes and the Hadoop RPC clients plug in
-// through thin adapters.
+// (RMClient, NMClient, LogFetcher) in yarn's Go types (yarn.Container,
+// yarn.AllocateRequest, …), so the core is unit-tested with hand-written
+// fakes and the Hadoop RPC clients (*yarn.AMRMClient, *yarn.NMClient)
+// plug in as they are; it never sees a generated proto.
 package am

@@ -6,23 +6,26 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/xres/xres/yarn"
+	"github.com/xres/xres/yarn/security"
 )
 
 // fakeRM is a scripted ResourceManager: each Allocate call runs the next
 // step (or answers empty once the script is done) and records the request.
 type fakeRM struct {
 	mu        sync.Mutex
-	register  RegisterResponse
+	register  yarn.RegisterResponse
 	regErr    error
 	regErrAt  func(n int) error // when set, the error of the nth registration (1-based)
 	registers int
-	steps     []func(req AllocateRequest) (AllocateResponse, error)
-	requests  []AllocateRequest
-	finished  []FinishRequest
+	steps     []func(req yarn.AllocateRequest) (yarn.AllocateResponse, error)
+	requests  []yarn.AllocateRequest
+	finished  []yarn.FinishRequest
 	finishErr error
 }
 
-func (f *fakeRM) Register(ctx context.Context, req RegisterRequest) (RegisterResponse, error) {
+func (f *fakeRM) Register(ctx context.Context, req yarn.RegisterRequest) (yarn.RegisterResponse, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.registers++
@@ -32,25 +35,25 @@ func (f *fakeRM) Register(ctx context.Context, req RegisterRequest) (RegisterRes
 	return f.register, f.regErr
 }
 
-func (f *fakeRM) Allocate(ctx context.Context, req AllocateRequest) (AllocateResponse, error) {
+func (f *fakeRM) Allocate(ctx context.Context, req yarn.AllocateRequest) (yarn.AllocateResponse, error) {
 	f.mu.Lock()
 	f.requests = append(f.requests, req)
 	n := len(f.requests)
-	var step func(AllocateRequest) (AllocateResponse, error)
+	var step func(yarn.AllocateRequest) (yarn.AllocateResponse, error)
 	if n <= len(f.steps) {
 		step = f.steps[n-1]
 	}
 	f.mu.Unlock()
 	if step == nil {
 		if n > 1000 {
-			return AllocateResponse{}, errors.New("fake RM: script exhausted long ago")
+			return yarn.AllocateResponse{}, errors.New("fake RM: script exhausted long ago")
 		}
-		return AllocateResponse{}, nil
+		return yarn.AllocateResponse{}, nil
 	}
 	return step(req)
 }
 
-func (f *fakeRM) Finish(ctx context.Context, req FinishRequest) error {
+func (f *fakeRM) Finish(ctx context.Context, req yarn.FinishRequest) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.finished = append(f.finished, req)
@@ -61,13 +64,13 @@ func (f *fakeRM) Finish(ctx context.Context, req FinishRequest) error {
 type fakeNM struct {
 	mu       sync.Mutex
 	started  []string
-	tokens   map[string]Token
-	launches []LaunchContext
+	tokens   map[string]security.Token
+	launches []yarn.LaunchContext
 	stopped  []string
 	startErr map[string]error
 }
 
-func (f *fakeNM) StartContainer(ctx context.Context, c Container, tok Token, l LaunchContext) error {
+func (f *fakeNM) StartContainer(ctx context.Context, c yarn.Container, tok security.Token, l yarn.LaunchContext) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.startErr[c.ID]; err != nil {
@@ -75,14 +78,14 @@ func (f *fakeNM) StartContainer(ctx context.Context, c Container, tok Token, l L
 	}
 	f.started = append(f.started, c.ID)
 	if f.tokens == nil {
-		f.tokens = map[string]Token{}
+		f.tokens = map[string]security.Token{}
 	}
 	f.tokens[c.ID] = tok
 	f.launches = append(f.launches, l)
 	return nil
 }
 
-func (f *fakeNM) StopContainer(ctx context.Context, c Container, tok Token) error {
+func (f *fakeNM) StopContainer(ctx context.Context, c yarn.Container, tok security.Token) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.stopped = append(f.stopped, c.ID)
@@ -92,7 +95,7 @@ func (f *fakeNM) StopContainer(ctx context.Context, c Container, tok Token) erro
 // fakeLogs serves canned stderr per container.
 type fakeLogs map[string][]string
 
-func (f fakeLogs) Tail(ctx context.Context, c Container, file string, lines int) ([]string, error) {
+func (f fakeLogs) Tail(ctx context.Context, c yarn.Container, file string, lines int) ([]string, error) {
 	l, ok := f[c.ID]
 	if !ok || file != "stderr" {
 		return nil, fmt.Errorf("no %s for %s", file, c.ID)
@@ -126,24 +129,28 @@ func ready(time.Duration) <-chan time.Time {
 	return c
 }
 
-func ctr(n int, node string) Container {
-	return Container{
+func ctr(n int, node string) yarn.Container {
+	return yarn.Container{
 		ID:                  fmt.Sprintf("container_1_0001_01_%06d", n),
 		NodeID:              node + ":45454",
 		NodeHTTP:            node + ":8042",
-		Resource:            Resource{MemoryMB: 2048, VCores: 1},
+		Resource:            yarn.Resource{MemoryMB: 2048, VCores: 1},
 		AllocationRequestID: WorkerAskID,
 	}
 }
 
-func done(c Container, exit int) Completed {
-	return Completed{ID: c.ID, ExitStatus: exit, Diagnostics: fmt.Sprintf("Exit code: %d", exit)}
+func done(c yarn.Container, exit int) yarn.Completed {
+	return yarn.Completed{ID: c.ID, ExitStatus: exit, Diagnostics: fmt.Sprintf("Exit code: %d", exit)}
 }
 
-func alloc(cs ...Container) func(AllocateRequest) (AllocateResponse, error) {
-	return func(AllocateRequest) (AllocateResponse, error) { return AllocateResponse{Allocated: cs}, nil }
+func alloc(cs ...yarn.Container) func(yarn.AllocateRequest) (yarn.AllocateResponse, error) {
+	return func(yarn.AllocateRequest) (yarn.AllocateResponse, error) {
+		return yarn.AllocateResponse{Allocated: cs}, nil
+	}
 }
 
-func complete(cs ...Completed) func(AllocateRequest) (AllocateResponse, error) {
-	return func(AllocateRequest) (AllocateResponse, error) { return AllocateResponse{Completed: cs}, nil }
+func complete(cs ...yarn.Completed) func(yarn.AllocateRequest) (yarn.AllocateResponse, error) {
+	return func(yarn.AllocateRequest) (yarn.AllocateResponse, error) {
+		return yarn.AllocateResponse{Completed: cs}, nil
+	}
 }

@@ -11,14 +11,8 @@ import (
 
 	"github.com/xres/xres/conf"
 	"github.com/xres/xres/resources"
+	"github.com/xres/xres/yarn"
 )
-
-// NodeUpdate is one entry of an allocate answer's updated_nodes: a node
-// whose state changed (NodeStateProto's name without its NS_ prefix).
-type NodeUpdate struct {
-	NodeID string
-	State  string
-}
 
 // goneNodeStates are the node states whose workers are replaced at once,
 // before the RM reports their containers completed.
@@ -35,7 +29,7 @@ const blacklistTail = 3
 // (LOST, DECOMMISSIONING, UNHEALTHY, …) are replaced without counting as
 // failures; those on a node still reachable are given back so they do not
 // run beside their replacements.
-func (a *AM) nodesLocked(resp AllocateResponse) {
+func (a *AM) nodesLocked(resp yarn.AllocateResponse) {
 	if resp.ClusterNodes > 0 {
 		a.clusterNodes = resp.ClusterNodes
 	}
@@ -54,7 +48,7 @@ func (a *AM) nodesLocked(resp AllocateResponse) {
 			return true
 		}
 		a.workers.set(w, StateFailed)
-		w.exit, w.finished = ExitAborted, a.cfg.Now()
+		w.exit, w.finished = yarn.ExitAborted, a.cfg.Now()
 		w.diag = fmt.Sprintf("node %s is %s; worker replaced", w.c.NodeID, state)
 		if state != "LOST" {
 			a.releaseLocked(w.c.ID)
@@ -122,7 +116,7 @@ func (a *AM) hopelessLocked() *Result {
 		return nil
 	}
 	if a.clusterNodes > 0 && len(a.blacklist) >= a.clusterNodes {
-		return &Result{Status: StatusFailed, Diagnostics: fmt.Sprintf(
+		return &Result{Status: yarn.StatusFailed, Diagnostics: fmt.Sprintf(
 			"no node can run a worker: all %d nodes of the cluster are blacklisted after their container-launcher failed: %s",
 			a.clusterNodes, a.blacklistTextLocked())}
 	}
@@ -148,7 +142,7 @@ func (a *AM) hopelessLocked() *Result {
 		if u := a.unplaceableLocked(); u != "" {
 			d += "; " + u
 		}
-		return &Result{Status: StatusFailed, Diagnostics: d}
+		return &Result{Status: yarn.StatusFailed, Diagnostics: d}
 	}
 	return nil
 }

@@ -12,9 +12,10 @@ import (
 
 	"github.com/xres/xres/conf"
 	"github.com/xres/xres/resources"
+	"github.com/xres/xres/yarn"
 )
 
-type step = func(AllocateRequest) (AllocateResponse, error)
+type step = func(yarn.AllocateRequest) (yarn.AllocateResponse, error)
 
 // Every node of the cluster blacklisted after discovery failed on it: the
 // application FAILS at once (it hung for ever before), naming each host
@@ -23,15 +24,15 @@ type step = func(AllocateRequest) (AllocateResponse, error)
 func TestAMFailsWhenEveryNodeIsBlacklisted(t *testing.T) {
 	c1, c2 := ctr(2, "nm1"), ctr(3, "nm2")
 	rm := &fakeRM{register: gpuLimits, steps: []step{
-		func(AllocateRequest) (AllocateResponse, error) {
-			return AllocateResponse{Allocated: []Container{c1, c2}, ClusterNodes: 2}, nil
+		func(yarn.AllocateRequest) (yarn.AllocateResponse, error) {
+			return yarn.AllocateResponse{Allocated: []yarn.Container{c1, c2}, ClusterNodes: 2}, nil
 		},
 		complete(done(c1, 3), done(c2, 3)),
 	}}
 	logs := fakeLogs{c1.ID: {"a", "b", "discovery: nvidia-smi: No devices were found"}, c2.ID: {"gpu: no device"}}
 	res, err, _ := runAM(t, testConfig(4, 4), rm, &fakeNM{}, logs)
 	require.NoError(t, err)
-	require.Equal(t, StatusFailed, res.Status)
+	require.Equal(t, yarn.StatusFailed, res.Status)
 	for _, want := range []string{
 		"no node can run a worker: all 2 nodes of the cluster are blacklisted",
 		"nm1 (container " + c1.ID + " exited with exit code 3: a | b | discovery: nvidia-smi: No devices were found)",
@@ -79,20 +80,20 @@ func (c *fakeClock) add(d time.Duration) {
 func TestAMFailsWhenAsksAreNotGranted(t *testing.T) {
 	clock := &fakeClock{now: time.Unix(1000, 0)}
 	c1 := ctr(2, "nm1")
-	tick := func(d time.Duration, resp AllocateResponse) step {
-		return func(AllocateRequest) (AllocateResponse, error) { clock.add(d); return resp, nil }
+	tick := func(d time.Duration, resp yarn.AllocateResponse) step {
+		return func(yarn.AllocateRequest) (yarn.AllocateResponse, error) { clock.add(d); return resp, nil }
 	}
 	rm := &fakeRM{register: gpuLimits, steps: []step{
-		tick(0, AllocateResponse{ClusterNodes: 3}),
-		tick(50*time.Second, AllocateResponse{Allocated: []Container{c1}}), // a grant: the wait starts again
-		tick(50*time.Second, AllocateResponse{}),
-		tick(50*time.Second, AllocateResponse{}), // 100 s without a grant since c1
+		tick(0, yarn.AllocateResponse{ClusterNodes: 3}),
+		tick(50*time.Second, yarn.AllocateResponse{Allocated: []yarn.Container{c1}}), // a grant: the wait starts again
+		tick(50*time.Second, yarn.AllocateResponse{}),
+		tick(50*time.Second, yarn.AllocateResponse{}), // 100 s without a grant since c1
 	}}
 	cfg := testConfig(2, 2)
 	cfg.Now, cfg.RequestTimeout = clock.Now, 90*time.Second
 	res, err, _ := runAM(t, cfg, rm, &fakeNM{}, nil)
 	require.NoError(t, err)
-	require.Equal(t, StatusFailed, res.Status)
+	require.Equal(t, yarn.StatusFailed, res.Status)
 	require.Contains(t, res.Diagnostics, "1 worker containers (<memory:1728, vCores:1, yarn.io/gpu: 1> each) not granted within "+conf.SlotRequestTimeout.Key+"=1m30s (3 nodes in the cluster)")
 	require.Len(t, rm.requests, 4)
 }
@@ -104,19 +105,19 @@ func TestAMBlacklistExpires(t *testing.T) {
 	c1, c2, c3 := ctr(2, "nm1"), ctr(3, "nm1"), ctr(4, "nm2")
 	var removals [][]string
 	rec := func(s step) step {
-		return func(req AllocateRequest) (AllocateResponse, error) {
+		return func(req yarn.AllocateRequest) (yarn.AllocateResponse, error) {
 			removals = append(removals, req.BlacklistRemove)
 			return s(req)
 		}
 	}
 	rm := &fakeRM{register: gpuLimits, steps: []step{
-		rec(func(AllocateRequest) (AllocateResponse, error) {
-			return AllocateResponse{Allocated: []Container{c1}, ClusterNodes: 2}, nil
+		rec(func(yarn.AllocateRequest) (yarn.AllocateResponse, error) {
+			return yarn.AllocateResponse{Allocated: []yarn.Container{c1}, ClusterNodes: 2}, nil
 		}),
 		rec(complete(done(c1, 3))), // nm1 blacklisted
-		rec(func(AllocateRequest) (AllocateResponse, error) {
+		rec(func(yarn.AllocateRequest) (yarn.AllocateResponse, error) {
 			clock.add(time.Minute)
-			return AllocateResponse{}, nil
+			return yarn.AllocateResponse{}, nil
 		}),
 		rec(alloc(c2)), // nm1 again, after the expiry
 		rec(alloc(c3)),
@@ -126,7 +127,7 @@ func TestAMBlacklistExpires(t *testing.T) {
 	cfg.Now, cfg.BlacklistExpiry = clock.Now, 30*time.Second
 	res, err, a := runAM(t, cfg, rm, &fakeNM{}, nil)
 	require.NoError(t, err)
-	require.Equal(t, StatusSucceeded, res.Status, res.Diagnostics)
+	require.Equal(t, yarn.StatusSucceeded, res.Status, res.Diagnostics)
 	require.Equal(t, []string{"nm1"}, rm.requests[2].BlacklistAdd)
 	require.Equal(t, []string{"nm1"}, removals[3], "removal sent with the heartbeat after the expiry")
 	for i, r := range removals {
@@ -147,20 +148,20 @@ func TestAMReplacesWorkersOfGoneNodes(t *testing.T) {
 			c1, c2, c3 := ctr(2, "nm1"), ctr(3, "nm2"), ctr(4, "nm2")
 			rm := &fakeRM{register: gpuLimits, steps: []step{
 				alloc(c1, c2),
-				func(AllocateRequest) (AllocateResponse, error) {
-					return AllocateResponse{UpdatedNodes: []NodeUpdate{{NodeID: c1.NodeID, State: state}, {NodeID: c2.NodeID, State: "RUNNING"}}}, nil
+				func(yarn.AllocateRequest) (yarn.AllocateResponse, error) {
+					return yarn.AllocateResponse{UpdatedNodes: []yarn.NodeUpdate{{NodeID: c1.NodeID, State: state}, {NodeID: c2.NodeID, State: "RUNNING"}}}, nil
 				},
-				func(req AllocateRequest) (AllocateResponse, error) {
+				func(req yarn.AllocateRequest) (yarn.AllocateResponse, error) {
 					if len(req.Asks) != 1 || req.Asks[0].Count != 1 {
-						return AllocateResponse{}, fmt.Errorf("replacement not asked: %+v", req.Asks)
+						return yarn.AllocateResponse{}, fmt.Errorf("replacement not asked: %+v", req.Asks)
 					}
-					return AllocateResponse{Allocated: []Container{c3}, Completed: []Completed{{ID: c1.ID, ExitStatus: ExitAborted}}}, nil
+					return yarn.AllocateResponse{Allocated: []yarn.Container{c3}, Completed: []yarn.Completed{{ID: c1.ID, ExitStatus: yarn.ExitAborted}}}, nil
 				},
 				complete(done(c2, 0), done(c3, 0)),
 			}}
 			res, err, a := runAM(t, testConfig(2, 0), rm, &fakeNM{}, nil)
 			require.NoError(t, err)
-			require.Equal(t, StatusSucceeded, res.Status, res.Diagnostics)
+			require.Equal(t, yarn.StatusSucceeded, res.Status, res.Diagnostics)
 			st := a.Status()
 			require.Zero(t, st.Failed, "a gone node is no failure of its worker")
 			require.Equal(t, 1, st.Restarts)
@@ -176,7 +177,7 @@ func TestAMReplacesWorkersOfGoneNodes(t *testing.T) {
 // reportLogs serves each container's kept device report (ReportFile).
 type reportLogs map[string]resources.DeviceReport
 
-func (r reportLogs) Tail(ctx context.Context, c Container, file string, lines int) ([]string, error) {
+func (r reportLogs) Tail(ctx context.Context, c yarn.Container, file string, lines int) ([]string, error) {
 	rep, ok := r[c.ID]
 	if !ok || file != resources.ReportFile {
 		return nil, fmt.Errorf("no %s for %s", file, c.ID)
@@ -194,15 +195,15 @@ func TestAMLearnsAdoptedWorkersDevices(t *testing.T) {
 	}
 	logs := reportLogs{c1.ID: {Container: c1.ID, Resources: gpu("0")}, c2.ID: {Container: c2.ID, Resources: gpu("1")}}
 	reg := gpuLimits
-	reg.PreviousContainers = []Container{c1, c2}
+	reg.PreviousContainers = []yarn.Container{c1, c2}
 	var a *AM
-	learnt := func(AllocateRequest) (AllocateResponse, error) {
+	learnt := func(yarn.AllocateRequest) (yarn.AllocateResponse, error) {
 		// the reads run beside the heartbeat; wait for them here
 		require.Eventually(t, func() bool {
 			st := a.Status()
 			return len(st.Containers) == 2 && st.Containers[0].Devices != nil && st.Containers[1].Devices != nil
 		}, 5*time.Second, time.Millisecond)
-		return AllocateResponse{}, nil
+		return yarn.AllocateResponse{}, nil
 	}
 	rm := &fakeRM{register: reg, steps: []step{learnt, complete(done(c1, 0), done(c2, 0))}}
 	nm := &fakeNM{}
@@ -213,7 +214,7 @@ func TestAMLearnsAdoptedWorkersDevices(t *testing.T) {
 	defer cancel()
 	res, err := a.Run(ctx)
 	require.NoError(t, err)
-	require.Equal(t, StatusSucceeded, res.Status)
+	require.Equal(t, yarn.StatusSucceeded, res.Status)
 	require.Empty(t, nm.started, "adopted workers are not started again")
 	st := a.Status()
 	require.Equal(t, gpu("0"), st.Containers[0].Devices)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/xres/xres/conf"
+	"github.com/xres/xres/yarn"
 )
 
 // Group is one worker group of the application: its plan (count, size,
@@ -17,7 +18,7 @@ import (
 type Group struct {
 	Name   string // "" for the only group of an application without xres.worker-groups
 	Plan   Plan
-	Launch LaunchContext
+	Launch yarn.LaunchContext
 	Owners map[string]string
 }
 
@@ -110,7 +111,7 @@ func (a *AM) groupByID(id int64) *group {
 // when its allocation_request_id is unknown: the first whose profile asks
 // exactly r's extended resources and no more memory or vcores than r has;
 // else the first group.
-func (a *AM) groupOfSize(r Resource) *group {
+func (a *AM) groupOfSize(r yarn.Resource) *group {
 	for _, g := range a.groups {
 		p := g.Plan.Profile
 		if p.MemoryMB <= r.MemoryMB && p.VCores <= r.VCores && maps.Equal(p.Extra, r.Extra) {

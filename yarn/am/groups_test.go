@@ -12,6 +12,8 @@ import (
 
 	"github.com/xres/xres/conf"
 	"github.com/xres/xres/resources"
+	"github.com/xres/xres/yarn"
+	"github.com/xres/xres/yarn/security"
 )
 
 // twoGroups is a trainer group (2 × 2 GPUs) and a prep group (3 × 1 FPGA,
@@ -20,21 +22,21 @@ func twoGroups() Config {
 	cfg := testConfig(0, 0)
 	cfg.Groups = []Group{
 		{Name: "trainer", Plan: Plan{Workers: 2, MaxFailedContainers: 0,
-			Profile: Resource{MemoryMB: 4096, VCores: 2, Extra: map[string]int64{"yarn.io/gpu": 2}}},
-			Launch: LaunchContext{Commands: []string{"train"}, Env: map[string]string{conf.EnvWorkerGroup: "trainer"}}},
+			Profile: yarn.Resource{MemoryMB: 4096, VCores: 2, Extra: map[string]int64{"yarn.io/gpu": 2}}},
+			Launch: yarn.LaunchContext{Commands: []string{"train"}, Env: map[string]string{conf.EnvWorkerGroup: "trainer"}}},
 		{Name: "prep", Plan: Plan{Workers: 3, MaxFailedContainers: 1,
-			Profile: Resource{MemoryMB: 1024, VCores: 1, Extra: map[string]int64{"yarn.io/fpga": 1}}},
-			Launch: LaunchContext{Commands: []string{"prep"}, Env: map[string]string{conf.EnvWorkerGroup: "prep"}}},
+			Profile: yarn.Resource{MemoryMB: 1024, VCores: 1, Extra: map[string]int64{"yarn.io/fpga": 1}}},
+			Launch: yarn.LaunchContext{Commands: []string{"prep"}, Env: map[string]string{conf.EnvWorkerGroup: "prep"}}},
 	}
 	return cfg
 }
 
-var groupLimits = RegisterResponse{
-	MaxCapability: Resource{MemoryMB: 8192, VCores: 4, Extra: map[string]int64{"yarn.io/gpu": 4, "yarn.io/fpga": 2}},
-	ResourceTypes: []ResourceType{{Name: "memory-mb"}, {Name: "vcores"}, {Name: "yarn.io/gpu"}, {Name: "yarn.io/fpga"}},
+var groupLimits = yarn.RegisterResponse{
+	MaxCapability: yarn.Resource{MemoryMB: 8192, VCores: 4, Extra: map[string]int64{"yarn.io/gpu": 4, "yarn.io/fpga": 2}},
+	ResourceTypes: []yarn.ResourceType{{Name: "memory-mb"}, {Name: "vcores"}, {Name: "yarn.io/gpu"}, {Name: "yarn.io/fpga"}},
 }
 
-func inGroup(c Container, id int64) Container {
+func inGroup(c yarn.Container, id int64) yarn.Container {
 	c.AllocationRequestID = id
 	return c
 }
@@ -42,7 +44,7 @@ func inGroup(c Container, id int64) Container {
 func TestGroupsAskEachProfileAndStartEachCommand(t *testing.T) {
 	t1, t2 := inGroup(ctr(2, "nm1"), 1), inGroup(ctr(3, "nm2"), 1)
 	p1, p2, p3 := inGroup(ctr(4, "nm1"), 2), inGroup(ctr(5, "nm2"), 2), inGroup(ctr(6, "nm3"), 2)
-	rm := &fakeRM{register: groupLimits, steps: []func(AllocateRequest) (AllocateResponse, error){
+	rm := &fakeRM{register: groupLimits, steps: []func(yarn.AllocateRequest) (yarn.AllocateResponse, error){
 		alloc(t1, p1, p2),
 		alloc(t2, p3),
 		complete(done(t1, 0), done(t2, 0), done(p1, 0), done(p2, 0), done(p3, 0)),
@@ -50,11 +52,11 @@ func TestGroupsAskEachProfileAndStartEachCommand(t *testing.T) {
 	nm := &fakeNM{}
 	res, err, a := runAM(t, twoGroups(), rm, nm, nil)
 	require.NoError(t, err)
-	require.Equal(t, StatusSucceeded, res.Status, res.Diagnostics)
+	require.Equal(t, yarn.StatusSucceeded, res.Status, res.Diagnostics)
 
 	// One ask per group: its own id, priority, profile and tag.
 	cfg := twoGroups()
-	require.Equal(t, []Ask{
+	require.Equal(t, []yarn.Ask{
 		{ID: 1, Profile: cfg.Groups[0].Plan.Profile, Count: 2, Tag: "xres-worker-trainer"},
 		{ID: 2, Priority: 2, Profile: cfg.Groups[1].Plan.Profile, Count: 3, Tag: "xres-worker-prep"},
 	}, rm.requests[0].Asks)
@@ -80,14 +82,14 @@ func TestGroupsCountTheirOwnFailures(t *testing.T) {
 	// prep tolerates 1 failure: its first failure is replaced. trainer
 	// tolerates none: its first failure fails the application, naming it.
 	t1, p1, p2 := inGroup(ctr(2, "nm1"), 1), inGroup(ctr(3, "nm2"), 2), inGroup(ctr(4, "nm2"), 2)
-	rm := &fakeRM{register: groupLimits, steps: []func(AllocateRequest) (AllocateResponse, error){
+	rm := &fakeRM{register: groupLimits, steps: []func(yarn.AllocateRequest) (yarn.AllocateResponse, error){
 		alloc(t1, p1, p2),
 		complete(done(p1, 1)),
 		complete(done(t1, 1)),
 	}}
 	res, err, a := runAM(t, twoGroups(), rm, &fakeNM{}, nil)
 	require.NoError(t, err)
-	require.Equal(t, StatusFailed, res.Status)
+	require.Equal(t, yarn.StatusFailed, res.Status)
 	require.Contains(t, res.Diagnostics, "1 worker containers of group trainer failed, more than yarn.maximum-failed-containers=0")
 	require.Contains(t, res.Diagnostics, "container "+t1.ID+" of group trainer")
 	st := a.Status()
@@ -98,7 +100,7 @@ func TestGroupsCountTheirOwnFailures(t *testing.T) {
 
 func TestGroupsRefuseAContainerOfAnUnknownAsk(t *testing.T) {
 	stranger := inGroup(ctr(9, "nm1"), 3)
-	rm := &fakeRM{register: groupLimits, steps: []func(AllocateRequest) (AllocateResponse, error){alloc(stranger)}}
+	rm := &fakeRM{register: groupLimits, steps: []func(yarn.AllocateRequest) (yarn.AllocateResponse, error){alloc(stranger)}}
 	a, err := New(twoGroups(), rm, &fakeNM{}, nil)
 	require.NoError(t, err)
 	a.mu.Lock()
@@ -112,7 +114,7 @@ func TestGroupsProfileCheckNamesTheGroup(t *testing.T) {
 	cfg.Groups[0].Plan.Profile.Extra["yarn.io/gpu"] = 8
 	res, err, _ := runAM(t, cfg, &fakeRM{register: groupLimits}, &fakeNM{}, nil)
 	require.NoError(t, err)
-	require.Equal(t, StatusFailed, res.Status)
+	require.Equal(t, yarn.StatusFailed, res.Status)
 	require.Contains(t, res.Diagnostics, "worker group trainer: ")
 	require.NotContains(t, res.Diagnostics, "worker group prep")
 }
@@ -134,18 +136,18 @@ func TestReactiveRunsWithTheMinimumAndGrows(t *testing.T) {
 	var during Status
 	var a *AM
 	rm := &fakeRM{register: gpuLimits}
-	rm.steps = []func(AllocateRequest) (AllocateResponse, error){
+	rm.steps = []func(yarn.AllocateRequest) (yarn.AllocateResponse, error){
 		alloc(c1, c2),
 		// Long past slot.request.timeout with 2 of 4: the minimum runs, so
 		// the application goes on and keeps asking.
-		func(AllocateRequest) (AllocateResponse, error) {
+		func(yarn.AllocateRequest) (yarn.AllocateResponse, error) {
 			clk.t = clk.t.Add(time.Hour)
-			return AllocateResponse{}, nil
+			return yarn.AllocateResponse{}, nil
 		},
-		func(AllocateRequest) (AllocateResponse, error) {
+		func(yarn.AllocateRequest) (yarn.AllocateResponse, error) {
 			clk.t = clk.t.Add(time.Hour)
 			during = a.Status()
-			return AllocateResponse{}, nil
+			return yarn.AllocateResponse{}, nil
 		},
 		alloc(c3, c4), // capacity returned
 		complete(done(c1, 0), done(c2, 0), done(c3, 0), done(c4, 0)),
@@ -158,7 +160,7 @@ func TestReactiveRunsWithTheMinimumAndGrows(t *testing.T) {
 	a.cfg.After = settled(a, a.cfg.After)
 	res, err := a.Run(t.Context())
 	require.NoError(t, err)
-	require.Equal(t, StatusSucceeded, res.Status, res.Diagnostics)
+	require.Equal(t, yarn.StatusSucceeded, res.Status, res.Diagnostics)
 	require.Equal(t, 2, during.Running)
 	require.Equal(t, 4, during.Workers)
 	require.Equal(t, 2, during.Minimum)
@@ -174,15 +176,15 @@ func TestReactiveRunsWithTheMinimumAndGrows(t *testing.T) {
 func TestReactiveBelowTheMinimumTimesOut(t *testing.T) {
 	c1 := ctr(2, "nm1")
 	clk := &clock{t: time.Unix(1000, 0)}
-	rm := &fakeRM{register: gpuLimits, steps: []func(AllocateRequest) (AllocateResponse, error){
+	rm := &fakeRM{register: gpuLimits, steps: []func(yarn.AllocateRequest) (yarn.AllocateResponse, error){
 		alloc(c1),
-		func(AllocateRequest) (AllocateResponse, error) {
+		func(yarn.AllocateRequest) (yarn.AllocateResponse, error) {
 			clk.t = clk.t.Add(time.Hour)
-			return AllocateResponse{}, nil
+			return yarn.AllocateResponse{}, nil
 		},
-		func(AllocateRequest) (AllocateResponse, error) {
+		func(yarn.AllocateRequest) (yarn.AllocateResponse, error) {
 			clk.t = clk.t.Add(time.Hour)
-			return AllocateResponse{}, nil
+			return yarn.AllocateResponse{}, nil
 		},
 	}}
 	cfg := reactive(4, 2)
@@ -190,7 +192,7 @@ func TestReactiveBelowTheMinimumTimesOut(t *testing.T) {
 	cfg.Now = clk.now
 	res, err, _ := runAM(t, cfg, rm, &fakeNM{}, nil)
 	require.NoError(t, err)
-	require.Equal(t, StatusFailed, res.Status)
+	require.Equal(t, yarn.StatusFailed, res.Status)
 	require.Contains(t, res.Diagnostics, "3 worker containers")
 	require.Contains(t, res.Diagnostics, "1 running of the 2 needed (xres.reactive.min-workers)")
 }
@@ -200,12 +202,15 @@ func TestReactiveShrinksOnALostNodeAndEndsWithWhatRan(t *testing.T) {
 	var a *AM
 	var shrunk Status
 	rm := &fakeRM{register: gpuLimits}
-	rm.steps = []func(AllocateRequest) (AllocateResponse, error){
+	rm.steps = []func(yarn.AllocateRequest) (yarn.AllocateResponse, error){
 		alloc(c1, c2, c3),
-		func(AllocateRequest) (AllocateResponse, error) {
-			return AllocateResponse{UpdatedNodes: []NodeUpdate{{NodeID: c3.NodeID, State: "LOST"}}}, nil
+		func(yarn.AllocateRequest) (yarn.AllocateResponse, error) {
+			return yarn.AllocateResponse{UpdatedNodes: []yarn.NodeUpdate{{NodeID: c3.NodeID, State: "LOST"}}}, nil
 		},
-		func(AllocateRequest) (AllocateResponse, error) { shrunk = a.Status(); return AllocateResponse{}, nil },
+		func(yarn.AllocateRequest) (yarn.AllocateResponse, error) {
+			shrunk = a.Status()
+			return yarn.AllocateResponse{}, nil
+		},
 		// The two left finish: the job is done with what it had.
 		complete(done(c1, 0), done(c2, 0)),
 	}
@@ -214,7 +219,7 @@ func TestReactiveShrinksOnALostNodeAndEndsWithWhatRan(t *testing.T) {
 	a.cfg.After = settled(a, a.cfg.After)
 	res, err := a.Run(t.Context())
 	require.NoError(t, err)
-	require.Equal(t, StatusSucceeded, res.Status, res.Diagnostics)
+	require.Equal(t, yarn.StatusSucceeded, res.Status, res.Diagnostics)
 	require.Equal(t, 2, shrunk.Running)
 	require.Equal(t, 1, shrunk.Pending, "the lost worker is asked for again")
 	require.Equal(t, 0, shrunk.Failed, "a lost node is no failure")
@@ -243,10 +248,10 @@ func TestPlanGroups(t *testing.T) {
 	require.Len(t, gs, 2)
 	require.Equal(t, "trainer", gs[0].Name)
 	require.Equal(t, 2, gs[0].Plan.Workers)
-	require.Equal(t, Resource{MemoryMB: 1024, VCores: 1, Extra: map[string]int64{"yarn.io/gpu": 4}}, gs[0].Plan.Profile)
+	require.Equal(t, yarn.Resource{MemoryMB: 1024, VCores: 1, Extra: map[string]int64{"yarn.io/gpu": 4}}, gs[0].Plan.Profile)
 	require.Nil(t, gs[0].Command)
 	require.Equal(t, 8, gs[1].Plan.Workers)
-	require.Equal(t, Resource{MemoryMB: 2048, VCores: 1}, gs[1].Plan.Profile)
+	require.Equal(t, yarn.Resource{MemoryMB: 2048, VCores: 1}, gs[1].Plan.Profile)
 	require.Equal(t, []string{"python", "prep.py", "--tag", "a b"}, gs[1].Command)
 	require.True(t, gs[1].Plan.Reactive)
 	require.Equal(t, 3, gs[1].Plan.MinWorkers)
@@ -289,7 +294,7 @@ func TestPlanReactiveKeys(t *testing.T) {
 
 func TestTrackerShowsGroupsAndCounts(t *testing.T) {
 	t1, p1 := inGroup(ctr(2, "nm1"), 1), inGroup(ctr(3, "nm2"), 2)
-	rm := &fakeRM{register: groupLimits, steps: []func(AllocateRequest) (AllocateResponse, error){alloc(t1, p1)}}
+	rm := &fakeRM{register: groupLimits, steps: []func(yarn.AllocateRequest) (yarn.AllocateResponse, error){alloc(t1, p1)}}
 	cfg := twoGroups()
 	cfg.Groups[1].Plan.Reactive, cfg.Groups[1].Plan.MinWorkers = true, 1
 	a, err := New(cfg, rm, &fakeNM{}, nil)
@@ -334,7 +339,7 @@ type batchNM struct {
 	cmds  []string
 }
 
-func (b *batchNM) StartContainers(ctx context.Context, cs []Container, tok Token, l LaunchContext) []error {
+func (b *batchNM) StartContainers(ctx context.Context, cs []yarn.Container, tok security.Token, l yarn.LaunchContext) []error {
 	var ids []string
 	errs := make([]error, len(cs))
 	for i, c := range cs {
@@ -351,7 +356,7 @@ func TestGroupsOnOneNodeStartInOneCallPerGroup(t *testing.T) {
 	// Allocated interleaved on one node: trainer, prep, trainer, prep, prep.
 	t1, p1, t2, p2, p3 := inGroup(ctr(2, "nm1"), 1), inGroup(ctr(3, "nm1"), 2), inGroup(ctr(4, "nm1"), 1),
 		inGroup(ctr(5, "nm1"), 2), inGroup(ctr(6, "nm1"), 2)
-	rm := &fakeRM{register: groupLimits, steps: []func(AllocateRequest) (AllocateResponse, error){
+	rm := &fakeRM{register: groupLimits, steps: []func(yarn.AllocateRequest) (yarn.AllocateResponse, error){
 		alloc(t1, p1, t2, p2, p3),
 		complete(done(t1, 0), done(t2, 0), done(p1, 0), done(p2, 0), done(p3, 0)),
 	}}
@@ -361,7 +366,7 @@ func TestGroupsOnOneNodeStartInOneCallPerGroup(t *testing.T) {
 	a.cfg.After = settled(a, a.cfg.After)
 	res, err := a.Run(t.Context())
 	require.NoError(t, err)
-	require.Equal(t, StatusSucceeded, res.Status, res.Diagnostics)
+	require.Equal(t, yarn.StatusSucceeded, res.Status, res.Diagnostics)
 	require.Equal(t, [][]string{{t1.ID, t2.ID}, {p1.ID, p2.ID, p3.ID}}, nm.calls)
 	require.Equal(t, []string{"train", "prep"}, nm.cmds)
 }
@@ -371,10 +376,10 @@ func TestGroupsAdoptAnEarlierAttemptsWorkersByTheirAsk(t *testing.T) {
 	// no allocation id but prep's size, one with trainer's id.
 	byID := inGroup(ctr(2, "nm1"), 2)
 	bySize := inGroup(ctr(3, "nm2"), -1)
-	bySize.Resource = Resource{MemoryMB: 1024, VCores: 1, Extra: map[string]int64{"yarn.io/fpga": 1}}
+	bySize.Resource = yarn.Resource{MemoryMB: 1024, VCores: 1, Extra: map[string]int64{"yarn.io/fpga": 1}}
 	trainer := inGroup(ctr(4, "nm2"), 1)
 	reg := groupLimits
-	reg.PreviousContainers = []Container{byID, bySize, trainer}
+	reg.PreviousContainers = []yarn.Container{byID, bySize, trainer}
 	a, err := New(twoGroups(), &fakeRM{register: reg}, &fakeNM{}, nil)
 	require.NoError(t, err)
 	require.NoError(t, a.register(t.Context()))

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xres/xres/hadoopproto/hadoopyarn"
+	"github.com/xres/xres/yarn"
 )
 
 // TestResyncRedeliversContainers plays an RM restart over Hadoop RPC: the
@@ -68,7 +69,7 @@ func TestResyncRedeliversContainers(t *testing.T) {
 			defer cancel()
 			res, err := a.Run(ctx)
 			require.NoError(t, err)
-			require.Equal(t, StatusSucceeded, res.Status, res.Diagnostics)
+			require.Equal(t, yarn.StatusSucceeded, res.Status, res.Diagnostics)
 
 			s.mu.Lock()
 			defer s.mu.Unlock()
@@ -90,16 +91,16 @@ func TestResyncRedeliversContainers(t *testing.T) {
 // adopted as a running worker without being started.
 func TestIdentityOfContainers(t *testing.T) {
 	prev, c2, c3 := ctr(1, "nm1"), ctr(2, "nm1"), ctr(3, "nm2")
-	rm := &fakeRM{register: gpuLimits, steps: []func(AllocateRequest) (AllocateResponse, error){
+	rm := &fakeRM{register: gpuLimits, steps: []func(yarn.AllocateRequest) (yarn.AllocateResponse, error){
 		alloc(c2, c3), // c3 is surplus: prev already fills one of the two
 		alloc(c3, prev, c2),
 		complete(done(prev, 0), done(c2, 0)),
 	}}
-	rm.register.PreviousContainers = []Container{prev}
+	rm.register.PreviousContainers = []yarn.Container{prev}
 	nm := &fakeNM{}
 	res, err, a := runAM(t, testConfig(2, 0), rm, nm, nil)
 	require.NoError(t, err)
-	require.Equal(t, StatusSucceeded, res.Status, res.Diagnostics)
+	require.Equal(t, yarn.StatusSucceeded, res.Status, res.Diagnostics)
 	require.Equal(t, []string{c2.ID}, nm.started, "the previous attempt's worker is not started again")
 	var released []string
 	for _, r := range rm.requests {

@@ -7,26 +7,6 @@ import (
 	"github.com/xres/xres/yarn"
 )
 
-// The launch types are yarn's (one family for the RPC and REST clients,
-// the submission and the AM).
-type (
-	LocalResourceType = yarn.LocalResourceType
-	Visibility        = yarn.Visibility
-	ResourceURL       = yarn.ResourceURL
-	LocalResource     = yarn.LocalResource
-	LaunchContext     = yarn.LaunchContext
-)
-
-// Local resource types and visibilities (yarn's).
-const (
-	Archive     = yarn.Archive
-	File        = yarn.File
-	Pattern     = yarn.Pattern
-	Public      = yarn.Public
-	Private     = yarn.Private
-	Application = yarn.Application
-)
-
 // LogDir is the NodeManager's placeholder for the container's log folder in
 // a command (ApplicationConstants.LOG_DIR_EXPANSION_VAR).
 const LogDir = "<LOG_DIR>"
@@ -105,8 +85,8 @@ const (
 
 // WorkerSpec is how every worker container is started.
 type WorkerSpec struct {
-	Resources map[string]LocalResource // the staged files; the AM's own binary ("am") is left out
-	ConfName  string                   // link name of the Flink configuration; "" for none
+	Resources map[string]yarn.LocalResource // the staged files; the AM's own binary ("am") is left out
+	ConfName  string                        // link name of the Flink configuration; "" for none
 	// DynamicFile is the link name of the staged dynamic file (the -D
 	// overrides of am submit, a JSON object: conf.ReadDynamicFile); "" for
 	// none. Its values never appear on a command line.
@@ -122,7 +102,7 @@ type WorkerSpec struct {
 // WorkerLaunch builds a worker's launch context:
 //
 //	./container-launcher [--conf NAME] [--dynamic-file NAME] [-D k=v]… -- <worker command> 1><LOG_DIR>/stdout 2><LOG_DIR>/stderr
-func WorkerLaunch(spec WorkerSpec) LaunchContext {
+func WorkerLaunch(spec WorkerSpec) yarn.LaunchContext {
 	argv := []string{"./" + LauncherName}
 	if spec.ConfName != "" {
 		argv = append(argv, "--conf", spec.ConfName)
@@ -134,7 +114,7 @@ func WorkerLaunch(spec WorkerSpec) LaunchContext {
 		argv = append(argv, "-D", d)
 	}
 	argv = append(append(argv, "--"), spec.Worker...)
-	res := map[string]LocalResource{}
+	res := map[string]yarn.LocalResource{}
 	for name, r := range spec.Resources {
 		if name != AMName {
 			res[name] = r
@@ -144,5 +124,5 @@ func WorkerLaunch(spec WorkerSpec) LaunchContext {
 	for k, v := range spec.Env {
 		env[k] = v
 	}
-	return LaunchContext{Commands: []string{Command(argv)}, Env: env, LocalResources: res, Tokens: spec.Tokens}
+	return yarn.LaunchContext{Commands: []string{Command(argv)}, Env: env, LocalResources: res, Tokens: spec.Tokens}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xres/xres/resources"
+	"github.com/xres/xres/yarn"
 )
 
 func TestCommand(t *testing.T) {
@@ -74,7 +75,7 @@ func TestEnvFromConfig(t *testing.T) {
 }
 
 func TestLaunchContextStringHidesSecrets(t *testing.T) {
-	l := LaunchContext{Commands: []string{"x"}, Env: map[string]string{"TOKEN": "hunter2"}, Tokens: []byte("HDTSsecret")}
+	l := yarn.LaunchContext{Commands: []string{"x"}, Env: map[string]string{"TOKEN": "hunter2"}, Tokens: []byte("HDTSsecret")}
 	s := l.String()
 	require.NotContains(t, s, "hunter2")
 	require.NotContains(t, s, "secret")
@@ -82,14 +83,14 @@ func TestLaunchContextStringHidesSecrets(t *testing.T) {
 }
 
 func TestResourceURL(t *testing.T) {
-	require.Equal(t, "hdfs://nn:8020/user/u/.xres/app/am", ResourceURL{Scheme: "hdfs", Host: "nn", Port: 8020, File: "/user/u/.xres/app/am"}.String())
-	require.Equal(t, "file:///tmp/x", ResourceURL{Scheme: "file", File: "/tmp/x"}.String())
+	require.Equal(t, "hdfs://nn:8020/user/u/.xres/app/am", yarn.ResourceURL{Scheme: "hdfs", Host: "nn", Port: 8020, File: "/user/u/.xres/app/am"}.String())
+	require.Equal(t, "file:///tmp/x", yarn.ResourceURL{Scheme: "file", File: "/tmp/x"}.String())
 }
 
 func TestWorkerLaunch(t *testing.T) {
-	r := LocalResource{URL: ResourceURL{Scheme: "hdfs", Host: "nn", Port: 8020, File: "/s/x"}, Size: 3, Timestamp: 4, Type: File, Visibility: Application}
+	r := yarn.LocalResource{URL: yarn.ResourceURL{Scheme: "hdfs", Host: "nn", Port: 8020, File: "/s/x"}, Size: 3, Timestamp: 4, Type: yarn.File, Visibility: yarn.Application}
 	lc := WorkerLaunch(WorkerSpec{
-		Resources:   map[string]LocalResource{"am": r, "container-launcher": r, "flink-conf.yaml": r},
+		Resources:   map[string]yarn.LocalResource{"am": r, "container-launcher": r, "flink-conf.yaml": r},
 		ConfName:    "flink-conf.yaml",
 		DynamicFile: "xres-dynamic.json",
 		Dynamic:     []string{"external-resource.gpu.amount=1"},

@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/xres/xres/yarn"
 )
 
 // maxLogBytes bounds what is read of a container log.
@@ -26,7 +28,7 @@ type NMWebLogs struct {
 var _ LogFetcher = NMWebLogs{}
 
 // Tail implements LogFetcher.
-func (n NMWebLogs) Tail(ctx context.Context, c Container, file string, lines int) ([]string, error) {
+func (n NMWebLogs) Tail(ctx context.Context, c yarn.Container, file string, lines int) ([]string, error) {
 	if c.NodeHTTP == "" {
 		return nil, fmt.Errorf("fetch %s of %s: container has no NodeManager web address", file, c.ID)
 	}

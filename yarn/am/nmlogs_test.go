@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"github.com/xres/xres/yarn"
 )
 
 func TestNMWebLogs(t *testing.T) {
@@ -21,7 +22,7 @@ func TestNMWebLogs(t *testing.T) {
 		_, _ = w.Write([]byte("starting\n\nTraceback:\r\n  File x\nValueError: bad\n"))
 	}))
 	defer srv.Close()
-	c := Container{ID: "container_1_0001_01_000002", NodeHTTP: strings.TrimPrefix(srv.URL, "http://")}
+	c := yarn.Container{ID: "container_1_0001_01_000002", NodeHTTP: strings.TrimPrefix(srv.URL, "http://")}
 	logs := NMWebLogs{Client: srv.Client(), User: "alice"}
 
 	lines, err := logs.Tail(context.Background(), c, "stderr", 3)
@@ -35,7 +36,7 @@ func TestNMWebLogs(t *testing.T) {
 	_, err = logs.Tail(context.Background(), c, "stderr", 3)
 	require.ErrorContains(t, err, "404 Not Found")
 
-	_, err = logs.Tail(context.Background(), Container{ID: "x"}, "stderr", 3)
+	_, err = logs.Tail(context.Background(), yarn.Container{ID: "x"}, "stderr", 3)
 	require.ErrorContains(t, err, "no NodeManager web address")
 }
 

@@ -34,19 +34,15 @@ const (
 // ErrBadConfig is wrapped by every configuration error of this package.
 var ErrBadConfig = errors.New("invalid configuration")
 
-// Resource is a YARN container size (yarn.Resource: one type for the AM
-// and the clients).
-type Resource = yarn.Resource
-
 // Plan is what the AM will ask for: how many workers and of which size.
 type Plan struct {
-	BaseWorkers         int      `json:"base-workers"`          // ceil(parallelism / slots), or --workers
-	Spares              int      `json:"spares"`                // slotmanager.redundant-taskmanager-num
-	Workers             int      `json:"workers"`               // containers asked: base + spares, capped
-	SlotsPerWorker      int      `json:"slots-per-worker"`      // taskmanager.numberOfTaskSlots
-	MaxFailedContainers int      `json:"max-failed-containers"` // failures replaced before the app fails
-	Profile             Resource `json:"profile"`               // one worker container
-	Warnings            []string `json:"warnings,omitempty"`
+	BaseWorkers         int           `json:"base-workers"`          // ceil(parallelism / slots), or --workers
+	Spares              int           `json:"spares"`                // slotmanager.redundant-taskmanager-num
+	Workers             int           `json:"workers"`               // containers asked: base + spares, capped
+	SlotsPerWorker      int           `json:"slots-per-worker"`      // taskmanager.numberOfTaskSlots
+	MaxFailedContainers int           `json:"max-failed-containers"` // failures replaced before the app fails
+	Profile             yarn.Resource `json:"profile"`               // one worker container
+	Warnings            []string      `json:"warnings,omitempty"`
 
 	// NodeLabel is yarn.taskmanager.node-label; MaxWorkersPerNode is
 	// xres.placement.max-workers-per-node (0: no limit).
@@ -160,7 +156,7 @@ func PlanWorkers(cfg *conf.Config, specs []resources.Spec, workers int) (Plan, e
 	if err != nil {
 		errs = append(errs, err)
 	}
-	p.Profile = Resource{MemoryMB: mem, VCores: vcores, Extra: extra}
+	p.Profile = yarn.Resource{MemoryMB: mem, VCores: vcores, Extra: extra}
 	p.NodeLabel, _ = cfg.Get(conf.YarnTaskManagerNodeLabel.Key)
 	p.NodeLabel = strings.TrimSpace(p.NodeLabel)
 	if k := intOpt(conf.PlacementMaxWorkersPerNode); k < 0 {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/xres/xres/conf"
 	"github.com/xres/xres/resources"
+	"github.com/xres/xres/yarn"
 )
 
 var gpuSpec = resources.Spec{Name: "gpu", Amount: 2, YarnKey: "yarn.io/gpu"}
@@ -25,76 +26,76 @@ func TestPlanWorkers(t *testing.T) {
 		{
 			name: "flink defaults",
 			want: Plan{BaseWorkers: 1, Workers: 1, SlotsPerWorker: 1, MaxFailedContainers: 1,
-				Profile: Resource{MemoryMB: 1728, VCores: 1}},
+				Profile: yarn.Resource{MemoryMB: 1728, VCores: 1}},
 		},
 		{
 			name: "parallelism over slots rounds up",
 			conf: map[string]string{"parallelism.default": "10", "taskmanager.numberOfTaskSlots": "4"},
 			want: Plan{BaseWorkers: 3, Workers: 3, SlotsPerWorker: 4, MaxFailedContainers: 3,
-				Profile: Resource{MemoryMB: 1728, VCores: 4}},
+				Profile: yarn.Resource{MemoryMB: 1728, VCores: 4}},
 		},
 		{
 			name:    "--workers overrides parallelism",
 			conf:    map[string]string{"parallelism.default": "10"},
 			workers: 4,
 			want: Plan{BaseWorkers: 4, Workers: 4, SlotsPerWorker: 1, MaxFailedContainers: 4,
-				Profile: Resource{MemoryMB: 1728, VCores: 1}},
+				Profile: yarn.Resource{MemoryMB: 1728, VCores: 1}},
 		},
 		{
 			name: "spares added",
 			conf: map[string]string{"parallelism.default": "4", "slotmanager.redundant-taskmanager-num": "2"},
 			want: Plan{BaseWorkers: 4, Spares: 2, Workers: 6, SlotsPerWorker: 1, MaxFailedContainers: 6,
-				Profile: Resource{MemoryMB: 1728, VCores: 1}},
+				Profile: yarn.Resource{MemoryMB: 1728, VCores: 1}},
 		},
 		{
 			name: "slot maximum caps workers and spares",
 			conf: map[string]string{"parallelism.default": "8", "taskmanager.numberOfTaskSlots": "2", "slotmanager.number-of-slots.max": "7", "slotmanager.redundant-taskmanager-num": "1"},
 			want: Plan{BaseWorkers: 4, Spares: 1, Workers: 3, SlotsPerWorker: 2, MaxFailedContainers: 3,
-				Profile: Resource{MemoryMB: 1728, VCores: 2}},
+				Profile: yarn.Resource{MemoryMB: 1728, VCores: 2}},
 			warn: "slotmanager.number-of-slots.max=7 caps the workers at 3 (of 5 asked)",
 		},
 		{
 			name: "max failed containers set",
 			conf: map[string]string{"parallelism.default": "2", "yarn.maximum-failed-containers": "0"},
 			want: Plan{BaseWorkers: 2, Workers: 2, SlotsPerWorker: 1, MaxFailedContainers: 0,
-				Profile: Resource{MemoryMB: 1728, VCores: 1}},
+				Profile: yarn.Resource{MemoryMB: 1728, VCores: 1}},
 		},
 		{
 			name: "process size truncates to MiB",
 			conf: map[string]string{"taskmanager.memory.process.size": "1048577k"},
 			want: Plan{BaseWorkers: 1, Workers: 1, SlotsPerWorker: 1, MaxFailedContainers: 1,
-				Profile: Resource{MemoryMB: 1024, VCores: 1}},
+				Profile: yarn.Resource{MemoryMB: 1024, VCores: 1}},
 		},
 		{
 			name: "cpu cores rounded up win over yarn vcores",
 			conf: map[string]string{"taskmanager.cpu.cores": "2.5", "yarn.containers.vcores": "8", "taskmanager.numberOfTaskSlots": "4"},
 			want: Plan{BaseWorkers: 1, Workers: 1, SlotsPerWorker: 4, MaxFailedContainers: 1,
-				Profile: Resource{MemoryMB: 1728, VCores: 3}},
+				Profile: yarn.Resource{MemoryMB: 1728, VCores: 3}},
 		},
 		{
 			name: "yarn vcores win over slots",
 			conf: map[string]string{"yarn.containers.vcores": "8", "taskmanager.numberOfTaskSlots": "4"},
 			want: Plan{BaseWorkers: 1, Workers: 1, SlotsPerWorker: 4, MaxFailedContainers: 1,
-				Profile: Resource{MemoryMB: 1728, VCores: 8}},
+				Profile: yarn.Resource{MemoryMB: 1728, VCores: 8}},
 		},
 		{
 			name: "yarn vcores -1 falls back to slots",
 			conf: map[string]string{"yarn.containers.vcores": "-1", "taskmanager.numberOfTaskSlots": "3"},
 			want: Plan{BaseWorkers: 1, Workers: 1, SlotsPerWorker: 3, MaxFailedContainers: 1,
-				Profile: Resource{MemoryMB: 1728, VCores: 3}},
+				Profile: yarn.Resource{MemoryMB: 1728, VCores: 3}},
 		},
 		{
 			name:  "external resources in the profile",
 			conf:  map[string]string{"taskmanager.memory.process.size": "2g"},
 			specs: []resources.Spec{gpuSpec, {Name: "fpga", Amount: 1, YarnKey: "yarn.io/fpga"}},
 			want: Plan{BaseWorkers: 1, Workers: 1, SlotsPerWorker: 1, MaxFailedContainers: 1,
-				Profile: Resource{MemoryMB: 2048, VCores: 1, Extra: map[string]int64{"yarn.io/gpu": 2, "yarn.io/fpga": 1}}},
+				Profile: yarn.Resource{MemoryMB: 2048, VCores: 1, Extra: map[string]int64{"yarn.io/gpu": 2, "yarn.io/fpga": 1}}},
 		},
 		{
 			name:  "resource without yarn key is not asked",
 			specs: []resources.Spec{{Name: "tpu", Amount: 1}},
 			want: Plan{BaseWorkers: 1, Workers: 1, SlotsPerWorker: 1, MaxFailedContainers: 1,
-				Profile: Resource{MemoryMB: 1728, VCores: 1}},
+				Profile: yarn.Resource{MemoryMB: 1728, VCores: 1}},
 		},
 	}
 	for _, tt := range tests {
@@ -145,7 +146,7 @@ func TestPlanWorkersErrors(t *testing.T) {
 }
 
 func TestResourceString(t *testing.T) {
-	r := Resource{MemoryMB: 1728, VCores: 2, Extra: map[string]int64{"yarn.io/gpu": 2, "yarn.io/fpga": 1}}
+	r := yarn.Resource{MemoryMB: 1728, VCores: 2, Extra: map[string]int64{"yarn.io/gpu": 2, "yarn.io/fpga": 1}}
 	require.Equal(t, "<memory:1728, vCores:2, yarn.io/fpga: 1, yarn.io/gpu: 2>", r.String())
 }
 
@@ -167,7 +168,7 @@ func TestPlanWorkersFromFile(t *testing.T) {
 	p, err := PlanWorkers(cfg, specs, 0)
 	require.NoError(t, err)
 	require.Equal(t, 4, p.Workers)
-	require.Equal(t, Resource{MemoryMB: 4096, VCores: 2, Extra: map[string]int64{"yarn.io/gpu": 1}}, p.Profile)
+	require.Equal(t, yarn.Resource{MemoryMB: 4096, VCores: 2, Extra: map[string]int64{"yarn.io/gpu": 1}}, p.Profile)
 
 	bad, err := conf.Load(filepath.Join("testdata", "flink-conf.yaml"), []string{"taskmanager.numberOfTaskSlots=zero"})
 	require.NoError(t, err)

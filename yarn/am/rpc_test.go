@@ -2,7 +2,6 @@ package am
 
 import (
 	"context"
-	"errors"
 	"net"
 	"strconv"
 	"sync"
@@ -17,94 +16,6 @@ import (
 	"github.com/xres/xres/yarn/security"
 	"github.com/xres/xres/yarn/yarntest"
 )
-
-func TestAllocateProto(t *testing.T) {
-	p, err := allocateProto(AllocateRequest{
-		Asks:         []Ask{{ID: 1, Count: 3, Profile: Resource{MemoryMB: 1728, VCores: 2, Extra: map[string]int64{"yarn.io/gpu": 1}}}},
-		Release:      []string{"container_e17_1700000000000_0001_01_000005"},
-		BlacklistAdd: []string{"badhost"},
-		Progress:     0.5,
-	})
-	require.NoError(t, err)
-	require.Len(t, p.GetAsk(), 1)
-	ask := p.GetAsk()[0]
-	require.Equal(t, "*", ask.GetResourceName())
-	require.Equal(t, int32(3), ask.GetNumContainers())
-	require.Equal(t, int64(1), ask.GetAllocationRequestId())
-	require.Equal(t, WorkerPriority, ask.GetPriority().GetPriority())
-	require.True(t, ask.GetRelaxLocality())
-	gpu, ok := yarn.ResourceValue(ask.GetCapability(), "yarn.io/gpu")
-	require.True(t, ok)
-	require.Equal(t, int64(1), gpu)
-	require.Equal(t, int64(1728), ask.GetCapability().GetMemory())
-	require.Equal(t, "container_e17_1700000000000_0001_01_000005", yarn.ContainerID(p.GetRelease()[0]))
-	require.Equal(t, []string{"badhost"}, p.GetBlacklistRequest().GetBlacklistAdditions())
-	require.Equal(t, float32(0.5), p.GetProgress())
-
-	_, err = allocateProto(AllocateRequest{Release: []string{"bogus"}})
-	require.ErrorContains(t, err, "release bogus")
-}
-
-func TestLaunchProto(t *testing.T) {
-	p := LaunchProto(LaunchContext{
-		Commands: []string{"./container-launcher -- x 1><LOG_DIR>/stdout 2><LOG_DIR>/stderr"},
-		Env:      map[string]string{"B": "2", "A": "1"},
-		LocalResources: map[string]LocalResource{
-			"container-launcher": {URL: ResourceURL{Scheme: "hdfs", Host: "nn", Port: 8020, File: "/s/container-launcher"}, Size: 7, Timestamp: 8, Type: File, Visibility: Application},
-			"env":                {URL: ResourceURL{Scheme: "hdfs", File: "/s/env.tgz"}, Size: 1, Timestamp: 2, Type: Archive, Visibility: Private},
-		},
-	})
-	require.Equal(t, []string{"./container-launcher -- x 1><LOG_DIR>/stdout 2><LOG_DIR>/stderr"}, p.GetCommand())
-	require.Equal(t, "A", p.GetEnvironment()[0].GetKey())
-	require.Nil(t, p.Tokens, "no tokens field on an insecure cluster")
-	lr := p.GetLocalResources()[0]
-	require.Equal(t, "container-launcher", lr.GetKey())
-	require.Equal(t, "nn", lr.GetValue().GetResource().GetHost())
-	require.Equal(t, int32(8020), lr.GetValue().GetResource().GetPort())
-	require.Equal(t, int64(7), lr.GetValue().GetSize())
-	require.Equal(t, int64(8), lr.GetValue().GetTimestamp())
-	require.Equal(t, hadoopyarn.LocalResourceTypeProto_FILE, lr.GetValue().GetType())
-	require.Equal(t, hadoopyarn.LocalResourceVisibilityProto_APPLICATION, lr.GetValue().GetVisibility())
-	env := p.GetLocalResources()[1].GetValue()
-	require.Equal(t, hadoopyarn.LocalResourceTypeProto_ARCHIVE, env.GetType())
-	require.Nil(t, env.GetResource().Host)
-}
-
-func TestRegisterFallsBackToCapabilityTypes(t *testing.T) {
-	fake := &protoRM{register: &hadoopyarn.RegisterApplicationMasterResponseProto{
-		MaximumCapability: yarn.NewResource(8192, 4, map[string]int64{"yarn.io/gpu": 2}),
-	}}
-	resp, err := NewRPCRMClient(fake).Register(context.Background(), RegisterRequest{Host: "h", RPCPort: -1})
-	require.NoError(t, err)
-	require.Equal(t, []ResourceType{{Name: "memory-mb", Units: "Mi"}, {Name: "vcores"}, {Name: "yarn.io/gpu", Units: ""}}, resp.ResourceTypes)
-	require.Equal(t, Resource{MemoryMB: 8192, VCores: 4, Extra: map[string]int64{"yarn.io/gpu": 2}}, resp.MaxCapability)
-}
-
-func TestNotRegisteredMapped(t *testing.T) {
-	fake := &protoRM{allocErr: yarn.ErrApplicationMasterNotRegistered}
-	_, err := NewRPCRMClient(fake).Allocate(context.Background(), AllocateRequest{})
-	require.ErrorIs(t, err, ErrNotRegistered)
-	fake.allocErr = errors.New("EOF")
-	_, err = NewRPCRMClient(fake).Allocate(context.Background(), AllocateRequest{})
-	require.NotErrorIs(t, err, ErrNotRegistered)
-}
-
-type protoRM struct {
-	register *hadoopyarn.RegisterApplicationMasterResponseProto
-	allocErr error
-}
-
-func (p *protoRM) Register(context.Context, *hadoopyarn.RegisterApplicationMasterRequestProto) (*hadoopyarn.RegisterApplicationMasterResponseProto, error) {
-	return p.register, nil
-}
-
-func (p *protoRM) Allocate(context.Context, *hadoopyarn.AllocateRequestProto) (*hadoopyarn.AllocateResponseProto, error) {
-	return nil, p.allocErr
-}
-
-func (p *protoRM) Finish(context.Context, *hadoopyarn.FinishApplicationMasterRequestProto) error {
-	return nil
-}
 
 // TestAMOverHadoopRPC runs the AM core through the adapters and the real
 // Hadoop RPC clients against in-process RM and NM fakes (TOKEN auth with
@@ -211,7 +122,7 @@ func TestAMOverHadoopRPC(t *testing.T) {
 	defer cancel()
 	res, err := a.Run(ctx)
 	require.NoError(t, err)
-	require.Equal(t, StatusSucceeded, res.Status, res.Diagnostics)
+	require.Equal(t, yarn.StatusSucceeded, res.Status, res.Diagnostics)
 
 	require.Equal(t, hadoopyarn.FinalApplicationStatusProto_APP_SUCCEEDED, final.GetFinalApplicationStatus())
 	require.Equal(t, 2, registers, "registered again after ApplicationMasterNotRegisteredException")

@@ -11,6 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xres/xres/hadoopproto/hadoopyarn"
+	"github.com/xres/xres/yarn"
+	"github.com/xres/xres/yarn/security"
 )
 
 // slowNM blocks every start on the node "slow" until released (or a
@@ -25,7 +27,7 @@ type slowNM struct {
 	peakAll  int
 }
 
-func (s *slowNM) StartContainer(ctx context.Context, c Container, tok Token, l LaunchContext) error {
+func (s *slowNM) StartContainer(ctx context.Context, c yarn.Container, tok security.Token, l yarn.LaunchContext) error {
 	s.mu.Lock()
 	s.inflight[c.Host()]++
 	s.peak[c.Host()] = max(s.peak[c.Host()], s.inflight[c.Host()])
@@ -63,7 +65,7 @@ func (s *slowNM) blocked() int {
 // stay within MaxStartsPerNode (2) and MaxStarts (4). Counted in calls, not
 // time: the RM counts the heartbeats it got while starts were hanging.
 func TestSlowNodeHoldsUpNothing(t *testing.T) {
-	var cs []Container
+	var cs []yarn.Container
 	for i := range 10 {
 		node := "slow"
 		if i%5 >= 3 { // 3, 4, 8, 9
@@ -88,40 +90,40 @@ func TestSlowNodeHoldsUpNothing(t *testing.T) {
 	}
 	rm := &fakeRM{register: gpuLimits}
 	var fastWhileBlocked int
-	rm.steps = append(rm.steps, alloc(cs...), func(AllocateRequest) (AllocateResponse, error) {
+	rm.steps = append(rm.steps, alloc(cs...), func(yarn.AllocateRequest) (yarn.AllocateResponse, error) {
 		// Wait (bounded) until the starts are under way.
 		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
 			if nm.blocked() == 2 && fastStarted() == 4 {
 				break
 			}
 		}
-		return AllocateResponse{}, nil
+		return yarn.AllocateResponse{}, nil
 	})
 	for range 5 {
-		rm.steps = append(rm.steps, func(AllocateRequest) (AllocateResponse, error) {
+		rm.steps = append(rm.steps, func(yarn.AllocateRequest) (yarn.AllocateResponse, error) {
 			if nm.blocked() > 0 {
 				beatsWhileBlocked++
 				fastWhileBlocked = fastStarted()
 			}
-			return AllocateResponse{}, nil
+			return yarn.AllocateResponse{}, nil
 		})
 	}
-	rm.steps = append(rm.steps, func(AllocateRequest) (AllocateResponse, error) {
+	rm.steps = append(rm.steps, func(yarn.AllocateRequest) (yarn.AllocateResponse, error) {
 		close(nm.release)
-		return AllocateResponse{}, nil
+		return yarn.AllocateResponse{}, nil
 	})
-	var completions []Completed
+	var completions []yarn.Completed
 	for _, c := range cs {
 		completions = append(completions, done(c, 0))
 	}
-	rm.steps = append(rm.steps, func(AllocateRequest) (AllocateResponse, error) {
+	rm.steps = append(rm.steps, func(yarn.AllocateRequest) (yarn.AllocateResponse, error) {
 		// The RM reports the containers done once they all ran.
 		for {
 			nm.fakeNM.mu.Lock()
 			n := len(nm.started)
 			nm.fakeNM.mu.Unlock()
 			if n == len(cs) {
-				return AllocateResponse{Completed: completions}, nil
+				return yarn.AllocateResponse{Completed: completions}, nil
 			}
 			time.Sleep(time.Millisecond)
 		}
@@ -134,7 +136,7 @@ func TestSlowNodeHoldsUpNothing(t *testing.T) {
 	defer cancel()
 	res, err := a.Run(ctx)
 	require.NoError(t, err)
-	require.Equal(t, StatusSucceeded, res.Status, res.Diagnostics)
+	require.Equal(t, yarn.StatusSucceeded, res.Status, res.Diagnostics)
 
 	require.Equal(t, 5, beatsWhileBlocked, "heartbeats while the slow node's starts hung")
 	require.Equal(t, 4, fastWhileBlocked, "the healthy node's workers started while the slow node's hung")
@@ -151,7 +153,7 @@ func TestSlowNodeHoldsUpNothing(t *testing.T) {
 // the walks grow with the square of the workers.
 func TestBookkeepingWorkPerContainer(t *testing.T) {
 	run := func(n int) (mallocs uint64, scans int) {
-		var cs []Container
+		var cs []yarn.Container
 		for i := range n {
 			cs = append(cs, ctr(i+2, fmt.Sprintf("nm%d", i%20)))
 		}
@@ -159,7 +161,7 @@ func TestBookkeepingWorkPerContainer(t *testing.T) {
 		for q := range 4 {
 			rm.steps = append(rm.steps, alloc(cs[q*n/4:(q+1)*n/4]...))
 		}
-		var completions []Completed
+		var completions []yarn.Completed
 		for _, c := range cs {
 			completions = append(completions, done(c, 0))
 		}
@@ -173,7 +175,7 @@ func TestBookkeepingWorkPerContainer(t *testing.T) {
 		res, err := a.Run(context.Background())
 		runtime.ReadMemStats(&after)
 		require.NoError(t, err)
-		require.Equal(t, StatusSucceeded, res.Status, res.Diagnostics)
+		require.Equal(t, yarn.StatusSucceeded, res.Status, res.Diagnostics)
 		require.Equal(t, n, a.workers.count[StateSucceeded])
 		return after.Mallocs - before.Mallocs, a.workers.scans
 	}
@@ -214,7 +216,7 @@ func TestStartsShareOneConnectionPerNode(t *testing.T) {
 	defer cancel()
 	res, err := a.Run(ctx)
 	require.NoError(t, err)
-	require.Equal(t, StatusSucceeded, res.Status, res.Diagnostics)
+	require.Equal(t, yarn.StatusSucceeded, res.Status, res.Diagnostics)
 	require.Len(t, s.starts, n)
 	for i, nm := range s.nms {
 		require.EqualValues(t, 1, nm.Connects(), "connections to NodeManager %d", i)
@@ -251,7 +253,7 @@ func TestStartsBatchPerNode(t *testing.T) {
 	defer cancel()
 	res, err := a.Run(ctx)
 	require.NoError(t, err)
-	require.Equal(t, StatusSucceeded, res.Status, res.Diagnostics)
+	require.Equal(t, yarn.StatusSucceeded, res.Status, res.Diagnostics)
 	require.Equal(t, []int{3, 1}, s.batches, "containers per startContainers call")
 	require.Equal(t, map[string]int{s.cid(2): 1, s.cid(4): 1, s.cid(5): 1}, s.starts)
 	require.Equal(t, 1, s.releases[s.cid(3)])

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/xres/xres/resources"
+	"github.com/xres/xres/yarn"
 )
 
 // ErrUnknownContainer is returned by ReportDevices for a container id that
@@ -29,18 +30,18 @@ type WorkerStatus struct {
 
 // GroupStatus is one worker group in Status.
 type GroupStatus struct {
-	Name      string   `json:"name"`
-	Workers   int      `json:"workers"` // wanted (the target)
-	Minimum   int      `json:"minimum"` // needed running: Workers, or xres.reactive.min-workers
-	Reactive  bool     `json:"reactive,omitempty"`
-	Pending   int      `json:"pending"`
-	Starting  int      `json:"starting"`
-	Running   int      `json:"running"`
-	Succeeded int      `json:"succeeded"`
-	Failed    int      `json:"failed"`
-	Restarts  int      `json:"restarts"`
-	MaxFailed int      `json:"max-failed-containers"`
-	Profile   Resource `json:"profile"`
+	Name      string        `json:"name"`
+	Workers   int           `json:"workers"` // wanted (the target)
+	Minimum   int           `json:"minimum"` // needed running: Workers, or xres.reactive.min-workers
+	Reactive  bool          `json:"reactive,omitempty"`
+	Pending   int           `json:"pending"`
+	Starting  int           `json:"starting"`
+	Running   int           `json:"running"`
+	Succeeded int           `json:"succeeded"`
+	Failed    int           `json:"failed"`
+	Restarts  int           `json:"restarts"`
+	MaxFailed int           `json:"max-failed-containers"`
+	Profile   yarn.Resource `json:"profile"`
 }
 
 // Status is a snapshot of the application, served by the tracking server.
@@ -57,7 +58,7 @@ type Status struct {
 	Failed      int            `json:"failed"`
 	Restarts    int            `json:"restarts"`
 	MaxFailed   int            `json:"max-failed-containers"`
-	Profile     Resource       `json:"profile"` // the first group's
+	Profile     yarn.Resource  `json:"profile"` // the first group's
 	Groups      []GroupStatus  `json:"groups"`
 	Hosts       []string       `json:"hosts"`
 	Blacklist   []string       `json:"blacklist,omitempty"`

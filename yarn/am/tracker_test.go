@@ -16,13 +16,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xres/xres/resources"
+	"github.com/xres/xres/yarn"
 )
 
 // trackedAM returns an AM that has started two workers, one finished.
 func trackedAM(t *testing.T) *AM {
 	t.Helper()
 	c1, c2 := ctr(2, "nm1"), ctr(3, "nm2")
-	rm := &fakeRM{register: gpuLimits, steps: []func(AllocateRequest) (AllocateResponse, error){
+	rm := &fakeRM{register: gpuLimits, steps: []func(yarn.AllocateRequest) (yarn.AllocateResponse, error){
 		alloc(c1, c2),
 		complete(done(c1, 0)),
 	}}

@@ -29,7 +29,7 @@ type amClients struct {
 	RM           am.RMClient
 	NM           am.NMClient
 	Logs         am.LogFetcher // may be nil
-	OnAMRMToken  func(am.Token)
+	OnAMRMToken  func(security.Token)
 	WorkerTokens []byte // HDTS credentials for the workers (the AM's, less the AMRMToken); nil if none
 	// RMMaxWait and RMRetryInterval: how the AM waits out an unreachable RM
 	// (yarn.RMConnectPolicy); zero: am's defaults, Hadoop's.
@@ -258,7 +258,7 @@ func cmdRun(ctx context.Context, args []string, e *env) error {
 	a, err := am.New(am.Config{
 		AppID:            appID,
 		Groups:           groups,
-		Register:         am.RegisterRequest{Host: host, RPCPort: -1, TrackingURL: trackingURL},
+		Register:         yarn.RegisterRequest{Host: host, RPCPort: -1, TrackingURL: trackingURL},
 		Heartbeat:        beat,
 		RequestHeartbeat: fast,
 		BadNodeExits:     resources.BadNodeExitCodes(),
@@ -306,7 +306,7 @@ func cmdRun(ctx context.Context, args []string, e *env) error {
 	}
 	e.log.WithFields(logrus.Fields{"status": res.Status, "am_peak_rss_kib": am.PeakRSSKiB()}).Info("application master done")
 	fmt.Fprintf(e.stdout, "final status: %s\n%s\n", res.Status, res.Diagnostics)
-	if res.Status != am.StatusSucceeded {
+	if res.Status != yarn.StatusSucceeded {
 		return errAppFailed
 	}
 	return nil

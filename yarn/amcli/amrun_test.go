@@ -18,6 +18,7 @@ import (
 	"github.com/xres/xres/resources"
 	"github.com/xres/xres/yarn"
 	"github.com/xres/xres/yarn/am"
+	"github.com/xres/xres/yarn/security"
 	"github.com/xres/xres/yarn/submit"
 )
 
@@ -27,29 +28,29 @@ type scriptRM struct {
 	mu       sync.Mutex
 	exits    []int
 	next     int
-	reg      am.RegisterRequest
-	finished []am.FinishRequest
-	asks     []am.Ask
+	reg      yarn.RegisterRequest
+	finished []yarn.FinishRequest
+	asks     []yarn.Ask
 	// nm is the NodeManager the containers run on: a container completes in
 	// a heartbeat after it was started there (starts run beside the
 	// heartbeat).
 	nm      *reportingNM
-	running []am.Completed
+	running []yarn.Completed
 }
 
-func (r *scriptRM) Register(ctx context.Context, req am.RegisterRequest) (am.RegisterResponse, error) {
+func (r *scriptRM) Register(ctx context.Context, req yarn.RegisterRequest) (yarn.RegisterResponse, error) {
 	r.reg = req
-	return am.RegisterResponse{
-		MaxCapability: am.Resource{MemoryMB: 8192, VCores: 8, Extra: map[string]int64{"yarn.io/gpu": 2}},
-		ResourceTypes: []am.ResourceType{{Name: "memory-mb"}, {Name: "vcores"}, {Name: "yarn.io/gpu"}},
+	return yarn.RegisterResponse{
+		MaxCapability: yarn.Resource{MemoryMB: 8192, VCores: 8, Extra: map[string]int64{"yarn.io/gpu": 2}},
+		ResourceTypes: []yarn.ResourceType{{Name: "memory-mb"}, {Name: "vcores"}, {Name: "yarn.io/gpu"}},
 	}, nil
 }
 
-func (r *scriptRM) Allocate(ctx context.Context, req am.AllocateRequest) (am.AllocateResponse, error) {
+func (r *scriptRM) Allocate(ctx context.Context, req yarn.AllocateRequest) (yarn.AllocateResponse, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var resp am.AllocateResponse
-	var still []am.Completed
+	var resp yarn.AllocateResponse
+	var still []yarn.Completed
 	for _, c := range r.running {
 		if r.nm.wasStarted(c.ID) {
 			resp.Completed = append(resp.Completed, c)
@@ -65,13 +66,13 @@ func (r *scriptRM) Allocate(ctx context.Context, req am.AllocateRequest) (am.All
 			c := yarn.Container{ID: fmt.Sprintf("container_1700000000000_0001_01_%06d", r.next+1),
 				NodeID: fmt.Sprintf("nm%d:45454", r.next%2), NodeHTTP: "nm:8042", AllocationRequestID: ask.ID}
 			resp.Allocated = append(resp.Allocated, c)
-			r.running = append(r.running, am.Completed{ID: c.ID, ExitStatus: r.exits[r.next-1]})
+			r.running = append(r.running, yarn.Completed{ID: c.ID, ExitStatus: r.exits[r.next-1]})
 		}
 	}
 	return resp, nil
 }
 
-func (r *scriptRM) Finish(ctx context.Context, req am.FinishRequest) error {
+func (r *scriptRM) Finish(ctx context.Context, req yarn.FinishRequest) error {
 	r.finished = append(r.finished, req)
 	return nil
 }
@@ -91,7 +92,7 @@ func (n *reportingNM) wasStarted(id string) bool {
 	return n.started[id]
 }
 
-func (n *reportingNM) StartContainer(ctx context.Context, c yarn.Container, tok am.Token, l yarn.LaunchContext) error {
+func (n *reportingNM) StartContainer(ctx context.Context, c yarn.Container, tok security.Token, l yarn.LaunchContext) error {
 	n.mu.Lock()
 	n.launches = append(n.launches, l)
 	n.mu.Unlock()
@@ -111,7 +112,7 @@ func (n *reportingNM) StartContainer(ctx context.Context, c yarn.Container, tok 
 	return nil
 }
 
-func (n *reportingNM) StopContainer(ctx context.Context, c yarn.Container, tok am.Token) error {
+func (n *reportingNM) StopContainer(ctx context.Context, c yarn.Container, tok security.Token) error {
 	return nil
 }
 
@@ -135,11 +136,11 @@ func TestRunWiresTheAM(t *testing.T) {
 		name   string
 		exits  []int
 		code   int
-		status am.FinalStatus
+		status yarn.FinalStatus
 		diag   string
 	}{
-		{name: "all workers succeed", exits: []int{0, 0, 0, 0}, code: ExitOK, status: am.StatusSucceeded},
-		{name: "a config error fails at once", exits: []int{0, resources.LauncherExitConfig, 0, 0}, code: ExitAppFailed, status: am.StatusFailed,
+		{name: "all workers succeed", exits: []int{0, 0, 0, 0}, code: ExitOK, status: yarn.StatusSucceeded},
+		{name: "a config error fails at once", exits: []int{0, resources.LauncherExitConfig, 0, 0}, code: ExitAppFailed, status: yarn.StatusFailed,
 			diag: "container-launcher reports an error of the job"},
 	}
 	for _, tt := range tests {
@@ -156,8 +157,8 @@ func TestRunWiresTheAM(t *testing.T) {
 			// Registered with the tracking server's URL on the NM host.
 			require.True(t, strings.HasPrefix(rm.reg.TrackingURL, "http://127.0.0.1:"), rm.reg.TrackingURL)
 			// Four workers of the configured profile were asked.
-			require.Equal(t, am.Ask{ID: am.WorkerAskID, Count: 4,
-				Profile: am.Resource{MemoryMB: 4096, VCores: 2, Extra: map[string]int64{"yarn.io/gpu": 1}}}, rm.asks[0])
+			require.Equal(t, yarn.Ask{ID: am.WorkerAskID, Count: 4,
+				Profile: yarn.Resource{MemoryMB: 4096, VCores: 2, Extra: map[string]int64{"yarn.io/gpu": 1}}}, rm.asks[0])
 
 			l := nm.launches[0]
 			require.Equal(t, []string{"./container-launcher --conf flink-conf.yaml -D rest.bind-address=127.0.0.1 -D " + am.KeyHeartbeat + "=1 -- python train.py --epochs 2 1><LOG_DIR>/stdout 2><LOG_DIR>/stderr"}, l.Commands)

@@ -174,8 +174,8 @@ func TestLogs(t *testing.T) {
 // a line per group (running/target, minimum, failed/limit, restarts,
 // profile) and the worker list with each worker's group.
 func TestStatusShowsGroups(t *testing.T) {
-	gpu := am.Resource{MemoryMB: 8192, VCores: 1, Extra: map[string]int64{"yarn.io/gpu": 4}}
-	fpga := am.Resource{MemoryMB: 2048, VCores: 1, Extra: map[string]int64{"yarn.io/fpga": 1}}
+	gpu := yarn.Resource{MemoryMB: 8192, VCores: 1, Extra: map[string]int64{"yarn.io/gpu": 4}}
+	fpga := yarn.Resource{MemoryMB: 2048, VCores: 1, Extra: map[string]int64{"yarn.io/fpga": 1}}
 	st := am.Status{App: "application_1700000000000_0003", State: "RUNNING", Workers: 5, Minimum: 3, Running: 4, Failed: 1, Restarts: 1, MaxFailed: 5,
 		Groups: []am.GroupStatus{
 			{Name: "trainer", Workers: 2, Minimum: 1, Reactive: true, Running: 1, Pending: 1, Failed: 1, Restarts: 1, MaxFailed: 2, Profile: gpu},

@@ -23,6 +23,7 @@ import (
 	"github.com/xres/xres/conf"
 	"github.com/xres/xres/yarn"
 	"github.com/xres/xres/yarn/am"
+	"github.com/xres/xres/yarn/hdfstoken"
 	"github.com/xres/xres/yarn/rest"
 	"github.com/xres/xres/yarn/security"
 	"github.com/xres/xres/yarn/submit"
@@ -91,7 +92,7 @@ func restRM(ctx context.Context, getenv func(string) string, log logrus.FieldLog
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	return submit.NewRESTRM(c), hc, func() {}, nil
+	return rest.NewRM(c), hc, func() {}, nil
 }
 
 // rmDial picks the RPC or the REST client.
@@ -239,7 +240,7 @@ func amTokens(ctx context.Context, hc *conf.HadoopConfig, krb *yarn.Kerberos, lo
 	if rmPrincipal == "" {
 		return nil, errors.New("get HDFS delegation token: yarn.resourcemanager.principal is not set (the token's renewer)")
 	}
-	tok, err := submit.HDFSDelegationToken(ctx, hc, krb, submit.ShortName(rmPrincipal), log)
+	tok, err := hdfstoken.Get(ctx, hc, krb, submit.ShortName(rmPrincipal), log)
 	if err != nil {
 		return nil, err
 	}
@@ -332,7 +333,7 @@ func (q *rmQuery) connect(ctx context.Context, e *env, lg *login) (rmAPI, *conf.
 // isConfigErr tells a client-side configuration problem (no or bad Hadoop
 // configuration, no Kerberos credentials) from a cluster one.
 func isConfigErr(err error) bool {
-	return errors.Is(err, conf.ErrNoHadoopConf) || errors.Is(err, submit.ErrNoCredentials) || errors.Is(err, submit.ErrLoginConfig)
+	return errors.Is(err, conf.ErrNoHadoopConf) || errors.Is(err, submit.ErrNoCredentials) || errors.Is(err, hdfstoken.ErrNoCredentials) || errors.Is(err, submit.ErrLoginConfig)
 }
 
 // connect opens the RM client for status, kill and cluster.

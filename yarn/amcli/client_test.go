@@ -30,7 +30,7 @@ import (
 type clientRM struct {
 	mu        sync.Mutex
 	types     []string
-	submitted *submit.Submission
+	submitted *yarn.Submission
 	states    []string
 	final     string
 	tracking  string
@@ -58,7 +58,7 @@ func (r *clientRM) ResourceTypes(ctx context.Context) ([]yarn.ResourceType, erro
 	return out, nil
 }
 
-func (r *clientRM) Submit(ctx context.Context, sub submit.Submission) error {
+func (r *clientRM) Submit(ctx context.Context, sub yarn.Submission) error {
 	r.submitted = &sub
 	return nil
 }

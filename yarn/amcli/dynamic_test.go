@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/xres/xres/conf"
+	"github.com/xres/xres/yarn"
 	"github.com/xres/xres/yarn/am"
 	"github.com/xres/xres/yarn/submit"
 )
@@ -54,7 +55,7 @@ func TestDynamicOverridesStayOffCommandLines(t *testing.T) {
 	require.NotContains(t, out+stderr, sentinelSecret)
 
 	sub := rm.submitted
-	wire, err := proto.Marshal(am.LaunchProto(sub.AM))
+	wire, err := proto.Marshal(yarn.LaunchProto(sub.AM))
 	require.NoError(t, err)
 	require.False(t, bytes.Contains(wire, secret), "the AM's launch context carries the secret")
 	require.NotContains(t, fmt.Sprintf("%+v", *sub), sentinelSecret, "the submission carries the secret")
@@ -92,7 +93,7 @@ func TestDynamicOverridesStayOffCommandLines(t *testing.T) {
 			require.NotContains(t, name+" "+r.URL.String(), sentinelSecret)
 		}
 		require.False(t, bytes.Contains(l.Tokens, secret))
-		wire, err := proto.Marshal(am.LaunchProto(l))
+		wire, err := proto.Marshal(yarn.LaunchProto(l))
 		require.NoError(t, err)
 		require.False(t, bytes.Contains(wire, secret), "a worker's launch context carries the secret")
 		require.Contains(t, l.LocalResources, submit.DynamicFileName, "workers get the dynamic file")
@@ -184,7 +185,7 @@ func TestSubmitDynamicFileAndDashD(t *testing.T) {
 	staged, err := conf.ReadDynamicFile(dfs.p("/user/alice/.xres/application_1700000000000_0003/" + submit.DynamicFileName))
 	require.NoError(t, err)
 	require.Equal(t, []string{"parallelism.default=4", "s3.secret-key=" + sentinelSecret}, staged)
-	wire, err := proto.Marshal(am.LaunchProto(rm.submitted.AM))
+	wire, err := proto.Marshal(yarn.LaunchProto(rm.submitted.AM))
 	require.NoError(t, err)
 	require.False(t, bytes.Contains(wire, []byte(sentinelSecret)))
 	require.NotContains(t, strings.Join(rm.submitted.AM.Commands, " "), mine, "the client's path is not the container's")

@@ -64,7 +64,7 @@ func TestFollowerProgressAndSummary(t *testing.T) {
 // With named groups the progress is per group; under reactive mode it
 // shows the minimum; the final table has a group column.
 func TestFollowerGroupsAndReactive(t *testing.T) {
-	gpu := am.Resource{MemoryMB: 8192, VCores: 1, Extra: map[string]int64{"yarn.io/gpu": 4}}
+	gpu := yarn.Resource{MemoryMB: 8192, VCores: 1, Extra: map[string]int64{"yarn.io/gpu": 4}}
 	statuses := []am.Status{
 		{Workers: 5, Minimum: 5, Running: 4, Groups: []am.GroupStatus{
 			{Name: "trainer", Workers: 2, Minimum: 2, Running: 1, Profile: gpu},

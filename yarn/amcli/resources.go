@@ -17,6 +17,7 @@ import (
 
 	"github.com/xres/xres/conf"
 	"github.com/xres/xres/resources"
+	"github.com/xres/xres/yarn"
 	"github.com/xres/xres/yarn/am"
 )
 
@@ -45,11 +46,11 @@ type specJSON struct {
 
 // clusterCheck is the profile checked against a live cluster.
 type clusterCheck struct {
-	Checked       bool         `json:"checked"`
-	Skipped       string       `json:"skipped,omitempty"` // why not checked
-	ResourceTypes []string     `json:"resource-types,omitempty"`
-	LargestNode   *am.Resource `json:"largest-node,omitempty"` // per resource, the most any running NodeManager has
-	Error         string       `json:"error,omitempty"`
+	Checked       bool           `json:"checked"`
+	Skipped       string         `json:"skipped,omitempty"` // why not checked
+	ResourceTypes []string       `json:"resource-types,omitempty"`
+	LargestNode   *yarn.Resource `json:"largest-node,omitempty"` // per resource, the most any running NodeManager has
+	Error         string         `json:"error,omitempty"`
 }
 
 // resourcesReport is what am resources prints. Without
@@ -558,7 +559,7 @@ func checkCluster(ctx context.Context, e *env, rep resourcesReport, offline bool
 	}
 	out := clusterCheck{Checked: true, ResourceTypes: typeNames(types)}
 	limits := am.ClusterLimits{Types: types, MaxName: "the largest NodeManager"}
-	largest := am.Resource{Extra: map[string]int64{}}
+	largest := yarn.Resource{Extra: map[string]int64{}}
 	for _, n := range nodes {
 		for k, v := range resourceMap(n.Capability) {
 			switch k {

@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/xres/xres/resources"
+	"github.com/xres/xres/yarn"
 	"github.com/xres/xres/yarn/am"
 )
 
@@ -38,7 +39,7 @@ type finishWithWorkers struct {
 	status func() am.Status // nil until the AM exists
 }
 
-func (f *finishWithWorkers) Finish(ctx context.Context, req am.FinishRequest) error {
+func (f *finishWithWorkers) Finish(ctx context.Context, req yarn.FinishRequest) error {
 	if f.status != nil {
 		req.Diagnostics = withWorkers(req.Diagnostics, f.status().Containers)
 	}

@@ -12,6 +12,10 @@
 // message), and matches ErrNotFound, ErrBadRequest or ErrUnauthorized with
 // errors.Is.
 //
+// RM wraps a Client in yarn's Go types (yarn.ApplicationReport,
+// yarn.NodeReport, yarn.Submission, …), the same ones the RPC client
+// returns, for yarn/submit's ClusterRM.
+//
 // The endpoints come from the Hadoop configuration through
 // yarn.RMWebappURLs; this package does not read configuration itself.
 package rest

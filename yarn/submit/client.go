@@ -51,7 +51,7 @@ type Request struct {
 	MaxAttempts        int32  // 0: the cluster's yarn.resourcemanager.am.max-attempts
 	// WorkerProfile and Owners, when the profile is set, are checked against
 	// the cluster before anything is staged (am.CheckProfile).
-	WorkerProfile am.Resource
+	WorkerProfile yarn.Resource
 	Owners        map[string]string
 	// Groups, when set, replace WorkerProfile and Owners: each group's
 	// Plan.Profile and Owners are checked, the error naming the group.
@@ -213,8 +213,8 @@ func (c Client) failed(ctx context.Context, sub Submitted, err error) error {
 // NewSubmission is the submission of an xres application: req's name and
 // queue (xres and default when empty), the AM container's size and
 // attempts, and its launch context lc.
-func NewSubmission(appID string, req Request, lc yarn.LaunchContext) Submission {
-	sub := Submission{AppID: appID, Name: req.Name, Queue: req.Queue, Type: ApplicationType,
+func NewSubmission(appID string, req Request, lc yarn.LaunchContext) yarn.Submission {
+	sub := yarn.Submission{AppID: appID, Name: req.Name, Queue: req.Queue, Type: ApplicationType,
 		AMResource:  yarn.Resource{MemoryMB: req.AMMemoryMB, VCores: int64(req.AMVcores)},
 		MaxAttempts: req.MaxAttempts, AM: lc, NodeLabel: req.NodeLabel, Tags: req.Tags, Priority: req.Priority}
 	if sub.Name == "" {

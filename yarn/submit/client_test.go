@@ -19,7 +19,7 @@ type fakeRM struct {
 	max       yarn.Resource
 	types     []string
 	submitErr error
-	submitted *Submission
+	submitted *yarn.Submission
 	states    []string
 	reports   int
 }
@@ -38,7 +38,7 @@ func (f *fakeRM) ResourceTypes(ctx context.Context) ([]yarn.ResourceType, error)
 	return out, nil
 }
 
-func (f *fakeRM) Submit(ctx context.Context, sub Submission) error {
+func (f *fakeRM) Submit(ctx context.Context, sub yarn.Submission) error {
 	f.submitted = &sub
 	return f.submitErr
 }
@@ -63,7 +63,7 @@ func testRequest(t *testing.T) Request {
 	require.NoError(t, err)
 	return Request{Name: "train", Queue: "gpu", User: "alice", Files: files, ConfName: "flink-conf.yaml",
 		Worker: []string{"python", "train.py"}, Workers: 4,
-		WorkerProfile: am.Resource{MemoryMB: 1728, VCores: 1, Extra: map[string]int64{"yarn.io/gpu": 1}},
+		WorkerProfile: yarn.Resource{MemoryMB: 1728, VCores: 1, Extra: map[string]int64{"yarn.io/gpu": 1}},
 		Owners:        map[string]string{"yarn.io/gpu": "gpu"}}
 }
 
@@ -89,7 +89,7 @@ func TestSubmit(t *testing.T) {
 	}
 
 	// Its RPC form: the fields YARN reads.
-	asc, err := submissionProto(*got)
+	asc, err := yarn.SubmissionProto(*got)
 	require.NoError(t, err)
 	require.Equal(t, "application_1700000000000_0007", yarn.ApplicationID(asc.GetApplicationId()))
 	require.Equal(t, "train", asc.GetApplicationName())

@@ -47,7 +47,7 @@ func TestSubmitStagesDynamicOverrides(t *testing.T) {
 
 	require.Equal(t, []string{"./am run --conf flink-conf.yaml --dynamic-file xres-dynamic.json --workers 4 -- python train.py 1><LOG_DIR>/stdout 2><LOG_DIR>/stderr"},
 		rm.submitted.AM.Commands)
-	asc, err := submissionProto(*rm.submitted)
+	asc, err := yarn.SubmissionProto(*rm.submitted)
 	require.NoError(t, err)
 	wire, err := proto.Marshal(asc)
 	require.NoError(t, err)

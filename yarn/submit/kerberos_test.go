@@ -1,7 +1,6 @@
 package submit
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -113,28 +112,6 @@ func TestShortName(t *testing.T) {
 	}
 }
 
-func TestServicePrincipalFor(t *testing.T) {
-	require.Equal(t, "nn/nn1.example.com", servicePrincipalFor("nn/_HOST@EXAMPLE.COM", "NN1.example.com"))
-	require.Equal(t, "hadoop/localhost", servicePrincipalFor("hadoop/localhost@EXAMPLE.COM", "other"))
-}
-
-func TestTokenService(t *testing.T) {
-	ctx := context.Background()
-	for _, tc := range []struct{ addr, want string }{
-		{"10.1.2.3:8020", "10.1.2.3:8020"},
-		{"localhost:8020", "127.0.0.1:8020"}, // IPv4 first, as Hadoop clients name it
-		{"[::1]:9000", "[::1]:9000"},
-	} {
-		t.Run(tc.addr, func(t *testing.T) {
-			got, err := TokenService(ctx, tc.addr)
-			require.NoError(t, err)
-			require.Equal(t, tc.want, got)
-		})
-	}
-	_, err := TokenService(ctx, "no-port")
-	require.ErrorContains(t, err, "token service no-port")
-}
-
 func TestSecureNeedsLogin(t *testing.T) {
 	hc := hadoopConfWith(map[string]string{
 		"hadoop.security.authentication":  "kerberos",
@@ -144,6 +121,4 @@ func TestSecureNeedsLogin(t *testing.T) {
 	_, err := DialHDFS(hc, "someone", nil)
 	require.ErrorIs(t, err, ErrNoCredentials)
 	require.ErrorContains(t, err, "localhost:1")
-	_, err = HDFSDelegationToken(context.Background(), hc, nil, "rm", nil)
-	require.ErrorIs(t, err, ErrNoCredentials)
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/xres/xres/conf"
 	"github.com/xres/xres/yarn"
+	"github.com/xres/xres/yarn/rest"
 )
 
 func TestApplyConfig(t *testing.T) {
@@ -58,18 +59,18 @@ func ptr[T any](v T) *T { return &v }
 func TestSubmissionLabelTagsPriority(t *testing.T) {
 	req := Request{NodeLabel: "gpu", Tags: []string{"a", "b"}, Priority: ptr(int32(2))}
 	sub := NewSubmission("application_1_0001", req, yarn.LaunchContext{Commands: []string{"am run"}})
-	asc, err := submissionProto(sub)
+	asc, err := yarn.SubmissionProto(sub)
 	require.NoError(t, err)
 	require.Equal(t, "gpu", asc.GetNodeLabelExpression())
 	require.Equal(t, []string{"a", "b"}, asc.GetApplicationTags())
 	require.Equal(t, int32(2), asc.GetPriority().GetPriority())
-	body, err := RESTSubmission(sub)
+	body, err := rest.NewSubmission(sub)
 	require.NoError(t, err)
 	require.Equal(t, "gpu", body.AppNodeLabelExpression)
 	require.Equal(t, []string{"a", "b"}, body.ApplicationTags.Tag)
 	require.Equal(t, 2, body.Priority)
 
-	asc, err = submissionProto(NewSubmission("application_1_0001", Request{}, yarn.LaunchContext{}))
+	asc, err = yarn.SubmissionProto(NewSubmission("application_1_0001", Request{}, yarn.LaunchContext{}))
 	require.NoError(t, err)
 	require.Nil(t, asc.NodeLabelExpression)
 	require.Nil(t, asc.Priority)

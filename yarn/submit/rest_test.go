@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"sync"
 	"testing"
 
@@ -59,13 +58,13 @@ func (f *fakeRESTRM) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func newRESTRM(t *testing.T) (*RESTRM, *fakeRESTRM) {
+func newRESTRM(t *testing.T) (*rest.RM, *fakeRESTRM) {
 	fake := &fakeRESTRM{}
 	srv := httptest.NewServer(fake)
 	t.Cleanup(srv.Close)
 	c, err := rest.New(rest.Config{Endpoints: []string{srv.URL}, User: "alice", Retries: -1})
 	require.NoError(t, err)
-	return NewRESTRM(c), fake
+	return rest.NewRM(c), fake
 }
 
 func TestRESTSubmit(t *testing.T) {
@@ -107,7 +106,7 @@ func TestRESTSubmit(t *testing.T) {
 func TestRESTProfileCheckAndNodes(t *testing.T) {
 	rm, _ := newRESTRM(t)
 	req := testRequest(t)
-	req.WorkerProfile = am.Resource{MemoryMB: 1024, VCores: 1, Extra: map[string]int64{"yarn.io/gpu": 3}}
+	req.WorkerProfile = yarn.Resource{MemoryMB: 1024, VCores: 1, Extra: map[string]int64{"yarn.io/gpu": 3}}
 	_, err := Client{RM: rm, Stager: Stager{FS: newMemFS(), DefaultFS: "hdfs://nn:8020"}}.Submit(context.Background(), req)
 	require.ErrorIs(t, err, am.ErrProfileUnsatisfiable)
 	require.ErrorContains(t, err, "asked 3 per worker, the largest container the cluster allows has 2")
@@ -123,10 +122,4 @@ func TestRESTProfileCheckAndNodes(t *testing.T) {
 	require.Equal(t, "RUNNING", nodes[0].State)
 	require.Equal(t, int64(2), nodes[0].Capability.Value("yarn.io/gpu"))
 	require.Equal(t, int64(1), nodes[0].Used.Value("yarn.io/gpu"))
-}
-
-func TestRESTSubmissionRefusesCredentials(t *testing.T) {
-	_, err := RESTSubmission(Submission{AM: yarn.LaunchContext{Tokens: []byte("HDTS\x00")}})
-	require.ErrorContains(t, err, "credentials are not supported")
-	require.True(t, strings.Contains(err.Error(), "RPC"))
 }

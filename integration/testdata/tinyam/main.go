@@ -57,23 +57,24 @@ func run(ctx context.Context, log *logrus.Logger) error {
 	}
 	defer am.Close()
 	host, _ := os.Hostname()
-	reg, err := am.Register(ctx, &hadoopyarn.RegisterApplicationMasterRequestProto{Host: proto.String(host), RpcPort: proto.Int32(-1), TrackingUrl: proto.String("")})
+	reg := &hadoopyarn.RegisterApplicationMasterResponseProto{}
+	err = am.Call(ctx, "registerApplicationMaster", &hadoopyarn.RegisterApplicationMasterRequestProto{Host: proto.String(host), RpcPort: proto.Int32(-1), TrackingUrl: proto.String("")}, reg)
 	if err != nil {
 		return fmt.Errorf("register: %w", err)
 	}
 	log.WithField("max", reg.GetMaximumCapability().String()).Info("registered")
 
 	outcome := work(ctx, log, am, reg)
-	status := hadoopyarn.FinalApplicationStatusProto_APP_SUCCEEDED
+	status := yarn.StatusSucceeded
 	diag := "tinyam: ok"
 	if outcome.err != nil {
-		status = hadoopyarn.FinalApplicationStatusProto_APP_FAILED
+		status = yarn.StatusFailed
 		diag = "tinyam: " + outcome.err.Error()
 	}
 	diag += fmt.Sprintf("; oversized ask: %s; stopped container exit: %d", outcome.oversized, outcome.stopped)
 	fctx, fcancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer fcancel()
-	if err := am.Finish(fctx, &hadoopyarn.FinishApplicationMasterRequestProto{FinalApplicationStatus: status.Enum(), Diagnostics: proto.String(diag)}); err != nil {
+	if err := am.Finish(fctx, yarn.FinishRequest{Status: status, Diagnostics: diag}); err != nil {
 		return fmt.Errorf("finish: %w", err)
 	}
 	log.WithField("status", status).Info("unregistered")
@@ -96,8 +97,80 @@ func ask(gpus int64, n int32) *hadoopyarn.ResourceRequestProto {
 	}
 }
 
-func work(ctx context.Context, log *logrus.Logger, am *yarn.AMRMClient, reg *hadoopyarn.RegisterApplicationMasterResponseProto) (res result) {
-	if !yarn.HasResourceType(reg.GetResourceTypes(), "yarn.io/gpu") {
+// rawAM sends allocate through the client's escape hatch (Call), keeping
+// the response id itself: tinyam checks fields of the allocated containers
+// that yarn's Go types do not carry (priority, execution type).
+type rawAM struct {
+	c              *yarn.AMRMClient
+	lastResponseID int32
+}
+
+func (a *rawAM) Allocate(ctx context.Context, req *hadoopyarn.AllocateRequestProto) (*hadoopyarn.AllocateResponseProto, error) {
+	req = proto.Clone(req).(*hadoopyarn.AllocateRequestProto)
+	req.ResponseId = proto.Int32(a.lastResponseID)
+	resp := &hadoopyarn.AllocateResponseProto{}
+	if err := a.c.Call(ctx, "allocate", req, resp); err != nil {
+		return nil, err
+	}
+	a.lastResponseID = resp.GetResponseId()
+	return resp, nil
+}
+
+// rawNM is the NodeManager client's escape hatch (Call) for one container
+// at a time; a per-container refusal is an error.
+type rawNM struct{ c *yarn.NMClient }
+
+func failed(f []*hadoopyarn.ContainerExceptionMapProto) error {
+	for _, e := range f {
+		return &yarn.ContainerError{Container: yarn.ContainerID(e.GetContainerId()), Class: e.GetException().GetClassName(), Message: e.GetException().GetMessage()}
+	}
+	return nil
+}
+
+func (n rawNM) StartContainer(ctx context.Context, c *hadoopyarn.ContainerProto, nmToken *security.Token, launch *hadoopyarn.ContainerLaunchContextProto) error {
+	resp := &hadoopyarn.StartContainersResponseProto{}
+	if err := n.c.Call(ctx, yarn.NodeID(c.GetNodeId()), tokenOf(nmToken), "startContainers", &hadoopyarn.StartContainersRequestProto{
+		StartContainerRequest: []*hadoopyarn.StartContainerRequestProto{{ContainerLaunchContext: launch, ContainerToken: c.GetContainerToken()}}}, resp); err != nil {
+		return err
+	}
+	return failed(resp.GetFailedRequests())
+}
+
+func (n rawNM) GetContainerStatus(ctx context.Context, c *hadoopyarn.ContainerProto, nmToken *security.Token) (*hadoopyarn.ContainerStatusProto, error) {
+	resp := &hadoopyarn.GetContainerStatusesResponseProto{}
+	if err := n.c.Call(ctx, yarn.NodeID(c.GetNodeId()), tokenOf(nmToken), "getContainerStatuses", &hadoopyarn.GetContainerStatusesRequestProto{
+		ContainerId: []*hadoopyarn.ContainerIdProto{c.GetId()}}, resp); err != nil {
+		return nil, err
+	}
+	if err := failed(resp.GetFailedRequests()); err != nil {
+		return nil, err
+	}
+	for _, st := range resp.GetStatus() {
+		return st, nil
+	}
+	return nil, fmt.Errorf("container %s: nodemanager %s returned no status", yarn.ContainerID(c.GetId()), yarn.NodeID(c.GetNodeId()))
+}
+
+func (n rawNM) StopContainer(ctx context.Context, c *hadoopyarn.ContainerProto, nmToken *security.Token) error {
+	resp := &hadoopyarn.StopContainersResponseProto{}
+	if err := n.c.Call(ctx, yarn.NodeID(c.GetNodeId()), tokenOf(nmToken), "stopContainers", &hadoopyarn.StopContainersRequestProto{
+		ContainerId: []*hadoopyarn.ContainerIdProto{c.GetId()}}, resp); err != nil {
+		return err
+	}
+	return failed(resp.GetFailedRequests())
+}
+
+// tokenOf is the zero Token for none (the client then refuses the call).
+func tokenOf(t *security.Token) security.Token {
+	if t == nil {
+		return security.Token{}
+	}
+	return *t
+}
+
+func work(ctx context.Context, log *logrus.Logger, client *yarn.AMRMClient, reg *hadoopyarn.RegisterApplicationMasterResponseProto) (res result) {
+	am := &rawAM{c: client}
+	if !hasResourceType(reg.GetResourceTypes(), "yarn.io/gpu") {
 		return result{err: errors.New("resourcemanager does not know yarn.io/gpu")}
 	}
 	if reg.GetQueue() == "" {
@@ -117,8 +190,9 @@ func work(ctx context.Context, log *logrus.Logger, am *yarn.AMRMClient, reg *had
 	}
 	log.WithField("answer", res.oversized).Info("oversized ask")
 
-	nm := yarn.NewNMClient(yarn.NMConfig{Log: log})
-	defer nm.Close()
+	nmClient := yarn.NewNMClient(yarn.NMConfig{Log: log})
+	defer nmClient.Close()
+	nm := rawNM{c: nmClient}
 	nmTokens := map[string]*security.Token{}
 	var got []*hadoopyarn.ContainerProto
 	var completed []*hadoopyarn.ContainerStatusProto
@@ -238,6 +312,15 @@ func work(ctx context.Context, log *logrus.Logger, am *yarn.AMRMClient, reg *had
 		res.err = fmt.Errorf("container %s exited with %d, want 0", yarn.ContainerID(short.GetId()), e)
 	}
 	return res
+}
+
+func hasResourceType(types []*hadoopyarn.ResourceTypeInfoProto, name string) bool {
+	for _, t := range types {
+		if t.GetName() == name {
+			return true
+		}
+	}
+	return false
 }
 
 func sleep(ctx context.Context, d time.Duration) error {

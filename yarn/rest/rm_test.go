@@ -1,16 +1,16 @@
-package submit
+package rest
 
 import (
 	"context"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/xres/xres/yarn"
-	"github.com/xres/xres/yarn/rest"
 )
 
 // Hadoop 3.1 and 3.2 send no totalResource in a node report; their
@@ -30,9 +30,9 @@ func TestRESTNodesWithoutTotalResource(t *testing.T) {
 		_, _ = w.Write(body)
 	}))
 	t.Cleanup(srv.Close)
-	c, err := rest.New(rest.Config{Endpoints: []string{srv.URL}, User: "alice", Retries: -1})
+	c, err := New(Config{Endpoints: []string{srv.URL}, User: "alice", Retries: -1})
 	require.NoError(t, err)
-	rm := NewRESTRM(c)
+	rm := NewRM(c)
 
 	nodes, err := rm.Nodes(context.Background())
 	require.NoError(t, err)
@@ -56,7 +56,13 @@ func TestRESTNodesWithoutTotalResource(t *testing.T) {
 // A node report with neither totalResource nor the resource lists (an RM
 // older than resource types) still has memory and vcores from the flat fields.
 func TestRESTNodeCapabilityFlatFields(t *testing.T) {
-	rm := NewRESTRM(nil)
-	got := rm.nodeCapability(&rest.Node{UsedMemoryMB: 1024, AvailMemoryMB: 3072, UsedVirtualCores: 1, AvailableVirtualCores: 7})
+	rm := NewRM(nil)
+	got := rm.nodeCapability(&Node{UsedMemoryMB: 1024, AvailMemoryMB: 3072, UsedVirtualCores: 1, AvailableVirtualCores: 7})
 	require.Equal(t, yarn.Resource{MemoryMB: 4096, VCores: 8}, got)
+}
+
+func TestRESTSubmissionRefusesCredentials(t *testing.T) {
+	_, err := NewSubmission(yarn.Submission{AM: yarn.LaunchContext{Tokens: []byte("HDTS\x00")}})
+	require.ErrorContains(t, err, "credentials are not supported")
+	require.True(t, strings.Contains(err.Error(), "RPC"))
 }

@@ -1,6 +1,16 @@
 package yarn
 
+// This file is the package's one escape hatch to the generated protos
+// (hadoopproto/hadoopyarn): the Call methods send any request of a client's
+// protocol, and the id and resource helpers build and read the messages a
+// caller of Call needs. It is for callers that must speak the wire
+// messages themselves (the integration suite's dummy AM and its protocol
+// tests); everything else uses the clients' Go-typed methods. Only this
+// file may name a hadoopproto type in an exported declaration
+// (TestExportedAPIHasNoProtos).
+
 import (
+	"context"
 	"errors"
 	"fmt"
 	"maps"
@@ -13,6 +23,41 @@ import (
 	"github.com/xres/xres/hadoopproto/hadoopyarn"
 	"github.com/xres/xres/yarn/security"
 )
+
+// Call sends one request of ApplicationClientProtocol (method as the
+// Java interface names it, e.g. "getClusterMetrics") with failover, and
+// decodes the answer into resp.
+func (c *Client) Call(ctx context.Context, method string, req, resp proto.Message) error {
+	return c.ep.call(ctx, method, req, resp)
+}
+
+// Call sends one request of ApplicationMasterProtocol with failover. It
+// bypasses the client's bookkeeping: an "allocate" sent this way carries
+// the response_id the caller set, and a rolled AMRMToken in its answer is
+// not taken up.
+func (c *AMRMClient) Call(ctx context.Context, method string, req, resp proto.Message) error {
+	return c.ep.call(ctx, method, req, resp)
+}
+
+// Call sends one request of ContainerManagementProtocol to node (host:port)
+// with the NMToken the RM issued for it.
+func (c *NMClient) Call(ctx context.Context, node string, nmToken security.Token, method string, req, resp proto.Message) error {
+	ep, err := c.endpoint(node, nmSecurityToken(nmToken))
+	if err != nil {
+		return err
+	}
+	return ep.call(ctx, method, req, resp)
+}
+
+// SubmissionProto is the ApplicationSubmissionContext SubmitApplication
+// sends for sub.
+func SubmissionProto(sub Submission) (*hadoopyarn.ApplicationSubmissionContextProto, error) {
+	return submissionProto(sub)
+}
+
+// LaunchProto is the ContainerLaunchContext StartContainer sends for l
+// (and SubmitApplication for the AM container).
+func LaunchProto(l LaunchContext) *hadoopyarn.ContainerLaunchContextProto { return launchProto(l) }
 
 // containerIDBits is how many low bits of ContainerIdProto.id hold the
 // container number; the RM epoch sits above them.

@@ -1,4 +1,4 @@
-package submit
+package rest
 
 import (
 	"context"
@@ -10,29 +10,26 @@ import (
 	"time"
 
 	"github.com/xres/xres/yarn"
-	"github.com/xres/xres/yarn/am"
-	"github.com/xres/xres/yarn/rest"
 )
 
-// RESTRM speaks the RM REST API (yarn/rest) behind ClusterRM, for
-// clusters whose RPC port cannot be reached: the same yarn types as the RPC
-// adapter, converted from the REST JSON directly. Limits of the REST API:
+// RM is the REST client in yarn's Go types, the ones the RPC client
+// (*yarn.Client) returns: what submission needs (yarn/submit's ClusterRM)
+// for clusters whose RPC port cannot be reached, converted from the REST
+// JSON directly. Limits of the REST API:
 // the AM container gets memory and vcores only, and credentials are not
 // passed (insecure clusters).
-type RESTRM struct {
-	c *rest.Client
+type RM struct {
+	c *Client
 
 	mu    sync.Mutex
 	types map[string]bool // resource types seen in the RM's answers
 }
 
-// NewRESTRM wraps a REST client.
-func NewRESTRM(c *rest.Client) *RESTRM { return &RESTRM{c: c, types: map[string]bool{}} }
+// NewRM wraps a REST client.
+func NewRM(c *Client) *RM { return &RM{c: c, types: map[string]bool{}} }
 
-var _ ClusterRM = (*RESTRM)(nil)
-
-// NewApplication implements RM.
-func (r *RESTRM) NewApplication(ctx context.Context) (yarn.NewApplication, error) {
+// NewApplication implements yarn/submit.RM.
+func (r *RM) NewApplication(ctx context.Context) (yarn.NewApplication, error) {
 	na, err := r.c.NewApplication(ctx)
 	if err != nil {
 		return yarn.NewApplication{}, err
@@ -41,7 +38,7 @@ func (r *RESTRM) NewApplication(ctx context.Context) (yarn.NewApplication, error
 }
 
 // resource converts a REST resource, remembering its resource types.
-func (r *RESTRM) resource(res *rest.Resource) yarn.Resource {
+func (r *RM) resource(res *Resource) yarn.Resource {
 	if res == nil {
 		return yarn.Resource{}
 	}
@@ -65,10 +62,10 @@ func (r *RESTRM) resource(res *rest.Resource) yarn.Resource {
 	return yarn.Resource{MemoryMB: mem, VCores: vcores, Extra: extra}
 }
 
-// ResourceTypes implements RM. REST has no resource-type call: the types
+// ResourceTypes implements yarn/submit.RM. REST has no resource-type call: the types
 // are those the RM's resources carry (every configured type appears in the
 // maximum capability and in each node's total).
-func (r *RESTRM) ResourceTypes(ctx context.Context) ([]yarn.ResourceType, error) {
+func (r *RM) ResourceTypes(ctx context.Context) ([]yarn.ResourceType, error) {
 	nodes, err := r.c.Nodes(ctx)
 	if err != nil {
 		return nil, err
@@ -85,9 +82,9 @@ func (r *RESTRM) ResourceTypes(ctx context.Context) ([]yarn.ResourceType, error)
 	return out, nil
 }
 
-// Submit implements RM.
-func (r *RESTRM) Submit(ctx context.Context, sub Submission) error {
-	body, err := RESTSubmission(sub)
+// Submit implements yarn/submit.RM.
+func (r *RM) Submit(ctx context.Context, sub yarn.Submission) error {
+	body, err := NewSubmission(sub)
 	if err != nil {
 		return err
 	}
@@ -97,21 +94,21 @@ func (r *RESTRM) Submit(ctx context.Context, sub Submission) error {
 // REST names of the local resource types and visibilities.
 var (
 	restResourceTypes = map[yarn.LocalResourceType]string{yarn.Archive: "ARCHIVE", yarn.File: "FILE", yarn.Pattern: "PATTERN"}
-	restVisibilities  = map[am.Visibility]string{yarn.Public: "PUBLIC", yarn.Private: "PRIVATE", yarn.Application: "APPLICATION"}
+	restVisibilities  = map[yarn.Visibility]string{yarn.Public: "PUBLIC", yarn.Private: "PRIVATE", yarn.Application: "APPLICATION"}
 )
 
-// RESTSubmission converts a submission to the REST body.
-func RESTSubmission(sub Submission) (*rest.ApplicationSubmission, error) {
+// NewSubmission converts a submission to the REST body.
+func NewSubmission(sub yarn.Submission) (*ApplicationSubmission, error) {
 	if len(sub.AM.Tokens) > 0 {
 		return nil, errors.New("rest submission: credentials are not supported; submit over RPC")
 	}
-	lc := rest.ContainerLaunchContext{Commands: rest.Commands{Command: strings.Join(sub.AM.Commands, " ")},
-		Environment: rest.StringEntries(sub.AM.Env)}
+	lc := ContainerLaunchContext{Commands: Commands{Command: strings.Join(sub.AM.Commands, " ")},
+		Environment: StringEntries(sub.AM.Env)}
 	if len(sub.AM.LocalResources) > 0 {
-		lc.LocalResources = &rest.Entries[rest.LocalResource]{}
+		lc.LocalResources = &Entries[LocalResource]{}
 		for _, name := range slices.Sorted(maps.Keys(sub.AM.LocalResources)) {
 			v := sub.AM.LocalResources[name]
-			lc.LocalResources.Entry = append(lc.LocalResources.Entry, rest.Entry[rest.LocalResource]{Key: name, Value: rest.LocalResource{
+			lc.LocalResources.Entry = append(lc.LocalResources.Entry, Entry[LocalResource]{Key: name, Value: LocalResource{
 				Resource: v.URL.String(), Type: restResourceTypes[v.Type], Visibility: restVisibilities[v.Visibility],
 				Size: v.Size, Timestamp: v.Timestamp,
 			}})
@@ -121,31 +118,31 @@ func RESTSubmission(sub Submission) (*rest.ApplicationSubmission, error) {
 	if sub.Priority != nil {
 		prio = int(*sub.Priority)
 	}
-	return &rest.ApplicationSubmission{
+	return &ApplicationSubmission{
 		ApplicationID:   sub.AppID,
 		Priority:        prio,
 		ApplicationName: sub.Name,
 		Queue:           sub.Queue,
 		AMContainerSpec: lc,
 		MaxAppAttempts:  int(sub.MaxAttempts),
-		// As over RPC (submissionProto): a new AM attempt keeps the workers.
+		// As over RPC (yarn.SubmissionProto): a new AM attempt keeps the workers.
 		KeepContainersAcrossAttempts: true,
-		Resource:                     &rest.AMResource{Memory: sub.AMResource.MemoryMB, VCores: sub.AMResource.VCores},
+		Resource:                     &AMResource{Memory: sub.AMResource.MemoryMB, VCores: sub.AMResource.VCores},
 		ApplicationType:              sub.Type,
 		AppNodeLabelExpression:       sub.NodeLabel,
 		ApplicationTags:              restTags(sub.Tags),
 	}, nil
 }
 
-func restTags(tags []string) *rest.Tags {
+func restTags(tags []string) *Tags {
 	if len(tags) == 0 {
 		return nil
 	}
-	return &rest.Tags{Tag: tags}
+	return &Tags{Tag: tags}
 }
 
-// ApplicationReport implements RM.
-func (r *RESTRM) ApplicationReport(ctx context.Context, appID string) (yarn.ApplicationReport, error) {
+// ApplicationReport implements yarn/submit.RM.
+func (r *RM) ApplicationReport(ctx context.Context, appID string) (yarn.ApplicationReport, error) {
 	app, err := r.c.App(ctx, appID)
 	if err != nil {
 		return yarn.ApplicationReport{}, err
@@ -153,9 +150,9 @@ func (r *RESTRM) ApplicationReport(ctx context.Context, appID string) (yarn.Appl
 	return applicationReport(app), nil
 }
 
-// Applications implements ClusterRM.
-func (r *RESTRM) Applications(ctx context.Context, types, states []string) ([]yarn.ApplicationReport, error) {
-	apps, err := r.c.Apps(ctx, rest.AppsFilter{ApplicationTypes: types, States: states})
+// Applications implements yarn/submit.ClusterRM.
+func (r *RM) Applications(ctx context.Context, types, states []string) ([]yarn.ApplicationReport, error) {
+	apps, err := r.c.Apps(ctx, AppsFilter{ApplicationTypes: types, States: states})
 	if err != nil {
 		return nil, err
 	}
@@ -168,7 +165,7 @@ func (r *RESTRM) Applications(ctx context.Context, types, states []string) ([]ya
 
 // applicationReport converts the REST form (progress in percent, times in
 // ms since the epoch).
-func applicationReport(a *rest.App) yarn.ApplicationReport {
+func applicationReport(a *App) yarn.ApplicationReport {
 	r := yarn.ApplicationReport{ID: a.ID, Name: a.Name, Type: a.ApplicationType, User: a.User, Queue: a.Queue,
 		State: a.State, FinalStatus: a.FinalStatus, Progress: float32(a.Progress / 100), TrackingURL: a.TrackingURL,
 		Diagnostics: yarn.CleanDiagnostics(a.Diagnostics)}
@@ -184,9 +181,9 @@ func applicationReport(a *rest.App) yarn.ApplicationReport {
 	return r
 }
 
-// Kill implements ClusterRM: it waits until the RM reports the application
+// Kill implements yarn/submit.ClusterRM: it waits until the RM reports the application
 // ended.
-func (r *RESTRM) Kill(ctx context.Context, appID, diagnostics string) error {
+func (r *RM) Kill(ctx context.Context, appID, diagnostics string) error {
 	state, err := r.c.Kill(ctx, appID, diagnostics)
 	if err != nil {
 		return err
@@ -198,8 +195,8 @@ func (r *RESTRM) Kill(ctx context.Context, appID, diagnostics string) error {
 	return err
 }
 
-// Nodes implements ClusterRM.
-func (r *RESTRM) Nodes(ctx context.Context, states ...string) ([]yarn.NodeReport, error) {
+// Nodes implements yarn/submit.ClusterRM.
+func (r *RM) Nodes(ctx context.Context, states ...string) ([]yarn.NodeReport, error) {
 	nodes, err := r.c.Nodes(ctx, states...)
 	if err != nil {
 		return nil, err
@@ -221,12 +218,12 @@ func (r *RESTRM) Nodes(ctx context.Context, states ...string) ([]yarn.NodeReport
 // availableResource carry every resource type (GPUs included); memory and
 // vcores then come from the flat usedMemoryMB/availMemoryMB and
 // usedVirtualCores/availableVirtualCores fields, which every 3.x sends.
-func (r *RESTRM) nodeCapability(n *rest.Node) yarn.Resource {
+func (r *RM) nodeCapability(n *Node) yarn.Resource {
 	if n.TotalResource != nil {
 		return r.resource(n.TotalResource)
 	}
 	out := yarn.Resource{MemoryMB: int64(n.UsedMemoryMB + n.AvailMemoryMB), VCores: int64(n.UsedVirtualCores + n.AvailableVirtualCores)}
-	for _, part := range []*rest.Resource{n.UsedResource, n.AvailableResource} {
+	for _, part := range []*Resource{n.UsedResource, n.AvailableResource} {
 		for k, v := range r.resource(part).Extra {
 			if out.Extra == nil {
 				out.Extra = map[string]int64{}

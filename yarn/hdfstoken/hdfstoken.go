@@ -1,0 +1,134 @@
+// Package hdfstoken fetches an HDFS delegation token from the NameNode
+// (ClientProtocol.getDelegationToken over Hadoop IPC, authenticated with
+// Kerberos): what a Kerberized submission gives the AM container so the
+// NodeManagers can localize its staged files and the AM can pass it on.
+// It is the one place that speaks the NameNode's RPC protocol.
+package hdfstoken
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/colinmarc/hdfs/v2"
+	"github.com/colinmarc/hdfs/v2/hadoopconf"
+	"github.com/sirupsen/logrus"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/xres/xres/conf"
+	"github.com/xres/xres/hadoopproto/hadoopcommon"
+	"github.com/xres/xres/yarn"
+	"github.com/xres/xres/yarn/internal/ipc"
+	"github.com/xres/xres/yarn/internal/logutil"
+	"github.com/xres/xres/yarn/internal/sasl"
+	"github.com/xres/xres/yarn/security"
+)
+
+// ErrNoCredentials marks a call without a Kerberos login (yarn.Kerberos
+// with credentials).
+var ErrNoCredentials = errors.New("no kerberos credentials")
+
+// ProtocolClientNamenode is the NameNode's client protocol.
+const ProtocolClientNamenode = "org.apache.hadoop.hdfs.protocol.ClientProtocol"
+
+// nameNodeAddr is the NameNode of fs.defaultFS (or the first of
+// dfs.namenode.rpc-address.*) as host:port.
+func nameNodeAddr(hc *conf.HadoopConfig) (string, error) {
+	opts := hdfs.ClientOptionsFromConf(hadoopConf(hc))
+	if len(opts.Addresses) == 0 {
+		return "", fmt.Errorf("no namenode address in fs.defaultFS or dfs.namenode.rpc-address (HADOOP_CONF_DIR %s)", hc.Dir())
+	}
+	return opts.Addresses[0], nil
+}
+
+// TokenService is the service Hadoop clients give a NameNode's delegation
+// token: its resolved ip:port (hadoop.security.token.service.use_ip).
+func TokenService(ctx context.Context, addr string) (string, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", fmt.Errorf("token service %s: %w", addr, err)
+	}
+	if ip := net.ParseIP(host); ip != nil {
+		return net.JoinHostPort(ip.String(), port), nil
+	}
+	ips, err := net.DefaultResolver.LookupIP(ctx, "ip", host)
+	if err != nil || len(ips) == 0 {
+		return "", fmt.Errorf("token service %s: resolve %s: %w", addr, host, err)
+	}
+	ip := ips[0]
+	for _, c := range ips {
+		if c.To4() != nil {
+			ip = c
+			break
+		}
+	}
+	return net.JoinHostPort(ip.String(), port), nil
+}
+
+// servicePrincipalFor resolves a Hadoop server principal for host: _HOST
+// replaced, realm dropped.
+func servicePrincipalFor(principal, host string) string {
+	spn, _, _ := strings.Cut(principal, "@")
+	return strings.ReplaceAll(spn, "_HOST", strings.ToLower(host))
+}
+
+// Get fetches an HDFS delegation token renewable by renewer
+// (a short name, see yarn/submit.ShortName) from the NameNode over its client protocol
+// (getDelegationToken), as user krb, and sets its service to the
+// NameNode's ip:port.
+func Get(ctx context.Context, hc *conf.HadoopConfig, krb *yarn.Kerberos, renewer string, log logrus.FieldLogger) (*security.Token, error) {
+	if krb == nil || krb.Client == nil || krb.Client.Credentials == nil {
+		return nil, fmt.Errorf("get HDFS delegation token: %w", ErrNoCredentials)
+	}
+	addr, err := nameNodeAddr(hc)
+	if err != nil {
+		return nil, fmt.Errorf("get HDFS delegation token: %w", err)
+	}
+	host, _, _ := net.SplitHostPort(addr)
+	nnPrincipal, _ := hc.Get("dfs.namenode.kerberos.principal")
+	if nnPrincipal == "" {
+		return nil, fmt.Errorf("get HDFS delegation token from %s: dfs.namenode.kerberos.principal is not set", addr)
+	}
+	service, err := TokenService(ctx, addr)
+	if err != nil {
+		return nil, fmt.Errorf("get HDFS delegation token: %w", err)
+	}
+	user := krb.Client.Credentials.UserName() + "@" + krb.Client.Credentials.Realm()
+	spn := servicePrincipalFor(nnPrincipal, host)
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	c, err := ipc.Dial(ctx, ipc.Config{Addr: addr, Protocol: ProtocolClientNamenode, User: user, Log: log,
+		Mechanism: func() (sasl.Mechanism, error) { return &sasl.GSSAPI{Client: krb.Client, ServicePrincipal: spn}, nil }})
+	if err != nil {
+		return nil, fmt.Errorf("get HDFS delegation token from %s (%s): %w", addr, spn, err)
+	}
+	defer c.Close()
+	resp := &hadoopcommon.GetDelegationTokenResponseProto{}
+	if err := c.Call(ctx, "getDelegationToken", &hadoopcommon.GetDelegationTokenRequestProto{Renewer: proto.String(renewer)}, resp); err != nil {
+		return nil, fmt.Errorf("get HDFS delegation token from %s: %w", addr, err)
+	}
+	if resp.GetToken() == nil {
+		return nil, fmt.Errorf("get HDFS delegation token from %s: the NameNode issued none (is security on?)", addr)
+	}
+	tok := security.FromProto(resp.GetToken())
+	tok.Service = service
+	if tok.Kind == "" {
+		tok.Kind = security.KindHDFSDelegation
+	}
+	logutil.OrDiscard(log).WithFields(logrus.Fields{"namenode": addr, "renewer": renewer, "token": tok.String()}).Debug("got HDFS delegation token")
+	return tok, nil
+}
+
+// hadoopConf copies the Hadoop configuration for colinmarc/hdfs.
+func hadoopConf(hc *conf.HadoopConfig) hadoopconf.HadoopConf {
+	m := hadoopconf.HadoopConf{}
+	for _, k := range hc.Keys() {
+		if v, ok := hc.Get(k); ok {
+			m[k] = v
+		}
+	}
+	return m
+}
