@@ -338,10 +338,10 @@ func yarnResources(specs []resources.Spec) (map[string]int64, error) {
 			// report it.
 		case key == "memory-mb" || key == "vcores":
 			errs = append(errs, fmt.Errorf("%w: %s=%s names a built-in resource", ErrBadConfig,
-				resources.Key(s.Name, resources.SuffixYarnKey), key))
+				conf.ExternalResourceYarnKey.For(s.Name).Key, key))
 		case s.Amount <= 0:
 			errs = append(errs, fmt.Errorf("%w: %s must be positive, got %d", ErrBadConfig,
-				resources.Key(s.Name, resources.SuffixAmount), s.Amount))
+				conf.ExternalResourceAmount.For(s.Name).Key, s.Amount))
 		default:
 			kept = append(kept, s)
 		}
