@@ -11,8 +11,8 @@ import (
 const EnvWorkerGroup = "XRES_WORKER_GROUP"
 
 // GroupPrefix is where a worker group's own keys live:
-// xres.worker-group.<group>.<key>.
-const GroupPrefix = "xres.worker-group."
+// xres.worker-group.<group>.<key> (WorkerGroupKey up to its placeholders).
+var GroupPrefix = strings.TrimSuffix(WorkerGroupKey.For("", "").Key, ".")
 
 // validGroupName: letters, digits, '-' and '_', at least one.
 func validGroupName(n string) bool {

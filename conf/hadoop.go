@@ -250,30 +250,46 @@ const (
 // Configuration.set does), flink.yarn.* last as in Flink. Each one's source names the Flink
 // key and where it was set. It returns the Hadoop keys set, sorted.
 func (hc *HadoopConfig) ApplyFlink(cfg *Config) []string {
-	var set []string
+	return hc.ApplyProperties(FlinkHadoopProperties(cfg))
+}
+
+// FlinkHadoopProperties are the Hadoop keys cfg sets through flink.hadoop.<key> (sets
+// <key>) and flink.yarn.<key> (sets yarn.<key>), in the order Flink applies them:
+// flink.hadoop.* first, flink.yarn.* last. Each one's File names the Flink key and where it
+// was set.
+func FlinkHadoopProperties(cfg *Config) []HadoopProperty {
+	var out []HadoopProperty
+	add := func(key, flinkKey string) {
+		v, _ := cfg.Get(flinkKey)
+		src := flinkKey
+		if o := cfg.Origin(flinkKey); o != "" {
+			src += " at " + o
+		}
+		out = append(out, HadoopProperty{Name: key, Value: v, File: src})
+	}
 	for _, k := range cfg.Keys() {
 		if rest, ok := strings.CutPrefix(k, FlinkHadoopPrefix); ok && rest != "" {
-			hc.setFlink(rest, k, cfg)
-			set = append(set, rest)
+			add(rest, k)
 		}
 	}
 	for _, k := range cfg.Keys() {
 		if rest, ok := strings.CutPrefix(k, FlinkYarnPrefix); ok && rest != "" {
-			hc.setFlink("yarn."+rest, k, cfg)
-			set = append(set, "yarn."+rest)
+			add("yarn."+rest, k)
 		}
+	}
+	return out
+}
+
+// ApplyProperties sets each property over what the files say (final keys included), in
+// order, as ApplyFlink does with FlinkHadoopProperties. It returns the keys set, sorted.
+func (hc *HadoopConfig) ApplyProperties(ps []HadoopProperty) []string {
+	var set []string
+	for _, p := range ps {
+		hc.props[p.Name] = HadoopProperty{Name: p.Name, Value: p.Value, File: p.File}
+		set = append(set, p.Name)
 	}
 	sort.Strings(set)
 	return slices.Compact(set)
-}
-
-func (hc *HadoopConfig) setFlink(key, flinkKey string, cfg *Config) {
-	v, _ := cfg.Get(flinkKey)
-	src := flinkKey
-	if o := cfg.Origin(flinkKey); o != "" {
-		src += " at " + o
-	}
-	hc.props[key] = HadoopProperty{Name: key, Value: v, File: src}
 }
 
 // Raw returns the value of key before ${var} expansion.

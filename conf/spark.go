@@ -321,32 +321,32 @@ func FromSpark(spark *Config) (*Config, error) {
 			continue
 		}
 		listed = append(listed, name)
-		set(resourceKey(name, "amount"), strconv.FormatInt(n, 10), from(r.amountKey))
+		set(ExternalResourceAmount.For(name).Key, strconv.FormatInt(n, 10), from(r.amountKey))
 		if t, origin := yarnType(name); t != "" {
-			set(resourceKey(name, "yarn.config-key"), t, origin)
+			set(ExternalResourceYarnKey.For(name).Key, t, origin)
 			mappedYarn[t] = r.amountKey
 		}
 		if r.vendor != "" {
 			vk := SparkExecutorResourcePrefix + name + "." + sparkVendor
-			set(resourceKey(name, "kubernetes.config-key"), r.vendor+"/"+name, from(vk))
+			set(ExternalResourceK8sKey.For(name).Key, r.vendor+"/"+name, from(vk))
 		}
 		switch {
 		case r.script != "":
 			sk := SparkExecutorResourcePrefix + name + "." + sparkDiscoveryScript
-			set(resourceKey(name, "driver-factory.class"), sparkFactoryGPU, from(sk))
-			set(resourceKey(name, "param."+sparkParamScript), r.script, from(sk))
-			set(resourceKey(name, "param."+sparkParamProtocol), "spark", from(sk))
+			set(ExternalResourceFactory.For(name).Key, sparkFactoryGPU, from(sk))
+			set(ExternalResourceParam.For(name, sparkParamScript).Key, r.script, from(sk))
+			set(ExternalResourceParam.For(name, sparkParamProtocol).Key, "spark", from(sk))
 			if name != "gpu" || r.vendor == "amd.com" {
 				vendor := "none"
 				if r.vendor == "amd.com" {
 					vendor = "amd"
 				}
-				set(resourceKey(name, "param."+sparkParamVendorEnv), vendor, from(sk))
+				set(ExternalResourceParam.For(name, sparkParamVendorEnv).Key, vendor, from(sk))
 			}
 		case name == "gpu" && r.vendor == "amd.com":
-			set(resourceKey(name, "driver-factory.class"), sparkFactoryAMD, from(SparkExecutorResourcePrefix+name+"."+sparkVendor))
+			set(ExternalResourceFactory.For(name).Key, sparkFactoryAMD, from(SparkExecutorResourcePrefix+name+"."+sparkVendor))
 		case name == "gpu":
-			set(resourceKey(name, "driver-factory.class"), sparkFactoryGPU, "xres: built-in GPU discovery, no "+SparkExecutorResourcePrefix+"gpu."+sparkDiscoveryScript)
+			set(ExternalResourceFactory.For(name).Key, sparkFactoryGPU, "xres: built-in GPU discovery, no "+SparkExecutorResourcePrefix+"gpu."+sparkDiscoveryScript)
 		}
 	}
 
@@ -377,8 +377,8 @@ func FromSpark(spark *Config) (*Config, error) {
 			continue
 		}
 		listed = append(listed, name)
-		set(resourceKey(name, "amount"), strconv.FormatInt(n, 10), from(k))
-		set(resourceKey(name, "yarn.config-key"), t, from(k))
+		set(ExternalResourceAmount.For(name).Key, strconv.FormatInt(n, 10), from(k))
+		set(ExternalResourceYarnKey.For(name).Key, t, from(k))
 	}
 	if len(problems) > 0 {
 		sort.Strings(problems)
@@ -392,8 +392,6 @@ func FromSpark(spark *Config) (*Config, error) {
 
 // resourceKey names external-resource.<name>.<suffix> (resources.Key's
 // twin; conf cannot import resources).
-func resourceKey(name, suffix string) string { return "external-resource." + name + "." + suffix }
-
 // warningAt is a warning about the value that came from origin ("file:line"
 // or "--conf").
 func warningAt(origin, msg string) Warning {

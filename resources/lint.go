@@ -167,7 +167,7 @@ func LintWith(cfg *conf.Config, o LintOptions) []Problem {
 	// resources (a bad amount is reported above).
 	var specs []Spec
 	for _, n := range names {
-		specs = append(specs, Spec{Name: n, YarnKey: nonBlank(cfg, Key(n, SuffixYarnKey)), K8sKey: nonBlank(cfg, Key(n, SuffixK8sKey))})
+		specs = append(specs, Spec{Name: n, YarnKey: nonBlank(cfg, conf.ExternalResourceYarnKey.For(n).Key), K8sKey: nonBlank(cfg, conf.ExternalResourceK8sKey.For(n).Key)})
 	}
 	probs = append(probs, dedupeConfigKeys(cfg, specs)...)
 	return sortProblems(probs)
@@ -179,7 +179,7 @@ func lintListed(cfg *conf.Config, n string) []Problem {
 		return p
 	}
 	var probs []Problem
-	amountKey := Key(n, SuffixAmount)
+	amountKey := conf.ExternalResourceAmount.For(n).Key
 	amount, ok, err := cfg.Int64Key(amountKey)
 	switch {
 	case err != nil:
@@ -194,17 +194,17 @@ func lintListed(cfg *conf.Config, n string) []Problem {
 			Message: fmt.Sprintf("the amount of resource %s must be positive, got %d; it is ignored", n, amount),
 			Fix:     fmt.Sprintf("set %s to 1 or more", amountKey)})
 	}
-	if k := Key(n, SuffixFactory); nonBlank(cfg, k) == "" {
+	if k := conf.ExternalResourceFactory.For(n).Key; nonBlank(cfg, k) == "" {
 		probs = append(probs, Problem{Key: k, Severity: SeverityError,
 			Message: fmt.Sprintf("resource %s has no driver factory; workers get it from the cluster but are told nothing about it (no device infos, no CUDA_VISIBLE_DEVICES)", n),
 			Fix:     fmt.Sprintf("set %s: org.apache.flink.externalresource.gpu.GPUDriverFactory (or another xres driver)", k)})
 	}
-	if k := Key(n, SuffixYarnKey); nonBlank(cfg, k) == "" {
+	if k := conf.ExternalResourceYarnKey.For(n).Key; nonBlank(cfg, k) == "" {
 		probs = append(probs, Problem{Key: k, Origin: cfg.Origin(k), Severity: SeverityWarning,
 			Message: fmt.Sprintf("resource %s has no yarn.config-key; it is not requested from YARN, so a worker may land on a host without it", n),
 			Fix:     fmt.Sprintf("set %s: yarn.io/gpu (the YARN resource type; yarn.io/fpga for FPGAs)", k)})
 	}
-	argsKey := Key(n, SuffixParam+"discovery-script.args")
+	argsKey := conf.ExternalResourceParam.For(n, "discovery-script.args").Key
 	if args, ok := cfg.Get(argsKey); ok {
 		for _, a := range strings.Fields(args) {
 			if a == "--enable-coordination" {
@@ -223,7 +223,7 @@ func lintListed(cfg *conf.Config, n string) []Problem {
 // (Lint reports a missing factory itself). The fix names the nearest known
 // name ("did you mean"), else the known ones.
 func FactoryProblem(cfg *conf.Config, n string, o LintOptions) *Problem {
-	k := Key(n, SuffixFactory)
+	k := conf.ExternalResourceFactory.For(n).Key
 	name := nonBlank(cfg, k)
 	if n == "" || name == "" || strings.HasPrefix(name, PluginPrefix) {
 		return nil

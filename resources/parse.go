@@ -13,17 +13,34 @@ import (
 	"github.com/xres/xres/conf"
 )
 
-// Key parts of Flink's external-resource options.
-const (
-	KeyList       = "external-resources"
-	KeyPrefix     = "external-resource."
-	SuffixAmount  = "amount"
-	SuffixYarnKey = "yarn.config-key"
-	SuffixK8sKey  = "kubernetes.config-key"
-	SuffixFactory = "driver-factory.class"
-	SuffixParam   = "param."
-	None          = "none" // the reserved list value meaning no resources (Flink 1.13+)
+// Key parts of Flink's external-resource options, cut from their
+// declarations in conf (external-resource.<name>.<suffix>): Key(name,
+// SuffixAmount) is conf.ExternalResourceAmount.For(name).Key.
+var (
+	KeyList       = conf.ExternalResources.Key
+	KeyPrefix     = keyPrefix(conf.ExternalResourceAmount)
+	SuffixAmount  = keySuffix(conf.ExternalResourceAmount)
+	SuffixYarnKey = keySuffix(conf.ExternalResourceYarnKey)
+	SuffixK8sKey  = keySuffix(conf.ExternalResourceK8sKey)
+	SuffixFactory = keySuffix(conf.ExternalResourceFactory)
+	SuffixParam   = keySuffix(conf.ExternalResourceParam) // "param.": the param's name follows
 )
+
+// None is the reserved list value meaning no resources (Flink 1.13+).
+const None = "none"
+
+// keyPrefix is an external-resource.<name>.… key up to <name>.
+func keyPrefix(o conf.Option) string { return o.Key[:strings.Index(o.Key, "<name>")] }
+
+// keySuffix is an external-resource.<name>.… key after "<name>.", up to
+// a further placeholder.
+func keySuffix(o conf.Option) string {
+	s := o.Key[strings.Index(o.Key, "<name>.")+len("<name>."):]
+	if i := strings.Index(s, "<"); i >= 0 {
+		s = s[:i]
+	}
+	return s
+}
 
 // Key returns the configuration key external-resource.<name>.<suffix>.
 func Key(name, suffix string) string { return KeyPrefix + name + "." + suffix }
@@ -211,7 +228,7 @@ func parseOne(cfg *conf.Config, name string, side Side) (*Spec, []Problem) {
 			Message: "external-resources holds an empty name (two ';' in a row); it is ignored",
 			Fix:     "remove the extra ';'"}}
 	}
-	amountKey := Key(name, SuffixAmount)
+	amountKey := conf.ExternalResourceAmount.For(name).Key
 	amount, ok, err := cfg.Int64Key(amountKey)
 	switch {
 	case err != nil:
@@ -229,24 +246,24 @@ func parseOne(cfg *conf.Config, name string, side Side) (*Spec, []Problem) {
 	s := &Spec{
 		Name:    name,
 		Amount:  amount,
-		YarnKey: nonBlank(cfg, Key(name, SuffixYarnKey)),
-		K8sKey:  nonBlank(cfg, Key(name, SuffixK8sKey)),
-		Factory: nonBlank(cfg, Key(name, SuffixFactory)),
-		Params:  cfg.WithPrefix(Key(name, SuffixParam)),
+		YarnKey: nonBlank(cfg, conf.ExternalResourceYarnKey.For(name).Key),
+		K8sKey:  nonBlank(cfg, conf.ExternalResourceK8sKey.For(name).Key),
+		Factory: nonBlank(cfg, conf.ExternalResourceFactory.For(name).Key),
+		Params:  cfg.WithPrefix(conf.ExternalResourceParam.For(name, "").Key),
 	}
 	switch {
 	case side == SideYarn && s.YarnKey == "":
-		k := Key(name, SuffixYarnKey)
+		k := conf.ExternalResourceYarnKey.For(name).Key
 		probs = append(probs, Problem{Key: k, Severity: SeverityWarning,
 			Message: fmt.Sprintf("no valid %s for resource %s; it is not requested from YARN", k, name),
 			Fix:     fmt.Sprintf("set %s: yarn.io/gpu (the YARN resource type)", k)})
 	case side == SideKubernetes && s.K8sKey == "":
-		k := Key(name, SuffixK8sKey)
+		k := conf.ExternalResourceK8sKey.For(name).Key
 		probs = append(probs, Problem{Key: k, Severity: SeverityWarning,
 			Message: fmt.Sprintf("no valid %s for resource %s; it is not requested from Kubernetes", k, name),
 			Fix:     fmt.Sprintf("set %s: nvidia.com/gpu (the extended resource name)", k)})
 	case side == SideWorker && s.Factory == "":
-		k := Key(name, SuffixFactory)
+		k := conf.ExternalResourceFactory.For(name).Key
 		probs = append(probs, Problem{Key: k, Severity: SeverityWarning,
 			Message: fmt.Sprintf("no driver class name for resource %s; workers get no device infos", name),
 			Fix:     fmt.Sprintf("set %s: org.apache.flink.externalresource.gpu.GPUDriverFactory", k)})

@@ -73,7 +73,7 @@ func TestParseFixtures(t *testing.T) {
 // Flink's constants: names foo and bar, amounts 2 and 1, keys flink1 and
 // flink2.
 func TestFlinkExternalResourceUtilsCases(t *testing.T) {
-	const suffix = SuffixYarnKey
+	suffix := SuffixYarnKey
 	tests := []struct {
 		name     string
 		kv       []string

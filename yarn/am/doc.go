@@ -1,5 +1,7 @@
-// Package am is the xres ApplicationMaster core: it turns a Flink-style
-// configuration into a worker plan and a YARN container profile, checks the
+// Package am is the xres ApplicationMaster core: it reads a Flink-style
+// configuration once into Settings (Load: the worker groups' plans and YARN
+// container profiles, heartbeats, fault bounds, the tracking server's
+// address, the AM container and application), checks each
 // profile against what the ResourceManager offers, and runs the allocate
 // loop that asks for containers, launches each one as
 // `container-launcher -- <worker command>` on its NodeManager, replaces

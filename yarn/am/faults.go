@@ -157,9 +157,9 @@ func (a *AM) blacklistTextLocked() string {
 	return strings.Join(hosts, "; ")
 }
 
-// FaultBounds reads xres.yarn.blacklist.timeout and slot.request.timeout
+// faultBounds reads xres.yarn.blacklist.timeout and slot.request.timeout
 // (Config.BlacklistExpiry and Config.RequestTimeout), neither negative.
-func FaultBounds(cfg *conf.Config) (blacklist, request time.Duration, err error) {
+func faultBounds(cfg *conf.Config) (blacklist, request time.Duration, err error) {
 	read := func(opt conf.Option) time.Duration {
 		if err != nil {
 			return 0

@@ -68,9 +68,9 @@ func EnvFromConfig(cfg *conf.Config, prefix string) map[string]string {
 }
 
 // Environment prefixes (conf.TaskManagerEnv, conf.MasterEnv without <VAR>).
-const (
-	WorkerEnvPrefix = "containerized.taskmanager.env."
-	MasterEnvPrefix = "containerized.master.env."
+var (
+	WorkerEnvPrefix = conf.TaskManagerEnv.For("").Key
+	MasterEnvPrefix = conf.MasterEnv.For("").Key
 )
 
 // Link names of the binaries in a container: the AM's own (in the AM

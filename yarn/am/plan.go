@@ -190,13 +190,14 @@ func PlanWorkers(cfg *conf.Config, specs []resources.Spec, workers int) (Plan, e
 
 // PlannedGroup is one worker group as planned: its plan, its external
 // resources, its worker command (nil: the one after --) and the
-// configuration it sees.
+// environment of its containers (containerized.taskmanager.env.* as its
+// view of the configuration sees them).
 type PlannedGroup struct {
 	Name    string
 	Plan    Plan
 	Specs   []resources.Spec
 	Command []string
-	Config  *conf.Config
+	Env     map[string]string
 }
 
 // PlanGroups plans the worker groups of xres.worker-groups, each with
@@ -222,7 +223,7 @@ func PlanGroups(cfg *conf.Config, workers int, parse func(*conf.Config) ([]resou
 		if err != nil {
 			return nil, err
 		}
-		return []PlannedGroup{{Plan: p, Specs: specs, Config: cfg}}, nil
+		return []PlannedGroup{{Plan: p, Specs: specs, Env: EnvFromConfig(cfg, WorkerEnvPrefix)}}, nil
 	}
 	if workers > 0 {
 		return nil, fmt.Errorf("%w: --workers cannot be used with %s (%s); set %s for each group",
@@ -248,7 +249,8 @@ func PlanGroups(cfg *conf.Config, workers int, parse func(*conf.Config) ([]resou
 // (its errors without the group's prefix); it does not check that
 // xres.worker-groups lists name.
 func PlanGroup(cfg *conf.Config, name string, parse func(*conf.Config) ([]resources.Spec, error)) (PlannedGroup, error) {
-	g := PlannedGroup{Name: name, Config: cfg.Group(name)}
+	g := PlannedGroup{Name: name}
+	view := cfg.Group(name)
 	n := 0
 	countOpt := conf.WorkerGroupWorkers.For(name)
 	if _, set := cfg.Get(countOpt.Key); set {
@@ -272,12 +274,13 @@ func PlanGroup(cfg *conf.Config, name string, parse func(*conf.Config) ([]resour
 		}
 		g.Command = argv
 	}
-	specs, err := parse(g.Config)
+	g.Env = EnvFromConfig(view, WorkerEnvPrefix)
+	specs, err := parse(view)
 	if err != nil {
 		return g, err
 	}
 	g.Specs = specs
-	g.Plan, err = PlanWorkers(g.Config, specs, n)
+	g.Plan, err = PlanWorkers(view, specs, n)
 	return g, err
 }
 
@@ -334,10 +337,10 @@ func yarnResources(specs []resources.Spec) (map[string]int64, error) {
 			// report it.
 		case key == "memory-mb" || key == "vcores":
 			errs = append(errs, fmt.Errorf("%w: %s=%s names a built-in resource", ErrBadConfig,
-				resources.Key(s.Name, resources.SuffixYarnKey), key))
+				conf.ExternalResourceYarnKey.For(s.Name).Key, key))
 		case s.Amount <= 0:
 			errs = append(errs, fmt.Errorf("%w: %s must be positive, got %d", ErrBadConfig,
-				resources.Key(s.Name, resources.SuffixAmount), s.Amount))
+				conf.ExternalResourceAmount.For(s.Name).Key, s.Amount))
 		default:
 			kept = append(kept, s)
 		}
@@ -349,10 +352,10 @@ func yarnResources(specs []resources.Spec) (map[string]int64, error) {
 	return out, errors.Join(errs...)
 }
 
-// Heartbeats reads yarn.heartbeat.interval (whole seconds) and
+// heartbeats reads yarn.heartbeat.interval (whole seconds) and
 // yarn.heartbeat.container-request-interval (Flink duration, plain number =
 // ms), with Flink's defaults.
-func Heartbeats(cfg *conf.Config) (normal, request time.Duration, err error) {
+func heartbeats(cfg *conf.Config) (normal, request time.Duration, err error) {
 	normal, request = DefaultHeartbeat, DefaultRequestHeartbeat
 	if v, set, e := cfg.IntKey(KeyHeartbeat); e != nil {
 		return 0, 0, fmt.Errorf("%w: %w", ErrBadConfig, e)

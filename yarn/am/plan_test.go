@@ -196,7 +196,7 @@ func TestHeartbeats(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			n, f, err := Heartbeats(confOf(tt.conf))
+			n, f, err := heartbeats(confOf(tt.conf))
 			if tt.err != "" {
 				require.ErrorContains(t, err, tt.err)
 				return

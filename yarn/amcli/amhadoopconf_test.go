@@ -34,7 +34,7 @@ func TestAMHadoopConfigWithoutConfDir(t *testing.T) {
 		{"flink.yarn.resourcemanager.connect.max-wait.ms": "1000", "flink.hadoop.dfs.replication": "1"},
 		{"flink.yarn.resourcemanager.scheduler.address.rm1": "127.0.0.1:40000"},
 	} {
-		hc, addrs, err := amHadoopConfig(getenv, ae, flinkConf(keys), log)
+		hc, addrs, err := amHadoopConfig(getenv, ae, conf.FlinkHadoopProperties(flinkConf(keys)), log)
 		require.NoError(t, err)
 		require.Equal(t, ae.SchedulerAddresses, addrs, "keys %v", keys)
 		fs, _ := hc.Get("fs.defaultFS")
@@ -76,7 +76,7 @@ func TestJobSchedulerAddresses(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			hc := ha()
-			require.Equal(t, tc.want, jobSchedulerAddresses(hc, flinkConf(tc.keys)))
+			require.Equal(t, tc.want, jobSchedulerAddresses(hc, conf.FlinkHadoopProperties(flinkConf(tc.keys))))
 			v, _ := hc.Get("yarn.resourcemanager.scheduler.address.rm1")
 			require.Equal(t, "localhost:8030", v, "the client's own configuration is unchanged")
 		})

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -44,7 +45,7 @@ type amClients struct {
 // out what they do not use, and a command needing a missing one fails
 // with errNotWired.
 type deps struct {
-	amClients  func(ctx context.Context, getenv func(string) string, ae submit.AMEnv, cfg *conf.Config, log logrus.FieldLogger) (amClients, error)
+	amClients  func(ctx context.Context, getenv func(string) string, ae submit.AMEnv, hadoop []conf.HadoopProperty, log logrus.FieldLogger) (amClients, error)
 	rm         func(ctx context.Context, getenv func(string) string, log logrus.FieldLogger, l *login) (rmAPI, *conf.HadoopConfig, func(), error)
 	rmREST     func(ctx context.Context, getenv func(string) string, log logrus.FieldLogger, l *login) (rmAPI, *conf.HadoopConfig, func(), error)
 	hdfs       func(hc *conf.HadoopConfig, user string, krb *yarn.Kerberos) (submit.FS, func(), error)
@@ -60,11 +61,11 @@ func defaultDeps() deps {
 
 // amHadoopConfig reads the Hadoop configuration of the AM container
 // ($HADOOP_CONF_DIR) with the job's flink.hadoop.* and flink.yarn.* keys over
-// it, as Flink applies them. Where the NodeManager sets no HADOOP_CONF_DIR
+// it (hadoop: am.Settings.Hadoop), as Flink applies them. Where the NodeManager sets no HADOOP_CONF_DIR
 // it falls back on the scheduler addresses and fs.defaultFS the client
 // passed (jobSchedulerAddresses: the client's cluster with the same keys
 // over it), never on the built-in default 0.0.0.0:8030.
-func amHadoopConfig(getenv func(string) string, ae submit.AMEnv, cfg *conf.Config, log logrus.FieldLogger) (*conf.HadoopConfig, []string, error) {
+func amHadoopConfig(getenv func(string) string, ae submit.AMEnv, hadoop []conf.HadoopProperty, log logrus.FieldLogger) (*conf.HadoopConfig, []string, error) {
 	hc, err := conf.LoadHadoopOptions(conf.HadoopOptions{Getenv: getenv, Log: log})
 	if err != nil && (!errors.Is(err, conf.ErrNoHadoopConf) || len(ae.SchedulerAddresses) == 0) {
 		return nil, nil, err
@@ -75,7 +76,7 @@ func amHadoopConfig(getenv func(string) string, ae submit.AMEnv, cfg *conf.Confi
 			hc.Set("fs.defaultFS", ae.DefaultFS)
 		}
 	}
-	if set := hc.ApplyFlink(cfg); len(set) > 0 {
+	if set := hc.ApplyProperties(hadoop); len(set) > 0 {
 		log.WithField("keys", strings.Join(set, ",")).Info("hadoop configuration: keys set by flink.hadoop.* / flink.yarn.*")
 	}
 	if err != nil {
@@ -88,10 +89,11 @@ func amHadoopConfig(getenv func(string) string, ae submit.AMEnv, cfg *conf.Confi
 
 // jobSchedulerAddresses are the RM scheduler addresses the job's AM is to
 // reach: the client's cluster configuration with the job's flink.hadoop.* /
-// flink.yarn.* keys over it (hc itself unchanged); nil when it names none.
-func jobSchedulerAddresses(hc *conf.HadoopConfig, cfg *conf.Config) []string {
+// flink.yarn.* keys (hadoop: am.Settings.Hadoop) over it (hc itself
+// unchanged); nil when it names none.
+func jobSchedulerAddresses(hc *conf.HadoopConfig, hadoop []conf.HadoopProperty) []string {
 	job := hc.Clone()
-	job.ApplyFlink(cfg)
+	job.ApplyProperties(hadoop)
 	addrs, _ := yarn.RMAddresses(job, yarn.RMScheduler)
 	return addrs
 }
@@ -99,8 +101,8 @@ func jobSchedulerAddresses(hc *conf.HadoopConfig, cfg *conf.Config) []string {
 // rpcAMClients builds the Hadoop RPC clients of an AM in its YARN
 // container: scheduler addresses from $HADOOP_CONF_DIR, the AMRMToken from
 // $HADOOP_TOKEN_FILE_LOCATION.
-func rpcAMClients(ctx context.Context, getenv func(string) string, ae submit.AMEnv, cfg *conf.Config, log logrus.FieldLogger) (amClients, error) {
-	hc, addrs, err := amHadoopConfig(getenv, ae, cfg, log)
+func rpcAMClients(ctx context.Context, getenv func(string) string, ae submit.AMEnv, hadoop []conf.HadoopProperty, log logrus.FieldLogger) (amClients, error) {
+	hc, addrs, err := amHadoopConfig(getenv, ae, hadoop, log)
 	if err != nil {
 		return amClients{}, err
 	}
@@ -171,22 +173,15 @@ func cmdRun(ctx context.Context, args []string, e *env) error {
 	var c common
 	c.register(fs, true)
 	workers := fs.Int("workers", 0, "number of workers, at least 1 (default: from parallelism.default)")
-	worker, cfg, planned, err := workerPlan(fs, args, &c, e, workers)
+	worker, _, set, err := workerPlan(fs, args, &c, e, workers)
 	if err != nil {
 		return err
 	}
+	planned := set.Groups
 	for _, g := range planned {
 		for _, w := range g.Plan.Warnings {
 			e.log.WithField("group", g.Name).Warn(w)
 		}
-	}
-	beat, fast, err := am.Heartbeats(cfg)
-	if err != nil {
-		return configError{err}
-	}
-	blacklistExpiry, requestTimeout, err := am.FaultBounds(cfg)
-	if err != nil {
-		return configError{err}
 	}
 	ae, err := submit.ReadAMEnv(e.getenv)
 	if err != nil {
@@ -206,9 +201,7 @@ func cmdRun(ctx context.Context, args []string, e *env) error {
 		return fmt.Errorf("%w: the ApplicationMasterProtocol and ContainerManagementProtocol clients are not wired to am", errNotWired)
 	}
 
-	addr, _ := cfg.Get(am.KeyBindAddress)
-	port, _ := cfg.Get(am.KeyBindPort)
-	l, err := am.Listen(ctx, addr, port)
+	l, err := am.Listen(ctx, set.BindAddress, set.BindPort)
 	if err != nil {
 		return configError{err}
 	}
@@ -218,7 +211,7 @@ func cmdRun(ctx context.Context, args []string, e *env) error {
 	}
 	trackingURL := fmt.Sprintf("http://%s/", net.JoinHostPort(host, strconv.Itoa(l.Addr().(*net.TCPAddr).Port)))
 
-	clients, err := e.deps.amClients(ctx, e.getenv, ae, cfg, e.log)
+	clients, err := e.deps.amClients(ctx, e.getenv, ae, set.Hadoop, e.log)
 	if err != nil {
 		l.Close()
 		return clusterError{err}
@@ -228,15 +221,15 @@ func cmdRun(ctx context.Context, args []string, e *env) error {
 	}
 
 	base := strings.TrimSuffix(trackingURL, "/")
-	confName := submit.ConfName(cfg.Path())
-	total := 0
-	for _, g := range planned {
-		total += g.Plan.Workers
-	}
+	confName := submit.ConfName(set.ConfPath)
+	total := set.Workers()
 	var groups []am.Group
 	for _, g := range planned {
 		// A group's containerized.taskmanager.env.* are those its view sees.
-		workerEnv := am.EnvFromConfig(g.Config, am.WorkerEnvPrefix)
+		workerEnv := maps.Clone(g.Env)
+		if workerEnv == nil {
+			workerEnv = map[string]string{}
+		}
 		workerEnv[resources.EnvReportURL] = base + am.PathReport
 		workerEnv[am.EnvWorkersURL] = base + am.PathWorkers
 		workerEnv[am.EnvWorkers] = strconv.Itoa(total)
@@ -259,12 +252,12 @@ func cmdRun(ctx context.Context, args []string, e *env) error {
 		AppID:            appID,
 		Groups:           groups,
 		Register:         yarn.RegisterRequest{Host: host, RPCPort: -1, TrackingURL: trackingURL},
-		Heartbeat:        beat,
-		RequestHeartbeat: fast,
+		Heartbeat:        set.Heartbeat,
+		RequestHeartbeat: set.RequestHeartbeat,
 		BadNodeExits:     resources.BadNodeExitCodes(),
 		BadJobExits:      resources.BadJobExitCodes(),
-		BlacklistExpiry:  blacklistExpiry,
-		RequestTimeout:   requestTimeout,
+		BlacklistExpiry:  set.BlacklistExpiry,
+		RequestTimeout:   set.RequestTimeout,
 		RMMaxWait:        clients.RMMaxWait,
 		RMRetryInterval:  clients.RMRetryInterval,
 		OnAMRMToken:      clients.OnAMRMToken,
@@ -333,36 +326,38 @@ func submitTime(ms string) time.Time {
 }
 
 // workerPlan parses the flags and the worker command after --, as submit
-// and run take them, loads the configuration and plans the worker groups
-// (one unnamed group without xres.worker-groups).
-func workerPlan(fs *flag.FlagSet, args []string, c *common, e *env, workers *int) ([]string, *conf.Config, []am.PlannedGroup, error) {
+// and run take them, loads the configuration and reads the AM's settings
+// from it (am.Load: the worker groups planned, one unnamed group without
+// xres.worker-groups). The configuration itself is returned for what
+// yarn/submit reads from it (Request.ApplyConfig).
+func workerPlan(fs *flag.FlagSet, args []string, c *common, e *env, workers *int) ([]string, *conf.Config, am.Settings, error) {
 	pos, worker, err := parse(fs, args)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, am.Settings{}, err
 	}
 	if len(pos) > 0 {
-		return nil, nil, nil, fmt.Errorf("%w: unexpected argument %q (the worker command goes after --)", errUsage, pos[0])
+		return nil, nil, am.Settings{}, fmt.Errorf("%w: unexpected argument %q (the worker command goes after --)", errUsage, pos[0])
 	}
 	if len(worker) == 0 {
-		return nil, nil, nil, fmt.Errorf("%w: no worker command (am %s [flags] -- <worker command…>)", errUsage, fs.Name())
+		return nil, nil, am.Settings{}, fmt.Errorf("%w: no worker command (am %s [flags] -- <worker command…>)", errUsage, fs.Name())
 	}
 	if err := checkWorkers(fs, *workers); err != nil {
-		return nil, nil, nil, err
+		return nil, nil, am.Settings{}, err
 	}
 	if err := c.apply(e); err != nil {
-		return nil, nil, nil, err
+		return nil, nil, am.Settings{}, err
 	}
 	cfg, err := c.load(e)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, am.Settings{}, err
 	}
-	groups, err := am.PlanGroups(cfg, *workers, func(v *conf.Config) ([]resources.Spec, error) {
+	set, err := am.Load(cfg, *workers, func(v *conf.Config) ([]resources.Spec, error) {
 		return resources.Parse(v, resources.ParseOptions{Side: resources.SideYarn, Log: e.log})
 	})
 	if err != nil {
-		return nil, nil, nil, configError{err}
+		return nil, nil, am.Settings{}, configError{err}
 	}
-	return worker, cfg, groups, nil
+	return worker, cfg, set, nil
 }
 
 // checkWorkers refuses a --workers given as 0 or less: leaving the flag out

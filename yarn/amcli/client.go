@@ -33,13 +33,6 @@ import (
 // (over RPC or REST, in yarn's types).
 type rmAPI = submit.ClusterRM
 
-// Flink options for the AM container (declared in conf/).
-var (
-	keyAMMemory    = conf.AMProcessSize.Key       // AM container memory; default 256m
-	keyAMVcores    = conf.AMVcores.Key            // AM container vcores; default 1
-	keyAppAttempts = conf.ApplicationAttempts.Key // AM attempts; default 1
-)
-
 // login is a client's Kerberos login: the Flink keys in (empty: the
 // ticket cache), the logged-in client out (nil on a cluster with simple
 // authentication).
@@ -127,32 +120,27 @@ func cmdSubmit(ctx context.Context, args []string, e *env) error {
 	detach := fs.Bool("detach", false, "return after submission instead of following the application")
 	launcher := fs.String("launcher", "", "container-launcher binary to ship (default: $XRES_LAUNCHER, else beside am)")
 	useREST := fs.Bool("rest", false, "talk to the ResourceManager over its REST API instead of RPC")
-	worker, cfg, planned, err := workerPlan(fs, args, &c, e, workers)
+	worker, cfg, set, err := workerPlan(fs, args, &c, e, workers)
 	if err != nil {
 		return err
 	}
+	planned := set.Groups
 	dial := e.rmDial(*useREST)
 	if dial == nil || e.deps.hdfs == nil {
 		return fmt.Errorf("%w: the YARN and HDFS clients are not wired to am", errNotWired)
-	}
-	amMem, amVcores, attempts, err := amContainer(cfg)
-	if err != nil {
-		return configError{err}
 	}
 	amPath, launcherPath, err := binaries(e, *launcher)
 	if err != nil {
 		return configError{err}
 	}
-	shipped, err := submit.Files(amPath, launcherPath, cfg.Path(), files)
+	shipped, err := submit.Files(amPath, launcherPath, set.ConfPath, files)
 	if err != nil {
 		return configError{err}
 	}
 	if !slices.ContainsFunc(shipped, func(f submit.File) bool { return f.Name == submit.NVMLHelper }) {
 		e.log.WithField("launcher", launcherPath).Infof("%s is not beside the container-launcher: workers find their GPUs with nvidia-smi, not NVML", submit.NVMLHelper)
 	}
-	keytab, _ := cfg.Get(conf.KerberosLoginKeytab.Key)
-	principal, _ := cfg.Get(conf.KerberosLoginPrincipal.Key)
-	lg := &login{Login: submit.Login{Keytab: keytab, Principal: principal}}
+	lg := &login{Login: submit.Login{Keytab: set.App.Keytab, Principal: set.App.Principal}}
 	rm, hc, closeRM, err := dial(ctx, e.getenv, e.log, lg)
 	if isConfigErr(err) {
 		return configError{err}
@@ -178,20 +166,20 @@ func cmdSubmit(ctx context.Context, args []string, e *env) error {
 	}
 	defaultFS, _ := hc.Get("fs.defaultFS")
 	if *name == "" {
-		*name, _ = cfg.Get(conf.YarnApplicationName.Key)
+		*name = set.App.Name
 	}
 	if *queue == "" {
-		*queue, _ = cfg.Get(conf.YarnApplicationQueue.Key)
+		*queue = set.App.Queue
 	}
-	confName := submit.ConfName(cfg.Path())
-	sched := jobSchedulerAddresses(hc, cfg) // none: the AM needs its own HADOOP_CONF_DIR
+	confName := submit.ConfName(set.ConfPath)
+	sched := jobSchedulerAddresses(hc, set.Hadoop) // none: the AM needs its own HADOOP_CONF_DIR
 	client := submit.Client{RM: rm, Stager: submit.Stager{FS: hfs, DefaultFS: defaultFS, Log: e.log}, Log: e.log,
 		After: e.deps.after}
 	sreq := submit.Request{
 		Name: *name, Queue: *queue, User: who, Files: shipped, ConfName: confName, Dynamic: c.overrides,
-		Workers: *workers, Worker: worker, MasterEnv: am.EnvFromConfig(cfg, am.MasterEnvPrefix), Tokens: tokens,
+		Workers: *workers, Worker: worker, MasterEnv: set.App.MasterEnv, Tokens: tokens,
 		SchedulerAddresses: sched, DefaultFS: defaultFS,
-		AMMemoryMB: amMem, AMVcores: amVcores, MaxAttempts: attempts,
+		AMMemoryMB: set.App.MemoryMB, AMVcores: set.App.VCores, MaxAttempts: set.App.Attempts,
 		Groups: profiles(planned),
 	}
 	if err := sreq.ApplyConfig(cfg); err != nil {
@@ -251,36 +239,6 @@ func amTokens(ctx context.Context, hc *conf.HadoopConfig, krb *yarn.Kerberos, lo
 		return nil, fmt.Errorf("write the AM's credentials: %w", err)
 	}
 	return b, nil
-}
-
-// amContainer reads the AM container's size and attempts.
-func amContainer(cfg *conf.Config) (memMB int64, vcores, attempts int32, err error) {
-	memMB = submit.DefaultAMMemoryMB
-	if v, set, err := cfg.MemorySizeKey(keyAMMemory); err != nil {
-		return 0, 0, 0, err
-	} else if set {
-		memMB = v >> 20
-	}
-	vcores = submit.DefaultAMVcores
-	if v, set, err := cfg.IntKey(keyAMVcores); err != nil {
-		return 0, 0, 0, err
-	} else if set {
-		vcores = int32(v)
-	}
-	// One attempt unless configured, as Flink without HA: an AM that fails
-	// as it starts (configuration, cluster) would only fail again. With 2
-	// or more a new attempt adopts the running workers (kept across
-	// attempts).
-	attempts = 1
-	if v, set, err := cfg.IntKey(keyAppAttempts); err != nil {
-		return 0, 0, 0, err
-	} else if set {
-		attempts = int32(v)
-	}
-	if memMB < 1 || vcores < 1 || attempts < 1 {
-		return 0, 0, 0, fmt.Errorf("AM container: %s, %s and %s must be positive", keyAMMemory, keyAMVcores, keyAppAttempts)
-	}
-	return memMB, vcores, attempts, nil
 }
 
 // binaries finds the am binary (this executable) and the container-launcher.

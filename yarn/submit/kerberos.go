@@ -14,9 +14,9 @@ import (
 )
 
 // Flink's login keys (declared in conf/).
-const (
-	KeyLoginKeytab    = "security.kerberos.login.keytab"
-	KeyLoginPrincipal = "security.kerberos.login.principal"
+var (
+	KeyLoginKeytab    = conf.KerberosLoginKeytab.Key
+	KeyLoginPrincipal = conf.KerberosLoginPrincipal.Key
 )
 
 // ErrNoCredentials marks a Kerberized cluster and a client with neither a

@@ -1,0 +1,129 @@
+package am
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/xres/xres/conf"
+	"github.com/xres/xres/resources"
+)
+
+// Settings are what the ApplicationMaster side (am submit and am run)
+// reads from the Flink configuration, read once by Load: the worker
+// groups with their plans, specs, commands and environments; the
+// heartbeat intervals; the fault bounds; the tracking server's address;
+// the AM container; the application's name, queue and login. What comes
+// after Load takes Settings (or the part it needs), not the configuration.
+type Settings struct {
+	// ConfPath is the Flink configuration file read ("" for none): it is
+	// staged, and the workers read it under its own name.
+	ConfPath string
+	Groups   []PlannedGroup // in order; one unnamed group without xres.worker-groups
+
+	Heartbeat        time.Duration // yarn.heartbeat.interval (DefaultHeartbeat)
+	RequestHeartbeat time.Duration // yarn.heartbeat.container-request-interval (DefaultRequestHeartbeat)
+	BlacklistExpiry  time.Duration // xres.yarn.blacklist.timeout (0: until the application ends)
+	RequestTimeout   time.Duration // slot.request.timeout (0: no bound)
+
+	BindAddress string // rest.bind-address of the tracking server
+	BindPort    string // rest.bind-port: a port, range or list (Listen)
+
+	App AppSettings
+	// Hadoop are the Hadoop keys the configuration sets through
+	// flink.hadoop.* and flink.yarn.* (conf.FlinkHadoopProperties), in the
+	// order they apply.
+	Hadoop []conf.HadoopProperty
+}
+
+// AppSettings are the YARN application's own settings, as am submit
+// asks for it.
+type AppSettings struct {
+	Name  string // yarn.application.name ("": the caller's default)
+	Queue string // yarn.application.queue ("": the cluster's default)
+
+	MemoryMB int64 // jobmanager.memory.process.size, in MiB
+	VCores   int32 // yarn.appmaster.vcores
+	Attempts int32 // yarn.application-attempts
+
+	MasterEnv map[string]string // containerized.master.env.*
+
+	// Keytab and Principal are security.kerberos.login.keytab and
+	// .principal ("": the ticket cache).
+	Keytab, Principal string
+}
+
+// Load reads the settings from cfg. workers > 0 is the --workers flag;
+// parse reads a group's external resources from its view of the
+// configuration (resources.Parse with the caller's options). The groups
+// are planned first (PlanGroups: every group's problems at once); then the
+// first problem of the other settings is returned. Every error wraps
+// ErrBadConfig (or parse's error) and names its key and where its value
+// came from (the AM container's errors are those am submit always gave).
+func Load(cfg *conf.Config, workers int, parse func(*conf.Config) ([]resources.Spec, error)) (Settings, error) {
+	s := Settings{ConfPath: cfg.Path()}
+	var err error
+	if s.Groups, err = PlanGroups(cfg, workers, parse); err != nil {
+		return Settings{}, err
+	}
+	if s.Heartbeat, s.RequestHeartbeat, err = heartbeats(cfg); err != nil {
+		return Settings{}, err
+	}
+	if s.BlacklistExpiry, s.RequestTimeout, err = faultBounds(cfg); err != nil {
+		return Settings{}, err
+	}
+	// Unset stays "" (Listen's any address, any port), as before the
+	// declared defaults were written down.
+	s.BindAddress, _ = cfg.Get(conf.RestBindAddress.Key)
+	s.BindPort, _ = cfg.Get(conf.RestBindPort.Key)
+	if s.App, err = appSettings(cfg); err != nil {
+		return Settings{}, err
+	}
+	s.Hadoop = conf.FlinkHadoopProperties(cfg)
+	return s, nil
+}
+
+// Workers is the number of workers of all groups together.
+func (s Settings) Workers() int {
+	n := 0
+	for _, g := range s.Groups {
+		n += g.Plan.Workers
+	}
+	return n
+}
+
+// appSettings reads the application's name, queue and login and the AM
+// container's size (the declared defaults: 256m, 1 vcore), attempts and
+// environment. Its errors are am submit's, unwrapped.
+func appSettings(cfg *conf.Config) (AppSettings, error) {
+	var a AppSettings
+	a.Name, _ = cfg.Get(conf.YarnApplicationName.Key)
+	a.Queue, _ = cfg.Get(conf.YarnApplicationQueue.Key)
+	a.Keytab, _ = cfg.Get(conf.KerberosLoginKeytab.Key)
+	a.Principal, _ = cfg.Get(conf.KerberosLoginPrincipal.Key)
+	a.MasterEnv = EnvFromConfig(cfg, MasterEnvPrefix)
+
+	mem, err := cfg.MemorySize(conf.AMProcessSize)
+	if err != nil {
+		return a, err
+	}
+	a.MemoryMB = mem >> 20
+	vcores, err := cfg.Int(conf.AMVcores)
+	if err != nil {
+		return a, err
+	}
+	a.VCores = int32(vcores)
+	// One attempt unless configured, as Flink without HA: an AM that fails
+	// as it starts (configuration, cluster) would only fail again. With 2
+	// or more a new attempt adopts the running workers (kept across
+	// attempts).
+	attempts, err := cfg.Int(conf.ApplicationAttempts)
+	if err != nil {
+		return a, err
+	}
+	a.Attempts = int32(attempts)
+	if a.MemoryMB < 1 || a.VCores < 1 || a.Attempts < 1 {
+		return a, fmt.Errorf("AM container: %s, %s and %s must be positive",
+			conf.AMProcessSize.Key, conf.AMVcores.Key, conf.ApplicationAttempts.Key)
+	}
+	return a, nil
+}

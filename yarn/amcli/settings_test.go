@@ -1,0 +1,45 @@
+package amcli
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"testing"
+)
+
+// TestRunAndSubmitReadSettings guards am.Load as the one reader of the AM
+// side's settings: in amrun.go and client.go (am run, am submit) only
+// workerPlan, which calls am.Load, handles a *conf.Config, and nothing
+// calls a method on a cfg (the configuration read again for heartbeats,
+// fault bounds, the bind address, the AM container…). cmdSubmit hands cfg
+// on to submit.Request.ApplyConfig, which yarn/submit owns.
+func TestRunAndSubmitReadSettings(t *testing.T) {
+	fset := token.NewFileSet()
+	for _, name := range []string{"amrun.go", "client.go"} {
+		f, err := parser.ParseFile(fset, name, nil, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range f.Decls {
+			fd, ok := d.(*ast.FuncDecl)
+			if !ok || fd.Body == nil || fd.Name.Name == "workerPlan" {
+				continue
+			}
+			ast.Inspect(fd, func(n ast.Node) bool {
+				switch n := n.(type) {
+				case *ast.SelectorExpr:
+					if x, ok := n.X.(*ast.Ident); ok && x.Name == "conf" && n.Sel.Name == "Config" {
+						t.Errorf("%s: %s takes a *conf.Config: give it am.Settings (or the part it needs)", fset.Position(n.Pos()), fd.Name.Name)
+					}
+				case *ast.CallExpr:
+					if sel, ok := n.Fun.(*ast.SelectorExpr); ok {
+						if x, ok := sel.X.(*ast.Ident); ok && x.Name == "cfg" {
+							t.Errorf("%s: %s reads cfg.%s after am.Load: read it in am.Load", fset.Position(n.Pos()), fd.Name.Name, sel.Sel.Name)
+						}
+					}
+				}
+				return true
+			})
+		}
+	}
+}
