@@ -1,0 +1,89 @@
+// Package acme is the example of a driver added to xres from outside the
+// launcher: one folder, and one line to register it (acme.Register, in
+// driver/builtin for a built-in one). It stands for ACME accelerators, which
+// a CUDA runtime selects (driver.VendorNVIDIA) and which a vendor daemon
+// coordinates on the host in a file of Flink's format ("<index> <pid>"
+// lines), so xres's own coordination stays out (driver.CoordScript). The
+// devices are the indices param.devices lists, each local to the CPUs
+// param.local-cpus names. Everything the launcher does with them (the
+// worker's environment, check's and probe's coordination, per-device CPU
+// affinity from the devices' local-cpus infos) it learns through the
+// driver contract: driver/launch names no driver. Its test
+// (contract_test.go beside it) proves it for the environment and the
+// coordination.
+package acme
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/xres/xres/driver"
+	"github.com/xres/xres/resources"
+)
+
+// FactoryName is the driver's registry name.
+const FactoryName = "xres.acme"
+
+// Param keys, as written after external-resource.<name>.param.
+const (
+	ParamDevices   = "devices"           // the device indices, comma-separated
+	ParamLocalCPUs = "local-cpus"        // the CPU list every device is local to
+	ParamFile      = "coordination-file" // the vendor daemon's coordination file
+)
+
+// Register adds the driver to r: the one line a new driver needs.
+func Register(r *driver.Registry) error { return r.Register(FactoryName, Factory{}) }
+
+// Factory builds the driver and tells the launcher what it needs.
+type Factory struct{}
+
+var (
+	_ driver.Factory              = Factory{}
+	_ driver.VendorReporter       = Factory{}
+	_ driver.CoordinationReporter = Factory{}
+)
+
+// NewDriver implements driver.Factory.
+func (Factory) NewDriver(opts driver.Options) (driver.Driver, error) {
+	if strings.TrimSpace(opts.Params[ParamDevices]) == "" {
+		return nil, fmt.Errorf("%s: missing: %w", driver.ParamKey(opts.Resource, ParamDevices), driver.ErrInvalidParam)
+	}
+	var infos []resources.Info
+	for _, ix := range strings.Split(opts.Params[ParamDevices], ",") {
+		p := resources.Properties{"index": strings.TrimSpace(ix)}
+		if cpus := opts.Params[ParamLocalCPUs]; cpus != "" {
+			p[driver.InfoLocalCPUs] = cpus
+		}
+		infos = append(infos, p)
+	}
+	return acmeDriver(infos), nil
+}
+
+// Vendor implements driver.VendorReporter: a CUDA runtime selects them.
+func (Factory) Vendor() driver.Vendor { return driver.VendorNVIDIA }
+
+// Coordination implements driver.CoordinationReporter: the vendor daemon
+// coordinates, in its own file.
+func (Factory) Coordination(resource string, params map[string]string, _ func(string) string) (driver.Coordination, error) {
+	f := params[ParamFile]
+	if f == "" {
+		return driver.Coordination{Mode: driver.CoordOff}, nil
+	}
+	abs, err := filepath.Abs(f)
+	if err != nil {
+		return driver.Coordination{}, err
+	}
+	return driver.Coordination{Mode: driver.CoordScript, StateFile: abs}, nil
+}
+
+// acmeDriver hands out the first devices: the daemon keeps workers apart.
+type acmeDriver []resources.Info
+
+func (d acmeDriver) Discover(_ context.Context, amount int64) ([]resources.Info, error) {
+	if amount > int64(len(d)) {
+		return nil, fmt.Errorf("%w: %d requested, %d listed", driver.ErrNotEnoughDevices, amount, len(d))
+	}
+	return d[:amount], nil
+}
