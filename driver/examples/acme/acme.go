@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/xres/xres/conf"
 	"github.com/xres/xres/driver"
 	"github.com/xres/xres/resources"
 )
@@ -28,9 +29,18 @@ const FactoryName = "xres.acme"
 
 // Param keys, as written after external-resource.<name>.param.
 const (
-	ParamDevices   = "devices"           // the device indices, comma-separated
-	ParamLocalCPUs = "local-cpus"        // the CPU list every device is local to
-	ParamFile      = "coordination-file" // the vendor daemon's coordination file
+	ParamDevices   = "acme.devices"           // the device indices, comma-separated
+	ParamLocalCPUs = "acme.local-cpus"        // the CPU list every device is local to
+	ParamFile      = "acme.coordination-file" // the vendor daemon's coordination file
+)
+
+var (
+	devicesParam = driver.Declare(driver.Param{Name: ParamDevices, Type: conf.TypeString,
+		Doc: "Example ACME driver (xres.acme), required: the device indices, comma-separated."})
+	localCPUsParam = driver.Declare(driver.Param{Name: ParamLocalCPUs, Type: conf.TypeString,
+		Doc: "Example ACME driver: the CPU list every device is local to."})
+	fileParam = driver.Declare(driver.Param{Name: ParamFile, Type: conf.TypeString,
+		Doc: "Example ACME driver: the vendor daemon's coordination file (Flink's format); unset: off."})
 )
 
 // Register adds the driver to r: the one line a new driver needs.
@@ -47,13 +57,14 @@ var (
 
 // NewDriver implements driver.Factory.
 func (Factory) NewDriver(opts driver.Options) (driver.Driver, error) {
-	if strings.TrimSpace(opts.Params[ParamDevices]) == "" {
-		return nil, fmt.Errorf("%s: missing: %w", driver.ParamKey(opts.Resource, ParamDevices), driver.ErrInvalidParam)
+	devices := devicesParam.Get(opts.Params)
+	if strings.TrimSpace(devices) == "" {
+		return nil, fmt.Errorf("%s: missing: %w", devicesParam.Key(opts.Resource), driver.ErrInvalidParam)
 	}
 	var infos []resources.Info
-	for _, ix := range strings.Split(opts.Params[ParamDevices], ",") {
+	for _, ix := range strings.Split(devices, ",") {
 		p := resources.Properties{"index": strings.TrimSpace(ix)}
-		if cpus := opts.Params[ParamLocalCPUs]; cpus != "" {
+		if cpus := localCPUsParam.Get(opts.Params); cpus != "" {
 			p[driver.InfoLocalCPUs] = cpus
 		}
 		infos = append(infos, p)
@@ -67,7 +78,7 @@ func (Factory) Vendor() driver.Vendor { return driver.VendorNVIDIA }
 // Coordination implements driver.CoordinationReporter: the vendor daemon
 // coordinates, in its own file.
 func (Factory) Coordination(resource string, params map[string]string, _ func(string) string) (driver.Coordination, error) {
-	f := params[ParamFile]
+	f := fileParam.Get(params)
 	if f == "" {
 		return driver.Coordination{Mode: driver.CoordOff}, nil
 	}
