@@ -1,6 +1,13 @@
 // Package driver discovers the devices a worker may use: the Driver and
 // Factory interfaces (Flink's ExternalResourceDriver and its factory), a
-// registry of factories by name, and the built-in drivers.
+// registry of factories by name, and the built-in drivers. Beside them it
+// is the contract the launcher holds drivers to, with optional interfaces
+// found by type assertion: Releaser and HealthReporter on a Driver;
+// VendorReporter (which runtime's variables select the devices:
+// Vendor.Environment) and CoordinationReporter (how the devices are
+// coordinated on the host, for check and probe) on a Factory, which can
+// answer before a driver is built; and the locality rule every driver's
+// device infos share (LocalCPUs).
 package driver
 
 import (

@@ -159,7 +159,20 @@ func New(opts driver.Options) (*Enumerator, error) {
 
 // NewFactory returns the AMD GPU driver factory: the Enumerator behind the
 // shared coordinated selection layer.
-func NewFactory() driver.Factory { return coord.Factory(New) }
+func NewFactory() driver.Factory { return factory{coord.Factory(New)} }
+
+// factory is the AMD GPU driver's factory: its devices are selected for
+// the worker by ROCm's variables (driver.VendorAMD), and it coordinates
+// like every built-in driver (coord.EnumFactory).
+type factory struct{ *coord.EnumFactory }
+
+var (
+	_ driver.VendorReporter       = factory{}
+	_ driver.CoordinationReporter = factory{}
+)
+
+// Vendor implements driver.VendorReporter.
+func (factory) Vendor() driver.Vendor { return driver.VendorAMD }
 
 // Register adds the AMD GPU driver to r as FactoryName.
 func Register(r *driver.Registry) error {
@@ -366,28 +379,5 @@ func (e *Enumerator) usable(path string) (bool, error) {
 //
 // GPUs with neither uuid nor index are left out. No GPUs, no variables.
 func Environment(infos []resources.Info) map[string]string {
-	var uuids, indices []string
-	for _, in := range infos {
-		if u, ok := in.Property("uuid"); ok && u != "" {
-			uuids = append(uuids, u)
-		}
-		if i, ok := in.Property("index"); ok && i != "" {
-			indices = append(indices, i)
-		}
-	}
-	ids := indices
-	if len(uuids) == len(infos) {
-		ids = uuids
-	}
-	if len(ids) == 0 {
-		return nil
-	}
-	hip := make([]string, len(ids))
-	for i := range ids {
-		hip[i] = strconv.Itoa(i)
-	}
-	return map[string]string{
-		"ROCR_VISIBLE_DEVICES": strings.Join(ids, ","),
-		"HIP_VISIBLE_DEVICES":  strings.Join(hip, ","),
-	}
+	return driver.VendorAMD.Environment(infos)
 }

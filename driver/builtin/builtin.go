@@ -1,6 +1,9 @@
 // Package builtin registers xres's built-in driver factories, under their
-// own names and Flink's factory class names, in a driver.Registry. The
-// caller (cmd/) does it explicitly; nothing registers itself in init().
+// own names and Flink's factory class names, in a driver.Registry, and adds
+// the device plugins' names on top (WithPlugins). The caller (cmd/, the
+// launcher) does it explicitly; nothing registers itself in init(). A new
+// built-in driver is its folder plus its line in RegisterBuiltins (and its
+// params in Params).
 package builtin
 
 import (
@@ -44,7 +47,7 @@ func Params() map[string][]driver.Param {
 // resource, whatever its driver: which visible-devices variables to set,
 // and where sysfs is for CPU affinity.
 func LauncherParams() []driver.Param {
-	return []driver.Param{driver.VisibleDevicesVendorParam, pci.SysfsRootParam}
+	return []driver.Param{driver.VisibleDevicesVendorParam, driver.SysfsRootParam}
 }
 
 // UnknownParams lists, sorted, the params set for a resource whose

@@ -104,6 +104,15 @@ type Options struct {
 	Log       logrus.FieldLogger
 }
 
+// OpenState opens the host coordination state in stateFile (its lock
+// beside it) for the calling process: the one way the launcher records a
+// worker's process group, check tests the state and probe lists its
+// holders. Drivers open it through Settings.Reserver, which also honours
+// Flink's file.
+func OpenState(stateFile string, log logrus.FieldLogger) (*Host, error) {
+	return New(Options{StateFile: stateFile, Log: log})
+}
+
 // Host is the host-wide reservation table. It implements
 // driver.PartitionReserver (and so driver.Reserver).
 type Host struct {

@@ -193,11 +193,29 @@ func (s Settings) Coordinated(opts driver.Options, enum driver.Enumerator) (*dri
 	}), nil
 }
 
+// CoordinationOf is how a driver that coordinates through NewCoordinated
+// (every built-in driver but a GPU discovery script, and every plugin)
+// coordinates resource's devices with these params: xres's host
+// coordination with its state file and Flink's file beside it, or off.
+// It is also the launcher's reading for a factory that implements no
+// driver.CoordinationReporter. Malformed params are ParseParams's errors.
+func CoordinationOf(resource string, params map[string]string) (driver.Coordination, error) {
+	s, err := ParseParams(resource, params)
+	if err != nil {
+		return driver.Coordination{}, err
+	}
+	if !s.Enabled {
+		return driver.Coordination{Mode: driver.CoordOff}, nil
+	}
+	return driver.Coordination{Mode: driver.CoordXres, StateFile: s.StateFile, FlinkFile: s.FlinkFile}, nil
+}
+
 // Factory is a built-in driver's factory: newEnum builds its Enumerator
 // from the options (a bad param is a configuration error) and
-// NewCoordinated puts it behind the shared selection layer.
-func Factory[E driver.Enumerator](newEnum func(driver.Options) (E, error)) driver.Factory {
-	return driver.FactoryFunc(func(opts driver.Options) (driver.Driver, error) {
+// NewCoordinated puts it behind the shared selection layer. It implements
+// driver.CoordinationReporter (CoordinationOf).
+func Factory[E driver.Enumerator](newEnum func(driver.Options) (E, error)) *EnumFactory {
+	return &EnumFactory{New: func(opts driver.Options) (driver.Driver, error) {
 		enum, err := newEnum(opts)
 		if err != nil {
 			return nil, err
@@ -207,7 +225,26 @@ func Factory[E driver.Enumerator](newEnum func(driver.Options) (E, error)) drive
 			return nil, err
 		}
 		return sel, nil
-	})
+	}}
+}
+
+// EnumFactory is what Factory returns: a driver.Factory whose drivers
+// coordinate through NewCoordinated, so it reports their coordination.
+type EnumFactory struct {
+	New func(driver.Options) (driver.Driver, error)
+}
+
+var (
+	_ driver.Factory              = (*EnumFactory)(nil)
+	_ driver.CoordinationReporter = (*EnumFactory)(nil)
+)
+
+// NewDriver implements driver.Factory.
+func (f *EnumFactory) NewDriver(opts driver.Options) (driver.Driver, error) { return f.New(opts) }
+
+// Coordination implements driver.CoordinationReporter.
+func (f *EnumFactory) Coordination(resource string, params map[string]string, _ func(string) string) (driver.Coordination, error) {
+	return CoordinationOf(resource, params)
 }
 
 func absPath(p string) string {

@@ -5,14 +5,15 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/xres/xres/driver"
 	"github.com/xres/xres/driver/coord"
 )
 
-// Coordination modes reported by CoordinationOf.
+// Coordination modes reported by CoordinationOf (driver's).
 const (
-	CoordXres   = "xres"   // xres's host coordination (driver/coord)
-	CoordScript = "script" // a Flink discovery script coordinates by itself
-	CoordOff    = "off"    // nobody coordinates: every worker gets the first devices
+	CoordXres   = driver.CoordXres   // xres's host coordination (driver/coord)
+	CoordScript = driver.CoordScript // a Flink discovery script coordinates by itself
+	CoordOff    = driver.CoordOff    // nobody coordinates: every worker gets the first devices
 )
 
 // FlinkDefaultCoordinationFile is where Flink's script coordinates when its
@@ -20,19 +21,8 @@ const (
 const FlinkDefaultCoordinationFile = coord.FlinkDefaultFile
 
 // Coordination is how the GPU driver built from the same params coordinates
-// devices on the host.
-type Coordination struct {
-	Mode      string `json:"mode"`                 // CoordXres, CoordScript or CoordOff
-	StateFile string `json:"state_file,omitempty"` // absolute; empty when off
-	// FlinkFile is Flink's coordination file that xres mode honours beside
-	// StateFile, in Flink's format (coord.Settings.FlinkFile).
-	FlinkFile string `json:"flink_file,omitempty"`
-	// Script is the resolved discovery script in script mode.
-	Script string `json:"script,omitempty"`
-	// Warnings are the notices the driver logs for these params (ignored
-	// flags, conflicting settings, a missing default script).
-	Warnings []string `json:"warnings,omitempty"`
-}
+// devices on the host (driver.Coordination, which the factory reports).
+type Coordination = driver.Coordination
 
 // CoordinationOf works out, without side effects, how the GPU driver for
 // resource with these params picks its mode and coordinates: script mode

@@ -89,7 +89,29 @@ var (
 )
 
 // NewFactory returns the GPU driver factory.
-func NewFactory() driver.Factory { return driver.FactoryFunc(New) }
+func NewFactory() driver.Factory { return factory{} }
+
+// factory is the GPU driver's factory: its devices are selected for the
+// worker by CUDA_VISIBLE_DEVICES (driver.VendorNVIDIA), and it says how
+// its drivers coordinate (CoordinationOf: a Flink script coordinates
+// itself).
+type factory struct{}
+
+var (
+	_ driver.VendorReporter       = factory{}
+	_ driver.CoordinationReporter = factory{}
+)
+
+// NewDriver implements driver.Factory.
+func (factory) NewDriver(opts driver.Options) (driver.Driver, error) { return New(opts) }
+
+// Vendor implements driver.VendorReporter.
+func (factory) Vendor() driver.Vendor { return driver.VendorNVIDIA }
+
+// Coordination implements driver.CoordinationReporter.
+func (factory) Coordination(resource string, params map[string]string, getenv func(string) string) (driver.Coordination, error) {
+	return CoordinationOf(resource, params, getenv)
+}
 
 // Register adds the GPU driver to r as FactoryName, with Flink's GPU
 // factory class name as an alias.

@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
 
@@ -14,8 +13,6 @@ import (
 	"github.com/xres/xres/driver"
 	"github.com/xres/xres/driver/builtin"
 	"github.com/xres/xres/driver/coord"
-	"github.com/xres/xres/driver/gpu"
-	"github.com/xres/xres/driver/plugin"
 	"github.com/xres/xres/resources"
 )
 
@@ -129,11 +126,11 @@ func (l *Launcher) checkSpec(ctx context.Context, cfg *conf.Config, spec resourc
 		}
 	}
 
-	d, canonical, err := l.Driver(spec)
+	d, f, canonical, err := l.driver(spec)
 	switch {
 	case errors.Is(err, driver.ErrUnknownFactory):
-		root, _ := plugin.Root(l.getenv())
-		o := resources.LintOptions{Known: append(knownFactories(l.Registry), installedPlugins(l.getenv())...), PluginRoot: root}
+		o := resources.LintOptions{Known: append(builtin.KnownFactories(l.Registry), builtin.InstalledPlugins(l.getenv())...),
+			PluginRoot: builtin.PluginRoot(l.getenv())}
 		if p := resources.FactoryProblem(cfg, spec.Name, o); p != nil {
 			out = append(out, Finding{Problem: *p})
 		} else {
@@ -156,7 +153,7 @@ func (l *Launcher) checkSpec(ctx context.Context, cfg *conf.Config, spec resourc
 	if rel, ok := d.(driver.Releaser); ok {
 		_ = rel.Release(ctx)
 	}
-	co := coordinationOf(spec, canonical, l.getenv())
+	co := l.coordinationFor(spec, f, canonical)
 	if derr != nil {
 		report(builtin.DiagnoseDiscover(derr, spec.Amount, co.Script != ""),
 			fmt.Sprintf("trial discovery of %d device(s) failed: %s", spec.Amount, derr))
@@ -167,7 +164,7 @@ func (l *Launcher) checkSpec(ctx context.Context, cfg *conf.Config, spec resourc
 	}
 
 	switch co.Mode {
-	case gpu.CoordOff:
+	case driver.CoordOff:
 		key := driver.ParamKey(spec.Name, coord.ParamEnabled)
 		if co.Script != "" {
 			key = driver.ParamKey(spec.Name, coord.ParamScriptArgs)
@@ -175,8 +172,8 @@ func (l *Launcher) checkSpec(ctx context.Context, cfg *conf.Config, spec resourc
 		out = append(out, Finding{Problem: resources.Problem{Key: key, Origin: cfg.Origin(key), Severity: resources.SeverityWarning,
 			Message: "host coordination is off: several workers on one host will take the same devices unless YARN isolates them (cgroups)",
 			Fix:     "remove " + driver.ParamKey(spec.Name, coord.ParamEnabled) + ": false (or add --enable-coordination-mode to the script args), unless YARN's GPU isolation is on"}})
-	case gpu.CoordXres:
-		h, err := coord.New(coord.Options{StateFile: co.StateFile, LockTimeout: 5 * time.Second})
+	case driver.CoordXres:
+		h, err := coord.OpenState(co.StateFile, nil)
 		if err == nil {
 			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 			err = h.Check(cctx)
@@ -192,35 +189,6 @@ func (l *Launcher) checkSpec(ctx context.Context, cfg *conf.Config, spec resourc
 		}
 	}
 	return out, trial
-}
-
-// knownFactories lists the factory names a registry knows, where it can say.
-func knownFactories(r Registry) []string {
-	type namer interface{ Names() []string }
-	switch reg := r.(type) {
-	case namer:
-		return reg.Names()
-	case plugin.Registry:
-		if n, ok := reg.Base.(namer); ok {
-			return n.Names()
-		}
-	}
-	return nil
-}
-
-// installedPlugins lists the device plugins under the plugins root (a
-// folder <name> holding an executable <name>); none when the root is
-// unreadable.
-func installedPlugins(getenv func(string) string) []string {
-	root, _ := plugin.Root(getenv)
-	ents, _ := os.ReadDir(root)
-	out := []string{}
-	for _, e := range ents {
-		if _, err := plugin.Resolve(e.Name(), getenv); e.IsDir() && err == nil {
-			out = append(out, e.Name())
-		}
-	}
-	return out
 }
 
 // runCheck is `container-launcher check`.

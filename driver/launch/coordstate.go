@@ -1,34 +1,42 @@
 package launch
 
 import (
+	"github.com/xres/xres/driver"
 	"github.com/xres/xres/driver/coord"
-	"github.com/xres/xres/driver/gpu"
 	"github.com/xres/xres/resources"
 )
 
 // coordinationOf works out how spec's devices are coordinated on the host,
-// as the built-in drivers read their params: the GPU driver's own rule
-// (gpu.CoordinationOf: a Flink discovery script coordinates itself), and
-// the rule every other built-in driver and plugin shares
-// (coord.ParseParams). factory is the primary name of spec's factory. Mode
-// is "" when unknown (no driver, or params the driver rejects).
-func coordinationOf(spec resources.Spec, factory string, getenv func(string) string) gpu.Coordination {
-	switch factory {
-	case "":
-		return gpu.Coordination{}
-	case gpu.FactoryName:
-		c, err := gpu.CoordinationOf(spec.Name, spec.Params, getenv)
-		if err != nil {
-			return gpu.Coordination{}
-		}
-		return c
-	}
-	s, err := coord.ParseParams(spec.Name, spec.Params)
+// as its driver reads its params: what its factory reports
+// (driver.CoordinationReporter), else the host coordination every
+// built-in driver and plugin shares (coord.CoordinationOf). Mode is ""
+// when unknown (no driver, an unknown factory, or params the driver
+// rejects).
+func (l *Launcher) coordinationOf(spec resources.Spec) driver.Coordination {
+	f, canonical, err := l.factory(spec)
 	if err != nil {
-		return gpu.Coordination{}
+		return driver.Coordination{}
 	}
-	if !s.Enabled {
-		return gpu.Coordination{Mode: gpu.CoordOff}
+	return l.coordinationFor(spec, f, canonical)
+}
+
+// coordinationFor is coordinationOf for spec's factory f, already looked
+// up under its primary name canonical.
+func (l *Launcher) coordinationFor(spec resources.Spec, f driver.Factory, canonical string) driver.Coordination {
+	if f == nil || canonical == "" {
+		return driver.Coordination{}
 	}
-	return gpu.Coordination{Mode: gpu.CoordXres, StateFile: s.StateFile, FlinkFile: s.FlinkFile}
+	var (
+		c   driver.Coordination
+		err error
+	)
+	if cr, ok := f.(driver.CoordinationReporter); ok {
+		c, err = cr.Coordination(spec.Name, spec.Params, l.Getenv)
+	} else {
+		c, err = coord.CoordinationOf(spec.Name, spec.Params)
+	}
+	if err != nil {
+		return driver.Coordination{}
+	}
+	return c
 }

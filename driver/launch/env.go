@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/xres/xres/driver"
-	"github.com/xres/xres/driver/amd"
 	"github.com/xres/xres/resources"
 )
 
@@ -40,37 +39,17 @@ const (
 	EnvLogLevel      = "XRES_LOG_LEVEL"
 )
 
-// Vendor names which device-selection variables a resource gets.
-type Vendor string
+// Vendor names which device-selection variables a resource gets: the
+// driver's (driver.VendorReporter) unless the resource's
+// visible-devices.vendor param names one (driver.VendorOf).
+type Vendor = driver.Vendor
 
 // Vendors known to the launcher.
 const (
-	VendorNone   Vendor = ""
-	VendorNVIDIA Vendor = "nvidia"
-	VendorAMD    Vendor = "amd"
+	VendorNone   = driver.VendorNone
+	VendorNVIDIA = driver.VendorNVIDIA
+	VendorAMD    = driver.VendorAMD
 )
-
-// visibleEnv returns the variables a vendor's runtime reads to select the
-// given devices: CUDA_VISIBLE_DEVICES for NVIDIA (visibleID per device),
-// ROCR_VISIBLE_DEVICES and HIP_VISIBLE_DEVICES for AMD (amd.Environment).
-func (v Vendor) visibleEnv(devices []resources.Info) map[string]string {
-	switch v {
-	case VendorNVIDIA:
-		var ids []string
-		for _, d := range devices {
-			if id := visibleID(d); id != "" {
-				ids = append(ids, id)
-			}
-		}
-		if len(ids) == 0 {
-			return nil
-		}
-		return map[string]string{"CUDA_VISIBLE_DEVICES": strings.Join(ids, ",")}
-	case VendorAMD:
-		return amd.Environment(devices)
-	}
-	return nil
-}
 
 // Grant is what one resource got: the devices to hand to the worker.
 type Grant struct {
@@ -109,7 +88,7 @@ func grantEnv(grants []Grant, infoFile string) map[string]string {
 			}
 			env[ResourceEnv(g.Spec.Name, k)] = strings.Join(vals, ",")
 		}
-		for k, v := range g.Vendor.visibleEnv(g.Devices) {
+		for k, v := range g.Vendor.Environment(g.Devices) {
 			if prev, ok := env[k]; ok && prev != "" {
 				v = prev + "," + v // two resources of one vendor
 			}
@@ -121,23 +100,6 @@ func grantEnv(grants []Grant, infoFile string) map[string]string {
 	}
 	env[EnvResources] = strings.Join(names, ",")
 	return env
-}
-
-// visibleID is how a device is named in CUDA_VISIBLE_DEVICES and its
-// siblings: the index, or the UUID for a MIG instance (which has no index of
-// its own) or where no index is known.
-func visibleID(d resources.Info) string {
-	if v, ok := d.Property(driver.InfoVisibleID); ok && v != "" {
-		return v
-	}
-	uuid, _ := d.Property("uuid")
-	if strings.HasPrefix(uuid, "MIG-") {
-		return uuid
-	}
-	if idx, ok := d.Property("index"); ok && idx != "" {
-		return idx
-	}
-	return uuid
 }
 
 // mergeEnv returns base (KEY=value entries) with vars set, replacing earlier

@@ -23,9 +23,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/xres/xres/driver"
-	"github.com/xres/xres/driver/amd"
 	"github.com/xres/xres/driver/coord"
-	"github.com/xres/xres/driver/gpu"
 	"github.com/xres/xres/resources"
 )
 
@@ -47,9 +45,6 @@ type Launcher struct {
 	Getenv func(string) string
 	// DryRun discovers without reserving (probe).
 	DryRun bool
-	// VendorOf says which device-selection variables a resource gets,
-	// from its factory's primary name; nil means DefaultVendorOf.
-	VendorOf func(spec resources.Spec, factory string) Vendor
 	// DiscoverTimeout bounds each resource's discovery (0: 2 minutes).
 	DiscoverTimeout time.Duration
 	// DriverTimeout is the drivers' limit for one discovery step (script,
@@ -85,6 +80,13 @@ func (l *Launcher) log() logrus.FieldLogger { return driver.LoggerOrDiscard(l.Lo
 // Flink requests such a resource but tells the worker nothing. An unknown
 // factory or one that rejects its params is a configuration error.
 func (l *Launcher) Driver(spec resources.Spec) (driver.Driver, string, error) {
+	d, _, canonical, err := l.driver(spec)
+	return d, canonical, err
+}
+
+// factory looks spec's factory up: (nil, "", nil) without one; canonical
+// is the registry's primary name ("" where it has none).
+func (l *Launcher) factory(spec resources.Spec) (driver.Factory, string, error) {
 	if strings.TrimSpace(spec.Factory) == "" {
 		return nil, "", nil
 	}
@@ -97,6 +99,15 @@ func (l *Launcher) Driver(spec resources.Spec) (driver.Driver, string, error) {
 		return nil, "", classifyf(ErrConfig, "%s: %w", key, err)
 	}
 	canonical, _ := l.Registry.Canonical(spec.Factory)
+	return f, canonical, nil
+}
+
+// driver is Driver with the factory it was built by.
+func (l *Launcher) driver(spec resources.Spec) (driver.Driver, driver.Factory, string, error) {
+	f, canonical, err := l.factory(spec)
+	if err != nil || f == nil {
+		return nil, nil, "", err
+	}
 	params := make(map[string]string, len(spec.Params))
 	for k, v := range spec.Params {
 		params[k] = v
@@ -110,12 +121,12 @@ func (l *Launcher) Driver(spec resources.Spec) (driver.Driver, string, error) {
 		Timeout:  l.DriverTimeout,
 	})
 	if err != nil {
-		return nil, canonical, classifyf(ErrConfig, "create driver %s for resource %s: %w", spec.Factory, spec.Name, err)
+		return nil, f, canonical, classifyf(ErrConfig, "create driver %s for resource %s: %w", spec.Factory, spec.Name, err)
 	}
 	if d == nil {
-		return nil, canonical, classifyf(ErrConfig, "create driver %s for resource %s: factory returned no driver", spec.Factory, spec.Name)
+		return nil, f, canonical, classifyf(ErrConfig, "create driver %s for resource %s: factory returned no driver", spec.Factory, spec.Name)
 	}
-	return d, canonical, nil
+	return d, f, canonical, nil
 }
 
 // Acquire discovers the devices of every spec in order. On any failure it
@@ -129,7 +140,7 @@ func (l *Launcher) Acquire(ctx context.Context, specs []resources.Spec) (*Reserv
 		if err := ctx.Err(); err != nil {
 			return nil, r.abort(fmt.Errorf("discover %s: %w", spec.Name, err))
 		}
-		d, canonical, err := l.Driver(spec)
+		d, f, canonical, err := l.driver(spec)
 		if err != nil {
 			return nil, r.abort(err)
 		}
@@ -160,12 +171,8 @@ func (l *Launcher) Acquire(ctx context.Context, specs []resources.Spec) (*Reserv
 			log.WithField("amount", spec.Amount).WithField("got", len(infos)).
 				Warn("driver returned a different number of devices than the amount")
 		}
-		vendor := DefaultVendorOf(spec, canonical)
-		if l.VendorOf != nil {
-			vendor = l.VendorOf(spec, canonical)
-		}
-		r.Grants = append(r.Grants, Grant{Spec: spec, Vendor: vendor, Devices: infos})
-		if c := coordinationOf(spec, canonical, l.Getenv); c.Mode == gpu.CoordXres && !slices.Contains(r.stateFiles, c.StateFile) {
+		r.Grants = append(r.Grants, Grant{Spec: spec, Vendor: driver.VendorOf(f, spec.Params), Devices: infos})
+		if c := l.coordinationFor(spec, f, canonical); c.Mode == driver.CoordXres && !slices.Contains(r.stateFiles, c.StateFile) {
 			r.stateFiles = append(r.stateFiles, c.StateFile)
 		}
 		log.WithFields(logrus.Fields{
@@ -183,7 +190,7 @@ func (l *Launcher) Acquire(ctx context.Context, specs []resources.Spec) (*Reserv
 func (r *Reservation) HoldGroup(ctx context.Context, g coord.Group) error {
 	var errs []error
 	for _, f := range r.stateFiles {
-		h, err := coord.New(coord.Options{StateFile: f, Log: r.log})
+		h, err := coord.OpenState(f, r.log)
 		if err == nil {
 			err = h.HoldGroup(ctx, g)
 		}
@@ -247,36 +254,10 @@ func infosOf(grants []Grant) map[string][]resources.Info {
 // stand for NVIDIA or AMD GPUs: nvidia, amd or none.
 const ParamVendor = driver.ParamVisibleDevicesVendor
 
-// DefaultVendorOf recognises NVIDIA GPU resources by their driver factory
-// (xres.gpu, or Flink's GPUDriverFactory) and AMD ones by xres.amd-gpu;
-// ParamVendor overrides it.
-func DefaultVendorOf(spec resources.Spec, factory string) Vendor {
-	if v, ok := driver.VisibleDevicesVendorParam.Lookup(spec.Params); ok {
-		switch strings.ToLower(strings.TrimSpace(v)) {
-		case "nvidia":
-			return VendorNVIDIA
-		case "amd":
-			return VendorAMD
-		default:
-			return VendorNone
-		}
-	}
-	if factory == "" {
-		factory = spec.Factory
-	}
-	switch factory {
-	case gpu.FactoryName, gpu.FlinkFactoryClass:
-		return VendorNVIDIA
-	case amd.FactoryName:
-		return VendorAMD
-	}
-	return VendorNone
-}
-
 func describeDevices(infos []resources.Info) string {
 	parts := make([]string, 0, len(infos))
 	for _, in := range infos {
-		if id := visibleID(in); id != "" {
+		if id := driver.VisibleID(in); id != "" {
 			parts = append(parts, id)
 			continue
 		}

@@ -16,7 +16,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
-	"github.com/xres/xres/driver/pci"
+	"github.com/xres/xres/driver"
 	"github.com/xres/xres/resources"
 )
 
@@ -539,7 +539,7 @@ func runExecPinned(args []string, env Env) int {
 	if len(args) < 3 {
 		return fail(env.Stderr, classifyf(ErrUsage, "%s: want <cpu list> <path> <argv0> [args…]", pinExecCommand))
 	}
-	cpus, err := pci.ParseCPUList(args[0])
+	cpus, err := driver.ParseCPUList(args[0])
 	if err != nil || len(cpus) == 0 {
 		return fail(env.Stderr, classifyf(ErrUsage, "%s: cpu list %q: %v", pinExecCommand, args[0], err))
 	}

@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/xres/xres/conf/rawio"
+	"github.com/xres/xres/driver"
 	"github.com/xres/xres/driver/coord"
-	"github.com/xres/xres/driver/gpu"
 	"github.com/xres/xres/resources"
 )
 
@@ -95,12 +95,12 @@ func (l *Launcher) Probe(ctx context.Context, specs []resources.Spec) ProbeRepor
 		if res != nil {
 			_ = res.Release(ctx) // a dry run holds nothing; a plugin that reserved anyway is undone
 		}
-		c := coordinationOf(spec, canonical, dry.getenv())
+		c := dry.coordinationOf(spec)
 		pr.Coordination.Mode, pr.Coordination.StateFile = c.Mode, c.StateFile
 		var holders []ProbeHolder
 		var herr error
 		switch c.Mode {
-		case gpu.CoordXres:
+		case driver.CoordXres:
 			holders, herr = readHolders(c.StateFile, spec.Name)
 			if c.FlinkFile != "" && herr == nil {
 				// The GPUs Flink's script holds beside them.
@@ -108,7 +108,7 @@ func (l *Launcher) Probe(ctx context.Context, specs []resources.Spec) ProbeRepor
 				fh, herr = readFlinkHolders(c.FlinkFile)
 				holders = append(holders, fh...)
 			}
-		case gpu.CoordScript:
+		case driver.CoordScript:
 			holders, herr = readFlinkHolders(c.StateFile)
 		}
 		if herr != nil {
@@ -136,7 +136,7 @@ func readHolders(stateFile, resource string) ([]ProbeHolder, error) {
 	if _, err := os.Stat(stateFile); os.IsNotExist(err) {
 		return nil, nil
 	}
-	h, err := coord.New(coord.Options{StateFile: stateFile})
+	h, err := coord.OpenState(stateFile, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -285,11 +285,11 @@ func writeProbeText(w io.Writer, rep ProbeReport) {
 		}
 		co := r.Coordination
 		switch co.Mode {
-		case gpu.CoordXres:
+		case driver.CoordXres:
 			fmt.Fprintf(w, "  coordination: on, state file %s, %d held\n", co.StateFile, len(co.Holders))
-		case gpu.CoordScript:
+		case driver.CoordScript:
 			fmt.Fprintf(w, "  coordination: by the discovery script, file %s\n", co.StateFile)
-		case gpu.CoordOff:
+		case driver.CoordOff:
 			fmt.Fprintln(w, "  coordination: OFF: every worker on this host gets the same first devices")
 		default:
 			fmt.Fprintln(w, "  coordination: up to the driver")

@@ -3,7 +3,6 @@ package launch
 import (
 	"github.com/xres/xres/driver"
 	"github.com/xres/xres/driver/builtin"
-	"github.com/xres/xres/driver/plugin"
 )
 
 // NewRegistry returns the launcher's driver registry: every built-in
@@ -20,5 +19,5 @@ func withBuiltins(r *driver.Registry, getenv func(string) string) (Registry, err
 	if err := builtin.RegisterBuiltins(r); err != nil {
 		return nil, err
 	}
-	return plugin.Registry{Base: r, Getenv: getenv}, nil
+	return builtin.WithPlugins(r, getenv), nil
 }

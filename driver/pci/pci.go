@@ -49,14 +49,14 @@ const FactoryName = "xres.pci"
 const FlinkFPGAFactory = "org.apache.flink.externalresource.fpga.FPGADriverFactory"
 
 // DefaultSysfsRoot is where sysfs is mounted.
-const DefaultSysfsRoot = "/sys"
+const DefaultSysfsRoot = driver.DefaultSysfsRoot
 
 // Param keys, as written after external-resource.<name>.param.
 const (
 	ParamVendor    = "vendor"
 	ParamDevice    = "device"
 	ParamClass     = "class"
-	ParamSysfsRoot = "sysfs-root"
+	ParamSysfsRoot = driver.ParamSysfsRoot
 	ParamDevRoot   = "dev-root"
 )
 
@@ -78,12 +78,9 @@ var (
 		Doc: "PCI driver: hex class-code prefixes, comma-separated, e.g. 0x12 (processing accelerators). " +
 			"Unset: any class.",
 	})
-	// SysfsRootParam is where sysfs is mounted.
-	SysfsRootParam = driver.Declare(driver.Param{
-		Name: ParamSysfsRoot, Type: conf.TypeString, Default: DefaultSysfsRoot,
-		Doc: "PCI and AMD GPU drivers, and the launcher's CPU affinity: where sysfs is mounted (tests and demos " +
-			"point it at a fake tree).",
-	})
+	// SysfsRootParam is where sysfs is mounted (declared in package driver:
+	// the locality rule every driver's devices share reads it too).
+	SysfsRootParam = driver.SysfsRootParam
 	// DevRootParam is where device nodes are.
 	DevRootParam = driver.Declare(driver.Param{
 		Name: ParamDevRoot, Type: conf.TypeString, Default: "/dev",

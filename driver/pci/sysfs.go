@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/xres/xres/driver"
 )
 
 // DevicesDir is where sysfs lists PCI functions, relative to the sysfs root.
@@ -25,7 +27,7 @@ import (
 //	driver         -> ../../../../bus/pci/drivers/xocl   (only when bound)
 //	drm/renderD128/                                      (only for DRM drivers:
 //	                                                      amdgpu, XRT's xocl)
-const DevicesDir = "bus/pci/devices"
+const DevicesDir = driver.DevicesDir
 
 // Function is one PCI function as sysfs describes it.
 type Function struct {
@@ -146,13 +148,7 @@ func readErr(path string, err error) error {
 
 // PathCause strips a *fs.PathError down to its cause, for messages that
 // name the path themselves.
-func PathCause(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
-}
+func PathCause(err error) error { return driver.PathCause(err) }
 
 // ParseHex parses a hexadecimal id as sysfs prints it ("0x10ee") or as a
 // user writes it ("10EE", "0X10ee"), allowing at most bits bits.
@@ -170,44 +166,7 @@ func ParseHex(s string, bits int) (uint64, error) {
 
 // ParseCPUList parses a Linux CPU list ("0-15,32-47", "3", "") into CPU
 // numbers in the order written. Ranges must be ascending.
-func ParseCPUList(s string) ([]int, error) {
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return nil, nil
-	}
-	var cpus []int
-	for _, part := range strings.Split(s, ",") {
-		lo, hi, isRange := strings.Cut(part, "-")
-		a, err := cpuNumber(lo)
-		if err != nil {
-			return nil, fmt.Errorf("cpu list %q: %w", s, err)
-		}
-		b := a
-		if isRange {
-			if b, err = cpuNumber(hi); err != nil {
-				return nil, fmt.Errorf("cpu list %q: %w", s, err)
-			}
-			if b < a {
-				return nil, fmt.Errorf("cpu list %q: range %s is descending", s, part)
-			}
-		}
-		if b-a > maxCPUs || len(cpus)+b-a > maxCPUs {
-			return nil, fmt.Errorf("cpu list %q: more than %d CPUs", s, maxCPUs)
-		}
-		for c := a; c <= b; c++ {
-			cpus = append(cpus, c)
-		}
-	}
-	return cpus, nil
-}
+func ParseCPUList(s string) ([]int, error) { return driver.ParseCPUList(s) }
 
 // maxCPUs bounds a CPU list (the kernel's NR_CPUS maximum is 8192).
 const maxCPUs = 8192
-
-func cpuNumber(s string) (int, error) {
-	n, err := strconv.Atoi(s)
-	if err != nil || n < 0 || n >= maxCPUs || strings.HasPrefix(s, "+") {
-		return 0, fmt.Errorf("%q is not a CPU number", s)
-	}
-	return n, nil
-}

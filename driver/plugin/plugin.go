@@ -320,7 +320,7 @@ func (d *pluginDriver) Release(ctx context.Context) error {
 
 // NewFactory returns the xres.plugin factory: it runs param.plugin.
 func NewFactory() driver.Factory {
-	return driver.FactoryFunc(func(opts driver.Options) (driver.Driver, error) {
+	return factory(func(opts driver.Options) (driver.Driver, error) {
 		name, ok := pluginParam.Lookup(opts.Params)
 		if !ok {
 			return nil, fmt.Errorf("%s: missing; name the plugin directory or executable: %w", pluginParam.Key(opts.Resource), ErrInvalidParam)
@@ -332,13 +332,28 @@ func NewFactory() driver.Factory {
 // FactoryFor returns the factory of the plugin named dir (driver-factory.class
 // plugin:<dir>).
 func FactoryFor(dir string) driver.Factory {
-	return driver.FactoryFunc(func(opts driver.Options) (driver.Driver, error) {
+	return factory(func(opts driver.Options) (driver.Driver, error) {
 		key := resources.Key(opts.Resource, resources.SuffixFactory)
 		if p, ok := pluginParam.Lookup(opts.Params); ok && p != dir {
 			return nil, fmt.Errorf("%s names plugin %q but %s names %q; keep one: %w", key, dir, pluginParam.Key(opts.Resource), p, ErrInvalidParam)
 		}
 		return newDriver(opts, dir, key)
 	})
+}
+
+// factory is a plugin's factory: a plugin lists devices and xres
+// coordinates them (coord.NewCoordinated), so it reports
+// coord.CoordinationOf.
+type factory func(opts driver.Options) (driver.Driver, error)
+
+var _ driver.CoordinationReporter = factory(nil)
+
+// NewDriver implements driver.Factory.
+func (f factory) NewDriver(opts driver.Options) (driver.Driver, error) { return f(opts) }
+
+// Coordination implements driver.CoordinationReporter.
+func (factory) Coordination(resource string, params map[string]string, _ func(string) string) (driver.Coordination, error) {
+	return coord.CoordinationOf(resource, params)
 }
 
 func newDriver(opts driver.Options, name, key string) (driver.Driver, error) {

@@ -1,0 +1,54 @@
+package launch
+
+import (
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestLauncherNamesNoDriver: the launcher reaches drivers only through the
+// driver contract (package driver) and the registry of built-in drivers
+// (driver/builtin); besides them it imports what is not a driver: the
+// configuration, the resource specs and the host coordination library
+// (driver/coord: the state file, its lock and process groups, which
+// registers no factory). A vendor switch that comes back (driver/gpu,
+// driver/amd, driver/pci, driver/plugin) fails here.
+func TestLauncherNamesNoDriver(t *testing.T) {
+	const module = "github.com/xres/xres/"
+	allowed := map[string]bool{
+		"conf": true, "conf/rawio": true, "resources": true,
+		"driver": true, "driver/builtin": true, "driver/coord": true,
+	}
+	files, err := filepath.Glob("*.go")
+	require.NoError(t, err)
+	got := map[string]bool{}
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		src, err := os.ReadFile(f)
+		require.NoError(t, err)
+		ast, err := parser.ParseFile(token.NewFileSet(), f, src, parser.ImportsOnly)
+		require.NoError(t, err)
+		for _, im := range ast.Imports {
+			p, _ := strconv.Unquote(im.Path.Value)
+			if rel, ok := strings.CutPrefix(p, module); ok {
+				require.True(t, allowed[rel], "%s imports %s: reach the driver through the contract instead", f, p)
+				got[rel] = true
+			}
+		}
+	}
+	var names []string
+	for n := range got {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	require.LessOrEqual(t, len(names), 6, "in-module imports: %v", names)
+}
