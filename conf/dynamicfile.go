@@ -11,7 +11,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/xres/xres/conf/rawio"
+	"github.com/xres/xres/conf/localfile"
 )
 
 // A dynamic file holds -D overrides as one JSON object of strings, so that
@@ -30,7 +30,7 @@ import (
 // "key=value" overrides, sorted by key, for Load. Errors name the file (and
 // line), never a value.
 func ReadDynamicFile(path string) ([]string, error) {
-	data, err := rawio.ReadFile(path)
+	data, err := localfile.ReadFile(path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("read dynamic file %s: %w: %w", path, ErrConfNotFound, err)

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"unicode"
 
-	"github.com/xres/xres/conf/rawio"
+	"github.com/xres/xres/conf/localfile"
 )
 
 // Spark's configuration, read as a second front-end: the executor resource
@@ -116,7 +116,7 @@ func LoadSpark(path string, overrides []string) (*Config, error) {
 // readConfigFile reads the configuration file at path; a missing file is
 // ErrConfNotFound. what names the kind of configuration in errors.
 func readConfigFile(what, path string) ([]byte, error) {
-	data, err := rawio.ReadFile(path)
+	data, err := localfile.ReadFile(path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("read %s configuration %s: %w: %w", what, path, ErrConfNotFound, err)

@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/xres/xres/conf"
-	"github.com/xres/xres/conf/rawio"
+	"github.com/xres/xres/conf/localfile"
 	"github.com/xres/xres/resources"
 )
 
@@ -73,7 +73,7 @@ func LocalCPUs(params map[string]string, d resources.Info) ([]int, string, error
 	}
 	root := SysfsRootParam.Get(params)
 	path := filepath.Join(root, DevicesDir, addr, "local_cpulist")
-	b, err := rawio.ReadFile(path)
+	b, err := localfile.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, path, ErrNoLocality
 	}

@@ -62,7 +62,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
-	"github.com/xres/xres/conf/rawio"
+	"github.com/xres/xres/conf/localfile"
 	"github.com/xres/xres/driver"
 )
 
@@ -597,7 +597,7 @@ func (h *Host) Check(ctx context.Context) error {
 
 // read loads the state file; a missing file is an empty table.
 func (h *Host) read() ([]Entry, error) {
-	b, err := rawio.ReadFile(h.state)
+	b, err := localfile.ReadFile(h.state)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
@@ -687,7 +687,7 @@ const inPlaceMax = 4096
 // written through), not writable by us, over a page, or replaced or removed
 // while written.
 func (h *Host) writeInPlace(entries []Entry) bool {
-	f, err := rawio.OpenFile(h.state, os.O_WRONLY|syscall.O_NOFOLLOW, 0)
+	f, err := localfile.OpenFile(h.state, os.O_WRONLY|syscall.O_NOFOLLOW, 0)
 	if err != nil {
 		return false
 	}
@@ -724,7 +724,7 @@ func (h *Host) writeOnce(b []byte) error {
 	tmpName := ""
 	tmp, err := openUnnamed(dir)
 	if err != nil {
-		tmp, err = rawio.CreateTemp(dir, base+"*.tmp")
+		tmp, err = localfile.CreateTemp(dir, base+"*.tmp")
 		if err != nil {
 			return fmt.Errorf("write coordination state %s: %w", h.state, err)
 		}
@@ -812,7 +812,7 @@ func (h *Host) locked(ctx context.Context, fn func() error) error {
 // is there now.
 func (h *Host) lockPath(ctx context.Context, path string, flag int) (*os.File, error) {
 	for {
-		f, err := rawio.OpenFile(path, flag, 0o666)
+		f, err := localfile.OpenFile(path, flag, 0o666)
 		if err != nil {
 			return nil, fmt.Errorf("open coordination lock %s: %w (make the directory writable by every user that runs workers, or configure another coordination file)", path, err)
 		}

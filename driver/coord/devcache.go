@@ -9,9 +9,9 @@ import (
 
 	"github.com/sirupsen/logrus"
 
-	"github.com/xres/xres/conf/rawio"
+	"github.com/xres/xres/conf/localfile"
 	"github.com/xres/xres/driver"
-	"github.com/xres/xres/resources/jsonlite"
+	"github.com/xres/xres/resources/jsonfile"
 )
 
 // DeviceCacheTTL is how long a host-wide device listing is reused: the
@@ -45,7 +45,7 @@ type deviceCache struct {
 }
 
 // deviceCacheFile is the cache's content, in JSON: what json.Marshal writes
-// for it, written and read by hand (jsonlite).
+// for it, written and read by hand (jsonfile).
 type deviceCacheFile struct {
 	Boot    string          `json:"boot"`
 	Time    time.Time       `json:"time"`
@@ -87,7 +87,7 @@ func (c *deviceCache) Enumerate(ctx context.Context) ([]driver.Device, error) {
 }
 
 func (c *deviceCache) load() ([]driver.Device, bool) {
-	b, err := rawio.ReadFile(c.path)
+	b, err := localfile.ReadFile(c.path)
 	if err != nil {
 		return nil, false
 	}
@@ -104,7 +104,7 @@ func (c *deviceCache) load() ([]driver.Device, bool) {
 // store writes the listing atomically (no fsync: a lost cache is a miss).
 func (c *deviceCache) store(devs []driver.Device) {
 	b := appendDeviceCache(nil, deviceCacheFile{Boot: c.boot, Time: c.now(), Devices: devs})
-	tmp, err := rawio.CreateTemp(filepath.Dir(c.path), filepath.Base(c.path)+".*.tmp")
+	tmp, err := localfile.CreateTemp(filepath.Dir(c.path), filepath.Base(c.path)+".*.tmp")
 	if err != nil {
 		return
 	}
@@ -118,9 +118,9 @@ func (c *deviceCache) store(devs []driver.Device) {
 
 func appendDeviceCache(b []byte, cf deviceCacheFile) []byte {
 	b = append(b, `{"boot":`...)
-	b = jsonlite.AppendString(b, cf.Boot)
+	b = jsonfile.AppendString(b, cf.Boot)
 	b = append(b, `,"time":`...)
-	b = jsonlite.AppendTime(b, cf.Time)
+	b = jsonfile.AppendTime(b, cf.Time)
 	b = append(b, `,"devices":`...)
 	if cf.Devices == nil {
 		b = append(b, "null"...)
@@ -131,13 +131,13 @@ func appendDeviceCache(b []byte, cf deviceCacheFile) []byte {
 				b = append(b, ',')
 			}
 			b = append(b, `{"Key":`...)
-			b = jsonlite.AppendString(b, d.Key)
+			b = jsonfile.AppendString(b, d.Key)
 			b = append(b, `,"Info":`...)
-			b = jsonlite.AppendStringMap(b, d.Info)
+			b = jsonfile.AppendStringMap(b, d.Info)
 			b = append(b, `,"Parent":`...)
-			b = jsonlite.AppendString(b, d.Parent)
+			b = jsonfile.AppendString(b, d.Parent)
 			b = append(b, `,"Unhealthy":`...)
-			b = jsonlite.AppendString(b, d.Unhealthy)
+			b = jsonfile.AppendString(b, d.Unhealthy)
 			b = append(b, '}')
 		}
 		b = append(b, ']')
@@ -149,7 +149,7 @@ func appendDeviceCache(b []byte, cf deviceCacheFile) []byte {
 // error (a miss).
 func readDeviceCache(b []byte) (deviceCacheFile, error) {
 	var cf deviceCacheFile
-	r := jsonlite.NewReader(b)
+	r := jsonfile.NewReader(b)
 	err := r.Object(func(key string) (err error) {
 		switch key {
 		case "boot":
@@ -171,7 +171,7 @@ func readDeviceCache(b []byte) (deviceCacheFile, error) {
 					case "Unhealthy":
 						d.Unhealthy, err = r.String()
 					default:
-						err = jsonlite.Unknown(key)
+						err = jsonfile.Unknown(key)
 					}
 					return err
 				})
@@ -179,7 +179,7 @@ func readDeviceCache(b []byte) (deviceCacheFile, error) {
 				return err
 			})
 		default:
-			err = jsonlite.Unknown(key)
+			err = jsonfile.Unknown(key)
 		}
 		return err
 	})

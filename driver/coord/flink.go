@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/xres/xres/conf/rawio"
+	"github.com/xres/xres/conf/localfile"
 )
 
 // Flink's GPU coordination file, for hosts where launchers running Flink's
@@ -59,15 +59,21 @@ func (h *Host) openFlink(ctx context.Context) (*flinkFile, error) {
 
 // readFlink reads Flink's file without its lock (dry runs hold nothing).
 func (h *Host) readFlink() (*flinkFile, error) {
-	b, err := rawio.ReadFile(h.flink)
-	if err != nil && !os.IsNotExist(err) {
-		return nil, fmt.Errorf("read Flink coordination file %s: %w", h.flink, err)
-	}
-	lines, err := ParseFlinkFile(h.flink, b)
+	lines, err := ReadFlinkFile(h.flink)
 	if err != nil {
 		return nil, err
 	}
 	return &flinkFile{path: h.flink, lines: lines}, nil
+}
+
+// ReadFlinkFile reads Flink's coordination file at path without its lock,
+// as ParseFlinkFile parses it; a file that does not exist holds nothing.
+func ReadFlinkFile(path string) ([]FlinkLine, error) {
+	b, err := localfile.ReadFile(path)
+	if err != nil && !os.IsNotExist(err) {
+		return nil, fmt.Errorf("read Flink coordination file %s: %w", path, err)
+	}
+	return ParseFlinkFile(path, b)
 }
 
 func (ff *flinkFile) close() {

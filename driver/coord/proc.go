@@ -13,7 +13,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/xres/xres/conf/rawio"
+	"github.com/xres/xres/conf/localfile"
 )
 
 // Owner identifies a process host-wide, robustly against pid reuse: the pid
@@ -73,7 +73,7 @@ func (p procFS) bootID() string {
 var hostBootID = sync.OnceValue(func() string { return readBootID(defaultProc.root) })
 
 func readBootID(root string) string {
-	b, err := rawio.ReadFile(root + "/sys/kernel/random/boot_id")
+	b, err := localfile.ReadFile(root + "/sys/kernel/random/boot_id")
 	if err != nil {
 		return ""
 	}
@@ -82,7 +82,7 @@ func readBootID(root string) string {
 
 // bootTime is when the system booted (btime in /proc/stat).
 func (p procFS) bootTime() (time.Time, bool) {
-	b, err := rawio.ReadFile(p.root + "/stat")
+	b, err := localfile.ReadFile(p.root + "/stat")
 	if err != nil {
 		return time.Time{}, false
 	}
@@ -103,7 +103,7 @@ type procStat struct {
 
 // stat reads /proc/<pid>/stat.
 func (p procFS) stat(pid int) (procStat, error) {
-	b, err := rawio.ReadFile(fmt.Sprintf("%s/%d/stat", p.root, pid))
+	b, err := localfile.ReadFile(fmt.Sprintf("%s/%d/stat", p.root, pid))
 	if err != nil {
 		return procStat{}, err
 	}
@@ -186,7 +186,7 @@ func (p procFS) check(o, self Owner) liveness {
 // messages naming who holds a device. Never its arguments: they may carry
 // secrets.
 func (p procFS) program(pid int) string {
-	b, err := rawio.ReadFile(fmt.Sprintf("%s/%d/cmdline", p.root, pid))
+	b, err := localfile.ReadFile(fmt.Sprintf("%s/%d/cmdline", p.root, pid))
 	if err != nil || len(b) == 0 {
 		return ""
 	}
@@ -219,7 +219,7 @@ func (p procFS) members(g Group) []int {
 	if st, err := p.stat(g.PGID); err == nil && st.start != g.Start {
 		return nil
 	}
-	dir, err := rawio.OpenFile(p.root, os.O_RDONLY|syscall.O_DIRECTORY, 0)
+	dir, err := localfile.OpenFile(p.root, os.O_RDONLY|syscall.O_DIRECTORY, 0)
 	if err != nil {
 		return nil
 	}

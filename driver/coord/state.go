@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/xres/xres/resources/jsonlite"
+	"github.com/xres/xres/resources/jsonfile"
 )
 
 // Entry records that one process holds one device of one resource.
@@ -171,7 +171,7 @@ func decodeState(b []byte) ([]Entry, error) {
 }
 
 // appendStateBody appends the JSON body of a state file: what json.Marshal
-// writes for stateBody{entries}, written by hand (jsonlite: no reflection
+// writes for stateBody{entries}, written by hand (jsonfile: no reflection
 // on a launcher's every start).
 func appendStateBody(b []byte, entries []Entry) []byte {
 	b = append(b, `{"entries":[`...)
@@ -180,12 +180,12 @@ func appendStateBody(b []byte, entries []Entry) []byte {
 			b = append(b, ',')
 		}
 		b = append(b, `{"resource":`...)
-		b = jsonlite.AppendString(b, e.Resource)
+		b = jsonfile.AppendString(b, e.Resource)
 		b = append(b, `,"key":`...)
-		b = jsonlite.AppendString(b, e.Key)
+		b = jsonfile.AppendString(b, e.Key)
 		if e.Parent != "" {
 			b = append(b, `,"parent":`...)
-			b = jsonlite.AppendString(b, e.Parent)
+			b = jsonfile.AppendString(b, e.Parent)
 		}
 		b = append(b, `,"pid":`...)
 		b = strconv.AppendInt(b, int64(e.PID), 10)
@@ -193,11 +193,11 @@ func appendStateBody(b []byte, entries []Entry) []byte {
 		b = strconv.AppendUint(b, e.Start, 10)
 		if e.Boot != "" {
 			b = append(b, `,"boot":`...)
-			b = jsonlite.AppendString(b, e.Boot)
+			b = jsonfile.AppendString(b, e.Boot)
 		}
 		if e.PIDNS != "" {
 			b = append(b, `,"pidns":`...)
-			b = jsonlite.AppendString(b, e.PIDNS)
+			b = jsonfile.AppendString(b, e.PIDNS)
 		}
 		if e.Group != nil {
 			b = append(b, `,"group":{"pgid":`...)
@@ -208,10 +208,10 @@ func appendStateBody(b []byte, entries []Entry) []byte {
 		}
 		if e.Index != "" {
 			b = append(b, `,"index":`...)
-			b = jsonlite.AppendString(b, e.Index)
+			b = jsonfile.AppendString(b, e.Index)
 		}
 		b = append(b, `,"since":`...)
-		b = jsonlite.AppendTime(b, e.Since)
+		b = jsonfile.AppendTime(b, e.Since)
 		b = append(b, '}')
 	}
 	return append(b, "]}"...)
@@ -222,11 +222,11 @@ func appendStateBody(b []byte, entries []Entry) []byte {
 // must match in case (xres never wrote them otherwise), and nothing may
 // follow the document.
 func readStateBody(body []byte) ([]Entry, error) {
-	r := jsonlite.NewReader(body)
+	r := jsonfile.NewReader(body)
 	var entries []Entry
 	err := r.Object(func(key string) error {
 		if key != "entries" {
-			return jsonlite.Unknown(key)
+			return jsonfile.Unknown(key)
 		}
 		entries = entries[:0]
 		return r.Array(func() error {
@@ -241,7 +241,7 @@ func readStateBody(body []byte) ([]Entry, error) {
 	return entries, err
 }
 
-func readEntry(r *jsonlite.Reader) (Entry, error) {
+func readEntry(r *jsonfile.Reader) (Entry, error) {
 	var e Entry
 	err := r.Object(func(key string) (err error) {
 		switch key {
@@ -266,7 +266,7 @@ func readEntry(r *jsonlite.Reader) (Entry, error) {
 		case "since":
 			e.Since, err = r.Time()
 		default:
-			err = jsonlite.Unknown(key)
+			err = jsonfile.Unknown(key)
 		}
 		return err
 	})
@@ -274,7 +274,7 @@ func readEntry(r *jsonlite.Reader) (Entry, error) {
 }
 
 // readGroup reads an entry's group; null is none.
-func readGroup(r *jsonlite.Reader) (*Group, error) {
+func readGroup(r *jsonfile.Reader) (*Group, error) {
 	if null, err := r.Null(); null || err != nil {
 		return nil, err
 	}
@@ -286,7 +286,7 @@ func readGroup(r *jsonlite.Reader) (*Group, error) {
 		case "start":
 			g.Start, err = r.Uint64()
 		default:
-			err = jsonlite.Unknown(key)
+			err = jsonfile.Unknown(key)
 		}
 		return err
 	})

@@ -15,7 +15,7 @@ import (
 )
 
 // The state file and the device cache are written and read by hand
-// (jsonlite); encoding/json with the structs' tags is the oracle they are
+// (jsonfile); encoding/json with the structs' tags is the oracle they are
 // held to: the same bytes out, the same entries in.
 
 // jsonStateBody is how the state body was read with encoding/json.

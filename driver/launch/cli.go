@@ -14,9 +14,9 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/xres/xres/conf"
-	"github.com/xres/xres/conf/rawio"
 	"github.com/xres/xres/driver/coord"
 	"github.com/xres/xres/resources"
+	"github.com/xres/xres/resources/contract"
 )
 
 // killGrace is how long a worker gets between SIGTERM and SIGKILL when the
@@ -408,7 +408,7 @@ func (l *Launcher) run(ctx context.Context, res *Reservation, command []string, 
 	}
 	defer cleanup()
 	log.WithField("info_file", path).Debug("info file written")
-	if url := env.Getenv(resources.EnvReportURL); url != "" {
+	if url := env.Getenv(contract.EnvReportURL); url != "" {
 		if err := postReport(ctx, env.HTTP, url, env.Getenv(EnvContainerID), env.Getenv("LOG_DIRS"), res.Grants); err != nil {
 			log.WithError(err).Warn("could not report the devices to the application master; starting the worker anyway")
 		}
@@ -444,14 +444,14 @@ func (l *Launcher) run(ctx context.Context, res *Reservation, command []string, 
 func writeInfo(explicit, dir, name string, getenv func(string) string, infos map[string][]resources.Info) (string, func(), error) {
 	none := func() {}
 	if explicit != "" {
-		if err := resources.WriteInfoFile(explicit, infos); err != nil {
+		if err := contract.WriteInfoFile(explicit, infos); err != nil {
 			return "", none, fmt.Errorf("write info file %s (--info-file): %w", explicit, err)
 		}
 		return absPath(explicit), none, nil
 	}
 	if getenv("CONTAINER_ID") != "" {
 		p := filepath.Join(dir, name)
-		if err := resources.WriteInfoFile(p, infos); err == nil {
+		if err := contract.WriteInfoFile(p, infos); err == nil {
 			return absPath(p), none, nil
 		}
 	}
@@ -459,19 +459,9 @@ func writeInfo(explicit, dir, name string, getenv func(string) string, infos map
 	if tmp == "" {
 		tmp = os.TempDir()
 	}
-	// A fresh file (O_EXCL, mode 0600 until complete) that nobody else
-	// knows of before the worker is told its name: written in place.
-	data := resources.MarshalInfoFile(infos)
-	f, err := rawio.CreateTemp(tmp, "xres-resources-*.json")
+	p, err := contract.CreateInfoFile(tmp, infos)
 	if err != nil {
-		return "", none, fmt.Errorf("create info file in %s: %w", tmp, err)
-	}
-	p := f.Name()
-	_, werr := f.Write(data)
-	cerr := f.Chmod(0o644)
-	if err := errors.Join(werr, cerr, f.Close()); err != nil {
-		_ = os.Remove(p)
-		return "", none, fmt.Errorf("write info file %s: %w", p, err)
+		return "", none, err
 	}
 	return p, func() { _ = os.Remove(p) }, nil
 }

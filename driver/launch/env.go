@@ -6,6 +6,7 @@ import (
 
 	"github.com/xres/xres/driver"
 	"github.com/xres/xres/resources"
+	"github.com/xres/xres/resources/contract"
 )
 
 // Environment variables the launcher exports to the worker.
@@ -33,7 +34,7 @@ import (
 // 0-9 replaced by "_": resource "gpu" and key "pci.bus-id" give
 // XRES_RESOURCE_GPU_PCI_BUS_ID.
 const (
-	EnvResourcesFile = resources.EnvResourcesFile
+	EnvResourcesFile = contract.EnvResourcesFile
 	EnvResources     = "XRES_RESOURCES"
 	EnvResourcePfx   = "XRES_RESOURCE_"
 	EnvLogLevel      = "XRES_LOG_LEVEL"

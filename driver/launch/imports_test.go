@@ -16,14 +16,16 @@ import (
 // TestLauncherNamesNoDriver: the launcher reaches drivers only through the
 // driver contract (package driver) and the registry of built-in drivers
 // (driver/builtin); besides them it imports what is not a driver: the
-// configuration, the resource specs and the host coordination library
+// configuration, the resource specs, what the launcher hands on
+// (resources/contract: the worker's info file, the AM's device report) and
+// the host coordination library
 // (driver/coord: the state file, its lock and process groups, which
 // registers no factory). A vendor switch that comes back (driver/gpu,
 // driver/amd, driver/pci, driver/plugin) fails here.
 func TestLauncherNamesNoDriver(t *testing.T) {
 	const module = "github.com/xres/xres/"
 	allowed := map[string]bool{
-		"conf": true, "conf/rawio": true, "resources": true,
+		"conf": true, "resources": true, "resources/contract": true,
 		"driver": true, "driver/builtin": true, "driver/coord": true,
 	}
 	files, err := filepath.Glob("*.go")

@@ -18,6 +18,7 @@ import (
 
 	"github.com/xres/xres/driver"
 	"github.com/xres/xres/resources"
+	"github.com/xres/xres/resources/contract"
 )
 
 // --per-device: one worker per device.
@@ -448,7 +449,7 @@ func (l *Launcher) runPerDevice(ctx context.Context, res *Reservation, deviceSpe
 	if err != nil {
 		return 0, classifyf(ErrWorkerStart, "start worker %q: %w", command[0], err)
 	}
-	if url := env.Getenv(resources.EnvReportURL); url != "" {
+	if url := env.Getenv(contract.EnvReportURL); url != "" {
 		if err := postReport(ctx, env.HTTP, url, env.Getenv(EnvContainerID), env.Getenv("LOG_DIRS"), res.Grants); err != nil {
 			log.WithError(err).Warn("could not report the devices to the application master; starting the workers anyway")
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xres/xres/resources"
+	"github.com/xres/xres/resources/contract"
 )
 
 // perDeviceScript is a worker that records what it sees in $1: its
@@ -211,7 +212,7 @@ func TestPerDeviceInfoFiles(t *testing.T) {
 		"sh", "-c", `test "$XRES_RESOURCES_FILE" = "$1/info-$XRES_DEVICE_RANK.json"`, "w", filepath.Dir(explicit))
 	require.Equal(t, 0, r.code, r.stderr)
 	for _, name := range []string{"info-0.json", "info-1.json"} {
-		got, err := resources.ReadInfoFile(filepath.Join(filepath.Dir(explicit), name))
+		got, err := contract.ReadInfoFile(filepath.Join(filepath.Dir(explicit), name))
 		require.NoError(t, err)
 		require.Len(t, got["gpu"], 1)
 	}

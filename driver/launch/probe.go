@@ -13,7 +13,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/xres/xres/conf/rawio"
 	"github.com/xres/xres/driver"
 	"github.com/xres/xres/driver/coord"
 	"github.com/xres/xres/resources"
@@ -158,28 +157,32 @@ func readHolders(stateFile, resource string) ([]ProbeHolder, error) {
 // "<index> <owner pid>" line per GPU held. Liveness is by pid alone, as
 // Flink's script judges it.
 func readFlinkHolders(file string) ([]ProbeHolder, error) {
-	b, err := rawio.ReadFile(file)
-	if os.IsNotExist(err) {
-		return nil, nil
-	}
+	lines, err := coord.ReadFlinkFile(file)
 	if err != nil {
-		return nil, fmt.Errorf("read Flink coordination file: %w", err)
+		return nil, err
 	}
-	return parseFlinkHolders(file, b, pidAlive)
+	return flinkHolders(lines, pidAlive), nil
 }
 
 // parseFlinkHolders reads the lines of a Flink coordination file named
-// file (coord.ParseFlinkFile); alive says whether a pid runs.
+// file, with alive judging each owner.
 func parseFlinkHolders(file string, data []byte, alive func(int) bool) ([]ProbeHolder, error) {
 	lines, err := coord.ParseFlinkFile(file, data)
 	if err != nil {
 		return nil, err
 	}
+	return flinkHolders(lines, alive), nil
+}
+
+func flinkHolders(lines []coord.FlinkLine, alive func(int) bool) []ProbeHolder {
+	if len(lines) == 0 {
+		return nil
+	}
 	out := make([]ProbeHolder, len(lines))
 	for i, l := range lines {
 		out[i] = ProbeHolder{Device: l.Index, PID: l.PID, Alive: alive(l.PID)}
 	}
-	return out, nil
+	return out
 }
 
 func pidAlive(pid int) bool {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/xres/xres/resources"
+	"github.com/xres/xres/resources/contract"
 )
 
 // EnvContainerID is set by YARN in every container.
@@ -25,13 +26,13 @@ const EnvContainerID = "CONTAINER_ID"
 // reportTimeout bounds the report; the worker starts either way.
 const reportTimeout = 5 * time.Second
 
-// postReport sends the grants to url as a resources.DeviceReport; success
-// is resources.ReportAccepted. It first keeps the report as
-// resources.ReportFile in the first of logDirs (the container's LOG_DIRS),
+// postReport sends the grants to url as a contract.DeviceReport; success
+// is contract.ReportAccepted. It first keeps the report as
+// contract.ReportFile in the first of logDirs (the container's LOG_DIRS),
 // where a later AM attempt reads it. Failures are returned for the log;
 // they never stop the worker.
 func postReport(ctx context.Context, post PostFunc, url, container, logDirs string, grants []Grant) error {
-	rep := resources.DeviceReport{Container: container, Resources: map[string][]resources.Properties{}}
+	rep := contract.DeviceReport{Container: container, Resources: map[string][]resources.Properties{}}
 	for _, g := range grants {
 		rep.Resources[g.Spec.Name] = resources.PropertiesOf(g.Devices)
 	}
@@ -41,7 +42,7 @@ func postReport(ctx context.Context, post PostFunc, url, container, logDirs stri
 	}
 	var keepErr error
 	if dir, _, _ := strings.Cut(logDirs, ","); dir != "" {
-		if err := os.WriteFile(filepath.Join(dir, resources.ReportFile), append(body, '\n'), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, contract.ReportFile), append(body, '\n'), 0o644); err != nil {
 			keepErr = fmt.Errorf("keep the device report for a later AM attempt: %w", err)
 		}
 	}
@@ -59,7 +60,7 @@ func sendReport(ctx context.Context, post PostFunc, url string, body []byte) err
 	if err != nil {
 		return fmt.Errorf("report devices to %s: %w", url, err)
 	}
-	if !resources.ReportAccepted(code) {
+	if !contract.ReportAccepted(code) {
 		return fmt.Errorf("report devices to %s: %s: %s", url, status, strings.TrimSpace(string(msg)))
 	}
 	return nil

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xres/xres/resources"
+	"github.com/xres/xres/resources/contract"
 )
 
 func TestRunReportsDevicesToAM(t *testing.T) {
@@ -32,12 +33,12 @@ func TestRunReportsDevicesToAM(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			var mu sync.Mutex
-			var got []resources.DeviceReport
+			var got []contract.DeviceReport
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				require.Equal(t, http.MethodPost, r.Method)
 				require.Equal(t, "application/json", r.Header.Get("Content-Type"))
 				b, _ := io.ReadAll(r.Body)
-				var rep resources.DeviceReport
+				var rep contract.DeviceReport
 				require.NoError(t, json.Unmarshal(b, &rep), string(b))
 				mu.Lock()
 				got = append(got, rep)
@@ -50,7 +51,7 @@ func TestRunReportsDevicesToAM(t *testing.T) {
 			h.devices["gpu"] = 2
 			var stderr syncBuffer
 			logDir := t.TempDir()
-			envVars := map[string]string{resources.EnvReportURL: srv.URL + "/api/report", EnvContainerID: "container_1_0001_01_000002", "TMPDIR": t.TempDir(),
+			envVars := map[string]string{contract.EnvReportURL: srv.URL + "/api/report", EnvContainerID: "container_1_0001_01_000002", "TMPDIR": t.TempDir(),
 				"LOG_DIRS": logDir + "," + t.TempDir()}
 			code := Main(context.Background(), []string{"--", "true"}, Env{
 				Getenv:   func(k string) string { return envVars[k] },
@@ -62,15 +63,15 @@ func TestRunReportsDevicesToAM(t *testing.T) {
 			require.Equal(t, 0, code, stderr.String())
 			mu.Lock()
 			defer mu.Unlock()
-			require.Equal(t, []resources.DeviceReport{{
+			require.Equal(t, []contract.DeviceReport{{
 				Container: "container_1_0001_01_000002",
 				Resources: map[string][]resources.Properties{"gpu": {{"index": "0"}, {"index": "1"}}},
 			}}, got)
 			// Kept in the first log folder for a later AM attempt, whatever
 			// this attempt answered.
-			kept, err := os.ReadFile(filepath.Join(logDir, resources.ReportFile))
+			kept, err := os.ReadFile(filepath.Join(logDir, contract.ReportFile))
 			require.NoError(t, err)
-			var rep resources.DeviceReport
+			var rep contract.DeviceReport
 			require.NoError(t, json.Unmarshal(kept, &rep))
 			require.Equal(t, got[0], rep)
 			if tc.warn {

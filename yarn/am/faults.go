@@ -10,7 +10,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/xres/xres/conf"
-	"github.com/xres/xres/resources"
+	"github.com/xres/xres/resources/contract"
 	"github.com/xres/xres/yarn"
 )
 
@@ -181,7 +181,7 @@ func faultBounds(cfg *conf.Config) (blacklist, request time.Duration, err error)
 const adoptedTries = 6
 
 // learnAdopted reads, for each worker adopted from an earlier attempt, the
-// device report its launcher kept in its log folder (resources.ReportFile),
+// device report its launcher kept in its log folder (contract.ReportFile),
 // from its NodeManager, on goroutines of their own (Run waits for them).
 func (a *AM) learnAdopted(ctx context.Context) {
 	a.mu.Lock()
@@ -199,15 +199,15 @@ func (a *AM) learnAdopted(ctx context.Context) {
 			delay := time.Second
 			for try := 1; ; try++ {
 				cctx, cancel := context.WithTimeout(ctx, a.cfg.CallTimeout)
-				lines, err := a.logs.Tail(cctx, w.c, resources.ReportFile, 1)
+				lines, err := a.logs.Tail(cctx, w.c, contract.ReportFile, 1)
 				cancel()
-				var rep resources.DeviceReport
+				var rep contract.DeviceReport
 				if err == nil && len(lines) == 1 {
 					if err = json.Unmarshal([]byte(lines[0]), &rep); err == nil && rep.Container != w.c.ID {
-						err = fmt.Errorf("%s names container %q", resources.ReportFile, rep.Container)
+						err = fmt.Errorf("%s names container %q", contract.ReportFile, rep.Container)
 					}
 				} else if err == nil {
-					err = fmt.Errorf("%s is empty", resources.ReportFile)
+					err = fmt.Errorf("%s is empty", contract.ReportFile)
 				}
 				if err == nil {
 					err = a.ReportDevices(rep)

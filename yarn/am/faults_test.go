@@ -12,6 +12,7 @@ import (
 
 	"github.com/xres/xres/conf"
 	"github.com/xres/xres/resources"
+	"github.com/xres/xres/resources/contract"
 	"github.com/xres/xres/yarn"
 )
 
@@ -175,11 +176,11 @@ func TestAMReplacesWorkersOfGoneNodes(t *testing.T) {
 }
 
 // reportLogs serves each container's kept device report (ReportFile).
-type reportLogs map[string]resources.DeviceReport
+type reportLogs map[string]contract.DeviceReport
 
 func (r reportLogs) Tail(ctx context.Context, c yarn.Container, file string, lines int) ([]string, error) {
 	rep, ok := r[c.ID]
-	if !ok || file != resources.ReportFile {
+	if !ok || file != contract.ReportFile {
 		return nil, fmt.Errorf("no %s for %s", file, c.ID)
 	}
 	b, err := json.Marshal(rep)

@@ -10,7 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/xres/xres/resources"
+	"github.com/xres/xres/resources/contract"
 	"github.com/xres/xres/yarn"
 )
 
@@ -95,9 +95,9 @@ func TestWorkerLaunch(t *testing.T) {
 		DynamicFile: "xres-dynamic.json",
 		Dynamic:     []string{"external-resource.gpu.amount=1"},
 		Worker:      []string{"bash", "-c", "echo $CUDA_VISIBLE_DEVICES"},
-		Env:         map[string]string{resources.EnvReportURL: "http://am:1/api/report"},
+		Env:         map[string]string{contract.EnvReportURL: "http://am:1/api/report"},
 	})
 	require.Equal(t, []string{`./container-launcher --conf flink-conf.yaml --dynamic-file xres-dynamic.json -D external-resource.gpu.amount=1 -- bash -c 'echo \$CUDA_VISIBLE_DEVICES' 1><LOG_DIR>/stdout 2><LOG_DIR>/stderr`}, lc.Commands)
 	require.Equal(t, []string{"container-launcher", "flink-conf.yaml"}, sortedKeys(lc.LocalResources))
-	require.Equal(t, "http://am:1/api/report", lc.Env[resources.EnvReportURL])
+	require.Equal(t, "http://am:1/api/report", lc.Env[contract.EnvReportURL])
 }

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xres/xres/conf"
-	"github.com/xres/xres/resources"
+	"github.com/xres/xres/resources/contract"
 	"github.com/xres/xres/yarn"
 )
 
@@ -104,8 +104,8 @@ func TestPlanPlacementKeys(t *testing.T) {
 
 type fixedStatus Status
 
-func (s fixedStatus) Status() Status                             { return Status(s) }
-func (s fixedStatus) ReportDevices(resources.DeviceReport) error { return nil }
+func (s fixedStatus) Status() Status                            { return Status(s) }
+func (s fixedStatus) ReportDevices(contract.DeviceReport) error { return nil }
 
 // The tracking page (HTML and JSON) says why workers wait.
 func TestTrackerShowsUnplaceable(t *testing.T) {

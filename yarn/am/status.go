@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/xres/xres/resources"
+	"github.com/xres/xres/resources/contract"
 	"github.com/xres/xres/yarn"
 )
 
@@ -173,7 +174,7 @@ func (a *AM) StatusPage(p Page) Status {
 
 // ReportDevices records what a launcher discovered. A report may arrive
 // before the AM has marked the container started; it is kept for it.
-func (a *AM) ReportDevices(r resources.DeviceReport) error {
+func (a *AM) ReportDevices(r contract.DeviceReport) error {
 	id := strings.TrimSpace(r.Container)
 	if !strings.HasPrefix(id, "container_") {
 		return fmt.Errorf("report devices: %w: %q", ErrUnknownContainer, r.Container)

@@ -15,14 +15,14 @@ import (
 
 	"github.com/sirupsen/logrus"
 
-	"github.com/xres/xres/resources"
+	"github.com/xres/xres/resources/contract"
 	"github.com/xres/xres/yarn/internal/logutil"
 )
 
 // StatusSource is what the tracking server shows and feeds: the AM.
 type StatusSource interface {
 	Status() Status
-	ReportDevices(r resources.DeviceReport) error
+	ReportDevices(r contract.DeviceReport) error
 }
 
 var _ StatusSource = (*AM)(nil)
@@ -33,7 +33,7 @@ const (
 	// PathWorkers answers WorkerCount: what a worker reads to learn how
 	// many workers the application has now (EnvWorkersURL).
 	PathWorkers = "/api/workers"
-	PathReport  = resources.ReportPath // the launcher posts here (the shared contract)
+	PathReport  = contract.ReportPath // the launcher posts here (the shared contract)
 )
 
 const maxReportBytes = 1 << 20
@@ -122,7 +122,7 @@ func (s Status) Count() WorkerCount {
 //	                  containers with their devices, PageSize at a time
 //	GET  /api/status  the same as JSON (Status), every container
 //	GET  /api/workers the worker counts (WorkerCount), for the workers
-//	POST /api/report  a launcher's resources.DeviceReport (JSON); 204 when recorded
+//	POST /api/report  a launcher's contract.DeviceReport (JSON); 204 when recorded
 //
 // Both GETs take ?state=RUNNING (or STARTING, SUCCEEDED, FAILED) to list
 // only the containers in that state, and ?offset=N&limit=M for a page; the
@@ -152,7 +152,7 @@ func NewTracker(src StatusSource, log logrus.FieldLogger) http.Handler {
 		_ = json.NewEncoder(w).Encode(st.Count())
 	})
 	mux.HandleFunc("POST "+PathReport, func(w http.ResponseWriter, r *http.Request) {
-		var rep resources.DeviceReport
+		var rep contract.DeviceReport
 		dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxReportBytes))
 		if err := dec.Decode(&rep); err != nil {
 			http.Error(w, fmt.Sprintf("bad device report: %v", err), http.StatusBadRequest)
@@ -350,7 +350,7 @@ func Serve(ctx context.Context, l net.Listener, h http.Handler) error {
 // XRES_AM_REPORT_URL) and wants 204. The container-launcher sends its
 // report with its own client (driver/launch, which may not import yarn/);
 // this one serves tests and tools on the AM's side.
-func PostDeviceReport(ctx context.Context, client *http.Client, url string, r resources.DeviceReport) error {
+func PostDeviceReport(ctx context.Context, client *http.Client, url string, r contract.DeviceReport) error {
 	if client == nil {
 		client = http.DefaultClient
 	}

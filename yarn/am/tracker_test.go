@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xres/xres/resources"
+	"github.com/xres/xres/resources/contract"
 	"github.com/xres/xres/yarn"
 )
 
@@ -48,7 +49,7 @@ func TestTracker(t *testing.T) {
 	srv := httptest.NewServer(NewTracker(a, nil))
 	defer srv.Close()
 
-	err := PostDeviceReport(context.Background(), srv.Client(), srv.URL+PathReport, resources.DeviceReport{
+	err := PostDeviceReport(context.Background(), srv.Client(), srv.URL+PathReport, contract.DeviceReport{
 		Container: "container_1_0001_01_000003",
 		Resources: map[string][]resources.Properties{"gpu": {{"index": "1", "uuid": "GPU-abc"}}},
 	})
@@ -106,7 +107,7 @@ func TestTrackerRejects(t *testing.T) {
 			require.Equal(t, tt.code, resp.StatusCode)
 		})
 	}
-	err := PostDeviceReport(context.Background(), srv.Client(), srv.URL+PathReport, resources.DeviceReport{Container: "bogus"})
+	err := PostDeviceReport(context.Background(), srv.Client(), srv.URL+PathReport, contract.DeviceReport{Container: "bogus"})
 	require.ErrorContains(t, err, "404 Not Found")
 }
 
@@ -114,7 +115,7 @@ func TestReportBeforeStartIsKept(t *testing.T) {
 	a, err := New(testConfig(1, 1), &fakeRM{}, &fakeNM{}, nil)
 	require.NoError(t, err)
 	c := ctr(9, "nm1")
-	require.NoError(t, a.ReportDevices(resources.DeviceReport{Container: c.ID, Resources: map[string][]resources.Properties{"gpu": {{"index": "0"}}}}))
+	require.NoError(t, a.ReportDevices(contract.DeviceReport{Container: c.ID, Resources: map[string][]resources.Properties{"gpu": {{"index": "0"}}}}))
 	a.mu.Lock()
 	a.classifiedLocked(c, false)
 	a.mu.Unlock()
@@ -203,8 +204,8 @@ func FuzzParsePorts(f *testing.F) {
 // whole Status.
 type staticSource struct{ st Status }
 
-func (s staticSource) Status() Status                             { return s.st }
-func (s staticSource) ReportDevices(resources.DeviceReport) error { return nil }
+func (s staticSource) Status() Status                            { return s.st }
+func (s staticSource) ReportDevices(contract.DeviceReport) error { return nil }
 
 func TestTrackerPages(t *testing.T) {
 	a, err := New(testConfig(250, 0), &fakeRM{}, &fakeNM{}, nil)
@@ -300,7 +301,7 @@ func TestReportsDuringPageViews(t *testing.T) {
 			default:
 			}
 			res := map[string][]resources.Properties{fmt.Sprintf("r%d", i%7): {{"index": strconv.Itoa(i)}}}
-			if err := a.ReportDevices(resources.DeviceReport{Container: c.ID, Resources: res}); err != nil {
+			if err := a.ReportDevices(contract.DeviceReport{Container: c.ID, Resources: res}); err != nil {
 				t.Error(err)
 			}
 		}

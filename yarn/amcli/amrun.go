@@ -19,6 +19,7 @@ import (
 
 	"github.com/xres/xres/conf"
 	"github.com/xres/xres/resources"
+	"github.com/xres/xres/resources/contract"
 	"github.com/xres/xres/yarn"
 	"github.com/xres/xres/yarn/am"
 	"github.com/xres/xres/yarn/security"
@@ -230,7 +231,7 @@ func cmdRun(ctx context.Context, args []string, e *env) error {
 		if workerEnv == nil {
 			workerEnv = map[string]string{}
 		}
-		workerEnv[resources.EnvReportURL] = base + am.PathReport
+		workerEnv[contract.EnvReportURL] = base + am.PathReport
 		workerEnv[am.EnvWorkersURL] = base + am.PathWorkers
 		workerEnv[am.EnvWorkers] = strconv.Itoa(total)
 		cmd := worker

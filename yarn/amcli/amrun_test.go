@@ -16,6 +16,7 @@ import (
 
 	"github.com/xres/xres/conf"
 	"github.com/xres/xres/resources"
+	"github.com/xres/xres/resources/contract"
 	"github.com/xres/xres/yarn"
 	"github.com/xres/xres/yarn/am"
 	"github.com/xres/xres/yarn/security"
@@ -96,7 +97,7 @@ func (n *reportingNM) StartContainer(ctx context.Context, c yarn.Container, tok 
 	n.mu.Lock()
 	n.launches = append(n.launches, l)
 	n.mu.Unlock()
-	err := am.PostDeviceReport(ctx, nil, l.Env[resources.EnvReportURL], resources.DeviceReport{Container: c.ID,
+	err := am.PostDeviceReport(ctx, nil, l.Env[contract.EnvReportURL], contract.DeviceReport{Container: c.ID,
 		Resources: map[string][]resources.Properties{"gpu": {{"index": "0"}}}})
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -163,7 +164,7 @@ func TestRunWiresTheAM(t *testing.T) {
 			l := nm.launches[0]
 			require.Equal(t, []string{"./container-launcher --conf flink-conf.yaml -D rest.bind-address=127.0.0.1 -D " + am.KeyHeartbeat + "=1 -- python train.py --epochs 2 1><LOG_DIR>/stdout 2><LOG_DIR>/stderr"}, l.Commands)
 			require.Equal(t, "/usr/local/cuda/lib64", l.Env["LD_LIBRARY_PATH"])
-			require.Equal(t, strings.TrimSuffix(rm.reg.TrackingURL, "/")+am.PathReport, l.Env[resources.EnvReportURL])
+			require.Equal(t, strings.TrimSuffix(rm.reg.TrackingURL, "/")+am.PathReport, l.Env[contract.EnvReportURL])
 			require.Contains(t, l.LocalResources, "container-launcher")
 			require.NotContains(t, l.LocalResources, "am")
 			for _, r := range nm.reports {

@@ -21,6 +21,7 @@ import (
 
 	"github.com/xres/xres/conf"
 	"github.com/xres/xres/resources"
+	"github.com/xres/xres/resources/contract"
 	"github.com/xres/xres/yarn"
 	"github.com/xres/xres/yarn/am"
 	"github.com/xres/xres/yarn/submit"
@@ -239,8 +240,8 @@ func TestStatus(t *testing.T) {
 
 type staticStatus struct{ s am.Status }
 
-func (s staticStatus) Status() am.Status                          { return s.s }
-func (s staticStatus) ReportDevices(resources.DeviceReport) error { return errors.New("read only") }
+func (s staticStatus) Status() am.Status                         { return s.s }
+func (s staticStatus) ReportDevices(contract.DeviceReport) error { return errors.New("read only") }
 
 func TestKillAndCluster(t *testing.T) {
 	node := func(host string, used, total int64) yarn.NodeReport {

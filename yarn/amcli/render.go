@@ -8,6 +8,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/xres/xres/resources"
+	"github.com/xres/xres/resources/k8spod"
 )
 
 // cmdRender prints what another cluster manager would be given for the
@@ -42,13 +43,13 @@ func cmdRender(ctx context.Context, args []string, e *env) error {
 	if err != nil {
 		return err
 	}
-	opts := resources.PodOptions{Name: *name, Image: *image, Launcher: *launcher, Worker: worker}
+	opts := k8spod.PodOptions{Name: *name, Image: *image, Launcher: *launcher, Worker: worker}
 	if *launcherConf != "" {
 		opts.LauncherArgs = []string{"--conf", *launcherConf}
 	}
 	warn := logrus.New()
 	warn.SetOutput(e.stderr)
-	out, err := resources.PodFromConfig(cfg, opts, resources.ParseOptions{Strict: *strict, Log: warn})
+	out, err := k8spod.PodFromConfig(cfg, opts, resources.ParseOptions{Strict: *strict, Log: warn})
 	if err != nil {
 		return configError{err}
 	}

@@ -1,4 +1,4 @@
-package resources
+package k8spod
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/xres/xres/conf"
+	"github.com/xres/xres/resources"
 )
 
 // ErrPodTemplate is wrapped by RenderPod's errors about its options.
@@ -130,7 +131,7 @@ func isEnvName(s string) bool {
 //	  - name: worker
 //	    command: [<launcher>]   args: [<launcher args>…, "--", <worker>…]
 //	    resources: {limits, requests}: {cpu, memory, <config-key>: <amount>}
-func RenderPod(specs []Spec, opts PodOptions) ([]byte, error) {
+func RenderPod(specs []resources.Spec, opts PodOptions) ([]byte, error) {
 	if opts.Name == "" {
 		opts.Name = "xres-worker"
 	}
@@ -147,7 +148,7 @@ func RenderPod(specs []Spec, opts PodOptions) ([]byte, error) {
 	case opts.CPU < 0 || math.IsNaN(opts.CPU) || math.IsInf(opts.CPU, 0) || opts.Memory < 0:
 		return nil, fmt.Errorf("%w: cpu %v and memory %d must not be negative", ErrPodTemplate, opts.CPU, opts.Memory)
 	}
-	requests, limits := KubernetesResources(specs)
+	requests, limits := resources.KubernetesResources(specs)
 	if opts.CPU > 0 {
 		// Millicores, rounded up so a fraction is never lost.
 		q := strconv.FormatInt(int64(math.Ceil(opts.CPU*1000)), 10) + "m"
@@ -339,9 +340,9 @@ func yamlString(s string) string {
 // without kubernetes.config-key is reported), and opts with CPU and Memory
 // taken from taskmanager.cpu.cores and taskmanager.memory.process.size
 // where opts leaves them 0. Errors name the key and where it was set.
-func PodFromConfig(cfg *conf.Config, opts PodOptions, parse ParseOptions) ([]byte, error) {
-	parse.Side = SideKubernetes
-	specs, err := Parse(cfg, parse)
+func PodFromConfig(cfg *conf.Config, opts PodOptions, parse resources.ParseOptions) ([]byte, error) {
+	parse.Side = resources.SideKubernetes
+	specs, err := resources.Parse(cfg, parse)
 	if err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package rawio
+package localfile
 
 import (
 	"errors"
@@ -82,4 +82,24 @@ func TestCreateTemp(t *testing.T) {
 	require.Error(t, err)
 	_, err = CreateTemp(filepath.Join(dir, "missing"), "x*")
 	require.ErrorIs(t, err, fs.ErrNotExist)
+}
+
+func TestWriteFileAtomic(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "info.json")
+	require.NoError(t, os.WriteFile(p, []byte("old"), 0o600))
+	require.NoError(t, WriteFileAtomic(p, []byte("new"), 0o644))
+	got, err := os.ReadFile(p)
+	require.NoError(t, err)
+	require.Equal(t, "new", string(got))
+	st, err := os.Stat(p)
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o644), st.Mode().Perm(), "the mode is perm, not the old file's or the temporary's 0600")
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	require.Len(t, entries, 1, "no temporary file is left")
+	// A directory that does not exist: an error naming it, nothing written.
+	err = WriteFileAtomic(filepath.Join(dir, "missing", "f"), []byte("x"), 0o644)
+	require.ErrorIs(t, err, fs.ErrNotExist)
+	require.ErrorContains(t, err, filepath.Join(dir, "missing"))
 }

@@ -1,4 +1,6 @@
-package resources
+package contract
+
+import "github.com/xres/xres/resources"
 
 // EnvReportURL names the worker-environment variable that carries the
 // ApplicationMaster's report endpoint: the xres AM sets it, and the
@@ -28,6 +30,6 @@ func ReportAccepted(status int) bool { return status >= 200 && status < 300 }
 //	{"container": "container_…_000002",
 //	 "resources": {"gpu": [{"index": "0", "uuid": "GPU-…"}, …]}}
 type DeviceReport struct {
-	Container string                  `json:"container"`
-	Resources map[string][]Properties `json:"resources"`
+	Container string                            `json:"container"`
+	Resources map[string][]resources.Properties `json:"resources"`
 }

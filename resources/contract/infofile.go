@@ -1,4 +1,4 @@
-package resources
+package contract
 
 import (
 	"bytes"
@@ -8,12 +8,12 @@ import (
 	"io"
 	"maps"
 	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 
-	"github.com/xres/xres/conf/rawio"
-	"github.com/xres/xres/resources/jsonlite"
+	"github.com/xres/xres/conf/localfile"
+	"github.com/xres/xres/resources"
+	"github.com/xres/xres/resources/jsonfile"
 )
 
 // EnvResourcesFile names the environment variable that holds the path of
@@ -32,14 +32,14 @@ var ErrNoInfoFile = errors.New(EnvResourcesFile + " is not set")
 //	            {"index": "1", "uuid": "GPU-77e0…"} ],   string values only
 //	  "fpga": [ ]                                         enabled, none found
 //	}
-type InfoFile map[string][]Properties
+type InfoFile map[string][]resources.Properties
 
 // Infos returns the devices of the named resource, the counterpart of
 // Flink's RuntimeContext#getExternalResourceInfos: empty (never nil) for
 // a name the worker was not given.
-func (f InfoFile) Infos(name string) []Info {
+func (f InfoFile) Infos(name string) []resources.Info {
 	list := f[name]
-	out := make([]Info, len(list))
+	out := make([]resources.Info, len(list))
 	for i, p := range list {
 		out[i] = p
 	}
@@ -59,8 +59,8 @@ func (f InfoFile) Names() []string {
 // WriteInfoFile writes infos to path atomically (a temporary file in the
 // same directory, renamed over path) with mode 0644, so a reader never sees
 // a half-written file.
-func WriteInfoFile(path string, infos map[string][]Info) error {
-	if err := writeAtomic(path, MarshalInfoFile(infos)); err != nil {
+func WriteInfoFile(path string, infos map[string][]resources.Info) error {
+	if err := localfile.WriteFileAtomic(path, MarshalInfoFile(infos), 0o644); err != nil {
 		return fmt.Errorf("write resource info file %s: %w", path, err)
 	}
 	return nil
@@ -69,24 +69,24 @@ func WriteInfoFile(path string, infos map[string][]Info) error {
 // MarshalInfoFile is the info file's content for infos: what
 // WriteInfoFile writes, for a caller that writes a fresh file of its own
 // (one nobody else can know of before it is complete).
-func MarshalInfoFile(infos map[string][]Info) []byte {
+func MarshalInfoFile(infos map[string][]resources.Info) []byte {
 	return appendInfoFile(make([]byte, 0, 512), infos)
 }
 
 // appendInfoFile writes what json.MarshalIndent(InfoFile, "", "  ") writes,
-// and a newline, by hand (jsonlite: a launcher writes it on every start).
-func appendInfoFile(b []byte, infos map[string][]Info) []byte {
+// and a newline, by hand (jsonfile: a launcher writes it on every start).
+func appendInfoFile(b []byte, infos map[string][]resources.Info) []byte {
 	names := slices.Sorted(maps.Keys(infos))
 	b = appendIndented(b, '{', '}', len(names), "", func(b []byte, i int, indent string) []byte {
 		name := names[i]
-		b = append(jsonlite.AppendString(b, name), ": "...)
-		list := PropertiesOf(infos[name])
+		b = append(jsonfile.AppendString(b, name), ": "...)
+		list := resources.PropertiesOf(infos[name])
 		return appendIndented(b, '[', ']', len(list), indent, func(b []byte, j int, indent string) []byte {
 			p := list[j]
 			keys := slices.Sorted(maps.Keys(p))
 			return appendIndented(b, '{', '}', len(keys), indent, func(b []byte, k int, _ string) []byte {
-				b = append(jsonlite.AppendString(b, keys[k]), ": "...)
-				return jsonlite.AppendString(b, p[keys[k]])
+				b = append(jsonfile.AppendString(b, keys[k]), ": "...)
+				return jsonfile.AppendString(b, p[keys[k]])
 			})
 		})
 	})
@@ -114,29 +114,24 @@ func appendIndented(b []byte, open, close byte, n int, indent string, member fun
 	return append(b, close)
 }
 
-// writeAtomic writes data to path through a temporary file in the same
-// directory, renamed over path, mode 0644. It is not fsync'ed: the file
-// tells one worker (or executor) what it was given, and no worker outlives
-// a crash of its host; the rename alone keeps readers from a half-written
-// file, and its launcher writes it again when the container is restarted.
-func writeAtomic(path string, data []byte) error {
-	tmp, err := rawio.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+// CreateInfoFile writes infos to a new info file in dir, named
+// xres-resources-*.json, and returns its path. The file is fresh (O_EXCL,
+// mode 0600 until complete, then 0644) and nobody else knows of it before
+// the worker is told its name, so it is written in place; on an error
+// nothing is left behind.
+func CreateInfoFile(dir string, infos map[string][]resources.Info) (string, error) {
+	f, err := localfile.CreateTemp(dir, "xres-resources-*.json")
 	if err != nil {
-		return err
+		return "", fmt.Errorf("create info file in %s: %w", dir, err)
 	}
-	defer os.Remove(tmp.Name()) // no-op after the rename
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
+	p := f.Name()
+	_, werr := f.Write(MarshalInfoFile(infos))
+	cerr := f.Chmod(0o644)
+	if err := errors.Join(werr, cerr, f.Close()); err != nil {
+		_ = os.Remove(p)
+		return "", fmt.Errorf("write info file %s: %w", p, err)
 	}
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return p, nil
 }
 
 // ReadInfoFile reads the info file at path.
@@ -173,7 +168,7 @@ func ParseInfoFile(data []byte) (InfoFile, error) {
 			}
 		}
 		if list == nil {
-			f[name] = []Properties{}
+			f[name] = []resources.Properties{}
 		}
 	}
 	return f, nil

@@ -1,4 +1,4 @@
-package resources
+package k8spod
 
 import (
 	"regexp"

@@ -1,4 +1,4 @@
-// Package rawio opens and reads the small local files a launcher touches
+// Package localfile opens and reads the small local files a launcher touches
 // on every start (its configuration, /proc, the coordination state and
 // lock files, the info file) without the Go runtime's network poller.
 //
@@ -10,7 +10,7 @@
 // five files here). The files returned here are *os.File values made with
 // os.NewFile over a blocking descriptor, which the runtime does not offer
 // to the poller; errors are *fs.PathError, as the os package returns them.
-package rawio
+package localfile
 
 import (
 	"io"
@@ -91,4 +91,30 @@ func CreateTemp(dir, pattern string) (*os.File, error) {
 		}
 		return f, err
 	}
+}
+
+// WriteFileAtomic writes data to name through a temporary file in the same
+// directory, renamed over name, with mode perm: a reader sees the old file
+// or the new one, never half of it. It is not fsync'ed: the files written
+// so (a worker's info file, an executor's resources file) tell one process
+// what it was given, no such process outlives a crash of its host, and its
+// launcher writes the file again when the container is restarted.
+func WriteFileAtomic(name string, data []byte, perm fs.FileMode) error {
+	tmp, err := CreateTemp(filepath.Dir(name), "."+filepath.Base(name)+".*.tmp")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name()) // no-op after the rename
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Chmod(perm); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), name)
 }

@@ -1,4 +1,4 @@
-package resources
+package contract
 
 import (
 	"encoding/json"
@@ -10,13 +10,15 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/xres/xres/resources"
 )
 
 func TestWriteReadInfoFile(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "external-resources.json")
-	in := map[string][]Info{
-		"gpu":  {Properties{"index": "0", "uuid": "GPU-a"}, Properties{"index": "1", "uuid": "GPU-b"}},
+	in := map[string][]resources.Info{
+		"gpu":  {resources.Properties{"index": "0", "uuid": "GPU-a"}, resources.Properties{"index": "1", "uuid": "GPU-b"}},
 		"fpga": nil,
 	}
 	require.NoError(t, WriteInfoFile(path, in))
@@ -47,7 +49,7 @@ func TestWriteReadInfoFile(t *testing.T) {
 	require.Contains(t, string(raw), `"fpga": []`, "an enabled resource with no devices is an empty list, not null")
 
 	// Rewriting replaces the file whole.
-	require.NoError(t, WriteInfoFile(path, map[string][]Info{"gpu": {Properties{"index": "3"}}}))
+	require.NoError(t, WriteInfoFile(path, map[string][]resources.Info{"gpu": {resources.Properties{"index": "3"}}}))
 	f, err = ReadInfoFile(path)
 	require.NoError(t, err)
 	require.Equal(t, []string{"gpu"}, f.Names())
@@ -93,7 +95,7 @@ func TestFromEnv(t *testing.T) {
 	require.True(t, errors.Is(err, ErrNoInfoFile))
 
 	path := filepath.Join(t.TempDir(), "r.json")
-	require.NoError(t, WriteInfoFile(path, map[string][]Info{"gpu": {Properties{"index": "0"}}}))
+	require.NoError(t, WriteInfoFile(path, map[string][]resources.Info{"gpu": {resources.Properties{"index": "0"}}}))
 	t.Setenv(EnvResourcesFile, path)
 	f, err := FromEnv()
 	require.NoError(t, err)
@@ -108,9 +110,9 @@ func ExampleFromEnv() {
 	dir, _ := os.MkdirTemp("", "xres-example")
 	defer os.RemoveAll(dir)
 	path := filepath.Join(dir, "external-resources.json")
-	_ = WriteInfoFile(path, map[string][]Info{"gpu": {
-		Properties{"index": "0", "uuid": "GPU-5a1c"},
-		Properties{"index": "1", "uuid": "GPU-77e0"},
+	_ = WriteInfoFile(path, map[string][]resources.Info{"gpu": {
+		resources.Properties{"index": "0", "uuid": "GPU-5a1c"},
+		resources.Properties{"index": "1", "uuid": "GPU-77e0"},
 	}})
 	os.Setenv(EnvResourcesFile, path)
 	defer os.Unsetenv(EnvResourcesFile)
@@ -151,7 +153,7 @@ func FuzzParseInfoFile(f *testing.F) {
 			return
 		}
 		// Whatever parses survives a write and a read unchanged.
-		in := map[string][]Info{}
+		in := map[string][]resources.Info{}
 		for _, n := range info.Names() {
 			in[n] = info.Infos(n)
 		}
@@ -165,17 +167,17 @@ func FuzzParseInfoFile(f *testing.F) {
 
 // The info file is written by hand; json.MarshalIndent is the oracle.
 func TestMarshalInfoFileAsEncodingJSON(t *testing.T) {
-	for _, infos := range []map[string][]Info{
+	for _, infos := range []map[string][]resources.Info{
 		nil,
 		{},
 		{"gpu": nil},
-		{"gpu": {Properties{}}},
-		{"gpu": {Properties{"index": "0", "uuid": "GPU-<0>"}, Properties{"index": "1", "name": "A \"100\"\n"}}, "fpga": {}},
-		{"b": {Properties{"x": "\u2028<&>"}}, "a": {Properties{"z": "1", "a": "2"}}},
+		{"gpu": {resources.Properties{}}},
+		{"gpu": {resources.Properties{"index": "0", "uuid": "GPU-<0>"}, resources.Properties{"index": "1", "name": "A \"100\"\n"}}, "fpga": {}},
+		{"b": {resources.Properties{"x": "\u2028<&>"}}, "a": {resources.Properties{"z": "1", "a": "2"}}},
 	} {
 		f := make(InfoFile, len(infos))
 		for name, list := range infos {
-			f[name] = PropertiesOf(list)
+			f[name] = resources.PropertiesOf(list)
 		}
 		want, err := json.MarshalIndent(f, "", "  ")
 		require.NoError(t, err)

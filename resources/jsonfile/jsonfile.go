@@ -1,4 +1,4 @@
-// Package jsonlite reads and writes the small JSON files the launcher
+// Package jsonfile reads and writes the small JSON files the launcher
 // touches on every start (the coordination state, the device cache, the
 // info file) without encoding/json's reflection. Decoding a struct with
 // encoding/json first builds the type's field tables, which cost a
@@ -11,7 +11,7 @@
 // wrote before. Reading: a Reader walks a document token by token through
 // encoding/json's own tokenizer (json.Decoder.Token), which checks the
 // syntax; the caller says what it expects where.
-package jsonlite
+package jsonfile
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package jsonlite
+package jsonfile
 
 import (
 	"encoding/json"

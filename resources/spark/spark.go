@@ -1,10 +1,13 @@
-package resources
+package spark
 
 import (
 	"encoding/json"
 	"fmt"
 	"sort"
 	"strconv"
+
+	"github.com/xres/xres/conf/localfile"
+	"github.com/xres/xres/resources"
 )
 
 // Spark's formats for telling an executor its resources (Spark 3.5):
@@ -41,7 +44,7 @@ type sparkAllocation struct {
 // runtime then numbers exactly these devices from 0, so the addresses are
 // 0…n-1 (what spark-rapids hands to cudaSetDevice). Otherwise each device's
 // index, its uuid where it has none.
-func SparkAddresses(devices []Info, narrowed bool) []string {
+func SparkAddresses(devices []resources.Info, narrowed bool) []string {
 	out := make([]string, len(devices))
 	for i, d := range devices {
 		if narrowed {
@@ -92,7 +95,7 @@ func WriteSparkResourcesFile(path, component string, addresses map[string][]stri
 	if err != nil {
 		return err
 	}
-	if err := writeAtomic(path, data); err != nil {
+	if err := localfile.WriteFileAtomic(path, data, 0o644); err != nil {
 		return fmt.Errorf("write spark resources file %s: %w", path, err)
 	}
 	return nil

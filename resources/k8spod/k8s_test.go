@@ -1,4 +1,4 @@
-package resources
+package k8spod
 
 import (
 	"bytes"
@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xres/xres/conf"
+	"github.com/xres/xres/resources"
 )
 
 var updatePod = flag.Bool("update", false, "rewrite testdata/pod.golden.yaml")
@@ -173,7 +174,7 @@ func testPodOptions() PodOptions {
 }
 
 func TestRenderPodIsAValidPod(t *testing.T) {
-	specs := []Spec{
+	specs := []resources.Spec{
 		{Name: "fpga", Amount: 1},
 		{Name: "gpu", Amount: 2, K8sKey: "nvidia.com/gpu"},
 		{Name: "rdma", Amount: 4, K8sKey: "rdma/hca"},
@@ -203,7 +204,7 @@ func TestRenderPodIsAValidPod(t *testing.T) {
 // TestValidatePodCatches: the schema check fails on what kubectl would
 // refuse, so that a passing check means something.
 func TestValidatePodCatches(t *testing.T) {
-	good, err := RenderPod([]Spec{{Name: "gpu", Amount: 1, K8sKey: "nvidia.com/gpu"}}, testPodOptions())
+	good, err := RenderPod([]resources.Spec{{Name: "gpu", Amount: 1, K8sKey: "nvidia.com/gpu"}}, testPodOptions())
 	require.NoError(t, err)
 	require.Empty(t, validatePod(decodePod(t, good)))
 	for _, tc := range []struct{ name, from, to, want string }{
@@ -367,16 +368,16 @@ func TestPodFromConfig(t *testing.T) {
 	} {
 		cfg.Set(k, v)
 	}
-	out, err := PodFromConfig(cfg, PodOptions{Image: "img", Worker: []string{"w"}}, ParseOptions{})
+	out, err := PodFromConfig(cfg, PodOptions{Image: "img", Worker: []string{"w"}}, resources.ParseOptions{})
 	require.NoError(t, err)
 	c := decodePod(t, out).Spec.Containers[0]
 	require.Equal(t, map[string]string{"nvidia.com/gpu": "2", "cpu": "2000m", "memory": strconv.Itoa(1728 << 20)}, c.Resources.Limits)
 
 	cfg.Set("taskmanager.cpu.cores", "two")
-	_, err = PodFromConfig(cfg, PodOptions{Image: "img", Worker: []string{"w"}}, ParseOptions{})
+	_, err = PodFromConfig(cfg, PodOptions{Image: "img", Worker: []string{"w"}}, resources.ParseOptions{})
 	require.ErrorContains(t, err, "taskmanager.cpu.cores")
 	cfg.Set("taskmanager.cpu.cores", "2")
 	cfg.Set("external-resource.gpu.kubernetes.config-key", "")
-	_, err = PodFromConfig(cfg, PodOptions{Image: "img", Worker: []string{"w"}}, ParseOptions{Strict: true})
+	_, err = PodFromConfig(cfg, PodOptions{Image: "img", Worker: []string{"w"}}, resources.ParseOptions{Strict: true})
 	require.ErrorContains(t, err, "kubernetes.config-key", "strict: a resource Kubernetes is not asked for is an error")
 }

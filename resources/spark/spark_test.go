@@ -1,4 +1,4 @@
-package resources
+package spark
 
 import (
 	"encoding/json"
@@ -9,10 +9,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xres/xres/conf"
+	"github.com/xres/xres/resources"
 )
 
 func TestSparkAddresses(t *testing.T) {
-	devs := []Info{Properties{"index": "2", "uuid": "GPU-a"}, Properties{"index": "5", "uuid": "GPU-b"}, Properties{"uuid": "MIG-c"}}
+	devs := []resources.Info{resources.Properties{"index": "2", "uuid": "GPU-a"}, resources.Properties{"index": "5", "uuid": "GPU-b"}, resources.Properties{"uuid": "MIG-c"}}
 	require.Equal(t, []string{"0", "1", "2"}, SparkAddresses(devs, true), "the worker sees only its devices, from 0")
 	require.Equal(t, []string{"2", "5", "MIG-c"}, SparkAddresses(devs, false))
 }
@@ -51,13 +52,13 @@ func TestOriginsOfASparkConfiguration(t *testing.T) {
 	cfg, err := conf.FromSpark(spark)
 	require.NoError(t, err)
 	cfg.Set("external-resource.gpu.param.token.secret", "s3cr3t")
-	got := Origins(cfg, "gpu")
-	byKey := map[string]ValueOrigin{}
+	got := resources.Origins(cfg, "gpu")
+	byKey := map[string]resources.ValueOrigin{}
 	for _, o := range got {
 		byKey[o.Key] = o
 	}
-	require.Equal(t, KeyList, got[0].Key)
-	require.Equal(t, ValueOrigin{Key: "external-resource.gpu.amount", Value: "2", Origin: "--conf (spark.executor.resource.gpu.amount)"}, byKey["external-resource.gpu.amount"])
+	require.Equal(t, resources.KeyList, got[0].Key)
+	require.Equal(t, resources.ValueOrigin{Key: "external-resource.gpu.amount", Value: "2", Origin: "--conf (spark.executor.resource.gpu.amount)"}, byKey["external-resource.gpu.amount"])
 	require.Equal(t, "--conf (spark.executor.resource.gpu.vendor)", byKey["external-resource.gpu.kubernetes.config-key"].Origin)
 	require.Equal(t, "(hidden)", byKey["external-resource.gpu.param.token.secret"].Value)
 	require.Len(t, got, 6)
