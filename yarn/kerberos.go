@@ -1,6 +1,7 @@
 package yarn
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"strings"
@@ -14,6 +15,11 @@ import (
 
 	"github.com/xres/xres/yarn/internal/sasl"
 )
+
+// ErrNoCredentials marks a Kerberized cluster and a client with neither a
+// keytab login nor a usable ticket cache (or a call that needs a Kerberos
+// login made without one).
+var ErrNoCredentials = errors.New("no kerberos credentials")
 
 // Kerberos configures KERBEROS (GSSAPI) authentication to the
 // ResourceManager of a secure cluster. Build it with NewKerberosFromKeytab

@@ -291,7 +291,7 @@ func (q *rmQuery) connect(ctx context.Context, e *env, lg *login) (rmAPI, *conf.
 // isConfigErr tells a client-side configuration problem (no or bad Hadoop
 // configuration, no Kerberos credentials) from a cluster one.
 func isConfigErr(err error) bool {
-	return errors.Is(err, conf.ErrNoHadoopConf) || errors.Is(err, submit.ErrNoCredentials) || errors.Is(err, hdfstoken.ErrNoCredentials) || errors.Is(err, submit.ErrLoginConfig)
+	return errors.Is(err, conf.ErrNoHadoopConf) || errors.Is(err, yarn.ErrNoCredentials) || errors.Is(err, submit.ErrLoginConfig)
 }
 
 // connect opens the RM client for status, kill and cluster.

@@ -7,7 +7,6 @@ package hdfstoken
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"strings"
@@ -27,17 +26,13 @@ import (
 	"github.com/xres/xres/yarn/security"
 )
 
-// ErrNoCredentials marks a call without a Kerberos login (yarn.Kerberos
-// with credentials).
-var ErrNoCredentials = errors.New("no kerberos credentials")
-
 // ProtocolClientNamenode is the NameNode's client protocol.
 const ProtocolClientNamenode = "org.apache.hadoop.hdfs.protocol.ClientProtocol"
 
 // nameNodeAddr is the NameNode of fs.defaultFS (or the first of
 // dfs.namenode.rpc-address.*) as host:port.
 func nameNodeAddr(hc *conf.HadoopConfig) (string, error) {
-	opts := hdfs.ClientOptionsFromConf(hadoopConf(hc))
+	opts := ClientOptions(hc)
 	if len(opts.Addresses) == 0 {
 		return "", fmt.Errorf("no namenode address in fs.defaultFS or dfs.namenode.rpc-address (HADOOP_CONF_DIR %s)", hc.Dir())
 	}
@@ -81,7 +76,7 @@ func servicePrincipalFor(principal, host string) string {
 // NameNode's ip:port.
 func Get(ctx context.Context, hc *conf.HadoopConfig, krb *yarn.Kerberos, renewer string, log logrus.FieldLogger) (*security.Token, error) {
 	if krb == nil || krb.Client == nil || krb.Client.Credentials == nil {
-		return nil, fmt.Errorf("get HDFS delegation token: %w", ErrNoCredentials)
+		return nil, fmt.Errorf("get HDFS delegation token: %w", yarn.ErrNoCredentials)
 	}
 	addr, err := nameNodeAddr(hc)
 	if err != nil {
@@ -120,6 +115,13 @@ func Get(ctx context.Context, hc *conf.HadoopConfig, krb *yarn.Kerberos, renewer
 	}
 	logutil.OrDiscard(log).WithFields(logrus.Fields{"namenode": addr, "renewer": renewer, "token": tok.String()}).Debug("got HDFS delegation token")
 	return tok, nil
+}
+
+// ClientOptions are colinmarc/hdfs's options for the NameNode(s) of hc
+// (fs.defaultFS or dfs.namenode.rpc-address.*): the token call and
+// submission's HDFS client read the same.
+func ClientOptions(hc *conf.HadoopConfig) hdfs.ClientOptions {
+	return hdfs.ClientOptionsFromConf(hadoopConf(hc))
 }
 
 // hadoopConf copies the Hadoop configuration for colinmarc/hdfs.

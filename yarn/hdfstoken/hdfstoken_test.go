@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xres/xres/conf"
+	"github.com/xres/xres/yarn"
 )
 
 func TestServicePrincipalFor(t *testing.T) {
@@ -41,5 +42,5 @@ func TestGetNeedsLogin(t *testing.T) {
 		hc.Set(k, v)
 	}
 	_, err := Get(context.Background(), hc, nil, "rm", nil)
-	require.ErrorIs(t, err, ErrNoCredentials)
+	require.ErrorIs(t, err, yarn.ErrNoCredentials)
 }

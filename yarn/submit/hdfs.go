@@ -11,6 +11,7 @@ import (
 
 	"github.com/xres/xres/conf"
 	"github.com/xres/xres/yarn"
+	"github.com/xres/xres/yarn/hdfstoken"
 )
 
 // hdfsFS adapts a colinmarc/hdfs/v2 client to FS. The client takes no
@@ -95,13 +96,13 @@ func (h hdfsFS) RemoveAll(ctx context.Context, name string) error {
 // dfs.data.transfer.protection applies to the DataNodes; user is then
 // ignored (the principal names the user).
 func DialHDFS(hc *conf.HadoopConfig, user string, krb *yarn.Kerberos) (*hdfs.Client, error) {
-	opts := hdfs.ClientOptionsFromConf(hadoopConf(hc))
+	opts := hdfstoken.ClientOptions(hc)
 	if len(opts.Addresses) == 0 {
 		return nil, fmt.Errorf("connect to HDFS: no namenode address in fs.defaultFS or dfs.namenode.rpc-address (HADOOP_CONF_DIR %s)", hc.Dir())
 	}
 	if opts.KerberosClient != nil || Secure(hc) {
 		if krb == nil || krb.Client == nil {
-			return nil, fmt.Errorf("connect to HDFS %v: hadoop.security.authentication is kerberos: %w", opts.Addresses, ErrNoCredentials)
+			return nil, fmt.Errorf("connect to HDFS %v: hadoop.security.authentication is kerberos: %w", opts.Addresses, yarn.ErrNoCredentials)
 		}
 		if opts.KerberosServicePrincipleName == "" {
 			return nil, fmt.Errorf("connect to HDFS %v: dfs.namenode.kerberos.principal is not set", opts.Addresses)

@@ -7,8 +7,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/colinmarc/hdfs/v2/hadoopconf"
-
 	"github.com/xres/xres/conf"
 	"github.com/xres/xres/yarn"
 )
@@ -18,10 +16,6 @@ var (
 	KeyLoginKeytab    = conf.KerberosLoginKeytab.Key
 	KeyLoginPrincipal = conf.KerberosLoginPrincipal.Key
 )
-
-// ErrNoCredentials marks a Kerberized cluster and a client with neither a
-// keytab login nor a usable ticket cache.
-var ErrNoCredentials = errors.New("no kerberos credentials")
 
 // ErrLoginConfig marks a half-configured keytab login (one key of two).
 var ErrLoginConfig = errors.New("kerberos login configuration")
@@ -71,16 +65,16 @@ func KerberosLogin(hc *conf.HadoopConfig, l Login) (*yarn.Kerberos, error) {
 		cc := ccachePath(getenv)
 		if cc == "" {
 			return nil, fmt.Errorf("%w: hadoop.security.authentication is kerberos but %s and %s are not set and $KRB5CCNAME names no file ticket cache (%q)",
-				ErrNoCredentials, KeyLoginKeytab, KeyLoginPrincipal, getenv("KRB5CCNAME"))
+				yarn.ErrNoCredentials, KeyLoginKeytab, KeyLoginPrincipal, getenv("KRB5CCNAME"))
 		}
 		if _, serr := os.Stat(cc); serr != nil {
 			return nil, fmt.Errorf("%w: hadoop.security.authentication is kerberos but %s and %s are not set and there is no ticket cache %s (run kinit, or set both keys)",
-				ErrNoCredentials, KeyLoginKeytab, KeyLoginPrincipal, cc)
+				yarn.ErrNoCredentials, KeyLoginKeytab, KeyLoginPrincipal, cc)
 		}
 		k, err = loginFromCCache(krb5Conf, cc)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s and %s are not set and the ticket cache is not usable (run kinit, or set both keys): %w",
-				ErrNoCredentials, KeyLoginKeytab, KeyLoginPrincipal, err)
+				yarn.ErrNoCredentials, KeyLoginKeytab, KeyLoginPrincipal, err)
 		}
 	}
 	if err != nil {
@@ -141,15 +135,4 @@ func KerberosUser(k *yarn.Kerberos) string {
 		return ""
 	}
 	return ShortName(k.Client.Credentials.UserName())
-}
-
-// hadoopConf copies the Hadoop configuration for colinmarc/hdfs.
-func hadoopConf(hc *conf.HadoopConfig) hadoopconf.HadoopConf {
-	m := hadoopconf.HadoopConf{}
-	for _, k := range hc.Keys() {
-		if v, ok := hc.Get(k); ok {
-			m[k] = v
-		}
-	}
-	return m
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xres/xres/conf"
+	"github.com/xres/xres/yarn"
 )
 
 func hadoopConfWith(kv map[string]string) *conf.HadoopConfig {
@@ -53,17 +54,17 @@ func TestKerberosLoginErrors(t *testing.T) {
 			wantMsg: []string{KeyLoginKeytab + " is set but " + KeyLoginPrincipal + " is not"}},
 		{name: "principal without keytab", login: Login{Principal: "u@R"}, is: ErrLoginConfig,
 			wantMsg: []string{KeyLoginPrincipal + " is set but " + KeyLoginKeytab + " is not"}},
-		{name: "no ticket cache", env: map[string]string{"KRB5CCNAME": absent}, is: ErrNoCredentials,
+		{name: "no ticket cache", env: map[string]string{"KRB5CCNAME": absent}, is: yarn.ErrNoCredentials,
 			wantMsg: []string{KeyLoginKeytab, KeyLoginPrincipal, "no ticket cache " + absent, "kinit"}},
-		{name: "FILE: ticket cache absent", env: map[string]string{"KRB5CCNAME": "FILE:" + absent}, is: ErrNoCredentials,
+		{name: "FILE: ticket cache absent", env: map[string]string{"KRB5CCNAME": "FILE:" + absent}, is: yarn.ErrNoCredentials,
 			wantMsg: []string{"no ticket cache " + absent}},
-		{name: "empty ticket cache", env: map[string]string{"KRB5CCNAME": empty}, is: ErrNoCredentials,
+		{name: "empty ticket cache", env: map[string]string{"KRB5CCNAME": empty}, is: yarn.ErrNoCredentials,
 			wantMsg: []string{empty, "is empty or not a ticket cache (0 bytes)", "not usable"}},
-		{name: "not a ticket cache", env: map[string]string{"KRB5CCNAME": garbage}, is: ErrNoCredentials,
+		{name: "not a ticket cache", env: map[string]string{"KRB5CCNAME": garbage}, is: yarn.ErrNoCredentials,
 			wantMsg: []string{garbage, "is empty or not a ticket cache"}},
 		{name: "truncated ticket cache", env: map[string]string{"KRB5CCNAME": truncated, "KRB5_CONFIG": filepath.Join("testdata", "krb5.conf")},
-			is: ErrNoCredentials, wantMsg: []string{truncated, "not usable"}},
-		{name: "keyring cache", env: map[string]string{"KRB5CCNAME": "KEYRING:persistent:0"}, is: ErrNoCredentials,
+			is: yarn.ErrNoCredentials, wantMsg: []string{truncated, "not usable"}},
+		{name: "keyring cache", env: map[string]string{"KRB5CCNAME": "KEYRING:persistent:0"}, is: yarn.ErrNoCredentials,
 			wantMsg: []string{"names no file ticket cache", "KEYRING:persistent:0"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -119,6 +120,6 @@ func TestSecureNeedsLogin(t *testing.T) {
 		"dfs.namenode.kerberos.principal": "nn/_HOST@EXAMPLE.COM",
 	})
 	_, err := DialHDFS(hc, "someone", nil)
-	require.ErrorIs(t, err, ErrNoCredentials)
+	require.ErrorIs(t, err, yarn.ErrNoCredentials)
 	require.ErrorContains(t, err, "localhost:1")
 }
