@@ -37,7 +37,59 @@ const (
 	ExitKilledByAM        = -105
 	ExitKilledByRM        = -106
 	ExitKilledAfterFinish = -107
+	// ExitKilledByScheduler is KILLED_BY_CONTAINER_SCHEDULER (an
+	// opportunistic container made way for a guaranteed one).
+	ExitKilledByScheduler = -108
+	ExitKilledExcessLogs  = -109 // KILLED_FOR_EXCESS_LOGS
 )
+
+// ExitCause says whose fault a container's end is, as Hadoop's
+// MapReduce AM and Spark's YarnAllocator judge it.
+type ExitCause int
+
+// Exit causes.
+const (
+	// CauseApp: the worker ended or failed on its own (its exit code, its
+	// memory beyond the container's limits, its logs beyond the NM's
+	// limit, no exit status at all). It counts toward
+	// yarn.maximum-failed-containers.
+	CauseApp ExitCause = iota
+	// CauseCluster: the cluster took the container (preemption, a kill by
+	// the RM, the AM or the container scheduler, a lost node or an expired
+	// allocation, the application's end). Replaced, never counted.
+	CauseCluster
+	// CauseNode: the node's local disks failed under the container.
+	// Replaced, not counted; the node is blacklisted, as a node whose
+	// launcher could not discover devices is.
+	CauseNode
+)
+
+// ExitCauseOf classifies a container's exit status (ContainerExitStatus,
+// or the process's own exit code when positive).
+//
+//	status  name                            cause
+//	0       SUCCESS                         -
+//	>0      the process's exit code         app
+//	-1000   INVALID (no exit status)        app
+//	-100    ABORTED                         cluster (lost node, expired allocation, released)
+//	-101    DISKS_FAILED                    node
+//	-102    PREEMPTED                       cluster
+//	-103    KILLED_EXCEEDED_VMEM            app
+//	-104    KILLED_EXCEEDED_PMEM            app
+//	-105    KILLED_BY_APPMASTER             cluster
+//	-106    KILLED_BY_RESOURCEMANAGER       cluster
+//	-107    KILLED_AFTER_APP_COMPLETION     cluster
+//	-108    KILLED_BY_CONTAINER_SCHEDULER   cluster
+//	-109    KILLED_FOR_EXCESS_LOGS          app
+func ExitCauseOf(status int) ExitCause {
+	switch status {
+	case ExitAborted, ExitPreempted, ExitKilledByAM, ExitKilledByRM, ExitKilledAfterFinish, ExitKilledByScheduler:
+		return CauseCluster
+	case ExitDisksFailed:
+		return CauseNode
+	}
+	return CauseApp
+}
 
 // NMToken is the token to talk to one NodeManager (node id host:port).
 type NMToken struct {

@@ -708,7 +708,8 @@ func (a *AM) failed(ctx context.Context, w *worker, exit int, diag string, ran b
 	var tail []string
 	g := w.g
 	a.mu.Lock()
-	first := g.firstFail == nil && exit != yarn.ExitPreempted
+	cause := yarn.ExitCauseOf(exit)
+	first := g.firstFail == nil && cause == yarn.CauseApp
 	a.mu.Unlock()
 	// A node's failure is quoted in the diagnostic when every node is
 	// blacklisted, so its stderr is fetched too.
@@ -731,9 +732,13 @@ func (a *AM) failed(ctx context.Context, w *worker, exit int, diag string, ran b
 	}
 	a.workers.set(w, StateFailed)
 	w.exit, w.diag, w.finished = exit, diag, a.cfg.Now()
-	if exit == yarn.ExitPreempted {
-		// Not the worker's fault: replaced without counting.
-		log.Warn("worker preempted; replacing it")
+	if cause != yarn.CauseApp {
+		// Not the worker's fault (yarn.ExitCauseOf): replaced without
+		// counting; a node whose disks failed is not asked again.
+		log.WithField("status", exitText(exit)).Warn("the cluster ended the worker; replacing it")
+		if cause == yarn.CauseNode {
+			a.blacklistLocked(w, nil)
+		}
 		g.pending++
 		g.restarts++
 		return
@@ -795,6 +800,7 @@ func exitText(code int) string {
 		yarn.ExitPreempted: "PREEMPTED", yarn.ExitKilledExceedVMem: "KILLED_EXCEEDED_VMEM",
 		yarn.ExitKilledExceedPMem: "KILLED_EXCEEDED_PMEM", yarn.ExitKilledByAM: "KILLED_BY_APPMASTER",
 		yarn.ExitKilledByRM: "KILLED_BY_RESOURCEMANAGER", yarn.ExitKilledAfterFinish: "KILLED_AFTER_APP_COMPLETION",
+		yarn.ExitKilledByScheduler: "KILLED_BY_CONTAINER_SCHEDULER", yarn.ExitKilledExcessLogs: "KILLED_FOR_EXCESS_LOGS",
 	}
 	if n, ok := names[code]; ok {
 		return fmt.Sprintf("exit status %d (%s)", code, n)

@@ -221,19 +221,55 @@ func TestAMStartFailureIsReplaced(t *testing.T) {
 	require.Equal(t, yarn.StatusSucceeded, res.Status)
 }
 
-func TestAMPreemptionIsNotCounted(t *testing.T) {
-	c1, c2 := ctr(2, "nm1"), ctr(3, "nm1")
-	rm := &fakeRM{register: gpuLimits, steps: []func(yarn.AllocateRequest) (yarn.AllocateResponse, error){
-		alloc(c1),
-		complete(done(c1, yarn.ExitPreempted)),
-		alloc(c2),
-		complete(done(c2, 0)),
-	}}
-	res, err, a := runAM(t, testConfig(1, 0), rm, &fakeNM{}, nil)
-	require.NoError(t, err)
-	require.Equal(t, yarn.StatusSucceeded, res.Status)
-	require.Equal(t, 0, a.Status().Failed)
-	require.Equal(t, 1, a.Status().Restarts)
+// A container the cluster took (yarn.ExitCauseOf: preemption, a kill by the
+// RM, the AM or the container scheduler, ABORTED for a lost node or an
+// expired allocation, the application's end) is replaced without counting
+// toward yarn.maximum-failed-containers (0 here); a node whose disks failed
+// is also blacklisted. Before, only PREEMPTED was exempt: any other status
+// failed this application at its first worker.
+func TestAMClusterExitsAreNotCounted(t *testing.T) {
+	for _, status := range []int{yarn.ExitPreempted, yarn.ExitAborted, yarn.ExitDisksFailed, yarn.ExitKilledByRM,
+		yarn.ExitKilledByAM, yarn.ExitKilledAfterFinish, yarn.ExitKilledByScheduler} {
+		t.Run(exitText(status), func(t *testing.T) {
+			c1, c2 := ctr(2, "nm1"), ctr(3, "nm2")
+			rm := &fakeRM{register: gpuLimits, steps: []step{
+				alloc(c1),
+				complete(done(c1, status)),
+				alloc(c2),
+				complete(done(c2, 0)),
+			}}
+			res, err, a := runAM(t, testConfig(1, 0), rm, &fakeNM{}, nil)
+			require.NoError(t, err)
+			require.Equal(t, yarn.StatusSucceeded, res.Status, res.Diagnostics)
+			require.Equal(t, 0, a.Status().Failed)
+			require.Equal(t, 1, a.Status().Restarts)
+			var blacklisted []string
+			for _, r := range rm.requests {
+				blacklisted = append(blacklisted, r.BlacklistAdd...)
+			}
+			if status == yarn.ExitDisksFailed {
+				require.Equal(t, []string{"nm1"}, blacklisted, "the node whose disks failed gets no more workers")
+			} else {
+				require.Empty(t, blacklisted)
+			}
+		})
+	}
+}
+
+// The worker's own failures count: its exit code, its memory beyond the
+// container's, its logs beyond the NodeManager's limit, no exit status.
+func TestAMAppExitsAreCounted(t *testing.T) {
+	for _, status := range []int{1, 137, yarn.ExitKilledExceedPMem, yarn.ExitKilledExceedVMem, yarn.ExitKilledExcessLogs, yarn.ExitInvalid} {
+		t.Run(exitText(status), func(t *testing.T) {
+			c1 := ctr(2, "nm1")
+			rm := &fakeRM{register: gpuLimits, steps: []step{alloc(c1), complete(done(c1, status))}}
+			res, err, a := runAM(t, testConfig(1, 0), rm, &fakeNM{}, nil)
+			require.NoError(t, err)
+			require.Equal(t, yarn.StatusFailed, res.Status)
+			require.Contains(t, res.Diagnostics, "more than yarn.maximum-failed-containers=0")
+			require.Equal(t, 1, a.Status().Failed)
+		})
+	}
 }
 
 func TestAMRejectsProfileBeforeAsking(t *testing.T) {
