@@ -116,6 +116,11 @@ type worker struct {
 	finished time.Time
 	devices  map[string][]resources.Properties
 	launched bool // StartContainer was called (or the container was adopted)
+	// tail is the last lines of the failed worker's stderr, once fetched;
+	// tailDone, when not nil, is closed when a fetch in the background
+	// (off the heartbeat) has set tail.
+	tail     []string
+	tailDone chan struct{}
 }
 
 // AM is the ApplicationMaster state machine. Run drives it; Status and
@@ -145,7 +150,7 @@ type AM struct {
 
 	// Fault handling (faults.go).
 	blUntil       map[string]time.Time // blacklisted host → when it expires
-	blWhy         map[string]string    // blacklisted host → its last launcher failure
+	blBy          map[string]*worker   // blacklisted host → the worker whose failure blacklisted it
 	blRemove      []string             // expired hosts the RM is still to be told
 	clusterNodes  int                  // num_cluster_nodes of the last heartbeat
 	waitingSince  time.Time            // workers wanted and none granted since
@@ -705,24 +710,29 @@ func (a *AM) completed(ctx context.Context, st yarn.Completed) {
 // node, or fail the application.
 func (a *AM) failed(ctx context.Context, w *worker, exit int, diag string, ran bool) {
 	log := a.log.WithFields(logrus.Fields{"container": w.c.ID, "node": w.c.NodeID, "exit": exit})
-	var tail []string
 	g := w.g
-	a.mu.Lock()
 	cause := yarn.ExitCauseOf(exit)
-	first := g.firstFail == nil && cause == yarn.CauseApp
+	badNode := slices.Contains(a.cfg.BadNodeExits, exit)
+	a.mu.Lock()
+	// The stderr of a group's first failure is quoted if the application
+	// fails later, a node's failure when every node is blacklisted. A
+	// failure that ends the application waits for its own stderr and for
+	// those still being fetched that its diagnostic quotes; any other
+	// fetches in the background, so a dead NodeManager does not hold up
+	// the heartbeat.
+	fetch := (g.firstFail == nil && cause == yarn.CauseApp || badNode) && ran && a.logs != nil
+	ending := a.endsApplicationLocked(w, exit, cause, badNode)
+	var waits []chan struct{}
+	if ending {
+		waits = a.pendingTailsLocked(g)
+	}
 	a.mu.Unlock()
-	// A node's failure is quoted in the diagnostic when every node is
-	// blacklisted, so its stderr is fetched too.
-	if (first || slices.Contains(a.cfg.BadNodeExits, exit)) && ran && a.logs != nil {
-		// Fetched on the heartbeat goroutine: a dead NodeManager may hold
-		// it up only this long.
-		cctx, cancel := context.WithTimeout(ctx, min(a.cfg.CallTimeout, logFetchTimeout))
-		var err error
-		tail, err = a.logs.Tail(cctx, w.c, "stderr", a.cfg.StderrLines)
-		cancel()
-		if err != nil {
-			log.WithError(err).Warn("could not fetch the container's stderr")
-		}
+	var tail []string
+	if fetch && ending {
+		tail = a.fetchTail(ctx, w, log)
+	}
+	for _, ch := range waits {
+		<-ch
 	}
 
 	a.mu.Lock()
@@ -731,13 +741,24 @@ func (a *AM) failed(ctx context.Context, w *worker, exit int, diag string, ran b
 		return // the RM's completion and a failed start both report it
 	}
 	a.workers.set(w, StateFailed)
-	w.exit, w.diag, w.finished = exit, diag, a.cfg.Now()
+	w.exit, w.diag, w.finished, w.tail = exit, diag, a.cfg.Now(), tail
+	if fetch && !ending {
+		done := make(chan struct{})
+		w.tailDone = done
+		go func() {
+			t := a.fetchTail(ctx, w, log)
+			a.mu.Lock()
+			w.tail = t
+			a.mu.Unlock()
+			close(done)
+		}()
+	}
 	if cause != yarn.CauseApp {
 		// Not the worker's fault (yarn.ExitCauseOf): replaced without
 		// counting; a node whose disks failed is not asked again.
 		log.WithField("status", exitText(exit)).Warn("the cluster ended the worker; replacing it")
 		if cause == yarn.CauseNode {
-			a.blacklistLocked(w, nil)
+			a.blacklistLocked(w)
 		}
 		g.pending++
 		g.restarts++
@@ -745,27 +766,68 @@ func (a *AM) failed(ctx context.Context, w *worker, exit int, diag string, ran b
 	}
 	g.failures++
 	if g.firstFail == nil {
-		g.firstFail, g.firstTail = w, tail
+		g.firstFail = w
 	}
-	if slices.Contains(a.cfg.BadNodeExits, exit) {
+	if badNode {
 		log.Warn("container-launcher failed on this node; blacklisting it")
-		a.blacklistLocked(w, tail)
+		a.blacklistLocked(w)
 	}
 	if slices.Contains(a.cfg.BadJobExits, exit) {
 		log.Error("container-launcher reports an error of the job; failing the application")
-		a.result = &Result{Status: yarn.StatusFailed, Diagnostics: a.diagnostic(w, tail,
+		a.result = &Result{Status: yarn.StatusFailed, Diagnostics: a.diagnostic(w,
 			"container-launcher reports an error of the job (configuration or worker command), which no replacement can fix")}
 		return
 	}
 	if g.failures > g.Plan.MaxFailedContainers {
 		log.Error("too many failed workers; failing the application")
-		a.result = &Result{Status: yarn.StatusFailed, Diagnostics: a.diagnostic(g.firstFail, g.firstTail,
+		a.result = &Result{Status: yarn.StatusFailed, Diagnostics: a.diagnostic(g.firstFail,
 			fmt.Sprintf("%d worker containers%s failed, more than %s=%d", g.failures, g.label(), conf.YarnMaxFailedContainers.Key, g.Plan.MaxFailedContainers))}
 		return
 	}
 	log.WithField("failures", g.failures).Warn("worker failed; replacing it")
 	g.pending++
 	g.restarts++
+}
+
+// endsApplicationLocked says whether w's failure with exit ends the
+// application: an error of the job, one failure more than its group
+// tolerates, or the blacklisting of the last node.
+func (a *AM) endsApplicationLocked(w *worker, exit int, cause yarn.ExitCause, badNode bool) bool {
+	if cause != yarn.CauseApp {
+		return false
+	}
+	if slices.Contains(a.cfg.BadJobExits, exit) || w.g.failures+1 > w.g.Plan.MaxFailedContainers {
+		return true
+	}
+	host := w.c.Host()
+	return badNode && a.clusterNodes > 0 && !a.blacklist[host] && len(a.blacklist)+1 >= a.clusterNodes
+}
+
+// pendingTailsLocked lists the background stderr fetches a diagnostic of
+// g's failure or of the blacklist may quote.
+func (a *AM) pendingTailsLocked(g *group) []chan struct{} {
+	var out []chan struct{}
+	if f := g.firstFail; f != nil && f.tailDone != nil {
+		out = append(out, f.tailDone)
+	}
+	for _, w := range a.blBy {
+		if w.tailDone != nil && w != g.firstFail {
+			out = append(out, w.tailDone)
+		}
+	}
+	return out
+}
+
+// fetchTail reads the last lines of w's stderr, bounded by
+// logFetchTimeout: a dead NodeManager holds its caller up only this long.
+func (a *AM) fetchTail(ctx context.Context, w *worker, log logrus.FieldLogger) []string {
+	cctx, cancel := context.WithTimeout(ctx, min(a.cfg.CallTimeout, logFetchTimeout))
+	defer cancel()
+	tail, err := a.logs.Tail(cctx, w.c, "stderr", a.cfg.StderrLines)
+	if err != nil {
+		log.WithError(err).Warn("could not fetch the container's stderr")
+	}
+	return tail
 }
 
 // logFetchTimeout bounds the fetch of a failed container's stderr.
@@ -776,7 +838,8 @@ const maxDiagnostics = 1000
 
 // diagnostic names the failing container, its host, exit code and the last
 // stderr lines.
-func (a *AM) diagnostic(w *worker, tail []string, why string) string {
+func (a *AM) diagnostic(w *worker, why string) string {
+	tail := w.tail
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s; first failure: container %s%s on %s exited with %s", why, w.c.ID, w.g.label(), w.c.Host(), exitText(w.exit))
 	// YARN's own diagnostics explain its exit statuses (memory limits,

@@ -3,6 +3,7 @@ package am
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -508,4 +509,55 @@ func TestAMAskAfterGrantIsNotLost(t *testing.T) {
 	require.Equal(t, []int{2}, counts(0))
 	require.Equal(t, []int{1}, counts(2), "the first replacement")
 	require.Equal(t, []int{1}, counts(3), "the second replacement, asked right after the first was granted")
+}
+
+// blockingLogs serves stderr only once release is closed (a NodeManager
+// that does not answer); fetching is set while a fetch waits.
+type blockingLogs struct {
+	release  chan struct{}
+	fetching atomic.Bool
+	lines    []string
+}
+
+func (b *blockingLogs) Tail(ctx context.Context, c yarn.Container, file string, lines int) ([]string, error) {
+	b.fetching.Store(true)
+	defer b.fetching.Store(false)
+	select {
+	case <-b.release:
+		return b.lines, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// A failed worker's stderr is fetched off the heartbeat (issue 24 item 8:
+// the heartbeat waited up to 5 s on each fetch from a slow NodeManager):
+// the next heartbeat comes while the fetch still waits, and the failure
+// that ends the application later still quotes that stderr.
+func TestAMFetchesStderrOffTheHeartbeat(t *testing.T) {
+	c1, c2 := ctr(2, "nm1"), ctr(3, "nm2")
+	logs := &blockingLogs{release: make(chan struct{}), lines: []string{"RuntimeError: CUDA out of memory"}}
+	var whileFetching bool
+	rm := &fakeRM{register: gpuLimits, steps: []step{
+		alloc(c1),
+		complete(done(c1, 1)),
+		func(yarn.AllocateRequest) (yarn.AllocateResponse, error) {
+			deadline := time.Now().Add(2 * time.Second)
+			for !logs.fetching.Load() && time.Now().Before(deadline) {
+				time.Sleep(time.Millisecond)
+			}
+			whileFetching = logs.fetching.Load()
+			close(logs.release)
+			return yarn.AllocateResponse{Allocated: []yarn.Container{c2}}, nil
+		},
+		complete(done(c2, 1)),
+	}}
+	cfg := testConfig(1, 1)
+	cfg.CallTimeout = 30 * time.Second
+	res, err, _ := runAM(t, cfg, rm, &fakeNM{}, logs)
+	require.NoError(t, err)
+	require.True(t, whileFetching, "the heartbeat after the failure waited for its stderr")
+	require.Equal(t, yarn.StatusFailed, res.Status)
+	require.Contains(t, res.Diagnostics, "first failure: container "+c1.ID)
+	require.Contains(t, res.Diagnostics, "last 1 stderr lines:\nRuntimeError: CUDA out of memory")
 }

@@ -62,16 +62,23 @@ func (a *AM) nodesLocked(resp yarn.AllocateResponse) {
 
 // blacklistLocked keeps w's host off the asks until BlacklistExpiry has
 // passed (for ever when it is 0), remembering why for the diagnostic.
-func (a *AM) blacklistLocked(w *worker, tail []string) {
+func (a *AM) blacklistLocked(w *worker) {
 	host := w.c.Host()
 	if a.blUntil == nil {
-		a.blUntil, a.blWhy = map[string]time.Time{}, map[string]string{}
+		a.blUntil, a.blBy = map[string]time.Time{}, map[string]*worker{}
 	}
 	a.blacklist[host] = true
 	if a.cfg.BlacklistExpiry > 0 {
 		a.blUntil[host] = a.cfg.Now().Add(a.cfg.BlacklistExpiry)
 	}
+	a.blBy[host] = w
+}
+
+// blacklistWhy is why w's host was blacklisted: its exit and the last
+// lines of its stderr (once fetched) or YARN's diagnostics.
+func blacklistWhy(w *worker) string {
 	why := fmt.Sprintf("container %s exited with %s", w.c.ID, exitText(w.exit))
+	tail := w.tail
 	if len(tail) > blacklistTail {
 		tail = tail[len(tail)-blacklistTail:]
 	}
@@ -80,7 +87,7 @@ func (a *AM) blacklistLocked(w *worker, tail []string) {
 	} else if d := strings.TrimSpace(w.diag); d != "" {
 		why += ": " + d
 	}
-	a.blWhy[host] = why
+	return why
 }
 
 // expireBlacklistLocked takes the hosts whose blacklisting has expired off
@@ -150,8 +157,8 @@ func (a *AM) hopelessLocked() *Result {
 func (a *AM) blacklistTextLocked() string {
 	hosts := sortedKeys(a.blacklist)
 	for i, h := range hosts {
-		if why := a.blWhy[h]; why != "" {
-			hosts[i] = h + " (" + why + ")"
+		if w := a.blBy[h]; w != nil {
+			hosts[i] = h + " (" + blacklistWhy(w) + ")"
 		}
 	}
 	return strings.Join(hosts, "; ")

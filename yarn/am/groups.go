@@ -33,7 +33,6 @@ type group struct {
 	failures  int
 	restarts  int
 	firstFail *worker
-	firstTail []string
 	minTime   time.Time // first time its minimum was running
 }
 
