@@ -15,10 +15,13 @@ import (
 )
 
 // goneNodeStates are the node states whose workers are replaced at once,
-// before the RM reports their containers completed.
-var goneNodeStates = map[string]bool{
-	"LOST": true, "DECOMMISSIONING": true, "DECOMMISSIONED": true, "UNHEALTHY": true, "SHUTDOWN": true,
-}
+// before the RM reports their containers completed. A DECOMMISSIONING
+// node's workers run on (graceful decommission lets them finish; the RM
+// ends those still running when the node is DECOMMISSIONED), and so do an
+// UNHEALTHY node's (a health check that flaps must not kill healthy
+// workers; when the RM takes the node out of scheduling it completes
+// their containers as ABORTED, which replaces them without counting).
+var goneNodeStates = map[string]bool{"LOST": true, "DECOMMISSIONED": true, "SHUTDOWN": true}
 
 // blacklistTail is how many stderr lines of a node's last launcher failure
 // the hopeless-cluster diagnostic quotes.
@@ -26,7 +29,7 @@ const blacklistTail = 3
 
 // nodesLocked takes in a heartbeat's view of the cluster: its node count
 // and the nodes that changed state. The workers of a node that is gone
-// (LOST, DECOMMISSIONING, UNHEALTHY, …) are replaced without counting as
+// (LOST, DECOMMISSIONED, SHUTDOWN) are replaced without counting as
 // failures; those on a node still reachable are given back so they do not
 // run beside their replacements.
 func (a *AM) nodesLocked(resp yarn.AllocateResponse) {

@@ -139,12 +139,12 @@ func TestAMBlacklistExpires(t *testing.T) {
 	require.Empty(t, a.Status().Blacklist)
 }
 
-// A worker on a node the RM reports LOST (or DECOMMISSIONING, UNHEALTHY)
+// A worker on a node the RM reports LOST (or DECOMMISSIONED, SHUTDOWN)
 // is replaced at once, without counting as a failure; on a node still
 // reachable its container is also given back. The RM's later completion of
 // the container changes nothing.
 func TestAMReplacesWorkersOfGoneNodes(t *testing.T) {
-	for _, state := range []string{"LOST", "DECOMMISSIONING", "UNHEALTHY"} {
+	for _, state := range []string{"LOST", "DECOMMISSIONED", "SHUTDOWN"} {
 		t.Run(state, func(t *testing.T) {
 			c1, c2, c3 := ctr(2, "nm1"), ctr(3, "nm2"), ctr(4, "nm2")
 			rm := &fakeRM{register: gpuLimits, steps: []step{
@@ -172,6 +172,41 @@ func TestAMReplacesWorkersOfGoneNodes(t *testing.T) {
 				require.Equal(t, []string{c1.ID}, rm.requests[2].Release)
 			}
 		})
+	}
+}
+
+// A worker on a DECOMMISSIONING node (graceful decommission) or an
+// UNHEALTHY one runs on: it is neither given back nor replaced (issue 24
+// item 9: both were killed at once, and a flapping health check killed
+// healthy workers). It finishes there, or the RM ends it as ABORTED and it
+// is replaced without counting.
+func TestAMLetsWorkersOfDrainingNodesRun(t *testing.T) {
+	for _, state := range []string{"DECOMMISSIONING", "UNHEALTHY"} {
+		for _, end := range []int{0, yarn.ExitAborted} {
+			t.Run(fmt.Sprintf("%s/%s", state, exitText(end)), func(t *testing.T) {
+				c1, c2 := ctr(2, "nm1"), ctr(3, "nm2")
+				steps := []step{
+					alloc(c1),
+					func(yarn.AllocateRequest) (yarn.AllocateResponse, error) {
+						return yarn.AllocateResponse{UpdatedNodes: []yarn.NodeUpdate{{NodeID: c1.NodeID, State: state}}}, nil
+					},
+					func(req yarn.AllocateRequest) (yarn.AllocateResponse, error) {
+						if len(req.Release) != 0 || len(req.Asks) != 0 {
+							return yarn.AllocateResponse{}, fmt.Errorf("worker of a %s node given back or replaced: %+v", state, req)
+						}
+						return yarn.AllocateResponse{Completed: []yarn.Completed{{ID: c1.ID, ExitStatus: end}}}, nil
+					},
+				}
+				if end != 0 {
+					steps = append(steps, alloc(c2), complete(done(c2, 0)))
+				}
+				rm := &fakeRM{register: gpuLimits, steps: steps}
+				res, err, a := runAM(t, testConfig(1, 0), rm, &fakeNM{}, nil)
+				require.NoError(t, err)
+				require.Equal(t, yarn.StatusSucceeded, res.Status, res.Diagnostics)
+				require.Zero(t, a.Status().Failed)
+			})
+		}
 	}
 }
 
