@@ -384,6 +384,14 @@ func (a *AM) register(ctx context.Context) error {
 		a.nmTokens[t.NodeID] = t.Token
 	}
 	for _, c := range resp.PreviousContainers {
+		if a.workers.isReleased(c.ID) {
+			// Given back before the RM restarted, and recovered by it from
+			// its NodeManager: the release was lost with the RM's state.
+			if !slices.Contains(a.releases, c.ID) {
+				a.releases = append(a.releases, c.ID)
+			}
+			continue
+		}
 		a.classifiedLocked(c, true)
 	}
 	// After a (re-)registration the RM has forgotten asks and blacklist.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -256,4 +257,40 @@ func TestAMLearnsAdoptedWorkersDevices(t *testing.T) {
 	require.Equal(t, gpu("0"), st.Containers[0].Devices)
 	require.Equal(t, gpu("1"), st.Containers[1].Devices)
 	require.Equal(t, 0, rm.requests[0].Asks[0].Count, "nothing asked: both workers adopted")
+}
+
+// A container the AM gave back before an RM restart, which the restarted
+// RM recovered from its NodeManager (it lists it among the previous
+// attempt's containers at registration), is given back again (issue 24
+// item 9: it was left running for the rest of the application).
+func TestAMResendsReleasesAfterRMRestart(t *testing.T) {
+	c1, surplus := ctr(2, "nm1"), ctr(3, "nm2")
+	rm := &fakeRM{register: gpuLimits}
+	rm.steps = []step{
+		alloc(c1, surplus),
+		func(req yarn.AllocateRequest) (yarn.AllocateResponse, error) {
+			if !slices.Contains(req.Release, surplus.ID) {
+				return yarn.AllocateResponse{}, fmt.Errorf("surplus not released: %+v", req.Release)
+			}
+			return yarn.AllocateResponse{}, nil
+		},
+		func(req yarn.AllocateRequest) (yarn.AllocateResponse, error) {
+			// The RM restarted before it acted on the release it got, and
+			// recovered both containers from the NodeManagers.
+			rm.mu.Lock()
+			rm.register.PreviousContainers = []yarn.Container{c1, surplus}
+			rm.mu.Unlock()
+			return yarn.AllocateResponse{}, yarn.ErrApplicationMasterNotRegistered
+		},
+		func(req yarn.AllocateRequest) (yarn.AllocateResponse, error) {
+			return yarn.AllocateResponse{Completed: []yarn.Completed{{ID: surplus.ID, ExitStatus: yarn.ExitKilledByAM}}}, nil
+		},
+		complete(done(c1, 0)),
+	}
+	res, err, a := runAM(t, testConfig(1, 0), rm, &fakeNM{}, nil)
+	require.NoError(t, err)
+	require.Equal(t, yarn.StatusSucceeded, res.Status, res.Diagnostics)
+	require.Equal(t, 2, rm.registers)
+	require.Contains(t, rm.requests[3].Release, surplus.ID, "the release lost in the RM restart is sent again")
+	require.Equal(t, 1, a.Status().ContainersTotal, "the recovered surplus container is no worker")
 }
