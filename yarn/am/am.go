@@ -654,7 +654,15 @@ func (a *AM) started(ctx context.Context, w *worker, err error) {
 		a.releaseLocked(w.c.ID)
 		a.mu.Unlock()
 		a.log.WithFields(logrus.Fields{"container": w.c.ID, "node": w.c.NodeID}).WithError(err).Warn("starting container failed")
-		a.failed(ctx, w, yarn.ExitInvalid, fmt.Sprintf("could not start container: %v", err), false)
+		// A NodeManager that refused this container counts as a failure
+		// of the worker; one that did not answer is the node's fault: its
+		// containers are replaced elsewhere and it is blacklisted, so it
+		// receives no more while the RM still reports it RUNNING.
+		cause := yarn.CauseNode
+		if ce := (*yarn.ContainerError)(nil); errors.As(err, &ce) {
+			cause = yarn.CauseApp
+		}
+		a.failed(ctx, w, yarn.ExitInvalid, cause, fmt.Sprintf("could not start container: %v", err), false)
 		return
 	}
 	a.workers.set(w, StateRunning)
@@ -711,15 +719,14 @@ func (a *AM) completed(ctx context.Context, st yarn.Completed) {
 		return
 	}
 	a.mu.Unlock()
-	a.failed(ctx, w, st.ExitStatus, st.Diagnostics, true)
+	a.failed(ctx, w, st.ExitStatus, yarn.ExitCauseOf(st.ExitStatus), st.Diagnostics, true)
 }
 
 // failed records a failed worker and decides: replace it, blacklist its
 // node, or fail the application.
-func (a *AM) failed(ctx context.Context, w *worker, exit int, diag string, ran bool) {
+func (a *AM) failed(ctx context.Context, w *worker, exit int, cause yarn.ExitCause, diag string, ran bool) {
 	log := a.log.WithFields(logrus.Fields{"container": w.c.ID, "node": w.c.NodeID, "exit": exit})
 	g := w.g
-	cause := yarn.ExitCauseOf(exit)
 	badNode := slices.Contains(a.cfg.BadNodeExits, exit)
 	a.mu.Lock()
 	// The stderr of a group's first failure is quoted if the application
@@ -762,8 +769,9 @@ func (a *AM) failed(ctx context.Context, w *worker, exit int, diag string, ran b
 		}()
 	}
 	if cause != yarn.CauseApp {
-		// Not the worker's fault (yarn.ExitCauseOf): replaced without
-		// counting; a node whose disks failed is not asked again.
+		// Not the worker's fault (yarn.ExitCauseOf, or a NodeManager that
+		// did not answer): replaced without counting; a node whose disks
+		// failed or that cannot start containers is not asked again.
 		log.WithField("status", exitText(exit)).Warn("the cluster ended the worker; replacing it")
 		if cause == yarn.CauseNode {
 			a.blacklistLocked(w)

@@ -3,7 +3,9 @@ package am
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -560,4 +562,36 @@ func TestAMFetchesStderrOffTheHeartbeat(t *testing.T) {
 	require.Equal(t, yarn.StatusFailed, res.Status)
 	require.Contains(t, res.Diagnostics, "first failure: container "+c1.ID)
 	require.Contains(t, res.Diagnostics, "last 1 stderr lines:\nRuntimeError: CUDA out of memory")
+}
+
+// A NodeManager that does not answer (an RPC failure, not a refusal of one
+// container) fails none of the workers it could not start (issue 24 item
+// 3: each counted, so one unreachable node spent yarn.maximum-failed-
+// containers): they are replaced elsewhere and the node is blacklisted. A
+// NodeManager that refuses a container still counts it.
+func TestAMUnreachableNodeManagerIsBlacklisted(t *testing.T) {
+	c1, c2, c3, c4 := ctr(2, "nm1"), ctr(3, "nm1"), ctr(4, "nm2"), ctr(5, "nm2")
+	down := fmt.Errorf("call startContainers on nm1:8041: %w", syscall.ECONNREFUSED)
+	rm := &fakeRM{register: gpuLimits, steps: []step{
+		alloc(c1, c2),
+		func(req yarn.AllocateRequest) (yarn.AllocateResponse, error) {
+			return yarn.AllocateResponse{Allocated: []yarn.Container{c3, c4}}, nil
+		},
+		complete(done(c3, 0), done(c4, 0)),
+	}}
+	nm := &fakeNM{startErr: map[string]error{c1.ID: down, c2.ID: down}}
+	res, err, a := runAM(t, testConfig(2, 0), rm, nm, nil)
+	require.NoError(t, err)
+	require.Equal(t, yarn.StatusSucceeded, res.Status, res.Diagnostics)
+	require.Zero(t, a.Status().Failed)
+	require.Equal(t, []string{"nm1"}, a.Status().Blacklist)
+	require.ElementsMatch(t, []string{c1.ID, c2.ID}, rm.requests[1].Release)
+	require.Equal(t, []string{"nm1"}, rm.requests[1].BlacklistAdd)
+
+	refused := &yarn.ContainerError{Container: c1.ID, Class: "org.apache.hadoop.yarn.exceptions.InvalidToken", Message: "NMToken expired"}
+	rm = &fakeRM{register: gpuLimits, steps: []step{alloc(c1)}}
+	res, err, _ = runAM(t, testConfig(1, 0), rm, &fakeNM{startErr: map[string]error{c1.ID: refused}}, nil)
+	require.NoError(t, err)
+	require.Equal(t, yarn.StatusFailed, res.Status)
+	require.Contains(t, res.Diagnostics, "NMToken expired")
 }
