@@ -517,13 +517,23 @@ func amLogCount(c *harness.Cluster, app, s string) int {
 	return n
 }
 
-// Fault 7: the RM rolls its AMRMToken master key every 10 s (the AM expiry
-// interval is then 2.8 s): the AM takes each new token and keeps
-// heartbeating through several rolls; the application SUCCEEDS.
+// Fault 7: the RM rolls its AMRMToken master key every 10 s and activates the
+// new key 5 s later (1.5 × the AM expiry interval, then 3.3 s), after which
+// the old key is gone: a token of it no longer authenticates a connection.
+// The AM reaches the scheduler only through a fault proxy; once the RM has
+// rolled twice (the submission's token is dead), the proxy resets the AM's
+// connection, so the AM must reconnect with the token of the current key.
+// An AM that ignored the rolled tokens passed the old version of this test
+// (its first connection stayed up) and fails this one: its reconnects are
+// refused ("Invalid AMRMToken") and it never heartbeats again.
 func TestFaultAMRMTokenRolled(t *testing.T) {
 	c := harness.StartExtra(t, map[string]string{"XRES_MINICLUSTER_AMRM_ROLL_SECS": "10", "XRES_MINICLUSTER_NODEMANAGERS": "1"})
+	require.Equal(t, "10", rmConf(t, c, "yarn.resourcemanager.am-rm-tokens.master-key-rolling-interval-secs"), "the RM's rolling interval")
+	sched := c.Env["XRES_RM_SCHEDULER_ADDRESS"]
+	require.NotEmpty(t, sched, "XRES_RM_SCHEDULER_ADDRESS in cluster.env")
+	proxy := harness.StartProxy(t, "127.0.0.1:0", sched)
 	dir := t.TempDir()
-	cfg := writeAMConf(t, dir, 2)
+	cfg := writeAMConf(t, dir, 2, "flink.yarn.resourcemanager.scheduler.address: "+proxy.Addr())
 	release := filepath.Join(dir, "release")
 
 	ctx, cancel := context.WithTimeout(context.Background(), faultTimeout)
@@ -535,7 +545,7 @@ func TestFaultAMRMTokenRolled(t *testing.T) {
 
 	waitWorkersRunning(t, ctx, c, app, 1, 2*time.Minute)
 	start := time.Now()
-	const rolls = 3
+	const rolls = 2
 	eventually(t, 3*time.Minute, fmt.Sprintf("%d AMRMToken rolls taken in", rolls), func() (bool, string) {
 		a, err := getRMApp(ctx, c, app)
 		if err != nil {
@@ -545,10 +555,25 @@ func TestFaultAMRMTokenRolled(t *testing.T) {
 		n := amLogCount(c, app, "rolled the AMRMToken")
 		return n >= rolls, fmt.Sprintf("%d rolls", n)
 	})
-	t.Logf("recovery: %d AMRMToken rolls taken in within %s, the AM heartbeating throughout", rolls, time.Since(start).Round(time.Millisecond))
+	// The second roll's key is activated 5 s after it was made; by then
+	// only its token and the next one authenticate.
+	time.Sleep(6 * time.Second)
+	before := proxy.Stats()
+	proxy.ResetConns()
+	t.Logf("%d rolls taken in within %s; reset the AM's scheduler connection: %s", rolls, time.Since(start).Round(time.Millisecond), before)
+	// The RM expires an attempt silent for 3.3 s: an AM that cannot
+	// authenticate its new connection ends the application within that.
+	time.Sleep(15 * time.Second)
+	a, err := getRMApp(ctx, c, app)
+	require.NoError(t, err)
+	require.Equal(t, "RUNNING", a.State, "the application after the reconnect: %+v", a)
+	after := proxy.Stats()
+	require.Greater(t, after.Accepted, before.Accepted, "the AM reconnected: %s", after)
+	require.Greater(t, after.ToClient, before.ToClient, "the RM answered the AM after the reset: %s", after)
 	st, err := amStatusOf(ctx, c, app)
 	require.NoError(t, err)
 	require.Len(t, runningWorkers(st), 1)
+	t.Logf("recovery: the AM heartbeats again on a new connection %s after the reset", time.Since(start).Round(time.Millisecond))
 
 	releaseAndSucceed(t, p, app, release)
 }

@@ -152,10 +152,10 @@ func TestClusterDistinctHosts(t *testing.T) {
 	require.Len(t, hosts, want, "distinct hosts")
 }
 
-// TestFaultsRMRestartAndNMKill: four NodeManagers, the label gpu on two; an RM restart keeps
+// TestHarnessRMRestartAndNMKill: four NodeManagers, the label gpu on two; an RM restart keeps
 // a running container (work-preserving) and every node re-registers; nm-kill makes its node
 // LOST at the RM and ends its containers; nm-start brings the same node id back.
-func TestFaultsRMRestartAndNMKill(t *testing.T) {
+func TestHarnessRMRestartAndNMKill(t *testing.T) {
 	c := harness.StartExtra(t, map[string]string{
 		"XRES_MINICLUSTER_NODEMANAGERS": "4",
 		"XRES_MINICLUSTER_LABEL_NODES":  "1,3",
@@ -239,10 +239,10 @@ func TestFaultsRMRestartAndNMKill(t *testing.T) {
 	})
 }
 
-// TestFaultsRMFailover: the HA profile; after rm-failover the other RM is active, the old
+// TestHarnessRMFailover: the HA profile; after rm-failover the other RM is active, the old
 // one standby, the NodeManagers follow, and an RPC client given the written yarn-site.xml
 // (both RMs listed) reaches the new active RM and finds the application submitted before.
-func TestFaultsRMFailover(t *testing.T) {
+func TestHarnessRMFailover(t *testing.T) {
 	c := harness.StartExtra(t, map[string]string{"XRES_MINICLUSTER_HA": "1"})
 	rm1, rm2 := c.Env["XRES_RM1_WEBAPP_URL"], c.Env["XRES_RM2_WEBAPP_URL"]
 	require.NotEmpty(t, rm1)
@@ -302,13 +302,3 @@ func rmConf(t *testing.T, c *harness.Cluster, key string) string {
 	return string(m[1])
 }
 
-// TestFaultsAMRMTokenRolling: XRES_MINICLUSTER_AMRM_ROLL_SECS reaches the RM, with the AM
-// expiry interval the RM demands beside it (the interval must exceed 3 x that expiry, or the
-// RM refuses to start). The suite's cluster keeps Hadoop's default.
-func TestFaultsAMRMTokenRolling(t *testing.T) {
-	const rolling = "yarn.resourcemanager.am-rm-tokens.master-key-rolling-interval-secs"
-	require.Equal(t, "86400", rmConf(t, harness.Get(t), rolling))
-	c := harness.StartExtra(t, map[string]string{"XRES_MINICLUSTER_AMRM_ROLL_SECS": "10", "XRES_MINICLUSTER_NODEMANAGERS": "1"})
-	require.Equal(t, "10", rmConf(t, c, rolling))
-	require.Equal(t, "2833", rmConf(t, c, "yarn.am.liveness-monitor.expiry-interval-ms"))
-}

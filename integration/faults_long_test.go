@@ -11,7 +11,10 @@ package integration
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -119,4 +122,83 @@ func TestFaultSlowNodeManager(t *testing.T) {
 
 	releaseAndSucceed(t, p, app, release)
 	requireStartedOnce(t, dir, 2)
+}
+
+// A NodeManager the AM cannot reach while the RM still reports it RUNNING
+// (its container-management port resets every new connection; its heartbeats
+// to the RM go on): the worker the RM places there does not count as
+// failed (yarn.maximum-failed-containers=0: before, that first failed
+// start ended the application), the node is blacklisted for
+// xres.yarn.blacklist.timeout, and once it answers again and the
+// blacklisting has expired the replacement runs there.
+//
+// The RM's AM launcher reaches the node through the same proxy, so the proxy
+// refuses only once the AM's own container is started: at once if the RM put
+// the AM on the other node, after the launcher's connection if on this one
+// (the AM cannot connect before its container runs).
+func TestFaultUnreachableNodeManager(t *testing.T) {
+	c := harness.StartExtra(t, map[string]string{"XRES_MINICLUSTER_PROXIED_NODES": "1"})
+	proxy := c.NMProxy(t, 1)
+	host1, _, _ := strings.Cut(c.NodeID(1), ":")
+
+	dir := t.TempDir()
+	cfg := writeAMConf(t, dir, 4)
+	release := filepath.Join(dir, "release")
+	ctx, cancel := context.WithTimeout(context.Background(), faultTimeout)
+	defer cancel()
+	// Each worker takes a NodeManager's 2 GPUs: the RM must place one on
+	// the unreachable node.
+	p := startAMOn(t, c, ctx, append([]string{"submit", "--conf", cfg, "-D", "external-resource.gpu.amount=2", "--workers", "2",
+		"-D", "yarn.maximum-failed-containers=0", "-D", "xres.yarn.blacklist.timeout=20s",
+		"--name", "xres-it-fault-unreachable-nm", "--"}, countingWorker(dir, release)...)...)
+	app := p.appID(t)
+	c.KeepAppLogs(t, app)
+	killOnCleanup(t, c, app, release)
+
+	amNode := ""
+	eventually(t, 2*time.Minute, "the AM's container allocated", func() (bool, string) {
+		amNode = amContainerNode(ctx, c, app)
+		return amNode != "", "no AM container yet"
+	})
+	if amNode == c.NodeID(1) {
+		eventually(t, 2*time.Minute, "the RM's AM launcher through the proxy", func() (bool, string) {
+			st := proxy.Stats()
+			return st.Accepted > 0, st.String()
+		})
+	}
+	proxy.Refuse()
+	t.Logf("AM on %s; the proxy refuses new connections from now: %s", amNode, proxy.Stats())
+
+	eventually(t, 3*time.Minute, "the unreachable node blacklisted", func() (bool, string) {
+		st, err := amStatusOf(ctx, c, app)
+		if err != nil {
+			return false, err.Error()
+		}
+		return slices.Contains(st.Blacklist, host1), fmt.Sprintf("state %s, blacklist %v, failed %d", st.State, st.Blacklist, st.Failed)
+	})
+	require.Positive(t, proxy.Stats().Refused, "the AM tried the node: %s", proxy.Stats())
+	proxy.Pass()
+	waitWorkersRunning(t, ctx, c, app, 2, 3*time.Minute)
+	st, err := amStatusOf(ctx, c, app)
+	require.NoError(t, err)
+	require.Zero(t, st.Failed, "a node that did not answer is no failure of the worker")
+	releaseAndSucceed(t, p, app, release)
+}
+
+// amContainerNode is the node id of the application's current AM container, or "" while
+// the RM has not allocated one (or its REST API did not answer).
+func amContainerNode(ctx context.Context, c *harness.Cluster, app string) string {
+	var r struct {
+		AppAttempts struct {
+			AppAttempt harness.List[attempt] `json:"appAttempt"`
+		} `json:"appAttempts"`
+	}
+	if err := restGet(ctx, c, "/ws/v1/cluster/apps/"+url.PathEscape(app)+"/appattempts", &r); err != nil {
+		return ""
+	}
+	as := r.AppAttempts.AppAttempt
+	if len(as) == 0 {
+		return ""
+	}
+	return as[len(as)-1].NodeID
 }

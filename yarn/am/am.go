@@ -77,8 +77,7 @@ type Config struct {
 	BlacklistExpiry time.Duration
 	RequestTimeout  time.Duration
 
-	OnAMRMToken func(security.Token) // called with each rolled AMRMToken
-	Log         logrus.FieldLogger
+	Log logrus.FieldLogger
 	// After waits for the next heartbeat; nil means time.After. Tests pass
 	// a function returning a ready channel.
 	After func(time.Duration) <-chan time.Time
@@ -464,10 +463,6 @@ func (a *AM) delivered(req yarn.AllocateRequest) {
 // handle takes in one heartbeat's answer. Its bookkeeping costs O(1) per
 // container; the starts it queues run on their own goroutines (sctx).
 func (a *AM) handle(ctx, sctx context.Context, resp yarn.AllocateResponse) {
-	if resp.AMRMToken != nil && a.cfg.OnAMRMToken != nil {
-		a.log.Info("AMRMToken rolled over")
-		a.cfg.OnAMRMToken(*resp.AMRMToken)
-	}
 	a.mu.Lock()
 	a.nodesLocked(resp)
 	for _, t := range resp.NMTokens {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
 	"github.com/xres/xres/yarn"
 	"github.com/xres/xres/yarn/security"
 )
@@ -285,23 +286,6 @@ func TestAMRejectsProfileBeforeAsking(t *testing.T) {
 	require.Contains(t, res.Diagnostics, "resource gpu (external-resource.gpu.yarn.config-key=yarn.io/gpu): asked 1 per worker, the largest container the cluster allows has 0")
 	require.Empty(t, rm.requests)
 	require.Len(t, rm.finished, 1)
-}
-
-func TestAMHandsRolledToken(t *testing.T) {
-	c1 := ctr(2, "nm1")
-	rolled := security.Token{Kind: "YARN_AM_RM_TOKEN", Identifier: []byte("new"), Password: []byte("secret")}
-	rm := &fakeRM{register: gpuLimits, steps: []func(yarn.AllocateRequest) (yarn.AllocateResponse, error){
-		func(yarn.AllocateRequest) (yarn.AllocateResponse, error) {
-			return yarn.AllocateResponse{Allocated: []yarn.Container{c1}, AMRMToken: &rolled}, nil
-		},
-		complete(done(c1, 0)),
-	}}
-	var got []security.Token
-	cfg := testConfig(1, 1)
-	cfg.OnAMRMToken = func(t security.Token) { got = append(got, t) }
-	_, err, _ := runAM(t, cfg, rm, &fakeNM{}, nil)
-	require.NoError(t, err)
-	require.Equal(t, []security.Token{rolled}, got)
 }
 
 func TestAMShutdownAndErrors(t *testing.T) {

@@ -31,8 +31,7 @@ type amClients struct {
 	RM           am.RMClient
 	NM           am.NMClient
 	Logs         am.LogFetcher // may be nil
-	OnAMRMToken  func(security.Token)
-	WorkerTokens []byte // HDTS credentials for the workers (the AM's, less the AMRMToken); nil if none
+	WorkerTokens []byte        // HDTS credentials for the workers (the AM's, less the AMRMToken); nil if none
 	// RMMaxWait and RMRetryInterval: how the AM waits out an unreachable RM
 	// (yarn.RMConnectPolicy); zero: am's defaults, Hadoop's.
 	RMMaxWait, RMRetryInterval time.Duration
@@ -261,7 +260,6 @@ func cmdRun(ctx context.Context, args []string, e *env) error {
 		RequestTimeout:   set.RequestTimeout,
 		RMMaxWait:        clients.RMMaxWait,
 		RMRetryInterval:  clients.RMRetryInterval,
-		OnAMRMToken:      clients.OnAMRMToken,
 		Log:              e.log,
 		SubmitTime:       submitTime(e.getenv("APP_SUBMIT_TIME_ENV")),
 		PeakRSS:          am.PeakRSSKiB,
