@@ -161,7 +161,7 @@ func TestFaultDiscoveryFailsEverywhere(t *testing.T) {
 // more worker containers than asked, and the application SUCCEEDS.
 func TestFaultRMRestartWhileRunning(t *testing.T) {
 	c := harness.Get(t)
-	rmFaultWhileRunning(t, c, "rm-restart", c.RMRestart, true)
+	rmFaultWhileRunning(t, c, "rm-restart", c.RMRestart, 0, true)
 }
 
 // Fault 3: in the HA profile (rm1 active, rm2 standby) the RMs fail over
@@ -171,7 +171,7 @@ func TestFaultRMFailover(t *testing.T) {
 	c := harness.StartExtra(t, map[string]string{"XRES_MINICLUSTER_HA": "1"})
 	// The HA profile's RM web proxy answers 404 for the tracking page, so
 	// the workers are followed in the RM's container list alone.
-	rmFaultWhileRunning(t, c, "rm-failover", c.RMFailover, false)
+	rmFaultWhileRunning(t, c, "rm-failover", c.RMFailover, 0, false)
 }
 
 // rmFaultWhileRunning runs 2 workers on c, causes fault (named what) once
@@ -180,13 +180,13 @@ func TestFaultRMFailover(t *testing.T) {
 // application SUCCEEDS; it returns the application's id. viaAM: the running workers are those the AM's
 // tracking page shows; otherwise those RUNNING in the RM's container list
 // whose command has started.
-func rmFaultWhileRunning(t *testing.T, c *harness.Cluster, what string, fault func(context.Context) (string, error), viaAM bool) (app string) {
+func rmFaultWhileRunning(t *testing.T, c *harness.Cluster, what string, fault func(context.Context) (string, error), down time.Duration, viaAM bool) (app string) {
 	dir := t.TempDir()
 	cfg := writeAMConf(t, dir, 4)
 	release := filepath.Join(dir, "release")
 	const workers = 2
 
-	ctx, cancel := context.WithTimeout(context.Background(), faultTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), faultTimeout+down)
 	defer cancel()
 	p := startAMOn(t, c, ctx, append([]string{"submit", "--conf", cfg, "--workers", fmt.Sprint(workers), "--name", "xres-it-fault-" + what, "--"},
 		countingWorker(dir, release)...)...)

@@ -27,9 +27,15 @@ import (
 // yarn.resourcemanager.connect.* policy, 15 min), the workers run on, and once the RM is
 // back the AM registers again, the same workers are listed, none started twice, and the
 // application SUCCEEDS. Before the AM followed that policy it gave up after ~11 s.
-func TestFaultRMDown90s(t *testing.T) {
+func TestFaultRMDown90s(t *testing.T) { rmDown(t, 90*time.Second) }
+
+// The same for 5 minutes, an RM host rebooted or a slow failover by hand: still inside
+// Hadoop's 15 min connect.max-wait.ms, so the AM waits and the same workers run on.
+func TestFaultRMDown5m(t *testing.T) { rmDown(t, 5*time.Minute) }
+
+func rmDown(t *testing.T, d time.Duration) {
 	c := harness.Get(t)
-	app := rmFaultWhileRunning(t, c, "rm-down-90s", c.RMRestartDown(90*time.Second), true)
+	app := rmFaultWhileRunning(t, c, fmt.Sprintf("rm-down-%s", d), c.RMRestartDown(d), d, true)
 	require.Positive(t, amLogCount(c, app, "heartbeat failed; workers keep running"), "the AM saw the RM go")
 }
 
