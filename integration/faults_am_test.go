@@ -573,7 +573,7 @@ func TestFaultAMRMTokenRolled(t *testing.T) {
 	st, err := amStatusOf(ctx, c, app)
 	require.NoError(t, err)
 	require.Len(t, runningWorkers(st), 1)
-	t.Logf("recovery: the AM heartbeats again on a new connection %s after the reset", time.Since(start).Round(time.Millisecond))
+	t.Logf("recovery: the AM heartbeating on a new connection, %s after the first worker ran", time.Since(start).Round(time.Millisecond))
 
 	releaseAndSucceed(t, p, app, release)
 }
