@@ -1,0 +1,59 @@
+package main
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestReadmeNamesRealTests: every test the README names as proof (the fault
+// table's last column, the feature notes) is a test function of the repo, so
+// a renamed or dropped test cannot leave a row pointing at nothing.
+func TestReadmeNamesRealTests(t *testing.T) {
+	root := filepath.Join("..", "..", "..")
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	require.NoError(t, err)
+	named := map[string]bool{}
+	for _, m := range regexp.MustCompile("`(Test[A-Z][A-Za-z0-9_]*)`").FindAllSubmatch(readme, -1) {
+		named[string(m[1])] = true
+	}
+	require.NotEmpty(t, named, "the README names no test")
+
+	declared := map[string]bool{}
+	fn := regexp.MustCompile(`(?m)^func (Test[A-Za-z0-9_]*)\(`)
+	require.NoError(t, filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			switch d.Name() {
+			case ".git", "target", "work", "node_modules", ".logs":
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, m := range fn.FindAllSubmatch(b, -1) {
+			declared[string(m[1])] = true
+		}
+		return nil
+	}))
+	var missing []string
+	for name := range named {
+		if !declared[name] {
+			missing = append(missing, name)
+		}
+	}
+	require.Empty(t, missing, "README.md names tests that do not exist")
+}
