@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
 	"github.com/xres/xres/yarn"
 	"github.com/xres/xres/yarn/security"
 )
