@@ -39,7 +39,10 @@ type amClients struct {
 	// Cleanup removes the staging folder once the application is over
 	// (the client does it too when it follows the application); may be nil.
 	Cleanup func(ctx context.Context, dir string) error
-	Close   func()
+	// State keeps the AM's state for a next attempt (the staging folder's
+	// am.StateFile); nil where the AM cannot write there.
+	State am.StateStore
+	Close func()
 }
 
 // deps are the cluster clients am is wired to (defaultDeps); tests leave
@@ -149,18 +152,34 @@ func rpcAMClients(ctx context.Context, getenv func(string) string, ae submit.AME
 		defer closeFS()
 		return submit.Stager{FS: fs}.Cleanup(ctx, dir)
 	}
+	var state *stagingState
 	if creds.Select(security.KindHDFSDelegation, "") != nil {
 		// A Kerberized cluster: the HDFS client cannot authenticate with a
-		// delegation token, so the submitting client removes the folder.
+		// delegation token, so the submitting client removes the folder
+		// (and a next attempt of the AM has no saved state).
 		cleanup = nil
+	} else if ae.StagingDir != "" {
+		state = &stagingState{dir: ae.StagingDir, dial: func() (stateFS, func(), error) {
+			c, err := submit.DialHDFS(hc, yarn.CurrentUser(getenv), nil)
+			if err != nil {
+				return nil, nil, err
+			}
+			return hdfsStateFS{c}, func() { _ = c.Close() }, nil
+		}}
+	}
+	var stateStore am.StateStore
+	closeState := func() {}
+	if state != nil {
+		stateStore, closeState = state, state.Close
 	}
 	return amClients{
+		State:        stateStore,
 		Cleanup:      cleanup,
 		RM:           am.NewRPCRMClient(rm),
 		NM:           am.NewRPCNMClient(nm),
 		Logs:         am.NMWebLogs{User: getenv("USER")},
 		WorkerTokens: workerTokens,
-		Close:        func() { _ = rm.Close(); _ = nm.Close() },
+		Close:        func() { _ = rm.Close(); _ = nm.Close(); closeState() },
 
 		RMMaxWait:       maxWait,
 		RMRetryInterval: retry,
@@ -265,6 +284,7 @@ func cmdRun(ctx context.Context, args []string, e *env) error {
 		Log:              e.log,
 		SubmitTime:       submitTime(e.getenv("APP_SUBMIT_TIME_ENV")),
 		PeakRSS:          am.PeakRSSKiB,
+		State:            clients.State,
 	}, rmc, clients.NM, clients.Logs)
 	if err != nil {
 		l.Close()
