@@ -94,6 +94,11 @@ type Config struct {
 	// the workers that finished and those it started. nil: a next attempt
 	// starts from the containers the RM hands it alone.
 	State StateStore
+	// Nodes lists the cluster's NodeManagers: the AM fails as hopeless
+	// once every host that can run a group's ask (distinct hosts, within
+	// its node label) is blacklisted. nil: once the blacklisted hosts are
+	// as many as the RM's NodeManagers.
+	Nodes NodeLister
 	// FinishedHistory is how many finished workers Status lists, the
 	// newest (DefaultFinishedHistory); the counts cover every worker.
 	FinishedHistory int
@@ -172,6 +177,10 @@ type AM struct {
 	saver        *stateSaver
 	savedVersion int                  // roster version of the last snapshot saved
 	prevLive     map[string]savedLive // workers the earlier attempt saved as running, not (yet) adopted
+
+	nodes      []yarn.NodeReport // the cluster's nodes (Config.Nodes); nil: not known
+	nodesStale bool              // the blacklist or the cluster changed since nodes was read
+	nodesRead  bool              // nodes was read (or tried) once
 }
 
 // New builds an AM. logs may be nil (diagnostics then carry no stderr).
@@ -333,6 +342,7 @@ func (a *AM) Run(ctx context.Context) (Result, error) {
 				return Result{}, ErrShutdown
 			}
 			a.handle(ctx, sctx, resp)
+			a.refreshNodes(ctx)
 			if r := a.outcome(); r != nil {
 				stopStarts()
 				a.stopRunning(ctx, r)
@@ -874,8 +884,7 @@ func (a *AM) endsApplicationLocked(w *worker, exit int, cause yarn.ExitCause, ba
 	if slices.Contains(a.cfg.BadJobExits, exit) || w.g.failures+1 > w.g.Plan.MaxFailedContainers {
 		return true
 	}
-	host := w.c.Host()
-	return badNode && a.clusterNodes > 0 && !a.blacklist[host] && len(a.blacklist)+1 >= a.clusterNodes
+	return badNode && a.lastHostLocked(w.g, w.c.Host())
 }
 
 // pendingTailsLocked lists the background stderr fetches a diagnostic of

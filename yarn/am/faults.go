@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -37,7 +38,13 @@ const blacklistTail = 3
 // run beside their replacements.
 func (a *AM) nodesLocked(resp yarn.AllocateResponse) {
 	if resp.ClusterNodes > 0 {
+		if resp.ClusterNodes != a.clusterNodes {
+			a.nodesStale = true
+		}
 		a.clusterNodes = resp.ClusterNodes
+	}
+	if len(resp.UpdatedNodes) > 0 {
+		a.nodesStale = true
 	}
 	gone := map[string]string{}
 	for _, u := range resp.UpdatedNodes {
@@ -72,6 +79,9 @@ func (a *AM) blacklistLocked(w *worker) {
 	host := w.c.Host()
 	if a.blUntil == nil {
 		a.blUntil, a.blBy = map[string]time.Time{}, map[string]*worker{}
+	}
+	if !a.blacklist[host] {
+		a.nodesStale = true
 	}
 	a.blacklist[host] = true
 	if a.cfg.BlacklistExpiry > 0 {
@@ -128,10 +138,23 @@ func (a *AM) hopelessLocked() *Result {
 		a.waitingSince = time.Time{}
 		return nil
 	}
-	if a.clusterNodes > 0 && len(a.blacklist) >= a.clusterNodes {
+	if a.nodes == nil && a.clusterNodes > 0 && len(a.blacklist) >= a.clusterNodes {
 		return &Result{Status: yarn.StatusFailed, Diagnostics: fmt.Sprintf(
 			"no node can run a worker: all %d nodes of the cluster are blacklisted after their container-launcher failed: %s",
 			a.clusterNodes, a.blacklistTextLocked())}
+	}
+	for _, g := range needy {
+		hosts := a.hostsForLocked(g)
+		if len(hosts) == 0 || slices.ContainsFunc(hosts, func(h string) bool { return !a.blacklist[h] }) {
+			continue
+		}
+		where := "of the cluster"
+		if l := g.Plan.NodeLabel; l != "" {
+			where = "with node label " + l
+		}
+		return &Result{Status: yarn.StatusFailed, Diagnostics: fmt.Sprintf(
+			"no node can run a worker%s: all %d hosts %s (%s) are blacklisted after their container-launcher failed: %s",
+			g.label(), len(hosts), where, strings.Join(hosts, ", "), a.blacklistTextLocked())}
 	}
 	now := a.cfg.Now()
 	if n := a.workers.len(); a.waitingSince.IsZero() || n != a.waitedWorkers {
@@ -158,6 +181,76 @@ func (a *AM) hopelessLocked() *Result {
 		return &Result{Status: yarn.StatusFailed, Diagnostics: d}
 	}
 	return nil
+}
+
+// NodeLister lists the cluster's NodeManagers (getClusterNodes), for the
+// hopeless check: which hosts can run a group's ask. *yarn.Client is one.
+type NodeLister interface {
+	GetClusterNodes(ctx context.Context, states ...string) ([]yarn.NodeReport, error)
+}
+
+// usableNode says whether a node in state may still run a worker.
+func usableNode(state string) bool {
+	return !goneNodeStates[state] && state != "DECOMMISSIONING"
+}
+
+// hostsForLocked are the distinct hosts that can run g's ask, sorted: those
+// of the usable nodes within its node label (any node for the default
+// partition: a non-exclusive label serves it too). nil while the AM has
+// no node list (Config.Nodes nil, or not answered yet).
+func (a *AM) hostsForLocked(g *group) []string {
+	if a.nodes == nil {
+		return nil
+	}
+	seen := map[string]struct{}{}
+	for _, n := range a.nodes {
+		if !usableNode(n.State) || (g.Plan.NodeLabel != "" && !slices.Contains(n.Labels, g.Plan.NodeLabel)) {
+			continue
+		}
+		seen[yarn.Container{NodeID: n.ID}.Host()] = struct{}{}
+	}
+	return sortedKeys(seen)
+}
+
+// lastHostLocked says whether blacklisting host leaves g no host to run on.
+func (a *AM) lastHostLocked(g *group, host string) bool {
+	if a.blacklist[host] {
+		return false
+	}
+	if a.nodes == nil {
+		return a.clusterNodes > 0 && len(a.blacklist)+1 >= a.clusterNodes
+	}
+	hosts := a.hostsForLocked(g)
+	return slices.Contains(hosts, host) && !slices.ContainsFunc(hosts, func(h string) bool { return h != host && !a.blacklist[h] })
+}
+
+// refreshNodes reads the node list (Config.Nodes) at the first heartbeat,
+// and again while hosts are blacklisted when the blacklist or the cluster
+// changed since the last read, off the AM's lock. A failed read keeps the
+// last list.
+func (a *AM) refreshNodes(ctx context.Context) {
+	a.mu.Lock()
+	stale := a.cfg.Nodes != nil && (!a.nodesRead || a.nodesStale && len(a.blacklist) > 0)
+	if stale {
+		a.nodesRead, a.nodesStale = true, false
+	}
+	a.mu.Unlock()
+	if !stale {
+		return
+	}
+	cctx, cancel := context.WithTimeout(ctx, a.cfg.CallTimeout)
+	nodes, err := a.cfg.Nodes.GetClusterNodes(cctx)
+	cancel()
+	if err != nil {
+		a.log.WithError(err).Warn("could not list the cluster's nodes; the blacklist is compared with the node count")
+		return
+	}
+	if nodes == nil {
+		nodes = []yarn.NodeReport{}
+	}
+	a.mu.Lock()
+	a.nodes = nodes
+	a.mu.Unlock()
 }
 
 func (a *AM) blacklistTextLocked() string {

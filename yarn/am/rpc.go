@@ -10,6 +10,7 @@ var (
 	_ NMClient      = (*yarn.NMClient)(nil)
 	_ BatchStarter  = (*yarn.NMClient)(nil)
 	_ StatusChecker = (*yarn.NMClient)(nil)
+	_ NodeLister    = (*yarn.Client)(nil)
 )
 
 // WorkerPriority is the YARN priority of the worker ask.

@@ -42,6 +42,9 @@ type amClients struct {
 	// State keeps the AM's state for a next attempt (the staging folder's
 	// am.StateFile); nil where the AM cannot write there.
 	State am.StateStore
+	// Nodes lists the cluster's nodes for the hopeless check; nil where
+	// the AM cannot reach the RM's client protocol.
+	Nodes am.NodeLister
 	Close func()
 }
 
@@ -172,7 +175,21 @@ func rpcAMClients(ctx context.Context, getenv func(string) string, ae submit.AME
 	if state != nil {
 		stateStore, closeState = state, state.Close
 	}
+	// The node list comes over the RM's client protocol, with SIMPLE
+	// authentication: on a Kerberized cluster the AM has no ticket for it,
+	// and compares the blacklist with the RM's count of NodeManagers.
+	var nodes am.NodeLister
+	if cleanup != nil {
+		if caddrs, err := yarn.RMAddresses(hc, yarn.RMClient); err == nil {
+			if c, err := yarn.NewClient(yarn.ClientConfig{Addrs: caddrs, User: yarn.CurrentUser(getenv), Log: log}); err == nil {
+				nodes = c
+				prev := closeState
+				closeState = func() { prev(); _ = c.Close() }
+			}
+		}
+	}
 	return amClients{
+		Nodes:        nodes,
 		State:        stateStore,
 		Cleanup:      cleanup,
 		RM:           am.NewRPCRMClient(rm),
@@ -285,6 +302,7 @@ func cmdRun(ctx context.Context, args []string, e *env) error {
 		SubmitTime:       submitTime(e.getenv("APP_SUBMIT_TIME_ENV")),
 		PeakRSS:          am.PeakRSSKiB,
 		State:            clients.State,
+		Nodes:            clients.Nodes,
 	}, rmc, clients.NM, clients.Logs)
 	if err != nil {
 		l.Close()
