@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"path"
 	"sync"
+	"time"
 
 	"github.com/colinmarc/hdfs/v2"
 
@@ -108,6 +109,26 @@ func (s *stagingState) Load(ctx context.Context) ([]byte, error) {
 	return data, nil
 }
 
+// closeWritten closes a file written to HDFS, again while the NameNode
+// answers that its last block is still replicating (the client's Close
+// returns ErrReplicating until it is; calling it again retries), pausing
+// 50 ms and doubling, at most 20 times.
+func closeWritten(ctx context.Context, w io.Closer) error {
+	pause := 50 * time.Millisecond
+	for try := 1; ; try++ {
+		err := w.Close()
+		if !hdfs.IsErrReplicating(err) || try == 20 {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w (still replicating when %w)", err, ctx.Err())
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, 2*time.Second)
+	}
+}
+
 // Save replaces the state file with data.
 func (s *stagingState) Save(ctx context.Context, data []byte) error {
 	err := within(ctx, func() error {
@@ -129,7 +150,7 @@ func (s *stagingState) Save(ctx context.Context, data []byte) error {
 			_ = w.Close()
 			return err
 		}
-		if err := w.Close(); err != nil {
+		if err := closeWritten(ctx, w); err != nil {
 			return err
 		}
 		return f.Rename(tmp, s.path())
