@@ -145,7 +145,7 @@ func TestFaultDiscoveryFailsEverywhere(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "FAILED", a.FinalStatus)
 	t.Logf("diagnostics: %s", a.Diagnostics)
-	want := []string{"no node can run a worker", "all 2 nodes of the cluster are blacklisted", "exit code 212"}
+	want := []string{"no node can run a worker", "all 2 hosts of the cluster (", "exit code 212"}
 	for _, n := range c.Nodes(t) {
 		want = append(want, strings.Split(n.ID, ":")[0]+" (container ")
 	}
