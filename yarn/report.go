@@ -87,13 +87,15 @@ type NodeReport struct {
 	Capability  Resource
 	Used        Resource
 	Health      string
+	Labels      []string // node labels (RPC only; none: the default partition)
 }
 
 // nodeReportFromProto converts the RPC form.
 func nodeReportFromProto(p *hadoopyarn.NodeReportProto) NodeReport {
 	return NodeReport{ID: NodeID(p.GetNodeId()), HTTPAddress: p.GetHttpAddress(), Rack: p.GetRackName(),
 		State: strings.TrimPrefix(p.GetNodeState().String(), "NS_"), Containers: int(p.GetNumContainers()),
-		Capability: resourceFromProto(p.GetCapability()), Used: resourceFromProto(p.GetUsed()), Health: p.GetHealthReport()}
+		Capability: resourceFromProto(p.GetCapability()), Used: resourceFromProto(p.GetUsed()), Health: p.GetHealthReport(),
+		Labels: p.GetNodeLabels()}
 }
 
 // ClusterMetrics is the RM's count of NodeManagers by state

@@ -89,6 +89,18 @@ type Config struct {
 	// PeakRSS reports the AM process's peak resident memory in KiB, for
 	// Status; nil if unknown.
 	PeakRSS func() int64
+	// State keeps what this attempt knows for the next one (AM restart):
+	// the workers that finished and those it started. nil: a next attempt
+	// starts from the containers the RM hands it alone.
+	State StateStore
+	// Nodes lists the cluster's NodeManagers: the AM fails as hopeless
+	// once every host that can run a group's ask (distinct hosts, within
+	// its node label) is blacklisted. nil: once the blacklisted hosts are
+	// as many as the RM's NodeManagers.
+	Nodes NodeLister
+	// FinishedHistory is how many finished workers Status lists, the
+	// newest (DefaultFinishedHistory); the counts cover every worker.
+	FinishedHistory int
 }
 
 // Result is how the application ended.
@@ -115,6 +127,10 @@ type worker struct {
 	finished time.Time
 	devices  map[string][]resources.Properties
 	launched bool // StartContainer was called (or the container was adopted)
+	// unverified: adopted from an earlier attempt that recorded no start
+	// of it; its NodeManager is asked whether it ever ran.
+	unverified bool
+	pos        int // index in roster.order
 	// tail is the last lines of the failed worker's stderr, once fetched;
 	// tailDone, when not nil, is closed when a fetch in the background
 	// (off the heartbeat) has set tail.
@@ -155,6 +171,15 @@ type AM struct {
 	waitingSince  time.Time            // workers wanted and none granted since
 	waitedWorkers int                  // workers.len() when waitingSince was set
 	adopted       []*worker            // previous attempt's workers whose devices are still to be read
+
+	// Across attempts (state.go).
+	saver        *stateSaver
+	savedVersion int                  // roster version of the last snapshot saved
+	prevLive     map[string]savedLive // workers the earlier attempt saved as running, not (yet) adopted
+
+	nodes      []yarn.NodeReport // the cluster's nodes (Config.Nodes); nil: not known
+	nodesStale bool              // the blacklist or the cluster changed since nodes was read
+	nodesRead  bool              // nodes was read (or tried) once
 }
 
 // New builds an AM. logs may be nil (diagnostics then carry no stderr).
@@ -218,7 +243,7 @@ func New(cfg Config, rm RMClient, nm NMClient, logs LogFetcher) (*AM, error) {
 		log:       log.WithField("app", cfg.AppID),
 		state:     "NEW",
 		groups:    newGroups(cfg.Groups),
-		workers:   newRoster(),
+		workers:   newRoster(cfg.FinishedHistory),
 		starts:    newStartQueue(cfg.MaxStarts, cfg.MaxStartsPerNode),
 		blacklist: map[string]bool{},
 		blSent:    map[string]bool{},
@@ -240,6 +265,7 @@ func (a *AM) Run(ctx context.Context) (Result, error) {
 	sctx, stopStarts := context.WithCancel(ctx)
 	defer a.startWG.Wait()
 	defer stopStarts()
+	a.loadState(ctx)
 	if err := a.register(ctx); err != nil {
 		return Result{}, err
 	}
@@ -261,6 +287,8 @@ func (a *AM) Run(ctx context.Context) (Result, error) {
 	a.mu.Lock()
 	a.state = "RUNNING"
 	a.mu.Unlock()
+	a.startSaver(context.WithoutCancel(ctx))
+	defer a.stopSaver()
 
 	out := rmOutage{maxWait: a.cfg.RMMaxWait}
 	for {
@@ -313,12 +341,14 @@ func (a *AM) Run(ctx context.Context) (Result, error) {
 				return Result{}, ErrShutdown
 			}
 			a.handle(ctx, sctx, resp)
+			a.refreshNodes(ctx)
 			if r := a.outcome(); r != nil {
 				stopStarts()
 				a.stopRunning(ctx, r)
 				return a.finish(ctx, *r)
 			}
 		}
+		a.saveState()
 		wait := a.interval()
 		if unreachable {
 			wait = a.cfg.RMRetryInterval
@@ -553,6 +583,13 @@ func (a *AM) classifiedLocked(c yarn.Container, previous bool) {
 			return
 		}
 		w.launched = true
+		// One the earlier attempt saved as started runs; of any other,
+		// its NodeManager is asked first (learnAdopted).
+		if _, ok := a.prevLive[c.ID]; ok {
+			delete(a.prevLive, c.ID)
+		} else {
+			w.unverified = true
+		}
 		a.workers.set(w, StateRunning)
 		a.log.WithFields(logrus.Fields{"container": c.ID, "node": c.NodeID}).Info("adopted a worker of an earlier attempt")
 		a.adopted = append(a.adopted, w)
@@ -701,7 +738,11 @@ func (a *AM) checkAllRunningLocked() bool {
 
 func (a *AM) completed(ctx context.Context, st yarn.Completed) {
 	a.mu.Lock()
+	a.workers.releaseDone(st.ID)
 	w := a.workers.get(st.ID)
+	if w == nil {
+		w = a.endedBetweenLocked(st.ID)
+	}
 	if w == nil || w.state == StateSucceeded || w.state == StateFailed {
 		a.mu.Unlock()
 		return
@@ -715,6 +756,34 @@ func (a *AM) completed(ctx context.Context, st yarn.Completed) {
 	}
 	a.mu.Unlock()
 	a.failed(ctx, w, st.ExitStatus, yarn.ExitCauseOf(st.ExitStatus), st.Diagnostics, true)
+}
+
+// endedBetweenLocked is the worker of container id when the earlier
+// attempt saved it as running and it ended before this attempt registered
+// (the RM reports it completed to this attempt instead): it is taken in as
+// running, so that its completion counts. nil for any other container.
+func (a *AM) endedBetweenLocked(id string) *worker {
+	l, ok := a.prevLive[id]
+	if !ok {
+		return nil
+	}
+	delete(a.prevLive, id)
+	var g *group
+	for _, x := range a.groups {
+		if x.Name == l.Group {
+			g = x
+		}
+	}
+	if g == nil {
+		return nil
+	}
+	w := &worker{c: yarn.Container{ID: id, NodeID: l.Node, NodeHTTP: l.HTTP}, g: g, state: StateRunning,
+		started: a.cfg.Now(), exit: yarn.ExitInvalid, launched: true}
+	if g.pending > 0 {
+		g.pending--
+	}
+	a.workers.add(w)
+	return w
 }
 
 // failed records a failed worker and decides: replace it, blacklist its
@@ -810,8 +879,7 @@ func (a *AM) endsApplicationLocked(w *worker, exit int, cause yarn.ExitCause, ba
 	if slices.Contains(a.cfg.BadJobExits, exit) || w.g.failures+1 > w.g.Plan.MaxFailedContainers {
 		return true
 	}
-	host := w.c.Host()
-	return badNode && a.clusterNodes > 0 && !a.blacklist[host] && len(a.blacklist)+1 >= a.clusterNodes
+	return badNode && a.lastHostLocked(w.g, w.c.Host())
 }
 
 // pendingTailsLocked lists the background stderr fetches a diagnostic of

@@ -3,8 +3,11 @@ package am
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -12,6 +15,7 @@ import (
 	"github.com/xres/xres/conf"
 	"github.com/xres/xres/resources/contract"
 	"github.com/xres/xres/yarn"
+	"github.com/xres/xres/yarn/security"
 )
 
 // goneNodeStates are the node states whose workers are replaced at once,
@@ -34,7 +38,13 @@ const blacklistTail = 3
 // run beside their replacements.
 func (a *AM) nodesLocked(resp yarn.AllocateResponse) {
 	if resp.ClusterNodes > 0 {
+		if resp.ClusterNodes != a.clusterNodes {
+			a.nodesStale = true
+		}
 		a.clusterNodes = resp.ClusterNodes
+	}
+	if len(resp.UpdatedNodes) > 0 {
+		a.nodesStale = true
 	}
 	gone := map[string]string{}
 	for _, u := range resp.UpdatedNodes {
@@ -69,6 +79,9 @@ func (a *AM) blacklistLocked(w *worker) {
 	host := w.c.Host()
 	if a.blUntil == nil {
 		a.blUntil, a.blBy = map[string]time.Time{}, map[string]*worker{}
+	}
+	if !a.blacklist[host] {
+		a.nodesStale = true
 	}
 	a.blacklist[host] = true
 	if a.cfg.BlacklistExpiry > 0 {
@@ -125,10 +138,23 @@ func (a *AM) hopelessLocked() *Result {
 		a.waitingSince = time.Time{}
 		return nil
 	}
-	if a.clusterNodes > 0 && len(a.blacklist) >= a.clusterNodes {
+	if a.nodes == nil && a.clusterNodes > 0 && len(a.blacklist) >= a.clusterNodes {
 		return &Result{Status: yarn.StatusFailed, Diagnostics: fmt.Sprintf(
 			"no node can run a worker: all %d nodes of the cluster are blacklisted after their container-launcher failed: %s",
 			a.clusterNodes, a.blacklistTextLocked())}
+	}
+	for _, g := range needy {
+		hosts := a.hostsForLocked(g)
+		if len(hosts) == 0 || slices.ContainsFunc(hosts, func(h string) bool { return !a.blacklist[h] }) {
+			continue
+		}
+		where := "of the cluster"
+		if l := g.Plan.NodeLabel; l != "" {
+			where = "with node label " + l
+		}
+		return &Result{Status: yarn.StatusFailed, Diagnostics: fmt.Sprintf(
+			"no node can run a worker%s: all %d hosts %s (%s) are blacklisted after their container-launcher failed: %s",
+			g.label(), len(hosts), where, strings.Join(hosts, ", "), a.blacklistTextLocked())}
 	}
 	now := a.cfg.Now()
 	if n := a.workers.len(); a.waitingSince.IsZero() || n != a.waitedWorkers {
@@ -155,6 +181,76 @@ func (a *AM) hopelessLocked() *Result {
 		return &Result{Status: yarn.StatusFailed, Diagnostics: d}
 	}
 	return nil
+}
+
+// NodeLister lists the cluster's NodeManagers (getClusterNodes), for the
+// hopeless check: which hosts can run a group's ask. *yarn.Client is one.
+type NodeLister interface {
+	GetClusterNodes(ctx context.Context, states ...string) ([]yarn.NodeReport, error)
+}
+
+// usableNode says whether a node in state may still run a worker.
+func usableNode(state string) bool {
+	return !goneNodeStates[state] && state != "DECOMMISSIONING"
+}
+
+// hostsForLocked are the distinct hosts that can run g's ask, sorted: those
+// of the usable nodes within its node label (any node for the default
+// partition: a non-exclusive label serves it too). nil while the AM has
+// no node list (Config.Nodes nil, or not answered yet).
+func (a *AM) hostsForLocked(g *group) []string {
+	if a.nodes == nil {
+		return nil
+	}
+	seen := map[string]struct{}{}
+	for _, n := range a.nodes {
+		if !usableNode(n.State) || (g.Plan.NodeLabel != "" && !slices.Contains(n.Labels, g.Plan.NodeLabel)) {
+			continue
+		}
+		seen[yarn.Container{NodeID: n.ID}.Host()] = struct{}{}
+	}
+	return sortedKeys(seen)
+}
+
+// lastHostLocked says whether blacklisting host leaves g no host to run on.
+func (a *AM) lastHostLocked(g *group, host string) bool {
+	if a.blacklist[host] {
+		return false
+	}
+	if a.nodes == nil {
+		return a.clusterNodes > 0 && len(a.blacklist)+1 >= a.clusterNodes
+	}
+	hosts := a.hostsForLocked(g)
+	return slices.Contains(hosts, host) && !slices.ContainsFunc(hosts, func(h string) bool { return h != host && !a.blacklist[h] })
+}
+
+// refreshNodes reads the node list (Config.Nodes) at the first heartbeat,
+// and again while hosts are blacklisted when the blacklist or the cluster
+// changed since the last read, off the AM's lock. A failed read keeps the
+// last list.
+func (a *AM) refreshNodes(ctx context.Context) {
+	a.mu.Lock()
+	stale := a.cfg.Nodes != nil && (!a.nodesRead || a.nodesStale && len(a.blacklist) > 0)
+	if stale {
+		a.nodesRead, a.nodesStale = true, false
+	}
+	a.mu.Unlock()
+	if !stale {
+		return
+	}
+	cctx, cancel := context.WithTimeout(ctx, a.cfg.CallTimeout)
+	nodes, err := a.cfg.Nodes.GetClusterNodes(cctx)
+	cancel()
+	if err != nil {
+		a.log.WithError(err).Warn("could not list the cluster's nodes; the blacklist is compared with the node count")
+		return
+	}
+	if nodes == nil {
+		nodes = []yarn.NodeReport{}
+	}
+	a.mu.Lock()
+	a.nodes = nodes
+	a.mu.Unlock()
 }
 
 func (a *AM) blacklistTextLocked() string {
@@ -190,53 +286,178 @@ func faultBounds(cfg *conf.Config) (blacklist, request time.Duration, err error)
 // launcher may still be discovering when the new attempt registers).
 const adoptedTries = 6
 
-// learnAdopted reads, for each worker adopted from an earlier attempt, the
-// device report its launcher kept in its log folder (contract.ReportFile),
-// from its NodeManager, on goroutines of their own (Run waits for them).
+// AdoptedConcurrency bounds the NodeManager requests in flight for the
+// workers adopted from an earlier attempt (their status, their device
+// report); adoptedTimeout bounds each.
+const (
+	AdoptedConcurrency = 16
+	adoptedTimeout     = 10 * time.Second
+)
+
+// StatusChecker is an NMClient that reports one container's status
+// (getContainerStatuses). *yarn.NMClient is one. With it, a container an
+// earlier attempt was granted but recorded no start of is asked about
+// before it is trusted as a running worker.
+type StatusChecker interface {
+	GetContainerStatus(ctx context.Context, c yarn.Container, nmToken security.Token) (yarn.ContainerStatus, error)
+}
+
+// neverStartedMsg is how a NodeManager answers for a container it was
+// never asked to start (or has forgotten long since).
+const neverStartedMsg = "is not handled by this NodeManager"
+
+// learnAdopted, for the workers adopted from an earlier attempt, asks the
+// NodeManager whether each the attempt saved no start of ever ran (one
+// that never did is released and asked for again, counted neither failed
+// nor replaced), and reads the device report each launcher kept in its
+// log folder (contract.ReportFile). At most AdoptedConcurrency requests
+// are in flight, each bounded by adoptedTimeout, off the heartbeat (Run
+// waits for them).
 func (a *AM) learnAdopted(ctx context.Context) {
 	a.mu.Lock()
 	ws := a.adopted
 	a.adopted = nil
 	a.mu.Unlock()
-	if a.logs == nil {
+	if len(ws) == 0 {
 		return
 	}
-	for _, w := range ws {
-		a.startWG.Add(1)
+	a.startWG.Add(1)
+	go func() {
+		defer a.startWG.Done()
+		if sc, ok := a.nm.(StatusChecker); ok {
+			ws = a.verifyAdopted(ctx, sc, ws)
+		}
+		if a.logs == nil {
+			return
+		}
+		delay := time.Second
+		for try := 1; len(ws) > 0; try++ {
+			last := try == adoptedTries
+			var again []*worker
+			var mu sync.Mutex
+			a.pool(ctx, ws, func(w *worker) {
+				if !a.learnDevices(ctx, w, last) {
+					mu.Lock()
+					again = append(again, w)
+					mu.Unlock()
+				}
+			})
+			if last || ctx.Err() != nil {
+				return
+			}
+			ws = again
+			if len(ws) == 0 {
+				return
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-a.cfg.After(delay):
+			}
+			delay *= 2
+		}
+	}()
+}
+
+// pool runs fn for each of ws, AdoptedConcurrency at a time.
+func (a *AM) pool(ctx context.Context, ws []*worker, fn func(*worker)) {
+	work := make(chan *worker)
+	var wg sync.WaitGroup
+	for range min(AdoptedConcurrency, len(ws)) {
+		wg.Add(1)
 		go func() {
-			defer a.startWG.Done()
-			log := a.log.WithField("container", w.c.ID)
-			delay := time.Second
-			for try := 1; ; try++ {
-				cctx, cancel := context.WithTimeout(ctx, a.cfg.CallTimeout)
-				lines, err := a.logs.Tail(cctx, w.c, contract.ReportFile, 1)
-				cancel()
-				var rep contract.DeviceReport
-				if err == nil && len(lines) == 1 {
-					if err = json.Unmarshal([]byte(lines[0]), &rep); err == nil && rep.Container != w.c.ID {
-						err = fmt.Errorf("%s names container %q", contract.ReportFile, rep.Container)
-					}
-				} else if err == nil {
-					err = fmt.Errorf("%s is empty", contract.ReportFile)
-				}
-				if err == nil {
-					err = a.ReportDevices(rep)
-				}
-				if err == nil {
-					log.Info("learnt the adopted worker's devices from its launcher's report")
-					return
-				}
-				if try == adoptedTries || ctx.Err() != nil {
-					log.WithError(err).Warn("could not learn the adopted worker's devices; the tracking page shows none")
-					return
-				}
-				select {
-				case <-ctx.Done():
-					return
-				case <-a.cfg.After(delay):
-				}
-				delay *= 2
+			defer wg.Done()
+			for w := range work {
+				fn(w)
 			}
 		}()
 	}
+	for _, w := range ws {
+		if ctx.Err() != nil {
+			break
+		}
+		work <- w
+	}
+	close(work)
+	wg.Wait()
+}
+
+// verifyAdopted asks the NodeManagers about the adopted workers no saved
+// state shows started, and gives back those never started. It returns the
+// workers still adopted.
+func (a *AM) verifyAdopted(ctx context.Context, sc StatusChecker, ws []*worker) []*worker {
+	var (
+		mu   sync.Mutex
+		kept []*worker
+	)
+	a.pool(ctx, ws, func(w *worker) {
+		keep := true
+		if w.unverified {
+			a.mu.Lock()
+			token := a.nmTokens[w.c.NodeID]
+			a.mu.Unlock()
+			cctx, cancel := context.WithTimeout(ctx, min(a.cfg.CallTimeout, adoptedTimeout))
+			_, err := sc.GetContainerStatus(cctx, w.c, token)
+			cancel()
+			ce := (*yarn.ContainerError)(nil)
+			if errors.As(err, &ce) && strings.Contains(ce.Message, neverStartedMsg) {
+				keep = !a.neverStarted(w)
+			} else if err != nil {
+				a.log.WithError(err).WithField("container", w.c.ID).Warn("could not ask the NodeManager about an adopted worker; taking it as running")
+			}
+		}
+		if keep {
+			mu.Lock()
+			kept = append(kept, w)
+			mu.Unlock()
+		}
+	})
+	return kept
+}
+
+// neverStarted gives back an adopted container its NodeManager never
+// started (the earlier attempt was granted it and ended first): it is no
+// worker, failed or replaced, and its group asks for one more. It reports
+// false when the worker ended meanwhile.
+func (a *AM) neverStarted(w *worker) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if w.state != StateRunning {
+		return false
+	}
+	a.workers.remove(w)
+	a.releaseLocked(w.c.ID)
+	w.g.pending++
+	a.log.WithFields(logrus.Fields{"container": w.c.ID, "node": w.c.NodeID}).
+		Info("an earlier attempt's container was never started; releasing it and asking for another")
+	return true
+}
+
+// learnDevices reads w's device report once; it reports false when it is
+// to be tried again.
+func (a *AM) learnDevices(ctx context.Context, w *worker, last bool) bool {
+	log := a.log.WithField("container", w.c.ID)
+	cctx, cancel := context.WithTimeout(ctx, min(a.cfg.CallTimeout, adoptedTimeout))
+	lines, err := a.logs.Tail(cctx, w.c, contract.ReportFile, 1)
+	cancel()
+	var rep contract.DeviceReport
+	if err == nil && len(lines) == 1 {
+		if err = json.Unmarshal([]byte(lines[0]), &rep); err == nil && rep.Container != w.c.ID {
+			err = fmt.Errorf("%s names container %q", contract.ReportFile, rep.Container)
+		}
+	} else if err == nil {
+		err = fmt.Errorf("%s is empty", contract.ReportFile)
+	}
+	if err == nil {
+		err = a.ReportDevices(rep)
+	}
+	if err == nil {
+		log.Info("learnt the adopted worker's devices from its launcher's report")
+		return true
+	}
+	if last || ctx.Err() != nil {
+		log.WithError(err).Warn("could not learn the adopted worker's devices; the tracking page shows none")
+		return true
+	}
+	return false
 }

@@ -6,9 +6,11 @@ import "github.com/xres/xres/yarn"
 // and return yarn's Go types and keep the protos behind their own
 // boundary.
 var (
-	_ RMClient     = (*yarn.AMRMClient)(nil)
-	_ NMClient     = (*yarn.NMClient)(nil)
-	_ BatchStarter = (*yarn.NMClient)(nil)
+	_ RMClient      = (*yarn.AMRMClient)(nil)
+	_ NMClient      = (*yarn.NMClient)(nil)
+	_ BatchStarter  = (*yarn.NMClient)(nil)
+	_ StatusChecker = (*yarn.NMClient)(nil)
+	_ NodeLister    = (*yarn.Client)(nil)
 )
 
 // WorkerPriority is the YARN priority of the worker ask.

@@ -47,6 +47,12 @@ type simCluster struct {
 	startCalls int
 	batches    []int           // containers per startContainers call
 	refuse     map[string]bool // container ids the NodeManagers refuse
+	// previous are the containers of an earlier attempt the RM hands over
+	// at registration; live the ones the NodeManagers run besides those
+	// started here (getContainerStatuses answers RUNNING for both).
+	previous    []*hadoopyarn.ContainerProto
+	live        map[string]bool
+	statusCalls int
 }
 
 func newSimCluster(tb testing.TB, nodes int, latency time.Duration) *simCluster {
@@ -66,6 +72,7 @@ func newSimCluster(tb testing.TB, nodes int, latency time.Duration) *simCluster 
 		nm.AddToken(s.nmTok.Identifier, s.nmTok.Password)
 		nm.Handle("startContainers", s.startContainers)
 		nm.Handle("stopContainers", s.stopContainers)
+		nm.Handle("getContainerStatuses", s.getContainerStatuses)
 		s.nms = append(s.nms, nm)
 	}
 	s.rm = yarntest.NewServer(tb, yarntest.Options{Token: true})
@@ -74,9 +81,16 @@ func newSimCluster(tb testing.TB, nodes int, latency time.Duration) *simCluster 
 	s.rm.Handle("registerApplicationMaster", func(ctx context.Context, c *yarntest.Call) (proto.Message, error) {
 		s.mu.Lock()
 		s.registers++
+		previous := s.previous
 		s.mu.Unlock()
+		var prevTokens []*hadoopyarn.NMTokenProto
+		if len(previous) > 0 {
+			prevTokens = s.nmTokens()
+		}
 		return &hadoopyarn.RegisterApplicationMasterResponseProto{
-			MaximumCapability: yarn.NewResource(8192, 4, map[string]int64{"yarn.io/gpu": 2}),
+			ContainersFromPreviousAttempts: previous,
+			NmTokensFromPreviousAttempts:   prevTokens,
+			MaximumCapability:              yarn.NewResource(8192, 4, map[string]int64{"yarn.io/gpu": 2}),
 			ResourceTypes: []*hadoopyarn.ResourceTypeInfoProto{{Name: proto.String("memory-mb")}, {Name: proto.String("vcores")},
 				{Name: proto.String("yarn.io/gpu")}},
 		}, nil
@@ -166,6 +180,32 @@ func (s *simCluster) stopContainers(ctx context.Context, c *yarntest.Call) (prot
 	}
 	s.mu.Unlock()
 	return &hadoopyarn.StopContainersResponseProto{}, nil
+}
+
+// getContainerStatuses answers RUNNING for a container the NodeManagers
+// run, and for any other what a NodeManager answers for a container it was
+// never asked to start.
+func (s *simCluster) getContainerStatuses(ctx context.Context, c *yarntest.Call) (proto.Message, error) {
+	req := &hadoopyarn.GetContainerStatusesRequestProto{}
+	if err := c.Decode(req); err != nil {
+		return nil, err
+	}
+	s.sleep(ctx)
+	resp := &hadoopyarn.GetContainerStatusesResponseProto{}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.statusCalls++
+	for _, id := range req.GetContainerId() {
+		cid := yarn.ContainerID(id)
+		if s.live[cid] || s.starts[cid] > 0 {
+			resp.Status = append(resp.Status, &hadoopyarn.ContainerStatusProto{ContainerId: id, State: hadoopyarn.ContainerStateProto_C_RUNNING.Enum()})
+			continue
+		}
+		resp.FailedRequests = append(resp.FailedRequests, &hadoopyarn.ContainerExceptionMapProto{ContainerId: id,
+			Exception: &hadoopyarn.SerializedExceptionProto{ClassName: proto.String("org.apache.hadoop.yarn.exceptions.YarnException"),
+				Message: proto.String("Container " + cid + " is not handled by this NodeManager")}})
+	}
+	return resp, nil
 }
 
 // container is container n of the attempt, on NodeManager n % nodes.

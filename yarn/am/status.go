@@ -70,6 +70,10 @@ type Status struct {
 	// (those in the asked state, or all); Offset is where it starts.
 	ContainersTotal int `json:"containers-total"`
 	Offset          int `json:"offset,omitempty"`
+	// ContainersForgotten is how many finished workers are no longer
+	// listed (the AM keeps the newest Config.FinishedHistory); the counts
+	// above include them.
+	ContainersForgotten int `json:"containers-forgotten,omitempty"`
 	// SubmitTime and AllRunningTime (RFC 3339) and AllRunningAfterMS: when
 	// the application was submitted, when every wanted worker was first
 	// running, and the time between (when both are known). MinRunningTime
@@ -136,9 +140,10 @@ func (a *AM) StatusPage(p Page) Status {
 	if a.cfg.PeakRSS != nil {
 		s.AMPeakRSSKiB = a.cfg.PeakRSS()
 	}
+	s.ContainersForgotten = a.workers.forgotten
 	s.ContainersTotal = a.workers.len()
 	if p.State != "" {
-		s.ContainersTotal = a.workers.count[p.State]
+		s.ContainersTotal = a.workers.listed[p.State]
 	}
 	want := s.ContainersTotal - p.Offset
 	if p.Limit < 0 {

@@ -38,7 +38,13 @@ type amClients struct {
 	// Cleanup removes the staging folder once the application is over
 	// (the client does it too when it follows the application); may be nil.
 	Cleanup func(ctx context.Context, dir string) error
-	Close   func()
+	// State keeps the AM's state for a next attempt (the staging folder's
+	// am.StateFile); nil where the AM cannot write there.
+	State am.StateStore
+	// Nodes lists the cluster's nodes for the hopeless check; nil where
+	// the AM cannot reach the RM's client protocol.
+	Nodes am.NodeLister
+	Close func()
 }
 
 // deps are the cluster clients am is wired to (defaultDeps); tests leave
@@ -148,18 +154,48 @@ func rpcAMClients(ctx context.Context, getenv func(string) string, ae submit.AME
 		defer closeFS()
 		return submit.Stager{FS: fs}.Cleanup(ctx, dir)
 	}
+	var state *stagingState
 	if creds.Select(security.KindHDFSDelegation, "") != nil {
 		// A Kerberized cluster: the HDFS client cannot authenticate with a
-		// delegation token, so the submitting client removes the folder.
+		// delegation token, so the submitting client removes the folder
+		// (and a next attempt of the AM has no saved state).
 		cleanup = nil
+	} else if ae.StagingDir != "" {
+		state = &stagingState{dir: ae.StagingDir, dial: func() (stateFS, func(), error) {
+			c, err := submit.DialHDFS(hc, yarn.CurrentUser(getenv), nil)
+			if err != nil {
+				return nil, nil, err
+			}
+			return hdfsStateFS{c}, func() { _ = c.Close() }, nil
+		}}
+	}
+	var stateStore am.StateStore
+	closeState := func() {}
+	if state != nil {
+		stateStore, closeState = state, state.Close
+	}
+	// The node list comes over the RM's client protocol, with SIMPLE
+	// authentication: on a Kerberized cluster the AM has no ticket for it,
+	// and compares the blacklist with the RM's count of NodeManagers.
+	var nodes am.NodeLister
+	if cleanup != nil {
+		if caddrs, err := yarn.RMAddresses(hc, yarn.RMClient); err == nil {
+			if c, err := yarn.NewClient(yarn.ClientConfig{Addrs: caddrs, User: yarn.CurrentUser(getenv), Log: log}); err == nil {
+				nodes = c
+				prev := closeState
+				closeState = func() { prev(); _ = c.Close() }
+			}
+		}
 	}
 	return amClients{
+		Nodes:        nodes,
+		State:        stateStore,
 		Cleanup:      cleanup,
 		RM:           am.NewRPCRMClient(rm),
 		NM:           am.NewRPCNMClient(nm),
 		Logs:         am.NMWebLogs{User: getenv("USER")},
 		WorkerTokens: workerTokens,
-		Close:        func() { _ = rm.Close(); _ = nm.Close() },
+		Close:        func() { _ = rm.Close(); _ = nm.Close(); closeState() },
 
 		RMMaxWait:       maxWait,
 		RMRetryInterval: retry,
@@ -263,6 +299,8 @@ func cmdRun(ctx context.Context, args []string, e *env) error {
 		Log:              e.log,
 		SubmitTime:       submitTime(e.getenv("APP_SUBMIT_TIME_ENV")),
 		PeakRSS:          am.PeakRSSKiB,
+		State:            clients.State,
+		Nodes:            clients.Nodes,
 	}, rmc, clients.NM, clients.Logs)
 	if err != nil {
 		l.Close()
