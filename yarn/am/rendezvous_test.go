@@ -60,7 +60,6 @@ func report(t *testing.T, a *AM, c yarn.Container, port int) {
 	require.NoError(t, a.ReportDevices(contract.DeviceReport{Container: c.ID, Resources: map[string][]resources.Properties{}, Port: port}))
 }
 
-
 func rv(t *testing.T, a *AM, c yarn.Container) contract.Rendezvous {
 	t.Helper()
 	r, err := a.Rendezvous(c.ID)
@@ -248,12 +247,15 @@ func TestRendezvousGangRestartsOnLoss(t *testing.T) {
 		},
 		func(a *AM) (yarn.AllocateResponse, error) {
 			// The stops go out beside the heartbeat.
+			fnm := a.nm.(*fakeNM)
 			require.Eventually(t, func() bool {
-				a.mu.Lock()
-				defer a.mu.Unlock()
-				return len(a.nm.(*fakeNM).stopped) == 2
+				fnm.mu.Lock()
+				defer fnm.mu.Unlock()
+				return len(fnm.stopped) == 2
 			}, 5*time.Second, 5*time.Millisecond)
-			stopped = slices.Clone(a.nm.(*fakeNM).stopped)
+			fnm.mu.Lock()
+			stopped = slices.Clone(fnm.stopped)
+			fnm.mu.Unlock()
 			require.False(t, rv(t, a, c2).Ready, "a stopped member is not told to run again")
 			return yarn.AllocateResponse{Completed: []yarn.Completed{done(c2, yarn.ExitKilledByAM), done(c4, yarn.ExitKilledByAM)}}, nil
 		},
