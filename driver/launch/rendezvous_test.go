@@ -91,6 +91,7 @@ func TestRunWaitsForRendezvous(t *testing.T) {
 	code := Main(context.Background(), []string{"--", "sh", "-c", `echo "$XRES_RANK $XRES_PORT $MASTER_ADDR:$MASTER_PORT" > ` + out}, Env{
 		Getenv:         func(k string) string { return envVars[k] },
 		Environ:        []string{"PATH=" + os.Getenv("PATH")},
+		Dir:            t.TempDir(), // the info file goes there, not into this package
 		Stderr:         &stderr,
 		Registry:       registryWith(h),
 		Load:           fixedSpecs(gpuSpec(1)),
@@ -122,6 +123,7 @@ func TestRunWithoutWaitAsksOnce(t *testing.T) {
 	code := Main(context.Background(), []string{"--", "sh", "-c", `echo "rank=$XRES_RANK port=$XRES_PORT" > ` + out}, Env{
 		Getenv:   func(k string) string { return envVars[k] },
 		Environ:  []string{"PATH=" + os.Getenv("PATH")},
+		Dir:      t.TempDir(),
 		Stderr:   &stderr,
 		Registry: registryWith(h),
 		Load:     fixedSpecs(gpuSpec(1)),
