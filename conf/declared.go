@@ -187,6 +187,48 @@ var (
 		Type:        TypeString,
 		Description: "The group's worker command, split into words as a shell would (single and double quotes, backslash; no expansion). Unset: the command after -- of am submit.",
 	})
+	WorkerGroupDependsOn = Register(Option{
+		Key:  "xres.worker-group.<group>.depends-on",
+		Type: TypeList,
+		Description: "Groups (';'- or ','-separated) whose workers must run before this group's start their command: a worker's " +
+			"launcher reserves its devices, reports to the AM and then waits until every worker of those groups runs (and, where " +
+			"they declare a port, accepts connections on it). It gets their addresses as `XRES_<GROUP>_ADDRESSES`. A cycle or an unknown group is an error.",
+	})
+	WorkerGroupPort = Register(Option{
+		Key:  "xres.worker-group.<group>.port",
+		Type: TypeString,
+		Description: "The group's workers serve on a port: auto (the launcher picks a free one) or a number. The worker gets it as " +
+			"XRES_PORT; the AM publishes host:port per rank (`XRES_<GROUP>_ADDRESSES` for dependents, api/rendezvous, MASTER_ADDR/TF_CONFIG " +
+			"under xres.rendezvous). Unset: no port.",
+	})
+	WorkerGroupGang = Register(Option{
+		Key:     "xres.worker-group.<group>.gang",
+		Type:    TypeBool,
+		Default: "false",
+		Description: "Gang start: no worker command of the group starts until all its workers are allocated and have reserved their " +
+			"devices; after xres.gang.timeout the application fails naming what was missing (its containers released, so it cannot " +
+			"deadlock against another application). A worker lost later restarts the whole gang (every rank), bounded by " +
+			"yarn.maximum-failed-containers. Not with scheduler-mode: reactive.",
+	})
+	GangTimeout = Register(Option{
+		Key:         "xres.gang.timeout",
+		Type:        TypeDuration,
+		Default:     "5 min",
+		Description: "How long a gang group (`xres.worker-group.<group>.gang`) may wait for all its workers to be allocated and reserve their devices, at the start and after each gang restart.",
+	})
+	Rendezvous = Register(Option{
+		Key:  "xres.rendezvous",
+		Type: TypeString,
+		Description: "Extra environment for a framework's own rendezvous: torch (MASTER_ADDR, MASTER_PORT: rank 0 of the group, or of its " +
+			"first dependency with a port; RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE) or tensorflow (TF_CONFIG with every group " +
+			"that has a port as a job, this worker as its task). Unset: only the XRES_ variables.",
+	})
+	EvenlySpreadOutSlots = Register(Option{
+		Key:  "cluster.evenly-spread-out-slots",
+		Type: TypeBool,
+		Description: "Flink's standalone-cluster option (spread slots over the registered TaskManagers). It has no effect on YARN: " +
+			"xres warns when it is set and points to xres.placement.max-workers-per-node, which spreads the workers over nodes.",
+	})
 	SchedulerMode = Register(Option{
 		Key:  "scheduler-mode",
 		Type: TypeString,

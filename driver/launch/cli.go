@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -55,6 +56,11 @@ type Env struct {
 	// HTTP posts the device report to $XRES_AM_REPORT_URL; nil: the
 	// launcher's own minimal HTTP/1.1 client (postHTTP).
 	HTTP PostFunc
+	// Get asks the AM's rendezvous ($XRES_RENDEZVOUS_URL); nil: the
+	// launcher's own client (getHTTP). RendezvousPoll is how often it asks
+	// while the worker waits (0: DefaultRendezvousPoll).
+	Get            GetFunc
+	RendezvousPoll time.Duration
 	// Self is the launcher's executable, run as `Self __exec-pinned …` to
 	// start a --per-device worker pinned to its CPUs; "": os.Executable().
 	Self string
@@ -81,6 +87,9 @@ func (e *Env) defaults() {
 	}
 	if e.HTTP == nil {
 		e.HTTP = postHTTP
+	}
+	if e.Get == nil {
+		e.Get = getHTTP
 	}
 }
 
@@ -408,12 +417,38 @@ func (l *Launcher) run(ctx context.Context, res *Reservation, command []string, 
 	}
 	defer cleanup()
 	log.WithField("info_file", path).Debug("info file written")
+	port, err := rendezvousPort(env.Getenv(contract.EnvPortWanted))
+	if err != nil {
+		return 0, err
+	}
+	report := func(ctx context.Context) error { return nil }
 	if url := env.Getenv(contract.EnvReportURL); url != "" {
-		if err := postReport(ctx, env.HTTP, url, env.Getenv(EnvContainerID), env.Getenv("LOG_DIRS"), res.Grants); err != nil {
+		report = func(ctx context.Context) error {
+			return postReport(ctx, env.HTTP, url, env.Getenv(EnvContainerID), env.Getenv("LOG_DIRS"), res.Grants, port)
+		}
+		if err := report(ctx); err != nil {
 			log.WithError(err).Warn("could not report the devices to the application master; starting the worker anyway")
 		}
 	}
 	vars := grantEnv(res.Grants, path)
+	if port > 0 {
+		vars[contract.EnvPort] = strconv.Itoa(port)
+	}
+	if base := env.Getenv(contract.EnvRendezvousURL); base != "" && env.Getenv(EnvContainerID) != "" {
+		rw := &rendezvousWait{get: env.Get, url: rendezvousURL(base, env.Getenv(EnvContainerID)),
+			wait: env.Getenv(contract.EnvRendezvousWait) == "true", poll: env.RendezvousPoll, log: log, reportNow: report}
+		extra, err := rw.run(ctx)
+		if err != nil {
+			if sig := gate.Pending(); sig != nil {
+				log.WithError(err).Info("launch stopped by signal before the worker started")
+				return signalExitCode(sig), nil
+			}
+			return 0, err
+		}
+		for k, v := range extra {
+			vars[k] = v
+		}
+	}
 	code, err := runWorker(ctx, worker{
 		Args:   command,
 		Env:    mergeEnv(env.Environ, vars),

@@ -26,13 +26,14 @@ const EnvContainerID = "CONTAINER_ID"
 // reportTimeout bounds the report; the worker starts either way.
 const reportTimeout = 5 * time.Second
 
-// postReport sends the grants to url as a contract.DeviceReport; success
-// is contract.ReportAccepted. It first keeps the report as
+// postReport sends the grants (and port, where the worker serves on one;
+// 0: none) to url as a contract.DeviceReport; success is
+// contract.ReportAccepted. It first keeps the report as
 // contract.ReportFile in the first of logDirs (the container's LOG_DIRS),
 // where a later AM attempt reads it. Failures are returned for the log;
 // they never stop the worker.
-func postReport(ctx context.Context, post PostFunc, url, container, logDirs string, grants []Grant) error {
-	rep := contract.DeviceReport{Container: container, Resources: map[string][]resources.Properties{}}
+func postReport(ctx context.Context, post PostFunc, url, container, logDirs string, grants []Grant, port int) error {
+	rep := contract.DeviceReport{Container: container, Resources: map[string][]resources.Properties{}, Port: port}
 	for _, g := range grants {
 		rep.Resources[g.Spec.Name] = resources.PropertiesOf(g.Devices)
 	}
@@ -130,7 +131,10 @@ func ctxErr(ctx context.Context, err error) error {
 
 // readResponse reads an HTTP/1.x response: the status line, the headers
 // and up to 512 bytes of the body (chunked or not).
-func readResponse(r *bufio.Reader) (int, string, []byte, error) {
+func readResponse(r *bufio.Reader) (int, string, []byte, error) { return readResponseN(r, 512) }
+
+// readResponseN is readResponse keeping up to limit bytes of the body.
+func readResponseN(r *bufio.Reader, limit int64) (int, string, []byte, error) {
 	line, err := readLine(r)
 	if err != nil {
 		return 0, "", nil, fmt.Errorf("read response: %w", err)
@@ -163,7 +167,6 @@ func readResponse(r *bufio.Reader) (int, string, []byte, error) {
 			chunked = strings.Contains(strings.ToLower(v), "chunked")
 		}
 	}
-	const limit = 512
 	var body io.Reader = io.LimitReader(r, limit)
 	switch {
 	case chunked:

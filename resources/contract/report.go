@@ -32,4 +32,7 @@ func ReportAccepted(status int) bool { return status >= 200 && status < 300 }
 type DeviceReport struct {
 	Container string                            `json:"container"`
 	Resources map[string][]resources.Properties `json:"resources"`
+	// Port is the port the worker serves on (XRES_PORT), for a group
+	// that declares one; 0: none.
+	Port int `json:"port,omitempty"`
 }

@@ -131,6 +131,13 @@ type worker struct {
 	// of it; its NodeManager is asked whether it ever ran.
 	unverified bool
 	pos        int // index in roster.order
+	// The rendezvous (rendezvous.go): its rank in the group, the port its
+	// launcher reported, whether it was told to run, and whether the AM
+	// stopped it for a gang restart.
+	rank        int
+	port        int
+	went        bool
+	gangStopped bool
 	// tail is the last lines of the failed worker's stderr, once fetched;
 	// tailDone, when not nil, is closed when a fetch in the background
 	// (off the heartbeat) has set tail.
@@ -242,7 +249,7 @@ func New(cfg Config, rm RMClient, nm NMClient, logs LogFetcher) (*AM, error) {
 		cfg: cfg, rm: rm, nm: nm, logs: logs,
 		log:       log.WithField("app", cfg.AppID),
 		state:     "NEW",
-		groups:    newGroups(cfg.Groups),
+		groups:    newGroups(cfg.Groups, cfg.Register.TrackingURL),
 		workers:   newRoster(cfg.FinishedHistory),
 		starts:    newStartQueue(cfg.MaxStarts, cfg.MaxStartsPerNode),
 		blacklist: map[string]bool{},
@@ -578,6 +585,7 @@ func (a *AM) classifiedLocked(c yarn.Container, previous bool) {
 			g.pending--
 		}
 		a.workers.add(w)
+		a.assignRankLocked(w)
 		if kind == idNew {
 			a.starts.push(w)
 			return
@@ -754,6 +762,11 @@ func (a *AM) completed(ctx context.Context, st yarn.Completed) {
 		a.mu.Unlock()
 		return
 	}
+	if w.gangStopped {
+		a.gangStoppedEndedLocked(w, st)
+		a.mu.Unlock()
+		return
+	}
 	a.mu.Unlock()
 	a.failed(ctx, w, st.ExitStatus, yarn.ExitCauseOf(st.ExitStatus), st.Diagnostics, true)
 }
@@ -842,6 +855,7 @@ func (a *AM) failed(ctx context.Context, w *worker, exit int, cause yarn.ExitCau
 		}
 		g.pending++
 		g.restarts++
+		a.gangLostLocked(ctx, w)
 		return
 	}
 	g.failures++
@@ -867,6 +881,7 @@ func (a *AM) failed(ctx context.Context, w *worker, exit int, cause yarn.ExitCau
 	log.WithField("failures", g.failures).Warn("worker failed; replacing it")
 	g.pending++
 	g.restarts++
+	a.gangLostLocked(ctx, w)
 }
 
 // endsApplicationLocked says whether w's failure with exit ends the
@@ -955,6 +970,9 @@ func (a *AM) outcome() *Result {
 	defer a.mu.Unlock()
 	if a.result == nil {
 		a.result = a.hopelessLocked()
+	}
+	if a.result == nil {
+		a.result = a.gangTimeoutLocked()
 	}
 	if a.result != nil {
 		return a.result

@@ -34,12 +34,21 @@ type group struct {
 	restarts  int
 	firstFail *worker
 	minTime   time.Time // first time its minimum was running
+	// The rendezvous (rendezvous.go): the worker holding each rank, since
+	// when a gang has waited to be complete, and its restarts.
+	ranks        []*worker
+	gangSince    time.Time
+	gangRestarts int
 }
 
-func newGroups(gs []Group) []*group {
+// newGroups builds the groups' state; each group's launch context gets the
+// rendezvous environment (rendezvousEnv) under the AM's trackingURL.
+func newGroups(gs []Group, trackingURL string) []*group {
 	out := make([]*group, len(gs))
 	for i, g := range gs {
-		out[i] = &group{Group: g, id: int64(i) + 1, pending: g.Plan.Workers, lastAsked: -1, count: map[string]int{}}
+		g.Launch = rendezvousEnv(g, trackingURL)
+		out[i] = &group{Group: g, id: int64(i) + 1, pending: g.Plan.Workers, lastAsked: -1, count: map[string]int{},
+			ranks: make([]*worker, g.Plan.Workers)}
 	}
 	return out
 }

@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -54,7 +56,27 @@ type Plan struct {
 	// grants them.
 	Reactive   bool `json:"reactive,omitempty"`
 	MinWorkers int  `json:"min-workers,omitempty"`
+
+	// How the group's workers find each other (rendezvous.go): the groups
+	// whose workers must run first (xres.worker-group.<group>.depends-on),
+	// the port its workers serve on (.port: 0 none, PortAuto the launcher
+	// picks one), gang start (.gang, bounded by xres.gang.timeout) and the
+	// framework environment (xres.rendezvous: torch, tensorflow).
+	DependsOn   []string      `json:"depends-on,omitempty"`
+	Port        int           `json:"port,omitempty"`
+	Gang        bool          `json:"gang,omitempty"`
+	GangTimeout time.Duration `json:"gang-timeout,omitempty"`
+	Rendezvous  string        `json:"rendezvous,omitempty"`
 }
+
+// PortAuto is Plan.Port for xres.worker-group.<group>.port: auto.
+const PortAuto = -1
+
+// Rendezvous modes (xres.rendezvous).
+const (
+	RendezvousTorch      = "torch"
+	RendezvousTensorflow = "tensorflow"
+)
 
 // PlanWorkers computes the worker plan from the configuration, with Flink's
 // meaning for every key, and the external resources to ask (specs, from
@@ -185,6 +207,17 @@ func PlanWorkers(cfg *conf.Config, specs []resources.Spec, workers int) (Plan, e
 		p.Warnings = append(p.Warnings, fmt.Sprintf("%s (%s) has no effect without %s: reactive",
 			conf.ReactiveMinWorkers.Key, cfg.Origin(conf.ReactiveMinWorkers.Key), conf.SchedulerMode.Key))
 	}
+	rv, _ := cfg.Get(conf.Rendezvous.Key)
+	switch r := strings.ToLower(strings.TrimSpace(rv)); r {
+	case "", RendezvousTorch, RendezvousTensorflow:
+		p.Rendezvous = r
+	default:
+		bad(conf.Rendezvous, "%q is not a rendezvous (torch, tensorflow, or leave it unset)", r)
+	}
+	if _, set := cfg.Get(conf.EvenlySpreadOutSlots.Key); set {
+		p.Warnings = append(p.Warnings, fmt.Sprintf("%s (%s) has no effect on YARN (it spreads slots over a standalone cluster's TaskManagers); to spread the workers over nodes set %s (1: at most one worker per node)",
+			conf.EvenlySpreadOutSlots.Key, cfg.Origin(conf.EvenlySpreadOutSlots.Key), conf.PlacementMaxWorkersPerNode.Key))
+	}
 	return p, errors.Join(errs...)
 }
 
@@ -242,7 +275,124 @@ func PlanGroups(cfg *conf.Config, workers int, parse func(*conf.Config) ([]resou
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
+	if err := checkDependencies(cfg, out); err != nil {
+		return nil, err
+	}
 	return out, nil
+}
+
+// checkDependencies checks every group's depends-on: known groups, not
+// itself, no cycle.
+func checkDependencies(cfg *conf.Config, gs []PlannedGroup) error {
+	deps := map[string][]string{}
+	for _, g := range gs {
+		deps[g.Name] = g.Plan.DependsOn
+	}
+	var errs []error
+	for _, g := range gs {
+		key := conf.WorkerGroupDependsOn.For(g.Name).Key
+		for _, d := range g.Plan.DependsOn {
+			if _, ok := deps[d]; !ok {
+				errs = append(errs, fmt.Errorf("%w: config key %s (%s): %q is not a group of %s", ErrBadConfig, key, cfg.Origin(key), d, conf.WorkerGroups.Key))
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	// A cycle: depth-first, 1 = on the path, 2 = done.
+	state := map[string]int{}
+	var path []string
+	var visit func(n string) []string
+	visit = func(n string) []string {
+		state[n] = 1
+		path = append(path, n)
+		for _, d := range deps[n] {
+			switch state[d] {
+			case 1:
+				i := slices.Index(path, d)
+				return append(slices.Clone(path[i:]), d)
+			case 0:
+				if c := visit(d); c != nil {
+					return c
+				}
+			}
+		}
+		path = path[:len(path)-1]
+		state[n] = 2
+		return nil
+	}
+	for _, g := range gs {
+		if state[g.Name] == 0 {
+			if c := visit(g.Name); c != nil {
+				key := conf.WorkerGroupDependsOn.For(c[0]).Key
+				return fmt.Errorf("%w: config key %s (%s): the groups depend on each other in a cycle (%s), so none could start",
+					ErrBadConfig, key, cfg.Origin(key), strings.Join(c, " → "))
+			}
+		}
+	}
+	return nil
+}
+
+// planCoordination reads group name's depends-on, port and gang keys
+// into p.
+func planCoordination(cfg *conf.Config, name string, p *Plan) error {
+	var errs []error
+	depKey := conf.WorkerGroupDependsOn.For(name)
+	if _, set := cfg.Get(depKey.Key); set {
+		list, err := cfg.List(depKey)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%w: %w", ErrBadConfig, err))
+		}
+		for _, d := range list {
+			for _, d := range strings.Split(d, ",") {
+				d = strings.TrimSpace(d)
+				switch {
+				case d == "":
+				case d == name:
+					errs = append(errs, fmt.Errorf("%w: config key %s (%s): a group cannot depend on itself", ErrBadConfig, depKey.Key, cfg.Origin(depKey.Key)))
+				case !slices.Contains(p.DependsOn, d):
+					p.DependsOn = append(p.DependsOn, d)
+				}
+			}
+		}
+	}
+	portKey := conf.WorkerGroupPort.For(name).Key
+	if text, set := cfg.Get(portKey); set {
+		text = strings.TrimSpace(text)
+		n, err := strconv.Atoi(text)
+		switch {
+		case strings.EqualFold(text, "auto"):
+			p.Port = PortAuto
+		case err != nil || n < 1 || n > 65535:
+			errs = append(errs, fmt.Errorf("%w: config key %s (%s): %q is not a port (auto, or 1-65535)", ErrBadConfig, portKey, cfg.Origin(portKey), text))
+		default:
+			p.Port = n
+		}
+	}
+	gangOpt := conf.WorkerGroupGang.For(name)
+	gang, err := cfg.Bool(gangOpt)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("%w: %w", ErrBadConfig, err))
+	}
+	if gang && p.Reactive {
+		errs = append(errs, fmt.Errorf("%w: config key %s (%s): a gang needs all its workers, %s: reactive runs with fewer; choose one",
+			ErrBadConfig, gangOpt.Key, cfg.Origin(gangOpt.Key), conf.SchedulerMode.Key))
+	}
+	p.Gang = gang
+	if gang {
+		view := cfg.Group(name)
+		d, err := view.Duration(conf.GangTimeout)
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("%w: %w", ErrBadConfig, err))
+		case d <= 0:
+			errs = append(errs, fmt.Errorf("%w: config key %s (%s): must be positive", ErrBadConfig, conf.GangTimeout.Key, view.Origin(conf.GangTimeout.Key)))
+		default:
+			p.GangTimeout = d
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // PlanGroup plans worker group name alone, as PlanGroups does each group
@@ -281,7 +431,7 @@ func PlanGroup(cfg *conf.Config, name string, parse func(*conf.Config) ([]resour
 	}
 	g.Specs = specs
 	g.Plan, err = PlanWorkers(view, specs, n)
-	return g, err
+	return g, errors.Join(err, planCoordination(cfg, name, &g.Plan))
 }
 
 func processMemoryMB(cfg *conf.Config) (int64, error) {

@@ -23,6 +23,7 @@ type WorkerStatus struct {
 	NodeHTTP    string                            `json:"node-http,omitempty"`
 	Host        string                            `json:"host"`
 	Group       string                            `json:"group,omitempty"`
+	Rank        *int                              `json:"rank,omitempty"` // in its group, while it holds one
 	State       string                            `json:"state"`
 	ExitStatus  *int                              `json:"exit-status,omitempty"`
 	Diagnostics string                            `json:"diagnostics,omitempty"`
@@ -167,6 +168,10 @@ func (a *AM) StatusPage(p Page) Status {
 		}
 		ws := WorkerStatus{Container: w.c.ID, Node: w.c.NodeID, NodeHTTP: w.c.NodeHTTP, Host: w.c.Host(), Group: w.g.Name,
 			State: w.state, Diagnostics: w.diag, Devices: w.devices}
+		if w.rank >= 0 && (w.state == StateStarting || w.state == StateRunning) && !w.gangStopped {
+			rank := w.rank
+			ws.Rank = &rank
+		}
 		if w.state == StateSucceeded || w.state == StateFailed {
 			exit := w.exit
 			ws.ExitStatus = &exit
@@ -195,6 +200,9 @@ func (a *AM) ReportDevices(r contract.DeviceReport) error {
 		return nil
 	}
 	w.devices = mergeDevices(w.devices, r.Resources)
+	if r.Port > 0 {
+		w.port = r.Port
+	}
 	return nil
 }
 

@@ -169,6 +169,7 @@ func NewTracker(src StatusSource, log logrus.FieldLogger) http.Handler {
 		log.WithFields(logrus.Fields{"container": rep.Container, "resources": sortedKeys(rep.Resources)}).Info("launcher reported devices")
 		w.WriteHeader(http.StatusNoContent)
 	})
+	handleRendezvous(mux, src)
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 		st, err := statusPage(src, r, PageSize)
 		if err != nil {

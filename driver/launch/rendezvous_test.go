@@ -1,0 +1,151 @@
+package launch
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/xres/xres/resources/contract"
+)
+
+// fakeRendezvousAM serves the report and the rendezvous: it answers "wait"
+// until it has been asked notReady times, then ready with env and probe.
+type fakeRendezvousAM struct {
+	mu       sync.Mutex
+	reports  []contract.DeviceReport
+	asks     int
+	notReady int
+	env      map[string]string
+	probe    []string
+	// ranEarly is set when the worker's output existed while the AM still
+	// said wait.
+	out      string
+	ranEarly bool
+}
+
+func (f *fakeRendezvousAM) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	switch {
+	case r.Method == http.MethodPost && r.URL.Path == contract.ReportPath:
+		var rep contract.DeviceReport
+		b, _ := io.ReadAll(r.Body)
+		_ = json.Unmarshal(b, &rep)
+		f.reports = append(f.reports, rep)
+		w.WriteHeader(http.StatusNoContent)
+	case r.Method == http.MethodGet && r.URL.Path == contract.RendezvousPath:
+		f.asks++
+		if _, err := os.Stat(f.out); err == nil && f.asks <= f.notReady {
+			f.ranEarly = true
+		}
+		ans := contract.Rendezvous{Group: "ring", Rank: 1, WorldSize: 2}
+		if r.URL.Query().Get("container") != "container_1_0001_01_000003" {
+			http.Error(w, "unknown container", http.StatusNotFound)
+			return
+		}
+		if f.asks > f.notReady {
+			ans.Ready, ans.Env, ans.Probe = true, f.env, f.probe
+		} else {
+			ans.Waiting = "gang start of group ring: 1 of 2 workers have reserved their devices"
+		}
+		_ = json.NewEncoder(w).Encode(ans)
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+// A waiting worker: the launcher picks its port, reports it with the
+// devices, asks until the AM says ready, waits for the dependency to
+// listen, and only then starts the worker with XRES_PORT and the AM's
+// environment.
+func TestRunWaitsForRendezvous(t *testing.T) {
+	dep, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer dep.Close()
+	out := filepath.Join(t.TempDir(), "seen")
+	am := &fakeRendezvousAM{notReady: 3, out: out, probe: []string{dep.Addr().String()},
+		env: map[string]string{"XRES_RANK": "1", "MASTER_ADDR": "nm1", "MASTER_PORT": "7000"}}
+	srv := httptest.NewServer(am)
+	defer srv.Close()
+
+	h := newFakeHost()
+	h.devices["gpu"] = 1
+	var stderr syncBuffer
+	envVars := map[string]string{
+		contract.EnvReportURL: srv.URL + contract.ReportPath, contract.EnvRendezvousURL: srv.URL + contract.RendezvousPath,
+		contract.EnvRendezvousWait: "true", contract.EnvPortWanted: "auto",
+		EnvContainerID: "container_1_0001_01_000003", "TMPDIR": t.TempDir(),
+	}
+	code := Main(context.Background(), []string{"--", "sh", "-c", `echo "$XRES_RANK $XRES_PORT $MASTER_ADDR:$MASTER_PORT" > ` + out}, Env{
+		Getenv:         func(k string) string { return envVars[k] },
+		Environ:        []string{"PATH=" + os.Getenv("PATH")},
+		Dir:            t.TempDir(), // the info file goes there, not into this package
+		Stderr:         &stderr,
+		Registry:       registryWith(h),
+		Load:           fixedSpecs(gpuSpec(1)),
+		RendezvousPoll: time.Millisecond,
+	})
+	require.Equal(t, 0, code, stderr.String())
+	am.mu.Lock()
+	defer am.mu.Unlock()
+	require.False(t, am.ranEarly, "the worker ran before the AM said ready")
+	require.Equal(t, 4, am.asks)
+	require.Len(t, am.reports, 1)
+	port := am.reports[0].Port
+	require.Positive(t, port)
+	b, err := os.ReadFile(out)
+	require.NoError(t, err)
+	require.Equal(t, "1 "+strconv.Itoa(port)+" nm1:7000", strings.TrimSpace(string(b)))
+	require.Contains(t, stderr.String(), "waiting for the application master's go")
+}
+
+// A group that does not wait asks once; an AM that cannot answer leaves
+// the worker without XRES_RANK, started all the same.
+func TestRunWithoutWaitAsksOnce(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "seen")
+	var stderr syncBuffer
+	envVars := map[string]string{contract.EnvRendezvousURL: "http://127.0.0.1:1/api/rendezvous",
+		EnvContainerID: "container_1_0001_01_000003", "TMPDIR": t.TempDir()}
+	h := newFakeHost()
+	h.devices["gpu"] = 1
+	code := Main(context.Background(), []string{"--", "sh", "-c", `echo "rank=$XRES_RANK port=$XRES_PORT" > ` + out}, Env{
+		Getenv:   func(k string) string { return envVars[k] },
+		Environ:  []string{"PATH=" + os.Getenv("PATH")},
+		Dir:      t.TempDir(),
+		Stderr:   &stderr,
+		Registry: registryWith(h),
+		Load:     fixedSpecs(gpuSpec(1)),
+	})
+	require.Equal(t, 0, code, stderr.String())
+	b, err := os.ReadFile(out)
+	require.NoError(t, err)
+	require.Equal(t, "rank= port=", strings.TrimSpace(string(b)))
+	require.Contains(t, stderr.String(), "starting it without XRES_RANK")
+}
+
+func TestRendezvousPort(t *testing.T) {
+	p, err := rendezvousPort("")
+	require.NoError(t, err)
+	require.Zero(t, p)
+	p, err = rendezvousPort("4242")
+	require.NoError(t, err)
+	require.Equal(t, 4242, p)
+	p, err = rendezvousPort("AUTO")
+	require.NoError(t, err)
+	require.Positive(t, p)
+	_, err = rendezvousPort("http")
+	require.ErrorIs(t, err, ErrConfig)
+	require.ErrorContains(t, err, `XRES_PORT_WANTED="http" is not a port`)
+}

@@ -1,0 +1,54 @@
+package contract
+
+// The rendezvous of a worker group: before it runs the worker command, the
+// container-launcher of a group that waits (gang start, depends-on, a
+// port) reports its devices (and port) to the AM, then asks the AM's
+// rendezvous endpoint, until the answer is ready, for the worker's rank and
+// its peers' addresses:
+//
+//	launcher                              AM
+//	  reserve devices, pick XRES_PORT
+//	  POST /api/report {container, resources, port}  ──►  devices reserved
+//	  GET  /api/rendezvous?container=ID  ──►  {"ready": false, "waiting": "2 of 4 …"}
+//	  …  (every RendezvousPoll)
+//	  GET  /api/rendezvous?container=ID  ──►  {"ready": true, "env": {…}, "probe": [host:port…]}
+//	  connect to every probe address (the dependencies listen), then exec the
+//	  worker with env added
+const (
+	// EnvRendezvousURL names the worker-environment variable that carries
+	// the AM's rendezvous endpoint (the xres AM sets it on every worker).
+	EnvRendezvousURL = "XRES_RENDEZVOUS_URL"
+	// EnvRendezvousWait is "true" when the worker must not start before
+	// the AM says it is ready (gang, depends-on, a port, xres.rendezvous);
+	// otherwise the launcher asks once and starts the worker either way.
+	EnvRendezvousWait = "XRES_RENDEZVOUS_WAIT"
+	// EnvPortWanted is the port the group declares: "auto" (the launcher
+	// picks a free one) or a number. The launcher reports it and gives the
+	// worker XRES_PORT.
+	EnvPortWanted = "XRES_PORT_WANTED"
+	// EnvPort is the worker's port.
+	EnvPort = "XRES_PORT"
+	// RendezvousPath is the endpoint's path under the AM's tracking URL
+	// (GET ?container=ID).
+	RendezvousPath = "/api/rendezvous"
+)
+
+// Rendezvous is the AM's answer to a worker's launcher.
+//
+//	{"ready": true, "group": "trainer", "rank": 1, "world-size": 4,
+//	 "env": {"XRES_RANK": "1", "XRES_WORLD_SIZE": "4", "MASTER_ADDR": "nm1", …},
+//	 "probe": ["nm2:41000"]}
+type Rendezvous struct {
+	Ready bool `json:"ready"`
+	// Waiting says what the worker waits for while not Ready.
+	Waiting   string `json:"waiting,omitempty"`
+	Group     string `json:"group"`
+	Rank      int    `json:"rank"`
+	WorldSize int    `json:"world-size"`
+	// Env is added to the worker's environment (XRES_GROUP, XRES_RANK,
+	// XRES_WORLD_SIZE, XRES_<GROUP>_ADDRESSES, the framework's variables).
+	Env map[string]string `json:"env,omitempty"`
+	// Probe are the dependencies' addresses (host:port): the launcher
+	// starts the worker once each accepts a connection.
+	Probe []string `json:"probe,omitempty"`
+}

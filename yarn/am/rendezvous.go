@@ -1,0 +1,490 @@
+package am
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/xres/xres/conf"
+	"github.com/xres/xres/resources/contract"
+	"github.com/xres/xres/yarn"
+)
+
+// How worker groups find each other.
+//
+// Ranks: every worker holds a rank of its group, 0…Workers-1, from the
+// moment it is allocated: the lowest free one, so a replacement takes the
+// rank of the worker it replaces. A rank is free when no starting or
+// running worker holds it (a worker stopped for a gang restart frees its
+// rank at once).
+//
+// Readiness: a worker's launcher reserves its devices, POSTs its report
+// (with its port) and then asks GET /api/rendezvous until the answer is
+// ready (contract.Rendezvous). A worker is ready when
+//   - its own report arrived, where its group waits at all;
+//   - under gang, every rank of its group has a reporting worker;
+//   - every group it depends on runs: at least its minimum of ranks are
+//     held by workers that are ready themselves;
+//   - under xres.rendezvous: torch, the master's address is known; under
+//     tensorflow, the address of every rank of every group with a port.
+//
+// Gang restart: when a worker of a gang group is lost, the workers of the
+// group already told to run are stopped (uncounted) and the gang forms
+// again; only the lost worker counts against yarn.maximum-failed-containers.
+
+// Worker environment variables the rendezvous sets.
+const (
+	EnvGroup     = "XRES_GROUP"
+	EnvRank      = "XRES_RANK"
+	EnvWorldSize = "XRES_WORLD_SIZE"
+)
+
+// AddressesEnv names XRES_<GROUP>_ADDRESSES for group name: upper-cased,
+// every character other than A-Z and 0-9 replaced by "_".
+func AddressesEnv(group string) string {
+	var b strings.Builder
+	for _, r := range strings.ToUpper(group) {
+		if r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('_')
+		}
+	}
+	return "XRES_" + b.String() + "_ADDRESSES"
+}
+
+// waits reports whether the group's workers wait for the AM before they
+// run.
+func (g *group) waits() bool {
+	p := g.Plan
+	return p.Gang || len(p.DependsOn) > 0 || p.Port != 0 || p.Rendezvous != ""
+}
+
+// rendezvousEnv adds what every worker of g is started with: the
+// rendezvous endpoint (when the AM has a tracking URL), whether to wait
+// for it, the group's port, group name and world size.
+func rendezvousEnv(g Group, trackingURL string) yarn.LaunchContext {
+	l := g.Launch
+	env := maps.Clone(l.Env)
+	if env == nil {
+		env = map[string]string{}
+	}
+	if trackingURL != "" {
+		env[contract.EnvRendezvousURL] = strings.TrimSuffix(trackingURL, "/") + contract.RendezvousPath
+	}
+	gg := &group{Group: g}
+	if gg.waits() {
+		env[contract.EnvRendezvousWait] = "true"
+	}
+	switch p := g.Plan.Port; {
+	case p == PortAuto:
+		env[contract.EnvPortWanted] = "auto"
+	case p > 0:
+		env[contract.EnvPortWanted] = strconv.Itoa(p)
+	}
+	env[EnvGroup] = g.Name
+	env[EnvWorldSize] = strconv.Itoa(g.Plan.Workers)
+	l.Env = env
+	return l
+}
+
+// assignRankLocked gives w the lowest free rank of its group.
+func (a *AM) assignRankLocked(w *worker) {
+	g := w.g
+	if len(g.ranks) != g.Plan.Workers {
+		g.ranks = append(g.ranks, make([]*worker, max(g.Plan.Workers-len(g.ranks), 0))...)
+	}
+	for r := range g.ranks {
+		if g.holder(r) == nil {
+			g.ranks[r] = w
+			w.rank = r
+			return
+		}
+	}
+	w.rank = -1 // more workers than ranks: only surplus, released
+}
+
+// holder is the worker that holds rank r: starting or running, not
+// stopped for a gang restart; nil when the rank is free.
+func (g *group) holder(r int) *worker {
+	if r < 0 || r >= len(g.ranks) {
+		return nil
+	}
+	w := g.ranks[r]
+	if w == nil || w.gangStopped || (w.state != StateStarting && w.state != StateRunning) {
+		return nil
+	}
+	return w
+}
+
+// reported is whether w's launcher has reported (devices reserved, port
+// chosen).
+func (w *worker) reported() bool { return w.devices != nil }
+
+// address is w's host:port ("" without a port).
+func (w *worker) address() string {
+	if w.port <= 0 {
+		return ""
+	}
+	return net.JoinHostPort(w.c.Host(), strconv.Itoa(w.port))
+}
+
+// gangCount counts g's ranks that are held and, of those, reported.
+func (g *group) gangCount() (held, reported int) {
+	for r := range g.Plan.Workers {
+		if w := g.holder(r); w != nil {
+			held++
+			if w.reported() {
+				reported++
+			}
+		}
+	}
+	return held, reported
+}
+
+// addresses lists g's addresses in rank order; complete is false when a
+// rank has none yet.
+func (g *group) addresses() (out []string, complete bool) {
+	complete = true
+	for r := range g.Plan.Workers {
+		w := g.holder(r)
+		if w == nil || !w.reported() || w.address() == "" {
+			complete = false
+			out = append(out, "")
+			continue
+		}
+		out = append(out, w.address())
+	}
+	return out, complete
+}
+
+func (a *AM) groupByName(name string) *group {
+	for _, g := range a.groups {
+		if g.Name == name {
+			return g
+		}
+	}
+	return nil
+}
+
+// readyLocked says whether w may run its command, or what it waits for.
+// depth bounds the walk over dependencies (a cycle is refused by
+// PlanGroups; this keeps a hand-made Config from looping).
+func (a *AM) readyLocked(w *worker, depth int) (bool, string) {
+	g := w.g
+	if depth > len(a.groups) {
+		return false, "the groups depend on each other in a cycle"
+	}
+	if !g.waits() {
+		return true, ""
+	}
+	if !w.reported() {
+		return false, "its own device report"
+	}
+	if g.Plan.Gang {
+		if _, rep := g.gangCount(); rep < g.Plan.Workers {
+			return false, fmt.Sprintf("gang start%s: %d of %d workers have reserved their devices", g.label(), rep, g.Plan.Workers)
+		}
+	}
+	for _, name := range g.Plan.DependsOn {
+		h := a.groupByName(name)
+		if h == nil {
+			return false, fmt.Sprintf("group %s, which is not a group of this application", name)
+		}
+		if ok, why := a.runningLocked(h, depth+1); !ok {
+			return false, fmt.Sprintf("group %s (depends-on): %s", name, why)
+		}
+	}
+	switch g.Plan.Rendezvous {
+	case RendezvousTorch:
+		if m := a.masterLocked(g); m != nil && m.address() == "" {
+			return false, fmt.Sprintf("the torch master (rank 0%s) to report its port", m.g.label())
+		} else if m == nil && a.masterGroupLocked(g) != nil {
+			return false, "the torch master (rank 0) to be allocated"
+		}
+	case RendezvousTensorflow:
+		for _, h := range a.groups {
+			if h.Plan.Port == 0 {
+				continue
+			}
+			if _, ok := h.addresses(); !ok {
+				return false, fmt.Sprintf("the addresses of every worker%s (TF_CONFIG)", h.label())
+			}
+		}
+	}
+	return true, ""
+}
+
+// runningLocked says whether group h runs for its dependents: at least
+// its minimum of ranks are held by workers that are ready.
+func (a *AM) runningLocked(h *group, depth int) (bool, string) {
+	n := 0
+	var why string
+	for r := range h.Plan.Workers {
+		w := h.holder(r)
+		if w == nil {
+			continue
+		}
+		if ok, reason := a.readyLocked(w, depth); ok {
+			n++
+		} else if why == "" {
+			why = reason
+		}
+	}
+	if n >= h.minimum() {
+		return true, ""
+	}
+	msg := fmt.Sprintf("%d of %d workers running", n, h.minimum())
+	if why != "" {
+		msg += "; they wait for " + why
+	}
+	return false, msg
+}
+
+// masterGroupLocked is the group whose rank 0 is g's torch master: g
+// itself when it has a port, else its first dependency with one; nil:
+// none.
+func (a *AM) masterGroupLocked(g *group) *group {
+	if g.Plan.Port != 0 {
+		return g
+	}
+	for _, name := range g.Plan.DependsOn {
+		if h := a.groupByName(name); h != nil && h.Plan.Port != 0 {
+			return h
+		}
+	}
+	return nil
+}
+
+// masterLocked is the worker that holds rank 0 of g's master group.
+func (a *AM) masterLocked(g *group) *worker {
+	if h := a.masterGroupLocked(g); h != nil {
+		return h.holder(0)
+	}
+	return nil
+}
+
+// Rendezvous answers the launcher of container id: its rank, and, once it
+// may run, its environment and the addresses to wait for.
+func (a *AM) Rendezvous(id string) (contract.Rendezvous, error) {
+	id = strings.TrimSpace(id)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	w := a.workers.get(id)
+	if w == nil || !strings.HasPrefix(id, "container_") {
+		return contract.Rendezvous{}, fmt.Errorf("rendezvous: %w: %q", ErrUnknownContainer, id)
+	}
+	g := w.g
+	out := contract.Rendezvous{Group: g.Name, Rank: w.rank, WorldSize: g.Plan.Workers}
+	if w.rank < 0 || w.gangStopped || (w.state != StateStarting && w.state != StateRunning) {
+		out.Waiting = "nothing: this worker is being stopped"
+		return out, nil
+	}
+	ok, why := a.readyLocked(w, 0)
+	if !ok {
+		out.Waiting = why
+		return out, nil
+	}
+	out.Ready = true
+	w.went = true
+	out.Env = a.workerEnvLocked(w)
+	for _, name := range g.Plan.DependsOn {
+		if h := a.groupByName(name); h != nil && h.Plan.Port != 0 {
+			addrs, _ := h.addresses()
+			for _, ad := range addrs {
+				if ad != "" {
+					out.Probe = append(out.Probe, ad)
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// workerEnvLocked is the environment a ready worker adds.
+func (a *AM) workerEnvLocked(w *worker) map[string]string {
+	g := w.g
+	env := map[string]string{
+		EnvGroup:     g.Name,
+		EnvRank:      strconv.Itoa(w.rank),
+		EnvWorldSize: strconv.Itoa(g.Plan.Workers),
+	}
+	addrOf := func(h *group) {
+		if h.Plan.Port == 0 {
+			return
+		}
+		if addrs, ok := h.addresses(); ok {
+			env[AddressesEnv(h.Name)] = strings.Join(addrs, ",")
+		}
+	}
+	addrOf(g)
+	for _, name := range g.Plan.DependsOn {
+		if h := a.groupByName(name); h != nil {
+			addrOf(h)
+		}
+	}
+	switch g.Plan.Rendezvous {
+	case RendezvousTorch:
+		local, size := 0, 0
+		for r := range g.Plan.Workers {
+			if h := g.holder(r); h != nil && h.c.Host() == w.c.Host() {
+				if r < w.rank {
+					local++
+				}
+				size++
+			}
+		}
+		env["RANK"] = strconv.Itoa(w.rank)
+		env["WORLD_SIZE"] = strconv.Itoa(g.Plan.Workers)
+		env["LOCAL_RANK"] = strconv.Itoa(local)
+		env["LOCAL_WORLD_SIZE"] = strconv.Itoa(size)
+		if m := a.masterLocked(g); m != nil && m.address() != "" {
+			env["MASTER_ADDR"] = m.c.Host()
+			env["MASTER_PORT"] = strconv.Itoa(m.port)
+		}
+	case RendezvousTensorflow:
+		cluster := map[string][]string{}
+		for _, h := range a.groups {
+			if h.Plan.Port != 0 {
+				cluster[h.Name], _ = h.addresses()
+			}
+		}
+		tf := map[string]any{"cluster": cluster, "task": map[string]any{"type": g.Name, "index": w.rank}}
+		b, _ := json.Marshal(tf)
+		env["TF_CONFIG"] = string(b)
+	}
+	return env
+}
+
+// gangLostLocked restarts w's gang when w, a member, is lost and
+// replaced: every other worker of the group already told to run is
+// stopped (uncounted, replaced) and the gang forms again within
+// xres.gang.timeout.
+func (a *AM) gangLostLocked(ctx context.Context, w *worker) {
+	g := w.g
+	if !g.Plan.Gang || a.result != nil {
+		return
+	}
+	g.gangSince = time.Time{}
+	var stop []*worker
+	for r := range g.Plan.Workers {
+		if h := g.holder(r); h != nil && h != w && h.went {
+			h.gangStopped = true
+			stop = append(stop, h)
+		}
+	}
+	if len(stop) == 0 {
+		return
+	}
+	g.gangRestarts++
+	a.log.WithFields(logrus.Fields{"group": g.Name, "lost": w.c.ID, "stopping": len(stop)}).Warn("a gang worker was lost; restarting the gang (every rank)")
+	a.startWG.Add(1)
+	go func() {
+		defer a.startWG.Done()
+		for _, h := range stop {
+			a.mu.Lock()
+			token := a.nmTokens[h.c.NodeID]
+			a.mu.Unlock()
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.cfg.CallTimeout)
+			if err := a.nm.StopContainer(cctx, h.c, token); err != nil {
+				a.log.WithError(err).WithField("container", h.c.ID).Warn("stopping a gang worker failed; the RM reports it when it ends")
+			}
+			cancel()
+		}
+	}()
+}
+
+// gangStoppedEndedLocked records the end of a worker stopped for a gang
+// restart: replaced, not counted as a failure.
+func (a *AM) gangStoppedEndedLocked(w *worker, st yarn.Completed) {
+	a.workers.set(w, StateFailed)
+	w.exit, w.diag, w.finished = st.ExitStatus, "stopped for a gang restart: "+st.Diagnostics, a.cfg.Now()
+	w.g.pending++
+	w.g.restarts++
+}
+
+// gangTimeoutLocked fails the application when a gang group has waited
+// longer than its xres.gang.timeout for all its workers to be allocated
+// and reserve their devices; nil otherwise.
+func (a *AM) gangTimeoutLocked() *Result {
+	now := a.cfg.Now()
+	for _, g := range a.groups {
+		if !g.Plan.Gang || g.Plan.GangTimeout <= 0 {
+			continue
+		}
+		held, rep := g.gangCount()
+		if rep >= g.Plan.Workers {
+			g.gangSince = time.Time{}
+			continue
+		}
+		if g.gangSince.IsZero() {
+			g.gangSince = now
+			continue
+		}
+		if waited := now.Sub(g.gangSince); waited >= g.Plan.GangTimeout {
+			var missing []string
+			for r := range g.Plan.Workers {
+				if h := g.holder(r); h == nil || !h.reported() {
+					missing = append(missing, strconv.Itoa(r))
+				}
+			}
+			name := g.Name
+			if name == "" {
+				name = "(the only group)"
+			}
+			d := fmt.Sprintf("gang start of worker group %s timed out after %s (%s): %d of %d workers allocated, %d of them with devices reserved; ranks without a ready worker: %s. The application's containers are released, so it holds nothing another application waits for",
+				name, g.Plan.GangTimeout, conf.GangTimeout.Key, held, g.Plan.Workers, rep, strings.Join(missing, ", "))
+			if u := a.unplaceableLocked(); u != "" {
+				d += "; " + u
+			}
+			a.log.WithField("group", g.Name).Error(d)
+			return &Result{Status: yarn.StatusFailed, Diagnostics: d}
+		}
+	}
+	return nil
+}
+
+// rendezvousSource is a StatusSource that answers launchers' rendezvous
+// (the AM).
+type rendezvousSource interface {
+	Rendezvous(container string) (contract.Rendezvous, error)
+}
+
+var _ rendezvousSource = (*AM)(nil)
+
+// handleRendezvous serves GET /api/rendezvous?container=ID when src
+// answers it: read-only, what the container's launcher waits for (the
+// reports that change the AM's state go through POST /api/report).
+func handleRendezvous(mux *http.ServeMux, src StatusSource) {
+	rs, ok := src.(rendezvousSource)
+	if !ok {
+		return
+	}
+	mux.HandleFunc("GET "+contract.RendezvousPath, func(w http.ResponseWriter, r *http.Request) {
+		id := r.URL.Query().Get("container")
+		if id == "" {
+			http.Error(w, "rendezvous: query parameter container is required", http.StatusBadRequest)
+			return
+		}
+		ans, err := rs.Rendezvous(id)
+		if err != nil {
+			code := http.StatusInternalServerError
+			if errors.Is(err, ErrUnknownContainer) {
+				code = http.StatusNotFound
+			}
+			http.Error(w, err.Error(), code)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(ans)
+	})
+}
