@@ -206,7 +206,13 @@ func rpcAMClients(ctx context.Context, getenv func(string) string, ae submit.AME
 // with simple authentication. A login that fails is a warning: the AM then
 // runs on the submission's token, as without a keytab.
 func amKerberos(getenv func(string) string, ae submit.AMEnv, app am.AppSettings, hc *conf.HadoopConfig, log logrus.FieldLogger) *yarn.Kerberos {
-	if ae.Keytab == "" || !submit.Secure(hc) {
+	if ae.Keytab == "" {
+		return nil
+	}
+	if !submit.Secure(hc) {
+		log.Warn("a keytab was shipped but the AM's Hadoop configuration does not say hadoop.security.authentication=kerberos " +
+			"(no HADOOP_CONF_DIR in its container? flink.hadoop.* keys set it, with dfs.namenode.kerberos.principal and yarn.resourcemanager.principal): " +
+			"the AM cannot obtain new HDFS delegation tokens")
 		return nil
 	}
 	if app.Principal == "" {
