@@ -136,7 +136,7 @@ func TestSecureTokensOutliveMaxLifetime(t *testing.T) {
 	submitted := time.Now()
 	withKeytab := submitApp(ctx, "xres-it-token-keytab", writeConf("keytab", 1), "true")
 	withoutKeytab := submitApp(ctx, "xres-it-token-nokeytab", writeConf("nokeytab", 1,
-		conf.YarnShipLocalKeytab.Key+": false", conf.YarnMaxFailedContainers.Key+": 0", conf.SlotRequestTimeout.Key+": 30 s"), "true")
+		conf.YarnShipLocalKeytab.Key+": false", conf.YarnMaxFailedContainers.Key+": 0", conf.SlotRequestTimeout.Key+": 150 s"), "true")
 	user := submit.ShortName(principal)
 	hdfsClient := secureHDFSClient(t, c, krb)
 
@@ -165,6 +165,12 @@ func TestSecureTokensOutliveMaxLifetime(t *testing.T) {
 		r := waitEnded(ctx, withoutKeytab)
 		log := amStderr(t, c, withoutKeytab)
 		require.Equal(t, "FAILED", r.FinalStatus, "%+v\nAM stderr:\n%s", r, log)
+		t.Logf("diagnostics of %s: %s", withoutKeytab, r.Diagnostics)
+		for _, l := range strings.Split(log, "\n") {
+			if strings.Contains(l, "max lifetime") || strings.Contains(strings.ToLower(l), "token") {
+				t.Logf("AM: %s", l)
+			}
+		}
 		require.Regexp(t, `(?i)token.*(expired|can't be found|cannot be found)`, r.Diagnostics+log)
 		require.Contains(t, log, "reaches its max lifetime")
 		require.Contains(t, log, conf.KerberosLoginKeytab.Key)
