@@ -253,6 +253,36 @@ var (
 		Type:        TypeString,
 		Description: "Principal (user@REALM) of security.kerberos.login.keytab.",
 	})
+	KerberosKrb5Conf = Register(Option{
+		Key:         "security.kerberos.krb5-conf.path",
+		Type:        TypeString,
+		Description: "krb5.conf `am submit` logs in with (else $KRB5_CONFIG, else /etc/krb5.conf); with a shipped keytab it is shipped to the ApplicationMaster too, which logs in with it. Unset: the AM reads $KRB5_CONFIG, else /etc/krb5.conf, of its node.",
+	})
+	YarnShipLocalKeytab = Register(Option{
+		Key:     "yarn.security.kerberos.ship-local-keytab",
+		Type:    TypeBool,
+		Default: "true",
+		Description: "Ship security.kerberos.login.keytab to the ApplicationMaster (as `krb5.keytab`, an APPLICATION resource, mode 0600 in the 0700 staging folder; never to the workers), " +
+			"which logs in with it and obtains new HDFS delegation tokens before the old ones expire. false: the AM only has the submission's token, which ends at its max lifetime.",
+	})
+	DelegationTokensEnabled = Register(Option{
+		Key:         "security.delegation.tokens.enabled",
+		Type:        TypeBool,
+		Default:     "true",
+		Description: "Whether an ApplicationMaster with a shipped keytab obtains new HDFS delegation tokens for the containers it starts. false: it keeps the submission's.",
+	})
+	DelegationTokensRenewalRatio = Register(Option{
+		Key:         "security.delegation.tokens.renewal.time-ratio",
+		Type:        TypeFloat,
+		Default:     "0.75",
+		Description: "Share of a token's life (until the earlier of its renewal date and its max lifetime) after which the AM obtains a new one; above 0, at most 1.",
+	})
+	DelegationTokensRetryBackoff = Register(Option{
+		Key:         "security.delegation.tokens.renewal.retry.backoff",
+		Type:        TypeDuration,
+		Default:     "1 h",
+		Description: "Wait before the AM tries again to obtain a token after a failed try.",
+	})
 	TaskManagerEnv = Register(Option{
 		Key:         "containerized.taskmanager.env.<VAR>",
 		Type:        TypeString,

@@ -57,6 +57,10 @@
 #   XRES_MINICLUSTER_AM_MAX_ATTEMPTS yarn.resourcemanager.am.max-attempts (1): AM attempts allowed
 #   XRES_MINICLUSTER_LOG_AGGREGATION off (default): yarn.log-aggregation-enable=false; none or gz:
 #                               on, TFile blocks compressed so, uploaded to HDFS /tmp/logs at app end
+#   XRES_MINICLUSTER_DT_MAX_LIFETIME_MS dfs.namenode.delegation.token.max-lifetime (unset: Hadoop's
+#                               604800000, 7 days; at least 10000): an HDFS delegation token's max life
+#   XRES_MINICLUSTER_DT_RENEW_INTERVAL_MS dfs.namenode.delegation.token.renew-interval (unset: Hadoop's
+#                               86400000, 1 day; at least 10000): how long a token lives unrenewed
 #   XRES_MINICLUSTER_VERB_TIMEOUT seconds a fault verb may take (default 200)
 #   XRES_RPC_PROTECTION         hadoop.rpc.protection: authentication (default), integrity
 #                               or privacy (SASL qop auth, auth-int, auth-conf)
@@ -287,6 +291,8 @@ check_settings() {
   [[ ${XRES_MINICLUSTER_AMRM_ROLL_SECS:-0} =~ ^[0-9]+$ ]] || die "XRES_MINICLUSTER_AMRM_ROLL_SECS=$XRES_MINICLUSTER_AMRM_ROLL_SECS: want seconds"
   [[ ${XRES_MINICLUSTER_AM_EXPIRY_MS:-0} =~ ^[0-9]+$ ]] || die "XRES_MINICLUSTER_AM_EXPIRY_MS=$XRES_MINICLUSTER_AM_EXPIRY_MS: want milliseconds"
   [[ ${XRES_MINICLUSTER_RM_SCHEDULING_WAIT_MS:-10000} =~ ^[0-9]+$ ]] || die "XRES_MINICLUSTER_RM_SCHEDULING_WAIT_MS=$XRES_MINICLUSTER_RM_SCHEDULING_WAIT_MS: want milliseconds"
+  [[ ${XRES_MINICLUSTER_DT_MAX_LIFETIME_MS:-0} =~ ^[0-9]+$ ]] || die "XRES_MINICLUSTER_DT_MAX_LIFETIME_MS=$XRES_MINICLUSTER_DT_MAX_LIFETIME_MS: want milliseconds"
+  [[ ${XRES_MINICLUSTER_DT_RENEW_INTERVAL_MS:-0} =~ ^[0-9]+$ ]] || die "XRES_MINICLUSTER_DT_RENEW_INTERVAL_MS=$XRES_MINICLUSTER_DT_RENEW_INTERVAL_MS: want milliseconds"
   [[ $VERB_TIMEOUT =~ ^[0-9]+$ ]] || die "XRES_MINICLUSTER_VERB_TIMEOUT=$VERB_TIMEOUT: want seconds"
 }
 
@@ -302,6 +308,8 @@ launcher_args() {
     --rm-scheduling-wait-ms="${XRES_MINICLUSTER_RM_SCHEDULING_WAIT_MS:-10000}"
     --am-max-attempts="${XRES_MINICLUSTER_AM_MAX_ATTEMPTS:-1}"
     --log-aggregation="${XRES_MINICLUSTER_LOG_AGGREGATION:-off}"
+    --dt-max-lifetime-ms="${XRES_MINICLUSTER_DT_MAX_LIFETIME_MS:-0}"
+    --dt-renew-interval-ms="${XRES_MINICLUSTER_DT_RENEW_INTERVAL_MS:-0}"
     --nm-memory-mb="${XRES_MINICLUSTER_NM_MEMORY_MB:-4096}" --nm-vcores="${XRES_MINICLUSTER_NM_VCORES:-8}")
   for p in "${PORTS[@]}"; do
     name=${p%%:*}

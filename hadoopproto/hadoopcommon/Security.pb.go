@@ -302,6 +302,181 @@ func (x *GetDelegationTokenResponseProto) GetToken() *TokenProto {
 	return nil
 }
 
+// RenewDelegationTokenRequestProto asks the server that issued token to
+// extend its life (the caller must be the token's renewer).
+type RenewDelegationTokenRequestProto struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Token         *TokenProto            `protobuf:"bytes,1,req,name=token" json:"token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RenewDelegationTokenRequestProto) Reset() {
+	*x = RenewDelegationTokenRequestProto{}
+	mi := &file_hadoopproto_hadoopcommon_Security_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RenewDelegationTokenRequestProto) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RenewDelegationTokenRequestProto) ProtoMessage() {}
+
+func (x *RenewDelegationTokenRequestProto) ProtoReflect() protoreflect.Message {
+	mi := &file_hadoopproto_hadoopcommon_Security_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RenewDelegationTokenRequestProto.ProtoReflect.Descriptor instead.
+func (*RenewDelegationTokenRequestProto) Descriptor() ([]byte, []int) {
+	return file_hadoopproto_hadoopcommon_Security_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *RenewDelegationTokenRequestProto) GetToken() *TokenProto {
+	if x != nil {
+		return x.Token
+	}
+	return nil
+}
+
+// RenewDelegationTokenResponseProto is the token's new expiry, in ms since
+// the epoch: the earlier of now plus the renew interval and its max date.
+type RenewDelegationTokenResponseProto struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	NewExpiryTime *uint64                `protobuf:"varint,1,req,name=newExpiryTime" json:"newExpiryTime,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RenewDelegationTokenResponseProto) Reset() {
+	*x = RenewDelegationTokenResponseProto{}
+	mi := &file_hadoopproto_hadoopcommon_Security_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RenewDelegationTokenResponseProto) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RenewDelegationTokenResponseProto) ProtoMessage() {}
+
+func (x *RenewDelegationTokenResponseProto) ProtoReflect() protoreflect.Message {
+	mi := &file_hadoopproto_hadoopcommon_Security_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RenewDelegationTokenResponseProto.ProtoReflect.Descriptor instead.
+func (*RenewDelegationTokenResponseProto) Descriptor() ([]byte, []int) {
+	return file_hadoopproto_hadoopcommon_Security_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *RenewDelegationTokenResponseProto) GetNewExpiryTime() uint64 {
+	if x != nil && x.NewExpiryTime != nil {
+		return *x.NewExpiryTime
+	}
+	return 0
+}
+
+// CancelDelegationTokenRequestProto asks the server to forget token (the
+// caller must be its owner or renewer).
+type CancelDelegationTokenRequestProto struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Token         *TokenProto            `protobuf:"bytes,1,req,name=token" json:"token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CancelDelegationTokenRequestProto) Reset() {
+	*x = CancelDelegationTokenRequestProto{}
+	mi := &file_hadoopproto_hadoopcommon_Security_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CancelDelegationTokenRequestProto) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CancelDelegationTokenRequestProto) ProtoMessage() {}
+
+func (x *CancelDelegationTokenRequestProto) ProtoReflect() protoreflect.Message {
+	mi := &file_hadoopproto_hadoopcommon_Security_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CancelDelegationTokenRequestProto.ProtoReflect.Descriptor instead.
+func (*CancelDelegationTokenRequestProto) Descriptor() ([]byte, []int) {
+	return file_hadoopproto_hadoopcommon_Security_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *CancelDelegationTokenRequestProto) GetToken() *TokenProto {
+	if x != nil {
+		return x.Token
+	}
+	return nil
+}
+
+// CancelDelegationTokenResponseProto is empty.
+type CancelDelegationTokenResponseProto struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CancelDelegationTokenResponseProto) Reset() {
+	*x = CancelDelegationTokenResponseProto{}
+	mi := &file_hadoopproto_hadoopcommon_Security_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CancelDelegationTokenResponseProto) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CancelDelegationTokenResponseProto) ProtoMessage() {}
+
+func (x *CancelDelegationTokenResponseProto) ProtoReflect() protoreflect.Message {
+	mi := &file_hadoopproto_hadoopcommon_Security_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CancelDelegationTokenResponseProto.ProtoReflect.Descriptor instead.
+func (*CancelDelegationTokenResponseProto) Descriptor() ([]byte, []int) {
+	return file_hadoopproto_hadoopcommon_Security_proto_rawDescGZIP(), []int{8}
+}
+
 var File_hadoopproto_hadoopcommon_Security_proto protoreflect.FileDescriptor
 
 const file_hadoopproto_hadoopcommon_Security_proto_rawDesc = "" +
@@ -325,7 +500,14 @@ const file_hadoopproto_hadoopcommon_Security_proto_rawDesc = "" +
 	"\x1eGetDelegationTokenRequestProto\x12\x18\n" +
 	"\arenewer\x18\x01 \x02(\tR\arenewer\"W\n" +
 	"\x1fGetDelegationTokenResponseProto\x124\n" +
-	"\x05token\x18\x01 \x01(\v2\x1e.xres.hadoop.common.TokenProtoR\x05tokenB/Z-github.com/xres/xres/hadoopproto/hadoopcommon"
+	"\x05token\x18\x01 \x01(\v2\x1e.xres.hadoop.common.TokenProtoR\x05token\"X\n" +
+	" RenewDelegationTokenRequestProto\x124\n" +
+	"\x05token\x18\x01 \x02(\v2\x1e.xres.hadoop.common.TokenProtoR\x05token\"I\n" +
+	"!RenewDelegationTokenResponseProto\x12$\n" +
+	"\rnewExpiryTime\x18\x01 \x02(\x04R\rnewExpiryTime\"Y\n" +
+	"!CancelDelegationTokenRequestProto\x124\n" +
+	"\x05token\x18\x01 \x02(\v2\x1e.xres.hadoop.common.TokenProtoR\x05token\"$\n" +
+	"\"CancelDelegationTokenResponseProtoB/Z-github.com/xres/xres/hadoopproto/hadoopcommon"
 
 var (
 	file_hadoopproto_hadoopcommon_Security_proto_rawDescOnce sync.Once
@@ -339,24 +521,30 @@ func file_hadoopproto_hadoopcommon_Security_proto_rawDescGZIP() []byte {
 	return file_hadoopproto_hadoopcommon_Security_proto_rawDescData
 }
 
-var file_hadoopproto_hadoopcommon_Security_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
+var file_hadoopproto_hadoopcommon_Security_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
 var file_hadoopproto_hadoopcommon_Security_proto_goTypes = []any{
-	(*TokenProto)(nil),                      // 0: xres.hadoop.common.TokenProto
-	(*CredentialsKVProto)(nil),              // 1: xres.hadoop.common.CredentialsKVProto
-	(*CredentialsProto)(nil),                // 2: xres.hadoop.common.CredentialsProto
-	(*GetDelegationTokenRequestProto)(nil),  // 3: xres.hadoop.common.GetDelegationTokenRequestProto
-	(*GetDelegationTokenResponseProto)(nil), // 4: xres.hadoop.common.GetDelegationTokenResponseProto
+	(*TokenProto)(nil),                         // 0: xres.hadoop.common.TokenProto
+	(*CredentialsKVProto)(nil),                 // 1: xres.hadoop.common.CredentialsKVProto
+	(*CredentialsProto)(nil),                   // 2: xres.hadoop.common.CredentialsProto
+	(*GetDelegationTokenRequestProto)(nil),     // 3: xres.hadoop.common.GetDelegationTokenRequestProto
+	(*GetDelegationTokenResponseProto)(nil),    // 4: xres.hadoop.common.GetDelegationTokenResponseProto
+	(*RenewDelegationTokenRequestProto)(nil),   // 5: xres.hadoop.common.RenewDelegationTokenRequestProto
+	(*RenewDelegationTokenResponseProto)(nil),  // 6: xres.hadoop.common.RenewDelegationTokenResponseProto
+	(*CancelDelegationTokenRequestProto)(nil),  // 7: xres.hadoop.common.CancelDelegationTokenRequestProto
+	(*CancelDelegationTokenResponseProto)(nil), // 8: xres.hadoop.common.CancelDelegationTokenResponseProto
 }
 var file_hadoopproto_hadoopcommon_Security_proto_depIdxs = []int32{
 	0, // 0: xres.hadoop.common.CredentialsKVProto.token:type_name -> xres.hadoop.common.TokenProto
 	1, // 1: xres.hadoop.common.CredentialsProto.tokens:type_name -> xres.hadoop.common.CredentialsKVProto
 	1, // 2: xres.hadoop.common.CredentialsProto.secrets:type_name -> xres.hadoop.common.CredentialsKVProto
 	0, // 3: xres.hadoop.common.GetDelegationTokenResponseProto.token:type_name -> xres.hadoop.common.TokenProto
-	4, // [4:4] is the sub-list for method output_type
-	4, // [4:4] is the sub-list for method input_type
-	4, // [4:4] is the sub-list for extension type_name
-	4, // [4:4] is the sub-list for extension extendee
-	0, // [0:4] is the sub-list for field type_name
+	0, // 4: xres.hadoop.common.RenewDelegationTokenRequestProto.token:type_name -> xres.hadoop.common.TokenProto
+	0, // 5: xres.hadoop.common.CancelDelegationTokenRequestProto.token:type_name -> xres.hadoop.common.TokenProto
+	6, // [6:6] is the sub-list for method output_type
+	6, // [6:6] is the sub-list for method input_type
+	6, // [6:6] is the sub-list for extension type_name
+	6, // [6:6] is the sub-list for extension extendee
+	0, // [0:6] is the sub-list for field type_name
 }
 
 func init() { file_hadoopproto_hadoopcommon_Security_proto_init() }
@@ -370,7 +558,7 @@ func file_hadoopproto_hadoopcommon_Security_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_hadoopproto_hadoopcommon_Security_proto_rawDesc), len(file_hadoopproto_hadoopcommon_Security_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   5,
+			NumMessages:   9,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -50,6 +50,47 @@ type AppSettings struct {
 	// Keytab and Principal are security.kerberos.login.keytab and
 	// .principal ("": the ticket cache).
 	Keytab, Principal string
+	// Krb5Conf is security.kerberos.krb5-conf.path ("": $KRB5_CONFIG, else
+	// /etc/krb5.conf).
+	Krb5Conf string
+	// ShipKeytab is yarn.security.kerberos.ship-local-keytab.
+	ShipKeytab bool
+	Tokens     TokenRenewal
+}
+
+// TokenRenewal is how an AM with a keytab renews the HDFS delegation
+// tokens (Flink's security.delegation.tokens.*).
+type TokenRenewal struct {
+	Enabled      bool          // security.delegation.tokens.enabled
+	Ratio        float64       // security.delegation.tokens.renewal.time-ratio
+	RetryBackoff time.Duration // security.delegation.tokens.renewal.retry.backoff
+}
+
+// tokenRenewal reads the Kerberos and delegation token settings into a.
+func tokenRenewal(cfg *conf.Config, a *AppSettings) error {
+	a.Krb5Conf, _ = cfg.Get(conf.KerberosKrb5Conf.Key)
+	var err error
+	if a.ShipKeytab, err = cfg.Bool(conf.YarnShipLocalKeytab); err != nil {
+		return err
+	}
+	if a.Tokens.Enabled, err = cfg.Bool(conf.DelegationTokensEnabled); err != nil {
+		return err
+	}
+	if a.Tokens.Ratio, err = cfg.Float(conf.DelegationTokensRenewalRatio); err != nil {
+		return err
+	}
+	if a.Tokens.Ratio <= 0 || a.Tokens.Ratio > 1 {
+		return fmt.Errorf("%w: config key %s (%s): %v: want above 0, at most 1", ErrBadConfig,
+			conf.DelegationTokensRenewalRatio.Key, cfg.Origin(conf.DelegationTokensRenewalRatio.Key), a.Tokens.Ratio)
+	}
+	if a.Tokens.RetryBackoff, err = cfg.Duration(conf.DelegationTokensRetryBackoff); err != nil {
+		return err
+	}
+	if a.Tokens.RetryBackoff <= 0 {
+		return fmt.Errorf("%w: config key %s (%s): must be positive", ErrBadConfig,
+			conf.DelegationTokensRetryBackoff.Key, cfg.Origin(conf.DelegationTokensRetryBackoff.Key))
+	}
+	return nil
 }
 
 // Load reads the settings from cfg. workers > 0 is the --workers flag;
@@ -101,6 +142,9 @@ func appSettings(cfg *conf.Config) (AppSettings, error) {
 	a.Keytab, _ = cfg.Get(conf.KerberosLoginKeytab.Key)
 	a.Principal, _ = cfg.Get(conf.KerberosLoginPrincipal.Key)
 	a.MasterEnv = EnvFromConfig(cfg, MasterEnvPrefix)
+	if err := tokenRenewal(cfg, &a); err != nil {
+		return a, err
+	}
 
 	mem, err := cfg.MemorySize(conf.AMProcessSize)
 	if err != nil {

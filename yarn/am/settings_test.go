@@ -29,7 +29,8 @@ func TestLoad(t *testing.T) {
 	require.Equal(t, time.Hour, s.BlacklistExpiry)
 	require.Equal(t, 5*time.Minute, s.RequestTimeout)
 	require.Equal(t, "", s.BindAddress, "unset: Listen's any address")
-	require.Equal(t, AppSettings{MemoryMB: 256, VCores: 1, Attempts: 1, MasterEnv: map[string]string{}}, s.App)
+	require.Equal(t, AppSettings{MemoryMB: 256, VCores: 1, Attempts: 1, MasterEnv: map[string]string{},
+		ShipKeytab: true, Tokens: TokenRenewal{Enabled: true, Ratio: 0.75, RetryBackoff: time.Hour}}, s.App)
 	require.Empty(t, s.Hadoop)
 
 	cfg := confOf(map[string]string{
@@ -64,7 +65,8 @@ func TestLoad(t *testing.T) {
 	require.Equal(t, "127.0.0.1", s.BindAddress)
 	require.Equal(t, "50100-50200", s.BindPort)
 	require.Equal(t, AppSettings{Name: "train", Queue: "gpu", MemoryMB: 1024, VCores: 2, Attempts: 3,
-		MasterEnv: map[string]string{"JAVA_HOME": "/jdk"}, Keytab: "/k.keytab", Principal: "u@R"}, s.App)
+		MasterEnv: map[string]string{"JAVA_HOME": "/jdk"}, Keytab: "/k.keytab", Principal: "u@R",
+		ShipKeytab: true, Tokens: TokenRenewal{Enabled: true, Ratio: 0.75, RetryBackoff: time.Hour}}, s.App)
 	require.Len(t, s.Groups, 2)
 	require.Equal(t, 3, s.Workers())
 	require.Equal(t, map[string]string{"FOO": "bar"}, s.Groups[0].Env, "a group sees the plain keys")
@@ -88,6 +90,9 @@ func TestLoadErrors(t *testing.T) {
 		{"blacklist", map[string]string{"xres.yarn.blacklist.timeout": "-1 s"}, "config key xres.yarn.blacklist.timeout (set)"},
 		{"request timeout", map[string]string{"slot.request.timeout": "never"}, "slot.request.timeout"},
 		{"AM memory", map[string]string{"jobmanager.memory.process.size": "lots"}, "jobmanager.memory.process.size"},
+		{"token ratio", map[string]string{"security.delegation.tokens.renewal.time-ratio": "1.5"}, "config key security.delegation.tokens.renewal.time-ratio (set): 1.5: want above 0, at most 1"},
+		{"token backoff", map[string]string{"security.delegation.tokens.renewal.retry.backoff": "0 s"}, "config key security.delegation.tokens.renewal.retry.backoff (set): must be positive"},
+		{"ship keytab", map[string]string{"yarn.security.kerberos.ship-local-keytab": "maybe"}, "yarn.security.kerberos.ship-local-keytab"},
 		{"AM vcores", map[string]string{"yarn.appmaster.vcores": "0"}, "AM container: jobmanager.memory.process.size, yarn.appmaster.vcores and yarn.application-attempts must be positive"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

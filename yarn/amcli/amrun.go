@@ -22,6 +22,7 @@ import (
 	"github.com/xres/xres/resources/contract"
 	"github.com/xres/xres/yarn"
 	"github.com/xres/xres/yarn/am"
+	"github.com/xres/xres/yarn/hdfstoken"
 	"github.com/xres/xres/yarn/security"
 	"github.com/xres/xres/yarn/submit"
 )
@@ -32,6 +33,13 @@ type amClients struct {
 	NM           am.NMClient
 	Logs         am.LogFetcher // may be nil
 	WorkerTokens []byte        // HDTS credentials for the workers (the AM's, less the AMRMToken); nil if none
+	// Tokens, when set, gives the newest worker credentials at each
+	// container start (an AM with a keytab renews them); WorkerTokens are
+	// then only the first.
+	Tokens func() []byte
+	// Renew runs the token loop until ctx ends (hdfstoken.Renewer: new
+	// tokens with a keytab, a warning near the max lifetime without); may be nil.
+	Renew func(ctx context.Context)
 	// RMMaxWait and RMRetryInterval: how the AM waits out an unreachable RM
 	// (yarn.RMConnectPolicy); zero: am's defaults, Hadoop's.
 	RMMaxWait, RMRetryInterval time.Duration
@@ -51,7 +59,7 @@ type amClients struct {
 // out what they do not use, and a command needing a missing one fails
 // with errNotWired.
 type deps struct {
-	amClients  func(ctx context.Context, getenv func(string) string, ae submit.AMEnv, hadoop []conf.HadoopProperty, log logrus.FieldLogger) (amClients, error)
+	amClients  func(ctx context.Context, getenv func(string) string, ae submit.AMEnv, set am.Settings, log logrus.FieldLogger) (amClients, error)
 	rm         func(ctx context.Context, getenv func(string) string, log logrus.FieldLogger, l *login) (rmAPI, *conf.HadoopConfig, func(), error)
 	rmREST     func(ctx context.Context, getenv func(string) string, log logrus.FieldLogger, l *login) (rmAPI, *conf.HadoopConfig, func(), error)
 	hdfs       func(hc *conf.HadoopConfig, user string, krb *yarn.Kerberos) (submit.FS, func(), error)
@@ -107,8 +115,8 @@ func jobSchedulerAddresses(hc *conf.HadoopConfig, hadoop []conf.HadoopProperty) 
 // rpcAMClients builds the Hadoop RPC clients of an AM in its YARN
 // container: scheduler addresses from $HADOOP_CONF_DIR, the AMRMToken from
 // $HADOOP_TOKEN_FILE_LOCATION.
-func rpcAMClients(ctx context.Context, getenv func(string) string, ae submit.AMEnv, hadoop []conf.HadoopProperty, log logrus.FieldLogger) (amClients, error) {
-	hc, addrs, err := amHadoopConfig(getenv, ae, hadoop, log)
+func rpcAMClients(ctx context.Context, getenv func(string) string, ae submit.AMEnv, set am.Settings, log logrus.FieldLogger) (amClients, error) {
+	hc, addrs, err := amHadoopConfig(getenv, ae, set.Hadoop, log)
 	if err != nil {
 		return amClients{}, err
 	}
@@ -154,12 +162,25 @@ func rpcAMClients(ctx context.Context, getenv func(string) string, ae submit.AME
 		defer closeFS()
 		return submit.Stager{FS: fs}.Cleanup(ctx, dir)
 	}
+	krb := amKerberos(getenv, ae, set.App, hc, log)
+	kerberized := creds.Select(security.KindHDFSDelegation, "") != nil
 	var state *stagingState
-	if creds.Select(security.KindHDFSDelegation, "") != nil {
+	if kerberized {
 		// A Kerberized cluster: the HDFS client cannot authenticate with a
-		// delegation token, so the submitting client removes the folder
-		// (and a next attempt of the AM has no saved state).
+		// delegation token, so without a keytab login the submitting client
+		// removes the folder (and a next attempt of the AM has no saved
+		// state).
 		cleanup = nil
+		if krb != nil {
+			cleanup = func(ctx context.Context, dir string) error {
+				fs, closeFS, err := rpcHDFS(hc, "", krb)
+				if err != nil {
+					return err
+				}
+				defer closeFS()
+				return submit.Stager{FS: fs}.Cleanup(ctx, dir)
+			}
+		}
 	} else if ae.StagingDir != "" {
 		state = &stagingState{dir: ae.StagingDir, dial: func() (stateFS, func(), error) {
 			c, err := submit.DialHDFS(hc, yarn.CurrentUser(getenv), nil)
@@ -178,7 +199,7 @@ func rpcAMClients(ctx context.Context, getenv func(string) string, ae submit.AME
 	// authentication: on a Kerberized cluster the AM has no ticket for it,
 	// and compares the blacklist with the RM's count of NodeManagers.
 	var nodes am.NodeLister
-	if cleanup != nil {
+	if !kerberized {
 		if caddrs, err := yarn.RMAddresses(hc, yarn.RMClient); err == nil {
 			if c, err := yarn.NewClient(yarn.ClientConfig{Addrs: caddrs, User: yarn.CurrentUser(getenv), Log: log}); err == nil {
 				nodes = c
@@ -187,9 +208,22 @@ func rpcAMClients(ctx context.Context, getenv func(string) string, ae submit.AME
 			}
 		}
 	}
+	var tokens func() []byte
+	var renew func(context.Context)
+	if kerberized {
+		r := &hdfstoken.Renewer{Base: creds, Ratio: set.App.Tokens.Ratio, RetryBackoff: set.App.Tokens.RetryBackoff, Log: log}
+		if krb != nil && set.App.Tokens.Enabled {
+			rmPrincipal, _ := hc.Get("yarn.resourcemanager.principal")
+			r.Source = &hdfstoken.KerberosSource{HC: hc, Krb: krb, Renewer: submit.ShortName(rmPrincipal), Self: submit.KerberosUser(krb), Log: log}
+			tokens = r.Tokens
+		}
+		renew = r.Run
+	}
 	return amClients{
 		Nodes:        nodes,
 		State:        stateStore,
+		Tokens:       tokens,
+		Renew:        renew,
 		Cleanup:      cleanup,
 		RM:           am.NewRPCRMClient(rm),
 		NM:           am.NewRPCNMClient(nm),
@@ -200,6 +234,34 @@ func rpcAMClients(ctx context.Context, getenv func(string) string, ae submit.AME
 		RMMaxWait:       maxWait,
 		RMRetryInterval: retry,
 	}, nil
+}
+
+// amKerberos logs the AM in from the keytab am submit shipped (ae.Keytab,
+// as security.kerberos.login.principal, with the shipped krb5.conf, else
+// $KRB5_CONFIG, else /etc/krb5.conf); nil without one, or on a cluster
+// with simple authentication. A login that fails is a warning: the AM then
+// runs on the submission's token, as without a keytab.
+func amKerberos(getenv func(string) string, ae submit.AMEnv, app am.AppSettings, hc *conf.HadoopConfig, log logrus.FieldLogger) *yarn.Kerberos {
+	if ae.Keytab == "" {
+		return nil
+	}
+	if !submit.Secure(hc) {
+		log.Warn("a keytab was shipped but the AM's Hadoop configuration does not say hadoop.security.authentication=kerberos " +
+			"(no HADOOP_CONF_DIR in its container? flink.hadoop.* keys set it, with dfs.namenode.kerberos.principal and yarn.resourcemanager.principal): " +
+			"the AM cannot obtain new HDFS delegation tokens")
+		return nil
+	}
+	if app.Principal == "" {
+		log.Warnf("a keytab was shipped but %s is not set: the AM cannot obtain new HDFS delegation tokens", conf.KerberosLoginPrincipal.Key)
+		return nil
+	}
+	krb, err := submit.KerberosLogin(hc, submit.Login{Keytab: ae.Keytab, Principal: app.Principal, Krb5Conf: ae.Krb5Conf, Getenv: getenv})
+	if err != nil {
+		log.WithError(err).Warn("could not log in with the shipped keytab: the AM cannot obtain new HDFS delegation tokens")
+		return nil
+	}
+	log.WithField("principal", app.Principal).Info("logged in from the shipped keytab: the AM obtains new HDFS delegation tokens before they expire")
+	return krb
 }
 
 // cmdRun: am run [--conf FILE] [-D k=v]… [--dynamic-file NAME] [--workers N] -- <worker command…>
@@ -247,7 +309,7 @@ func cmdRun(ctx context.Context, args []string, e *env) error {
 	}
 	trackingURL := fmt.Sprintf("http://%s/", net.JoinHostPort(host, strconv.Itoa(l.Addr().(*net.TCPAddr).Port)))
 
-	clients, err := e.deps.amClients(ctx, e.getenv, ae, set.Hadoop, e.log)
+	clients, err := e.deps.amClients(ctx, e.getenv, ae, set, e.log)
 	if err != nil {
 		l.Close()
 		return clusterError{err}
@@ -280,6 +342,10 @@ func cmdRun(ctx context.Context, args []string, e *env) error {
 			Launch: am.WorkerLaunch(am.WorkerSpec{Resources: staged, ConfName: confName, DynamicFile: dynamicFile, Dynamic: c.dynamic,
 				Worker: cmd, Env: workerEnv, Tokens: clients.WorkerTokens})})
 	}
+	nm := clients.NM
+	if clients.Tokens != nil {
+		nm = am.WithTokens(nm, clients.Tokens)
+	}
 	appID := appIDFromContainer(e.getenv("CONTAINER_ID"))
 	// The RM keeps the final diagnostics: with the worker lines in them, am
 	// status still lists the workers once this AM is gone.
@@ -301,7 +367,7 @@ func cmdRun(ctx context.Context, args []string, e *env) error {
 		PeakRSS:          am.PeakRSSKiB,
 		State:            clients.State,
 		Nodes:            clients.Nodes,
-	}, rmc, clients.NM, clients.Logs)
+	}, rmc, nm, clients.Logs)
 	if err != nil {
 		l.Close()
 		return configError{err}
@@ -317,6 +383,13 @@ func cmdRun(ctx context.Context, args []string, e *env) error {
 			e.log.WithError(err).Warn("tracking server stopped")
 		}
 	}()
+	if clients.Renew != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			clients.Renew(sctx)
+		}()
+	}
 	for _, g := range planned {
 		e.log.WithFields(logrus.Fields{"group": g.Name, "workers": g.Plan.Workers, "profile": g.Plan.Profile.String()}).Info("worker group")
 	}

@@ -14,7 +14,6 @@ import (
 	"github.com/sirupsen/logrus"
 	"github.com/stretchr/testify/require"
 
-	"github.com/xres/xres/conf"
 	"github.com/xres/xres/resources"
 	"github.com/xres/xres/resources/contract"
 	"github.com/xres/xres/yarn"
@@ -119,7 +118,7 @@ func (n *reportingNM) StopContainer(ctx context.Context, c yarn.Container, tok s
 
 func fakeDeps(rm *scriptRM, nm *reportingNM) deps {
 	rm.nm = nm
-	return deps{amClients: func(ctx context.Context, getenv func(string) string, _ submit.AMEnv, _ []conf.HadoopProperty, log logrus.FieldLogger) (amClients, error) {
+	return deps{amClients: func(ctx context.Context, getenv func(string) string, _ submit.AMEnv, _ am.Settings, log logrus.FieldLogger) (amClients, error) {
 		return amClients{RM: rm, NM: nm}, nil
 	}}
 }
@@ -176,7 +175,7 @@ func TestRunWiresTheAM(t *testing.T) {
 
 func TestRunRejectsBadConfigBeforeConnecting(t *testing.T) {
 	called := false
-	d := deps{amClients: func(context.Context, func(string) string, submit.AMEnv, []conf.HadoopProperty, logrus.FieldLogger) (amClients, error) {
+	d := deps{amClients: func(context.Context, func(string) string, submit.AMEnv, am.Settings, logrus.FieldLogger) (amClients, error) {
 		called = true
 		return amClients{}, errors.New("should not connect")
 	}}
@@ -187,7 +186,7 @@ func TestRunRejectsBadConfigBeforeConnecting(t *testing.T) {
 }
 
 func TestRunClusterError(t *testing.T) {
-	d := deps{amClients: func(context.Context, func(string) string, submit.AMEnv, []conf.HadoopProperty, logrus.FieldLogger) (amClients, error) {
+	d := deps{amClients: func(context.Context, func(string) string, submit.AMEnv, am.Settings, logrus.FieldLogger) (amClients, error) {
 		return amClients{}, errors.New("no AMRMToken in $HADOOP_TOKEN_FILE_LOCATION")
 	}}
 	code, _, stderr := runAm(t, d, nil, "run", "--conf", "testdata/flink-conf.yaml", "-D", "rest.bind-address=127.0.0.1", "--", "true")

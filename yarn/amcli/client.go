@@ -140,7 +140,7 @@ func cmdSubmit(ctx context.Context, args []string, e *env) error {
 	if !slices.ContainsFunc(shipped, func(f submit.File) bool { return f.Name == submit.NVMLHelper }) {
 		e.log.WithField("launcher", launcherPath).Infof("%s is not beside the container-launcher: workers find their GPUs with nvidia-smi, not NVML", submit.NVMLHelper)
 	}
-	lg := &login{Login: submit.Login{Keytab: set.App.Keytab, Principal: set.App.Principal}}
+	lg := &login{Login: submit.Login{Keytab: set.App.Keytab, Principal: set.App.Principal, Krb5Conf: set.App.Krb5Conf}}
 	rm, hc, closeRM, err := dial(ctx, e.getenv, e.log, lg)
 	if isConfigErr(err) {
 		return configError{err}
@@ -181,6 +181,10 @@ func cmdSubmit(ctx context.Context, args []string, e *env) error {
 		SchedulerAddresses: sched, DefaultFS: defaultFS,
 		AMMemoryMB: set.App.MemoryMB, AMVcores: set.App.VCores, MaxAttempts: set.App.Attempts,
 		Groups: profiles(planned),
+	}
+	if lg.Kerberos != nil && set.App.Keytab != "" && set.App.Principal != "" && set.App.ShipKeytab {
+		// The AM logs in with it to obtain new HDFS delegation tokens.
+		sreq.Keytab, sreq.Krb5Conf = set.App.Keytab, set.App.Krb5Conf
 	}
 	if err := sreq.ApplyConfig(cfg); err != nil {
 		return configError{err}

@@ -125,9 +125,9 @@ func TestRunDynamicFileMustBeStaged(t *testing.T) {
 	called := false
 	d := fakeDeps(&scriptRM{}, &reportingNM{})
 	inner := d.amClients
-	d.amClients = func(ctx context.Context, getenv func(string) string, ae submit.AMEnv, hadoop []conf.HadoopProperty, log logrus.FieldLogger) (amClients, error) {
+	d.amClients = func(ctx context.Context, getenv func(string) string, ae submit.AMEnv, set am.Settings, log logrus.FieldLogger) (amClients, error) {
 		called = true
-		return inner(ctx, getenv, ae, hadoop, log)
+		return inner(ctx, getenv, ae, set, log)
 	}
 	code, _, stderr := runAm(t, d, map[string]string{"NM_HOST": "127.0.0.1"}, "run", "--conf", "testdata/flink-conf.yaml", "--dynamic-file", dyn, "--", "true")
 	require.Equal(t, ExitConfig, code, stderr)

@@ -70,51 +70,104 @@ func servicePrincipalFor(principal, host string) string {
 	return strings.ReplaceAll(spn, "_HOST", strings.ToLower(host))
 }
 
+// nameNode is a client-protocol connection to the NameNode of hc as krb.
+type nameNode struct {
+	c       *ipc.Conn
+	addr    string
+	service string // the NameNode's token service, ip:port
+}
+
+// dialNameNode connects to the NameNode of hc over its client protocol,
+// authenticated with Kerberos as krb. what names the call in errors.
+func dialNameNode(ctx context.Context, hc *conf.HadoopConfig, krb *yarn.Kerberos, what string, log logrus.FieldLogger) (*nameNode, error) {
+	if krb == nil || krb.Client == nil || krb.Client.Credentials == nil {
+		return nil, fmt.Errorf("%s: %w", what, yarn.ErrNoCredentials)
+	}
+	addr, err := nameNodeAddr(hc)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	host, _, _ := net.SplitHostPort(addr)
+	nnPrincipal, _ := hc.Get("dfs.namenode.kerberos.principal")
+	if nnPrincipal == "" {
+		return nil, fmt.Errorf("%s from %s: dfs.namenode.kerberos.principal is not set", what, addr)
+	}
+	service, err := TokenService(ctx, addr)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	user := krb.Client.Credentials.UserName() + "@" + krb.Client.Credentials.Realm()
+	spn := servicePrincipalFor(nnPrincipal, host)
+	c, err := ipc.Dial(ctx, ipc.Config{Addr: addr, Protocol: ProtocolClientNamenode, User: user, Log: log,
+		Mechanism: func() (sasl.Mechanism, error) { return &sasl.GSSAPI{Client: krb.Client, ServicePrincipal: spn}, nil }})
+	if err != nil {
+		return nil, fmt.Errorf("%s from %s (%s): %w", what, addr, spn, err)
+	}
+	return &nameNode{c: c, addr: addr, service: service}, nil
+}
+
 // Get fetches an HDFS delegation token renewable by renewer
 // (a short name, see yarn/submit.ShortName) from the NameNode over its client protocol
 // (getDelegationToken), as user krb, and sets its service to the
 // NameNode's ip:port.
 func Get(ctx context.Context, hc *conf.HadoopConfig, krb *yarn.Kerberos, renewer string, log logrus.FieldLogger) (*security.Token, error) {
-	if krb == nil || krb.Client == nil || krb.Client.Credentials == nil {
-		return nil, fmt.Errorf("get HDFS delegation token: %w", yarn.ErrNoCredentials)
-	}
-	addr, err := nameNodeAddr(hc)
-	if err != nil {
-		return nil, fmt.Errorf("get HDFS delegation token: %w", err)
-	}
-	host, _, _ := net.SplitHostPort(addr)
-	nnPrincipal, _ := hc.Get("dfs.namenode.kerberos.principal")
-	if nnPrincipal == "" {
-		return nil, fmt.Errorf("get HDFS delegation token from %s: dfs.namenode.kerberos.principal is not set", addr)
-	}
-	service, err := TokenService(ctx, addr)
-	if err != nil {
-		return nil, fmt.Errorf("get HDFS delegation token: %w", err)
-	}
-	user := krb.Client.Credentials.UserName() + "@" + krb.Client.Credentials.Realm()
-	spn := servicePrincipalFor(nnPrincipal, host)
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	c, err := ipc.Dial(ctx, ipc.Config{Addr: addr, Protocol: ProtocolClientNamenode, User: user, Log: log,
-		Mechanism: func() (sasl.Mechanism, error) { return &sasl.GSSAPI{Client: krb.Client, ServicePrincipal: spn}, nil }})
+	nn, err := dialNameNode(ctx, hc, krb, "get HDFS delegation token", log)
 	if err != nil {
-		return nil, fmt.Errorf("get HDFS delegation token from %s (%s): %w", addr, spn, err)
+		return nil, err
 	}
-	defer c.Close()
+	defer nn.c.Close()
+	addr := nn.addr
 	resp := &hadoopcommon.GetDelegationTokenResponseProto{}
-	if err := c.Call(ctx, "getDelegationToken", &hadoopcommon.GetDelegationTokenRequestProto{Renewer: proto.String(renewer)}, resp); err != nil {
+	if err := nn.c.Call(ctx, "getDelegationToken", &hadoopcommon.GetDelegationTokenRequestProto{Renewer: proto.String(renewer)}, resp); err != nil {
 		return nil, fmt.Errorf("get HDFS delegation token from %s: %w", addr, err)
 	}
 	if resp.GetToken() == nil {
 		return nil, fmt.Errorf("get HDFS delegation token from %s: the NameNode issued none (is security on?)", addr)
 	}
 	tok := security.FromProto(resp.GetToken())
-	tok.Service = service
+	tok.Service = nn.service
 	if tok.Kind == "" {
 		tok.Kind = security.KindHDFSDelegation
 	}
 	logutil.OrDiscard(log).WithFields(logrus.Fields{"namenode": addr, "renewer": renewer, "token": tok.String()}).Debug("got HDFS delegation token")
 	return tok, nil
+}
+
+// Renew extends tok's life at the NameNode (renewDelegationToken; krb
+// must be its renewer) and returns its new expiry: the earlier of now plus
+// the NameNode's renew interval and the token's max date.
+func Renew(ctx context.Context, hc *conf.HadoopConfig, krb *yarn.Kerberos, tok *security.Token, log logrus.FieldLogger) (time.Time, error) {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	nn, err := dialNameNode(ctx, hc, krb, "renew HDFS delegation token", log)
+	if err != nil {
+		return time.Time{}, err
+	}
+	defer nn.c.Close()
+	resp := &hadoopcommon.RenewDelegationTokenResponseProto{}
+	if err := nn.c.Call(ctx, "renewDelegationToken", &hadoopcommon.RenewDelegationTokenRequestProto{Token: tok.Proto()}, resp); err != nil {
+		return time.Time{}, fmt.Errorf("renew HDFS delegation token at %s: %w", nn.addr, err)
+	}
+	return time.UnixMilli(int64(resp.GetNewExpiryTime())), nil
+}
+
+// Cancel makes the NameNode forget tok (cancelDelegationToken; krb must
+// be its owner or renewer).
+func Cancel(ctx context.Context, hc *conf.HadoopConfig, krb *yarn.Kerberos, tok *security.Token, log logrus.FieldLogger) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	nn, err := dialNameNode(ctx, hc, krb, "cancel HDFS delegation token", log)
+	if err != nil {
+		return err
+	}
+	defer nn.c.Close()
+	if err := nn.c.Call(ctx, "cancelDelegationToken", &hadoopcommon.CancelDelegationTokenRequestProto{Token: tok.Proto()},
+		&hadoopcommon.CancelDelegationTokenResponseProto{}); err != nil {
+		return fmt.Errorf("cancel HDFS delegation token at %s: %w", nn.addr, err)
+	}
+	return nil
 }
 
 // ClientOptions are colinmarc/hdfs's options for the NameNode(s) of hc

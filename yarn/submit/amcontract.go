@@ -26,6 +26,11 @@ const (
 	// container (am run --dynamic-file and container-launcher
 	// --dynamic-file name it).
 	DynamicFileName = "xres-dynamic.json"
+	// KeytabName and Krb5ConfName are the link names of the keytab and
+	// krb5.conf shipped to the AM alone (Flink's
+	// yarn.security.kerberos.localized-keytab-path default, krb5.keytab).
+	KeytabName   = "krb5.keytab"
+	Krb5ConfName = "krb5.conf"
 )
 
 // ConfName is the link name the Flink configuration at confPath is staged
@@ -52,6 +57,13 @@ const (
 	EnvSchedulerAddresses = "XRES_RM_SCHEDULER_ADDRESSES"
 	// EnvDefaultFS is the client's fs.defaultFS, for the same fallback.
 	EnvDefaultFS = "XRES_DEFAULT_FS"
+	// EnvKeytab names the keytab shipped to the AM (KeytabName), which it
+	// logs in with (as security.kerberos.login.principal) to obtain new
+	// delegation tokens; unset: none was shipped.
+	EnvKeytab = "XRES_KEYTAB"
+	// EnvKrb5Conf names the krb5.conf shipped with it (Krb5ConfName);
+	// unset: the AM's $KRB5_CONFIG, else /etc/krb5.conf.
+	EnvKrb5Conf = "XRES_KRB5_CONF"
 )
 
 // EncodeResources renders resources for EnvLocalResources.
@@ -101,6 +113,10 @@ type AMSpec struct {
 	// HADOOP_CONF_DIR; empty: not passed.
 	SchedulerAddresses []string
 	DefaultFS          string
+	// Keytab and Krb5Conf are the link names of staged files for the AM
+	// alone (KeytabName, Krb5ConfName): in its local resources but never in
+	// EnvLocalResources, so no worker gets them; "": none.
+	Keytab, Krb5Conf string
 }
 
 // AMEnv is what the AM reads back from its container's environment.
@@ -109,12 +125,14 @@ type AMEnv struct {
 	StagingDir         string                        // "": none (nothing to clean up)
 	SchedulerAddresses []string                      // nil: not passed
 	DefaultFS          string
+	Keytab, Krb5Conf   string // link names in the AM's folder (AMSpec); "": not shipped
 }
 
 // ReadAMEnv reads what AMLaunchContext put into the AM container's
 // environment.
 func ReadAMEnv(getenv func(string) string) (AMEnv, error) {
-	e := AMEnv{StagingDir: getenv(EnvStagingDir), DefaultFS: getenv(EnvDefaultFS)}
+	e := AMEnv{StagingDir: getenv(EnvStagingDir), DefaultFS: getenv(EnvDefaultFS),
+		Keytab: getenv(EnvKeytab), Krb5Conf: getenv(EnvKrb5Conf)}
 	if v := getenv(EnvSchedulerAddresses); v != "" {
 		e.SchedulerAddresses = strings.Split(v, ",")
 	}
@@ -135,7 +153,8 @@ func ReadAMEnv(getenv func(string) string) (AMEnv, error) {
 // with the staged files as local resources and the environment
 // (containerized.master.env.*, GOMAXPROCS = Vcores unless set there, then
 // EnvLocalResources, EnvStagingDir,
-// EnvSchedulerAddresses and EnvDefaultFS, which ReadAMEnv reads back).
+// EnvSchedulerAddresses, EnvDefaultFS, EnvKeytab and EnvKrb5Conf, which
+// ReadAMEnv reads back).
 func AMLaunchContext(spec AMSpec) (yarn.LaunchContext, error) {
 	if len(spec.Worker) == 0 {
 		return yarn.LaunchContext{}, fmt.Errorf("build AM launch context: no worker command")
@@ -151,7 +170,16 @@ func AMLaunchContext(spec AMSpec) (yarn.LaunchContext, error) {
 		argv = append(argv, "--workers", strconv.Itoa(spec.Workers))
 	}
 	argv = append(append(argv, "--"), spec.Worker...)
-	enc, err := EncodeResources(spec.Staged.Resources)
+	workers := maps.Clone(spec.Staged.Resources)
+	for _, name := range []string{spec.Keytab, spec.Krb5Conf} {
+		if name != "" {
+			if _, ok := workers[name]; !ok {
+				return yarn.LaunchContext{}, fmt.Errorf("build AM launch context: %s is not staged", name)
+			}
+			delete(workers, name)
+		}
+	}
+	enc, err := EncodeResources(workers)
 	if err != nil {
 		return yarn.LaunchContext{}, err
 	}
@@ -169,6 +197,12 @@ func AMLaunchContext(spec AMSpec) (yarn.LaunchContext, error) {
 	}
 	if spec.DefaultFS != "" {
 		env[EnvDefaultFS] = spec.DefaultFS
+	}
+	if spec.Keytab != "" {
+		env[EnvKeytab] = spec.Keytab
+	}
+	if spec.Krb5Conf != "" {
+		env[EnvKrb5Conf] = spec.Krb5Conf
 	}
 	return yarn.LaunchContext{
 		Commands:       []string{am.Command(argv)},

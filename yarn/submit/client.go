@@ -46,9 +46,14 @@ type Request struct {
 	SchedulerAddresses []string
 	DefaultFS          string
 	Tokens             []byte // HDTS credentials for the AM; nil when insecure
-	AMMemoryMB         int64  // DefaultAMMemoryMB when 0
-	AMVcores           int32  // DefaultAMVcores when 0
-	MaxAttempts        int32  // 0: the cluster's yarn.resourcemanager.am.max-attempts
+	// Keytab, when set, is shipped to the AM alone (KeytabName, mode 0600,
+	// deleted with the staging folder), with Krb5Conf when set
+	// (Krb5ConfName): the AM logs in with it to obtain new delegation
+	// tokens. Local paths.
+	Keytab, Krb5Conf string
+	AMMemoryMB       int64 // DefaultAMMemoryMB when 0
+	AMVcores         int32 // DefaultAMVcores when 0
+	MaxAttempts      int32 // 0: the cluster's yarn.resourcemanager.am.max-attempts
 	// WorkerProfile and Owners, when the profile is set, are checked against
 	// the cluster before anything is staged (am.CheckProfile).
 	WorkerProfile yarn.Resource
@@ -124,11 +129,19 @@ func (c Client) Submit(ctx context.Context, req Request) (Submitted, error) {
 	if len(req.Worker) == 0 {
 		return Submitted{}, errors.New("submit application: no worker command")
 	}
+	reserved := map[string]string{}
 	if len(req.Dynamic) > 0 {
-		for _, f := range req.Files {
-			if f.Name == DynamicFileName {
-				return Submitted{}, fmt.Errorf("submit application: %w: %s would be %q in the container, the name of the -D overrides' file; rename it with PATH#NAME", ErrBadFile, f.Local, f.Name)
-			}
+		reserved[DynamicFileName] = "the -D overrides' file"
+	}
+	if req.Keytab != "" {
+		reserved[KeytabName] = "the keytab"
+		if req.Krb5Conf != "" {
+			reserved[Krb5ConfName] = "the shipped krb5.conf"
+		}
+	}
+	for _, f := range req.Files {
+		if what, ok := reserved[f.Name]; ok {
+			return Submitted{}, fmt.Errorf("submit application: %w: %s would be %q in the container, the name of %s; rename it with PATH#NAME", ErrBadFile, f.Local, f.Name, what)
 		}
 	}
 	newApp, err := c.RM.NewApplication(ctx)
@@ -166,13 +179,22 @@ func (c Client) Submit(ctx context.Context, req Request) (Submitted, error) {
 		files = append(slices.Clone(files), File{Local: local, Name: DynamicFileName, Type: yarn.File})
 		dynamicFile = DynamicFileName
 	}
+	keytab, krb5Conf := "", ""
+	if req.Keytab != "" {
+		files = append(slices.Clone(files), File{Local: req.Keytab, Name: KeytabName, Type: yarn.File, Mode: 0o600})
+		keytab = KeytabName
+		if req.Krb5Conf != "" {
+			files = append(files, File{Local: req.Krb5Conf, Name: Krb5ConfName, Type: yarn.File})
+			krb5Conf = Krb5ConfName
+		}
+	}
 	staged, err := c.Stager.Stage(ctx, sub.StagingDir, files)
 	if err != nil {
 		return sub, fmt.Errorf("submit %s: %w", sub.AppID, err)
 	}
 	lc, err := AMLaunchContext(AMSpec{Staged: staged, ConfName: req.ConfName, DynamicFile: dynamicFile,
 		Workers: req.Workers, Worker: req.Worker, Env: req.MasterEnv, Tokens: req.Tokens, Vcores: cmp.Or(req.AMVcores, DefaultAMVcores),
-		SchedulerAddresses: req.SchedulerAddresses, DefaultFS: req.DefaultFS})
+		SchedulerAddresses: req.SchedulerAddresses, DefaultFS: req.DefaultFS, Keytab: keytab, Krb5Conf: krb5Conf})
 	if err != nil {
 		return sub, c.failed(ctx, sub, err)
 	}

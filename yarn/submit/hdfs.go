@@ -82,6 +82,15 @@ func (h hdfsFS) Stat(ctx context.Context, name string) (os.FileInfo, error) {
 	return h.c.Stat(name)
 }
 
+func (h hdfsFS) Chmod(ctx context.Context, name string, perm os.FileMode) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return h.c.Chmod(name, perm)
+}
+
+var _ Chmoder = hdfsFS{}
+
 func (h hdfsFS) RemoveAll(ctx context.Context, name string) error {
 	if err := ctx.Err(); err != nil {
 		return err

@@ -27,7 +27,10 @@ var ErrLoginConfig = errors.New("kerberos login configuration")
 type Login struct {
 	Keytab    string
 	Principal string
-	Getenv    func(string) string
+	// Krb5Conf is the krb5.conf to use (security.kerberos.krb5-conf.path);
+	// "": $KRB5_CONFIG, else /etc/krb5.conf.
+	Krb5Conf string
+	Getenv   func(string) string
 }
 
 // Secure reports whether the Hadoop configuration asks for Kerberos
@@ -48,7 +51,10 @@ func KerberosLogin(hc *conf.HadoopConfig, l Login) (*yarn.Kerberos, error) {
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	krb5Conf := getenv("KRB5_CONFIG")
+	krb5Conf := l.Krb5Conf
+	if krb5Conf == "" {
+		krb5Conf = getenv("KRB5_CONFIG")
+	}
 	if krb5Conf == "" {
 		krb5Conf = "/etc/krb5.conf"
 	}

@@ -36,6 +36,14 @@ type File struct {
 	Local string
 	Name  string
 	Type  yarn.LocalResourceType // yarn.File (default) or yarn.Archive (unpacked)
+	// Mode, when not 0, is the staged copy's permission (0600 for the
+	// keytab); the FS must then be a Chmoder.
+	Mode os.FileMode
+}
+
+// Chmoder is an FS that sets a file's permission.
+type Chmoder interface {
+	Chmod(ctx context.Context, name string, perm os.FileMode) error
 }
 
 // Files lists what an application ships: the am and container-launcher
@@ -124,6 +132,9 @@ func (s Stager) Stage(ctx context.Context, dir string, files []File) (Staged, er
 		if st.IsDir() {
 			return Staged{}, fmt.Errorf("stage %s: %w: is a directory (pack it as .tar.gz or .zip)", f.Local, ErrBadFile)
 		}
+		if _, ok := s.FS.(Chmoder); f.Mode != 0 && !ok {
+			return Staged{}, fmt.Errorf("stage %s: the file system cannot set its permission %o", f.Local, f.Mode)
+		}
 	}
 	log := logutil.OrDiscard(s.Log)
 	out := Staged{Dir: dir, Resources: map[string]yarn.LocalResource{}}
@@ -140,6 +151,11 @@ func (s Stager) Stage(ctx context.Context, dir string, files []File) (Staged, er
 		remote := path.Join(dir, f.Name)
 		if err := s.FS.CopyToRemote(ctx, f.Local, remote); err != nil {
 			return fail(fmt.Errorf("copy %s to %s: %w", f.Local, remote, err))
+		}
+		if f.Mode != 0 {
+			if err := s.FS.(Chmoder).Chmod(ctx, remote, f.Mode); err != nil {
+				return fail(fmt.Errorf("set the permission of %s: %w", remote, err))
+			}
 		}
 		st, err := s.FS.Stat(ctx, remote)
 		if err != nil {

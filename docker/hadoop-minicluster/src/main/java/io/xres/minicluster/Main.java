@@ -101,6 +101,10 @@ public final class Main {
     // TFile blocks compressed so (yarn.nodemanager.log-aggregation.compression-type: none, gz);
     // logs go to HDFS /tmp/logs when an application ends.
     DEFAULTS.put("log-aggregation", "off");
+    // The NameNode's delegation tokens: dfs.namenode.delegation.token.max-lifetime and
+    // .renew-interval in ms (0: Hadoop's 7 days and 1 day). Short ones let a test outlive a token.
+    DEFAULTS.put("dt-max-lifetime-ms", "0");
+    DEFAULTS.put("dt-renew-interval-ms", "0");
   }
 
   /** The smallest AMRMToken rolling interval offered: see amRmRolling. */
@@ -188,6 +192,12 @@ public final class Main {
       throw new IllegalArgumentException("option --nm-expiry-ms=" + opt.get("nm-expiry-ms")
           + ": want at least 2000 (NodeManagers heartbeat every 200 ms; less loses live ones)");
     }
+    for (String k : List.of("dt-max-lifetime-ms", "dt-renew-interval-ms")) {
+      int v = Integer.parseInt(opt.get(k));
+      if (v != 0 && v < 10_000) {
+        throw new IllegalArgumentException("option --" + k + "=" + v + ": want 0 (Hadoop's default) or at least 10000");
+      }
+    }
     if (!List.of("off", "none", "gz").contains(opt.get("log-aggregation"))) {
       throw new IllegalArgumentException("option --log-aggregation=" + opt.get("log-aggregation")
           + ": want off, none or gz");
@@ -242,6 +252,14 @@ public final class Main {
     conf.setInt("dfs.namenode.handler.count", 5);
     conf.setInt("dfs.datanode.handler.count", 3);
     conf.setLong("dfs.namenode.resource.du.reserved", 0);
+    // Read by the NameNode's token secret manager when it starts (and by the RM's renewer, which
+    // renews a submission's HDFS token until its max date).
+    if (num(opt, "dt-max-lifetime-ms") > 0) {
+      conf.setLong("dfs.namenode.delegation.token.max-lifetime", num(opt, "dt-max-lifetime-ms"));
+    }
+    if (num(opt, "dt-renew-interval-ms") > 0) {
+      conf.setLong("dfs.namenode.delegation.token.renew-interval", num(opt, "dt-renew-interval-ms"));
+    }
     MiniDFSCluster dfs = new MiniDFSCluster.Builder(conf)
         .nameNodePort(num(opt, "nn-port"))
         .nameNodeHttpPort(num(opt, "nn-http-port"))
