@@ -409,7 +409,7 @@ func (l *Launcher) run(ctx context.Context, res *Reservation, command []string, 
 	defer cleanup()
 	log.WithField("info_file", path).Debug("info file written")
 	if url := env.Getenv(contract.EnvReportURL); url != "" {
-		if err := postReport(ctx, env.HTTP, url, env.Getenv(EnvContainerID), env.Getenv("LOG_DIRS"), res.Grants); err != nil {
+		if err := postReport(ctx, env.HTTP, url, env.Getenv(EnvContainerID), env.Getenv("LOG_DIRS"), env.Getenv(EnvTokenFile), res.Grants); err != nil {
 			log.WithError(err).Warn("could not report the devices to the application master; starting the worker anyway")
 		}
 	}
