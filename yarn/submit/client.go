@@ -45,7 +45,7 @@ type Request struct {
 	// container without HADOOP_CONF_DIR.
 	SchedulerAddresses []string
 	DefaultFS          string
-	Tokens             []byte // HDTS credentials for the AM; nil when insecure
+	Tokens             []byte // HDTS credentials for the AM (the report secret, delegation tokens on a secure cluster)
 	AMMemoryMB         int64  // DefaultAMMemoryMB when 0
 	AMVcores           int32  // DefaultAMVcores when 0
 	MaxAttempts        int32  // 0: the cluster's yarn.resourcemanager.am.max-attempts
