@@ -145,6 +145,35 @@ func RMWebappURLs(hc *conf.HadoopConfig) ([]string, error) {
 	return addrs, nil
 }
 
+// KeyWebProxyAddress is where a standalone web proxy runs; unset, the
+// proxy runs in each ResourceManager (at its webapp address).
+const KeyWebProxyAddress = "yarn.web-proxy.address"
+
+// WebProxyURLs returns the base URLs of the RM's web proxy, through which
+// users reach an application's tracking page ("http://host:port", or
+// https under HTTPS_ONLY): yarn.web-proxy.address where it is set, else
+// the RM webapp URLs (RMWebappURLs, one per rm-id under HA), as Hadoop's
+// AM filter finds them.
+func WebProxyURLs(hc *conf.HadoopConfig) ([]string, error) {
+	v, ok, err := hc.Lookup(KeyWebProxyAddress)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrRMConfig, err)
+	}
+	if !ok || strings.TrimSpace(v) == "" {
+		return RMWebappURLs(hc)
+	}
+	v = strings.TrimSpace(v)
+	if host, _, err := net.SplitHostPort(v); err != nil || host == "" {
+		src, _ := hc.Source(KeyWebProxyAddress)
+		return nil, fmt.Errorf("%w: %s (%s): %q is not host:port", ErrRMConfig, KeyWebProxyAddress, src, v)
+	}
+	scheme := "http://"
+	if WebappHTTPS(hc) {
+		scheme = "https://"
+	}
+	return []string{scheme + v}, nil
+}
+
 // rmAddress reads key; when it is unset and hostKey is set, it builds
 // hostKey's value with the default port.
 func rmAddress(hc *conf.HadoopConfig, key, hostKey string, port int) (string, error) {

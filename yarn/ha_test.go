@@ -137,3 +137,31 @@ func TestRMConnectPolicy(t *testing.T) {
 		})
 	}
 }
+
+func TestWebProxyURLs(t *testing.T) {
+	tests := []struct {
+		name string
+		conf []string
+		want []string
+		err  string
+	}{
+		{name: "the RM's webapp", conf: []string{"yarn.resourcemanager.hostname", "rm"}, want: []string{"http://rm:8088"}},
+		{name: "a standalone proxy", conf: []string{"yarn.resourcemanager.hostname", "rm", KeyWebProxyAddress, "proxy:9046"}, want: []string{"http://proxy:9046"}},
+		{name: "a standalone proxy under HTTPS_ONLY", conf: []string{KeyWebProxyAddress, "proxy:9046", "yarn.http.policy", "HTTPS_ONLY"}, want: []string{"https://proxy:9046"}},
+		{name: "HA: every RM", conf: []string{"yarn.resourcemanager.ha.enabled", "true", "yarn.resourcemanager.ha.rm-ids", "a,b",
+			"yarn.resourcemanager.hostname.a", "rm1", "yarn.resourcemanager.webapp.address.b", "rm2:9088"}, want: []string{"http://rm1:8088", "http://rm2:9088"}},
+		{name: "a proxy address without a port", conf: []string{KeyWebProxyAddress, "proxy"}, err: KeyWebProxyAddress},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := WebProxyURLs(hadoopConf(tc.conf...))
+			if tc.err != "" {
+				require.ErrorIs(t, err, ErrRMConfig)
+				require.ErrorContains(t, err, tc.err)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tc.want, got)
+		})
+	}
+}

@@ -424,7 +424,7 @@ func (l *Launcher) run(ctx context.Context, res *Reservation, command []string, 
 	report := func(ctx context.Context) error { return nil }
 	if url := env.Getenv(contract.EnvReportURL); url != "" {
 		report = func(ctx context.Context) error {
-			return postReport(ctx, env.HTTP, url, env.Getenv(EnvContainerID), env.Getenv("LOG_DIRS"), res.Grants, port)
+			return postReport(ctx, env.HTTP, url, env.Getenv(EnvContainerID), env.Getenv("LOG_DIRS"), env.Getenv(EnvTokenFile), res.Grants, port)
 		}
 		if err := report(ctx); err != nil {
 			log.WithError(err).Warn("could not report the devices to the application master; starting the worker anyway")
@@ -435,7 +435,7 @@ func (l *Launcher) run(ctx context.Context, res *Reservation, command []string, 
 		vars[contract.EnvPort] = strconv.Itoa(port)
 	}
 	if base := env.Getenv(contract.EnvRendezvousURL); base != "" && env.Getenv(EnvContainerID) != "" {
-		rw := &rendezvousWait{get: env.Get, url: rendezvousURL(base, env.Getenv(EnvContainerID)),
+		rw := &rendezvousWait{get: env.Get, url: rendezvousURL(base, env.Getenv(EnvContainerID)), sig: rendezvousSignature(env.Getenv(EnvTokenFile), env.Getenv(EnvContainerID)),
 			wait: env.Getenv(contract.EnvRendezvousWait) == "true", poll: env.RendezvousPoll, log: log, reportNow: report}
 		extra, err := rw.run(ctx)
 		if err != nil {

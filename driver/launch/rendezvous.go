@@ -1,11 +1,8 @@
 package launch
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -34,9 +31,9 @@ const (
 	rendezvousUnreachable = 5 * time.Minute
 )
 
-// GetFunc sends one HTTP GET to url and returns the status code, the
-// status and the body (at most 1 MiB).
-type GetFunc func(ctx context.Context, url string) (code int, status string, body []byte, err error)
+// GetFunc sends one HTTP GET to url, with the extra header fields, and
+// returns the status code, the status and the body (at most 1 MiB).
+type GetFunc func(ctx context.Context, url string, header map[string]string) (code int, status string, body []byte, err error)
 
 // rendezvousPort picks the worker's port from the group's wanted port
 // ($XRES_PORT_WANTED): "" none (0), "auto" a free one, else that number.
@@ -67,6 +64,7 @@ func rendezvousPort(wanted string) (int, error) {
 type rendezvousWait struct {
 	get       GetFunc
 	url       string // the AM's rendezvous endpoint, with ?container=
+	sig       string // contract.RendezvousMessage signed with the report secret; "": none
 	wait      bool   // the worker must not start before the AM says so
 	poll      time.Duration
 	log       logrus.FieldLogger
@@ -136,7 +134,11 @@ func (r *rendezvousWait) run(ctx context.Context) (map[string]string, error) {
 func (r *rendezvousWait) ask(ctx context.Context) (contract.Rendezvous, error) {
 	cctx, cancel := context.WithTimeout(ctx, reportTimeout)
 	defer cancel()
-	code, status, body, err := r.get(cctx, r.url)
+	var header map[string]string
+	if r.sig != "" {
+		header = map[string]string{contract.HeaderReportSignature: r.sig}
+	}
+	code, status, body, err := r.get(cctx, r.url, header)
 	if err != nil {
 		return contract.Rendezvous{}, fmt.Errorf("rendezvous %s: %w", r.url, err)
 	}
@@ -181,6 +183,17 @@ func (r *rendezvousWait) probe(ctx context.Context, addrs []string) error {
 	return nil
 }
 
+// rendezvousSignature signs the container's rendezvous requests with the
+// report secret of the credentials file tokenFile names; "" without one
+// (the AM then refuses them, and the report's warning said why).
+func rendezvousSignature(tokenFile, container string) string {
+	secret, _ := reportSecret(tokenFile)
+	if secret == nil {
+		return ""
+	}
+	return contract.SignReport(secret, contract.RendezvousMessage(container))
+}
+
 // rendezvousURL is the endpoint with this container's id.
 func rendezvousURL(base, container string) string {
 	sep := "?"
@@ -190,37 +203,7 @@ func rendezvousURL(base, container string) string {
 	return base + sep + "container=" + url.QueryEscape(container)
 }
 
-// getHTTP is the launcher's own GetFunc, like postHTTP: one HTTP/1.1
-// request on a fresh connection, plain http, no proxy.
-func getHTTP(ctx context.Context, rawURL string) (int, string, []byte, error) {
-	u, err := url.Parse(rawURL)
-	if err != nil {
-		return 0, "", nil, err
-	}
-	if u.Scheme != "http" {
-		return 0, "", nil, fmt.Errorf("unsupported scheme %q (the launcher asks over http)", u.Scheme)
-	}
-	if u.Host == "" {
-		return 0, "", nil, errors.New("no host in URL")
-	}
-	addr := u.Host
-	if u.Port() == "" {
-		addr = net.JoinHostPort(u.Hostname(), "80")
-	}
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "tcp", addr)
-	if err != nil {
-		return 0, "", nil, err
-	}
-	defer conn.Close()
-	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
-	defer stop()
-	var req bytes.Buffer
-	fmt.Fprintf(&req, "GET %s HTTP/1.1\r\nHost: %s\r\nAccept: application/json\r\nConnection: close\r\nUser-Agent: container-launcher\r\n\r\n",
-		u.RequestURI(), u.Host)
-	if _, err := conn.Write(req.Bytes()); err != nil {
-		return 0, "", nil, ctxErr(ctx, err)
-	}
-	code, status, body, err := readResponseN(bufio.NewReader(conn), 1<<20)
-	return code, status, body, ctxErr(ctx, err)
+// getHTTP is the launcher's own GetFunc, like postHTTP.
+func getHTTP(ctx context.Context, rawURL string, header map[string]string) (int, string, []byte, error) {
+	return exchange(ctx, "GET", rawURL, "", header, nil, 1<<20)
 }

@@ -33,6 +33,10 @@ type fakeRendezvousAM struct {
 	// said wait.
 	out      string
 	ranEarly bool
+	// secret, when set, is the application's: unsigned counts the asks
+	// not signed with it (a real AM refuses them).
+	secret   []byte
+	unsigned int
 }
 
 func (f *fakeRendezvousAM) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -47,6 +51,9 @@ func (f *fakeRendezvousAM) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusNoContent)
 	case r.Method == http.MethodGet && r.URL.Path == contract.RendezvousPath:
 		f.asks++
+		if f.secret != nil && !contract.VerifyReport(f.secret, contract.RendezvousMessage(r.URL.Query().Get("container")), r.Header.Get(contract.HeaderReportSignature)) {
+			f.unsigned++
+		}
 		if _, err := os.Stat(f.out); err == nil && f.asks <= f.notReady {
 			f.ranEarly = true
 		}
@@ -75,7 +82,8 @@ func TestRunWaitsForRendezvous(t *testing.T) {
 	require.NoError(t, err)
 	defer dep.Close()
 	out := filepath.Join(t.TempDir(), "seen")
-	am := &fakeRendezvousAM{notReady: 3, out: out, probe: []string{dep.Addr().String()},
+	secret := []byte("0123456789abcdef0123456789abcdef")
+	am := &fakeRendezvousAM{notReady: 3, out: out, probe: []string{dep.Addr().String()}, secret: secret,
 		env: map[string]string{"XRES_RANK": "1", "MASTER_ADDR": "nm1", "MASTER_PORT": "7000"}}
 	srv := httptest.NewServer(am)
 	defer srv.Close()
@@ -86,7 +94,7 @@ func TestRunWaitsForRendezvous(t *testing.T) {
 	envVars := map[string]string{
 		contract.EnvReportURL: srv.URL + contract.ReportPath, contract.EnvRendezvousURL: srv.URL + contract.RendezvousPath,
 		contract.EnvRendezvousWait: "true", contract.EnvPortWanted: "auto",
-		EnvContainerID: "container_1_0001_01_000003", "TMPDIR": t.TempDir(),
+		EnvContainerID: "container_1_0001_01_000003", "TMPDIR": t.TempDir(), EnvTokenFile: tokenFile(t, secret),
 	}
 	code := Main(context.Background(), []string{"--", "sh", "-c", `echo "$XRES_RANK $XRES_PORT $MASTER_ADDR:$MASTER_PORT" > ` + out}, Env{
 		Getenv:         func(k string) string { return envVars[k] },
@@ -102,6 +110,7 @@ func TestRunWaitsForRendezvous(t *testing.T) {
 	defer am.mu.Unlock()
 	require.False(t, am.ranEarly, "the worker ran before the AM said ready")
 	require.Equal(t, 4, am.asks)
+	require.Zero(t, am.unsigned, "asks not signed with the application's secret")
 	require.Len(t, am.reports, 1)
 	port := am.reports[0].Port
 	require.Positive(t, port)

@@ -8,10 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -26,13 +28,23 @@ const EnvContainerID = "CONTAINER_ID"
 // reportTimeout bounds the report; the worker starts either way.
 const reportTimeout = 5 * time.Second
 
+// EnvTokenFile names the container's credentials file (YARN sets it): the
+// launcher reads the application's report secret there
+// (contract.ReportSecretAlias).
+const EnvTokenFile = "HADOOP_TOKEN_FILE_LOCATION"
+
+// maxTokenFile bounds the credentials file the launcher reads.
+const maxTokenFile = 16 << 20
+
 // postReport sends the grants (and port, where the worker serves on one;
-// 0: none) to url as a contract.DeviceReport; success is
-// contract.ReportAccepted. It first keeps the report as
+// 0: none) to url as a contract.DeviceReport, signed with the report
+// secret of the credentials file tokenFile names (contract.SignReport);
+// success is contract.ReportAccepted. It first keeps the report as
 // contract.ReportFile in the first of logDirs (the container's LOG_DIRS),
 // where a later AM attempt reads it. Failures are returned for the log;
-// they never stop the worker.
-func postReport(ctx context.Context, post PostFunc, url, container, logDirs string, grants []Grant, port int) error {
+// they never stop the worker. Without a secret the report goes unsigned and
+// the AM refuses it (the error says why).
+func postReport(ctx context.Context, post PostFunc, url, container, logDirs, tokenFile string, grants []Grant, port int) error {
 	rep := contract.DeviceReport{Container: container, Resources: map[string][]resources.Properties{}, Port: port}
 	for _, g := range grants {
 		rep.Resources[g.Spec.Name] = resources.PropertiesOf(g.Devices)
@@ -47,17 +59,51 @@ func postReport(ctx context.Context, post PostFunc, url, container, logDirs stri
 			keepErr = fmt.Errorf("keep the device report for a later AM attempt: %w", err)
 		}
 	}
-	if err := sendReport(ctx, post, url, body); err != nil {
-		return errors.Join(err, keepErr)
+	secret, secretErr := reportSecret(tokenFile)
+	sig := ""
+	if secret != nil {
+		sig = contract.SignReport(secret, body)
+	}
+	if err := sendReport(ctx, post, url, sig, body); err != nil {
+		return errors.Join(err, secretErr, keepErr)
 	}
 	return keepErr
 }
 
-// sendReport POSTs one report body to url.
-func sendReport(ctx context.Context, post PostFunc, url string, body []byte) error {
+// reportSecret reads the application's report secret from the credentials
+// file at path; nil (and an error saying why) when there is none.
+func reportSecret(path string) ([]byte, error) {
+	if path == "" {
+		return nil, fmt.Errorf("no report secret: %s is not set, so the report goes unsigned", EnvTokenFile)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("no report secret: %w", err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxTokenFile))
+	if err != nil {
+		return nil, fmt.Errorf("no report secret: read %s: %w", path, err)
+	}
+	secret, err := contract.ReportSecret(b)
+	if err != nil {
+		return nil, fmt.Errorf("no report secret: %s (%s): %w", path, EnvTokenFile, err)
+	}
+	if len(secret) == 0 {
+		return nil, fmt.Errorf("no report secret: %s (%s) holds no secret key %s, so the report goes unsigned", path, EnvTokenFile, contract.ReportSecretAlias)
+	}
+	return secret, nil
+}
+
+// sendReport POSTs one report body to url with signature sig ("" for none).
+func sendReport(ctx context.Context, post PostFunc, url, sig string, body []byte) error {
 	ctx, cancel := context.WithTimeout(ctx, reportTimeout)
 	defer cancel()
-	code, status, msg, err := post(ctx, url, "application/json", body)
+	var header map[string]string
+	if sig != "" {
+		header = map[string]string{contract.HeaderReportSignature: sig}
+	}
+	code, status, msg, err := post(ctx, url, "application/json", header, body)
 	if err != nil {
 		return fmt.Errorf("report devices to %s: %w", url, err)
 	}
@@ -67,10 +113,11 @@ func sendReport(ctx context.Context, post PostFunc, url string, body []byte) err
 	return nil
 }
 
-// PostFunc sends one HTTP POST of body to url and returns the response's
-// status code, its status ("404 Not Found") and the first bytes of its
-// body (up to 512). It follows no redirects.
-type PostFunc func(ctx context.Context, url, contentType string, body []byte) (code int, status string, msg []byte, err error)
+// PostFunc sends one HTTP POST of body to url, with the extra header
+// fields in header (may be nil), and returns the response's status code,
+// its status ("404 Not Found") and the first bytes of its body (up to
+// 512). It follows no redirects.
+type PostFunc func(ctx context.Context, url, contentType string, header map[string]string, body []byte) (code int, status string, msg []byte, err error)
 
 // postHTTP is the launcher's own PostFunc: one HTTP/1.1 request on a
 // fresh connection, plain http only (the AM's tracking server, whose URL
@@ -84,15 +131,25 @@ type PostFunc func(ctx context.Context, url, contentType string, body []byte) (c
 //	Content-Type: <type>\r\n
 //	Content-Length: <n>\r\n
 //	Connection: close\r\n
+//	User-Agent: container-launcher\r\n
+//	<each header field>: <value>\r\n   (sorted by name)
 //	\r\n
 //	<body>
-func postHTTP(ctx context.Context, rawURL, contentType string, body []byte) (int, string, []byte, error) {
+func postHTTP(ctx context.Context, rawURL, contentType string, header map[string]string, body []byte) (int, string, []byte, error) {
+	return exchange(ctx, "POST", rawURL, contentType, header, body, 512)
+}
+
+// exchange is one HTTP/1.1 request on a fresh connection (plain http, no
+// proxy), keeping up to limit bytes of the answer's body: the launcher's
+// POSTs and GETs. A body is sent with its type and length; extra header
+// fields go in sorted order and may hold no line break.
+func exchange(ctx context.Context, method, rawURL, contentType string, header map[string]string, body []byte, limit int64) (int, string, []byte, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		return 0, "", nil, err
 	}
 	if u.Scheme != "http" {
-		return 0, "", nil, fmt.Errorf("unsupported scheme %q (the launcher reports over http)", u.Scheme)
+		return 0, "", nil, fmt.Errorf("unsupported scheme %q (the launcher talks to the AM over http)", u.Scheme)
 	}
 	if u.Host == "" {
 		return 0, "", nil, errors.New("no host in URL")
@@ -101,6 +158,22 @@ func postHTTP(ctx context.Context, rawURL, contentType string, body []byte) (int
 	if u.Port() == "" {
 		addr = net.JoinHostPort(u.Hostname(), "80")
 	}
+	var req bytes.Buffer
+	fmt.Fprintf(&req, "%s %s HTTP/1.1\r\nHost: %s\r\n", method, u.RequestURI(), u.Host)
+	if body != nil {
+		fmt.Fprintf(&req, "Content-Type: %s\r\nContent-Length: %d\r\n", contentType, len(body))
+	} else {
+		req.WriteString("Accept: application/json\r\n")
+	}
+	req.WriteString("Connection: close\r\nUser-Agent: container-launcher\r\n")
+	for _, k := range slices.Sorted(maps.Keys(header)) {
+		if strings.ContainsAny(k+header[k], "\r\n") {
+			return 0, "", nil, fmt.Errorf("header field %q: line break in name or value", k)
+		}
+		fmt.Fprintf(&req, "%s: %s\r\n", k, header[k])
+	}
+	req.WriteString("\r\n")
+	req.Write(body)
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
@@ -110,14 +183,10 @@ func postHTTP(ctx context.Context, rawURL, contentType string, body []byte) (int
 	// The context's end (its deadline too) interrupts the exchange.
 	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
-	var req bytes.Buffer
-	fmt.Fprintf(&req, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: %s\r\nContent-Length: %d\r\nConnection: close\r\nUser-Agent: container-launcher\r\n\r\n",
-		u.RequestURI(), u.Host, contentType, len(body))
-	req.Write(body)
 	if _, err := conn.Write(req.Bytes()); err != nil {
 		return 0, "", nil, ctxErr(ctx, err)
 	}
-	code, status, msg, err := readResponse(bufio.NewReader(conn))
+	code, status, msg, err := readResponseN(bufio.NewReader(conn), limit)
 	return code, status, msg, ctxErr(ctx, err)
 }
 

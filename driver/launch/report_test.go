@@ -19,16 +19,44 @@ import (
 	"github.com/xres/xres/resources/contract"
 )
 
+// tokenFile writes a Hadoop token storage file (format 0, as NodeManagers
+// write it) holding one token and, unless secret is nil, the report
+// secret, and returns its path.
+func tokenFile(t *testing.T, secret []byte) string {
+	t.Helper()
+	text := func(b []byte) []byte { return append([]byte{byte(len(b))}, b...) }
+	f := []byte("HDTS\x00\x01")
+	for _, field := range []string{"alias", "id", "pw", "HDFS_DELEGATION_TOKEN", "nn:8020"} {
+		f = append(f, text([]byte(field))...)
+	}
+	if secret == nil {
+		f = append(f, 0)
+	} else {
+		f = append(f, 2)
+		f = append(append(f, text([]byte("other.secret"))...), text([]byte("x"))...)
+		f = append(append(f, text([]byte(contract.ReportSecretAlias))...), text(secret)...)
+	}
+	p := filepath.Join(t.TempDir(), "container_tokens")
+	require.NoError(t, os.WriteFile(p, f, 0o600))
+	return p
+}
+
 func TestRunReportsDevicesToAM(t *testing.T) {
+	secret := []byte("0123456789abcdef0123456789abcdef")
 	tests := []struct {
-		name   string
-		status int
-		warn   bool
+		name     string
+		status   int
+		warn     string
+		tokens   string // HADOOP_TOKEN_FILE_LOCATION: "secret", "none" (a file without it), "" (unset)
+		unsigned bool
 	}{
-		{name: "recorded", status: http.StatusNoContent},
-		{name: "any 2xx is success", status: http.StatusOK},
-		{name: "a redirect is not", status: http.StatusFound, warn: true},
-		{name: "AM refuses: the worker runs anyway", status: http.StatusBadRequest, warn: true},
+		{name: "recorded", status: http.StatusNoContent, tokens: "secret"},
+		{name: "any 2xx is success", status: http.StatusOK, tokens: "secret"},
+		{name: "a redirect is not", status: http.StatusFound, tokens: "secret", warn: "302 Found"},
+		{name: "AM refuses: the worker runs anyway", status: http.StatusBadRequest, tokens: "secret", warn: "400 Bad Request"},
+		{name: "no secret in the credentials: unsigned, and the log says why", status: http.StatusUnauthorized, tokens: "none", unsigned: true,
+			warn: "holds no secret key " + contract.ReportSecretAlias},
+		{name: "no credentials file: unsigned", status: http.StatusUnauthorized, unsigned: true, warn: EnvTokenFile + " is not set"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -40,6 +68,11 @@ func TestRunReportsDevicesToAM(t *testing.T) {
 				b, _ := io.ReadAll(r.Body)
 				var rep contract.DeviceReport
 				require.NoError(t, json.Unmarshal(b, &rep), string(b))
+				if tc.unsigned {
+					require.Empty(t, r.Header.Get(contract.HeaderReportSignature))
+				} else {
+					require.True(t, contract.VerifyReport(secret, b, r.Header.Get(contract.HeaderReportSignature)), "signature %q", r.Header.Get(contract.HeaderReportSignature))
+				}
 				mu.Lock()
 				got = append(got, rep)
 				mu.Unlock()
@@ -53,6 +86,12 @@ func TestRunReportsDevicesToAM(t *testing.T) {
 			logDir := t.TempDir()
 			envVars := map[string]string{contract.EnvReportURL: srv.URL + "/api/report", EnvContainerID: "container_1_0001_01_000002", "TMPDIR": t.TempDir(),
 				"LOG_DIRS": logDir + "," + t.TempDir()}
+			switch tc.tokens {
+			case "secret":
+				envVars[EnvTokenFile] = tokenFile(t, secret)
+			case "none":
+				envVars[EnvTokenFile] = tokenFile(t, nil)
+			}
 			code := Main(context.Background(), []string{"--", "true"}, Env{
 				Getenv:   func(k string) string { return envVars[k] },
 				Environ:  []string{"PATH=" + os.Getenv("PATH")},
@@ -74,11 +113,13 @@ func TestRunReportsDevicesToAM(t *testing.T) {
 			var rep contract.DeviceReport
 			require.NoError(t, json.Unmarshal(kept, &rep))
 			require.Equal(t, got[0], rep)
-			if tc.warn {
+			if tc.warn != "" {
 				require.Contains(t, stderr.String(), "could not report the devices")
+				require.Contains(t, stderr.String(), tc.warn)
 			} else {
 				require.NotContains(t, stderr.String(), "could not report")
 			}
+			require.NotContains(t, stderr.String(), string(secret), "the secret never reaches the log")
 		})
 	}
 }
@@ -114,11 +155,13 @@ func TestPostHTTP(t *testing.T) {
 				require.Equal(t, http.MethodPost, r.Method)
 				require.Equal(t, "/api/report?x=1", r.URL.RequestURI())
 				require.Equal(t, "application/json", r.Header.Get("Content-Type"))
+				require.Equal(t, "1", r.Header.Get("X-A"))
+				require.Equal(t, "2", r.Header.Get("X-B"))
 				got, _ = io.ReadAll(r.Body)
 				tc.handler(w, r)
 			}))
 			defer srv.Close()
-			code, status, msg, err := postHTTP(context.Background(), srv.URL+"/api/report?x=1", "application/json", []byte(`{"a":1}`))
+			code, status, msg, err := postHTTP(context.Background(), srv.URL+"/api/report?x=1", "application/json", map[string]string{"X-A": "1", "X-B": "2"}, []byte(`{"a":1}`))
 			require.NoError(t, err)
 			require.Equal(t, tc.code, code)
 			require.Contains(t, status, http.StatusText(tc.code))
@@ -128,8 +171,12 @@ func TestPostHTTP(t *testing.T) {
 			}
 		})
 	}
+	t.Run("a line break in a header field is refused", func(t *testing.T) {
+		_, _, _, err := postHTTP(context.Background(), "http://127.0.0.1:1/x", "application/json", map[string]string{"X-A": "1\r\nX-Evil: 1"}, nil)
+		require.ErrorContains(t, err, "line break")
+	})
 	t.Run("https is refused", func(t *testing.T) {
-		_, _, _, err := postHTTP(context.Background(), "https://am.example:443/x", "application/json", nil)
+		_, _, _, err := postHTTP(context.Background(), "https://am.example:443/x", "application/json", nil, nil)
 		require.ErrorContains(t, err, "unsupported scheme")
 	})
 	t.Run("a server that never answers meets the deadline", func(t *testing.T) {
@@ -138,7 +185,7 @@ func TestPostHTTP(t *testing.T) {
 		defer l.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 		defer cancel()
-		_, _, _, err = postHTTP(ctx, "http://"+l.Addr().String()+"/x", "application/json", nil)
+		_, _, _, err = postHTTP(ctx, "http://"+l.Addr().String()+"/x", "application/json", nil, nil)
 		require.ErrorIs(t, err, context.DeadlineExceeded)
 	})
 }

@@ -96,7 +96,7 @@ type WorkerSpec struct {
 	Dynamic []string
 	Worker  []string          // the worker command
 	Env     map[string]string // containerized.taskmanager.env.* and xres's own
-	Tokens  []byte            // HDTS credentials without the AMRMToken; nil when insecure
+	Tokens  []byte            // HDTS credentials without the AMRMToken (the report secret, delegation tokens)
 }
 
 // WorkerLaunch builds a worker's launch context:

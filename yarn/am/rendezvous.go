@@ -464,7 +464,7 @@ var _ rendezvousSource = (*AM)(nil)
 // handleRendezvous serves GET /api/rendezvous?container=ID when src
 // answers it: read-only, what the container's launcher waits for (the
 // reports that change the AM's state go through POST /api/report).
-func handleRendezvous(mux *http.ServeMux, src StatusSource) {
+func handleRendezvous(mux *http.ServeMux, src StatusSource, secret []byte, log logrus.FieldLogger) {
 	rs, ok := src.(rendezvousSource)
 	if !ok {
 		return
@@ -473,6 +473,19 @@ func handleRendezvous(mux *http.ServeMux, src StatusSource) {
 		id := r.URL.Query().Get("container")
 		if id == "" {
 			http.Error(w, "rendezvous: query parameter container is required", http.StatusBadRequest)
+			return
+		}
+		// Only the container's own launcher may ask (it learns its peers'
+		// addresses): signed as its reports are, over RendezvousMessage.
+		sig := r.Header.Get(contract.HeaderReportSignature)
+		if !contract.VerifyReport(secret, contract.RendezvousMessage(id), sig) {
+			code := http.StatusForbidden
+			if sig == "" {
+				code = http.StatusUnauthorized
+				w.Header().Set("WWW-Authenticate", `HMAC-SHA256 realm="xres device report"`)
+			}
+			log.WithFields(logrus.Fields{"remote": r.RemoteAddr, "status": code}).Warn("rendezvous request refused: not signed with the application's report secret")
+			http.Error(w, "rendezvous request refused: not signed with the application's report secret", code)
 			return
 		}
 		ans, err := rs.Rendezvous(id)

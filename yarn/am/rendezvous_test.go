@@ -299,18 +299,38 @@ func TestRendezvousLaunchEnv(t *testing.T) {
 	require.Nil(t, cfg.Groups[0].Launch.Env, "the caller's launch context is not written")
 }
 
-// The tracking server answers GET /api/rendezvous?container=ID.
+// The tracking server answers GET /api/rendezvous?container=ID to the
+// container's launcher alone: signed with the application's secret over
+// contract.RendezvousMessage(ID); unsigned 401, another signature 403.
 func TestRendezvousEndpoint(t *testing.T) {
 	c2 := ctr(2, "nm1")
+	secret := []byte("application secret")
 	var body map[string]any
 	var codes []int
 	res, _, _ := runRV(t, []Group{rvGroup("w", 1, Plan{})}, nil,
 		allocRV(c2),
 		func(a *AM) (yarn.AllocateResponse, error) {
-			srv := httptest.NewServer(NewTracker(a, nil))
+			srv := httptest.NewServer(NewTracker(a, nil, WithReportSecret(secret)))
 			defer srv.Close()
-			for _, q := range []string{"?container=" + c2.ID, "?container=container_1_0001_01_000099", ""} {
-				resp, err := http.Get(srv.URL + contract.RendezvousPath + q)
+			unknown := "container_1_0001_01_000099"
+			for _, q := range []struct{ container, sig string }{
+				{c2.ID, contract.SignReport(secret, contract.RendezvousMessage(c2.ID))},
+				{unknown, contract.SignReport(secret, contract.RendezvousMessage(unknown))},
+				{"", ""},
+				{c2.ID, ""},
+				{c2.ID, contract.SignReport(secret, contract.RendezvousMessage(unknown))},
+				{c2.ID, contract.SignReport([]byte("guessed"), contract.RendezvousMessage(c2.ID))},
+			} {
+				url := srv.URL + contract.RendezvousPath
+				if q.container != "" {
+					url += "?container=" + q.container
+				}
+				req, err := http.NewRequest(http.MethodGet, url, nil)
+				require.NoError(t, err)
+				if q.sig != "" {
+					req.Header.Set(contract.HeaderReportSignature, q.sig)
+				}
+				resp, err := http.DefaultClient.Do(req)
 				require.NoError(t, err)
 				codes = append(codes, resp.StatusCode)
 				if resp.StatusCode == http.StatusOK {
@@ -323,7 +343,8 @@ func TestRendezvousEndpoint(t *testing.T) {
 		doneAll(c2),
 	)
 	require.Equal(t, yarn.StatusSucceeded, res.Status, res.Diagnostics)
-	require.Equal(t, []int{http.StatusOK, http.StatusNotFound, http.StatusBadRequest}, codes)
+	require.Equal(t, []int{http.StatusOK, http.StatusNotFound, http.StatusBadRequest,
+		http.StatusUnauthorized, http.StatusForbidden, http.StatusForbidden}, codes)
 	require.Equal(t, true, body["ready"])
 	require.Equal(t, map[string]any{EnvGroup: "w", EnvRank: "0", EnvWorldSize: "1"}, body["env"])
 }

@@ -116,19 +116,57 @@ func (s Status) Count() WorkerCount {
 	return c
 }
 
+// TrackerOption configures NewTracker.
+type TrackerOption func(*trackerOptions)
+
+type trackerOptions struct {
+	secret []byte
+	proxy  *WebProxy
+}
+
+// WithReportSecret is the application's report secret
+// (contract.ReportSecretAlias in the AM's credentials): a device report is
+// recorded only when signed with it. Without this option (or with an
+// empty secret) every report is refused.
+func WithReportSecret(secret []byte) TrackerOption {
+	return func(o *trackerOptions) { o.secret = secret }
+}
+
+// WithWebProxy serves the page and the read APIs only to the RM's web
+// proxy p, redirecting other callers there (see WebProxy); nil: served
+// to every caller (tests, a tracker outside YARN).
+func WithWebProxy(p *WebProxy) TrackerOption {
+	return func(o *trackerOptions) { o.proxy = p }
+}
+
 // NewTracker returns the AM's tracking server handler:
 //
 //	GET  /            HTML page: workers, hosts, state, restarts, and the
 //	                  containers with their devices, PageSize at a time
 //	GET  /api/status  the same as JSON (Status), every container
 //	GET  /api/workers the worker counts (WorkerCount), for the workers
-//	POST /api/report  a launcher's contract.DeviceReport (JSON); 204 when recorded
+//	POST /api/report  a launcher's contract.DeviceReport (JSON), signed
+//	                  (contract.HeaderReportSignature); 204 when recorded,
+//	                  401 unsigned, 403 signed with another secret
+//	GET  /api/rendezvous?container=ID  a launcher's rank, peers and go
+//	                  (contract.Rendezvous), signed as reports are over
+//	                  contract.RendezvousMessage(ID)
 //
 // Both GETs take ?state=RUNNING (or STARTING, SUCCEEDED, FAILED) to list
 // only the containers in that state, and ?offset=N&limit=M for a page; the
 // counts always cover every container.
-func NewTracker(src StatusSource, log logrus.FieldLogger) http.Handler {
+//
+// With WithWebProxy, every path but POST /api/report and GET
+// /api/rendezvous (authenticated by the signature) and GET /api/workers (what the workers read from inside the
+// cluster: counts only) is served to the RM's web proxy alone, where the
+// RM applies the application's view ACLs; a direct request is redirected
+// there, as Hadoop's AmIpFilter does.
+func NewTracker(src StatusSource, log logrus.FieldLogger, opts ...TrackerOption) http.Handler {
 	log = logutil.OrDiscard(log)
+	var o trackerOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+PathStatus, func(w http.ResponseWriter, r *http.Request) {
 		st, err := statusPage(src, r, 0)
@@ -152,9 +190,26 @@ func NewTracker(src StatusSource, log logrus.FieldLogger) http.Handler {
 		_ = json.NewEncoder(w).Encode(st.Count())
 	})
 	mux.HandleFunc("POST "+PathReport, func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxReportBytes))
+		if err != nil {
+			http.Error(w, fmt.Sprintf("bad device report: %v", err), http.StatusBadRequest)
+			return
+		}
+		// Authenticated before anything of the body is believed; the
+		// answer and the log say only that it was refused.
+		sig := r.Header.Get(contract.HeaderReportSignature)
+		if !contract.VerifyReport(o.secret, body, sig) {
+			code, why := http.StatusForbidden, "device report refused: bad signature"
+			if sig == "" {
+				code, why = http.StatusUnauthorized, "device report refused: not signed with the application's report secret"
+				w.Header().Set("WWW-Authenticate", `HMAC-SHA256 realm="xres device report"`)
+			}
+			log.WithFields(logrus.Fields{"remote": r.RemoteAddr, "status": code}).Warn(why)
+			http.Error(w, why, code)
+			return
+		}
 		var rep contract.DeviceReport
-		dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxReportBytes))
-		if err := dec.Decode(&rep); err != nil {
+		if err := json.Unmarshal(body, &rep); err != nil {
 			http.Error(w, fmt.Sprintf("bad device report: %v", err), http.StatusBadRequest)
 			return
 		}
@@ -169,7 +224,7 @@ func NewTracker(src StatusSource, log logrus.FieldLogger) http.Handler {
 		log.WithFields(logrus.Fields{"container": rep.Container, "resources": sortedKeys(rep.Resources)}).Info("launcher reported devices")
 		w.WriteHeader(http.StatusNoContent)
 	})
-	handleRendezvous(mux, src)
+	handleRendezvous(mux, src, o.secret, log)
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 		st, err := statusPage(src, r, PageSize)
 		if err != nil {
@@ -181,7 +236,14 @@ func NewTracker(src StatusSource, log logrus.FieldLogger) http.Handler {
 			log.WithError(err).Warn("rendering status page failed")
 		}
 	})
-	return mux
+	if o.proxy == nil {
+		return mux
+	}
+	return o.proxy.filter(mux, func(r *http.Request) bool {
+		get := r.Method == http.MethodGet || r.Method == http.MethodHead
+		return (r.Method == http.MethodPost && r.URL.Path == PathReport) ||
+			(get && r.URL.Path == PathWorkers) || (get && r.URL.Path == contract.RendezvousPath)
+	}, log)
 }
 
 // htmlPage is what the tracking page renders: a page of the status and
@@ -348,10 +410,11 @@ func Serve(ctx context.Context, l net.Listener, h http.Handler) error {
 }
 
 // PostDeviceReport POSTs a launcher's report to the AM at url (the value of
-// XRES_AM_REPORT_URL) and wants 204. The container-launcher sends its
-// report with its own client (driver/launch, which may not import yarn/);
-// this one serves tests and tools on the AM's side.
-func PostDeviceReport(ctx context.Context, client *http.Client, url string, r contract.DeviceReport) error {
+// XRES_AM_REPORT_URL), signed with secret (none when empty), and wants 204.
+// The container-launcher sends its report with its own client
+// (driver/launch, which may not import yarn/); this one serves tests and
+// tools on the AM's side.
+func PostDeviceReport(ctx context.Context, client *http.Client, url string, secret []byte, r contract.DeviceReport) error {
 	if client == nil {
 		client = http.DefaultClient
 	}
@@ -364,6 +427,9 @@ func PostDeviceReport(ctx context.Context, client *http.Client, url string, r co
 		return fmt.Errorf("report devices to %s: %w", url, err)
 	}
 	req.Header.Set("Content-Type", "application/json")
+	if len(secret) > 0 {
+		req.Header.Set(contract.HeaderReportSignature, contract.SignReport(secret, body))
+	}
 	resp, err := client.Do(req)
 	if err != nil {
 		return fmt.Errorf("report devices to %s: %w", url, err)

@@ -1,8 +1,10 @@
 package am
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -13,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	logtest "github.com/sirupsen/logrus/hooks/test"
 	"github.com/stretchr/testify/require"
 
 	"github.com/xres/xres/resources"
@@ -44,12 +47,15 @@ func trackedAM(t *testing.T) *AM {
 	return a
 }
 
+// testSecret is the application report secret of the tracker tests.
+var testSecret = []byte("0123456789abcdef0123456789abcdef")
+
 func TestTracker(t *testing.T) {
 	a := trackedAM(t)
-	srv := httptest.NewServer(NewTracker(a, nil))
+	srv := httptest.NewServer(NewTracker(a, nil, WithReportSecret(testSecret)))
 	defer srv.Close()
 
-	err := PostDeviceReport(context.Background(), srv.Client(), srv.URL+PathReport, contract.DeviceReport{
+	err := PostDeviceReport(context.Background(), srv.Client(), srv.URL+PathReport, testSecret, contract.DeviceReport{
 		Container: "container_1_0001_01_000003",
 		Resources: map[string][]resources.Properties{"gpu": {{"index": "1", "uuid": "GPU-abc"}}},
 	})
@@ -85,7 +91,7 @@ func TestTracker(t *testing.T) {
 
 func TestTrackerRejects(t *testing.T) {
 	a := trackedAM(t)
-	srv := httptest.NewServer(NewTracker(a, nil))
+	srv := httptest.NewServer(NewTracker(a, nil, WithReportSecret(testSecret)))
 	defer srv.Close()
 	tests := []struct {
 		name, method, path, body string
@@ -101,14 +107,144 @@ func TestTrackerRejects(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			req, err := http.NewRequest(tt.method, srv.URL+tt.path, strings.NewReader(tt.body))
 			require.NoError(t, err)
+			req.Header.Set(contract.HeaderReportSignature, contract.SignReport(testSecret, []byte(tt.body)))
 			resp, err := srv.Client().Do(req)
 			require.NoError(t, err)
 			resp.Body.Close()
 			require.Equal(t, tt.code, resp.StatusCode)
 		})
 	}
-	err := PostDeviceReport(context.Background(), srv.Client(), srv.URL+PathReport, contract.DeviceReport{Container: "bogus"})
+	err := PostDeviceReport(context.Background(), srv.Client(), srv.URL+PathReport, testSecret, contract.DeviceReport{Container: "bogus"})
 	require.ErrorContains(t, err, "404 Not Found")
+}
+
+// A device report must be signed with the application's secret: anyone
+// else who reaches the AM's port could otherwise set the devices of any
+// container (which a later AM attempt trusts). Unsigned: 401; signed with
+// another secret, or another report's signature: 403; the AM's view of the
+// container is left as it was, and neither answer nor log shows a secret.
+func TestTrackerRefusesForgedReports(t *testing.T) {
+	const victim = "container_1_0001_01_000003"
+	forged := []byte(`{"container":"` + victim + `","resources":{"gpu":[{"index":"7","uuid":"GPU-forged"}]}}`)
+	honest := []byte(`{"container":"` + victim + `","resources":{"gpu":[{"index":"1","uuid":"GPU-abc"}]}}`)
+	other := []byte(`{"container":"container_1_0001_01_000002","resources":{"gpu":[{"index":"7"}]}}`)
+	tests := []struct {
+		name   string
+		opts   []TrackerOption
+		sig    string
+		code   int
+		header string
+	}{
+		{name: "unsigned", opts: []TrackerOption{WithReportSecret(testSecret)}, code: http.StatusUnauthorized, header: "WWW-Authenticate"},
+		{name: "another secret", opts: []TrackerOption{WithReportSecret(testSecret)}, sig: contract.SignReport([]byte("guess"), forged), code: http.StatusForbidden},
+		{name: "another container's signature", opts: []TrackerOption{WithReportSecret(testSecret)}, sig: contract.SignReport(testSecret, other), code: http.StatusForbidden},
+		{name: "garbage", opts: []TrackerOption{WithReportSecret(testSecret)}, sig: "hmac-sha256=" + strings.Repeat("0", 64), code: http.StatusForbidden},
+		{name: "a tracker without a secret refuses all", sig: contract.SignReport(nil, forged), code: http.StatusForbidden},
+		{name: "a tracker without a secret, unsigned", code: http.StatusUnauthorized},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			a := trackedAM(t)
+			logger, hook := logtest.NewNullLogger()
+			srv := httptest.NewServer(NewTracker(a, logger, tc.opts...))
+			defer srv.Close()
+			post := func(body []byte, sig string) (*http.Response, string) {
+				req, err := http.NewRequest(http.MethodPost, srv.URL+PathReport, bytes.NewReader(body))
+				require.NoError(t, err)
+				req.Header.Set("Content-Type", "application/json")
+				if sig != "" {
+					req.Header.Set(contract.HeaderReportSignature, sig)
+				}
+				resp, err := srv.Client().Do(req)
+				require.NoError(t, err)
+				defer resp.Body.Close()
+				msg, _ := io.ReadAll(resp.Body)
+				return resp, string(msg)
+			}
+			if len(tc.opts) > 0 {
+				resp, _ := post(honest, contract.SignReport(testSecret, honest))
+				require.Equal(t, http.StatusNoContent, resp.StatusCode)
+			}
+			before := a.Status().Containers[1]
+			require.Equal(t, victim, before.Container)
+
+			resp, msg := post(forged, tc.sig)
+			require.Equal(t, tc.code, resp.StatusCode, msg)
+			if tc.header != "" {
+				require.NotEmpty(t, resp.Header.Get(tc.header))
+			}
+			require.Contains(t, msg, "device report refused")
+			require.Equal(t, before, a.Status().Containers[1], "the AM's view of %s is unchanged", victim)
+			for _, e := range hook.AllEntries() {
+				line, _ := e.String()
+				require.NotContains(t, line, string(testSecret))
+				require.NotContains(t, line, "GPU-forged")
+			}
+			require.Contains(t, hook.LastEntry().Message, "device report refused")
+			require.NotContains(t, msg, string(testSecret))
+		})
+	}
+}
+
+// The page and the read API are served to the RM's web proxy alone (where
+// the RM applies the application's view ACLs); a direct request is sent
+// there, as Hadoop's AmIpFilter does. The launchers' report (authenticated
+// by its signature) and the workers' count are served to every caller.
+func TestTrackerRedirectsDirectRequests(t *testing.T) {
+	a := trackedAM(t)
+	lookups := 0
+	now := time.Unix(1700000000, 0)
+	proxy := &WebProxy{Hosts: []string{"rm.example"}, URL: "http://rm.example:8088", App: "application_1_0001",
+		Now: func() time.Time { return now },
+		Lookup: func(ctx context.Context, host string) ([]string, error) {
+			lookups++
+			require.Equal(t, "rm.example", host)
+			return []string{"::ffff:127.0.0.1"}, nil // the proxy's address, IPv4-mapped
+		}}
+	srv := httptest.NewServer(NewTracker(a, nil, WithReportSecret(testSecret), WithWebProxy(proxy)))
+	defer srv.Close()
+	// from returns a client whose connections come from addr (a
+	// loopback address: every 127.x is this host's).
+	from := func(addr string) *http.Client {
+		d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(addr)}}
+		return &http.Client{
+			Transport:     &http.Transport{DialContext: d.DialContext},
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		}
+	}
+	direct, viaProxy := from("127.0.0.9"), from("127.0.0.1")
+
+	for _, path := range []string{"/", PathStatus + "?state=RUNNING&limit=1", "/nope"} {
+		resp, err := direct.Get(srv.URL + path)
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, http.StatusFound, resp.StatusCode, path)
+		require.Equal(t, "http://rm.example:8088/proxy/redirect/application_1_0001"+path, resp.Header.Get("Location"))
+	}
+	for _, path := range []string{"/", PathStatus} {
+		resp, err := viaProxy.Get(srv.URL + path)
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode, "%s from the proxy's address", path)
+	}
+	resp, err := direct.Get(srv.URL + PathWorkers)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode, "the workers read their count directly")
+	require.NoError(t, PostDeviceReport(context.Background(), direct, srv.URL+PathReport, testSecret, contract.DeviceReport{Container: "container_1_0001_01_000003"}),
+		"a launcher reports directly")
+	require.Error(t, PostDeviceReport(context.Background(), direct, srv.URL+PathReport, nil, contract.DeviceReport{Container: "container_1_0001_01_000003"}))
+	require.Equal(t, 1, lookups, "resolved once within 5 minutes")
+
+	// The proxy's addresses are resolved again after 5 minutes; a failed
+	// lookup keeps the last answer.
+	now = now.Add(6 * time.Minute)
+	proxy.Lookup = func(context.Context, string) ([]string, error) { lookups++; return nil, errors.New("no DNS") }
+	resp, err = viaProxy.Get(srv.URL + "/")
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Equal(t, 2, lookups)
 }
 
 func TestReportBeforeStartIsKept(t *testing.T) {

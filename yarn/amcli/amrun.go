@@ -8,6 +8,7 @@ import (
 	"maps"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -40,6 +41,13 @@ type amClients struct {
 	// Renew runs the token loop until ctx ends (hdfstoken.Renewer: new
 	// tokens with a keytab, a warning near the max lifetime without); may be nil.
 	Renew func(ctx context.Context)
+	// ReportSecret is the application's report secret (in WorkerTokens):
+	// the tracking server records only device reports signed with it.
+	ReportSecret []byte
+	// ProxyHosts and ProxyURL are the RM's web proxy (am.WebProxy): the
+	// tracking page is served to it alone; ProxyURL "": to every caller.
+	ProxyHosts []string
+	ProxyURL   string
 	// RMMaxWait and RMRetryInterval: how the AM waits out an unreachable RM
 	// (yarn.RMConnectPolicy); zero: am's defaults, Hadoop's.
 	RMMaxWait, RMRetryInterval time.Duration
@@ -140,20 +148,15 @@ func rpcAMClients(ctx context.Context, getenv func(string) string, ae submit.AME
 	if err != nil {
 		return amClients{}, err
 	}
+	proxyHosts, proxyURL, err := webProxy(hc, addrs)
+	if err != nil {
+		return amClients{}, err
+	}
+	workerTokens, secret, err := workerCredentials(creds, log)
+	if err != nil {
+		return amClients{}, err
+	}
 	nm := yarn.NewNMClient(yarn.NMConfig{Log: log})
-	// Workers get the AM's credentials (HDFS delegation tokens on a secure
-	// cluster) but never the AMRMToken.
-	for _, alias := range creds.Aliases() {
-		if t := creds.Token(alias); t != nil && t.Kind == security.KindAMRMToken {
-			creds.Remove(alias)
-		}
-	}
-	var workerTokens []byte
-	if len(creds.Aliases())+len(creds.SecretAliases()) > 0 {
-		if workerTokens, err = creds.Marshal(security.FormatWritable); err != nil {
-			return amClients{}, fmt.Errorf("pass credentials to workers: %w", err)
-		}
-	}
 	cleanup := func(ctx context.Context, dir string) error {
 		fs, closeFS, err := rpcHDFS(hc, yarn.CurrentUser(getenv), nil)
 		if err != nil {
@@ -229,6 +232,9 @@ func rpcAMClients(ctx context.Context, getenv func(string) string, ae submit.AME
 		NM:           am.NewRPCNMClient(nm),
 		Logs:         am.NMWebLogs{User: getenv("USER")},
 		WorkerTokens: workerTokens,
+		ReportSecret: secret,
+		ProxyHosts:   proxyHosts,
+		ProxyURL:     proxyURL,
 		Close:        func() { _ = rm.Close(); _ = nm.Close(); closeState() },
 
 		RMMaxWait:       maxWait,
@@ -262,6 +268,68 @@ func amKerberos(getenv func(string) string, ae submit.AMEnv, app am.AppSettings,
 	}
 	log.WithField("principal", app.Principal).Info("logged in from the shipped keytab: the AM obtains new HDFS delegation tokens before they expire")
 	return krb
+}
+
+// workerCredentials returns what the workers get of the AM's credentials
+// creds (HDFS delegation tokens on a secure cluster, the report secret;
+// never the AMRMToken), in token storage format, and the application's
+// report secret. An AM whose credentials hold no secret (a submission by
+// another client) makes one for this attempt: the workers it starts get
+// it; reports of workers an earlier attempt started are then refused
+// (their devices still reach this AM through their kept report file).
+// creds loses its AMRMToken.
+func workerCredentials(creds *security.Credentials, log logrus.FieldLogger) ([]byte, []byte, error) {
+	for _, alias := range creds.Aliases() {
+		if t := creds.Token(alias); t != nil && t.Kind == security.KindAMRMToken {
+			creds.Remove(alias)
+		}
+	}
+	secret := creds.Secret(contract.ReportSecretAlias)
+	if len(secret) == 0 {
+		var err error
+		if secret, err = submit.NewReportSecret(); err != nil {
+			return nil, nil, err
+		}
+		creds.AddSecret(contract.ReportSecretAlias, secret)
+		log.WithField("secret_key", contract.ReportSecretAlias).Warn("the AM's credentials hold no report secret (not submitted by am submit?): made one for the workers this attempt starts")
+	}
+	b, err := creds.Marshal(security.FormatWritable)
+	if err != nil {
+		return nil, nil, fmt.Errorf("pass credentials to workers: %w", err)
+	}
+	return b, secret, nil
+}
+
+// webProxy returns the RM's web proxy hosts and its base URL
+// (yarn.WebProxyURLs), where the tracking page is served; a wildcard host
+// (the built-in 0.0.0.0 of an AM container without its own
+// HADOOP_CONF_DIR) is taken to be the host of the scheduler address the
+// AM reaches (sched[0]).
+func webProxy(hc *conf.HadoopConfig, sched []string) ([]string, string, error) {
+	urls, err := yarn.WebProxyURLs(hc)
+	if err != nil {
+		return nil, "", err
+	}
+	var hosts []string
+	for i, raw := range urls {
+		u, err := url.Parse(raw)
+		if err != nil {
+			return nil, "", fmt.Errorf("web proxy %s: %w", raw, err)
+		}
+		host := u.Hostname()
+		if ip := net.ParseIP(host); (ip != nil && ip.IsUnspecified()) || host == "" {
+			if len(sched) == 0 {
+				return nil, "", fmt.Errorf("%w: web proxy %s: a wildcard host, and no scheduler address to take the RM's host from", yarn.ErrRMConfig, raw)
+			}
+			if host, _, err = net.SplitHostPort(sched[0]); err != nil {
+				return nil, "", fmt.Errorf("%w: scheduler address %q: %w", yarn.ErrRMConfig, sched[0], err)
+			}
+			u.Host = net.JoinHostPort(host, u.Port())
+			urls[i] = u.String()
+		}
+		hosts = append(hosts, host)
+	}
+	return hosts, urls[0], nil
 }
 
 // cmdRun: am run [--conf FILE] [-D k=v]… [--dynamic-file NAME] [--workers N] -- <worker command…>
@@ -379,7 +447,11 @@ func cmdRun(ctx context.Context, args []string, e *env) error {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		if err := am.Serve(sctx, l, am.NewTracker(a, e.log)); err != nil {
+		opts := []am.TrackerOption{am.WithReportSecret(clients.ReportSecret)}
+		if clients.ProxyURL != "" {
+			opts = append(opts, am.WithWebProxy(&am.WebProxy{Hosts: clients.ProxyHosts, URL: clients.ProxyURL, App: appID}))
+		}
+		if err := am.Serve(sctx, l, am.NewTracker(a, e.log, opts...)); err != nil {
 			e.log.WithError(err).Warn("tracking server stopped")
 		}
 	}()

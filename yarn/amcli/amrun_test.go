@@ -12,8 +12,10 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+	logtest "github.com/sirupsen/logrus/hooks/test"
 	"github.com/stretchr/testify/require"
 
+	"github.com/xres/xres/conf"
 	"github.com/xres/xres/resources"
 	"github.com/xres/xres/resources/contract"
 	"github.com/xres/xres/yarn"
@@ -96,7 +98,12 @@ func (n *reportingNM) StartContainer(ctx context.Context, c yarn.Container, tok 
 	n.mu.Lock()
 	n.launches = append(n.launches, l)
 	n.mu.Unlock()
-	err := am.PostDeviceReport(ctx, nil, l.Env[contract.EnvReportURL], contract.DeviceReport{Container: c.ID,
+	// The launcher signs with the secret of the credentials the worker got.
+	var secret []byte
+	if creds, err := security.ParseCredentials(l.Tokens); err == nil {
+		secret = creds.Secret(contract.ReportSecretAlias)
+	}
+	err := am.PostDeviceReport(ctx, nil, l.Env[contract.EnvReportURL], secret, contract.DeviceReport{Container: c.ID,
 		Resources: map[string][]resources.Properties{"gpu": {{"index": "0"}}}})
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -119,7 +126,10 @@ func (n *reportingNM) StopContainer(ctx context.Context, c yarn.Container, tok s
 func fakeDeps(rm *scriptRM, nm *reportingNM) deps {
 	rm.nm = nm
 	return deps{amClients: func(ctx context.Context, getenv func(string) string, _ submit.AMEnv, _ am.Settings, log logrus.FieldLogger) (amClients, error) {
-		return amClients{RM: rm, NM: nm}, nil
+		var creds security.Credentials
+		creds.AddToken("amrm", &security.Token{Kind: security.KindAMRMToken})
+		tokens, secret, err := workerCredentials(&creds, log)
+		return amClients{RM: rm, NM: nm, WorkerTokens: tokens, ReportSecret: secret}, err
 	}}
 }
 
@@ -166,8 +176,9 @@ func TestRunWiresTheAM(t *testing.T) {
 			require.Equal(t, strings.TrimSuffix(rm.reg.TrackingURL, "/")+am.PathReport, l.Env[contract.EnvReportURL])
 			require.Contains(t, l.LocalResources, "container-launcher")
 			require.NotContains(t, l.LocalResources, "am")
+			require.NotEmpty(t, nm.reports)
 			for _, r := range nm.reports {
-				require.Equal(t, http.StatusNoContent, r, "the launcher's report reached the tracking server")
+				require.Equal(t, http.StatusNoContent, r, "the launcher's signed report reached the tracking server")
 			}
 		})
 	}
@@ -230,4 +241,70 @@ func TestSubmitTimeAndRSS(t *testing.T) {
 	if _, err := os.Stat("/proc/self/status"); err == nil {
 		require.Greater(t, am.PeakRSSKiB(), int64(0))
 	}
+}
+
+// What the workers get of the AM's credentials: never the AMRMToken, the
+// delegation tokens, and the application's report secret (the submitted
+// one, so that a restarted AM and the workers an earlier attempt started
+// share it; else one made here).
+func TestWorkerCredentials(t *testing.T) {
+	submitted := []byte("0123456789abcdef0123456789abcdef")
+	for _, tc := range []struct {
+		name   string
+		secret []byte
+	}{{"submitted secret", submitted}, {"none submitted", nil}} {
+		t.Run(tc.name, func(t *testing.T) {
+			var creds security.Credentials
+			creds.AddToken("amrm", &security.Token{Kind: security.KindAMRMToken, Password: []byte("amrm-pw")})
+			creds.AddToken("nn:8020", &security.Token{Kind: security.KindHDFSDelegation, Service: "nn:8020"})
+			if tc.secret != nil {
+				creds.AddSecret(contract.ReportSecretAlias, tc.secret)
+			}
+			logger, hook := logtest.NewNullLogger()
+			b, secret, err := workerCredentials(&creds, logger)
+			require.NoError(t, err)
+			got, err := security.ParseCredentials(b)
+			require.NoError(t, err)
+			require.Equal(t, []string{"nn:8020"}, got.Aliases())
+			require.Len(t, secret, contract.ReportSecretBytes)
+			require.Equal(t, secret, got.Secret(contract.ReportSecretAlias))
+			if tc.secret != nil {
+				require.Equal(t, tc.secret, secret)
+				require.Empty(t, hook.AllEntries())
+			} else {
+				require.Len(t, hook.AllEntries(), 1)
+				line, _ := hook.LastEntry().String()
+				require.NotContains(t, line, string(secret))
+			}
+		})
+	}
+}
+
+func TestWebProxyOfTheAM(t *testing.T) {
+	hc := func(kv ...string) *conf.HadoopConfig {
+		c := conf.NewHadoopConfig(func(string) string { return "" })
+		for i := 0; i+1 < len(kv); i += 2 {
+			c.Set(kv[i], kv[i+1])
+		}
+		return c
+	}
+	hosts, u, err := webProxy(hc("yarn.resourcemanager.webapp.address", "localhost:18088"), []string{"localhost:18030"})
+	require.NoError(t, err)
+	require.Equal(t, []string{"localhost"}, hosts)
+	require.Equal(t, "http://localhost:18088", u)
+
+	hosts, u, err = webProxy(hc("yarn.resourcemanager.ha.enabled", "true", "yarn.resourcemanager.ha.rm-ids", "a,b",
+		"yarn.resourcemanager.hostname.a", "rm1", "yarn.resourcemanager.hostname.b", "rm2"), nil)
+	require.NoError(t, err)
+	require.Equal(t, []string{"rm1", "rm2"}, hosts)
+	require.Equal(t, "http://rm1:8088", u)
+
+	// An AM container without its own HADOOP_CONF_DIR: the built-in
+	// 0.0.0.0 is the RM the AM reaches.
+	hosts, u, err = webProxy(hc(), []string{"rm.example:8030"})
+	require.NoError(t, err)
+	require.Equal(t, []string{"rm.example"}, hosts)
+	require.Equal(t, "http://rm.example:8088", u)
+	_, _, err = webProxy(hc(), nil)
+	require.ErrorIs(t, err, yarn.ErrRMConfig)
 }

@@ -164,6 +164,11 @@ func cmdSubmit(ctx context.Context, args []string, e *env) error {
 			return clusterError{err}
 		}
 	}
+	// The application's report secret, in the AM's credentials: the AM
+	// and its workers (their launchers sign their device reports with it).
+	if tokens, err = submit.WithReportSecret(tokens); err != nil {
+		return err
+	}
 	defaultFS, _ := hc.Get("fs.defaultFS")
 	if *name == "" {
 		*name = set.App.Name

@@ -24,6 +24,7 @@ import (
 	"github.com/xres/xres/resources/contract"
 	"github.com/xres/xres/yarn"
 	"github.com/xres/xres/yarn/am"
+	"github.com/xres/xres/yarn/security"
 	"github.com/xres/xres/yarn/submit"
 )
 
@@ -183,6 +184,18 @@ func TestSubmitFollowsToTheEnd(t *testing.T) {
 			require.Equal(t, []string{`./am run --conf flink-conf.yaml --workers 2 -- sh -c 'echo \$CUDA_VISIBLE_DEVICES' 1><LOG_DIR>/stdout 2><LOG_DIR>/stderr`},
 				sub.AM.Commands)
 			require.Equal(t, []string{"am", "container-launcher", "flink-conf.yaml", "input.yaml"}, slices.Sorted(maps.Keys(sub.AM.LocalResources)))
+			// The application's report secret, in the AM's credentials (an
+			// insecure cluster: nothing else), never in its environment or
+			// command line.
+			creds, err := security.ParseCredentials(sub.AM.Tokens)
+			require.NoError(t, err)
+			secret := creds.Secret(contract.ReportSecretAlias)
+			require.Len(t, secret, contract.ReportSecretBytes)
+			require.Empty(t, creds.Aliases())
+			for k, v := range sub.AM.Env {
+				require.NotContains(t, v, string(secret), k)
+			}
+			require.NotContains(t, strings.Join(sub.AM.Commands, " "), string(secret))
 			staging := "/user/alice/.xres/application_1700000000000_0003"
 			if tt.detach {
 				require.Contains(t, out, "follow it with: am status application_1700000000000_0003")

@@ -2,7 +2,9 @@ package rest
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -10,14 +12,16 @@ import (
 	"time"
 
 	"github.com/xres/xres/yarn"
+	"github.com/xres/xres/yarn/security"
 )
 
 // RM is the REST client in yarn's Go types, the ones the RPC client
 // (*yarn.Client) returns: what submission needs (yarn/submit's ClusterRM)
 // for clusters whose RPC port cannot be reached, converted from the REST
 // JSON directly. Limits of the REST API:
-// the AM container gets memory and vcores only, and credentials are not
-// passed (insecure clusters).
+// the AM container gets memory and vcores only, and of the credentials
+// only secret keys are passed (the report secret; tokens: insecure
+// clusters only).
 type RM struct {
 	c *Client
 
@@ -99,11 +103,12 @@ var (
 
 // NewSubmission converts a submission to the REST body.
 func NewSubmission(sub yarn.Submission) (*ApplicationSubmission, error) {
-	if len(sub.AM.Tokens) > 0 {
-		return nil, errors.New("rest submission: credentials are not supported; submit over RPC")
+	creds, err := restCredentials(sub.AM.Tokens)
+	if err != nil {
+		return nil, err
 	}
 	lc := ContainerLaunchContext{Commands: Commands{Command: strings.Join(sub.AM.Commands, " ")},
-		Environment: StringEntries(sub.AM.Env)}
+		Environment: StringEntries(sub.AM.Env), Credentials: creds}
 	if len(sub.AM.LocalResources) > 0 {
 		lc.LocalResources = &Entries[LocalResource]{}
 		for _, name := range slices.Sorted(maps.Keys(sub.AM.LocalResources)) {
@@ -132,6 +137,31 @@ func NewSubmission(sub yarn.Submission) (*ApplicationSubmission, error) {
 		AppNodeLabelExpression:       sub.NodeLabel,
 		ApplicationTags:              restTags(sub.Tags),
 	}, nil
+}
+
+// restCredentials converts the AM's credentials (token storage format) to
+// the REST form: the secret keys base64-encoded (the RM decodes them with
+// commons-codec's Base64, either alphabet). Tokens (a Kerberized
+// submission's delegation tokens) are refused: submit those over RPC.
+func restCredentials(tokens []byte) (*Credentials, error) {
+	if len(tokens) == 0 {
+		return nil, nil
+	}
+	c, err := security.ParseCredentials(tokens)
+	if err != nil {
+		return nil, fmt.Errorf("rest submission: %w", err)
+	}
+	if len(c.Aliases()) > 0 {
+		return nil, errors.New("rest submission: credentials with tokens are not supported; submit over RPC")
+	}
+	secrets := map[string]string{}
+	for _, alias := range c.SecretAliases() {
+		secrets[alias] = base64.StdEncoding.EncodeToString(c.Secret(alias))
+	}
+	if len(secrets) == 0 {
+		return nil, nil
+	}
+	return &Credentials{Secrets: StringEntries(secrets)}, nil
 }
 
 func restTags(tags []string) *Tags {

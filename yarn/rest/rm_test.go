@@ -2,6 +2,7 @@ package rest
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xres/xres/yarn"
+	"github.com/xres/xres/yarn/security"
 )
 
 // Hadoop 3.1 and 3.2 send no totalResource in a node report; their
@@ -61,8 +63,34 @@ func TestRESTNodeCapabilityFlatFields(t *testing.T) {
 	require.Equal(t, yarn.Resource{MemoryMB: 4096, VCores: 8}, got)
 }
 
-func TestRESTSubmissionRefusesCredentials(t *testing.T) {
-	_, err := NewSubmission(yarn.Submission{AM: yarn.LaunchContext{Tokens: []byte("HDTS\x00")}})
-	require.ErrorContains(t, err, "credentials are not supported")
+func TestRESTSubmissionRefusesTokens(t *testing.T) {
+	var c security.Credentials
+	c.AddToken("nn", &security.Token{Kind: security.KindHDFSDelegation})
+	c.AddSecret("k", []byte("v"))
+	b, err := c.Marshal(security.FormatWritable)
+	require.NoError(t, err)
+	_, err = NewSubmission(yarn.Submission{AM: yarn.LaunchContext{Tokens: b}})
+	require.ErrorContains(t, err, "credentials with tokens are not supported")
 	require.True(t, strings.Contains(err.Error(), "RPC"))
+	_, err = NewSubmission(yarn.Submission{AM: yarn.LaunchContext{Tokens: []byte("HDTS\x00")}})
+	require.ErrorIs(t, err, security.ErrTokenFile)
+}
+
+// The report secret reaches the RM over REST as a base64 secret key.
+func TestRESTSubmissionCarriesSecrets(t *testing.T) {
+	var c security.Credentials
+	c.AddSecret("xres.report.secret", []byte{0xfb, 0xff, 0x00, 0x01})
+	b, err := c.Marshal(security.FormatWritable)
+	require.NoError(t, err)
+	sub, err := NewSubmission(yarn.Submission{AM: yarn.LaunchContext{Tokens: b}})
+	require.NoError(t, err)
+	require.NotNil(t, sub.AMContainerSpec.Credentials)
+	require.Nil(t, sub.AMContainerSpec.Credentials.Tokens)
+	require.Equal(t, &Entries[string]{Entry: []Entry[string]{{Key: "xres.report.secret", Value: "+/8AAQ=="}}}, sub.AMContainerSpec.Credentials.Secrets)
+	j, err := json.Marshal(sub.AMContainerSpec)
+	require.NoError(t, err)
+	require.Contains(t, string(j), `"credentials":{"secrets":{"entry":[{"key":"xres.report.secret","value":"+/8AAQ=="}]}}`)
+	none, err := NewSubmission(yarn.Submission{})
+	require.NoError(t, err)
+	require.Nil(t, none.AMContainerSpec.Credentials)
 }

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/xres/xres/resources/contract"
 )
 
 func TestReadTokenFileFixtures(t *testing.T) {
@@ -167,4 +169,29 @@ func TestWithoutKind(t *testing.T) {
 	back, err := ParseCredentials(b)
 	require.NoError(t, err)
 	require.Nil(t, back.Select(KindAMRMToken, ""))
+}
+
+// The launcher reads the report secret with its own small reader
+// (resources/contract, as driver/ may not import yarn/): it finds what
+// this package writes, in both formats.
+func TestReportSecretReadByTheLauncher(t *testing.T) {
+	secret := bytes.Repeat([]byte{0xa5}, contract.ReportSecretBytes)
+	var c Credentials
+	c.AddToken("nn", &Token{Identifier: []byte("id"), Password: bytes.Repeat([]byte("p"), 300), Kind: KindHDFSDelegation, Service: "127.0.0.1:8020"})
+	c.AddSecret("other", []byte("x"))
+	c.AddSecret(contract.ReportSecretAlias, secret)
+	for _, f := range []Format{FormatWritable, FormatProtobuf} {
+		b, err := c.Marshal(f)
+		require.NoError(t, err)
+		got, err := contract.ReportSecret(b)
+		require.NoError(t, err, "format %d", f)
+		require.Equal(t, secret, got, "format %d", f)
+	}
+	var none Credentials
+	none.AddToken("nn", &Token{Kind: KindHDFSDelegation})
+	b, err := none.Marshal(FormatWritable)
+	require.NoError(t, err)
+	got, err := contract.ReportSecret(b)
+	require.NoError(t, err)
+	require.Nil(t, got)
 }

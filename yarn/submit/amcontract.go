@@ -107,7 +107,7 @@ type AMSpec struct {
 	Vcores int32
 	Worker []string          // the worker command
 	Env    map[string]string // containerized.master.env.*
-	Tokens []byte            // HDTS credentials for the AM; nil on an insecure cluster
+	Tokens []byte            // HDTS credentials for the AM: the report secret, and delegation tokens on a secure cluster
 	// SchedulerAddresses and DefaultFS are the client's view of the RM
 	// scheduler address(es) and fs.defaultFS, for an AM container without
 	// HADOOP_CONF_DIR; empty: not passed.

@@ -45,7 +45,7 @@ type Request struct {
 	// container without HADOOP_CONF_DIR.
 	SchedulerAddresses []string
 	DefaultFS          string
-	Tokens             []byte // HDTS credentials for the AM; nil when insecure
+	Tokens             []byte // HDTS credentials for the AM (the report secret, delegation tokens on a secure cluster)
 	// Keytab, when set, is shipped to the AM alone (KeytabName, mode 0600,
 	// deleted with the staging folder), with Krb5Conf when set
 	// (Krb5ConfName): the AM logs in with it to obtain new delegation
