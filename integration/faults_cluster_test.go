@@ -301,4 +301,3 @@ func rmConf(t *testing.T, c *harness.Cluster, key string) string {
 	require.NotNil(t, m, "%s not in the RM's /conf", key)
 	return string(m[1])
 }
-
