@@ -22,7 +22,9 @@ func BenchmarkLoad(b *testing.B) {
 						b.Fatal(err)
 					}
 				} else {
-					parseFlat(p, data)
+					if _, _, err := parseFlat(p, data); err != nil {
+						b.Fatal(err)
+					}
 				}
 			}
 		})

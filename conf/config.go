@@ -85,7 +85,7 @@ func Load(path string, dynamic []string) (*Config, error) {
 		if IsNested(path) {
 			kvs, c.warnings, err = parseNested(path, data)
 		} else {
-			kvs, c.warnings = parseFlat(path, data)
+			kvs, c.warnings, err = parseFlat(path, data)
 		}
 		if err != nil {
 			return nil, err

@@ -2,6 +2,7 @@ package conf
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -276,13 +277,11 @@ func TestLoadNestedErrorNamesPath(t *testing.T) {
 
 func TestFormatFollowsFileName(t *testing.T) {
 	dir := t.TempDir()
-	content := "a:\n  b: 1\nc: d: e\n"
+	content := "a: 1\nc: d: e\n"
 	flat, err := Load(writeFile(t, dir, "flink-conf.yaml", content), nil)
-	require.NoError(t, err, "the flat loader never fails")
+	require.NoError(t, err)
 	v, _ := flat.Get("c")
-	require.Equal(t, "d: e", v)
-	_, ok := flat.Get("a.b")
-	require.False(t, ok)
+	require.Equal(t, "d: e", v, "split at the first \": \", as Flink does")
 
 	_, err = Load(writeFile(t, dir, "config.yaml", content), nil)
 	require.ErrorIs(t, err, ErrSyntax)
@@ -404,4 +403,43 @@ func TestNilConfig(t *testing.T) {
 	v, err := c.Int(TaskManagerSlots)
 	require.NoError(t, err)
 	require.Equal(t, 1, v)
+}
+
+// Issue 29: nested YAML in the flat flink-conf.yaml (Flink 1.19's format
+// in Flink's legacy file) is an error naming the file and the line that
+// opens the block: read line by line, as Flink does, its keys would be
+// lost with warnings only (a worker without its GPU).
+func TestFlatRefusesNestedYAML(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name, content string
+		line          int
+		want          string
+	}{
+		{"external-resource block", "external-resources: gpu\nexternal-resource:\n  gpu:\n    amount: 1\n", 2,
+			`nested YAML: "external-resource:" opens a block (line 3, "gpu", is indented below it)`},
+		{"block under a comment and blank lines", "# GPUs\ntaskmanager: # the workers\n\n   # slots\n\tnumberOfTaskSlots: 2\n", 2,
+			"write each key whole on one line (taskmanager.numberOfTaskSlots: …)"},
+		{"list", "pipeline.jars:\n  - file:///a.jar\n", 1, `"pipeline.jars:" opens a block`},
+		{"indented block inside a block", "  a:\n    b: 1\n", 1, `"a:" opens a block`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := writeFile(t, dir, "flink-conf.yaml", tc.content)
+			_, err := Load(p, nil)
+			require.ErrorIs(t, err, ErrSyntax)
+			var se *SyntaxError
+			require.ErrorAs(t, err, &se)
+			require.Equal(t, p, se.File)
+			require.Equal(t, tc.line, se.Line)
+			require.Contains(t, err.Error(), fmt.Sprintf("%s:%d: ", p, tc.line))
+			require.Contains(t, err.Error(), tc.want)
+		})
+	}
+	// A "key:" line without a block below it stays a warning, as in Flink,
+	// and indented lines without a "key:" above them are Flink's keys.
+	c, err := Load(writeFile(t, dir, "flink-conf.yaml", "a:\nb: 1\n  c: 2\n"), nil)
+	require.NoError(t, err)
+	require.Len(t, c.Warnings(), 1)
+	v, _ := c.Get("c")
+	require.Equal(t, "2", v)
 }

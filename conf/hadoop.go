@@ -61,6 +61,32 @@ var (
 	ErrHadoopValue = errors.New("invalid hadoop configuration value")
 )
 
+// HadoopConfError is every error of loading a Hadoop configuration
+// (LoadHadoopOptions): the directory and the variable that named it, and
+// what is wrong (matching ErrNoHadoopConf, ErrHadoopXML, os.ErrNotExist…).
+// It is a configuration problem of the caller's, not of the cluster: am
+// exits 3 on it.
+type HadoopConfError struct {
+	Dir  string // the configuration directory; "" when none is named
+	From string // the variable that named Dir (HADOOP_CONF_DIR, YARN_CONF_DIR); "" for an explicit one
+	Err  error
+}
+
+// Error renders "load hadoop configuration DIR (from VAR): what".
+func (e *HadoopConfError) Error() string {
+	var b strings.Builder
+	b.WriteString("load hadoop configuration")
+	if e.Dir != "" {
+		b.WriteString(" " + e.Dir)
+	}
+	if e.From != "" {
+		b.WriteString(" (from " + e.From + ")")
+	}
+	return b.String() + ": " + e.Err.Error()
+}
+
+func (e *HadoopConfError) Unwrap() error { return e.Err }
+
 // hadoopMaxSubst bounds ${var} nesting, as Hadoop's Configuration.MAX_SUBST.
 const hadoopMaxSubst = 20
 
@@ -175,20 +201,24 @@ func LoadHadoopOptions(o HadoopOptions) (*HadoopConfig, error) {
 	}
 	dir, from := o.Dir, ""
 	if dir == "" {
-		dir, from = hc.getenv("HADOOP_CONF_DIR"), " (from HADOOP_CONF_DIR)"
+		dir, from = hc.getenv("HADOOP_CONF_DIR"), "HADOOP_CONF_DIR"
 	}
 	if dir == "" {
-		dir, from = hc.getenv("YARN_CONF_DIR"), " (from YARN_CONF_DIR)"
+		dir, from = hc.getenv("YARN_CONF_DIR"), "YARN_CONF_DIR"
+	}
+	fail := func(err error) (*HadoopConfig, error) {
+		return nil, &HadoopConfError{Dir: dir, From: from, Err: err}
 	}
 	if dir == "" {
-		return nil, fmt.Errorf("load hadoop configuration: %w: set HADOOP_CONF_DIR or YARN_CONF_DIR", ErrNoHadoopConf)
+		from = ""
+		return fail(fmt.Errorf("%w: set HADOOP_CONF_DIR or YARN_CONF_DIR", ErrNoHadoopConf))
 	}
 	st, err := os.Stat(dir)
 	if err != nil {
-		return nil, fmt.Errorf("load hadoop configuration%s: %w", from, err)
+		return fail(err)
 	}
 	if !st.IsDir() {
-		return nil, fmt.Errorf("load hadoop configuration %s%s: not a directory", dir, from)
+		return fail(errors.New("not a directory"))
 	}
 	hc.dir = dir
 	files := o.Files
@@ -203,7 +233,7 @@ func LoadHadoopOptions(o HadoopOptions) (*HadoopConfig, error) {
 		}
 		props, err := readHadoopFile(path, 0)
 		if err != nil {
-			return nil, fmt.Errorf("load hadoop configuration: %w", err)
+			return fail(err)
 		}
 		found++
 		for _, p := range props {
@@ -216,7 +246,7 @@ func LoadHadoopOptions(o HadoopOptions) (*HadoopConfig, error) {
 		}
 	}
 	if found == 0 {
-		return nil, fmt.Errorf("load hadoop configuration %s: %w: none of %s", dir, ErrNoHadoopConf, strings.Join(files, ", "))
+		return fail(fmt.Errorf("%w: none of %s", ErrNoHadoopConf, strings.Join(files, ", ")))
 	}
 	return hc, nil
 }

@@ -135,7 +135,7 @@ func TestLoadHadoopDirectorySelection(t *testing.T) {
 		{name: "no site files", dir: filepath.Join("testdata", "hadoop", "empty"), wantErr: ErrNoHadoopConf},
 		{name: "missing dir", dir: filepath.Join("testdata", "hadoop", "nope"), wantErr: os.ErrNotExist},
 		{name: "missing dir from env", env: map[string]string{"YARN_CONF_DIR": "/no/such/dir"}, wantErr: os.ErrNotExist,
-			wantMsg: "load hadoop configuration (from YARN_CONF_DIR): stat /no/such/dir: no such file or directory"},
+			wantMsg: "load hadoop configuration /no/such/dir (from YARN_CONF_DIR): stat /no/such/dir: no such file or directory"},
 		{name: "file, not dir", dir: filepath.Join("testdata", "hadoop", "empty", "README"),
 			wantMsg: "empty/README: not a directory"},
 	}

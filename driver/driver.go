@@ -4,9 +4,10 @@
 // is the contract the launcher holds drivers to, with optional interfaces
 // found by type assertion: Releaser and HealthReporter on a Driver;
 // VendorReporter (which runtime's variables select the devices:
-// Vendor.Environment) and CoordinationReporter (how the devices are
-// coordinated on the host, for check and probe) on a Factory, which can
-// answer before a driver is built; and the locality rule every driver's
+// Vendor.Environment), CoordinationReporter (how the devices are
+// coordinated on the host, for check and probe) and ParamChecker (the
+// params checked without the host, for the launcher and am submit) on a
+// Factory, which can answer before a driver is built; and the locality rule every driver's
 // device infos share (LocalCPUs).
 package driver
 
@@ -48,6 +49,21 @@ type Options struct {
 // Flink's ExternalResourceDriverFactory.
 type Factory interface {
 	NewDriver(opts Options) (Driver, error)
+}
+
+// ParamChecker is implemented by a Factory that can check a resource's
+// params without touching the host: no file, program or device is looked
+// at, so that the answer is the same on every host and where the job is
+// submitted. CheckParams returns the error the factory's NewDriver returns
+// for a malformed or missing param (naming the full key, wrapping
+// ErrInvalidParam), nil when the params are well-formed. The launcher runs
+// it before NewDriver (a refusal is its configuration error, exit 211, on
+// every host), and so do am resources and am submit (launch.CheckSpecs),
+// so that nothing is staged that every launcher refuses; what NewDriver
+// finds wrong beyond it is a problem of the host (a discovery script or
+// plugin missing there). Every built-in factory implements it.
+type ParamChecker interface {
+	CheckParams(resource string, params map[string]string) error
 }
 
 // FactoryFunc adapts a function to Factory.

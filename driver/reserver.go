@@ -2,6 +2,7 @@ package driver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -69,7 +70,30 @@ type Coordinated struct {
 
 	mu        sync.Mutex
 	unhealthy []UnhealthyDevice // of the last Discover
+	// mayHold: a Reserve of this driver may have recorded devices (it
+	// succeeded, or failed without saying ErrNothingReserved), so Release
+	// has something to free.
+	mayHold bool
 }
+
+// ErrNothingReserved is matched by the error of a Reserver's Reserve that
+// recorded nothing (the state file unreadable, too few free devices…):
+// a driver whose every Reserve failed so has nothing to release.
+var ErrNothingReserved = errors.New("nothing reserved")
+
+// NothingReserved marks err as a failed Reserve that recorded nothing
+// (ErrNothingReserved), keeping its message.
+func NothingReserved(err error) error {
+	if err == nil {
+		return nil
+	}
+	return nothingReserved{err}
+}
+
+type nothingReserved struct{ err error }
+
+func (n nothingReserved) Error() string   { return n.err.Error() }
+func (n nothingReserved) Unwrap() []error { return []error{n.err, ErrNothingReserved} }
 
 var (
 	_ Driver         = (*Coordinated)(nil)
@@ -139,6 +163,11 @@ func (c *Coordinated) Discover(ctx context.Context, amount int64) ([]resources.I
 		} else {
 			chosen, err = r.Reserve(ctx, c.resource, keys, int(amount), c.opts.DryRun)
 		}
+		if !c.opts.DryRun && (err == nil || !errors.Is(err, ErrNothingReserved)) {
+			c.mu.Lock()
+			c.mayHold = true
+			c.mu.Unlock()
+		}
 		if err != nil {
 			if len(sick) > 0 {
 				return nil, fmt.Errorf("discover %s: %w; unhealthy: %s", c.resource, err, c.describeUnhealthy(sick))
@@ -163,9 +192,15 @@ func (c *Coordinated) Discover(ctx context.Context, amount int64) ([]resources.I
 }
 
 // Release implements Releaser: it frees what this process reserved for the
-// resource. Without coordination, or in a dry run, there is nothing to free.
+// resource. Without coordination, in a dry run, or when no Reserve of this
+// driver recorded anything (none ran, or each failed with
+// ErrNothingReserved), there is nothing to free and the state is not
+// touched.
 func (c *Coordinated) Release(ctx context.Context) error {
-	if c.opts.Reserver == nil || c.opts.DryRun {
+	c.mu.Lock()
+	held := c.mayHold
+	c.mu.Unlock()
+	if c.opts.Reserver == nil || c.opts.DryRun || !held {
 		return nil
 	}
 	if err := c.opts.Reserver.Release(ctx, c.resource); err != nil {

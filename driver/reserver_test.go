@@ -255,3 +255,31 @@ func TestCoordinatedPassesParents(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []string{"GPU-1"}, uuids(infos))
 }
+
+// Issue 29: a driver whose Reserve recorded nothing (never called, or
+// failed with ErrNothingReserved: a corrupt state file, too few free
+// devices) releases nothing and leaves the state alone; one whose Reserve
+// failed otherwise (it may have recorded) still releases.
+func TestCoordinatedReleasesOnlyWhatItMayHold(t *testing.T) {
+	four := drivertest.New(drivertest.Devices(drivertest.GPUs(4)...))
+	ctx := context.Background()
+
+	never := &fakeReserver{pick: []int{0}}
+	require.NoError(t, driver.NewCoordinated("gpu", four, driver.CoordinatedOptions{Reserver: never}).Release(ctx))
+	require.Empty(t, never.released, "never discovered: nothing to release")
+
+	corrupt := &fakeReserver{err: driver.NothingReserved(errors.New("reserve gpu: coordination state file is corrupt"))}
+	c := driver.NewCoordinated("gpu", four, driver.CoordinatedOptions{Reserver: corrupt})
+	_, err := c.Discover(ctx, 1)
+	require.ErrorIs(t, err, driver.ErrNothingReserved)
+	require.Equal(t, "discover gpu: reserve gpu: coordination state file is corrupt", err.Error(), "the mark changes no message")
+	require.NoError(t, c.Release(ctx))
+	require.Empty(t, corrupt.released, "nothing was recorded: nothing to release")
+
+	unsure := &fakeReserver{err: errors.New("reserve gpu: Flink's file not writable")}
+	c = driver.NewCoordinated("gpu", four, driver.CoordinatedOptions{Reserver: unsure})
+	_, err = c.Discover(ctx, 1)
+	require.Error(t, err)
+	require.NoError(t, c.Release(ctx))
+	require.Equal(t, []string{"gpu"}, unsure.released, "it may have recorded: released")
+}

@@ -9,18 +9,14 @@ package resources
 // 143, Flink's 239/243), so the ApplicationMaster can tell a bad job
 // (configuration, worker command) from a bad node (discovery).
 //
-//	code  constant               meaning                                          blame
-//	----  ---------------------  -----------------------------------------------  -----
-//	0     LauncherExitOK         worker exited 0 (or probe/check found nothing)   -
-//	N     (worker)               worker's own exit code, 128+sig on signal death  job
-//	210   LauncherExitUsage      bad command line (unknown flag, no worker)       job
-//	211   LauncherExitConfig     configuration error: bad key or value, unknown   job
-//	                             driver factory, driver rejected its params
-//	212   LauncherExitDiscovery  discovery failed on this host: driver error,     node
-//	                             script failed, no free devices (holders named)
-//	213   LauncherExitWorker     the worker command could not be started          job
-//	214   LauncherExitInternal   the launcher failed otherwise (info file not     node
-//	                             writable, …)
+// 211 is what the configuration alone decides, the same on every host
+// (am submit refuses it before staging: launch.CheckSpecs); 212 what this
+// host decides: its devices, and a discovery script or device plugin
+// missing or not executable here (check's advice: install it on every
+// worker host), so that the AM blacklists the host and tries another.
+//
+// LauncherExits lists them with their meaning and blame; the README's
+// tables are tested against it (both ways).
 const (
 	LauncherExitOK        = 0
 	LauncherExitUsage     = 210
@@ -63,25 +59,37 @@ type LauncherExit struct {
 	Blame   Blame
 }
 
-// LauncherExits lists the launcher's own exit codes, in code order.
+// LauncherExits lists the launcher's own exit codes, in code order. The
+// meanings are plain text (the README's tables give them with markdown
+// code spans).
 var LauncherExits = []LauncherExit{
 	{LauncherExitOK, "ok", "the worker exited 0 (or probe/check found nothing wrong)", BlameNone},
-	{LauncherExitUsage, "usage", "bad command line (unknown flag, no worker command)", BlameJob},
-	{LauncherExitConfig, "config", "configuration error: bad key or value, unknown driver factory, driver rejected its parameters", BlameJob},
-	{LauncherExitDiscovery, "discovery", "discovery failed on this host: driver or script error, no free devices", BlameNode},
-	{LauncherExitWorker, "worker-start", "the worker command could not be started", BlameJob},
-	{LauncherExitInternal, "internal", "the launcher failed otherwise (info file not writable, …)", BlameNode},
+	{LauncherExitUsage, "usage", "usage: a bad flag, no worker command", BlameJob},
+	{LauncherExitConfig, "config", "configuration error, the same on every host: malformed file, bad key or value, unknown driver factory, " +
+		"driver params rejected (--resources naming an unlisted resource); am submit refuses a configuration every launcher refuses", BlameJob},
+	{LauncherExitDiscovery, "discovery", "discovery failed on this host: no free devices (the message names the holders), " +
+		"a discovery script or device plugin missing or not executable here, driver or script failure", BlameNode},
+	{LauncherExitWorker, "worker-start", "the worker command could not be started (not found, not executable; " +
+		"with --per-device also a pinned worker whose exec failed)", BlameJob},
+	{LauncherExitInternal, "internal", "internal: the info file could not be written, …", BlameNode},
 }
 
+// LauncherWorkerExit describes every code outside LauncherExits: the
+// worker's own (its Code is -1, standing for any).
+var LauncherWorkerExit = LauncherExit{Code: -1, Name: "worker",
+	Meaning: "the worker's own exit code; 128+signal if a signal killed it (143 = SIGTERM, 137 = SIGKILL)", Blame: BlameJob}
+
 // DescribeLauncherExit describes code; a code outside the reserved block is
-// the worker's own ("worker", blamed on the job).
+// the worker's own (LauncherWorkerExit, blamed on the job).
 func DescribeLauncherExit(code int) LauncherExit {
 	for _, e := range LauncherExits {
 		if e.Code == code {
 			return e
 		}
 	}
-	return LauncherExit{Code: code, Name: "worker", Meaning: "the worker's own exit code", Blame: BlameJob}
+	w := LauncherWorkerExit
+	w.Code = code
+	return w
 }
 
 // BadNodeExitCodes are the launcher codes that blame the host.

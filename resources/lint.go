@@ -47,6 +47,11 @@ func (p Problem) String() string {
 	return b.String()
 }
 
+// MaxPlausibleAmount is the most devices of one resource a worker can
+// plausibly ask for: Lint warns of a larger amount (a typo, an exponent),
+// naming the key.
+const MaxPlausibleAmount = 1024
+
 // knownSuffixes are the per-resource keys Flink and xres read, after
 // external-resource.<name>.
 var knownSuffixes = []string{SuffixAmount, SuffixYarnKey, SuffixK8sKey, SuffixFactory}
@@ -60,7 +65,7 @@ var knownSuffixes = []string{SuffixAmount, SuffixYarnKey, SuffixK8sKey, SuffixFa
 //     did-you-mean among the listed names, e.g. gpus → gpu);
 //   - an unknown key under a listed resource (e.g. amout → amount);
 //   - a listed resource without amount, with a non-integer or non-positive
-//     amount;
+//     amount, or with more than MaxPlausibleAmount devices;
 //   - a listed resource without driver-factory.class (workers get no infos)
 //     or without yarn.config-key (not requested from YARN);
 //   - two resources with the same yarn.config-key or kubernetes.config-key;
@@ -193,6 +198,10 @@ func lintListed(cfg *conf.Config, n string) []Problem {
 		probs = append(probs, Problem{Key: amountKey, Origin: cfg.Origin(amountKey), Severity: SeverityError,
 			Message: fmt.Sprintf("the amount of resource %s must be positive, got %d; it is ignored", n, amount),
 			Fix:     fmt.Sprintf("set %s to 1 or more", amountKey)})
+	case amount > MaxPlausibleAmount:
+		probs = append(probs, Problem{Key: amountKey, Origin: cfg.Origin(amountKey), Severity: SeverityWarning,
+			Message: fmt.Sprintf("the amount of resource %s is %d devices per worker, more than the %d any host has; no NodeManager will grant it and no launcher will find that many", n, amount, MaxPlausibleAmount),
+			Fix:     fmt.Sprintf("set %s to the devices one worker uses, such as 1", amountKey)})
 	}
 	if k := conf.ExternalResourceFactory.For(n).Key; nonBlank(cfg, k) == "" {
 		probs = append(probs, Problem{Key: k, Severity: SeverityError,

@@ -74,6 +74,11 @@ func TestLintCases(t *testing.T) {
 		{"bad list", []string{KeyList, "gp\"u"}, KeyList, SeverityError, "illegal quote", "quote a whole name"},
 		{"coordination mode flag is fine", append(append([]string{}, good...), Key("gpu", "param.discovery-script.args"),
 			"--enable-coordination-mode --coordination-file /tmp/f"), "", "", "", ""},
+		{"implausible amount", []string{KeyList, "gpu", Key("gpu", SuffixAmount), "9200000000000000000", Key("gpu", SuffixYarnKey), "yarn.io/gpu",
+			Key("gpu", SuffixFactory), "xres.gpu"}, "external-resource.gpu.amount", SeverityWarning,
+			"the amount of resource gpu is 9200000000000000000 devices per worker, more than the 1024", "set external-resource.gpu.amount to the devices one worker uses"},
+		{"1024 is plausible", []string{KeyList, "gpu", Key("gpu", SuffixAmount), "1024", Key("gpu", SuffixYarnKey), "yarn.io/gpu",
+			Key("gpu", SuffixFactory), "xres.gpu"}, "", "", "", ""},
 		{"name with dots", []string{KeyList, "gpu.a100", Key("gpu.a100", SuffixAmount), "1", Key("gpu.a100", SuffixYarnKey), "y",
 			Key("gpu.a100", SuffixFactory), "xres.gpu"}, "", "", "", ""},
 	}

@@ -214,6 +214,7 @@ func (h *Host) ReserveCandidates(ctx context.Context, resource string, candidate
 		return keysOf(chosen), nil
 	}
 	var chosen []driver.Candidate
+	wrote := false // the state holds this call's grants
 	err := h.locked(ctx, func() error {
 		entries, err := h.read()
 		if err != nil {
@@ -244,11 +245,15 @@ func (h *Host) ReserveCandidates(ctx context.Context, resource string, candidate
 		if err := h.write(keep); err != nil {
 			return err
 		}
+		wrote = true
 		if len(indices) > 0 {
 			return ff.rewrite(indices, h.owner.PID, nil)
 		}
 		return nil
 	})
+	if err != nil && !wrote {
+		return nil, driver.NothingReserved(fmt.Errorf("reserve %s: %w", resource, err))
+	}
 	if err != nil {
 		return nil, fmt.Errorf("reserve %s: %w", resource, err)
 	}

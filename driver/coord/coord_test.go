@@ -701,3 +701,24 @@ func TestHolderArgumentsNeverShown(t *testing.T) {
 	require.Len(t, hs, 1)
 	require.Equal(t, "sh", hs[0].Program)
 }
+
+// Issue 29: a Reserve that recorded nothing says so
+// (driver.ErrNothingReserved), so that its driver releases nothing after
+// it; a granted one's Release still frees it.
+func TestReserveFailureSaysNothingReserved(t *testing.T) {
+	corrupt := filepath.Join(t.TempDir(), "state")
+	require.NoError(t, os.WriteFile(corrupt, []byte("garbage\n"), 0o644))
+	_, err := newHost(t, corrupt, Owner{}).Reserve(ctxT(t), "gpu", []string{"GPU-a"}, 1, false)
+	require.ErrorIs(t, err, ErrCorruptState)
+	require.ErrorIs(t, err, driver.ErrNothingReserved)
+
+	state := filepath.Join(t.TempDir(), "state")
+	h := newHost(t, state, Owner{})
+	_, err = h.Reserve(ctxT(t), "gpu", []string{"GPU-a"}, 2, false)
+	require.ErrorIs(t, err, driver.ErrNotEnoughDevices)
+	require.ErrorIs(t, err, driver.ErrNothingReserved)
+	got, err := h.Reserve(ctxT(t), "gpu", []string{"GPU-a"}, 1, false)
+	require.NoError(t, err)
+	require.Equal(t, []string{"GPU-a"}, got)
+	require.NoError(t, h.Release(ctxT(t), "gpu"))
+}

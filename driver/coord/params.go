@@ -31,7 +31,7 @@ var (
 		Name: ParamFile, Type: conf.TypeString, Default: DefaultStateFile,
 		Doc: "Host-wide reservation state file (a lock file is kept beside it). Every worker " +
 			"on a host must use the same file. Flink's coordination file (`--coordination-file` in discovery-script.args) is " +
-			"honoured beside it in Flink's format, never used as it.",
+			"honoured beside it in Flink's format, never used as it: naming it here is refused (exit 211, and by am submit).",
 	})
 	ScriptArgsParam = driver.Declare(driver.Param{
 		Name: ParamScriptArgs, Type: conf.TypeString,
@@ -212,31 +212,50 @@ func CoordinationOf(resource string, params map[string]string) (driver.Coordinat
 
 // Factory is a built-in driver's factory: newEnum builds its Enumerator
 // from the options (a bad param is a configuration error) and
-// NewCoordinated puts it behind the shared selection layer. It implements
-// driver.CoordinationReporter (CoordinationOf).
+// NewCoordinated puts it behind the shared selection layer. newEnum must
+// only read the options, never the host (Enumerate does that): the
+// factory's CheckParams runs it with the params alone, then ParseParams,
+// as NewDriver does before it opens the host coordination. It implements
+// driver.CoordinationReporter (CoordinationOf) and driver.ParamChecker.
 func Factory[E driver.Enumerator](newEnum func(driver.Options) (E, error)) *EnumFactory {
-	return &EnumFactory{New: func(opts driver.Options) (driver.Driver, error) {
-		enum, err := newEnum(opts)
-		if err != nil {
-			return nil, err
-		}
-		sel, err := NewCoordinated(opts, enum)
-		if err != nil {
-			return nil, err
-		}
-		return sel, nil
-	}}
+	return &EnumFactory{
+		New: func(opts driver.Options) (driver.Driver, error) {
+			enum, err := newEnum(opts)
+			if err != nil {
+				return nil, err
+			}
+			sel, err := NewCoordinated(opts, enum)
+			if err != nil {
+				return nil, err
+			}
+			return sel, nil
+		},
+		Check: func(resource string, params map[string]string) error {
+			if _, err := newEnum(driver.Options{Resource: resource, Params: params, Getenv: noEnv}); err != nil {
+				return err
+			}
+			_, err := ParseParams(resource, params)
+			return err
+		},
+	}
 }
+
+// noEnv is the empty environment CheckParams builds an Enumerator with.
+func noEnv(string) string { return "" }
 
 // EnumFactory is what Factory returns: a driver.Factory whose drivers
 // coordinate through NewCoordinated, so it reports their coordination.
 type EnumFactory struct {
 	New func(driver.Options) (driver.Driver, error)
+	// Check checks a resource's params without the host (CheckParams);
+	// nil checks none.
+	Check func(resource string, params map[string]string) error
 }
 
 var (
 	_ driver.Factory              = (*EnumFactory)(nil)
 	_ driver.CoordinationReporter = (*EnumFactory)(nil)
+	_ driver.ParamChecker         = (*EnumFactory)(nil)
 )
 
 // NewDriver implements driver.Factory.
@@ -245,6 +264,14 @@ func (f *EnumFactory) NewDriver(opts driver.Options) (driver.Driver, error) { re
 // Coordination implements driver.CoordinationReporter.
 func (f *EnumFactory) Coordination(resource string, params map[string]string, _ func(string) string) (driver.Coordination, error) {
 	return CoordinationOf(resource, params)
+}
+
+// CheckParams implements driver.ParamChecker.
+func (f *EnumFactory) CheckParams(resource string, params map[string]string) error {
+	if f.Check == nil {
+		return nil
+	}
+	return f.Check(resource, params)
 }
 
 func absPath(p string) string {

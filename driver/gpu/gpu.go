@@ -100,6 +100,7 @@ type factory struct{}
 var (
 	_ driver.VendorReporter       = factory{}
 	_ driver.CoordinationReporter = factory{}
+	_ driver.ParamChecker         = factory{}
 )
 
 // NewDriver implements driver.Factory.
@@ -113,15 +114,51 @@ func (factory) Coordination(resource string, params map[string]string, getenv fu
 	return CoordinationOf(resource, params, getenv)
 }
 
+// CheckParams implements driver.ParamChecker (CheckParams).
+func (factory) CheckParams(resource string, params map[string]string) error {
+	return CheckParams(resource, params)
+}
+
+// CheckParams checks every param the GPU driver reads, in either mode,
+// without the host: the discovery script is not looked for (whether it is
+// installed is the host's business; a missing one is a discovery failure
+// of that host), nor NVML or nvidia-smi. New runs it first, so its errors
+// are New's own.
+func CheckParams(resource string, params map[string]string) error {
+	opts := driver.Options{Resource: resource, Params: params}
+	if _, err := scriptTimeoutParam.Timeout(opts); err != nil {
+		return err
+	}
+	if _, err := coord.ParseParams(resource, params); err != nil {
+		return err
+	}
+	if _, ok := scriptPathParam.Lookup(params); ok {
+		if _, err := protocolParam.Choice(resource, params); err != nil {
+			return err
+		}
+	}
+	if _, err := parseUnitOptions(resource, params); err != nil {
+		return err
+	}
+	if _, err := sourceParam.Choice(resource, params); err != nil {
+		return err
+	}
+	if _, err := smiTimeoutParam.Timeout(opts); err != nil {
+		return err
+	}
+	return nil
+}
+
 // Register adds the GPU driver to r as FactoryName, with Flink's GPU
 // factory class name as an alias.
 func Register(r *driver.Registry) error {
 	return r.Register(FactoryName, NewFactory(), FlinkFactoryClass)
 }
 
-// New builds the GPU driver for one resource from its params. Errors here
-// are configuration errors (bad param, script missing or not executable);
-// errors from Discover are discovery failures.
+// New builds the GPU driver for one resource from its params. A bad param
+// is CheckParams's error (a configuration error, the same on every host);
+// a discovery script missing or not executable here (ErrScriptNotFound,
+// ErrScriptNotExecutable) is this host's, as are errors from Discover.
 func New(opts driver.Options) (driver.Driver, error) {
 	return newDriver(opts, deps{})
 }
@@ -136,6 +173,9 @@ func newDriver(opts driver.Options, d deps) (driver.Driver, error) {
 	getenv := opts.Getenv
 	if getenv == nil {
 		getenv = os.Getenv
+	}
+	if err := CheckParams(opts.Resource, opts.Params); err != nil {
+		return nil, err
 	}
 	timeout, err := scriptTimeoutParam.Timeout(opts)
 	if err != nil {

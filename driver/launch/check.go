@@ -71,6 +71,12 @@ func (l *Launcher) Check(ctx context.Context, cfg *conf.Config, only string) ([]
 	for _, p := range resources.LintWith(cfg, resources.LintOptions{SkipFactories: true}) {
 		add(Finding{Problem: p})
 	}
+	// What every launch refuses besides the resources (CheckConfig).
+	if _, err := discoveryTimeout(cfg); err != nil {
+		// The message names the key and where it was set.
+		add(Finding{Problem: resources.Problem{Severity: resources.SeverityError, Message: err.Error(),
+			Fix: "set " + conf.DiscoveryTimeout.Key + " to a duration such as 10 s"}})
+	}
 	specs, err := resources.Parse(cfg, resources.ParseOptions{Side: resources.SideWorker})
 	if err != nil {
 		var ce *resources.ConfigError
@@ -210,7 +216,11 @@ func runCheck(ctx context.Context, args []string, env Env) int {
 	if c.logLevel == "" && env.Getenv(EnvLogLevel) == "" {
 		log.SetOutput(io.Discard)
 	}
-	cfg, err := loadConf(c.config(env, log))
+	base, err := loadBase(c.config(env, log))
+	var cfg *conf.Config
+	if err == nil {
+		cfg, err = forGroup(base, env.Getenv(conf.EnvWorkerGroup))
+	}
 	if err != nil {
 		fmt.Fprintf(env.Stdout, "%-7s %s (fix: correct the file or the -D argument named)\n", resources.SeverityError, err)
 		return ExitConfig
@@ -222,6 +232,7 @@ func runCheck(ctx context.Context, args []string, env Env) int {
 	}
 	l := &Launcher{Registry: env.Registry, Log: log, Getenv: env.Getenv}
 	findings, trials := l.Check(ctx, cfg, c.resources)
+	findings = dropOtherGroupsResources(findings, base, cfg)
 	for _, t := range trials {
 		fmt.Fprintf(env.Stdout, "%-7s %s\n", "ok", t)
 	}
@@ -251,4 +262,42 @@ func runCheck(ctx context.Context, args []string, env Env) int {
 		fmt.Fprintf(env.Stdout, "%d error(s), %d warning(s)\n", errs, warns)
 	}
 	return code
+}
+
+// dropOtherGroupsResources drops, from the findings of worker group
+// view's check, the external-resource.<r>.* keys reported as set for a
+// resource view does not list when another worker group of base lists r:
+// they are that group's (am resources does the same). Without worker
+// groups it returns findings as they are.
+func dropOtherGroupsResources(findings []Finding, base, view *conf.Config) []Finding {
+	names, err := base.WorkerGroupNames()
+	if err != nil || len(names) == 0 {
+		return findings
+	}
+	own := map[string]bool{}
+	for _, r := range listedIn(view) {
+		own[r] = true
+	}
+	others := map[string]bool{}
+	for _, n := range names {
+		for _, r := range listedIn(base.Group(n)) {
+			others[r] = !own[r]
+		}
+	}
+	out := findings[:0:0]
+	for _, f := range findings {
+		rest, ok := strings.CutPrefix(f.Key, resources.KeyPrefix)
+		r, _, _ := strings.Cut(rest, ".")
+		if ok && !f.Host && others[r] && strings.HasPrefix(f.Message, "keys are set for "+resources.KeyPrefix+r+".*") {
+			continue
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// listedIn reads external-resources (nil when unset, none or malformed).
+func listedIn(cfg *conf.Config) []string {
+	names, _ := resources.Names(cfg)
+	return names
 }

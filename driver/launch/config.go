@@ -36,9 +36,19 @@ type Loaded struct {
 // Errors are configuration errors.
 type Loader func(c Config) (Loaded, error)
 
-// loadConf finds and loads the Flink configuration; errors are classified
-// ErrConfig.
+// loadConf finds and loads the Flink configuration, in the view of the
+// worker group of XRES_WORKER_GROUP; errors are classified ErrConfig.
 func loadConf(c Config) (*conf.Config, error) {
+	cfg, err := loadBase(c)
+	if err != nil {
+		return nil, err
+	}
+	return forGroup(cfg, c.Getenv(conf.EnvWorkerGroup))
+}
+
+// loadBase finds and loads the Flink configuration itself, every group's
+// keys as written; errors are classified ErrConfig.
+func loadBase(c Config) (*conf.Config, error) {
 	path, err := conf.Find(c.Path, c.Getenv)
 	if err != nil {
 		return nil, classify(ErrConfig, err)
@@ -51,7 +61,7 @@ func loadConf(c Config) (*conf.Config, error) {
 	if err != nil {
 		return nil, classify(ErrConfig, err)
 	}
-	return forGroup(cfg, c.Getenv(conf.EnvWorkerGroup))
+	return cfg, nil
 }
 
 // forGroup is the view of worker group name (XRES_WORKER_GROUP, set by the
@@ -84,9 +94,19 @@ func LoadConfig(c Config) (Loaded, error) {
 	if err != nil {
 		return Loaded{}, classify(ErrConfig, err)
 	}
-	timeout, err := cfg.Duration(conf.DiscoveryTimeout)
+	timeout, err := discoveryTimeout(cfg)
 	if err != nil {
-		return Loaded{}, classify(ErrConfig, err)
+		return Loaded{}, err
 	}
 	return Loaded{Specs: specs, DiscoveryTimeout: timeout}, nil
+}
+
+// discoveryTimeout reads xres.discovery.timeout; an error is classified
+// ErrConfig.
+func discoveryTimeout(cfg *conf.Config) (time.Duration, error) {
+	timeout, err := cfg.Duration(conf.DiscoveryTimeout)
+	if err != nil {
+		return 0, classify(ErrConfig, err)
+	}
+	return timeout, nil
 }

@@ -22,7 +22,9 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/xres/xres/conf"
 	"github.com/xres/xres/driver"
+	"github.com/xres/xres/driver/builtin"
 	"github.com/xres/xres/driver/coord"
 	"github.com/xres/xres/resources"
 )
@@ -78,7 +80,9 @@ func (l *Launcher) log() logrus.FieldLogger { return driver.LoggerOrDiscard(l.Lo
 // Driver builds the driver of spec: the factory looked up in the registry,
 // given the spec's params. A spec without a factory returns (nil, "", nil):
 // Flink requests such a resource but tells the worker nothing. An unknown
-// factory or one that rejects its params is a configuration error.
+// factory or params it rejects (CheckSpecs) are a configuration error; a
+// factory that fails beyond that (a discovery script or plugin missing on
+// this host) a discovery failure of this host.
 func (l *Launcher) Driver(spec resources.Spec) (driver.Driver, string, error) {
 	d, _, canonical, err := l.driver(spec)
 	return d, canonical, err
@@ -102,26 +106,88 @@ func (l *Launcher) factory(spec resources.Spec) (driver.Factory, string, error) 
 	return f, canonical, nil
 }
 
+// checkedFactory is factory, then the factory's check of spec's params
+// (driver.ParamChecker): what every launcher refuses before it touches the
+// host, and what CheckSpecs reports.
+func (l *Launcher) checkedFactory(spec resources.Spec) (driver.Factory, string, error) {
+	f, canonical, err := l.factory(spec)
+	if err != nil || f == nil {
+		return nil, "", err
+	}
+	if pc, ok := f.(driver.ParamChecker); ok {
+		if err := pc.CheckParams(spec.Name, copyParams(spec.Params)); err != nil {
+			return nil, "", classify(ErrConfig, createError(spec, err))
+		}
+	}
+	return f, canonical, nil
+}
+
+// createError is how the launcher words a factory's refusal.
+func createError(spec resources.Spec, err error) error {
+	return fmt.Errorf("create driver %s for resource %s: %w", spec.Factory, spec.Name, err)
+}
+
+func copyParams(p map[string]string) map[string]string {
+	out := make(map[string]string, len(p))
+	for k, v := range p {
+		out[k] = v
+	}
+	return out
+}
+
+// CheckSpecs runs on specs the checks every launcher runs before it
+// touches the host: each resource's driver factory looked up in r, and its
+// params checked by the factory (driver.ParamChecker). Each error is the
+// one a launcher exits ExitConfig (211) with for that resource, word for
+// word. am resources and am submit run it on every worker group's specs,
+// so that nothing is staged that every launcher refuses.
+func CheckSpecs(specs []resources.Spec, r Registry) []error {
+	l := &Launcher{Registry: r}
+	var errs []error
+	for _, spec := range specs {
+		if _, _, err := l.checkedFactory(spec); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errs
+}
+
+// CheckConfig is what every launcher refuses in cfg (the view of its
+// worker group) and its enabled specs before it touches the host:
+// xres.discovery.timeout, then CheckSpecs. Each error is a configuration
+// error (ExitConfig), worded as the launcher words it.
+func CheckConfig(cfg *conf.Config, specs []resources.Spec, r Registry) []error {
+	var errs []error
+	if _, err := discoveryTimeout(cfg); err != nil {
+		errs = append(errs, err)
+	}
+	return append(errs, CheckSpecs(specs, r)...)
+}
+
 // driver is Driver with the factory it was built by.
 func (l *Launcher) driver(spec resources.Spec) (driver.Driver, driver.Factory, string, error) {
-	f, canonical, err := l.factory(spec)
+	f, canonical, err := l.checkedFactory(spec)
 	if err != nil || f == nil {
 		return nil, nil, "", err
 	}
-	params := make(map[string]string, len(spec.Params))
-	for k, v := range spec.Params {
-		params[k] = v
-	}
 	d, err := f.NewDriver(driver.Options{
 		Resource: spec.Name,
-		Params:   params,
+		Params:   copyParams(spec.Params),
 		Log:      l.log().WithField("resource", spec.Name),
 		Getenv:   l.Getenv,
 		DryRun:   l.DryRun,
 		Timeout:  l.DriverTimeout,
 	})
 	if err != nil {
-		return nil, f, canonical, classifyf(ErrConfig, "create driver %s for resource %s: %w", spec.Factory, spec.Name, err)
+		// The params passed CheckSpecs: what the driver still refuses is
+		// either this host's (builtin.DiagnoseNew: a script or plugin not
+		// installed here) or, for a factory without a ParamChecker, its
+		// params.
+		kind := ErrConfig
+		if dg, ok := builtin.DiagnoseNew(err, l.getenv()); ok && dg.Host {
+			kind = ErrDiscovery
+		}
+		return nil, f, canonical, classify(kind, createError(spec, err))
 	}
 	if d == nil {
 		return nil, f, canonical, classifyf(ErrConfig, "create driver %s for resource %s: factory returned no driver", spec.Factory, spec.Name)
@@ -227,8 +293,12 @@ func (r *Reservation) Release(ctx context.Context) error {
 	for i := len(r.held) - 1; i >= 0; i-- {
 		h := r.held[i]
 		if err := h.rel.Release(ctx); err != nil {
+			// Named once: the built-in drivers name the resource already.
+			if !strings.HasPrefix(err.Error(), "release "+h.name+":") {
+				err = fmt.Errorf("release %s: %w", h.name, err)
+			}
 			r.log.WithField("resource", h.name).WithError(err).Error("release devices")
-			errs = append(errs, fmt.Errorf("release %s: %w", h.name, err))
+			errs = append(errs, err)
 			continue
 		}
 		r.log.WithField("resource", h.name).Debug("devices released")

@@ -3,6 +3,7 @@ package launch
 import (
 	"context"
 	"flag"
+	"fmt"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -388,4 +389,16 @@ func TestRunWorkerArgsUntouched(t *testing.T) {
 	b, err := os.ReadFile(out)
 	require.NoError(t, err)
 	require.Equal(t, "-Dx=y -- z\n", string(b))
+}
+
+// The usage text's exit codes are resources.LauncherExits's, each with
+// its name or meaning.
+func TestUsageListsEveryExitCode(t *testing.T) {
+	_, list, ok := strings.Cut(usageText, "exit codes:")
+	require.True(t, ok)
+	list = strings.Join(strings.Fields(list), " ")
+	for _, e := range resources.LauncherExits[1:] {
+		word := strings.SplitN(e.Name, "-", 2)[0]
+		require.Contains(t, list, fmt.Sprintf("%d %s", e.Code, word), "exit %d (%s)", e.Code, e.Name)
+	}
 }

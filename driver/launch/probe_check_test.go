@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -282,3 +283,71 @@ func TestCheckHidesSecretScriptArgs(t *testing.T) {
 	require.Contains(t, stdout, "--api-token (hidden)")
 	require.NotContains(t, stdout+stderr, "s3cr3t")
 }
+
+// Issue 29: a discovery script or device plugin missing (or not
+// executable) on this host is a problem of the host, the same in a run,
+// check and probe: exit 212 (ExitDiscovery), so that the AM blacklists
+// the host and tries another, as check's advice (install it on every
+// worker host) implies. Malformed params stay exit 211 everywhere.
+func TestNotInstalledHereIsTheHostsEverywhere(t *testing.T) {
+	tmp := t.TempDir()
+	coordOK := "-Dexternal-resource.gpu.param.coordination.file=" + filepath.Join(tmp, "coord.state")
+	notExec, err := filepath.Abs("testdata/check/not-executable.sh")
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+	}{
+		{"script missing", []string{"-Dexternal-resource.gpu.param.discovery-script.path=" + filepath.Join(tmp, "nosuch.sh")}, ExitDiscovery},
+		{"script not executable", []string{"-Dexternal-resource.gpu.param.discovery-script.path=" + notExec}, ExitDiscovery},
+		{"plugin missing", []string{coordOK, "-Dexternal-resource.gpu.driver-factory.class=plugin:nosuch"}, ExitDiscovery},
+		{"malformed param", []string{"-Dexternal-resource.gpu.param.discovery-script.protocol=slurm",
+			"-Dexternal-resource.gpu.param.discovery-script.path=" + filepath.Join(tmp, "nosuch.sh")}, ExitConfig},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string{"--conf", "testdata/check/script.yaml"}, tc.args...)
+			reg := fullRegistry(t, newFakeHost())
+			code, _, stderr := runSub(t, reg, nil, append(args, "--", "true")...)
+			require.Equal(t, tc.code, code, "run: %s", stderr)
+			code, stdout, _ := runSub(t, reg, nil, append([]string{"check"}, args...)...)
+			require.Equal(t, tc.code, code, "check: %s", stdout)
+			code, stdout, _ = runSub(t, reg, nil, append([]string{"probe"}, args...)...)
+			require.Equal(t, tc.code, code, "probe: %s", stdout)
+		})
+	}
+}
+
+// Issue 29: launchers that reserved nothing because the coordination
+// state is corrupt fail with the state's error alone (exit 212): no
+// "release devices" error after it, and no resource named twice.
+func TestCorruptStateReleasesNothing(t *testing.T) {
+	sysfs, err := filepath.Abs("../pci/testdata/two-fpgas/sys")
+	require.NoError(t, err)
+	state := filepath.Join(t.TempDir(), "state")
+	require.NoError(t, os.WriteFile(state, []byte("garbage{{\n"), 0o644))
+	spec := resources.Spec{Name: "fpga", Amount: 1, Factory: "xres.pci",
+		Params: map[string]string{"vendor": "0x10ee", "sysfs-root": sysfs, "coordination.file": state}}
+	code, _, stderr := runSub(t, fullRegistry(t, newFakeHost()), fixedSpecs(spec), "--", "true")
+	require.Equal(t, ExitDiscovery, code, stderr)
+	require.Contains(t, stderr, "coordination state file is corrupt")
+	require.NotContains(t, stderr, "release devices")
+	require.NotContains(t, stderr, "release fpga")
+	after, err := os.ReadFile(state)
+	require.NoError(t, err)
+	require.Equal(t, "garbage{{\n", string(after), "left as it was for the operator")
+}
+
+// A releaser's error that names its resource already is not named again.
+func TestReleaseNamesTheResourceOnce(t *testing.T) {
+	r := &Reservation{log: driver.LoggerOrDiscard(nil), held: []held{
+		{name: "gpu", rel: releaseFunc(func() error { return errors.New("release gpu: state not writable") })},
+		{name: "acc", rel: releaseFunc(func() error { return errors.New("daemon gone") })},
+	}}
+	err := r.Release(context.Background())
+	require.EqualError(t, err, "release acc: daemon gone\nrelease gpu: state not writable")
+}
+
+type releaseFunc func() error
+
+func (f releaseFunc) Release(context.Context) error { return f() }

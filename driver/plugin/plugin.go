@@ -319,37 +319,68 @@ func (d *pluginDriver) Release(ctx context.Context) error {
 }
 
 // NewFactory returns the xres.plugin factory: it runs param.plugin.
-func NewFactory() driver.Factory {
-	return factory(func(opts driver.Options) (driver.Driver, error) {
-		name, ok := pluginParam.Lookup(opts.Params)
-		if !ok {
-			return nil, fmt.Errorf("%s: missing; name the plugin directory or executable: %w", pluginParam.Key(opts.Resource), ErrInvalidParam)
-		}
-		return newDriver(opts, name, pluginParam.Key(opts.Resource))
-	})
-}
+func NewFactory() driver.Factory { return factory{} }
 
 // FactoryFor returns the factory of the plugin named dir (driver-factory.class
 // plugin:<dir>).
-func FactoryFor(dir string) driver.Factory {
-	return factory(func(opts driver.Options) (driver.Driver, error) {
-		key := resources.Key(opts.Resource, resources.SuffixFactory)
-		if p, ok := pluginParam.Lookup(opts.Params); ok && p != dir {
-			return nil, fmt.Errorf("%s names plugin %q but %s names %q; keep one: %w", key, dir, pluginParam.Key(opts.Resource), p, ErrInvalidParam)
-		}
-		return newDriver(opts, dir, key)
-	})
-}
+func FactoryFor(dir string) driver.Factory { return factory{dir: dir, named: true} }
 
-// factory is a plugin's factory: a plugin lists devices and xres
+// factory is a plugin's factory: xres.plugin's (the plugin named by
+// param.plugin) or plugin:<dir>'s (named). A plugin lists devices and xres
 // coordinates them (coord.NewCoordinated), so it reports
 // coord.CoordinationOf.
-type factory func(opts driver.Options) (driver.Driver, error)
+type factory struct {
+	dir   string
+	named bool
+}
 
-var _ driver.CoordinationReporter = factory(nil)
+var (
+	_ driver.CoordinationReporter = factory{}
+	_ driver.ParamChecker         = factory{}
+)
+
+// plugin names the plugin to run and the key that names it.
+func (f factory) plugin(resource string, params map[string]string) (name, key string, err error) {
+	p, set := pluginParam.Lookup(params)
+	if !f.named {
+		if !set {
+			return "", "", fmt.Errorf("%s: missing; name the plugin directory or executable: %w", pluginParam.Key(resource), ErrInvalidParam)
+		}
+		return p, pluginParam.Key(resource), nil
+	}
+	key = resources.Key(resource, resources.SuffixFactory)
+	if f.dir == "" {
+		return "", "", fmt.Errorf("%s: %q names no plugin; write %s<dir>: %w", key, ClassPrefix, ClassPrefix, ErrInvalidParam)
+	}
+	if set && p != f.dir {
+		return "", "", fmt.Errorf("%s names plugin %q but %s names %q; keep one: %w", key, f.dir, pluginParam.Key(resource), p, ErrInvalidParam)
+	}
+	return f.dir, key, nil
+}
+
+// CheckParams implements driver.ParamChecker: the plugin named, its
+// timeout and the coordination params, without looking for the plugin
+// (whether it is installed is the host's business).
+func (f factory) CheckParams(resource string, params map[string]string) error {
+	if _, _, err := f.plugin(resource, params); err != nil {
+		return err
+	}
+	if _, err := driver.TimeoutParam.Timeout(driver.Options{Resource: resource, Params: params}); err != nil {
+		return err
+	}
+	// Coordination params are checked now, so a typo is a config error.
+	_, err := coord.ParseParams(resource, params)
+	return err
+}
 
 // NewDriver implements driver.Factory.
-func (f factory) NewDriver(opts driver.Options) (driver.Driver, error) { return f(opts) }
+func (f factory) NewDriver(opts driver.Options) (driver.Driver, error) {
+	if err := f.CheckParams(opts.Resource, opts.Params); err != nil {
+		return nil, err
+	}
+	name, key, _ := f.plugin(opts.Resource, opts.Params)
+	return newDriver(opts, name, key)
+}
 
 // Coordination implements driver.CoordinationReporter.
 func (factory) Coordination(resource string, params map[string]string, _ func(string) string) (driver.Coordination, error) {
@@ -363,10 +394,6 @@ func newDriver(opts driver.Options, name, key string) (driver.Driver, error) {
 	}
 	timeout, err := driver.TimeoutParam.Timeout(opts)
 	if err != nil {
-		return nil, err
-	}
-	// Coordination params are checked now, so a typo is a config error.
-	if _, err := coord.ParseParams(opts.Resource, opts.Params); err != nil {
 		return nil, err
 	}
 	params := make(map[string]string, len(opts.Params))
@@ -392,8 +419,8 @@ type Lookuper interface {
 }
 
 // Registry adds plugin names to a registry: "plugin:<dir>" always finds
-// the plugin factory (whose NewDriver reports a missing executable as a
-// configuration error), and a name Base does not know finds the plugin
+// the plugin factory (whose NewDriver reports a missing executable as
+// ErrNotFound, a problem of the host), and a name Base does not know finds the plugin
 // <root>/<name>/<name> when that executable exists.
 type Registry struct {
 	Base   Lookuper

@@ -510,7 +510,8 @@ func submitTime(ms string) time.Time {
 // workerPlan parses the flags and the worker command after --, as submit
 // and run take them, loads the configuration and reads the AM's settings
 // from it (am.Load: the worker groups planned, one unnamed group without
-// xres.worker-groups). The configuration itself is returned for what
+// xres.worker-groups; a group every launcher would refuse is refused,
+// workerSpecs). The configuration itself is returned for what
 // yarn/submit reads from it (Request.ApplyConfig).
 func workerPlan(fs *flag.FlagSet, args []string, c *common, e *env, workers *int) ([]string, *conf.Config, am.Settings, error) {
 	pos, worker, err := parse(fs, args)
@@ -533,9 +534,7 @@ func workerPlan(fs *flag.FlagSet, args []string, c *common, e *env, workers *int
 	if err != nil {
 		return nil, nil, am.Settings{}, err
 	}
-	set, err := am.Load(cfg, *workers, func(v *conf.Config) ([]resources.Spec, error) {
-		return resources.Parse(v, resources.ParseOptions{Side: resources.SideYarn, Log: e.log})
-	})
+	set, err := am.Load(cfg, *workers, workerSpecs(resources.ParseOptions{Side: resources.SideYarn, Log: e.log}, e.getenv))
 	if err != nil {
 		return nil, nil, am.Settings{}, configError{err}
 	}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -93,15 +95,36 @@ func TestKillAlreadyEnded(t *testing.T) {
 	require.Empty(t, rm.killed)
 }
 
-// Without HADOOP_CONF_DIR the client is misconfigured, not the cluster down.
+// Without HADOOP_CONF_DIR, or with one that is no Hadoop configuration
+// (missing, a file, no site file, a malformed one), the client is
+// misconfigured, not the cluster down: exit 3 (the README's table), the
+// message naming the directory (conf.HadoopConfError).
 func TestNoHadoopConfIsAConfigError(t *testing.T) {
 	d := defaultDeps()
-	for _, args := range [][]string{{"status", "application_1700000000000_0003"}, {"list"}, {"cluster"}, {"kill", "application_1700000000000_0003"}} {
-		t.Run(args[0], func(t *testing.T) {
-			code, _, stderr := runAm(t, d, map[string]string{"HADOOP_USER_NAME": "alice"}, args...)
-			require.Equal(t, ExitConfig, code, stderr)
-			require.Contains(t, stderr, "HADOOP_CONF_DIR")
-		})
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	bad := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(bad, "yarn-site.xml"), []byte("<configuration><property>"), 0o644))
+	dirs := map[string]string{
+		"unset":     "",
+		"missing":   "/nonexistent",
+		"a file":    exe,
+		"empty":     t.TempDir(),
+		"malformed": bad,
+	}
+	commands := [][]string{{"status", "application_1700000000000_0003"}, {"list"}, {"cluster"}, {"kill", "application_1700000000000_0003"},
+		{"logs", "application_1700000000000_0003"}, {"submit", "--conf", "testdata/flink-conf.yaml", "--", "true"}}
+	for what, dir := range dirs {
+		for _, args := range commands {
+			t.Run(what+" "+args[0], func(t *testing.T) {
+				code, _, stderr := runAm(t, d, map[string]string{"HADOOP_USER_NAME": "alice", "HADOOP_CONF_DIR": dir, "XRES_LAUNCHER": exe}, args...)
+				require.Equal(t, ExitConfig, code, stderr)
+				require.Contains(t, stderr, "HADOOP_CONF_DIR")
+				if dir != "" {
+					require.Contains(t, stderr, "load hadoop configuration "+dir+" (from HADOOP_CONF_DIR): ", "the directory is named")
+				}
+			})
+		}
 	}
 }
 

@@ -298,9 +298,12 @@ func (q *rmQuery) connect(ctx context.Context, e *env, lg *login) (rmAPI, *conf.
 }
 
 // isConfigErr tells a client-side configuration problem (no or bad Hadoop
-// configuration, no Kerberos credentials) from a cluster one.
+// configuration: HADOOP_CONF_DIR unset, missing, not a directory, without
+// site files or with a malformed one; no Kerberos credentials) from a
+// cluster one.
 func isConfigErr(err error) bool {
-	return errors.Is(err, conf.ErrNoHadoopConf) || errors.Is(err, yarn.ErrNoCredentials) || errors.Is(err, submit.ErrLoginConfig)
+	var hce *conf.HadoopConfError
+	return errors.As(err, &hce) || errors.Is(err, conf.ErrNoHadoopConf) || errors.Is(err, yarn.ErrNoCredentials) || errors.Is(err, submit.ErrLoginConfig)
 }
 
 // connect opens the RM client for status, kill and cluster.

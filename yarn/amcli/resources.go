@@ -108,7 +108,7 @@ func cmdResources(ctx context.Context, args []string, e *env) error {
 	if err != nil {
 		return err
 	}
-	rep := buildResourcesReport(cfg, *workers, *strict)
+	rep := buildResourcesReport(cfg, *workers, *strict, e.getenv)
 	rep.Cluster = checkCluster(ctx, e, rep, *offline)
 	if rep.Cluster.Error != "" {
 		rep.Errors = append(rep.Errors, problemJSON{Severity: string(resources.SeverityError), Message: rep.Cluster.Error})
@@ -128,7 +128,7 @@ func cmdResources(ctx context.Context, args []string, e *env) error {
 	return nil
 }
 
-func buildResourcesReport(cfg *conf.Config, workers int, strict bool) resourcesReport {
+func buildResourcesReport(cfg *conf.Config, workers int, strict bool, getenv func(string) string) resourcesReport {
 	rep := resourcesReport{Config: cfg.Path(), Resources: []specJSON{}, Warnings: []problemJSON{}, Errors: []problemJSON{}}
 	names, namesErr := cfg.WorkerGroupNames()
 	grouped := namesErr != nil || names != nil
@@ -136,15 +136,16 @@ func buildResourcesReport(cfg *conf.Config, workers int, strict bool) resourcesR
 	var list []problemJSON
 	index := map[string]int{}
 	// add records p, once: a problem several groups' views share is listed
-	// once with each of those groups.
+	// once with each of those groups, and one reported both as a warning
+	// (Lint) and as an error (Parse in strict mode) once, as an error.
 	add := func(group string, p problemJSON) {
-		id := p.Severity + "\x00" + p.Key + "\x00" + p.Message
-		if grouped {
-			id += "\x00" + p.Origin
-		}
+		id := p.Key + "\x00" + p.Origin + "\x00" + p.Message
 		if i, ok := index[id]; ok {
 			if group != "" && !slices.Contains(list[i].Groups, group) {
 				list[i].Groups = append(list[i].Groups, group)
+			}
+			if p.Severity == string(resources.SeverityError) {
+				list[i].Severity = p.Severity
 			}
 			return
 		}
@@ -166,6 +167,11 @@ func buildResourcesReport(cfg *conf.Config, workers int, strict bool) resourcesR
 		}
 		specs, err := resources.Parse(cfg, parseOpts)
 		addParseError(func(p problemJSON) { add("", p) }, err, nil)
+		if err == nil {
+			for _, p := range launcherProblems(cfg, specs, getenv) {
+				add("", problemOf(p, p.Severity))
+			}
+		}
 		rep.Resources = specsJSON(cfg, "", specs)
 		plan, err := am.PlanWorkers(cfg, specs, workers)
 		if err != nil {
@@ -198,7 +204,7 @@ func buildResourcesReport(cfg *conf.Config, workers int, strict bool) resourcesR
 			}
 		}
 		for _, name := range names {
-			rep.Groups = append(rep.Groups, planGroupAlone(cfg, name, parseOpts, listed, func(p problemJSON) { add(name, p) }))
+			rep.Groups = append(rep.Groups, planGroupAlone(cfg, name, parseOpts, getenv, listed, func(p problemJSON) { add(name, p) }))
 		}
 	}
 	for _, p := range list {
@@ -225,10 +231,11 @@ func buildResourcesReport(cfg *conf.Config, workers int, strict bool) resourcesR
 func groupPrefix(name string) string { return "worker group " + name + ": " }
 
 // planGroupAlone plans worker group name alone (am.PlanGroup), so that
-// its problems are its own: each goes to add, and the group is listed
+// its problems are its own (what its launchers would refuse among them:
+// launcherProblems): each goes to add, and the group is listed
 // with its resources and, when it has no errors, its plan and command. listed are the resources any group lists: the shared
 // keys of a resource another group lists are no problem of this one.
-func planGroupAlone(cfg *conf.Config, name string, opts resources.ParseOptions, listed map[string]bool, add func(problemJSON)) groupJSON {
+func planGroupAlone(cfg *conf.Config, name string, opts resources.ParseOptions, getenv func(string) string, listed map[string]bool, add func(problemJSON)) groupJSON {
 	view := cfg.Group(name)
 	own := listedResources(view)
 	for _, p := range resources.Lint(view) {
@@ -242,6 +249,11 @@ func planGroupAlone(cfg *conf.Config, name string, opts resources.ParseOptions, 
 	var parseErr error
 	planned, err := am.PlanGroup(cfg, name, func(v *conf.Config) ([]resources.Spec, error) {
 		specs, parseErr = resources.Parse(v, opts)
+		if parseErr == nil {
+			for _, p := range launcherProblems(v, specs, getenv) {
+				add(problemOf(p, p.Severity))
+			}
+		}
 		return specs, parseErr
 	})
 	g := groupJSON{Name: name, Resources: specsJSON(view, name, specs)}

@@ -2,6 +2,8 @@ package amcli
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -175,4 +177,64 @@ func TestResourcesReactive(t *testing.T) {
 	code, out, _ = runAm(t, deps{}, nil, "resources", "--conf", "testdata/flink-conf.yaml", "--workers", "3")
 	require.Equal(t, ExitOK, code)
 	require.Contains(t, out, "workers: 3 (3 from --workers + 0 spares)\n")
+}
+
+// Issue 29: --strict turns each warning into one error, not two (Lint's
+// warning and Parse's strict error are one problem), and two skipped lines
+// with the same fault are two problems.
+func TestResourcesStrictReportsEachProblemOnce(t *testing.T) {
+	dir := t.TempDir()
+	f := filepath.Join(dir, "flink-conf.yaml")
+	require.NoError(t, os.WriteFile(f, []byte(strings.Join([]string{
+		"external-resources: gpu;gpu2",
+		"bogus line",
+		"another bogus line",
+		"external-resource.gpu.amount: 1",
+		"external-resource.gpu.yarn.config-key: yarn.io/gpu",
+		"external-resource.gpu.driver-factory.class: xres.gpu",
+		"external-resource.gpu2.amount: 1",
+		"external-resource.gpu2.yarn.config-key: yarn.io/gpu",
+		"external-resource.gpu2.driver-factory.class: xres.gpu",
+	}, "\n")+"\n"), 0o644))
+	for _, strict := range []bool{false, true} {
+		args := []string{"resources", "--conf", f, "--offline", "--json"}
+		if strict {
+			args = append(args, "--strict")
+		}
+		code, out, stderr := runAm(t, deps{}, nil, args...)
+		var rep resourcesReport
+		require.NoError(t, json.Unmarshal([]byte(out), &rep), out+stderr)
+		listed := rep.Warnings
+		if strict {
+			require.Equal(t, ExitConfig, code, stderr)
+			require.Empty(t, rep.Warnings)
+			listed = rep.Errors
+		} else {
+			require.Equal(t, ExitOK, code, stderr)
+			require.Empty(t, rep.Errors)
+		}
+		var dup, lines []string
+		for _, p := range listed {
+			switch {
+			case strings.Contains(p.Message, "duplicate config key yarn.io/gpu"):
+				dup = append(dup, p.Key)
+			case strings.Contains(p.Message, "Flink skips this line"):
+				lines = append(lines, p.Origin)
+			}
+		}
+		require.Equal(t, []string{"external-resource.gpu2.yarn.config-key"}, dup, "the duplicate key once: %+v", listed)
+		require.Equal(t, []string{f + ":2", f + ":3"}, lines, "each skipped line: %+v", listed)
+	}
+}
+
+// Issue 29: an implausible amount (9.2e18 GPUs per worker) is not taken
+// without a word: a warning naming the key (an error with --strict).
+func TestResourcesWarnsOfImplausibleAmount(t *testing.T) {
+	args := []string{"resources", "--conf", "testdata/flink-conf.yaml", "--offline", "-D", "external-resource.gpu.amount=9200000000000000000"}
+	code, out, stderr := runAm(t, deps{}, nil, args...)
+	require.Equal(t, ExitOK, code, stderr)
+	require.Contains(t, out, "warnings:\n  - external-resource.gpu.amount (-D): the amount of resource gpu is 9200000000000000000 devices per worker, more than the 1024 any host has")
+	code, out, stderr = runAm(t, deps{}, nil, append(args, "--strict")...)
+	require.Equal(t, ExitConfig, code, stderr)
+	require.Contains(t, out, "errors:\n  - external-resource.gpu.amount (-D): the amount of resource gpu is 9200000000000000000")
 }

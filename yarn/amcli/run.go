@@ -15,14 +15,33 @@ import (
 	"github.com/xres/xres/conf"
 )
 
-// Exit codes of am (the usage text and the README list the same).
+// Exit codes of am: Exits says what each means.
 const (
-	ExitOK        = 0 // done; submit (following) and run: the application SUCCEEDED
-	ExitAppFailed = 1 // submit (following) and run: the application ended FAILED or KILLED; kill: it had already ended
-	ExitUsage     = 2 // bad command line
-	ExitConfig    = 3 // configuration: a bad or missing file, key or value (HADOOP_CONF_DIR included), no Kerberos credentials, resources found errors, a profile the cluster cannot give
-	ExitCluster   = 4 // the cluster could not be reached or refused a request
+	ExitOK        = 0
+	ExitAppFailed = 1
+	ExitUsage     = 2
+	ExitConfig    = 3
+	ExitCluster   = 4
 )
+
+// Exit is one of am's exit codes and what it means.
+type Exit struct {
+	Code    int
+	Meaning string // markdown: commands, keys and flags in code spans
+}
+
+// Exits lists am's exit codes in code order: the usage text's list is
+// made from it, and the README's tables are tested against it (both
+// ways).
+var Exits = []Exit{
+	{ExitOK, "done; `submit` (following) and `run`: the application SUCCEEDED"},
+	{ExitAppFailed, "`submit` (following) and `run`: the application ended FAILED or KILLED; `kill`: it had already ended (nothing killed)"},
+	{ExitUsage, "bad command line (`--workers 0` included: leave it out to take `parallelism.default`)"},
+	{ExitConfig, "configuration: a bad or missing file, key or value (no `HADOOP_CONF_DIR` included, or one naming no Hadoop " +
+		"configuration), no Kerberos credentials, `am resources` found errors, a profile the cluster can never grant, a " +
+		"configuration every `container-launcher` refuses (its exit 211)"},
+	{ExitCluster, "the cluster could not be reached or refused a request (the RM, HDFS, the AM's token)"},
+}
 
 // errUsage marks command-line mistakes.
 var errUsage = errors.New("usage")
@@ -65,14 +84,27 @@ var commands = []command{
 			"container-launcher as the entry point, the worker after --", cmdRender},
 }
 
-const exitCodesText = `exit codes:
-  0  ok; submit (following) and run: the application SUCCEEDED
-  1  submit (following) and run: the application ended FAILED or KILLED; kill: it had already ended
-  2  bad command line
-  3  configuration: a bad or missing file, key or value (HADOOP_CONF_DIR included), no Kerberos
-     credentials, resources found errors, a container profile the cluster cannot give
-  4  the cluster could not be reached or refused a request
-`
+// exitCodesText is the usage text's list of Exits.
+var exitCodesText = renderExits(Exits)
+
+// renderExits lists exits as the usage text does: "  3  meaning", code
+// spans unmarked, wrapped at 100 columns under the meaning.
+func renderExits(exits []Exit) string {
+	var b strings.Builder
+	b.WriteString("exit codes:\n")
+	for _, e := range exits {
+		line := fmt.Sprintf("  %d ", e.Code)
+		for _, w := range strings.Fields(strings.ReplaceAll(e.Meaning, "`", "")) {
+			if len(line)+1+len(w) > 100 {
+				b.WriteString(line + "\n")
+				line = "    "
+			}
+			line += " " + w
+		}
+		b.WriteString(line + "\n")
+	}
+	return b.String()
+}
 
 func usageText() string {
 	var b strings.Builder

@@ -8,7 +8,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -175,10 +176,51 @@ func TestVersion(t *testing.T) {
 	}
 }
 
-// The exit codes the usage text lists are the constants' values.
+// The exit codes the usage text lists are the constants' values, each
+// with its meaning (Exits).
 func TestUsageExitCodesMatchTheCode(t *testing.T) {
-	for code, what := range map[int]string{ExitOK: "ok", ExitAppFailed: "FAILED or KILLED", ExitUsage: "bad command line",
-		ExitConfig: "configuration", ExitCluster: "could not be reached"} {
-		require.Regexp(t, fmt.Sprintf(`(?m)^  %d  .*%s`, code, regexp.QuoteMeta(what)), exitCodesText)
+	codes := []int{ExitOK, ExitAppFailed, ExitUsage, ExitConfig, ExitCluster}
+	require.Len(t, Exits, len(codes))
+	for i, code := range codes {
+		require.Equal(t, code, Exits[i].Code, "Exits is in code order")
+		require.Regexp(t, fmt.Sprintf(`(?m)^  %d  `, code), exitCodesText)
+	}
+	for _, what := range []string{"FAILED or KILLED", "bad command line", "configuration:", "could not be reached", "refuses (its exit 211)"} {
+		require.Contains(t, strings.Join(strings.Fields(exitCodesText), " "), what)
+	}
+	require.NotContains(t, exitCodesText, "`", "code spans are unmarked in the terminal")
+	for _, l := range strings.Split(exitCodesText, "\n") {
+		require.LessOrEqual(t, len(l), 100, l)
+	}
+}
+
+// TestReadmeAmExitCodes: am's exit-code tables in the README and in
+// cmd/am/README.md are Exits, both ways: every code with its meaning, and
+// nothing else.
+func TestReadmeAmExitCodes(t *testing.T) {
+	want := map[string]string{}
+	for _, e := range Exits {
+		want[strconv.Itoa(e.Code)] = e.Meaning
+	}
+	for _, path := range []string{"../../README.md", "../../cmd/am/README.md"} {
+		t.Run(path, func(t *testing.T) {
+			b, err := os.ReadFile(path)
+			require.NoError(t, err)
+			lines := strings.Split(string(b), "\n")
+			i := slices.Index(lines, "| code | meaning |")
+			require.GreaterOrEqual(t, i, 0, "%s has am's exit-code table", path)
+			got := map[string]string{}
+			for _, r := range lines[i+2:] {
+				if !strings.HasPrefix(r, "|") {
+					break
+				}
+				cells := strings.Split(strings.Trim(r, "| "), " | ")
+				require.Len(t, cells, 2, "row %q", r)
+				_, dup := got[cells[0]]
+				require.False(t, dup, "code %s listed twice", cells[0])
+				got[cells[0]] = cells[1]
+			}
+			require.Equal(t, want, got, "the table is amcli.Exits; fix the one that is wrong")
+		})
 	}
 }

@@ -53,14 +53,24 @@ var (
 	_ driver.Factory              = Factory{}
 	_ driver.VendorReporter       = Factory{}
 	_ driver.CoordinationReporter = Factory{}
+	_ driver.ParamChecker         = Factory{}
 )
 
-// NewDriver implements driver.Factory.
-func (Factory) NewDriver(opts driver.Options) (driver.Driver, error) {
-	devices := devicesParam.Get(opts.Params)
-	if strings.TrimSpace(devices) == "" {
-		return nil, fmt.Errorf("%s: missing: %w", devicesParam.Key(opts.Resource), driver.ErrInvalidParam)
+// CheckParams implements driver.ParamChecker: what NewDriver refuses,
+// checked without the host, so that am submit refuses it too.
+func (Factory) CheckParams(resource string, params map[string]string) error {
+	if strings.TrimSpace(devicesParam.Get(params)) == "" {
+		return fmt.Errorf("%s: missing: %w", devicesParam.Key(resource), driver.ErrInvalidParam)
 	}
+	return nil
+}
+
+// NewDriver implements driver.Factory.
+func (f Factory) NewDriver(opts driver.Options) (driver.Driver, error) {
+	if err := f.CheckParams(opts.Resource, opts.Params); err != nil {
+		return nil, err
+	}
+	devices := devicesParam.Get(opts.Params)
 	var infos []resources.Info
 	for _, ix := range strings.Split(devices, ",") {
 		p := resources.Properties{"index": strings.TrimSpace(ix)}
