@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/xres/xres/conf"
-	"github.com/xres/xres/internal/suggest"
+	"github.com/xres/xres/conf/suggest"
 )
 
 // Severity grades a Problem.

@@ -16,8 +16,8 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/xres/xres/conf"
+	"github.com/xres/xres/conf/suggest"
 	"github.com/xres/xres/driver/coord"
-	"github.com/xres/xres/internal/suggest"
 	"github.com/xres/xres/resources"
 	"github.com/xres/xres/resources/contract"
 )

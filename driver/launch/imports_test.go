@@ -20,7 +20,7 @@ import (
 // (resources/contract: the worker's info file, the AM's device report) and
 // the host coordination library
 // (driver/coord: the state file, its lock and process groups, which
-// registers no factory) and internal/suggest (the command line's
+// registers no factory) and conf/suggest (the command line's
 // did-you-mean). A vendor switch that comes back (driver/gpu,
 // driver/amd, driver/pci, driver/plugin) fails here.
 func TestLauncherNamesNoDriver(t *testing.T) {
@@ -28,7 +28,7 @@ func TestLauncherNamesNoDriver(t *testing.T) {
 	allowed := map[string]bool{
 		"conf": true, "resources": true, "resources/contract": true,
 		"driver": true, "driver/builtin": true, "driver/coord": true,
-		"internal/suggest": true,
+		"conf/suggest": true,
 	}
 	files, err := filepath.Glob("*.go")
 	require.NoError(t, err)

@@ -7,7 +7,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
-	"github.com/xres/xres/internal/suggest"
+	"github.com/xres/xres/conf/suggest"
 	"github.com/xres/xres/resources"
 	"github.com/xres/xres/resources/k8spod"
 )

@@ -13,7 +13,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/xres/xres/conf"
-	"github.com/xres/xres/internal/suggest"
+	"github.com/xres/xres/conf/suggest"
 )
 
 // Exit codes of am (the usage text and the README list the same).
