@@ -123,51 +123,6 @@ func ParseDynamic(arg string) (key, value string, err error) {
 	return k, strings.TrimSpace(v), nil
 }
 
-// redactArg shows a malformed -D argument without risking a secret: at most
-// the part before any '=' or ':' and never more than 40 bytes.
-func redactArg(s string) string {
-	if i := strings.IndexAny(s, "=:"); i >= 0 {
-		s = s[:i] + "…"
-	}
-	if len(s) > 40 {
-		s = s[:40] + "…"
-	}
-	return s
-}
-
-// RedactArgs renders a command's arguments for a message, hiding the value
-// of every flag whose name looks secret (IsSensitive): "--token=x" becomes
-// "--token=(hidden)", and in "--password x" the x is hidden. Other
-// arguments are shown as they are: a discovery script's args are for
-// people to rerun it by hand.
-func RedactArgs(args []string) string {
-	out := make([]string, len(args))
-	hideNext := false
-	for i, a := range args {
-		switch {
-		case hideNext && !strings.HasPrefix(a, "-"):
-			out[i] = "(hidden)"
-			hideNext = false
-			continue
-		case strings.HasPrefix(a, "-"):
-			name, _, hasValue := strings.Cut(a, "=")
-			if IsSensitive(strings.TrimLeft(name, "-")) {
-				if hasValue {
-					out[i] = name + "=(hidden)"
-					hideNext = false
-					continue
-				}
-				hideNext = true
-				out[i] = a
-				continue
-			}
-		}
-		hideNext = false
-		out[i] = a
-	}
-	return strings.Join(out, " ")
-}
-
 // Find locates the Flink configuration file. confFlag (the --conf flag) may
 // name a file or a directory; it wins and must exist. Without it, the
 // directory $FLINK_CONF_DIR is searched for config.yaml, then

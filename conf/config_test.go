@@ -119,7 +119,14 @@ func TestRedactArgs(t *testing.T) {
 		{"--enable-coordination-mode --coordination-file /tmp/f", "--enable-coordination-mode --coordination-file /tmp/f"},
 		{"--token abc --x 1", "--token (hidden) --x 1"},
 		{"--api-key=abc --password", "--api-key=(hidden) --password"},
-		{"-secret -v", "-secret -v"},
+		// The word after a secret-looking flag is its value, whatever it
+		// looks like: a password may start with '-'.
+		{"-secret -v", "-secret (hidden)"},
+		{"-p hunter2 -v", "-p (hidden) -v"},
+		{"-p=hunter2 -phunter3", "-p=(hidden) -p(hidden)"},
+		{"--password=hunter2 -Djavax.net.ssl.keyStorePassword=hunter3", "--password=(hidden) -Djavax.net.ssl.keyStorePassword=(hidden)"},
+		{"--url https://bob:hunter2@host:8443/x --port 8080", "--url https://bob:(hidden)@host:8443/x --port 8080"},
+		{"--coordination-file /tmp/f --print", "--coordination-file /tmp/f --print"},
 	} {
 		t.Run(tc.in, func(t *testing.T) {
 			require.Equal(t, tc.want, RedactArgs(strings.Fields(tc.in)))

@@ -9,8 +9,8 @@ import (
 )
 
 // ValueError is a configuration value that does not parse as its type. It
-// names the key and where the value came from; the value itself is hidden
-// for sensitive keys (IsSensitive).
+// names the key and where the value came from; the value is shown as
+// RedactValue allows (hidden for a sensitive key).
 type ValueError struct {
 	Key    string
 	Origin string // "file:line", "-D", "set", or "default"
@@ -27,9 +27,9 @@ func (e *ValueError) Error() string {
 // Reason is the message without key and origin: `"two" is not a valid
 // Long: not an integer`.
 func (e *ValueError) Reason() string {
-	v := strconv.Quote(e.Value)
+	v := strconv.Quote(RedactValue(e.Key, e.Value))
 	if IsSensitive(e.Key) {
-		v = "(hidden)"
+		v = Hidden
 	}
 	return fmt.Sprintf("%s is not a valid %s: %v", v, e.Type, e.Err)
 }
@@ -268,21 +268,4 @@ func ParseMemorySize(s string) (int64, error) {
 		return 0, fmt.Errorf("out of range")
 	}
 	return int64(n) * mul, nil
-}
-
-// sensitiveParts are key fragments whose values must never be shown (as
-// Flink's GlobalConfiguration.isSensitive).
-var sensitiveParts = []string{"password", "secret", "fs.azure.account.key", "apikey", "api-key",
-	"auth-params", "service-key", "token", "basic-auth", "jaas.config", "http-headers", "keytab"}
-
-// IsSensitive reports whether key's value is a secret that must stay out of
-// logs and errors.
-func IsSensitive(key string) bool {
-	k := strings.ToLower(key)
-	for _, p := range sensitiveParts {
-		if strings.Contains(k, p) {
-			return true
-		}
-	}
-	return false
 }

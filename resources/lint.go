@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/xres/xres/conf"
+	"github.com/xres/xres/conf/suggest"
 )
 
 // Severity grades a Problem.
@@ -316,41 +317,13 @@ func isKnownSuffix(s string) bool {
 	return false
 }
 
-// closest returns the candidate nearest to s by edit distance (case
+// closest returns the candidate nearest to s (suggest.Closest, case
 // ignored), if within limit; ties go to the earlier candidate.
 func closest(s string, candidates []string, limit int) string {
-	best, bestD := "", limit+1
-	for _, c := range candidates {
-		if c == "" || c == s {
-			continue
-		}
-		if d := editDistance(strings.ToLower(s), strings.ToLower(c)); d < bestD {
-			best, bestD = c, d
-		}
+	if m := suggest.Closest(s, candidates, limit); len(m) > 0 {
+		return m[0]
 	}
-	return best
-}
-
-// editDistance is the Levenshtein distance between a and b, in runes.
-func editDistance(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(rb)]
+	return ""
 }
 
 func sortProblems(p []Problem) []Problem {

@@ -108,18 +108,6 @@ func TestProblemString(t *testing.T) {
 	require.Equal(t, "f:1: bad", Problem{Origin: "f:1", Message: "bad"}.String())
 }
 
-func TestEditDistance(t *testing.T) {
-	for _, tc := range []struct {
-		a, b string
-		d    int
-	}{{"gpu", "gpus", 1}, {"", "abc", 3}, {"amout", "amount", 1}, {"kitten", "sitting", 3}, {"gpü", "gpu", 1}} {
-		t.Run(tc.a+"/"+tc.b, func(t *testing.T) {
-			require.Equal(t, tc.d, editDistance(tc.a, tc.b))
-			require.Equal(t, tc.d, editDistance(tc.b, tc.a))
-		})
-	}
-}
-
 // Issue 12, finding 5: an unknown driver factory is reported, with a
 // did-you-mean among the built-in names and the installed plugins.
 func TestLintFactory(t *testing.T) {

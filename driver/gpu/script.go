@@ -88,7 +88,7 @@ func (s *scriptDriver) Discover(ctx context.Context, amount int64) ([]resources.
 	}
 	if res.timedOut {
 		return nil, fmt.Errorf("run discovery script %s: %w after %s (its process group was killed)%s",
-			s.path, ErrScriptTimeout, s.timeout, outputTail(res))
+			s.path, ErrScriptTimeout, s.timeout, outputTail(res, args))
 	}
 	if res.exitCode != 0 {
 		how := fmt.Sprintf("exit code %d", res.exitCode)
@@ -96,12 +96,12 @@ func (s *scriptDriver) Discover(ctx context.Context, amount int64) ([]resources.
 			how = "killed by a signal"
 		}
 		return nil, fmt.Errorf("run discovery script %s %s: %w: %s%s",
-			s.path, conf.RedactArgs(args), ErrScriptFailed, how, outputTail(res))
+			s.path, conf.RedactArgs(args), ErrScriptFailed, how, outputTail(res, args))
 	}
 	if s.protocol == ProtocolSpark || (s.protocol == ProtocolAuto && IsSparkOutput(res.stdout)) {
 		addrs, err := ParseSparkScriptOutput(s.resource, res.stdout)
 		if err != nil {
-			return nil, fmt.Errorf("run discovery script %s: %w", s.path, err)
+			return nil, redactOutput(fmt.Errorf("run discovery script %s: %w", s.path, err), args)
 		}
 		s.log.WithFields(logrus.Fields{"resource": s.resource, "script": s.path, "addresses": strings.Join(addrs, ","), "took": time.Since(start)}).
 			Debug("discovery script printed Spark's JSON; xres picks among its addresses")
@@ -109,7 +109,7 @@ func (s *scriptDriver) Discover(ctx context.Context, amount int64) ([]resources.
 	}
 	indices, err := ParseScriptOutput(res.stdout)
 	if err != nil {
-		return nil, fmt.Errorf("run discovery script %s: %w", s.path, err)
+		return nil, redactOutput(fmt.Errorf("run discovery script %s: %w", s.path, err), args)
 	}
 	if int64(len(indices)) < amount {
 		return nil, fmt.Errorf("run discovery script %s: %w: %d requested, it printed %d (%q)",
@@ -128,15 +128,30 @@ func (s *scriptDriver) Discover(ctx context.Context, amount int64) ([]resources.
 	return infos, nil
 }
 
-// outputTail renders what a failed script printed. Flink's scripts print
+// redactedError is an error that quotes a script's output, its message
+// with the secrets of the script's args hidden (conf.RedactOutput).
+type redactedError struct {
+	err error
+	msg string
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.err }
+
+func redactOutput(err error, args []string) error {
+	return &redactedError{err: err, msg: conf.RedactOutput(err.Error(), args)}
+}
+
+// outputTail renders what a failed script printed, the secrets of its args
+// hidden (conf.RedactOutput). Flink's scripts print
 // their errors to stdout, so both streams are shown.
-func outputTail(res result) string {
+func outputTail(res result, args []string) string {
 	var b strings.Builder
 	if out := strings.TrimSpace(string(res.stdout)); out != "" {
-		fmt.Fprintf(&b, "; stdout: %q", clip(out, 512))
+		fmt.Fprintf(&b, "; stdout: %q", clip(conf.RedactOutput(out, args), 512))
 	}
 	if errOut := strings.TrimSpace(string(res.stderr)); errOut != "" {
-		fmt.Fprintf(&b, "; stderr tail: %q", clipTail(errOut, 1024))
+		fmt.Fprintf(&b, "; stderr tail: %q", clipTail(conf.RedactOutput(errOut, args), 1024))
 	}
 	return b.String()
 }

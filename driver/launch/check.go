@@ -202,7 +202,7 @@ func runCheck(ctx context.Context, args []string, env Env) int {
 	fs := flag.NewFlagSet("container-launcher check", flag.ContinueOnError)
 	var c common
 	c.register(fs)
-	if err := parse(fs, args, env.Stderr); err != nil {
+	if _, err := parse(fs, args, checkUsageText, env.Stdout); err != nil {
 		return fail(env.Stderr, err)
 	}
 	if fs.NArg() > 0 {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/xres/xres/conf"
+	"github.com/xres/xres/conf/suggest"
 	"github.com/xres/xres/driver/coord"
 	"github.com/xres/xres/resources"
 	"github.com/xres/xres/resources/contract"
@@ -93,27 +95,37 @@ func (e *Env) defaults() {
 	}
 }
 
-const usageText = `usage:
-  container-launcher [flags] [--] <worker command> [args…]
+// The usage text, in parts: `container-launcher --help` prints them all,
+// `container-launcher check --help` (or `help check`) check's.
+const (
+	runSynopsis = `  container-launcher [flags] [--] <worker command> [args…]
         discover the configured resources, tell the worker, run it, release
-  container-launcher probe [flags] [--json]
+`
+	probeSynopsis = `  container-launcher probe [flags] [--json]
         show what would be discovered and who holds what (holds nothing)
-  container-launcher check [flags]
+`
+	checkSynopsis = `  container-launcher check [flags]
         report configuration and host problems with a fix for each
-  container-launcher --version
+`
+	versionSynopsis = `  container-launcher --version
         version, commit and the Hadoop versions it was tested against
-
-flags:
-  --conf FILE|DIR      Flink configuration (default: $FLINK_CONF_DIR)
+`
+	helpSynopsis = `  container-launcher help [probe|check]
+        this text, or one subcommand's (also: <subcommand> --help)
+`
+	commonFlagsText = `  --conf FILE|DIR      Flink configuration (default: $FLINK_CONF_DIR)
   -D key=value         override a configuration key (repeatable; -Dkey=value too)
   --dynamic-file FILE  overrides from a JSON object of strings ({"key": "value"});
                        -D wins over it (keeps secrets off the command line)
   --resources a,b      only these of the configured resources
   --strict             turn configuration warnings into errors
   --log-level LEVEL    panic…trace (default $XRES_LOG_LEVEL, else info; warn for probe, check)
-  --info-file PATH     where to write the info file (run only)
-
-one worker per device (run only):
+`
+	infoFileText = `  --info-file PATH     where to write the info file (run only)
+`
+	jsonFlagText = `  --json               print the report as JSON
+`
+	perDeviceText = `one worker per device (run only):
   --per-device[=NAME]  start one worker per device of resource NAME (default:
                        the first selected resource with a driver); each sees
                        only its device, XRES_DEVICE_RANK and XRES_DEVICE_COUNT
@@ -124,37 +136,90 @@ one worker per device (run only):
   --pin-cpus=false     do not pin workers to their device's local CPUs
   (defaults from $XRES_PER_DEVICE, $XRES_ON_FAILURE, $XRES_MAX_RESTARTS,
   $XRES_RESTART_DELAY, $XRES_PIN_CPUS)
-
-exit codes: worker's own code, or 210 usage, 211 config, 212 discovery,
+`
+	exitCodesText = `exit codes: worker's own code, or 210 usage, 211 config, 212 discovery,
 213 worker could not start, 214 internal
 `
+	usageText = "usage:\n" + runSynopsis + probeSynopsis + checkSynopsis + versionSynopsis + helpSynopsis +
+		"\nflags:\n" + commonFlagsText + infoFileText + "\n" + perDeviceText + "\n" + exitCodesText
+	probeUsageText = "usage:\n" + probeSynopsis + "\nflags:\n" + commonFlagsText + jsonFlagText + "\n" + exitCodesText
+	checkUsageText = "usage:\n" + checkSynopsis + "\nflags:\n" + commonFlagsText + "\n" + exitCodesText +
+		"(check exits 211 or 212 when a problem it finds applies)\n"
+	versionUsageText = "usage:\n" + versionSynopsis + "(also -version, version)\n"
+)
+
+// subcommands are the words container-launcher takes first instead of a
+// worker command (pinExecCommand, internal, aside), with their help.
+var subcommands = []struct{ name, help string }{
+	{"probe", probeUsageText},
+	{"check", checkUsageText},
+	{"help", usageText},
+	{"version", versionUsageText},
+}
+
+func subcommandNames() []string {
+	names := make([]string, len(subcommands))
+	for i, c := range subcommands {
+		names[i] = c.name
+	}
+	return names
+}
+
+// notASubcommand is the usage error for a worker command whose first word
+// is a subcommand's name, or one edit away from one: `container-launcher
+// chek` would run chek as the worker (and fail with 213), `container-launcher
+// --conf f check` would run check. dashed: the command came after "--",
+// which says a worker is meant. nil when the word is no such mistake.
+func notASubcommand(word string, dashed bool) error {
+	if dashed || strings.ContainsRune(word, '/') {
+		return nil
+	}
+	names := subcommandNames()
+	if slices.Contains(names, word) {
+		return classifyf(ErrUsage, "%q is a subcommand: give it first (container-launcher %s [flags]); to run a worker named %s, put -- before it", word, word, word)
+	}
+	near := suggest.Closest(word, names, min(1, suggest.Limit(word)))
+	if len(near) == 0 {
+		return nil
+	}
+	return classifyf(ErrUsage, "%q is not a subcommand (%s); to run a worker named %s, put -- before it",
+		word, suggest.Phrase(near, func(s string) string { return strconv.Quote(s) }), word)
+}
+
+// runHelp is `container-launcher help [subcommand]`.
+func runHelp(args []string, env Env) int {
+	if len(args) == 0 {
+		fmt.Fprint(env.Stdout, usageText)
+		return ExitOK
+	}
+	if len(args) > 1 {
+		return fail(env.Stderr, classifyf(ErrUsage, "help takes one subcommand, got %q", args))
+	}
+	for _, c := range subcommands {
+		if c.name == args[0] {
+			fmt.Fprint(env.Stdout, c.help)
+			return ExitOK
+		}
+	}
+	if args[0] == "run" { // the default command: a worker
+		fmt.Fprint(env.Stdout, usageText)
+		return ExitOK
+	}
+	msg := fmt.Sprintf("help: no subcommand %q", args[0])
+	if m := suggest.DidYouMean(args[0], subcommandNames()); m != "" {
+		msg += "; " + m
+	}
+	return fail(env.Stderr, classifyf(ErrUsage, "%s (subcommands: probe, check, help, version; anything else runs a worker)", msg))
+}
 
 // common are the flags shared by every subcommand.
 type common struct {
 	conf        string
-	dynamic     dynamicFlag
+	dynamic     conf.DynamicFlag // -D: the flag package never shows a rejected one (conf.ParseError)
 	dynamicFile string
 	resources   string
 	strict      bool
 	logLevel    string
-}
-
-type multiFlag []string
-
-func (m *multiFlag) String() string     { return strings.Join(*m, " ") }
-func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
-
-// dynamicFlag is -D: each value must be key=value when given, so that a
-// -D written with a space ("-D some.password hunter2") stops the command
-// line there, naming the key alone, before the value (the next argument)
-// could be shown as a stray argument or run as the worker.
-type dynamicFlag struct{ multiFlag }
-
-func (d *dynamicFlag) Set(v string) error {
-	if _, _, err := conf.ParseDynamic(v); err != nil {
-		return err
-	}
-	return d.multiFlag.Set(v)
 }
 
 func (c *common) register(fs *flag.FlagSet) {
@@ -168,7 +233,7 @@ func (c *common) register(fs *flag.FlagSet) {
 
 // config is what the Loader gets from the common flags.
 func (c *common) config(env Env, log logrus.FieldLogger) Config {
-	return Config{Path: c.conf, Dynamic: c.dynamic.multiFlag, DynamicFile: c.dynamicFile, Strict: c.strict, Getenv: env.Getenv, Log: log}
+	return Config{Path: c.conf, Dynamic: c.dynamic.Values, DynamicFile: c.dynamicFile, Strict: c.strict, Getenv: env.Getenv, Log: log}
 }
 
 // normalizeArgs rewrites the launcher's own flags into forms the flag
@@ -232,10 +297,12 @@ func Main(ctx context.Context, args []string, env Env) int {
 			return runCheck(ctx, args[1:], env)
 		case pinExecCommand:
 			return runExecPinned(args[1:], env)
-		case "help", "-h", "-help", "--help":
+		case "help":
+			return runHelp(args[1:], env)
+		case "-h", "-help", "--help":
 			fmt.Fprint(env.Stdout, usageText)
 			return ExitOK
-		case "--version", "version":
+		case "--version", "-version", "version":
 			fmt.Fprint(env.Stdout, env.Version())
 			return ExitOK
 		}
@@ -263,21 +330,37 @@ func newLogger(w io.Writer, level, def string, getenv func(string) string) (*log
 	return log, nil
 }
 
-// parse parses a subcommand's flags; the error is printed and classified.
-func parse(fs *flag.FlagSet, args []string, stderr io.Writer) error {
+// errHelpShown: parse printed the help asked for (-h, --help); the
+// command exits 0.
+var errHelpShown = errors.New("help shown")
+
+// parse parses a subcommand's flags; the error is classified, and names
+// neither a rejected -D's value (conf.ParseError) nor an unknown flag
+// without the flags it may have meant (suggest.FlagError). For -h and
+// --help it prints help, the subcommand's usage, on stdout and returns
+// errHelpShown (fail makes that exit 0). dashed reports that the flags
+// ended at "--".
+func parse(fs *flag.FlagSet, args []string, help string, stdout io.Writer) (dashed bool, err error) {
 	fs.SetOutput(io.Discard)
-	if err := fs.Parse(normalizeArgs(fs, args)); err != nil {
+	norm := normalizeArgs(fs, args)
+	if err := fs.Parse(norm); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(stderr, usageText)
+			fmt.Fprint(stdout, help)
+			return false, errHelpShown
 		}
-		return classifyf(ErrUsage, "parse arguments: %w", err)
+		err = suggest.FlagError(fs, conf.ParseError(fs, err))
+		return false, classifyf(ErrUsage, "parse arguments: %w", err)
 	}
-	return nil
+	used := len(norm) - fs.NArg()
+	return used > 0 && norm[used-1] == "--", nil
 }
 
 // fail reports err on stderr as one plain line naming the failure kind
 // and exit code (plus the usage for usage errors) and returns the code.
 func fail(stderr io.Writer, err error) int {
+	if errors.Is(err, errHelpShown) {
+		return ExitOK
+	}
 	code := ExitCode(err)
 	fmt.Fprintf(stderr, "container-launcher: %s error (exit %d): %v\n", ExitCodeName(code), code, err)
 	if code == ExitUsage {
@@ -327,7 +410,8 @@ func runLaunch(ctx context.Context, args []string, env Env) int {
 	infoFile := fs.String("info-file", "", "path of the info file")
 	var pd perDeviceOptions
 	pd.register(fs)
-	if err := parse(fs, args, env.Stderr); err != nil {
+	dashed, err := parse(fs, args, usageText, env.Stdout)
+	if err != nil {
 		return fail(env.Stderr, err)
 	}
 	given := map[string]string{}
@@ -348,6 +432,9 @@ func runLaunch(ctx context.Context, args []string, env Env) int {
 	}
 	if len(command) == 0 {
 		return fail(env.Stderr, classifyf(ErrUsage, "no worker command: give it after --"))
+	}
+	if err := notASubcommand(command[0], dashed); err != nil {
+		return fail(env.Stderr, err)
 	}
 
 	// Signals: before the worker runs they cancel the launch; afterwards

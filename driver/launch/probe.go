@@ -196,7 +196,7 @@ func runProbe(ctx context.Context, args []string, env Env) int {
 	var c common
 	c.register(fs)
 	asJSON := fs.Bool("json", false, "print JSON")
-	if err := parse(fs, args, env.Stderr); err != nil {
+	if _, err := parse(fs, args, probeUsageText, env.Stdout); err != nil {
 		return fail(env.Stderr, err)
 	}
 	if fs.NArg() > 0 {

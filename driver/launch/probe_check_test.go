@@ -351,3 +351,37 @@ func TestReleaseNamesTheResourceOnce(t *testing.T) {
 type releaseFunc func() error
 
 func (f releaseFunc) Release(context.Context) error { return f() }
+
+// Issue 29: a worker command that reads as a mistyped (or misplaced)
+// subcommand is a usage error naming both, unless -- says a worker is
+// meant; help for a subcommand is its own and exits 0.
+func TestSubcommandMistakes(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string // in stderr, or in stdout for code 0
+	}{
+		{[]string{"chek"}, ExitUsage, `"chek" is not a subcommand (did you mean "check"?); to run a worker named chek, put -- before it`},
+		{[]string{"--strict", "probe"}, ExitUsage, `"probe" is a subcommand: give it first`},
+		{[]string{"--cnof", "x", "--", "true"}, ExitUsage, "unknown flag --cnof; did you mean --conf?"},
+		{[]string{"help", "prob"}, ExitUsage, `did you mean "probe"?`},
+		{[]string{"check", "--help"}, ExitOK, "container-launcher check [flags]"},
+		{[]string{"help", "probe"}, ExitOK, "--json"},
+		{[]string{"-version"}, ExitOK, "container-launcher"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			code, stdout, stderr := runSub(t, driver.NewRegistry(), fixedSpecs(), tc.args...)
+			require.Equal(t, tc.code, code, stderr)
+			if tc.code == ExitOK {
+				require.Contains(t, stdout, tc.want)
+				require.Empty(t, stderr)
+			} else {
+				require.Contains(t, stderr, tc.want)
+			}
+		})
+	}
+	for _, w := range []string{"python", "./chek", "echo", "true"} {
+		require.NoError(t, notASubcommand(w, false), w)
+	}
+	require.NoError(t, notASubcommand("chek", true), "after --")
+}

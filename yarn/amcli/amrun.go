@@ -407,7 +407,7 @@ func cmdRun(ctx context.Context, args []string, e *env) error {
 			workerEnv[conf.EnvWorkerGroup] = g.Name
 		}
 		groups = append(groups, am.Group{Name: g.Name, Plan: g.Plan, Owners: am.Owners(g.Specs),
-			Launch: am.WorkerLaunch(am.WorkerSpec{Resources: staged, ConfName: confName, DynamicFile: dynamicFile, Dynamic: c.dynamic,
+			Launch: am.WorkerLaunch(am.WorkerSpec{Resources: staged, ConfName: confName, DynamicFile: dynamicFile, Dynamic: c.dynamic.Values,
 				Worker: cmd, Env: workerEnv, Tokens: clients.WorkerTokens})})
 	}
 	nm := clients.NM

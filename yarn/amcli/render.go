@@ -7,6 +7,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/xres/xres/conf/suggest"
 	"github.com/xres/xres/resources"
 	"github.com/xres/xres/resources/k8spod"
 )
@@ -30,7 +31,11 @@ func cmdRender(ctx context.Context, args []string, e *env) error {
 	case len(pos) == 0:
 		return fmt.Errorf("%w: which manager? (am render kubernetes …)", errUsage)
 	case pos[0] != "kubernetes" || len(pos) > 1:
-		return fmt.Errorf("%w: am render %q: only kubernetes is rendered", errUsage, pos[0])
+		msg := fmt.Sprintf("am render %q: only kubernetes is rendered", pos[0])
+		if m := suggest.DidYouMean(pos[0], []string{"kubernetes"}); m != "" {
+			msg += "; " + m
+		}
+		return fmt.Errorf("%w: %s", errUsage, msg)
 	case *image == "":
 		return fmt.Errorf("%w: --image is required (the worker image holding container-launcher)", errUsage)
 	case len(worker) == 0:

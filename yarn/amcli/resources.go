@@ -271,9 +271,12 @@ func planGroupAlone(cfg *conf.Config, name string, opts resources.ParseOptions, 
 	default:
 		p := planned.Plan
 		g.Plan = &p
-		g.Command = planned.Command
-		if g.Command != nil {
-			g.commandText, _ = cfg.Get(conf.WorkerGroupCommand.For(name).Key)
+		if planned.Command != nil {
+			// Shown, not run: the secrets of its flags hidden.
+			g.Command = conf.RedactArgList(planned.Command)
+			key := conf.WorkerGroupCommand.For(name).Key
+			text, _ := cfg.Get(key)
+			g.commandText = conf.RedactValue(key, text)
 		}
 		for _, w := range p.Warnings {
 			add(problemJSON{Severity: string(resources.SeverityWarning), Message: w})
@@ -389,7 +392,20 @@ func specsJSON(view *conf.Config, name string, specs []resources.Spec) []specJSO
 			}
 		}
 		out = append(out, specJSON{Name: s.Name, Amount: s.Amount, YarnKey: s.YarnKey,
-			KubernetesKey: s.K8sKey, Factory: s.Factory, Params: s.Params, Origins: origins})
+			KubernetesKey: s.K8sKey, Factory: s.Factory, Params: shownParams(s), Origins: origins})
+	}
+	return out
+}
+
+// shownParams are s's params as am resources shows them: no secret
+// (conf.RedactValue of each param's whole key).
+func shownParams(s resources.Spec) map[string]string {
+	if s.Params == nil {
+		return nil
+	}
+	out := make(map[string]string, len(s.Params))
+	for k, v := range s.Params {
+		out[k] = conf.RedactValue(conf.ExternalResourceParam.For(s.Name, k).Key, v)
 	}
 	return out
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/xres/xres/conf"
+	"github.com/xres/xres/conf/suggest"
 )
 
 // Exit codes of am: Exits says what each means.
@@ -115,8 +116,9 @@ func usageText() string {
 	b.WriteString(`  am --version
         version, commit and the Hadoop versions am was tested against
 
-am <command> --help lists a command's flags. Every command takes --log-level LEVEL (default
-info, or $XRES_LOG_LEVEL); --rest uses the RM's REST API instead of RPC (insecure clusters).
+am <command> --help (or am help <command>) lists a command's flags. Every command takes
+--log-level LEVEL (default info, or $XRES_LOG_LEVEL); --rest uses the RM's REST API instead of
+RPC (insecure clusters).
 
 `)
 	b.WriteString(exitCodesText)
@@ -174,19 +176,33 @@ func run(ctx context.Context, args []string, e env) int {
 		return ExitUsage
 	}
 	switch args[0] {
-	case "-h", "-help", "--help", "help":
+	case "-h", "-help", "--help":
 		fmt.Fprint(e.stdout, usageText())
 		return ExitOK
+	case "help":
+		// am help <command> is am <command> --help.
+		if len(args) == 1 || (len(args) == 2 && (args[1] == "help" || args[1] == "version")) {
+			fmt.Fprint(e.stdout, usageText())
+			return ExitOK
+		}
+		if len(args) > 2 {
+			fmt.Fprintf(e.stderr, "am help: want one command, got %q\n(am --help lists the commands)\n", args[1:])
+			return ExitUsage
+		}
+		if _, ok := findCommand(args[1]); !ok {
+			fmt.Fprintf(e.stderr, "am help: %s\n(am --help lists the commands)\n", unknownCommand(args[1]))
+			return ExitUsage
+		}
+		args = []string{args[1], "--help"}
 	case "--version", "-version", "version":
 		fmt.Fprint(e.stdout, e.version)
 		return ExitOK
 	}
-	i := slices.IndexFunc(commands, func(c command) bool { return c.name == args[0] })
-	if i < 0 {
-		fmt.Fprintf(e.stderr, "am: unknown command %q\n%s", args[0], usageText())
+	cmd, ok := findCommand(args[0])
+	if !ok {
+		fmt.Fprintf(e.stderr, "am: %s\n(am --help lists the commands)\n", unknownCommand(args[0]))
 		return ExitUsage
 	}
-	cmd := commands[i]
 	e.log = logrus.New()
 	e.log.SetOutput(e.stderr)
 	err := cmd.run(ctx, args[1:], &e)
@@ -203,6 +219,29 @@ func run(ctx context.Context, args []string, e env) int {
 		fmt.Fprintf(e.stderr, "usage: am %s\n(am %s --help lists the flags)\n", cmd.synopsis, cmd.name)
 	}
 	return code
+}
+
+// findCommand is the subcommand called name.
+func findCommand(name string) (command, bool) {
+	i := slices.IndexFunc(commands, func(c command) bool { return c.name == name })
+	if i < 0 {
+		return command{}, false
+	}
+	return commands[i], true
+}
+
+// unknownCommand says that name is no command, with the nearest ones:
+// `unknown command "sumbit"; did you mean "submit"?`.
+func unknownCommand(name string) string {
+	names := []string{"help", "version", "--help", "--version"}
+	for _, c := range commands {
+		names = append(names, c.name)
+	}
+	msg := fmt.Sprintf("unknown command %q", name)
+	if m := suggest.DidYouMean(name, names); m != "" {
+		msg += "; " + m
+	}
+	return msg
 }
 
 // errAppFailed is returned when the application ended other than SUCCEEDED
@@ -242,19 +281,6 @@ func exitCode(err error) int {
 	}
 }
 
-// dynamicFlag collects repeated -D key=value overrides.
-type dynamicFlag []string
-
-func (d *dynamicFlag) String() string { return strings.Join(*d, ",") }
-
-func (d *dynamicFlag) Set(v string) error {
-	if _, _, err := conf.ParseDynamic(v); err != nil {
-		return err
-	}
-	*d = append(*d, v)
-	return nil
-}
-
 // repeatedFlag collects a repeated flag's values as given (commas kept).
 type repeatedFlag []string
 
@@ -278,7 +304,7 @@ func (l *listFlag) Set(v string) error {
 // common are the flags most subcommands share.
 type common struct {
 	conf        string
-	dynamic     dynamicFlag
+	dynamic     conf.DynamicFlag // -D: the flag package never shows a rejected one (conf.ParseError)
 	dynamicFile string
 	logLevel    string
 	// sparkConf and spark are Spark's front-end: a spark-defaults.conf and
@@ -323,7 +349,7 @@ func (c *common) load(e *env) (*conf.Config, error) {
 	if err != nil {
 		return nil, configError{err}
 	}
-	c.overrides, err = conf.WithDynamicFile(c.dynamicFile, c.dynamic)
+	c.overrides, err = conf.WithDynamicFile(c.dynamicFile, c.dynamic.Values)
 	if err != nil {
 		return nil, configError{err}
 	}
@@ -367,7 +393,9 @@ func parse(fs *flag.FlagSet, args []string) (positional, rest []string, err erro
 		if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
 			return nil, nil, helpRequested{fs}
 		} else if err != nil {
-			return nil, nil, fmt.Errorf("%w: %w", errUsage, err)
+			// Neither a rejected -D's value nor an unknown flag without
+			// the flags it may have meant.
+			return nil, nil, fmt.Errorf("%w: %w", errUsage, suggest.FlagError(fs, conf.ParseError(fs, err)))
 		}
 		args = fs.Args()
 		if len(args) == 0 {

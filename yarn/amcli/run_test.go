@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/xres/xres/conf"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -52,7 +54,12 @@ func TestUsage(t *testing.T) {
 		{name: "no command", code: ExitUsage, err: "usage:"},
 		{name: "help", args: []string{"--help"}, code: ExitOK, out: "am resources"},
 		{name: "unknown command", args: []string{"deploy"}, code: ExitUsage, err: `unknown command "deploy"`},
-		{name: "unknown flag", args: []string{"resources", "--bogus"}, code: ExitUsage, err: "flag provided but not defined: -bogus"},
+		{name: "unknown flag", args: []string{"resources", "--bogus"}, code: ExitUsage, err: "unknown flag --bogus"},
+		{name: "misspelt command", args: []string{"sumbit"}, code: ExitUsage, err: `unknown command "sumbit"; did you mean "submit"?`},
+		{name: "misspelt flag", args: []string{"submit", "--detatch", "--", "true"}, code: ExitUsage, err: "unknown flag --detatch; did you mean --detach?"},
+		{name: "help command", args: []string{"help", "status"}, code: ExitOK, out: "usage: am status"},
+		{name: "help unknown command", args: []string{"help", "stauts"}, code: ExitUsage, err: `did you mean "status"?`},
+		{name: "-D with a colon", args: []string{"resources", "-D", "k.password:hunter2"}, code: ExitUsage, err: `"k.password…"`},
 		{name: "bad -D", args: []string{"resources", "-D", "novalue"}, code: ExitUsage, err: "novalue"},
 		{name: "bad log level", args: []string{"resources", "--log-level", "loud"}, code: ExitUsage, err: `--log-level "loud"`},
 		{name: "status without id", args: []string{"status"}, code: ExitUsage, err: "want exactly one application id"},
@@ -114,14 +121,14 @@ func TestResourcesErrors(t *testing.T) {
 func TestParseInterspersed(t *testing.T) {
 	fs := flag.NewFlagSet("x", flag.ContinueOnError)
 	j := fs.Bool("json", false, "")
-	var d dynamicFlag
+	var d conf.DynamicFlag
 	fs.Var(&d, "D", "")
 	pos, rest, err := parse(fs, []string{"application_1_1", "--json", "-Dk=v", "--", "--json", "x"})
 	require.NoError(t, err)
 	require.True(t, *j)
 	require.Equal(t, []string{"application_1_1"}, pos)
 	require.Equal(t, []string{"--json", "x"}, rest)
-	require.Equal(t, dynamicFlag{"k=v"}, d)
+	require.Equal(t, []string{"k=v"}, d.Values)
 }
 
 func TestAppIDFromContainer(t *testing.T) {
