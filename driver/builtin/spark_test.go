@@ -2,6 +2,7 @@ package builtin_test
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -54,6 +55,11 @@ func TestSparkKeysReachTheDrivers(t *testing.T) {
 	require.NoError(t, builtin.RegisterBuiltins(r))
 	f, err := r.Lookup(specs[0].Factory)
 	require.NoError(t, err)
+	// A 4-GPU host, as tests fake one (the fake nvidia-smi first on PATH):
+	// the script's addresses are checked against the host's GPUs.
+	fakebin, err := filepath.Abs(filepath.Join("..", "gpu", "testdata", "fakebin"))
+	require.NoError(t, err)
+	t.Setenv("PATH", fakebin+string(filepath.ListSeparator)+os.Getenv("PATH"))
 	t.Setenv("XRES_FAKE_GPUS", "4")
 	d, err := f.NewDriver(driver.Options{Resource: "gpu", Params: specs[0].Params})
 	require.NoError(t, err)

@@ -213,6 +213,15 @@ func (h *Host) ReserveCandidates(ctx context.Context, resource string, candidate
 		}
 		return keysOf(chosen), nil
 	}
+	// The pid Flink's script is to see on our lines: a holder that lives
+	// as long as the reservation (flinkholder.go).
+	flinkPID := h.owner.PID
+	if h.flink != "" {
+		var ok bool
+		if flinkPID, ok = acquireFlinkHolder(h.owner, h.log); ok {
+			defer releaseFlinkHolder(flinkPID, 1)
+		}
+	}
 	var chosen []driver.Candidate
 	wrote := false // the state holds this call's grants
 	err := h.locked(ctx, func() error {
@@ -247,7 +256,10 @@ func (h *Host) ReserveCandidates(ctx context.Context, resource string, candidate
 		}
 		wrote = true
 		if len(indices) > 0 {
-			return ff.rewrite(indices, h.owner.PID, nil)
+			if _, err := ff.rewrite(indices, flinkPID, nil); err != nil {
+				return err
+			}
+			holdFlinkLines(flinkPID, len(indices))
 		}
 		return nil
 	})
@@ -500,7 +512,17 @@ func (h *Host) release(ctx context.Context, match func(Entry) bool) error {
 			return err
 		}
 		defer ff.close()
-		return ff.rewrite(nil, h.owner.PID, drop)
+		// Our lines name this process's holder, or (before it, or without
+		// one) the owner itself.
+		holder := FlinkHolder()
+		dropped, err := ff.rewrite(nil, 0, func(l FlinkLine) bool {
+			return drop[l.Index] && (l.PID == h.owner.PID || holder != 0 && l.PID == holder)
+		})
+		if err != nil {
+			return err
+		}
+		releaseFlinkHolder(holder, dropped[holder])
+		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("release: %w", err)
@@ -510,8 +532,14 @@ func (h *Host) release(ctx context.Context, match func(Entry) bool) error {
 
 // HoldGroup records that the owner's reservations are held by the worker
 // process group g too: while a process of g lives, a reclaiming launcher
-// treats them as held even when the owner is dead.
+// treats them as held even when the owner is dead, and so does Flink's
+// script, through the holder its lines in Flink's file name.
 func (h *Host) HoldGroup(ctx context.Context, g Group) error {
+	// Our lines in Flink's file stay live as long, through their holder.
+	var tellErr error
+	if me, err := Self(); err == nil && h.owner.same(me) {
+		tellErr = tellFlinkHolder(g)
+	}
 	err := h.modify(ctx, func(entries []Entry) ([]Entry, bool) {
 		changed := false
 		for i := range entries {
@@ -523,7 +551,7 @@ func (h *Host) HoldGroup(ctx context.Context, g Group) error {
 		}
 		return entries, changed
 	}, nil)
-	if err != nil {
+	if err = errors.Join(err, tellErr); err != nil {
 		return fmt.Errorf("record worker process group %d: %w", g.PGID, err)
 	}
 	return nil

@@ -19,8 +19,10 @@ import (
 // flocks the file itself while it chooses. A Host with a Flink file honours
 // those lines (a GPU whose line names a running pid is held) and writes its
 // own grants there too, as lines of the same format, so that Flink's script
-// sees them; its release removes exactly its lines. Its own state never
-// goes into that file: the two formats live in two files.
+// sees them; its release removes exactly its lines. The pid on its lines is
+// a holder process that lives as long as the reservation, worker's helpers
+// included (flinkholder.go), not the launcher. Its own state never goes
+// into that file: the two formats live in two files.
 
 // FlinkLine is one line of Flink's coordination file: GPU Index was handed
 // to PID (the process that ran Flink's script).
@@ -125,13 +127,16 @@ func (ff *flinkFile) held(p procFS) map[string]int {
 }
 
 // rewrite replaces the file's content in place (the inode, and so
-// everybody's flock, stays): it drops the lines of pid whose index is in
-// drop, and the lines of the indices in add (a dead owner's, or the index
-// would not have been chosen), then appends add for pid.
-func (ff *flinkFile) rewrite(add []string, pid int, drop map[string]bool) error {
+// everybody's flock, stays): it drops the lines drop says to (nil: none)
+// and the lines of the indices in add (a dead owner's, or the index would
+// not have been chosen), then appends add for pid. It returns how many
+// lines it dropped for each pid.
+func (ff *flinkFile) rewrite(add []string, pid int, drop func(FlinkLine) bool) (map[int]int, error) {
 	var b strings.Builder
+	dropped := map[int]int{}
 	for _, l := range ff.lines {
-		if l.PID == pid && drop[l.Index] || slices.Contains(add, l.Index) {
+		if drop != nil && drop(l) || slices.Contains(add, l.Index) {
+			dropped[l.PID]++
 			continue
 		}
 		fmt.Fprintf(&b, "%s %d\n", l.Index, l.PID)
@@ -140,10 +145,10 @@ func (ff *flinkFile) rewrite(add []string, pid int, drop map[string]bool) error 
 		fmt.Fprintf(&b, "%s %d\n", idx, pid)
 	}
 	if err := ff.f.Truncate(0); err != nil {
-		return fmt.Errorf("write Flink coordination file %s: %w", ff.path, err)
+		return nil, fmt.Errorf("write Flink coordination file %s: %w", ff.path, err)
 	}
 	if _, err := ff.f.WriteAt([]byte(b.String()), 0); err != nil {
-		return fmt.Errorf("write Flink coordination file %s: %w", ff.path, err)
+		return nil, fmt.Errorf("write Flink coordination file %s: %w", ff.path, err)
 	}
-	return nil
+	return dropped, nil
 }

@@ -2,6 +2,7 @@ package coord
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -165,9 +166,12 @@ func TestFlinkFileInterop(t *testing.T) {
 	got, err = h.ReserveCandidates(ctxT(t), "gpu", cands, 2, false)
 	require.NoError(t, err)
 	require.Equal(t, []string{"GPU-b", "GPU-c"}, got)
+	holder := FlinkHolder()
+	require.NotZero(t, holder, "the lines name a holder")
+	require.NotEqual(t, os.Getpid(), holder, "not the launcher, which may die before its worker's helpers")
 	b, err := os.ReadFile(flink)
 	require.NoError(t, err)
-	require.Equal(t, fmt.Sprintf("0 %d\n1 %d\n2 %d\n", live.PID, os.Getpid(), os.Getpid()), string(b), "the dead owner's line is replaced")
+	require.Equal(t, fmt.Sprintf("0 %d\n1 %d\n2 %d\n", live.PID, holder, holder), string(b), "the dead owner's line is replaced")
 	_, err = h.ReserveCandidates(ctxT(t), "gpu", cands, 1, false)
 	require.ErrorIs(t, err, ErrNoDevicesLeft)
 	require.Contains(t, err.Error(), fmt.Sprintf("GPU-a (index 0) held by pid %d per Flink's coordination file %s", live.PID, flink))
@@ -176,6 +180,8 @@ func TestFlinkFileInterop(t *testing.T) {
 	b, err = os.ReadFile(flink)
 	require.NoError(t, err)
 	require.Equal(t, fmt.Sprintf("0 %d\n", live.PID), string(b))
+	require.Zero(t, FlinkHolder(), "the holder ends with the last line naming it")
+	require.True(t, pidGone(holder), "holder %d still runs", holder)
 
 	_, err = New(Options{StateFile: state, FlinkFile: state})
 	require.ErrorIs(t, err, ErrSameFile)
@@ -200,4 +206,100 @@ func TestTornStateFromBeforeBoot(t *testing.T) {
 	got, err := h.Reserve(ctxT(t), "gpu", []string{"a"}, 1, false)
 	require.NoError(t, err)
 	require.Equal(t, []string{"a"}, got)
+}
+
+// Issue 29, item 1: the holder that this process's lines in Flink's file
+// name lives while its launcher does (its stdin is open), then while a
+// worker group it was told of has a process, and then ends by itself.
+func TestFlinkHolderOutlivesLauncher(t *testing.T) {
+	fh, exited := startTestHolder(t)
+	member := exec.Command("sleep", "60")
+	member.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	require.NoError(t, member.Start())
+	t.Cleanup(func() { _ = member.Process.Kill(); _ = member.Wait() })
+	g, err := GroupOf(member.Process.Pid)
+	require.NoError(t, err)
+	require.NoError(t, fh.tell(g))
+
+	fh.letGo() // what the launcher's SIGKILL does to the holder's stdin
+	select {
+	case err := <-exited:
+		t.Fatalf("the holder ended (%v) while the worker group %d lives", err, member.Process.Pid)
+	case <-time.After(1500 * time.Millisecond):
+	}
+	require.NoError(t, member.Process.Kill())
+	_ = member.Wait()
+	select {
+	case err := <-exited:
+		require.NoError(t, err, "the holder exits 0 once the group is gone")
+	case <-time.After(10 * time.Second):
+		t.Fatal("the holder did not end after the worker group did")
+	}
+}
+
+// A group whose processes are all zombies (dead, not yet reaped: an init
+// that reaps late) holds nothing, as in xres's own state; neither does a
+// group id whose processes started before its leader (reused).
+func TestFlinkHolderIgnoresZombies(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		group func(t *testing.T, g Group) Group
+	}{
+		{"zombie", func(t *testing.T, g Group) Group {
+			require.NoError(t, syscall.Kill(g.PGID, syscall.SIGKILL))
+			require.Eventually(t, func() bool {
+				st, err := defaultProc.stat(g.PGID)
+				return err == nil && st.state == 'Z'
+			}, 10*time.Second, 5*time.Millisecond)
+			return g
+		}},
+		{"reused id", func(t *testing.T, g Group) Group { g.Start++; return g }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			member := exec.Command("sleep", "60")
+			member.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+			require.NoError(t, member.Start())
+			t.Cleanup(func() { _ = member.Process.Kill(); _ = member.Wait() }) // not reaped before: a zombie
+			g, err := GroupOf(member.Process.Pid)
+			require.NoError(t, err)
+			fh, exited := startTestHolder(t)
+			require.NoError(t, fh.tell(tc.group(t, g)))
+			fh.letGo()
+			select {
+			case err := <-exited:
+				require.NoError(t, err)
+			case <-time.After(10 * time.Second):
+				t.Fatal("the holder waited for a group with no live process")
+			}
+		})
+	}
+}
+
+// A holder told of no group ends as soon as its launcher is gone.
+func TestFlinkHolderWithoutGroupEndsWithLauncher(t *testing.T) {
+	fh, exited := startTestHolder(t)
+	fh.letGo()
+	select {
+	case err := <-exited:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the holder outlived its launcher without a group to wait for")
+	}
+}
+
+// startTestHolder starts a holder and reaps it in the background: exited
+// reports its end. It is killed when the test ends.
+func startTestHolder(t *testing.T) (*flinkHolder, <-chan error) {
+	t.Helper()
+	fh, err := startFlinkHolder()
+	require.NoError(t, err)
+	exited := make(chan error, 1)
+	go func() { exited <- fh.cmd.Wait() }()
+	t.Cleanup(func() { fh.letGo(); _ = fh.cmd.Process.Kill() })
+	return fh, exited
+}
+
+// pidGone says whether pid no longer exists (reaped).
+func pidGone(pid int) bool {
+	return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
 }

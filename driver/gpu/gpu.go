@@ -165,7 +165,8 @@ func New(opts driver.Options) (driver.Driver, error) {
 
 // deps are the seams tests replace.
 type deps struct {
-	nvml driver.Enumerator // nil: the real NVML
+	nvml    driver.Enumerator // nil: the real NVML
+	gpusDir string            // "": NVIDIAGPUsDir
 }
 
 func newDriver(opts driver.Options, d deps) (driver.Driver, error) {
@@ -212,7 +213,13 @@ func newDriver(opts driver.Options, d deps) (driver.Driver, error) {
 		}
 		args := strings.Fields(coord.ScriptArgsParam.Get(opts.Params))
 		opts.Log = log
+		smiTimeout, err := smiTimeoutParam.Timeout(opts)
+		if err != nil {
+			return nil, err
+		}
 		return &scriptDriver{resource: opts.Resource, path: co.Script, args: args, protocol: protocol, timeout: timeout, log: log,
+			nvidia: driver.VendorOf(factory{}, opts.Params) == driver.VendorNVIDIA, gpusDir: d.gpusDir,
+			smi: nvidiaSMIParam.Get(opts.Params), getenv: getenv, smiTimeout: smiTimeout,
 			spark: &sparkSelect{opts: opts, settings: settings}}, nil
 	}
 

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xres/xres/driver"
+	"github.com/xres/xres/driver/coord"
 	"github.com/xres/xres/driver/drivertest"
 	"github.com/xres/xres/resources"
 )
@@ -82,11 +83,19 @@ echo "0, 1"`,
 			body: `echo "Could not get enough GPU resources."; echo "nvidia-smi: not found" >&2; exit 7`, amount: 1,
 			errIs: ErrScriptFailed, errHas: []string{"exit code 7", "Could not get enough GPU resources.", "nvidia-smi: not found"}},
 		{name: "too few indices",
-			body: "echo 0", amount: 2, errIs: driver.ErrNotEnoughDevices, errHas: []string{"2 requested, it printed 1"}},
+			body: "echo 0", amount: 2, errIs: driver.ErrNotEnoughDevices, errHas: []string{"2 requested, it printed 1", "exit code 0", `stdout: "0"`}},
+		{name: "duplicates: the error quotes what the script printed",
+			body: "echo 0,0", amount: 2, errIs: driver.ErrNotEnoughDevices, errHas: []string{"2 requested, it printed 1 distinct", "exit code 0", `stdout: "0,0"`}},
+		{name: "duplicates collapse, as in Flink",
+			body: "echo 1,0,1", amount: 2, want: []string{"1", "0"}},
+		{name: "negative index",
+			body: "echo -1,1", amount: 2, errIs: ErrScriptOutput, errHas: []string{"index -1 is negative", "exit code 0", `stdout: "-1,1"`}},
+		{name: "negative index in Spark's JSON",
+			body: `echo '{"name":"gpu","addresses":["-1"]}'`, amount: 1, errIs: ErrScriptOutput, errHas: []string{`"-1"`, "exit code 0"}},
 		{name: "empty output",
 			body: "exit 0", amount: 1, errIs: driver.ErrNotEnoughDevices},
 		{name: "garbage",
-			body: `printf '\001\002 zz\n'`, amount: 1, errIs: ErrScriptOutput},
+			body: `printf '\001\002 zz\n'`, amount: 1, errIs: ErrScriptOutput, errHas: []string{"exit code 0", "stdout: "}},
 		{name: "killed by a signal",
 			body: "kill -9 $$", amount: 1, errIs: ErrScriptFailed, errHas: []string{"killed by a signal"}},
 	}
@@ -190,6 +199,104 @@ func TestScriptTimeoutKillsProcessGroup(t *testing.T) {
 	_ = syscall.Kill(child, syscall.SIGKILL)
 }
 
+// Issue 29, item 4: on a host whose NVIDIA driver lists 4 GPUs, a script
+// printing an index the host cannot have is an error naming the script,
+// its exit code and its output. Only an index beyond the driver's folder
+// asks nvidia-smi, whose count, where it answers, decides (a fake host's,
+// in tests and demos); where the count is unknown, or the indices are not
+// NVIDIA's, they are passed on.
+func TestScriptIndicesBeyondHost(t *testing.T) {
+	dir := t.TempDir()
+	gpus := filepath.Join(dir, "gpus")
+	for i := 0; i < 4; i++ {
+		require.NoError(t, os.MkdirAll(filepath.Join(gpus, fmt.Sprintf("0000:%02x:00.0", 0x10+i)), 0o755))
+	}
+	fakebin, err := filepath.Abs(filepath.Join("testdata", "fakebin"))
+	require.NoError(t, err)
+	noSMI := t.TempDir()
+	tests := []struct {
+		name    string
+		body    string
+		params  map[string]string
+		gpusDir string
+		smiGPUs string // the fake nvidia-smi's GPUs; "": none on PATH
+		want    []string
+		errHas  []string
+	}{
+		{name: "within the host", body: "echo 2,3", gpusDir: gpus, want: []string{"2", "3"}},
+		{name: "beyond the host", body: "echo 7,9", gpusDir: gpus, smiGPUs: "4",
+			errHas: []string{"index 7 is beyond this host's GPUs: it has 4 (indices 0 to 3, per nvidia-smi)", "exit code 0", `stdout: "7,9"`}},
+		{name: "beyond the host, no nvidia-smi", body: "echo 7,9", gpusDir: gpus,
+			errHas: []string{"index 7 is beyond this host's GPUs: it has 4 (indices 0 to 3, per " + gpus + ")"}},
+		{name: "one past the last", body: "echo 3,4", gpusDir: gpus, smiGPUs: "4", errHas: []string{"index 4 is beyond"}},
+		{name: "Spark's JSON too", body: `echo '{"name":"gpu","addresses":["0","4"]}'`, gpusDir: gpus, errHas: []string{"index 4 is beyond"}},
+		{name: "a fake host's nvidia-smi decides", body: "echo 7,5", gpusDir: gpus, smiGPUs: "8", want: []string{"7", "5"}},
+		{name: "uuids are not counted", body: "echo GPU-a,GPU-b", gpusDir: gpus, want: []string{"GPU-a", "GPU-b"}},
+		{name: "count unknown", body: "echo 7,9", gpusDir: filepath.Join(dir, "absent"), want: []string{"7", "9"}},
+		{name: "not NVIDIA's indices", body: "echo 7,9", gpusDir: gpus,
+			params: map[string]string{driver.ParamVisibleDevicesVendor: "amd"}, want: []string{"7", "9"}},
+	}
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			path := writeScript(t, dir, "s"+strconv.Itoa(i)+".sh", tc.body+"\n")
+			params := map[string]string{ParamScriptPath: path, ParamCoordFile: filepath.Join(dir, "state"+strconv.Itoa(i))}
+			for k, v := range tc.params {
+				params[k] = v
+			}
+			pathDir := noSMI
+			if tc.smiGPUs != "" {
+				pathDir = fakebin
+				t.Setenv("XRES_FAKE_GPUS", tc.smiGPUs)
+			}
+			getenv := func(k string) string {
+				if k == "PATH" {
+					return pathDir
+				}
+				return os.Getenv(k)
+			}
+			d, err := newDriver(driver.Options{Resource: "gpu", Params: params, Getenv: getenv}, deps{gpusDir: tc.gpusDir})
+			require.NoError(t, err)
+			infos, err := d.Discover(ctxT(t), 2)
+			if tc.errHas != nil {
+				require.ErrorIs(t, err, ErrScriptOutput)
+				require.Contains(t, err.Error(), path, "the error names the script")
+				for _, s := range tc.errHas {
+					require.Contains(t, err.Error(), s)
+				}
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tc.want, indices(infos))
+		})
+	}
+}
+
+// Issue 29, item 4: a background child of the script that keeps its
+// stdout open does not hold discovery up: it returns once the script
+// exited, with its whole output, and leaves the child running. The
+// script's time limit counts the script only: waiting for the child's
+// pipe would run past it and report a timeout.
+func TestScriptBackgroundChildDoesNotDelay(t *testing.T) {
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "child.pid")
+	path := writeScript(t, dir, "bg.sh", fmt.Sprintf("(sleep 5) &\necho $! > %s\necho 0,1\n", pidFile))
+	d, err := New(driver.Options{Resource: "gpu", Params: map[string]string{ParamScriptPath: path, ParamScriptTimeout: "1 s"}})
+	require.NoError(t, err)
+	start := time.Now()
+	infos, err := d.Discover(ctxT(t), 2)
+	took := time.Since(start)
+	require.NoError(t, err)
+	require.Equal(t, []string{"0", "1"}, indices(infos), "the output is complete")
+	require.Less(t, took, 4*time.Second, "discovery waited for the script's background child")
+
+	b, err := os.ReadFile(pidFile)
+	require.NoError(t, err)
+	child, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = syscall.Kill(child, syscall.SIGKILL) })
+	require.NoError(t, syscall.Kill(child, 0), "the child still runs: discovery returned while it held the pipe")
+}
+
 // A script that writes far more than a pipe buffer to both streams must
 // not deadlock.
 func TestScriptLargeOutput(t *testing.T) {
@@ -281,7 +388,7 @@ func TestBuiltinWithFakeNvidiaSMI(t *testing.T) {
 	require.Equal(t, []string{"2"}, indices(infos))
 	fl, err := os.ReadFile(flinkFile)
 	require.NoError(t, err)
-	require.Equal(t, fmt.Sprintf("2 %d\n", os.Getpid()), string(fl))
+	require.Equal(t, fmt.Sprintf("2 %d\n", coord.FlinkHolder()), string(fl), "the line names the holder that lives as long as the reservation")
 
 	probe := build(map[string]string{ParamCoordFile: state}, true)
 	_, err = probe.Discover(ctxT(t), 1)

@@ -38,7 +38,8 @@ var (
 	})
 	nvidiaSMIParam = driver.Declare(driver.Param{
 		Name: ParamNvidiaSMI, Type: conf.TypeString, Default: "nvidia-smi",
-		Doc: "GPU driver: the nvidia-smi program, a name looked up on PATH or a path.",
+		Doc: "GPU driver: the nvidia-smi program, a name looked up on PATH or a path. With a discovery script, " +
+			"it confirms the host's GPU count when the script prints an index beyond the NVIDIA driver's count.",
 	})
 	smiTimeoutParam = driver.Declare(driver.Param{
 		Name: ParamSMITimeout, Type: conf.TypeDuration,

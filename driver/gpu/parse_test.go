@@ -30,6 +30,9 @@ func TestParseScriptOutput(t *testing.T) {
 		{"not utf-8", "\xff\xfe", nil, "not UTF-8"},
 		{"shell noise", "0,1; rm -rf /", nil, "contains"},
 		{"too long", strings.Repeat("a", 200), nil, "longer than"},
+		{"negative", "-1,1", nil, "index -1 is negative"},
+		{"negative zero", "0,-0", nil, "index -0 is negative"},
+		{"a dash inside is no sign", "1-2,GPU-a", []string{"1-2", "GPU-a"}, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -21,16 +21,19 @@ type result struct {
 const (
 	maxStdout     = 64 << 10
 	maxStderrTail = 4 << 10
-	// waitDelay bounds how long we wait for the output pipes after the
-	// child exits (a grandchild may have inherited them).
+	// waitDelay bounds how long a process killed on timeout may take to
+	// exit before it is killed again.
 	waitDelay = 2 * time.Second
 )
 
 // run starts path with args in its own process group, reads stdout and
 // stderr concurrently (no pipe deadlock however much it writes) and, when
-// timeout expires or ctx ends, kills the whole group. A non-nil error means
-// the process could not be started or waited for; a non-zero exit is
-// reported in the result.
+// timeout expires or ctx ends, kills the whole group. It returns as soon
+// as the process has exited, with all it printed: a background child that
+// outlives it holding the output pipes (a script's `sleep 5 &`) neither
+// delays it nor is killed (capture.Run). A non-nil error means the
+// process could not be started or waited for; a non-zero exit is reported
+// in the result.
 func run(ctx context.Context, path string, args []string, env []string, timeout time.Duration) (result, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -45,9 +48,7 @@ func run(ctx context.Context, path string, args []string, env []string, timeout 
 	cmd.WaitDelay = waitDelay
 	stdout := &capture.Head{Max: maxStdout}
 	stderr := &capture.Tail{Max: maxStderrTail}
-	cmd.Stdout = stdout
-	cmd.Stderr = stderr
-	err := cmd.Run()
+	err := capture.Run(cmd, stdout, stderr)
 	res := result{stdout: stdout.Bytes(), stderr: stderr.Bytes()}
 	if ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		res.timedOut = true
@@ -60,13 +61,6 @@ func run(ctx context.Context, path string, args []string, env []string, timeout 
 		res.exitCode = exitErr.ExitCode()
 		if res.exitCode == 0 {
 			res.exitCode = -1
-		}
-		return res, nil
-	case errors.Is(err, exec.ErrWaitDelay):
-		// Exited, but a grandchild kept the pipes open; the output read so
-		// far is what we have.
-		if cmd.ProcessState != nil {
-			res.exitCode = cmd.ProcessState.ExitCode()
 		}
 		return res, nil
 	default:

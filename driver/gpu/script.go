@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -57,7 +59,16 @@ type scriptDriver struct {
 	args     []string
 	protocol string // ProtocolAuto, ProtocolFlink or ProtocolSpark
 	timeout  time.Duration
-	log      logrus.FieldLogger
+	// nvidia: the indices are NVIDIA GPUs' (visible-devices.vendor unset
+	// or nvidia), bounded by the host's GPU count (checkHostIndices):
+	// gpusDir ("": nvidiaGPUsDir) lists the GPUs, nvidia-smi (smi, looked
+	// up with getenv, within smiTimeout) confirms.
+	nvidia     bool
+	gpusDir    string
+	smi        string
+	getenv     func(string) string
+	smiTimeout time.Duration
+	log        logrus.FieldLogger
 	// spark selects among a Spark script's addresses; built on the first
 	// Spark output, so a Flink script never opens the coordination state.
 	spark *sparkSelect
@@ -98,22 +109,40 @@ func (s *scriptDriver) Discover(ctx context.Context, amount int64) ([]resources.
 		return nil, fmt.Errorf("run discovery script %s %s: %w: %s%s",
 			s.path, conf.RedactArgs(args), ErrScriptFailed, how, outputTail(res, args))
 	}
+	// An output that is no use names the script, its exit code (0) and
+	// what it printed, as a failure does.
+	badOutput := func(err error) error {
+		return redactOutput(fmt.Errorf("run discovery script %s %s (exit code 0): %w%s", s.path, conf.RedactArgs(args), err, outputTail(res, args)), args)
+	}
 	if s.protocol == ProtocolSpark || (s.protocol == ProtocolAuto && IsSparkOutput(res.stdout)) {
 		addrs, err := ParseSparkScriptOutput(s.resource, res.stdout)
+		if err == nil {
+			err = s.checkHostIndices(ctx, addrs)
+		}
 		if err != nil {
-			return nil, redactOutput(fmt.Errorf("run discovery script %s: %w", s.path, err), args)
+			return nil, badOutput(err)
 		}
 		s.log.WithFields(logrus.Fields{"resource": s.resource, "script": s.path, "addresses": strings.Join(addrs, ","), "took": time.Since(start)}).
 			Debug("discovery script printed Spark's JSON; xres picks among its addresses")
 		return s.spark.discover(ctx, addrs, amount)
 	}
-	indices, err := ParseScriptOutput(res.stdout)
+	indices, dups, err := parseScriptOutput(res.stdout)
+	if err == nil {
+		err = s.checkHostIndices(ctx, indices)
+	}
 	if err != nil {
-		return nil, redactOutput(fmt.Errorf("run discovery script %s: %w", s.path, err), args)
+		return nil, badOutput(err)
 	}
 	if int64(len(indices)) < amount {
-		return nil, fmt.Errorf("run discovery script %s: %w: %d requested, it printed %d (%q)",
-			s.path, driver.ErrNotEnoughDevices, amount, len(indices), strings.Join(indices, ","))
+		distinct := ""
+		if len(dups) > 0 {
+			distinct = " distinct"
+		}
+		return nil, badOutput(fmt.Errorf("%w: %d requested, it printed %d%s", driver.ErrNotEnoughDevices, amount, len(indices), distinct))
+	}
+	if len(dups) > 0 {
+		s.log.WithFields(logrus.Fields{"resource": s.resource, "script": s.path, "output": clip(firstLine(res.stdout), 200), "twice": strings.Join(dups, ",")}).
+			Warn("discovery script printed an index more than once; counting it once, as Flink does")
 	}
 	if int64(len(indices)) > amount {
 		s.log.WithFields(logrus.Fields{"resource": s.resource, "script": s.path, "amount": amount, "indices": strings.Join(indices, ",")}).
@@ -177,19 +206,22 @@ const maxIndexLen = 128
 // Flink's rules: only the first line counts; it is split on ","; each piece
 // is trimmed and empty pieces are dropped. Duplicates collapse (Flink keeps
 // a set), keeping the first occurrence's position. Beyond Flink, a piece
-// that is not index-like (letters, digits and . _ : / - only) makes the
+// that is not index-like (letters, digits and . _ : / - only), or a
+// negative number (CUDA_VISIBLE_DEVICES=-1 hides every GPU), makes the
 // whole output invalid (ErrScriptOutput): a message such as "Could not get
 // enough GPU resources." printed with exit code 0 is an error, not a device.
 func ParseScriptOutput(out []byte) ([]string, error) {
-	line := out
-	if i := bytes.IndexByte(out, '\n'); i >= 0 {
-		line = out[:i]
-	}
-	line = bytes.TrimSuffix(line, []byte("\r"))
+	indices, _, err := parseScriptOutput(out)
+	return indices, err
+}
+
+// parseScriptOutput is ParseScriptOutput that also returns the indices
+// printed more than once.
+func parseScriptOutput(out []byte) (indices, dups []string, err error) {
+	line := []byte(firstLine(out))
 	if !utf8.Valid(line) {
-		return nil, fmt.Errorf("%w: first line is not UTF-8 text", ErrScriptOutput)
+		return nil, nil, fmt.Errorf("%w: first line is not UTF-8 text", ErrScriptOutput)
 	}
-	var indices []string
 	seen := map[string]bool{}
 	for _, piece := range strings.Split(string(line), ",") {
 		p := strings.TrimSpace(piece)
@@ -197,19 +229,152 @@ func ParseScriptOutput(out []byte) ([]string, error) {
 			continue
 		}
 		if err := checkIndex(p); err != nil {
-			return nil, fmt.Errorf("%w: first line %q: %v", ErrScriptOutput, clip(string(line), 200), err)
+			return nil, nil, fmt.Errorf("%w: %v", ErrScriptOutput, err) // the caller quotes the output
 		}
 		if !seen[p] {
 			seen[p] = true
 			indices = append(indices, p)
+		} else if !slices.Contains(dups, p) {
+			dups = append(dups, p)
 		}
 	}
-	return indices, nil
+	return indices, dups, nil
+}
+
+// firstLine is out up to its first newline (a trailing CR dropped), the
+// line Flink's protocol reads.
+func firstLine(out []byte) string {
+	line := out
+	if i := bytes.IndexByte(out, '\n'); i >= 0 {
+		line = out[:i]
+	}
+	return string(bytes.TrimSuffix(line, []byte("\r")))
+}
+
+// NVIDIAGPUsDir has one folder per GPU the NVIDIA kernel driver knows
+// (named by PCI address); in a container, the NVIDIA container runtime
+// shows only the container's GPUs there, as nvidia-smi shows only them.
+const NVIDIAGPUsDir = "/proc/driver/nvidia/gpus"
+
+// nvidiaGPUsDir is where scripts' indices are counted (tests point it
+// elsewhere).
+var nvidiaGPUsDir = NVIDIAGPUsDir
+
+// nvidiaGPUCount is how many GPUs dir lists; ok is false where it cannot be
+// read or lists none (no NVIDIA driver loaded, a fake host): then the
+// host's GPU count is unknown.
+func nvidiaGPUCount(dir string) (int, bool) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return 0, false
+	}
+	n := 0
+	for _, e := range ents {
+		if e.IsDir() || e.Type()&os.ModeSymlink != 0 {
+			n++
+		}
+	}
+	return n, n > 0
+}
+
+// checkHostIndices refuses, for NVIDIA GPUs, a numeric index the host
+// cannot have: one at or beyond its GPU count, where that is known
+// (nvidia-smi numbers the GPUs from 0, in a container those it sees).
+// Other indices (uuids, "0:1" MIG instances) are left to the runtime.
+// The count is read from the kernel driver's folder, a directory read;
+// only an index beyond it asks nvidia-smi, whose word, where it answers,
+// is final: it is what Flink's script numbers by (and a fake host's
+// nvidia-smi, first on PATH, stands for the host in tests and demos).
+func (s *scriptDriver) checkHostIndices(ctx context.Context, indices []string) error {
+	if !s.nvidia {
+		return nil
+	}
+	dir := s.gpusDir
+	if dir == "" {
+		dir = nvidiaGPUsDir
+	}
+	n, ok := nvidiaGPUCount(dir)
+	if !ok || firstBeyond(indices, n) == "" {
+		return nil
+	}
+	src := dir
+	if c, err := s.smiCount(ctx); err == nil {
+		n, src = c, "nvidia-smi"
+	} else {
+		s.log.WithError(err).WithField("resource", s.resource).Debug("nvidia-smi does not confirm the GPU count; going by " + dir)
+	}
+	ix := firstBeyond(indices, n)
+	if ix == "" {
+		return nil
+	}
+	if n == 0 {
+		return fmt.Errorf("%w: index %s, but this host has no GPUs (per %s)", ErrScriptOutput, ix, src)
+	}
+	return fmt.Errorf("%w: index %s is beyond this host's GPUs: it has %d (indices 0 to %d, per %s)", ErrScriptOutput, ix, n, n-1, src)
+}
+
+// firstBeyond is the first of indices that is a number n or more, "" when
+// none is.
+func firstBeyond(indices []string, n int) string {
+	for _, ix := range indices {
+		if !isDigits(ix) {
+			continue
+		}
+		if v, err := strconv.Atoi(ix); err != nil || v >= n {
+			return ix
+		}
+	}
+	return ""
+}
+
+// smiCount is how many GPUs nvidia-smi lists.
+func (s *scriptDriver) smiCount(ctx context.Context) (int, error) {
+	getenv := s.getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	path, err := lookPath(s.smi, getenv)
+	if err != nil {
+		return 0, err
+	}
+	timeout := s.smiTimeout
+	if timeout <= 0 {
+		timeout = driver.DefaultTimeout
+	}
+	res, err := run(ctx, path, []string{"--query-gpu=index", "--format=csv,noheader"}, nil, timeout)
+	if err != nil {
+		return 0, err
+	}
+	if res.timedOut || res.exitCode != 0 {
+		return 0, fmt.Errorf("%s exited %d%s", path, res.exitCode, outputTail(res, nil))
+	}
+	n := 0
+	for _, line := range strings.Split(string(res.stdout), "\n") {
+		if strings.TrimSpace(line) != "" {
+			n++
+		}
+	}
+	return n, nil
+}
+
+func isDigits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 func checkIndex(p string) error {
 	if len(p) > maxIndexLen {
 		return fmt.Errorf("index longer than %d bytes", maxIndexLen)
+	}
+	if n, ok := strings.CutPrefix(p, "-"); ok && isDigits(n) {
+		return fmt.Errorf("index %s is negative", p)
 	}
 	for _, r := range p {
 		switch {

@@ -44,7 +44,7 @@ func median(ds []time.Duration) time.Duration {
 	return m
 }
 
-func flinkPeer(b *testing.B) string {
+func flinkPeer(b testing.TB) string {
 	b.Helper()
 	for _, tool := range []string{"bash", "flock", "ps", "awk", "sed"} {
 		if _, err := exec.LookPath(tool); err != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -13,6 +14,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/xres/xres/driver/coord"
 )
 
 // exclusiveScript is the hostile tests' worker: it claims a marker folder
@@ -229,7 +232,10 @@ external-resource.gpu.param.discovery-script.args: `+args+`
 
 	fl, err := os.ReadFile(flinkFile)
 	require.NoError(t, err)
-	require.Contains(t, string(fl), fmt.Sprintf("%s %d\n", ia, a.cmd.Process.Pid), "the built-in grant is in Flink's file, in Flink's format")
+	holder := flinkLinePID(t, flinkFile, ia)
+	require.Contains(t, string(fl), fmt.Sprintf("%s %d\n", ia, holder), "the built-in grant is in Flink's file, in Flink's format")
+	require.NotEqual(t, a.cmd.Process.Pid, holder, "the line names the launcher's holder, not the launcher")
+	require.False(t, processGone(holder))
 	require.Contains(t, string(fl), fmt.Sprintf("%s %d\n", ib, b.cmd.Process.Pid))
 	st, err := os.ReadFile(h.state)
 	require.NoError(t, err)
@@ -261,7 +267,8 @@ external-resource.gpu.param.discovery-script.args: `+args+`
 	require.NoError(t, b.cmd.Wait(), b.stderr.String())
 	fl, err = os.ReadFile(flinkFile)
 	require.NoError(t, err)
-	require.NotContains(t, string(fl), fmt.Sprintf(" %d\n", a.cmd.Process.Pid), "the built-in launcher's release removes its line")
+	require.NotContains(t, string(fl), fmt.Sprintf(" %d\n", holder), "the built-in launcher's release removes its line")
+	require.True(t, processGone(holder), "the holder %d ends with its launcher", holder)
 	// Flink's script never releases; its dead owner's GPU is reclaimed.
 	stderr.Reset()
 	e := h.command(bin, "--conf", builtinConf, "--", "sh", "-c", `echo "$CUDA_VISIBLE_DEVICES"`)
@@ -271,6 +278,109 @@ external-resource.gpu.param.discovery-script.args: `+args+`
 	fl, err = os.ReadFile(flinkFile)
 	require.NoError(t, err)
 	require.NotContains(t, string(fl), strings.TrimSpace(eout.String())+" ", "the reclaimed GPU's stale Flink line is gone")
+}
+
+// Issue 29, item 1: a built-in launcher's line in Flink's coordination
+// file names a process that lives as long as the reservation. With the
+// launcher SIGKILLed (its worker dies of its parent-death signal) and the
+// worker's forked helper still running, Flink's script, run directly
+// (testdata/flink-style-discovery.sh follows Flink's algorithm: drop the
+// lines whose pid is dead, take a free index, append its own pid), finds
+// the GPU held; once the helper is gone, it gets it.
+func TestFlinkLineOutlivesLauncher(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	script := flinkPeer(t)
+	bin := launcherBinary(t)
+	h := newFakeGPUHost(t, 1, 1)
+	flinkFile := filepath.Join(h.dir, "flink-gpu-coordination")
+	args := "--enable-coordination-mode --coordination-file " + flinkFile
+	require.NoError(t, appendFile(h.conf, "external-resource.gpu.param.discovery-script.args: "+args+"\n"))
+	bgFile := filepath.Join(h.dir, "bg")
+	helper := `sleep 30 & echo $! > "$1.tmp" && mv "$1.tmp" "$1"; wait`
+
+	a := h.command(bin, "--conf", h.conf, "--", "sh", "-c", helper, "worker", bgFile)
+	logFile := filepath.Join(h.dir, "launcher.log") // a file: a pipe would stay open in the helper
+	lf, err := os.Create(logFile)
+	require.NoError(t, err)
+	defer lf.Close()
+	a.Stderr = lf
+	require.NoError(t, a.Start())
+	waitForFile(t, bgFile, 30*time.Second)
+	b, err := os.ReadFile(bgFile)
+	require.NoError(t, err)
+	bg, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = syscall.Kill(bg, syscall.SIGKILL) })
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		st, _ := os.ReadFile(h.state)
+		if bytes.Contains(st, []byte(`"group":{"pgid":`)) {
+			break
+		}
+		if time.Now().After(deadline) {
+			log, _ := os.ReadFile(logFile)
+			t.Fatalf("the worker's group was not recorded: %s\n%s", st, log)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	holder := flinkLinePID(t, flinkFile, "0")
+	require.NotEqual(t, a.Process.Pid, holder, "the line must not name the launcher")
+
+	require.NoError(t, a.Process.Signal(syscall.SIGKILL))
+	_ = a.Wait()
+	require.False(t, processGone(bg), "the helper should outlive its launcher for this test")
+	require.False(t, processGone(holder), "the line's pid died with the launcher")
+
+	flink := func() (string, error) {
+		cmd := exec.Command("bash", script, "1", "--enable-coordination-mode", "--coordination-file", flinkFile)
+		cmd.Env = h.env
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	out, err := flink()
+	require.Error(t, err, "Flink's script granted GPU 0 again while the worker's helper runs: %s", out)
+	require.Contains(t, out, "Could not get enough GPU resources.")
+	require.Equal(t, holder, flinkLinePID(t, flinkFile, "0"), "the line stays")
+
+	// Once the helper is gone (a zombie counts as gone), the holder ends
+	// within a second, and the GPU is Flink's script's again as soon as
+	// the holder's new parent (init) has reaped it: Flink's ps -p shows a
+	// zombie.
+	require.NoError(t, syscall.Kill(bg, syscall.SIGKILL))
+	require.Eventually(t, func() bool { return processGone(holder) }, 30*time.Second, 20*time.Millisecond,
+		"the holder %d outlived the worker's group", holder)
+	deadline = time.Now().Add(30 * time.Second)
+	for {
+		if out, err = flink(); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			if _, serr := os.Stat(fmt.Sprintf("/proc/%d", holder)); serr == nil {
+				t.Logf("init has not reaped the ended holder %d in 30 s; Flink's ps counts its zombie: not checking the grant after it", holder)
+				return
+			}
+			t.Fatalf("Flink's script still finds GPU 0 held, by %d, after the worker's helper and the holder ended: %s",
+				flinkLinePID(t, flinkFile, "0"), out)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	require.Equal(t, "0", strings.TrimSpace(out))
+}
+
+// flinkLinePID is the pid on index's line in Flink's coordination file.
+func flinkLinePID(tb testing.TB, file, index string) int {
+	tb.Helper()
+	lines, err := coord.ReadFlinkFile(file)
+	require.NoError(tb, err)
+	for _, l := range lines {
+		if l.Index == index {
+			return l.PID
+		}
+	}
+	tb.Fatalf("no line for index %s in %s: %v", index, file, lines)
+	return 0
 }
 
 func appendFile(path, text string) error {
