@@ -48,13 +48,17 @@ const (
 // for another live worker claiming the same GPU and appends what it finds to dir/violations.
 // Live means running, not a zombie: a worker whose launcher was killed -9 dies with it (the
 // launcher's parent-death signal) and may stay a zombie until init reaps it; it holds nothing.
+// A claim names its worker by pid and start time (field 22 of /proc/PID/stat): on a busy host
+// pids wrap within minutes (pid_max 32768), and a dead worker's pid taken by another process
+// is not a worker holding its GPU (a CI soak saw that false violation once).
 func soakWorker(dir, release string) []string {
 	return []string{"sh", "-c", `mkdir -p ` + dir + `/claims; echo start >> ` + dir + `/started.$CONTAINER_ID; ` +
-		`me=` + dir + `/claims/$CONTAINER_ID; echo "$CUDA_VISIBLE_DEVICES $$ $PPID" > $me; ` +
+		`me=` + dir + `/claims/$CONTAINER_ID; set -- $(sed 's/.*) //' /proc/$$/stat); ` +
+		`echo "$CUDA_VISIBLE_DEVICES $$ $PPID ${20}" > $me; ` +
 		`while [ ! -e ` + release + ` ]; do ` +
-		`for f in ` + dir + `/claims/*; do [ "$f" = "$me" ] && continue; read g p pp < "$f" || continue; ` +
-		`st=$(sed 's/.*) //' /proc/$p/stat 2>/dev/null | cut -c1); ` +
-		`if [ "$g" = "$CUDA_VISIBLE_DEVICES" ] && [ -n "$st" ] && [ "$st" != Z ]; then ` +
+		`for f in ` + dir + `/claims/*; do [ "$f" = "$me" ] && continue; read g p pp s0 < "$f" || continue; ` +
+		`set -- $(sed 's/.*) //' /proc/$p/stat 2>/dev/null) Z; ` +
+		`if [ "$g" = "$CUDA_VISIBLE_DEVICES" ] && [ "$1" != Z ] && [ "${20}" = "$s0" ]; then ` +
 		`echo "$(date +%s) $CONTAINER_ID holds GPU $g, also held by ${f##*/} (pid $p)" >> ` + dir + `/violations; fi; done; ` +
 		`sleep 1; done`}
 }
@@ -64,16 +68,38 @@ type claim struct {
 	container   string
 	gpu         string
 	pid, parent int
+	start       string // the worker's start time, in clock ticks since boot
+}
+
+// live tells whether the claim's worker is running: its pid is a live process (see live)
+// that started when the worker did.
+func (c claim) live() bool {
+	start, ok := procStart(c.pid)
+	return ok && start == c.start
 }
 
 // live tells whether pid is a live process, not a zombie (see soakWorker).
 func live(pid int) bool {
+	_, ok := procStart(pid)
+	return ok
+}
+
+// procStart is pid's start time (field 22 of /proc/PID/stat), and false when pid is no live
+// process (gone, a zombie or dying).
+func procStart(pid int) (string, bool) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return false
+		return "", false
 	}
 	i := strings.LastIndexByte(string(b), ')')
-	return i > 0 && i+2 < len(b) && b[i+2] != 'Z' && b[i+2] != 'X'
+	if i < 0 {
+		return "", false
+	}
+	fs := strings.Fields(string(b[i+1:])) // from field 3, the state
+	if len(fs) < 20 || fs[0] == "Z" || fs[0] == "X" {
+		return "", false
+	}
+	return fs[19], true
 }
 
 func readClaims(dir string) []claim {
@@ -85,12 +111,12 @@ func readClaims(dir string) []claim {
 			continue
 		}
 		fs := strings.Fields(string(b))
-		if len(fs) != 3 {
+		if len(fs) != 4 {
 			continue
 		}
 		pid, _ := strconv.Atoi(fs[1])
 		parent, _ := strconv.Atoi(fs[2])
-		out = append(out, claim{container: filepath.Base(f), gpu: fs[0], pid: pid, parent: parent})
+		out = append(out, claim{container: filepath.Base(f), gpu: fs[0], pid: pid, parent: parent, start: fs[3]})
 	}
 	return out
 }
@@ -137,7 +163,7 @@ var soakFaults = []soakFault{
 	{"launcher or worker kill -9", func(t *testing.T, s *soak) string {
 		var alive []claim
 		for _, cl := range readClaims(s.dir) {
-			if live(cl.pid) {
+			if cl.live() {
 				alive = append(alive, cl)
 			}
 		}
@@ -235,7 +261,7 @@ func (s *soak) running() (int, string, error) {
 	}
 	n, byGPU, dup := 0, map[string]string{}, ""
 	for _, cl := range readClaims(s.dir) {
-		if !live(cl.pid) {
+		if !cl.live() {
 			continue
 		}
 		if other, ok := byGPU[cl.gpu]; ok {
