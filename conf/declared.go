@@ -64,6 +64,20 @@ var (
 		Description: "Time limit of one discovery step (discovery script, nvidia-smi, rocm-smi, device plugin), " +
 			"Flink syntax (10 s, 500 ms, 1 min), for every resource whose param sets none.",
 	})
+	RescaleSignal = Register(Option{
+		Key:  "xres.rescale.signal",
+		Type: TypeString,
+		Description: "Signal the launcher sends to the worker's process group when the application's worker " +
+			"counts change (`$XRES_WORKERS_FILE` rewritten first): HUP, USR1, USR2, WINCH (with or without SIG), " +
+			"or its number. Unset: none, the file alone (a worker that does not trap the signal would die of it).",
+	})
+	RescaleInterval = Register(Option{
+		Key:     "xres.rescale.interval",
+		Type:    TypeDuration,
+		Default: "1 s",
+		Description: "How often the launcher reads the AM's worker counts (`$XRES_WORKERS_URL`) to keep " +
+			"`$XRES_WORKERS_FILE` current while the worker runs.",
+	})
 )
 
 // Options the ApplicationMaster reads (Flink's resource-manager side).

@@ -77,6 +77,10 @@ func (l *Launcher) Check(ctx context.Context, cfg *conf.Config, only string) ([]
 		add(Finding{Problem: resources.Problem{Severity: resources.SeverityError, Message: err.Error(),
 			Fix: "set " + conf.DiscoveryTimeout.Key + " to a duration such as 10 s"}})
 	}
+	if _, err := rescaleSettings(cfg); err != nil {
+		add(Finding{Problem: resources.Problem{Severity: resources.SeverityError, Message: err.Error(),
+			Fix: "set " + conf.RescaleSignal.Key + " to HUP, USR1, USR2 or WINCH (or leave it unset), " + conf.RescaleInterval.Key + " to a positive duration"}})
+	}
 	specs, err := resources.Parse(cfg, resources.ParseOptions{Side: resources.SideWorker})
 	if err != nil {
 		var ce *resources.ConfigError

@@ -468,7 +468,7 @@ func runLaunch(ctx context.Context, args []string, env Env) int {
 	if err := becomeSubreaper(); err != nil {
 		log.WithError(err).Debug("cannot be the reaper of the worker's helpers")
 	}
-	l := &Launcher{Registry: env.Registry, Log: log, Getenv: env.Getenv, DriverTimeout: loaded.DiscoveryTimeout}
+	l := &Launcher{Registry: env.Registry, Log: log, Getenv: env.Getenv, DriverTimeout: loaded.DiscoveryTimeout, Rescale: loaded.Rescale}
 	res, err := l.Acquire(lctx, specs)
 	if err != nil {
 		if sig := gate.Pending(); sig != nil {
@@ -536,6 +536,16 @@ func (l *Launcher) run(ctx context.Context, res *Reservation, command []string, 
 			vars[k] = v
 		}
 	}
+	var watch *workersWatch
+	if url := env.Getenv(contract.EnvWorkersURL); url != "" {
+		watch = &workersWatch{get: env.Get, url: url, path: absPath(filepath.Join(dir, contract.WorkersFileName)), r: l.Rescale, log: log}
+		if _, err := watch.fetch(ctx); err != nil {
+			log.WithError(err).Warn("could not read the application's worker counts; " + contract.EnvWorkersFile + " appears once the application master answers")
+		}
+		vars[contract.EnvWorkersFile] = watch.path
+	}
+	wctx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
 	code, err := runWorker(ctx, worker{
 		Args:   command,
 		Env:    mergeEnv(env.Environ, vars),
@@ -547,8 +557,12 @@ func (l *Launcher) run(ctx context.Context, res *Reservation, command []string, 
 			if err := res.HoldGroup(ctx, g); err != nil {
 				log.WithError(err).Warn("could not record the worker's process group: its forked helpers would not keep its devices held should this launcher be killed")
 			}
+			if watch != nil {
+				go watch.watch(wctx, gate.notify)
+			}
 		},
 	}, gate, killGrace, log)
+	stopWatch()
 	if err != nil {
 		return 0, err
 	}

@@ -30,6 +30,9 @@ type Loaded struct {
 	// DiscoveryTimeout is xres.discovery.timeout: the drivers' time limit
 	// for one discovery step where a resource sets none (driver.Options.Timeout).
 	DiscoveryTimeout time.Duration
+	// Rescale is xres.rescale.*: how the worker learns that the
+	// application's worker counts changed.
+	Rescale Rescale
 }
 
 // Loader reads the enabled resource specs and the launcher's settings.
@@ -98,7 +101,11 @@ func LoadConfig(c Config) (Loaded, error) {
 	if err != nil {
 		return Loaded{}, err
 	}
-	return Loaded{Specs: specs, DiscoveryTimeout: timeout}, nil
+	rescale, err := rescaleSettings(cfg)
+	if err != nil {
+		return Loaded{}, classify(ErrConfig, err)
+	}
+	return Loaded{Specs: specs, DiscoveryTimeout: timeout, Rescale: rescale}, nil
 }
 
 // discoveryTimeout reads xres.discovery.timeout; an error is classified

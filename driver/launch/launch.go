@@ -53,6 +53,8 @@ type Launcher struct {
 	// nvidia-smi, plugin) where a resource's params set none:
 	// xres.discovery.timeout (driver.Options.Timeout; 0: the drivers' 10 s).
 	DriverTimeout time.Duration
+	// Rescale is xres.rescale.*: the worker counts file and signal (run).
+	Rescale Rescale
 	// ReleaseTimeout bounds the release of every resource (0: 30 seconds).
 	ReleaseTimeout time.Duration
 }
@@ -154,12 +156,15 @@ func CheckSpecs(specs []resources.Spec, r Registry) []error {
 
 // CheckConfig is what every launcher refuses in cfg (the view of its
 // worker group) and its enabled specs before it touches the host:
-// xres.discovery.timeout, then CheckSpecs. Each error is a configuration
-// error (ExitConfig), worded as the launcher words it.
+// xres.discovery.timeout, xres.rescale.*, then CheckSpecs. Each error is
+// a configuration error (ExitConfig), worded as the launcher words it.
 func CheckConfig(cfg *conf.Config, specs []resources.Spec, r Registry) []error {
 	var errs []error
 	if _, err := discoveryTimeout(cfg); err != nil {
 		errs = append(errs, err)
+	}
+	if _, err := rescaleSettings(cfg); err != nil {
+		errs = append(errs, classify(ErrConfig, err))
 	}
 	return append(errs, CheckSpecs(specs, r)...)
 }

@@ -102,6 +102,19 @@ func (g *signalGate) deliver(sig os.Signal) {
 	}
 }
 
+// notify sends sig to every running worker's process group without
+// counting it as a stop (the rescaling signal, not one to pass on).
+func (g *signalGate) notify(sig syscall.Signal) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for pgid := range g.pgids {
+		g.log.WithField("signal", sig.String()).WithField("pgid", pgid).Info("telling the worker its application's worker counts changed")
+		if err := syscall.Kill(-pgid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
+			g.log.WithError(err).WithField("signal", sig.String()).Warn("signal the worker")
+		}
+	}
+}
+
 // Pending is the signal that stopped the launch before the worker started.
 func (g *signalGate) Pending() os.Signal {
 	g.mu.Lock()

@@ -83,10 +83,11 @@ func statusPage(src StatusSource, r *http.Request, limit int) (Status, error) {
 
 // EnvWorkersURL names, in every worker's environment, the URL of
 // PathWorkers on the AM's tracking server; EnvWorkers the number of
-// workers wanted (of every group) when the worker was started.
+// workers wanted (of every group) when the worker was started (the
+// launcher's contract).
 const (
-	EnvWorkersURL = "XRES_WORKERS_URL"
-	EnvWorkers    = "XRES_WORKERS"
+	EnvWorkersURL = contract.EnvWorkersURL
+	EnvWorkers    = contract.EnvWorkers
 )
 
 // WorkerCount is how many workers the application has now: wanted

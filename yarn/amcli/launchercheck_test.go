@@ -153,8 +153,13 @@ func TestAmRefusesWhatEveryLauncherRefuses(t *testing.T) {
 			refused: `create driver plugin:a for resource acc: external-resource.acc.param.timeout: "0 s" must be positive: invalid driver param`},
 		{name: "xres.discovery.timeout not a duration", lines: fpga("external-resource.fpga.param.vendor: 0x10ee", "xres.discovery.timeout: later"),
 			refused: "config key xres.discovery.timeout ("},
+		{name: "xres.rescale.signal one that would stop the worker", lines: fpga("external-resource.fpga.param.vendor: 0x10ee", "xres.rescale.signal: TERM"),
+			refused: `xres.rescale.signal: "TERM" is not HUP, USR1, USR2, WINCH`},
+		{name: "xres.rescale.interval not positive", lines: fpga("external-resource.fpga.param.vendor: 0x10ee", "xres.rescale.interval: 0 s"),
+			refused: "xres.rescale.interval: 0s is not a positive duration"},
 
 		{name: "FPGA with its vendor", lines: fpga("external-resource.fpga.param.vendor: 0x10ee")},
+		{name: "a rescaling signal and interval", lines: fpga("external-resource.fpga.param.vendor: 0x10ee", "xres.rescale.signal: SIGUSR1", "xres.rescale.interval: 5 s")},
 		{name: "the worker groups with the prep FPGA's vendor", lines: append(groups, "xres.worker-group.prep.external-resource.fpga.param.vendor: 0x10ee"), group: "prep"},
 		{name: "a discovery script missing on this host is this host's", lines: gpu(
 			"external-resource.gpu.param.discovery-script.path: " + filepath.Join(dir, "nosuch.sh")), launch: resources.LauncherExitDiscovery},

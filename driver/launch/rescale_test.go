@@ -1,0 +1,116 @@
+package launch
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/xres/xres/conf"
+	"github.com/xres/xres/resources"
+	"github.com/xres/xres/resources/contract"
+)
+
+// fakeWorkersAM serves /api/workers: target 2 for its first asks, then 3
+// (a worker came back under reactive mode).
+type fakeWorkersAM struct {
+	mu   sync.Mutex
+	asks int
+}
+
+func (f *fakeWorkersAM) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	f.asks++
+	target := 2
+	if f.asks > 3 {
+		target = 3
+	}
+	f.mu.Unlock()
+	fmt.Fprintf(w, `{"target":%d,"minimum":1,"running":%d,"groups":[]}`, target, target)
+}
+
+// runRescaled launches worker (a sh script) with the fake AM's URL and
+// the rescale settings r, and returns its exit code, what it wrote to out
+// and the launcher's log.
+func runRescaled(t *testing.T, r Rescale, script string) (code int, out, log string) {
+	t.Helper()
+	srv := httptest.NewServer(&fakeWorkersAM{})
+	defer srv.Close()
+	outFile := filepath.Join(t.TempDir(), "seen")
+	dir := t.TempDir()
+	h := newFakeHost()
+	h.devices["gpu"] = 1
+	var stderr syncBuffer
+	envVars := map[string]string{contract.EnvWorkersURL: srv.URL + "/api/workers", "TMPDIR": t.TempDir()}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	code = Main(ctx, []string{"--", "sh", "-c", strings.ReplaceAll(script, "OUT", outFile)}, Env{
+		Getenv:   func(k string) string { return envVars[k] },
+		Environ:  []string{"PATH=" + os.Getenv("PATH")},
+		Dir:      dir,
+		Stderr:   &stderr,
+		Registry: registryWith(h),
+		Load: func(Config) (Loaded, error) {
+			return Loaded{Specs: []resources.Spec{gpuSpec(1)}, Rescale: r}, nil
+		},
+	})
+	b, _ := os.ReadFile(outFile)
+	return code, string(b), stderr.String()
+}
+
+// Issue 26 item 5: the worker finds the AM's counts in $XRES_WORKERS_FILE
+// at start, and when they change the launcher rewrites the file and then
+// sends xres.rescale.signal to the worker, which reads the new counts in
+// its trap.
+func TestRescaleSignalAfterTheFileChanged(t *testing.T) {
+	code, out, log := runRescaled(t, Rescale{Signal: syscall.SIGUSR1, Interval: 20 * time.Millisecond}, `
+trap 'echo "signal $(cat "$XRES_WORKERS_FILE")" >> OUT' USR1
+echo "start $(cat "$XRES_WORKERS_FILE")" >> OUT
+i=0; while [ $i -lt 200 ]; do grep -q '^signal .*"target":3' OUT && exit 0; sleep 0.05; i=$((i+1)); done; exit 7`)
+	require.Equal(t, 0, code, "worker output:\n%s\nlauncher:\n%s", out, log)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	require.Equal(t, `start {"target":2,"minimum":1,"running":2,"groups":[]}`, lines[0])
+	require.Contains(t, out, `signal {"target":3,"minimum":1,"running":3,"groups":[]}`)
+	require.Contains(t, log, "the application's worker counts changed")
+}
+
+// Without xres.rescale.signal the file alone changes: a worker that traps
+// nothing is not killed by a signal it never asked for.
+func TestRescaleFileWithoutSignal(t *testing.T) {
+	code, out, log := runRescaled(t, Rescale{Interval: 20 * time.Millisecond}, `
+i=0; while [ $i -lt 200 ]; do grep -q '"target":3' "$XRES_WORKERS_FILE" && { echo seen >> OUT; exit 0; }; sleep 0.05; i=$((i+1)); done; exit 7`)
+	require.Equal(t, 0, code, "launcher:\n%s", log)
+	require.Equal(t, "seen\n", out)
+}
+
+func TestRescaleSettings(t *testing.T) {
+	cfg := conf.New()
+	r, err := rescaleSettings(cfg)
+	require.NoError(t, err)
+	require.Equal(t, Rescale{Interval: time.Second}, r, "defaults: no signal, 1 s")
+	for name, want := range map[string]syscall.Signal{"HUP": syscall.SIGHUP, "sigusr1": syscall.SIGUSR1, " USR2 ": syscall.SIGUSR2, "28": syscall.SIGWINCH} {
+		cfg.Set(conf.RescaleSignal.Key, name)
+		r, err := rescaleSettings(cfg)
+		require.NoError(t, err, name)
+		require.Equal(t, want, r.Signal, name)
+	}
+	for _, bad := range []string{"TERM", "KILL", "9", "SIGFOO"} {
+		cfg.Set(conf.RescaleSignal.Key, bad)
+		_, err := rescaleSettings(cfg)
+		require.ErrorContains(t, err, "xres.rescale.signal: ", bad)
+		require.ErrorContains(t, err, fmt.Sprintf("%q is not HUP, USR1, USR2, WINCH", bad))
+	}
+	cfg = conf.New()
+	cfg.Set(conf.RescaleInterval.Key, "0 s")
+	_, err = rescaleSettings(cfg)
+	require.ErrorContains(t, err, "xres.rescale.interval")
+}
