@@ -322,9 +322,12 @@ func TestGroupsOwnDevicesAndCommands(t *testing.T) {
 
 // reactiveWorkerScript writes dir/worker.sh: it appends a line to
 // dir/started.<container> when it starts, writes XRES_WORKERS to
-// dir/workers-env.<container>, and every second copies the AM's answer at
-// XRES_WORKERS_URL to dir/count.<container>.json, until dir/release exists
-// (or dir is gone).
+// dir/workers-env.<container>, and copies the launcher's $XRES_WORKERS_FILE
+// (the AM's answer at XRES_WORKERS_URL) to dir/count.<container>.json at
+// start and on each SIGUSR1 (xres.rescale.signal: USR1, sent by the
+// launcher when the counts change), until dir/release exists (or dir is
+// gone): the counts the tests wait for reach it only through the
+// rescaling file and signal.
 func reactiveWorkerScript(t *testing.T, dir string) string {
 	t.Helper()
 	p := filepath.Join(dir, "worker.sh")
@@ -332,8 +335,10 @@ func reactiveWorkerScript(t *testing.T, dir string) string {
 id=$CONTAINER_ID
 echo start >> "$d/started.$id"
 echo "$XRES_WORKERS" > "$d/workers-env.$id"
+copy() { cp "$XRES_WORKERS_FILE" "$d/count.$id.tmp" && mv "$d/count.$id.tmp" "$d/count.$id.json"; }
+trap copy USR1
+copy
 while [ ! -e "$d/release" ] && [ -d "$d" ]; do
-  curl -sf --noproxy '*' "$XRES_WORKERS_URL" > "$d/count.$id.tmp" && mv "$d/count.$id.tmp" "$d/count.$id.json"
   sleep 1
 done
 `
@@ -368,7 +373,7 @@ func TestReactiveScalesWithTheCluster(t *testing.T) {
 	}
 	dir := t.TempDir()
 	script := reactiveWorkerScript(t, dir)
-	cfg := writeAMConf(t, dir, 8, "scheduler-mode: reactive", "xres.reactive.min-workers: 2", "slot.request.timeout: 10 s")
+	cfg := writeAMConf(t, dir, 8, "scheduler-mode: reactive", "xres.reactive.min-workers: 2", "slot.request.timeout: 10 s", "xres.rescale.signal: USR1")
 	release := filepath.Join(dir, "release")
 	const wanted, minimum = 4, 2
 
@@ -560,7 +565,7 @@ func TestReactiveGrowsWhenAnotherAppEnds(t *testing.T) {
 
 	dir := t.TempDir()
 	script := reactiveWorkerScript(t, dir)
-	cfg := writeAMConf(t, dir, 4, "scheduler-mode: reactive", "xres.reactive.min-workers: 2", "slot.request.timeout: 10 s")
+	cfg := writeAMConf(t, dir, 4, "scheduler-mode: reactive", "xres.reactive.min-workers: 2", "slot.request.timeout: 10 s", "xres.rescale.signal: USR1")
 	release := filepath.Join(dir, "release")
 	ctx, cancel := context.WithTimeout(context.Background(), faultTimeout)
 	defer cancel()
@@ -656,7 +661,7 @@ func TestReactiveFailsBelowMinimum(t *testing.T) {
 		"XRES_MINICLUSTER_LABEL_NODES": ""})
 	dir := t.TempDir()
 	script := reactiveWorkerScript(t, dir)
-	cfg := writeAMConf(t, dir, 6, "scheduler-mode: reactive", "xres.reactive.min-workers: 2", "slot.request.timeout: 10 s")
+	cfg := writeAMConf(t, dir, 6, "scheduler-mode: reactive", "xres.reactive.min-workers: 2", "slot.request.timeout: 10 s", "xres.rescale.signal: USR1")
 	release := filepath.Join(dir, "release")
 	ctx, cancel := context.WithTimeout(context.Background(), faultTimeout)
 	defer cancel()
