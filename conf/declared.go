@@ -76,7 +76,8 @@ var (
 		Type:    TypeDuration,
 		Default: "1 s",
 		Description: "How often the launcher reads the AM's worker counts (`$XRES_WORKERS_URL`) to keep " +
-			"`$XRES_WORKERS_FILE` current while the worker runs.",
+			"`$XRES_WORKERS_FILE` current while the worker runs, under scheduler-mode: reactive or with " +
+			"xres.rescale.signal set (otherwise it reads them once, before the worker starts).",
 	})
 )
 

@@ -557,7 +557,7 @@ func (l *Launcher) run(ctx context.Context, res *Reservation, command []string, 
 			if err := res.HoldGroup(ctx, g); err != nil {
 				log.WithError(err).Warn("could not record the worker's process group: its forked helpers would not keep its devices held should this launcher be killed")
 			}
-			if watch != nil {
+			if watch != nil && watch.r.Watch {
 				go watch.watch(wctx, gate.notify)
 			}
 		},

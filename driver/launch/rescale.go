@@ -18,17 +18,24 @@ import (
 	"github.com/xres/xres/resources/contract"
 )
 
-// The rescaling signal of reactive mode: while the worker runs, the
-// launcher reads the AM's worker counts ($XRES_WORKERS_URL) every
-// xres.rescale.interval and keeps them in $XRES_WORKERS_FILE (the AM's
-// JSON as served, a temporary file renamed over the old, so a reader never
-// sees half of it); when they change it rewrites the file first and then
-// sends xres.rescale.signal, if set, to the worker's process group.
+// The rescaling signal of reactive mode: the launcher writes the AM's
+// worker counts ($XRES_WORKERS_URL) to $XRES_WORKERS_FILE before the
+// worker starts (the AM's JSON as served, a temporary file renamed over
+// the old, so a reader never sees half of it). Under scheduler-mode:
+// reactive, or with xres.rescale.signal set, it reads them again every
+// xres.rescale.interval while the worker runs; when they change it
+// rewrites the file first and then sends the signal, if set, to the
+// worker's process group. Otherwise it asks once: a thousand workers
+// asking every second for counts that never change would be a thousand
+// requests a second at the AM for nothing.
 
 // Rescale is xres.rescale.*.
 type Rescale struct {
 	Signal   syscall.Signal // 0: none, the file alone
 	Interval time.Duration  // 0: DefaultRescaleInterval
+	// Watch: the counts are read while the worker runs (scheduler-mode:
+	// reactive, or a Signal); false: once, before it starts.
+	Watch bool
 }
 
 // DefaultRescaleInterval is xres.rescale.interval's default.
@@ -51,6 +58,8 @@ func rescaleSettings(cfg *conf.Config) (Rescale, error) {
 		return r, fmt.Errorf("%s: %s is not a positive duration", conf.RescaleInterval.Key, interval)
 	}
 	r.Interval = interval
+	mode, _ := cfg.Get(conf.SchedulerMode.Key)
+	r.Watch = strings.EqualFold(strings.TrimSpace(mode), "reactive")
 	name, err := cfg.String(conf.RescaleSignal)
 	if err != nil || strings.TrimSpace(name) == "" {
 		return r, err
@@ -59,6 +68,7 @@ func rescaleSettings(cfg *conf.Config) (Rescale, error) {
 	if err != nil {
 		return r, fmt.Errorf("%s: %w", conf.RescaleSignal.Key, err)
 	}
+	r.Watch = true
 	return r, nil
 }
 

@@ -27,6 +27,12 @@ type fakeWorkersAM struct {
 	asks int
 }
 
+func (f *fakeWorkersAM) count() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.asks
+}
+
 func (f *fakeWorkersAM) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	f.asks++
@@ -39,11 +45,12 @@ func (f *fakeWorkersAM) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // runRescaled launches worker (a sh script) with the fake AM's URL and
-// the rescale settings r, and returns its exit code, what it wrote to out
-// and the launcher's log.
-func runRescaled(t *testing.T, r Rescale, script string) (code int, out, log string) {
+// the rescale settings r, and returns its exit code, what it wrote to out,
+// the launcher's log and how often the AM was asked.
+func runRescaled(t *testing.T, r Rescale, script string) (code int, out, log string, asks int) {
 	t.Helper()
-	srv := httptest.NewServer(&fakeWorkersAM{})
+	am := &fakeWorkersAM{}
+	srv := httptest.NewServer(am)
 	defer srv.Close()
 	outFile := filepath.Join(t.TempDir(), "seen")
 	dir := t.TempDir()
@@ -64,7 +71,7 @@ func runRescaled(t *testing.T, r Rescale, script string) (code int, out, log str
 		},
 	})
 	b, _ := os.ReadFile(outFile)
-	return code, string(b), stderr.String()
+	return code, string(b), stderr.String(), am.count()
 }
 
 // Issue 26 item 5: the worker finds the AM's counts in $XRES_WORKERS_FILE
@@ -72,7 +79,7 @@ func runRescaled(t *testing.T, r Rescale, script string) (code int, out, log str
 // sends xres.rescale.signal to the worker, which reads the new counts in
 // its trap.
 func TestRescaleSignalAfterTheFileChanged(t *testing.T) {
-	code, out, log := runRescaled(t, Rescale{Signal: syscall.SIGUSR1, Interval: 20 * time.Millisecond}, `
+	code, out, log, _ := runRescaled(t, Rescale{Signal: syscall.SIGUSR1, Interval: 20 * time.Millisecond, Watch: true}, `
 trap 'echo "signal $(cat "$XRES_WORKERS_FILE")" >> OUT' USR1
 echo "start $(cat "$XRES_WORKERS_FILE")" >> OUT
 i=0; while [ $i -lt 200 ]; do grep -q '^signal .*"target":3' OUT && exit 0; sleep 0.05; i=$((i+1)); done; exit 7`)
@@ -83,25 +90,41 @@ i=0; while [ $i -lt 200 ]; do grep -q '^signal .*"target":3' OUT && exit 0; slee
 	require.Contains(t, log, "the application's worker counts changed")
 }
 
-// Without xres.rescale.signal the file alone changes: a worker that traps
-// nothing is not killed by a signal it never asked for.
+// Under reactive mode without xres.rescale.signal the file alone
+// changes: a worker that traps nothing is not killed by a signal it never
+// asked for.
 func TestRescaleFileWithoutSignal(t *testing.T) {
-	code, out, log := runRescaled(t, Rescale{Interval: 20 * time.Millisecond}, `
+	code, out, log, _ := runRescaled(t, Rescale{Interval: 20 * time.Millisecond, Watch: true}, `
 i=0; while [ $i -lt 200 ]; do grep -q '"target":3' "$XRES_WORKERS_FILE" && { echo seen >> OUT; exit 0; }; sleep 0.05; i=$((i+1)); done; exit 7`)
 	require.Equal(t, 0, code, "launcher:\n%s", log)
 	require.Equal(t, "seen\n", out)
+}
+
+// Neither reactive nor signalled: the counts are read once, before the
+// worker starts, and the AM is not asked again while it runs.
+func TestRescaleFileWrittenOnceOtherwise(t *testing.T) {
+	code, out, log, asks := runRescaled(t, Rescale{Interval: 20 * time.Millisecond}, `
+cat "$XRES_WORKERS_FILE" >> OUT; sleep 0.5`)
+	require.Equal(t, 0, code, "launcher:\n%s", log)
+	require.Equal(t, `{"target":2,"minimum":1,"running":2,"groups":[]}`+"\n", out)
+	require.Equal(t, 1, asks, "asked while the worker ran (every 20 ms for 0.5 s)")
 }
 
 func TestRescaleSettings(t *testing.T) {
 	cfg := conf.New()
 	r, err := rescaleSettings(cfg)
 	require.NoError(t, err)
-	require.Equal(t, Rescale{Interval: time.Second}, r, "defaults: no signal, 1 s")
+	require.Equal(t, Rescale{Interval: time.Second}, r, "defaults: no signal, 1 s, asked once")
+	cfg.Set(conf.SchedulerMode.Key, "Reactive")
+	r, err = rescaleSettings(cfg)
+	require.NoError(t, err)
+	require.Equal(t, Rescale{Interval: time.Second, Watch: true}, r, "reactive: watched, no signal")
+	cfg = conf.New()
 	for name, want := range map[string]syscall.Signal{"HUP": syscall.SIGHUP, "sigusr1": syscall.SIGUSR1, " USR2 ": syscall.SIGUSR2, "28": syscall.SIGWINCH} {
 		cfg.Set(conf.RescaleSignal.Key, name)
 		r, err := rescaleSettings(cfg)
 		require.NoError(t, err, name)
-		require.Equal(t, want, r.Signal, name)
+		require.Equal(t, Rescale{Signal: want, Interval: time.Second, Watch: true}, r, name)
 	}
 	for _, bad := range []string{"TERM", "KILL", "9", "SIGFOO"} {
 		cfg.Set(conf.RescaleSignal.Key, bad)
