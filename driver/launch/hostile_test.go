@@ -125,27 +125,7 @@ func TestWorkerGroupHoldsDevices(t *testing.T) {
 	}
 	bin := launcherBinary(t)
 	h := newFakeGPUHost(t, 1, 1)
-	bgFile := filepath.Join(h.dir, "bg")
-	helper := `sleep 30 & echo $! > "$1.tmp" && mv "$1.tmp" "$1"; wait`
-
-	a := h.command(bin, "--conf", h.conf, "--", "sh", "-c", helper, "worker", bgFile)
-	require.NoError(t, a.Start())
-	waitForFile(t, bgFile, 30*time.Second)
-	b, err := os.ReadFile(bgFile)
-	require.NoError(t, err)
-	bg, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = syscall.Kill(bg, syscall.SIGKILL) })
-	// The launcher records the group just after the worker started.
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		st, _ := os.ReadFile(h.state)
-		if bytes.Contains(st, []byte(`"group":{"pgid":`)) {
-			break
-		}
-		require.True(t, time.Now().Before(deadline), "the worker's group was not recorded: %s", st)
-		time.Sleep(5 * time.Millisecond)
-	}
+	a, bg, bgFile := startWithHelper(t, h, bin, "")
 	require.NoError(t, a.Process.Signal(syscall.SIGKILL))
 	_ = a.Wait()
 	require.False(t, processGone(bg), "the helper should outlive its launcher for this test")
@@ -153,13 +133,13 @@ func TestWorkerGroupHoldsDevices(t *testing.T) {
 	var stderr bytes.Buffer
 	second := h.command(bin, "--conf", h.conf, "--", "true")
 	second.Stderr = &stderr
-	err = second.Run()
+	err := second.Run()
 	require.Error(t, err)
 	require.Equal(t, ExitDiscovery, second.ProcessState.ExitCode(), stderr.String())
 	require.Contains(t, stderr.String(), "alive: pids "+strconv.Itoa(bg)+" (sleep)")
 
 	require.NoError(t, syscall.Kill(bg, syscall.SIGKILL))
-	deadline = time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(10 * time.Second)
 	for !processGone(bg) {
 		require.True(t, time.Now().Before(deadline), "helper %d did not die", bg)
 		time.Sleep(5 * time.Millisecond)
@@ -179,7 +159,7 @@ func TestWorkerGroupHoldsDevices(t *testing.T) {
 	require.Error(t, fourth.Run())
 	require.Equal(t, 3, fourth.ProcessState.ExitCode(), stderr.String())
 	require.Less(t, time.Since(start), 300*time.Second, "the launcher waited for the helper instead of ending it")
-	b, err = os.ReadFile(bgFile)
+	b, err := os.ReadFile(bgFile)
 	require.NoError(t, err)
 	bg, err = strconv.Atoi(strings.TrimSpace(string(b)))
 	require.NoError(t, err)
@@ -297,34 +277,7 @@ func TestFlinkLineOutlivesLauncher(t *testing.T) {
 	flinkFile := filepath.Join(h.dir, "flink-gpu-coordination")
 	args := "--enable-coordination-mode --coordination-file " + flinkFile
 	require.NoError(t, appendFile(h.conf, "external-resource.gpu.param.discovery-script.args: "+args+"\n"))
-	bgFile := filepath.Join(h.dir, "bg")
-	helper := `sleep 30 & echo $! > "$1.tmp" && mv "$1.tmp" "$1"; wait`
-
-	a := h.command(bin, "--conf", h.conf, "--", "sh", "-c", helper, "worker", bgFile)
-	logFile := filepath.Join(h.dir, "launcher.log") // a file: a pipe would stay open in the helper
-	lf, err := os.Create(logFile)
-	require.NoError(t, err)
-	defer lf.Close()
-	a.Stderr = lf
-	require.NoError(t, a.Start())
-	waitForFile(t, bgFile, 30*time.Second)
-	b, err := os.ReadFile(bgFile)
-	require.NoError(t, err)
-	bg, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = syscall.Kill(bg, syscall.SIGKILL) })
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		st, _ := os.ReadFile(h.state)
-		if bytes.Contains(st, []byte(`"group":{"pgid":`)) {
-			break
-		}
-		if time.Now().After(deadline) {
-			log, _ := os.ReadFile(logFile)
-			t.Fatalf("the worker's group was not recorded: %s\n%s", st, log)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	a, bg, _ := startWithHelper(t, h, bin, filepath.Join(h.dir, "launcher.log"))
 	holder := flinkLinePID(t, flinkFile, "0")
 	require.NotEqual(t, a.Process.Pid, holder, "the line must not name the launcher")
 
@@ -351,7 +304,7 @@ func TestFlinkLineOutlivesLauncher(t *testing.T) {
 	require.NoError(t, syscall.Kill(bg, syscall.SIGKILL))
 	require.Eventually(t, func() bool { return processGone(holder) }, 30*time.Second, 20*time.Millisecond,
 		"the holder %d outlived the worker's group", holder)
-	deadline = time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		if out, err = flink(); err == nil {
 			break
@@ -393,4 +346,45 @@ func appendFile(path, text string) error {
 		return err
 	}
 	return f.Close()
+}
+
+// startWithHelper starts bin on h with a worker that forks a `sleep 30`
+// helper and waits for it, and returns the launcher's command, the
+// helper's pid and the file that pid was written to, once the launcher has
+// recorded the worker's process group (just after the worker started).
+// logFile ("": none) gets the launcher's log, shown should the group never
+// be recorded; a file, since a pipe would stay open in the helper.
+func startWithHelper(t *testing.T, h *fakeGPUHost, bin, logFile string) (a *exec.Cmd, bg int, bgFile string) {
+	t.Helper()
+	bgFile = filepath.Join(h.dir, "bg")
+	helper := `sleep 30 & echo $! > "$1.tmp" && mv "$1.tmp" "$1"; wait`
+	a = h.command(bin, "--conf", h.conf, "--", "sh", "-c", helper, "worker", bgFile)
+	if logFile != "" {
+		lf, err := os.Create(logFile)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = lf.Close() })
+		a.Stderr = lf
+	}
+	require.NoError(t, a.Start())
+	waitForFile(t, bgFile, 30*time.Second)
+	b, err := os.ReadFile(bgFile)
+	require.NoError(t, err)
+	bg, err = strconv.Atoi(strings.TrimSpace(string(b)))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = syscall.Kill(bg, syscall.SIGKILL) })
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		st, _ := os.ReadFile(h.state)
+		if bytes.Contains(st, []byte(`"group":{"pgid":`)) {
+			return a, bg, bgFile
+		}
+		if time.Now().After(deadline) {
+			log := []byte("(not kept)")
+			if logFile != "" {
+				log, _ = os.ReadFile(logFile)
+			}
+			t.Fatalf("the worker's group was not recorded: %s\nlauncher log: %s", st, log)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
