@@ -101,12 +101,7 @@ func TestWriteSurvivesTempRemoval(t *testing.T) {
 // process (reused) holds nothing.
 func TestDeadOwnerLiveGroupHolds(t *testing.T) {
 	state := filepath.Join(t.TempDir(), "state")
-	member := exec.Command("sleep", "60")
-	member.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	require.NoError(t, member.Start())
-	t.Cleanup(func() { _ = member.Process.Kill(); _ = member.Wait() })
-	g, err := GroupOf(member.Process.Pid)
-	require.NoError(t, err)
+	member, g := startGroupLeader(t)
 	require.Equal(t, member.Process.Pid, g.PGID)
 
 	gone := deadOwner(t)
@@ -213,12 +208,7 @@ func TestTornStateFromBeforeBoot(t *testing.T) {
 // worker group it was told of has a process, and then ends by itself.
 func TestFlinkHolderOutlivesLauncher(t *testing.T) {
 	fh, exited := startTestHolder(t)
-	member := exec.Command("sleep", "60")
-	member.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	require.NoError(t, member.Start())
-	t.Cleanup(func() { _ = member.Process.Kill(); _ = member.Wait() })
-	g, err := GroupOf(member.Process.Pid)
-	require.NoError(t, err)
+	member, g := startGroupLeader(t)
 	require.NoError(t, fh.tell(g))
 
 	fh.letGo() // what the launcher's SIGKILL does to the holder's stdin
@@ -256,12 +246,7 @@ func TestFlinkHolderIgnoresZombies(t *testing.T) {
 		{"reused id", func(t *testing.T, g Group) Group { g.Start++; return g }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			member := exec.Command("sleep", "60")
-			member.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-			require.NoError(t, member.Start())
-			t.Cleanup(func() { _ = member.Process.Kill(); _ = member.Wait() }) // not reaped before: a zombie
-			g, err := GroupOf(member.Process.Pid)
-			require.NoError(t, err)
+			_, g := startGroupLeader(t) // not reaped before the cleanup: a zombie
 			fh, exited := startTestHolder(t)
 			require.NoError(t, fh.tell(tc.group(t, g)))
 			fh.letGo()
@@ -302,4 +287,17 @@ func startTestHolder(t *testing.T) (*flinkHolder, <-chan error) {
 // pidGone says whether pid no longer exists (reaped).
 func pidGone(pid int) bool {
 	return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
+}
+
+// startGroupLeader starts `sleep 60` in a process group of its own and
+// returns it with its group; the cleanup kills and reaps it.
+func startGroupLeader(t *testing.T) (*exec.Cmd, Group) {
+	t.Helper()
+	member := exec.Command("sleep", "60")
+	member.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	require.NoError(t, member.Start())
+	t.Cleanup(func() { _ = member.Process.Kill(); _ = member.Wait() })
+	g, err := GroupOf(member.Process.Pid)
+	require.NoError(t, err)
+	return member, g
 }
