@@ -544,8 +544,7 @@ func (l *Launcher) run(ctx context.Context, res *Reservation, command []string, 
 		}
 		vars[contract.EnvWorkersFile] = watch.path
 	}
-	wctx, stopWatch := context.WithCancel(ctx)
-	defer stopWatch()
+	wctx, stopWatch := context.WithCancel(ctx) // ends the watch once the worker has
 	code, err := runWorker(ctx, worker{
 		Args:   command,
 		Env:    mergeEnv(env.Environ, vars),

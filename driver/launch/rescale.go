@@ -5,8 +5,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -115,7 +113,7 @@ func (w *workersWatch) fetch(ctx context.Context) (changed bool, err error) {
 	if bytes.Equal(body, w.last) {
 		return false, nil
 	}
-	if err := writeFileAtomic(w.path, append(body, '\n')); err != nil {
+	if err := contract.WriteWorkersFile(w.path, append(body, '\n')); err != nil {
 		return false, err
 	}
 	w.last = body
@@ -156,29 +154,4 @@ func (w *workersWatch) watch(ctx context.Context, notify func(syscall.Signal)) {
 			failing = false
 		}
 	}
-}
-
-// writeFileAtomic writes b to path through a temporary file in its folder
-// renamed over it.
-func writeFileAtomic(path string, b []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	_, werr := f.Write(b)
-	cerr := f.Close()
-	if werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = os.Chmod(f.Name(), 0o644)
-	}
-	if werr == nil {
-		werr = os.Rename(f.Name(), path)
-	}
-	if werr != nil {
-		_ = os.Remove(f.Name())
-		return fmt.Errorf("write %s: %w", path, werr)
-	}
-	return nil
 }

@@ -1,5 +1,11 @@
 package contract
 
+import (
+	"fmt"
+
+	"github.com/xres/xres/conf/localfile"
+)
+
 // The worker counts the AM serves (GET on EnvWorkersURL) and the file the
 // launcher keeps current from them in the container (EnvWorkersFile).
 const (
@@ -17,3 +23,13 @@ const (
 	// directory.
 	WorkersFileName = "xres-workers.json"
 )
+
+// WriteWorkersFile writes counts (the AM's answer at EnvWorkersURL, as
+// served) to path, renamed over the old file: a worker reading it on its
+// rescaling signal sees the old counts or the new ones, never half.
+func WriteWorkersFile(path string, counts []byte) error {
+	if err := localfile.WriteFileAtomic(path, counts, 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
