@@ -17,7 +17,7 @@ import (
 // older than pom.xml or a file under src/, or the class path names a file
 // that is gone. It tries offline first: ~/.m2 and the minicluster's build
 // hold most of it already. It returns the project folder and the class path.
-func mavenBuild(b *testing.B, name, jar string) (dir string, classpath []string) {
+func mavenBuild(b testing.TB, name, jar string) (dir string, classpath []string) {
 	dir, err := filepath.Abs(name)
 	if err != nil {
 		b.Fatal(err)
