@@ -43,6 +43,10 @@ type Options struct {
 	// discovery step (script, nvidia-smi, rocm-smi, plugin) for a resource
 	// whose params set none. 0: DefaultTimeout.
 	Timeout time.Duration
+	// Holder, when not 0, is the pid of the process the reservations are
+	// recorded for instead of this one (the discovery bridge reserves for
+	// the engine's JVM that called it): they last until that process ends.
+	Holder int
 }
 
 // Factory builds a Driver from a resource's options, the counterpart of

@@ -197,3 +197,30 @@ printf '{"name": "gpu", "addresses": ["%s"]}\n' "$ids"
 	t.Logf("Spark's own discovery: GPUs given to two executors of one host: %v", shared)
 	require.Len(t, shared, 2, "without host coordination both executors of each host use GPU 0 (measured; if Spark changed this, the README's comparison is out of date)")
 }
+
+func TestSparkWithBridge(t *testing.T) {
+	launcher := harness.BuildBinary(t, "github.com/xres/xres/cmd/container-launcher")
+	states := t.TempDir()
+	wrapper := filepath.Join(t.TempDir(), "gpu-discovery.sh")
+	// Shipped beside the launcher; not exec'ed, so that the bridge's caller
+	// is found above the shell. One state file per NodeManager: both are
+	// this machine.
+	require.NoError(t, os.WriteFile(wrapper, []byte(`#!/bin/sh
+./container-launcher discover \
+	-Dexternal-resource.gpu.param.discovery.source=nvidia-smi \
+	-Dexternal-resource.gpu.param.coordination.file=`+states+`/"$NM_HOST".state
+`), 0o755))
+	hosts := executorGPUs(t, runSparkJob(t, "gpu-discovery.sh", []string{launcher + "#container-launcher", wrapper}, nil))
+	require.Empty(t, sharedGPUs(hosts), "with the bridge no GPU of a host goes to two executors")
+	for h, ex := range hosts {
+		for e, gpus := range ex {
+			require.Len(t, gpus, 1, "host %s executor %s", h, e)
+		}
+	}
+	// The grants were the bridge's, in each host's own state file.
+	for h := range hosts {
+		st, err := os.ReadFile(filepath.Join(states, h+".state"))
+		require.NoError(t, err, "the bridge recorded %s's grants in its own state file", h)
+		require.True(t, strings.HasPrefix(string(st), "xres-coordination "), "%s: %q", h, st)
+	}
+}

@@ -26,7 +26,12 @@ func main() {
 		fmt.Fprintf(os.Stderr, "container-launcher: %v\n", err)
 		os.Exit(launch.ExitInternal)
 	}
-	os.Exit(launch.Main(context.Background(), os.Args[1:], launch.Env{
+	args := os.Args[1:]
+	// Named xres-<resource>-discovery, it is an engine's discovery script.
+	if b, ok := launch.BridgeArgs(os.Args[0], args); ok {
+		args = b
+	}
+	os.Exit(launch.Main(context.Background(), args, launch.Env{
 		Stdin:    os.Stdin,
 		Stdout:   os.Stdout,
 		Stderr:   os.Stderr,

@@ -77,3 +77,12 @@ func UnknownParams(factory string, params map[string]string) []string {
 	sort.Strings(out)
 	return out
 }
+
+// GPUFactory is the built-in GPU driver's name: the discovery bridge's
+// driver for a gpu resource configured without one.
+const GPUFactory = gpu.FactoryName
+
+// GPUScriptParams are the GPU driver's params about a discovery script.
+// The discovery bridge, which is that script, drops them and discovers
+// built in.
+var GPUScriptParams = []string{gpu.ParamScriptPath, gpu.ParamScriptArgs, gpu.ParamScriptProtocol, gpu.ParamScriptTimeout}

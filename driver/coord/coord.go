@@ -458,7 +458,15 @@ func (h *Host) describe(e Entry) string {
 		}
 		who = fmt.Sprintf("the worker process group %d of dead pid %d, alive: pids %s,", e.Group.PGID, e.PID, strings.Join(ps, ", "))
 	} else if e.Owner.same(h.owner) {
-		who += " (this process)"
+		if me, err := Self(); err == nil && !h.owner.same(me) {
+			who += " (the caller"
+			if c := h.programOf(e.Owner); c != "" {
+				who += ", " + c
+			}
+			who += ", from an earlier call)"
+		} else {
+			who += " (this process)"
+		}
 	} else if c := h.programOf(e.Owner); c != "" {
 		who += fmt.Sprintf(" (%s)", c)
 	}

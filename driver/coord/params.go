@@ -147,13 +147,21 @@ func ParseParams(resource string, params map[string]string) (Settings, error) {
 	return s, nil
 }
 
-// Reserver opens the host coordination s describes: nil when it is off. An
-// unusable state file is an error naming coordination.file.
-func (s Settings) Reserver(resource string, log logrus.FieldLogger) (driver.Reserver, error) {
+// Reserver opens the host coordination s describes for the process
+// holder (0: this one): nil when it is off. An unusable state file is an
+// error naming coordination.file.
+func (s Settings) Reserver(resource string, holder int, log logrus.FieldLogger) (driver.Reserver, error) {
 	if !s.Enabled {
 		return nil, nil
 	}
-	h, err := New(Options{StateFile: s.StateFile, FlinkFile: s.FlinkFile, Log: log})
+	var owner Owner
+	if holder != 0 {
+		var err error
+		if owner, err = ProcessOwner(holder); err != nil {
+			return nil, fmt.Errorf("reserve %s for its caller: %w", resource, err)
+		}
+	}
+	h, err := New(Options{StateFile: s.StateFile, FlinkFile: s.FlinkFile, Owner: owner, Log: log})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", driver.ParamKey(resource, ParamFile), err)
 	}
@@ -179,7 +187,7 @@ func NewCoordinated(opts driver.Options, enum driver.Enumerator) (*driver.Coordi
 // Coordinated puts enum behind the shared selection layer with the host
 // coordination s describes (none when it is off, which is logged).
 func (s Settings) Coordinated(opts driver.Options, enum driver.Enumerator) (*driver.Coordinated, error) {
-	res, err := s.Reserver(opts.Resource, opts.Log)
+	res, err := s.Reserver(opts.Resource, opts.Holder, opts.Log)
 	if err != nil {
 		return nil, err
 	}

@@ -97,6 +97,7 @@ func (p procFS) bootTime() (time.Time, bool) {
 
 type procStat struct {
 	state byte
+	ppid  int
 	pgrp  int
 	start uint64
 }
@@ -131,11 +132,15 @@ func parseStat(b []byte) (procStat, error) {
 	if len(f[0]) != 1 {
 		return procStat{}, fmt.Errorf("parse /proc stat: state %q", f[0])
 	}
+	ppid, err := strconv.Atoi(f[1]) // field 4
+	if err != nil {
+		return procStat{}, fmt.Errorf("parse /proc stat: parent %q: %w", f[1], err)
+	}
 	pgrp, err := strconv.Atoi(f[2]) // field 5
 	if err != nil {
 		return procStat{}, fmt.Errorf("parse /proc stat: process group %q: %w", f[2], err)
 	}
-	return procStat{state: f[0][0], pgrp: pgrp, start: start}, nil
+	return procStat{state: f[0][0], ppid: ppid, pgrp: pgrp, start: start}, nil
 }
 
 // liveness is the verdict on a recorded holder.
@@ -259,4 +264,38 @@ func (p procFS) holding(e Entry, self Owner) (liveness, []int) {
 		return alive, m
 	}
 	return dead, nil
+}
+
+// wrappers are the programs that stand between an engine and the script it
+// runs without being the engine: shells (a wrapper script) and the
+// commands that exec the next one (env, nice, timeout, …).
+var wrappers = map[string]bool{
+	"sh": true, "bash": true, "dash": true, "ash": true, "zsh": true, "ksh": true, "mksh": true, "busybox": true,
+	"env": true, "nice": true, "ionice": true, "nohup": true, "timeout": true, "stdbuf": true, "setsid": true,
+	"chrt": true, "taskset": true, "flock": true,
+}
+
+// ErrNoCaller: the caller to reserve for is init (the script was orphaned
+// or run by init), which would hold the devices until the next boot.
+var ErrNoCaller = errors.New("no caller process to reserve for")
+
+// Caller returns the pid of the process that the calling process works
+// for: its parent, or the nearest ancestor that is not a shell or an exec
+// wrapper (see wrappers), so that a wrapper script in between does not
+// become the holder. Init is never a caller (ErrNoCaller).
+func Caller() (int, error) { return defaultProc.caller(os.Getppid()) }
+
+func (p procFS) caller(pid int) (int, error) {
+	for pid > 1 {
+		prog := strings.TrimPrefix(p.program(pid), "-") // a login shell's argv[0] is "-bash"
+		if !wrappers[prog] {
+			return pid, nil
+		}
+		st, err := p.stat(pid)
+		if err != nil {
+			return 0, fmt.Errorf("find the caller: %w", err)
+		}
+		pid = st.ppid
+	}
+	return 0, fmt.Errorf("%w: the nearest process above the wrappers is pid 1 (init), which would hold the devices until the next boot", ErrNoCaller)
 }

@@ -110,7 +110,7 @@ const (
 	versionSynopsis = `  container-launcher --version
         version, commit and the Hadoop versions it was tested against
 `
-	helpSynopsis = `  container-launcher help [probe|check]
+	helpSynopsis = `  container-launcher help [probe|check|discover]
         this text, or one subcommand's (also: <subcommand> --help)
 `
 	commonFlagsText = `  --conf FILE|DIR      Flink configuration (default: $FLINK_CONF_DIR)
@@ -140,7 +140,7 @@ const (
 	exitCodesText = `exit codes: worker's own code, or 210 usage, 211 config, 212 discovery,
 213 worker could not start, 214 internal
 `
-	usageText = "usage:\n" + runSynopsis + probeSynopsis + checkSynopsis + versionSynopsis + helpSynopsis +
+	usageText = "usage:\n" + runSynopsis + probeSynopsis + checkSynopsis + discoverSynopsis + versionSynopsis + helpSynopsis +
 		"\nflags:\n" + commonFlagsText + infoFileText + "\n" + perDeviceText + "\n" + exitCodesText
 	probeUsageText = "usage:\n" + probeSynopsis + "\nflags:\n" + commonFlagsText + jsonFlagText + "\n" + exitCodesText
 	checkUsageText = "usage:\n" + checkSynopsis + "\nflags:\n" + commonFlagsText + "\n" + exitCodesText +
@@ -153,6 +153,7 @@ const (
 var subcommands = []struct{ name, help string }{
 	{"probe", probeUsageText},
 	{"check", checkUsageText},
+	{discoverCommand, discoverUsageText},
 	{"help", usageText},
 	{"version", versionUsageText},
 }
@@ -209,7 +210,7 @@ func runHelp(args []string, env Env) int {
 	if m := suggest.DidYouMean(args[0], subcommandNames()); m != "" {
 		msg += "; " + m
 	}
-	return fail(env.Stderr, classifyf(ErrUsage, "%s (subcommands: probe, check, help, version; anything else runs a worker)", msg))
+	return fail(env.Stderr, classifyf(ErrUsage, "%s (subcommands: probe, check, discover, help, version; anything else runs a worker)", msg))
 }
 
 // common are the flags shared by every subcommand.
@@ -295,6 +296,8 @@ func Main(ctx context.Context, args []string, env Env) int {
 			return runProbe(ctx, args[1:], env)
 		case "check":
 			return runCheck(ctx, args[1:], env)
+		case discoverCommand:
+			return runDiscover(ctx, args[1:], env)
 		case pinExecCommand:
 			return runExecPinned(args[1:], env)
 		case "help":

@@ -57,6 +57,9 @@ type Launcher struct {
 	Rescale Rescale
 	// ReleaseTimeout bounds the release of every resource (0: 30 seconds).
 	ReleaseTimeout time.Duration
+	// Holder, when not 0, is the process the devices are reserved for
+	// (driver.Options.Holder): the discovery bridge's caller.
+	Holder int
 }
 
 // Reservation is what Acquire got: the grants, in spec order, and what to
@@ -182,6 +185,7 @@ func (l *Launcher) driver(spec resources.Spec) (driver.Driver, driver.Factory, s
 		Getenv:   l.Getenv,
 		DryRun:   l.DryRun,
 		Timeout:  l.DriverTimeout,
+		Holder:   l.Holder,
 	})
 	if err != nil {
 		// The params passed CheckSpecs: what the driver still refuses is

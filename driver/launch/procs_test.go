@@ -34,6 +34,10 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == pinExecCommand {
 		os.Exit(Main(context.Background(), os.Args[1:], Env{Stderr: os.Stderr}))
 	}
+	// An engine's JVM calling its discovery script (bridge_test.go).
+	if len(os.Args) > 1 && os.Args[1] == bridgeCallerRole {
+		os.Exit(runBridgeCaller(os.Args[2:]))
+	}
 	flag := m.Run()
 	if buildDir != "" {
 		_ = os.RemoveAll(buildDir)
