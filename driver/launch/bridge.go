@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/xres/xres/driver"
-	"github.com/xres/xres/driver/coord"
 	"github.com/xres/xres/driver/builtin"
+	"github.com/xres/xres/driver/coord"
 	"github.com/xres/xres/resources"
 	"github.com/xres/xres/resources/spark"
 )
