@@ -11,7 +11,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -191,40 +190,45 @@ func TestBridgeSparkHolderIsCaller(t *testing.T) {
 	require.Equal(t, gb, sparkAddresses(t, e.result(t)), "the GPU of the caller that ended is free again")
 }
 
-// Issue 25: 32 callers at once on 8 GPUs, each asking 2 ($XRES_DISCOVERY_AMOUNT):
-// exactly 4 get GPUs, all disjoint; the others fail with the discovery code.
+// Issue 25: 32 callers at once on 8 GPUs, each asking 2 (Spark's protocol:
+// $XRES_DISCOVERY_AMOUNT; Flink's: the first argument): exactly 4 get
+// GPUs, all disjoint; the others fail with the discovery code.
 func TestBridgeConcurrentCallersDisjoint(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes")
 	}
-	h := newFakeGPUHost(t, 8, 1)
-	link, _ := bridgeOn(t, h)
-	h.env = append(h.env, EnvDiscoveryAmount+"=2")
-	callers := make([]*bridgeCaller, 32)
-	for i := range callers {
-		callers[i] = startCaller(t, h, "spark", link)
+	for _, protocol := range []string{protocolSpark, protocolFlink} {
+		t.Run(protocol, func(t *testing.T) {
+			h := newFakeGPUHost(t, 8, 1)
+			link, _ := bridgeOn(t, h)
+			h.env = append(h.env, EnvDiscoveryAmount+"=2")
+			callers := make([]*bridgeCaller, 32)
+			for i := range callers {
+				callers[i] = startCaller(t, h, protocol, link, "2", "")
+			}
+			var got []string
+			ok, failed := 0, 0
+			for _, c := range callers {
+				r := c.result(t)
+				if r.code != 0 {
+					require.Equal(t, ExitDiscovery, r.code, r.stderr)
+					failed++
+					continue
+				}
+				addrs := strings.Split(strings.TrimSuffix(r.stdout, "\n"), ",")
+				if protocol == protocolSpark {
+					addrs = sparkAddresses(t, r)
+				}
+				require.Len(t, addrs, 2, r.stdout)
+				got = append(got, addrs...)
+				ok++
+			}
+			sort.Strings(got)
+			require.Equal(t, []string{"0", "1", "2", "3", "4", "5", "6", "7"}, got, "every GPU handed out once")
+			require.Equal(t, 4, ok)
+			require.Equal(t, 28, failed)
+		})
 	}
-	var mu sync.Mutex
-	var got []string
-	ok, failed := 0, 0
-	for _, c := range callers {
-		r := c.result(t)
-		if r.code == 0 {
-			addrs := sparkAddresses(t, r)
-			require.Len(t, addrs, 2)
-			mu.Lock()
-			got = append(got, addrs...)
-			ok++
-			mu.Unlock()
-			continue
-		}
-		require.Equal(t, ExitDiscovery, r.code, r.stderr)
-		failed++
-	}
-	sort.Strings(got)
-	require.Equal(t, []string{"0", "1", "2", "3", "4", "5", "6", "7"}, got, "every GPU handed out once")
-	require.Equal(t, 4, ok)
-	require.Equal(t, 28, failed)
 }
 
 // Issue 25, item 3: Flink's calling convention, as GPUDriver runs a
@@ -232,7 +236,7 @@ func TestBridgeConcurrentCallersDisjoint(t *testing.T) {
 // Flink's own coordination file: the bridge's grant is a line in Flink's
 // format naming the TaskManager's pid, Flink's script (run directly) gets
 // another GPU, and the bridge then fails naming the line that holds the
-// last one. Once the TaskManager ends, its GPU is free for both.
+// last one. Once the TaskManager is killed -9, its GPU is free again.
 func TestBridgeFlinkCaller(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes")
@@ -264,11 +268,12 @@ func TestBridgeFlinkCaller(t *testing.T) {
 	require.Empty(t, r3.stdout)
 	require.Contains(t, r3.stderr, fmt.Sprintf("held by pid %d per Flink's coordination file %s", flinkTM.cmd.Process.Pid, flinkFile))
 
-	tm.end()
+	require.NoError(t, tm.cmd.Process.Signal(syscall.SIGKILL))
+	_ = tm.cmd.Wait()
 	again := startCaller(t, h, "flink", link, "1", "") // args unset: GPUDriver passes "null"
 	ra := again.result(t)
 	require.Equal(t, 0, ra.code, ra.stderr)
-	require.Equal(t, idx+"\n", ra.stdout, "the ended TaskManager's GPU is free again")
+	require.Equal(t, idx+"\n", ra.stdout, "the GPU of the TaskManager killed -9 is reclaimed")
 }
 
 func TestBridgeArgs(t *testing.T) {
