@@ -122,7 +122,8 @@ func runDiscover(ctx context.Context, args []string, env Env) int {
 	if err == nil && name == "gpu" && !slices.ContainsFunc(loaded.Specs, func(s resources.Spec) bool { return s.Name == name }) {
 		// Spark's executors have no Flink configuration: a gpu of the GPU
 		// driver's defaults, with the -D params given.
-		cfg.Dynamic = append([]string{resources.KeyList + "=" + name, resources.Key(name, resources.SuffixAmount) + "=1"}, cfg.Dynamic...)
+		cfg.Dynamic = append([]string{resources.KeyList + "=" + name, resources.Key(name, resources.SuffixAmount) + "=1",
+			resources.Key(name, resources.SuffixFactory) + "=" + builtin.GPUFactory}, cfg.Dynamic...)
 		loaded, err = env.Load(cfg)
 	}
 	if err != nil {

@@ -332,7 +332,9 @@ func TestBridgeWithoutConfiguration(t *testing.T) {
 "`+bin+`" discover -Dexternal-resource.gpu.param.coordination.file=`+h.state+` -Dexternal-resource.gpu.param.discovery.source=nvidia-smi
 `), 0o755))
 	a := startCaller(t, h, "spark", wrapper)
-	ga := sparkAddresses(t, a.result(t))
+	r := a.result(t)
+	ga := sparkAddresses(t, r)
+	require.Empty(t, r.stderr, "no warning about the configuration it does without")
 	require.Len(t, ga, 1, "one GPU by default")
 	require.Equal(t, map[string]int{ga[0]: a.cmd.Process.Pid}, stateHolders(t, h, bin), "held in the state file -D names")
 }
