@@ -3,7 +3,6 @@ package launch
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"path/filepath"
@@ -139,23 +138,17 @@ func runDiscover(ctx context.Context, args []string, env Env) int {
 			return failDiscover(env, classify(ErrUsage, err))
 		}
 	}
-	if req.protocol == protocolFlink {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, flinkScriptLimit)
-		defer cancel()
-	}
 	l := &Launcher{Registry: env.Registry, Log: log, Getenv: env.Getenv, DriverTimeout: loaded.DiscoveryTimeout, Holder: holder}
+	if req.protocol == protocolFlink {
+		l.DiscoverTimeout = flinkScriptLimit
+	}
 	r, err := l.Acquire(ctx, []resources.Spec{spec})
 	if err != nil {
 		return failDiscover(env, err)
 	}
-	var devices []resources.Info
-	if len(r.Grants) > 0 {
-		devices = r.Grants[0].Devices
-	}
 	// No release: the devices are the caller's until it ends.
 	var out []byte
-	addresses := spark.SparkAddresses(devices, false)
+	addresses := spark.SparkAddresses(r.Grants[0].Devices, false)
 	if req.protocol == protocolSpark {
 		out, _ = json.Marshal(spark.SparkResourceInformation{Name: name, Addresses: addresses})
 	} else {
@@ -169,13 +162,7 @@ func runDiscover(ctx context.Context, args []string, env Env) int {
 }
 
 // failDiscover is fail with the bridge's usage for usage errors.
-func failDiscover(env Env, err error) int {
-	if ExitCode(err) != ExitUsage || errors.Is(err, errHelpShown) {
-		return fail(env.Stderr, err)
-	}
-	fmt.Fprintf(env.Stderr, "container-launcher discover: usage error (exit %d): %v\n%s", ExitUsage, err, discoverUsageText)
-	return ExitUsage
-}
+func failDiscover(env Env, err error) int { return failUsage(env.Stderr, err, discoverUsageText) }
 
 // bridgeReq is what the engine asked for.
 type bridgeReq struct {
@@ -248,7 +235,11 @@ func bridgeSpec(specs []resources.Spec, name string, req bridgeReq) (resources.S
 		return resources.Spec{}, classifyf(ErrConfig, "resource %s is not configured (external-resources); only gpu has a default driver", name)
 	}
 	spec := specs[i]
-	if strings.TrimSpace(spec.Factory) == "" && name == "gpu" {
+	if strings.TrimSpace(spec.Factory) == "" {
+		if name != "gpu" {
+			return spec, classifyf(ErrConfig, "%s is not set: the bridge has no driver to discover %s with",
+				resources.Key(name, resources.SuffixFactory), name)
+		}
 		spec.Factory = builtin.GPUFactory
 	}
 	if req.amount > 0 {

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/xres/xres/resources"
 )
 
 // bridgeCallerRole makes the test binary an engine's JVM that calls its
@@ -337,4 +339,19 @@ func TestBridgeWithoutConfiguration(t *testing.T) {
 	require.Empty(t, r.stderr, "no warning about the configuration it does without")
 	require.Len(t, ga, 1, "one GPU by default")
 	require.Equal(t, map[string]int{ga[0]: a.cmd.Process.Pid}, stateHolders(t, h, bin), "held in the state file -D names")
+}
+
+// A configured resource without a driver factory is refused (the launcher
+// would skip it and the bridge print no device).
+func TestBridgeResourceWithoutDriver(t *testing.T) {
+	var stderr bytes.Buffer
+	code := Main(context.Background(), []string{"discover", "--resources", "fpga", "--holder-pid", "1", "--amount", "1"}, Env{
+		Getenv: func(string) string { return "" },
+		Stderr: &stderr,
+		Load: func(Config) (Loaded, error) {
+			return Loaded{Specs: []resources.Spec{{Name: "fpga", Amount: 1}}}, nil
+		},
+	})
+	require.Equal(t, ExitConfig, code, stderr.String())
+	require.Contains(t, stderr.String(), "external-resource.fpga.driver-factory.class is not set")
 }

@@ -360,14 +360,17 @@ func parse(fs *flag.FlagSet, args []string, help string, stdout io.Writer) (dash
 
 // fail reports err on stderr as one plain line naming the failure kind
 // and exit code (plus the usage for usage errors) and returns the code.
-func fail(stderr io.Writer, err error) int {
+func fail(stderr io.Writer, err error) int { return failUsage(stderr, err, usageText) }
+
+// failUsage is fail with usage as the text shown after a usage error.
+func failUsage(stderr io.Writer, err error, usage string) int {
 	if errors.Is(err, errHelpShown) {
 		return ExitOK
 	}
 	code := ExitCode(err)
 	fmt.Fprintf(stderr, "container-launcher: %s error (exit %d): %v\n", ExitCodeName(code), code, err)
 	if code == ExitUsage {
-		fmt.Fprint(stderr, usageText)
+		fmt.Fprint(stderr, usage)
 	}
 	return code
 }
