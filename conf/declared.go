@@ -122,7 +122,7 @@ var (
 		Key:         "slotmanager.redundant-taskmanager-num",
 		Type:        TypeInt,
 		Default:     "0",
-		Description: "Extra workers kept running beyond those needed, for faster recovery.",
+		Description: "Standby spares beyond the workers needed, for faster recovery: each holds its container and devices but runs no worker command until a worker fails, then takes that worker's rank. Counted in neither the workers (XRES_WORKERS) nor the application's success.",
 	})
 	YarnMaxFailedContainers = Register(Option{
 		Key:         "yarn.maximum-failed-containers",

@@ -41,7 +41,11 @@ const (
 type Rendezvous struct {
 	Ready bool `json:"ready"`
 	// Waiting says what the worker waits for while not Ready.
-	Waiting   string `json:"waiting,omitempty"`
+	Waiting string `json:"waiting,omitempty"`
+	// Standby: the container is a standby spare (no rank): its launcher
+	// keeps the devices and asks again until the AM promotes it to a lost
+	// worker's rank (Ready).
+	Standby   bool   `json:"standby,omitempty"`
 	Group     string `json:"group"`
 	Rank      int    `json:"rank"`
 	WorldSize int    `json:"world-size"`

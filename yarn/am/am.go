@@ -115,6 +115,10 @@ const (
 	StateRunning   = "RUNNING"
 	StateSucceeded = "SUCCEEDED"
 	StateFailed    = "FAILED"
+	// StateStandby is a standby spare (slotmanager.redundant-taskmanager-num)
+	// whose container runs: its launcher holds the devices and waits in
+	// the rendezvous, running no command until a worker fails.
+	StateStandby = "STANDBY"
 )
 
 type worker struct {
@@ -138,11 +142,21 @@ type worker struct {
 	port        int
 	went        bool
 	gangStopped bool
+	// spare: a standby spare of its group (rank -1) until promoted, when
+	// it takes a lost worker's rank (promoted is when).
+	spare    bool
+	promoted time.Time
 	// tail is the last lines of the failed worker's stderr, once fetched;
 	// tailDone, when not nil, is closed when a fetch in the background
 	// (off the heartbeat) has set tail.
 	tail     []string
 	tailDone chan struct{}
+}
+
+// live reports whether w's container is wanted and not known to have
+// ended: starting, running or standing by.
+func (w *worker) live() bool {
+	return w.state == StateStarting || w.state == StateRunning || w.state == StateStandby
 }
 
 // AM is the ApplicationMaster state machine. Run drives it; Status and
@@ -598,8 +612,8 @@ func (a *AM) classifiedLocked(c yarn.Container, previous bool) {
 		} else {
 			w.unverified = true
 		}
-		a.workers.set(w, StateRunning)
-		a.log.WithFields(logrus.Fields{"container": c.ID, "node": c.NodeID}).Info("adopted a worker of an earlier attempt")
+		a.workers.set(w, w.upState())
+		a.log.WithFields(logrus.Fields{"container": c.ID, "node": c.NodeID, "spare": w.spare}).Info("adopted a worker of an earlier attempt")
 		a.adopted = append(a.adopted, w)
 		a.checkAllRunningLocked()
 	}
@@ -705,7 +719,7 @@ func (a *AM) started(ctx context.Context, w *worker, err error) {
 		a.failed(ctx, w, yarn.ExitInvalid, cause, fmt.Sprintf("could not start container: %v", err), false)
 		return
 	}
-	a.workers.set(w, StateRunning)
+	a.workers.set(w, w.upState())
 	all := a.checkAllRunningLocked()
 	workers := a.totalsLocked().workers
 	a.mu.Unlock()
@@ -752,6 +766,15 @@ func (a *AM) completed(ctx context.Context, st yarn.Completed) {
 		w = a.endedBetweenLocked(st.ID)
 	}
 	if w == nil || w.state == StateSucceeded || w.state == StateFailed {
+		a.mu.Unlock()
+		return
+	}
+	if w.spare && st.ExitStatus == yarn.ExitSuccess {
+		// Its launcher ended without running the command: nothing failed,
+		// and nothing succeeded either.
+		a.workers.set(w, StateFailed)
+		w.exit, w.diag, w.finished = st.ExitStatus, "standby spare ended before it was needed: "+st.Diagnostics, a.cfg.Now()
+		a.replaceLocked(w)
 		a.mu.Unlock()
 		return
 	}
@@ -853,7 +876,7 @@ func (a *AM) failed(ctx context.Context, w *worker, exit int, cause yarn.ExitCau
 		if cause == yarn.CauseNode {
 			a.blacklistLocked(w)
 		}
-		g.pending++
+		a.replaceLocked(w)
 		g.restarts++
 		a.gangLostLocked(ctx, w)
 		return
@@ -879,7 +902,7 @@ func (a *AM) failed(ctx context.Context, w *worker, exit int, cause yarn.ExitCau
 		return
 	}
 	log.WithField("failures", g.failures).Warn("worker failed; replacing it")
-	g.pending++
+	a.replaceLocked(w)
 	g.restarts++
 	a.gangLostLocked(ctx, w)
 }
@@ -993,22 +1016,30 @@ func (a *AM) outcome() *Result {
 	return a.result
 }
 
-// stopRunning waits for the starts in flight (Run has cancelled them) and,
-// when the application fails, stops the workers still running,
-// concurrently within the same bounds as the starts.
+// stopRunning waits for the starts in flight (Run has cancelled them) and
+// stops the containers still running: every one when the application
+// fails, the standby spares when it succeeds; concurrently, within the
+// same bounds as the starts.
 func (a *AM) stopRunning(ctx context.Context, r *Result) {
 	a.startWG.Wait()
-	if r.Status == yarn.StatusSucceeded {
-		return
-	}
 	a.mu.Lock()
 	var running []*worker
-	a.workers.each(func(w *worker) bool {
-		if w.launched && (w.state == StateRunning || w.state == StateStarting) {
-			running = append(running, w)
+	if r.Status == yarn.StatusSucceeded {
+		for _, g := range a.groups {
+			for _, s := range g.liveSpares() {
+				if s.launched {
+					running = append(running, s)
+				}
+			}
 		}
-		return true
-	})
+	} else {
+		a.workers.each(func(w *worker) bool {
+			if w.launched && w.live() {
+				running = append(running, w)
+			}
+			return true
+		})
+	}
 	a.mu.Unlock()
 	work := make(chan *worker)
 	var wg sync.WaitGroup

@@ -57,7 +57,7 @@ func (a *AM) nodesLocked(resp yarn.AllocateResponse) {
 	}
 	a.workers.each(func(w *worker) bool {
 		state, ok := gone[w.c.NodeID]
-		if !ok || (w.state != StateStarting && w.state != StateRunning) {
+		if !ok || !w.live() {
 			return true
 		}
 		a.workers.set(w, StateFailed)
@@ -66,7 +66,7 @@ func (a *AM) nodesLocked(resp yarn.AllocateResponse) {
 		if state != "LOST" {
 			a.releaseLocked(w.c.ID)
 		}
-		w.g.pending++
+		a.replaceLocked(w)
 		w.g.restarts++
 		a.log.WithFields(logrus.Fields{"container": w.c.ID, "node": w.c.NodeID, "node_state": state}).Warn("node gone; replacing its worker")
 		return true
@@ -422,12 +422,13 @@ func (a *AM) verifyAdopted(ctx context.Context, sc StatusChecker, ws []*worker) 
 func (a *AM) neverStarted(w *worker) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if w.state != StateRunning {
+	if w.state != StateRunning && w.state != StateStandby {
 		return false
 	}
 	a.workers.remove(w)
+	w.state = StateFailed // out of the roster: frees its rank or spare place
 	a.releaseLocked(w.c.ID)
-	w.g.pending++
+	a.replaceLocked(w)
 	a.log.WithFields(logrus.Fields{"container": w.c.ID, "node": w.c.NodeID}).
 		Info("an earlier attempt's container was never started; releasing it and asking for another")
 	return true

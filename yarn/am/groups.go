@@ -39,6 +39,10 @@ type group struct {
 	ranks        []*worker
 	gangSince    time.Time
 	gangRestarts int
+	// spares are its standby spares (some may have ended: liveSpares);
+	// promotions counts those that took a lost worker's rank.
+	spares     []*worker
+	promotions int
 }
 
 // newGroups builds the groups' state; each group's launch context gets the
@@ -47,7 +51,7 @@ func newGroups(gs []Group, trackingURL string) []*group {
 	out := make([]*group, len(gs))
 	for i, g := range gs {
 		g.Launch = rendezvousEnv(g, trackingURL)
-		out[i] = &group{Group: g, id: int64(i) + 1, pending: g.Plan.Workers, lastAsked: -1, count: map[string]int{},
+		out[i] = &group{Group: g, id: int64(i) + 1, pending: g.Plan.Workers + g.Plan.Spares, lastAsked: -1, count: map[string]int{},
 			ranks: make([]*worker, g.Plan.Workers)}
 	}
 	return out
@@ -62,8 +66,38 @@ func (g *group) label() string {
 	return " of group " + g.Name
 }
 
-// active is how many of its workers are starting or running.
-func (g *group) active() int { return g.count[StateStarting] + g.count[StateRunning] }
+// active is how many of its workers (spares aside) are starting or
+// running.
+func (g *group) active() int {
+	n := g.count[StateStarting] + g.count[StateRunning]
+	for _, s := range g.liveSpares() {
+		if s.state == StateStarting {
+			n--
+		}
+	}
+	return n
+}
+
+// liveSpares drops the spares that ended from g.spares and returns the
+// others.
+func (g *group) liveSpares() []*worker {
+	kept := g.spares[:0]
+	for _, s := range g.spares {
+		if s.spare && s.live() {
+			kept = append(kept, s)
+		}
+	}
+	clear(g.spares[len(kept):])
+	g.spares = kept
+	return kept
+}
+
+// workersWanted is how many of its pending containers are to run the
+// command: those beyond the spares it misses (a container granted takes a
+// free rank first, so a missing worker is asked before a missing spare).
+func (g *group) workersWanted() int {
+	return max(g.pending-max(g.Plan.Spares-len(g.liveSpares()), 0), 0)
+}
 
 // minimum is how many of its workers must run: all of them, or under
 // scheduler-mode: reactive, Plan.MinWorkers.
@@ -75,9 +109,10 @@ func (g *group) minimum() int {
 }
 
 // needy reports whether the group waits for workers it needs: some are
-// wanted and, under reactive mode, fewer than its minimum run.
+// wanted (spares are not needed) and, under reactive mode, fewer than its
+// minimum run.
 func (g *group) needy() bool {
-	return g.pending > 0 && (!g.Plan.Reactive || g.count[StateRunning] < g.minimum())
+	return g.workersWanted() > 0 && (!g.Plan.Reactive || g.count[StateRunning] < g.minimum())
 }
 
 // done reports whether the group has finished its work: every wanted
@@ -157,7 +192,7 @@ func (a *AM) unplaceableLocked() string {
 			continue
 		}
 		room := a.clusterNodes * k
-		n := min(g.pending, g.Plan.Workers-room)
+		n := min(g.workersWanted(), g.Plan.Workers-room)
 		if n <= 0 {
 			continue
 		}

@@ -39,8 +39,8 @@ var ErrBadConfig = errors.New("invalid configuration")
 // Plan is what the AM will ask for: how many workers and of which size.
 type Plan struct {
 	BaseWorkers         int           `json:"base-workers"`          // ceil(parallelism / slots), or --workers
-	Spares              int           `json:"spares"`                // slotmanager.redundant-taskmanager-num
-	Workers             int           `json:"workers"`               // containers asked: base + spares, capped
+	Spares              int           `json:"spares"`                // standby spares (slotmanager.redundant-taskmanager-num), capped
+	Workers             int           `json:"workers"`               // workers that run the command: base, capped
 	SlotsPerWorker      int           `json:"slots-per-worker"`      // taskmanager.numberOfTaskSlots
 	MaxFailedContainers int           `json:"max-failed-containers"` // failures replaced before the app fails
 	Profile             yarn.Resource `json:"profile"`               // one worker container
@@ -86,12 +86,15 @@ const (
 //
 // Rules:
 //   - base workers = ceil(parallelism.default / taskmanager.numberOfTaskSlots);
-//   - plus slotmanager.redundant-taskmanager-num spares;
-//   - the total is capped at floor(slotmanager.number-of-slots.max / slots),
-//     as Flink's slot manager refuses any worker (spares included) that would
-//     pass the slot maximum;
-//   - yarn.maximum-failed-containers defaults to that total (Flink: the
-//     number of workers initially requested);
+//   - plus slotmanager.redundant-taskmanager-num standby spares: containers
+//     that hold their devices and run no command until a worker fails
+//     (rendezvous.go); they count in neither XRES_WORKERS nor SUCCEEDED;
+//   - workers and spares together are capped at
+//     floor(slotmanager.number-of-slots.max / slots), as Flink's slot
+//     manager refuses any worker (spares included) that would pass the slot
+//     maximum; the workers are kept first;
+//   - yarn.maximum-failed-containers defaults to workers + spares (Flink:
+//     the number of workers initially requested);
 //   - memory = taskmanager.memory.process.size in MiB, truncating (1728m
 //     when unset);
 //   - vcores = ceil(taskmanager.cpu.cores) if set, else yarn.containers.vcores
@@ -144,17 +147,21 @@ func PlanWorkers(cfg *conf.Config, specs []resources.Spec, workers int) (Plan, e
 		} else {
 			p.BaseWorkers = int((parallelism + slots - 1) / slots)
 		}
-		p.Spares = int(spares)
-		total := int64(p.BaseWorkers) + spares
-		if limit := maxSlots / slots; total > limit {
-			p.Warnings = append(p.Warnings, fmt.Sprintf("%s=%d caps the workers at %d (of %d asked)",
-				conf.SlotsMax.Key, maxSlots, limit, total))
-			total = limit
+		limit := maxSlots / slots
+		base := int64(p.BaseWorkers)
+		switch {
+		case base+spares <= limit:
+		case spares == 0:
+			p.Warnings = append(p.Warnings, fmt.Sprintf("%s=%d caps the workers at %d (of %d asked)", conf.SlotsMax.Key, maxSlots, limit, base))
+		default:
+			p.Warnings = append(p.Warnings, fmt.Sprintf("%s=%d caps workers and spares at %d (of %d workers + %d spares asked)",
+				conf.SlotsMax.Key, maxSlots, limit, base, spares))
 		}
-		p.Workers = int(total)
+		p.Workers = int(min(base, limit))
+		p.Spares = int(min(spares, limit-int64(p.Workers)))
 	}
 
-	p.MaxFailedContainers = p.Workers
+	p.MaxFailedContainers = p.Workers + p.Spares
 	if _, set := cfg.Get(conf.YarnMaxFailedContainers.Key); set {
 		v := intOpt(conf.YarnMaxFailedContainers)
 		if v < 0 {

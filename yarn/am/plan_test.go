@@ -42,17 +42,24 @@ func TestPlanWorkers(t *testing.T) {
 				Profile: yarn.Resource{MemoryMB: 1728, VCores: 1}},
 		},
 		{
-			name: "spares added",
+			name: "spares kept apart from the workers",
 			conf: map[string]string{"parallelism.default": "4", "slotmanager.redundant-taskmanager-num": "2"},
-			want: Plan{BaseWorkers: 4, Spares: 2, Workers: 6, SlotsPerWorker: 1, MaxFailedContainers: 6,
+			want: Plan{BaseWorkers: 4, Spares: 2, Workers: 4, SlotsPerWorker: 1, MaxFailedContainers: 6,
 				Profile: yarn.Resource{MemoryMB: 1728, VCores: 1}},
 		},
 		{
 			name: "slot maximum caps workers and spares",
 			conf: map[string]string{"parallelism.default": "8", "taskmanager.numberOfTaskSlots": "2", "slotmanager.number-of-slots.max": "7", "slotmanager.redundant-taskmanager-num": "1"},
-			want: Plan{BaseWorkers: 4, Spares: 1, Workers: 3, SlotsPerWorker: 2, MaxFailedContainers: 3,
+			want: Plan{BaseWorkers: 4, Spares: 0, Workers: 3, SlotsPerWorker: 2, MaxFailedContainers: 3,
 				Profile: yarn.Resource{MemoryMB: 1728, VCores: 2}},
-			warn: "slotmanager.number-of-slots.max=7 caps the workers at 3 (of 5 asked)",
+			warn: "slotmanager.number-of-slots.max=7 caps workers and spares at 3 (of 4 workers + 1 spares asked)",
+		},
+		{
+			name: "slot maximum keeps the workers before the spares",
+			conf: map[string]string{"parallelism.default": "3", "slotmanager.number-of-slots.max": "4", "slotmanager.redundant-taskmanager-num": "3"},
+			want: Plan{BaseWorkers: 3, Spares: 1, Workers: 3, SlotsPerWorker: 1, MaxFailedContainers: 4,
+				Profile: yarn.Resource{MemoryMB: 1728, VCores: 1}},
+			warn: "slotmanager.number-of-slots.max=4 caps workers and spares at 4 (of 3 workers + 3 spares asked)",
 		},
 		{
 			name: "max failed containers set",

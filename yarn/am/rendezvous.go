@@ -8,6 +8,7 @@ import (
 	"maps"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -40,6 +41,15 @@ import (
 // Gang restart: when a worker of a gang group is lost, the workers of the
 // group already told to run are stopped (uncounted) and the gang forms
 // again; only the lost worker counts against yarn.maximum-failed-containers.
+//
+// Standby spares (slotmanager.redundant-taskmanager-num): a container
+// granted when every rank is held (or done) becomes a spare while the group
+// has fewer than Plan.Spares. Its launcher reserves its devices, reports
+// and waits in the rendezvous, which answers it "standby" (no rank, not
+// counted in XRES_WORKERS or the success). When a worker is lost, the
+// spare furthest along takes its rank at once (promoted: its launcher's
+// next ask is ready, and it runs the command with that rank), and the
+// container asked in the lost worker's place becomes the new spare.
 
 // Worker environment variables the rendezvous sets.
 const (
@@ -66,7 +76,7 @@ func AddressesEnv(group string) string {
 // run.
 func (g *group) waits() bool {
 	p := g.Plan
-	return p.Gang || len(p.DependsOn) > 0 || p.Port != 0 || p.Rendezvous != ""
+	return p.Gang || len(p.DependsOn) > 0 || p.Port != 0 || p.Rendezvous != "" || p.Spares > 0
 }
 
 // rendezvousEnv adds what every worker of g is started with: the
@@ -97,20 +107,88 @@ func rendezvousEnv(g Group, trackingURL string) yarn.LaunchContext {
 	return l
 }
 
-// assignRankLocked gives w the lowest free rank of its group.
+// assignRankLocked gives w the lowest free rank of its group; with none
+// free, w becomes a standby spare while the group misses some.
 func (a *AM) assignRankLocked(w *worker) {
 	g := w.g
 	if len(g.ranks) != g.Plan.Workers {
 		g.ranks = append(g.ranks, make([]*worker, max(g.Plan.Workers-len(g.ranks), 0))...)
 	}
 	for r := range g.ranks {
-		if g.holder(r) == nil {
+		if g.rankFree(r) {
 			g.ranks[r] = w
 			w.rank = r
 			return
 		}
 	}
-	w.rank = -1 // more workers than ranks: only surplus, released
+	w.rank = -1
+	if len(g.liveSpares()) < g.Plan.Spares {
+		w.spare = true
+		g.spares = append(g.spares, w)
+	}
+}
+
+// rankFree reports whether rank r wants a worker: none holds it and none
+// has done its work (a rank that succeeded is not run again).
+func (g *group) rankFree(r int) bool {
+	w := g.ranks[r]
+	return w == nil || (w.state != StateSucceeded && g.holder(r) == nil)
+}
+
+// upState is the state of w once its container runs.
+func (w *worker) upState() string {
+	if w.spare {
+		return StateStandby
+	}
+	return StateRunning
+}
+
+// replaceLocked asks one more container for w's group in place of w,
+// which ended: a standby spare takes w's rank at once (the container asked
+// becomes a spare), else the container asked does.
+func (a *AM) replaceLocked(w *worker) {
+	w.g.pending++
+	if !w.spare {
+		a.promoteLocked(w.g, w.rank, w)
+	}
+}
+
+// promoteLocked gives free rank r of g to the spare furthest along
+// (standing by with its devices reported, else standing by, else still
+// starting); it reports whether one took it.
+func (a *AM) promoteLocked(g *group, r int, lost *worker) bool {
+	if r < 0 || r >= len(g.ranks) || !g.rankFree(r) {
+		return false
+	}
+	var best *worker
+	along := func(s *worker) int {
+		switch {
+		case s.state == StateStandby && s.reported():
+			return 2
+		case s.state == StateStandby:
+			return 1
+		}
+		return 0
+	}
+	for _, s := range g.liveSpares() {
+		if best == nil || along(s) > along(best) {
+			best = s
+		}
+	}
+	if best == nil {
+		return false
+	}
+	g.spares = slices.DeleteFunc(g.spares, func(s *worker) bool { return s == best })
+	best.spare, best.rank, best.promoted = false, r, a.cfg.Now()
+	g.ranks[r] = best
+	g.promotions++
+	if best.state == StateStandby {
+		a.workers.set(best, StateRunning)
+	}
+	a.log.WithFields(logrus.Fields{"group": g.Name, "spare": best.c.ID, "node": best.c.NodeID, "rank": r, "replaces": lost.c.ID}).
+		Info("promoted a standby spare to the lost worker's rank")
+	a.checkAllRunningLocked()
+	return true
 }
 
 // holder is the worker that holds rank r: starting or running, not
@@ -285,6 +363,15 @@ func (a *AM) Rendezvous(id string) (contract.Rendezvous, error) {
 	}
 	g := w.g
 	out := contract.Rendezvous{Group: g.Name, Rank: w.rank, WorldSize: g.Plan.Workers}
+	if w.spare && w.live() {
+		out.Standby = true
+		out.Waiting = "its own device report"
+		if w.reported() {
+			out.Waiting = fmt.Sprintf("standby: a spare%s (%s); it runs the worker command with the rank of the next worker lost",
+				g.label(), conf.RedundantWorkers.Key)
+		}
+		return out, nil
+	}
 	if w.rank < 0 || w.gangStopped || (w.state != StateStarting && w.state != StateRunning) {
 		out.Waiting = "nothing: this worker is being stopped"
 		return out, nil
@@ -371,7 +458,7 @@ func (a *AM) workerEnvLocked(w *worker) map[string]string {
 // xres.gang.timeout.
 func (a *AM) gangLostLocked(ctx context.Context, w *worker) {
 	g := w.g
-	if !g.Plan.Gang || a.result != nil {
+	if !g.Plan.Gang || a.result != nil || w.spare {
 		return
 	}
 	g.gangSince = time.Time{}
@@ -380,6 +467,7 @@ func (a *AM) gangLostLocked(ctx context.Context, w *worker) {
 		if h := g.holder(r); h != nil && h != w && h.went {
 			h.gangStopped = true
 			stop = append(stop, h)
+			a.promoteLocked(g, r, h)
 		}
 	}
 	if len(stop) == 0 {

@@ -36,7 +36,8 @@ type roster struct {
 	// count is every worker's, per state; listed those still kept.
 	count  map[string]int
 	listed map[string]int
-	// running are the workers in StateRunning (the state saved for a next attempt).
+	// running are the workers in StateRunning or StateStandby (the state
+	// saved for a next attempt).
 	running map[string]*worker
 	// finished are the finished workers kept, oldest first from finHead.
 	finished  []*worker
@@ -99,7 +100,7 @@ func (r *roster) set(w *worker, state string) {
 	r.count[w.state]--
 	r.listed[w.state]--
 	w.g.count[w.state]--
-	if w.state == StateRunning {
+	if w.state == StateRunning || w.state == StateStandby {
 		delete(r.running, w.c.ID)
 	}
 	w.state = state
@@ -114,7 +115,7 @@ func (r *roster) set(w *worker, state string) {
 // oldest finished worker beyond keep).
 func (r *roster) track(w *worker) {
 	switch w.state {
-	case StateRunning:
+	case StateRunning, StateStandby:
 		r.running[w.c.ID] = w
 	case StateSucceeded, StateFailed:
 		r.finished = append(r.finished, w)

@@ -110,7 +110,7 @@ func (a *AM) loadState(ctx context.Context) {
 		sg := s.Groups[i]
 		byName[g.Name] = g
 		g.succeeded, g.failures, g.restarts = sg.Succeeded, sg.Failures, sg.Restarts
-		g.pending = max(g.Plan.Workers-g.succeeded, 0)
+		g.pending = max(g.Plan.Workers+g.Plan.Spares-g.succeeded, 0)
 	}
 	a.prevLive = map[string]savedLive{}
 	for _, l := range s.Live {

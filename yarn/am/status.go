@@ -25,6 +25,8 @@ type WorkerStatus struct {
 	Group       string                            `json:"group,omitempty"`
 	Rank        *int                              `json:"rank,omitempty"` // in its group, while it holds one
 	State       string                            `json:"state"`
+	Spare       bool                              `json:"spare,omitempty"`    // a standby spare (STARTING or STANDBY)
+	Promoted    *time.Time                        `json:"promoted,omitempty"` // when this spare took a lost worker's rank
 	ExitStatus  *int                              `json:"exit-status,omitempty"`
 	Diagnostics string                            `json:"diagnostics,omitempty"`
 	Devices     map[string][]resources.Properties `json:"devices,omitempty"`
@@ -44,6 +46,11 @@ type GroupStatus struct {
 	Restarts  int           `json:"restarts"`
 	MaxFailed int           `json:"max-failed-containers"`
 	Profile   yarn.Resource `json:"profile"`
+	// Spares is how many standby spares it keeps (wanted), Standby how
+	// many stand by now, Promotions how many took a lost worker's rank.
+	Spares     int `json:"spares,omitempty"`
+	Standby    int `json:"standby,omitempty"`
+	Promotions int `json:"promotions,omitempty"`
 }
 
 // Status is a snapshot of the application, served by the tracking server.
@@ -56,6 +63,7 @@ type Status struct {
 	Pending     int            `json:"pending"`
 	Running     int            `json:"running"`
 	Starting    int            `json:"starting"`
+	Standby     int            `json:"standby,omitempty"` // standby spares whose container runs
 	Succeeded   int            `json:"succeeded"`
 	Failed      int            `json:"failed"`
 	Restarts    int            `json:"restarts"`
@@ -109,7 +117,7 @@ func (a *AM) StatusPage(p Page) Status {
 	t := a.totalsLocked()
 	s := Status{
 		App: a.cfg.AppID, State: a.state, Workers: t.workers, Pending: t.pending,
-		Running: a.workers.count[StateRunning], Starting: a.workers.count[StateStarting],
+		Running: a.workers.count[StateRunning], Starting: a.workers.count[StateStarting], Standby: a.workers.count[StateStandby],
 		Succeeded: t.succeeded, Failed: t.failures, Restarts: t.restarts,
 		Profile:   a.groups[0].Plan.Profile,
 		Blacklist: sortedKeys(a.blacklist), Hosts: append([]string{}, a.workers.hosts...), Containers: []WorkerStatus{},
@@ -120,7 +128,8 @@ func (a *AM) StatusPage(p Page) Status {
 		s.MaxFailed += g.Plan.MaxFailedContainers
 		s.Groups = append(s.Groups, GroupStatus{Name: g.Name, Workers: g.Plan.Workers, Minimum: g.minimum(), Reactive: g.Plan.Reactive,
 			Pending: g.pending, Starting: g.count[StateStarting], Running: g.count[StateRunning],
-			Succeeded: g.succeeded, Failed: g.failures, Restarts: g.restarts, MaxFailed: g.Plan.MaxFailedContainers, Profile: g.Plan.Profile})
+			Succeeded: g.succeeded, Failed: g.failures, Restarts: g.restarts, MaxFailed: g.Plan.MaxFailedContainers, Profile: g.Plan.Profile,
+			Spares: g.Plan.Spares, Standby: g.count[StateStandby], Promotions: g.promotions})
 	}
 	if a.result != nil {
 		s.Diagnostics = a.result.Diagnostics
@@ -167,7 +176,10 @@ func (a *AM) StatusPage(p Page) Status {
 			return true
 		}
 		ws := WorkerStatus{Container: w.c.ID, Node: w.c.NodeID, NodeHTTP: w.c.NodeHTTP, Host: w.c.Host(), Group: w.g.Name,
-			State: w.state, Diagnostics: w.diag, Devices: w.devices}
+			State: w.state, Spare: w.spare && w.live(), Diagnostics: w.diag, Devices: w.devices}
+		if t := w.promoted; !t.IsZero() {
+			ws.Promoted = &t
+		}
 		if w.rank >= 0 && (w.state == StateStarting || w.state == StateRunning) && !w.gangStopped {
 			rank := w.rank
 			ws.Rank = &rank

@@ -153,7 +153,7 @@ func WithWebProxy(p *WebProxy) TrackerOption {
 //	                  (contract.Rendezvous), signed as reports are over
 //	                  contract.RendezvousMessage(ID)
 //
-// Both GETs take ?state=RUNNING (or STARTING, SUCCEEDED, FAILED) to list
+// Both GETs take ?state=RUNNING (or STARTING, STANDBY, SUCCEEDED, FAILED) to list
 // only the containers in that state, and ?offset=N&limit=M for a page; the
 // counts always cover every container.
 //
@@ -303,7 +303,7 @@ var statusHTML = template.Must(template.New("status").Funcs(template.FuncMap{
 </head><body>
 <h1>xres application {{.App}}</h1>
 <div id="live">
-<p>State: <b>{{.Status.State}}</b> — <span id="target">running {{.Running}} of target {{.Workers}}{{if lt .Minimum .Workers}} (minimum {{.Minimum}}, scheduler-mode: reactive){{end}}</span>, starting {{.Starting}}, succeeded {{.Succeeded}}, failed {{.Failed}}, restarts {{.Restarts}} (limit {{.MaxFailed}}), pending {{.Pending}}</p>
+<p>State: <b>{{.Status.State}}</b> — <span id="target">running {{.Running}} of target {{.Workers}}{{if lt .Minimum .Workers}} (minimum {{.Minimum}}, scheduler-mode: reactive){{end}}</span>, starting {{.Starting}}{{if .Standby}}, standby spares {{.Standby}}{{end}}, succeeded {{.Succeeded}}, failed {{.Failed}}, restarts {{.Restarts}} (limit {{.MaxFailed}}), pending {{.Pending}}</p>
 {{if named .Groups}}<table id="groups"><tr><th>group</th><th>running / target</th><th>minimum</th><th>starting</th><th>pending</th><th>succeeded</th><th>failed (limit)</th><th>restarts</th><th>profile</th></tr>
 {{range .Groups}}<tr><td>{{.Name}}</td><td>{{.Running}} / {{.Workers}}</td><td>{{.Minimum}}</td><td>{{.Starting}}</td><td>{{.Pending}}</td><td>{{.Succeeded}}</td><td>{{.Failed}} ({{.MaxFailed}})</td><td>{{.Restarts}}</td><td>{{.Profile}}</td></tr>
 {{end}}</table>{{else}}<p>Container profile: {{.Profile}}</p>{{end}}
@@ -314,7 +314,7 @@ var statusHTML = template.Must(template.New("status").Funcs(template.FuncMap{
 <p>Containers{{if .State}} {{.State}}{{end}}: {{if .Containers}}{{.First}}–{{.Last}} of {{end}}{{.ContainersTotal}}
 {{- if ge .Prev 0}} · <a href="?offset={{.Prev}}&amp;limit={{.Limit}}{{if .State}}&amp;state={{.State}}{{end}}">previous</a>{{end}}
 {{- if ge .Next 0}} · <a href="?offset={{.Next}}&amp;limit={{.Limit}}{{if .State}}&amp;state={{.State}}{{end}}">next</a>{{end}}
- · show: <a href="?">all</a>, <a href="?state=RUNNING">running</a>, <a href="?state=STARTING">starting</a>, <a href="?state=FAILED">failed</a>, <a href="?state=SUCCEEDED">succeeded</a></p>
+ · show: <a href="?">all</a>, <a href="?state=RUNNING">running</a>, <a href="?state=STARTING">starting</a>, <a href="?state=STANDBY">standby</a>, <a href="?state=FAILED">failed</a>, <a href="?state=SUCCEEDED">succeeded</a></p>
 {{$groups := named .Groups}}<table><tr><th>container</th>{{if $groups}}<th>group</th>{{end}}<th>host</th><th>state</th><th>exit</th><th>devices</th><th>diagnostics</th></tr>
 {{range .Containers}}<tr><td>{{.Container}}</td>{{if $groups}}<td>{{.Group}}</td>{{end}}<td>{{.Host}}</td><td>{{.State}}</td><td>{{exit .ExitStatus}}</td><td>{{devices .}}</td><td>{{.Diagnostics}}</td></tr>
 {{end}}</table>

@@ -463,7 +463,7 @@ func cmdRun(ctx context.Context, args []string, e *env) error {
 		}()
 	}
 	for _, g := range planned {
-		e.log.WithFields(logrus.Fields{"group": g.Name, "workers": g.Plan.Workers, "profile": g.Plan.Profile.String()}).Info("worker group")
+		e.log.WithFields(logrus.Fields{"group": g.Name, "workers": g.Plan.Workers, "spares": g.Plan.Spares, "profile": g.Plan.Profile.String()}).Info("worker group")
 	}
 	e.log.WithFields(logrus.Fields{"workers": total, "tracking_url": trackingURL}).Info("application master starting")
 	res, err := a.Run(ctx)

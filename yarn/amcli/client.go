@@ -596,6 +596,9 @@ func describeGroups(planned []am.PlannedGroup) string {
 	parts := make([]string, len(planned))
 	for i, g := range planned {
 		parts[i] = fmt.Sprintf("%d workers of %s", g.Plan.Workers, g.Plan.Profile)
+		if g.Plan.Spares > 0 {
+			parts[i] += fmt.Sprintf(" + %d standby spares", g.Plan.Spares)
+		}
 		if g.Plan.Reactive {
 			parts[i] += fmt.Sprintf(" (reactive, at least %d)", g.Plan.MinWorkers)
 		}

@@ -525,7 +525,11 @@ func printSpecs(w io.Writer, indent string, specs []specJSON) {
 // the reactive minimum, slots, failures tolerated and the container
 // profile, each line after indent.
 func printPlan(w io.Writer, indent string, p *am.Plan, how string) {
-	fmt.Fprintf(w, "%sworkers: %d (%d from %s + %d spares)\n", indent, p.Workers, p.BaseWorkers, how, p.Spares)
+	fmt.Fprintf(w, "%sworkers: %d (%d from %s)\n", indent, p.Workers, p.BaseWorkers, how)
+	if p.Spares > 0 {
+		fmt.Fprintf(w, "%sstandby spares: %d (%s): each holds a container and its devices, runs no command until a worker fails, then takes its rank\n",
+			indent, p.Spares, conf.RedundantWorkers.Key)
+	}
 	if p.Reactive {
 		fmt.Fprintf(w, "%sscheduler-mode: reactive: runs once %d of the %d workers run (%s), takes the others as YARN grants them\n",
 			indent, p.MinWorkers, p.Workers, conf.ReactiveMinWorkers.Key)

@@ -23,11 +23,11 @@ func TestResourcesGroups(t *testing.T) {
 	for _, want := range []string{
 		"worker groups (xres.worker-groups): trainer, prep\n",
 		"worker group trainer:\n  command: python train.py --epochs 3 (xres.worker-group.trainer.command)\n",
-		"  workers: 2 (2 from xres.worker-group.trainer.workers + 0 spares)\n" +
+		"  workers: 2 (2 from xres.worker-group.trainer.workers)\n" +
 			"  scheduler-mode: reactive: runs once 1 of the 2 workers run (xres.reactive.min-workers), takes the others as YARN grants them\n",
 		"  YARN container profile per worker: <memory:8192, vCores:1, yarn.io/gpu: 4>\n",
 		"worker group prep:\n  external resources:\n",
-		"  workers: 3 (3 from xres.worker-group.prep.workers + 0 spares)\n" +
+		"  workers: 3 (3 from xres.worker-group.prep.workers)\n" +
 			"  scheduler-mode: reactive: runs once 2 of the 3 workers run (xres.reactive.min-workers), takes the others as YARN grants them\n",
 		"    testdata/groups.yaml:10  xres.worker-group.trainer.external-resource.gpu.amount = 4\n",
 		"    testdata/groups.yaml:7   external-resource.gpu.yarn.config-key = yarn.io/gpu\n",
@@ -92,7 +92,7 @@ func TestResourcesGroupErrorNamesTheGroup(t *testing.T) {
 		"cluster check: skipped (no cluster: HADOOP_CONF_DIR is not set)\n")
 	require.Contains(t, out, "worker group prep:\n")
 	require.Contains(t, out, "  workers: not planned (see errors)\n")
-	require.Contains(t, out, "  workers: 2 (2 from xres.worker-group.trainer.workers + 0 spares)\n", "trainer is still planned")
+	require.Contains(t, out, "  workers: 2 (2 from xres.worker-group.trainer.workers)\n", "trainer is still planned")
 	require.Contains(t, stderr, "1 configuration error(s)")
 
 	code, out, _ = runAm(t, deps{}, nil, append(args, "--json")...)
@@ -170,13 +170,13 @@ func TestResourcesReactive(t *testing.T) {
 	code, out, stderr := runAm(t, deps{}, nil, "resources", "--conf", "testdata/flink-conf.yaml",
 		"-D", "scheduler-mode=reactive", "-D", "xres.reactive.min-workers=2")
 	require.Equal(t, ExitOK, code, stderr)
-	require.Contains(t, out, "workers: 4 (4 from ceil(parallelism.default / taskmanager.numberOfTaskSlots) + 0 spares)\n"+
+	require.Contains(t, out, "workers: 4 (4 from ceil(parallelism.default / taskmanager.numberOfTaskSlots))\n"+
 		"scheduler-mode: reactive: runs once 2 of the 4 workers run (xres.reactive.min-workers), takes the others as YARN grants them\n"+
 		"slots per worker: 2\n")
 
 	code, out, _ = runAm(t, deps{}, nil, "resources", "--conf", "testdata/flink-conf.yaml", "--workers", "3")
 	require.Equal(t, ExitOK, code)
-	require.Contains(t, out, "workers: 3 (3 from --workers + 0 spares)\n")
+	require.Contains(t, out, "workers: 3 (3 from --workers)\n")
 }
 
 // Issue 29: --strict turns each warning into one error, not two (Lint's
