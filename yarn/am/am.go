@@ -599,7 +599,11 @@ func (a *AM) classifiedLocked(c yarn.Container, previous bool) {
 			g.pending--
 		}
 		a.workers.add(w)
-		a.assignRankLocked(w)
+		if l, ok := a.prevLive[c.ID]; ok && kind == idPrevious {
+			a.adoptRankLocked(w, l)
+		} else {
+			a.assignRankLocked(w)
+		}
 		if kind == idNew {
 			a.starts.push(w)
 			return

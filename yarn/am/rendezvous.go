@@ -128,6 +128,23 @@ func (a *AM) assignRankLocked(w *worker) {
 	}
 }
 
+// adoptRankLocked gives w, a worker the earlier attempt saved as l, the
+// rank it had (or its place as a spare) when still free, else as
+// assignRankLocked does.
+func (a *AM) adoptRankLocked(w *worker, l savedLive) {
+	g := w.g
+	switch {
+	case l.Spare && len(g.liveSpares()) < g.Plan.Spares:
+		w.rank, w.spare = -1, true
+		g.spares = append(g.spares, w)
+	case l.Rank != nil && *l.Rank >= 0 && *l.Rank < g.Plan.Workers && len(g.ranks) == g.Plan.Workers && g.rankFree(*l.Rank):
+		w.rank = *l.Rank
+		g.ranks[w.rank] = w
+	default:
+		a.assignRankLocked(w)
+	}
+}
+
 // rankFree reports whether rank r wants a worker: none holds it and none
 // has done its work (a rank that succeeded is not run again).
 func (g *group) rankFree(r int) bool {
@@ -184,6 +201,8 @@ func (a *AM) promoteLocked(g *group, r int, lost *worker) bool {
 	g.promotions++
 	if best.state == StateStandby {
 		a.workers.set(best, StateRunning)
+	} else {
+		a.workers.version++ // its saved rank changed
 	}
 	a.log.WithFields(logrus.Fields{"group": g.Name, "spare": best.c.ID, "node": best.c.NodeID, "rank": r, "replaces": lost.c.ID}).
 		Info("promoted a standby spare to the lost worker's rank")

@@ -1,6 +1,8 @@
 package am
 
 import (
+	"context"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -228,4 +230,68 @@ func TestMissingSpareIsNotWaitedFor(t *testing.T) {
 	for _, d := range waits {
 		require.Equal(t, DefaultHeartbeat, d, "only a spare is missing: the normal heartbeat (%v)", waits)
 	}
+}
+
+// An AM restart keeps every adopted container in its place: the workers
+// their ranks (they were started with them), the spare its standby, in
+// whatever order the RM hands the containers back.
+func TestAMRestartKeepsRanksAndSpares(t *testing.T) {
+	store := &memStore{}
+	c2, c3, c4 := ctr(2, "nm1"), ctr(3, "nm2"), ctr(4, "nm1")
+	rm := &fakeRM{register: gpuLimits, steps: []step{
+		alloc(c2, c3, c4),
+		alloc(), // the starts are done by this heartbeat; the state after it has them
+		func(yarn.AllocateRequest) (yarn.AllocateResponse, error) { return yarn.AllocateResponse{Shutdown: true}, nil },
+	}}
+	cfg := testConfig(2, 3)
+	cfg.Plan.Spares = 1
+	cfg.State = store
+	_, err, _ := runAM(t, cfg, rm, &fakeNM{}, nil)
+	require.ErrorIs(t, err, ErrShutdown)
+	saved := map[string]string{}
+	for _, l := range store.state(t).Live {
+		saved[l.ID] = fmt.Sprintf("rank=%v spare=%v", deref(l.Rank), l.Spare)
+	}
+	require.Equal(t, map[string]string{c2.ID: "rank=0 spare=false", c3.ID: "rank=1 spare=false", c4.ID: "rank=-1 spare=true"}, saved)
+
+	reg := gpuLimits
+	reg.PreviousContainers = []yarn.Container{c4, c3, c2}
+	var ranks map[string]int
+	var standby bool
+	rm = &fakeRM{register: reg, steps: []step{
+		func(yarn.AllocateRequest) (yarn.AllocateResponse, error) { return yarn.AllocateResponse{}, nil },
+		complete(done(c2, 0), done(c3, 0)),
+	}}
+	cfg.Log = nil
+	nm := &fakeNM{}
+	a, err := New(cfg, rm, nm, nil)
+	require.NoError(t, err)
+	a.cfg.After = settled(a, func(d time.Duration) <-chan time.Time {
+		if ranks == nil {
+			ranks = map[string]int{}
+			for _, c := range []yarn.Container{c2, c3} {
+				r, err := a.Rendezvous(c.ID)
+				require.NoError(t, err)
+				ranks[c.ID] = r.Rank
+			}
+			r, err := a.Rendezvous(c4.ID)
+			require.NoError(t, err)
+			standby = r.Standby
+		}
+		return ready(d)
+	})
+	res, err := a.Run(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, yarn.StatusSucceeded, res.Status, res.Diagnostics)
+	require.Equal(t, map[string]int{c2.ID: 0, c3.ID: 1}, ranks, "adopted in reverse order, each keeps its rank")
+	require.True(t, standby, "the adopted spare stands by again")
+	require.Equal(t, []string{c4.ID}, nm.stopped, "the spare is stopped at the end, nothing started")
+	require.Empty(t, nm.started)
+}
+
+func deref(p *int) int {
+	if p == nil {
+		return -1
+	}
+	return *p
 }

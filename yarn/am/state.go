@@ -50,11 +50,16 @@ type savedGroup struct {
 	Restarts  int    `json:"restarts"`
 }
 
+// A live worker's rank (nil: none, e.g. a group without ranks saved by an
+// older AM) or whether it was a standby spare: the next attempt gives each
+// adopted container the same (a rank's worker was started with it).
 type savedLive struct {
 	ID    string `json:"id"`
 	Group string `json:"group"`
 	Node  string `json:"node"`
 	HTTP  string `json:"http,omitempty"`
+	Rank  *int   `json:"rank,omitempty"`
+	Spare bool   `json:"spare,omitempty"`
 }
 
 // snapshotLocked is the state to save now.
@@ -65,7 +70,12 @@ func (a *AM) snapshotLocked() savedState {
 	}
 	s.Live = make([]savedLive, 0, len(a.workers.running))
 	for _, w := range a.workers.running {
-		s.Live = append(s.Live, savedLive{ID: w.c.ID, Group: w.g.Name, Node: w.c.NodeID, HTTP: w.c.NodeHTTP})
+		l := savedLive{ID: w.c.ID, Group: w.g.Name, Node: w.c.NodeID, HTTP: w.c.NodeHTTP, Spare: w.spare}
+		if w.rank >= 0 {
+			r := w.rank
+			l.Rank = &r
+		}
+		s.Live = append(s.Live, l)
 	}
 	// Map order is random: sorted, the same state saves as the same bytes.
 	slices.SortFunc(s.Live, func(x, y savedLive) int {
