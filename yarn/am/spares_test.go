@@ -280,7 +280,9 @@ func TestAMRestartKeepsRanksAndSpares(t *testing.T) {
 		}
 		return ready(d)
 	})
-	res, err := a.Run(context.Background())
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res, err := a.Run(ctx)
 	require.NoError(t, err)
 	require.Equal(t, yarn.StatusSucceeded, res.Status, res.Diagnostics)
 	require.Equal(t, map[string]int{c2.ID: 0, c3.ID: 1}, ranks, "adopted in reverse order, each keeps its rank")
