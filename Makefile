@@ -3,7 +3,7 @@ GO      ?= go
 BIN     ?= bin
 PKGS    := ./...
 
-.PHONY: soak bench-report all build unit test integration bench bench-rpc bench-am bench-am-curve lint demo proto proto-check clean
+.PHONY: soak bench-report all build unit test integration bench bench-rpc bench-am bench-am-curve bench-spares lint demo proto proto-check clean
 
 all: build
 
@@ -121,6 +121,11 @@ bench-am-curve:
 	$(GO) test -count=1 -tags integration -timeout 60m -run '^$$' -bench 'AMvsDistributedShell' -benchtime 1x -v ./integration/
 	$(GO) test -count=1 -run '^$$' -bench 'AMAt10k' -benchtime 1x ./yarn/am/
 	$(GO) test -count=1 -run '^$$' -bench 'AMAllocateCycle' -benchtime 20x ./yarn/am/
+
+# Standby spares (slotmanager.redundant-taskmanager-num): kill -9 → the killed rank's command
+# running again, promoted spare vs new container, in the same rounds, on the real cluster.
+bench-spares:
+	$(GO) test -count=1 -tags integration -timeout 20m -run '^$$' -bench 'SparePromotionVsNewContainer' -benchtime 1x -v ./integration/
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
