@@ -241,7 +241,9 @@ func TestAMRestartKeepsRanksAndSpares(t *testing.T) {
 	rm := &fakeRM{register: gpuLimits, steps: []step{
 		alloc(c2, c3, c4),
 		alloc(), // the starts are done by this heartbeat; the state after it has them
-		func(yarn.AllocateRequest) (yarn.AllocateResponse, error) { return yarn.AllocateResponse{Shutdown: true}, nil },
+		func(yarn.AllocateRequest) (yarn.AllocateResponse, error) {
+			return yarn.AllocateResponse{Shutdown: true}, nil
+		},
 	}}
 	cfg := testConfig(2, 3)
 	cfg.Plan.Spares = 1
