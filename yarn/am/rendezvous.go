@@ -122,10 +122,18 @@ func (a *AM) assignRankLocked(w *worker) {
 		}
 	}
 	w.rank = -1
-	if len(g.liveSpares()) < g.Plan.Spares {
-		w.spare = true
-		g.spares = append(g.spares, w)
+	g.addSpare(w)
+}
+
+// addSpare makes w, which holds no rank, a standby spare of g while g has
+// fewer than Plan.Spares; it reports whether it did.
+func (g *group) addSpare(w *worker) bool {
+	if len(g.liveSpares()) >= g.Plan.Spares {
+		return false
 	}
+	w.spare = true
+	g.spares = append(g.spares, w)
+	return true
 }
 
 // adoptRankLocked gives w, a worker the earlier attempt saved as l, the
@@ -133,10 +141,9 @@ func (a *AM) assignRankLocked(w *worker) {
 // assignRankLocked does.
 func (a *AM) adoptRankLocked(w *worker, l savedLive) {
 	g := w.g
+	w.rank = -1
 	switch {
-	case l.Spare && len(g.liveSpares()) < g.Plan.Spares:
-		w.rank, w.spare = -1, true
-		g.spares = append(g.spares, w)
+	case l.Spare && g.addSpare(w):
 	case l.Rank != nil && *l.Rank >= 0 && *l.Rank < g.Plan.Workers && len(g.ranks) == g.Plan.Workers && g.rankFree(*l.Rank):
 		w.rank = *l.Rank
 		g.ranks[w.rank] = w

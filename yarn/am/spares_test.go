@@ -98,14 +98,7 @@ func TestSpareLossLeavesTheGangAlone(t *testing.T) {
 	c2, c3, c4, c5, c6 := ctr(2, "nm1"), ctr(3, "nm2"), ctr(4, "nm3"), ctr(5, "nm3"), ctr(6, "nm1")
 	res, a, nm := runRV(t, []Group{rvGroup("ring", 2, Plan{Gang: true, GangTimeout: time.Hour, Spares: 1, MaxFailedContainers: 3})}, nil,
 		allocRV(c2, c3, c4),
-		func(a *AM) (yarn.AllocateResponse, error) {
-			for _, c := range []yarn.Container{c2, c3, c4} {
-				report(t, a, c, 0)
-			}
-			require.True(t, rv(t, a, c2).Ready)
-			require.True(t, rv(t, a, c3).Ready, "the gang is complete without its spare")
-			return yarn.AllocateResponse{Completed: []yarn.Completed{done(c4, 1)}}, nil
-		},
+		gangFormed(t, c2, c3, c4, done(c4, 1)),
 		func(a *AM) (yarn.AllocateResponse, error) {
 			st := a.Status()
 			require.Equal(t, 1, st.Failed, "a spare's failure counts")
@@ -133,6 +126,20 @@ func TestSpareLossLeavesTheGangAlone(t *testing.T) {
 	require.Equal(t, 0, a.Status().Groups[0].Promotions)
 }
 
+// gangFormed is the step after a gang of 2 (w0, w1) and its spare were
+// granted: all three report, both ranks are told to run (the gang is
+// complete without its spare), and then ends with the RM reporting end.
+func gangFormed(t *testing.T, w0, w1, spare yarn.Container, end yarn.Completed) func(*AM) (yarn.AllocateResponse, error) {
+	return func(a *AM) (yarn.AllocateResponse, error) {
+		for _, c := range []yarn.Container{w0, w1, spare} {
+			report(t, a, c, 0)
+		}
+		require.True(t, rv(t, a, w0).Ready)
+		require.True(t, rv(t, a, w1).Ready, "the gang is complete without its spare")
+		return yarn.AllocateResponse{Completed: []yarn.Completed{end}}, nil
+	}
+}
+
 // A gang worker lost: the spare takes its rank, the other ranks that ran
 // are stopped for the gang restart, and the gang forms again with the
 // spare (no longer a spare) and new containers for the stopped ranks.
@@ -140,14 +147,7 @@ func TestSparePromotedIntoGangRestart(t *testing.T) {
 	c2, c3, c4, c5, c6 := ctr(2, "nm1"), ctr(3, "nm2"), ctr(4, "nm3"), ctr(5, "nm1"), ctr(6, "nm2")
 	res, a, nm := runRV(t, []Group{rvGroup("ring", 2, Plan{Gang: true, GangTimeout: time.Hour, Spares: 1, MaxFailedContainers: 3})}, nil,
 		allocRV(c2, c3, c4),
-		func(a *AM) (yarn.AllocateResponse, error) {
-			for _, c := range []yarn.Container{c2, c3, c4} {
-				report(t, a, c, 0)
-			}
-			require.True(t, rv(t, a, c2).Ready)
-			require.True(t, rv(t, a, c3).Ready)
-			return yarn.AllocateResponse{Completed: []yarn.Completed{done(c2, 137)}}, nil
-		},
+		gangFormed(t, c2, c3, c4, done(c2, 137)),
 		func(a *AM) (yarn.AllocateResponse, error) {
 			r := rv(t, a, c4)
 			require.Equal(t, 0, r.Rank, "the spare takes the lost rank 0")
