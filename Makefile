@@ -111,16 +111,20 @@ bench-rpc:
 bench-am:
 	$(GO) test -count=1 -tags integration -timeout 40m -run '^$$' -bench 'AMvsDistributedShell' -benchtime 1x -v ./integration/
 
-# The same at N = 4, 16 and 64 workers (2 rounds each, alternating), on NodeManagers large
-# enough for 65 containers, closing with the scaling curve (ratio and slope per N); and the
-# AM at 10,000 workers in-process (yarn/am: simulated RM and 50 NodeManagers over Hadoop RPC).
+# The same at N = 4, 16, 64 and 128 (2 rounds each, alternating), on NodeManagers large
+# enough for 129 containers, with the cluster's floor (the same containers running the command
+# with no launcher and no localized files) and the AM's phase distribution per N, closing with
+# the scaling curve; and the AM at 10,000 workers in-process (yarn/am: simulated RM and 50
+# NodeManagers over Hadoop RPC). Every part runs even when one fails; the target fails if any did.
 bench-am-curve:
-	XRES_BENCH_WORKERS=$${XRES_BENCH_WORKERS:-4,16,64} XRES_BENCH_ROUNDS=$${XRES_BENCH_ROUNDS:-2} \
-	XRES_MINICLUSTER_NM_MEMORY_MB=$${XRES_MINICLUSTER_NM_MEMORY_MB:-9216} XRES_MINICLUSTER_NM_VCORES=$${XRES_MINICLUSTER_NM_VCORES:-40} \
-	XRES_MINICLUSTER_GPUS=$${XRES_MINICLUSTER_GPUS:-40} \
-	$(GO) test -count=1 -tags integration -timeout 60m -run '^$$' -bench 'AMvsDistributedShell' -benchtime 1x -v ./integration/
-	$(GO) test -count=1 -run '^$$' -bench 'AMAt10k' -benchtime 1x ./yarn/am/
-	$(GO) test -count=1 -run '^$$' -bench 'AMAllocateCycle' -benchtime 20x ./yarn/am/
+	@c=0; \
+	XRES_BENCH_WORKERS=$${XRES_BENCH_WORKERS:-4,16,64,128} XRES_BENCH_ROUNDS=$${XRES_BENCH_ROUNDS:-2} \
+	XRES_MINICLUSTER_NM_MEMORY_MB=$${XRES_MINICLUSTER_NM_MEMORY_MB:-17408} XRES_MINICLUSTER_NM_VCORES=$${XRES_MINICLUSTER_NM_VCORES:-72} \
+	XRES_MINICLUSTER_GPUS=$${XRES_MINICLUSTER_GPUS:-72} \
+	$(GO) test -count=1 -tags integration -timeout 80m -run '^$$' -bench 'AMvsDistributedShell' -benchtime 1x -v ./integration/ || c=1; \
+	$(GO) test -count=1 -run '^$$' -bench 'AMAt10k' -benchtime 1x ./yarn/am/ || c=1; \
+	$(GO) test -count=1 -run '^$$' -bench 'AMAllocateCycle' -benchtime 20x ./yarn/am/ || c=1; \
+	if [ $$c -ne 0 ]; then echo "bench-am-curve: a part failed (its output is above)"; fi; exit $$c
 
 # Standby spares (slotmanager.redundant-taskmanager-num): kill -9 → the killed rank's command
 # running again, promoted spare vs new container, in the same rounds, on the real cluster.

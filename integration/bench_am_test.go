@@ -153,35 +153,82 @@ func dshellAMJava(c *harness.Cluster) (string, error) {
 // with the highest VmHWM among the processes whose environment holds
 // CONTAINER_ID=id: the launch script's shells are small).
 func amProcess(id string) (amProcInfo, error) {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return amProcInfo{}, fmt.Errorf("find process of %s: %w", id, err)
-	}
 	want := []byte("CONTAINER_ID=" + id + "\x00")
 	var best amProcInfo
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
-		if err != nil || !bytes.Contains(env, want) {
-			continue
+	err := eachProcess(func(pid int, env []byte) {
+		if !bytes.Contains(env, want) {
+			return
 		}
 		st, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 		if err != nil {
-			continue
+			return
 		}
 		if h := statusKiB(st, "VmHWM:"); h > best.hwm {
 			comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
 			exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
 			best = amProcInfo{name: fmt.Sprintf("%s[%d]", strings.TrimSpace(string(comm)), pid), exe: exe, hwm: h, rss: statusKiB(st, "VmRSS:")}
 		}
+	})
+	if err != nil {
+		return amProcInfo{}, fmt.Errorf("find process of %s: %w", id, err)
 	}
 	if best.name == "" {
 		return amProcInfo{}, fmt.Errorf("find process of %s: no process on this host has CONTAINER_ID=%s", id, id)
 	}
 	return best, nil
+}
+
+// eachProcess calls f with the pid and environment of every process on
+// this host it may read.
+func eachProcess(f func(pid int, env []byte)) error {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid)); err == nil {
+			f(pid, env)
+		}
+	}
+	return nil
+}
+
+// appProcesses counts the processes on this host that belong to a
+// container of app (CONTAINER_ID in their environment, any attempt or
+// epoch).
+func appProcesses(app string) int {
+	re := regexp.MustCompile(`(^|\x00)CONTAINER_ID=container_(e[0-9]+_)?` + regexp.QuoteMeta(strings.TrimPrefix(app, "application_")) + `_`)
+	n := 0
+	_ = eachProcess(func(_ int, env []byte) {
+		if re.Match(env) {
+			n++
+		}
+	})
+	return n
+}
+
+// waitProcessesGone waits until no process of app's containers runs on
+// this host: the RM counts a container as ended before its launcher has
+// released its devices (and written the coordination file in the test's
+// folder), and the test removes that folder when it ends.
+func waitProcessesGone(ctx context.Context, b *testing.B, app string) {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	for {
+		n := appProcesses(app)
+		if n == 0 {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			b.Fatalf("%s: %d processes of its containers still run on this host 1m after it ended", app, n)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // statusKiB reads a "Key:   123 kB" line of /proc/<pid>/status.
@@ -307,6 +354,7 @@ func benchXres(ctx context.Context, b *testing.B, c *harness.Cluster, workers in
 			b.Errorf("am kill %s: exit %d\n%s\n%s", app, code, out, tailString(errOut, 20))
 		}
 		waitIdle(ctx, b, c, app)
+		waitProcessesGone(ctx, b, app)
 	}()
 	measure(ctx, b, c, &r, t0, workers)
 	if code := p.wait(b); code != 0 {

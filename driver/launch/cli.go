@@ -63,12 +63,18 @@ type Env struct {
 	// while the worker waits (0: DefaultRendezvousPoll).
 	Get            GetFunc
 	RendezvousPoll time.Duration
+	// Started is when the launcher started (its report tells the AM, for
+	// the worker's timeline); zero: when Main was called.
+	Started time.Time
 	// Self is the launcher's executable, run as `Self __exec-pinned …` to
 	// start a --per-device worker pinned to its CPUs; "": os.Executable().
 	Self string
 }
 
 func (e *Env) defaults() {
+	if e.Started.IsZero() {
+		e.Started = time.Now()
+	}
 	if e.Getenv == nil {
 		e.Getenv = os.Getenv
 	}
@@ -515,9 +521,11 @@ func (l *Launcher) run(ctx context.Context, res *Reservation, command []string, 
 		return 0, err
 	}
 	report := func(ctx context.Context) error { return nil }
-	if url := env.Getenv(contract.EnvReportURL); url != "" {
+	reportURL := env.Getenv(contract.EnvReportURL)
+	if reportURL != "" {
+		rep := newReport(env.Getenv(EnvContainerID), res.Grants, port, env.Started)
 		report = func(ctx context.Context) error {
-			return postReport(ctx, env.HTTP, url, env.Getenv(EnvContainerID), env.Getenv("LOG_DIRS"), env.Getenv(EnvTokenFile), res.Grants, port)
+			return postReport(ctx, env.HTTP, reportURL, env.Getenv("LOG_DIRS"), env.Getenv(EnvTokenFile), rep)
 		}
 		if err := report(ctx); err != nil {
 			log.WithError(err).Warn("could not report the devices to the application master; starting the worker anyway")
@@ -551,6 +559,7 @@ func (l *Launcher) run(ctx context.Context, res *Reservation, command []string, 
 		vars[contract.EnvWorkersFile] = watch.path
 	}
 	wctx, stopWatch := context.WithCancel(ctx) // ends the watch once the worker has
+	startedSent := make(chan struct{})         // closed once the command-started report is sent
 	code, err := runWorker(ctx, worker{
 		Args:   command,
 		Env:    mergeEnv(env.Environ, vars),
@@ -565,11 +574,25 @@ func (l *Launcher) run(ctx context.Context, res *Reservation, command []string, 
 			if watch != nil && watch.r.Watch {
 				go watch.watch(wctx, gate.notify)
 			}
+			if reportURL != "" {
+				go func() {
+					defer close(startedSent)
+					reportCommandStarted(ctx, env, reportURL, time.Now(), log)
+				}()
+			}
 		},
 	}, gate, killGrace, log)
 	stopWatch()
 	if err != nil {
 		return 0, err
+	}
+	// A worker that ended at once leaves its command-started report a
+	// moment to reach the AM.
+	if reportURL != "" {
+		select {
+		case <-startedSent:
+		case <-time.After(commandReportWait):
+		}
 	}
 	log.WithField("exit_code", describeCode(code)).Debug("passing the worker's exit code on")
 	return code, nil

@@ -450,7 +450,7 @@ func (l *Launcher) runPerDevice(ctx context.Context, res *Reservation, deviceSpe
 		return 0, classifyf(ErrWorkerStart, "start worker %q: %w", command[0], err)
 	}
 	if url := env.Getenv(contract.EnvReportURL); url != "" {
-		if err := postReport(ctx, env.HTTP, url, env.Getenv(EnvContainerID), env.Getenv("LOG_DIRS"), env.Getenv(EnvTokenFile), res.Grants, 0); err != nil {
+		if err := postReport(ctx, env.HTTP, url, env.Getenv("LOG_DIRS"), env.Getenv(EnvTokenFile), newReport(env.Getenv(EnvContainerID), res.Grants, 0, env.Started)); err != nil {
 			log.WithError(err).Warn("could not report the devices to the application master; starting the workers anyway")
 		}
 	}

@@ -111,9 +111,12 @@ func TestRunWaitsForRendezvous(t *testing.T) {
 	require.False(t, am.ranEarly, "the worker ran before the AM said ready")
 	require.Equal(t, 4, am.asks)
 	require.Zero(t, am.unsigned, "asks not signed with the application's secret")
-	require.Len(t, am.reports, 1)
+	// The device report once, then when the command started.
+	require.Len(t, am.reports, 2)
 	port := am.reports[0].Port
 	require.Positive(t, port)
+	require.Empty(t, am.reports[1].Resources)
+	require.False(t, am.reports[1].CommandStarted.Before(am.reports[0].Reserved))
 	b, err := os.ReadFile(out)
 	require.NoError(t, err)
 	require.Equal(t, "1 "+strconv.Itoa(port)+" nm1:7000", strings.TrimSpace(string(b)))

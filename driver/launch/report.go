@@ -18,6 +18,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sirupsen/logrus"
+
 	"github.com/xres/xres/resources"
 	"github.com/xres/xres/resources/contract"
 )
@@ -28,6 +30,10 @@ const EnvContainerID = "CONTAINER_ID"
 // reportTimeout bounds the report; the worker starts either way.
 const reportTimeout = 5 * time.Second
 
+// commandReportWait is how long a launcher whose worker has ended waits for
+// its command-started report (reportCommandStarted) to be sent.
+const commandReportWait = time.Second
+
 // EnvTokenFile names the container's credentials file (YARN sets it): the
 // launcher reads the application's report secret there
 // (contract.ReportSecretAlias).
@@ -36,19 +42,25 @@ const EnvTokenFile = "HADOOP_TOKEN_FILE_LOCATION"
 // maxTokenFile bounds the credentials file the launcher reads.
 const maxTokenFile = 16 << 20
 
-// postReport sends the grants (and port, where the worker serves on one;
-// 0: none) to url as a contract.DeviceReport, signed with the report
-// secret of the credentials file tokenFile names (contract.SignReport);
-// success is contract.ReportAccepted. It first keeps the report as
-// contract.ReportFile in the first of logDirs (the container's LOG_DIRS),
-// where a later AM attempt reads it. Failures are returned for the log;
-// they never stop the worker. Without a secret the report goes unsigned and
-// the AM refuses it (the error says why).
-func postReport(ctx context.Context, post PostFunc, url, container, logDirs, tokenFile string, grants []Grant, port int) error {
-	rep := contract.DeviceReport{Container: container, Resources: map[string][]resources.Properties{}, Port: port}
+// newReport is the device report of a launcher that started at started
+// and has reserved grants now (port: where the worker serves, 0 for none).
+func newReport(container string, grants []Grant, port int, started time.Time) contract.DeviceReport {
+	rep := contract.DeviceReport{Container: container, Resources: map[string][]resources.Properties{}, Port: port,
+		LauncherStarted: started, Reserved: time.Now()}
 	for _, g := range grants {
 		rep.Resources[g.Spec.Name] = resources.PropertiesOf(g.Devices)
 	}
+	return rep
+}
+
+// postReport sends rep to url, signed with the report secret of the
+// credentials file tokenFile names (contract.SignReport); success is
+// contract.ReportAccepted. It first keeps the report as contract.ReportFile
+// in the first of logDirs (the container's LOG_DIRS), where a later AM
+// attempt reads it. Failures are returned for the log; they never stop the
+// worker. Without a secret the report goes unsigned and the AM refuses it
+// (the error says why).
+func postReport(ctx context.Context, post PostFunc, url, logDirs, tokenFile string, rep contract.DeviceReport) error {
 	body, err := json.Marshal(rep)
 	if err != nil {
 		return fmt.Errorf("report devices to %s: %w", url, err)
@@ -59,15 +71,34 @@ func postReport(ctx context.Context, post PostFunc, url, container, logDirs, tok
 			keepErr = fmt.Errorf("keep the device report for a later AM attempt: %w", err)
 		}
 	}
+	if err := signAndSend(ctx, post, url, tokenFile, body); err != nil {
+		return errors.Join(err, keepErr)
+	}
+	return keepErr
+}
+
+// postCommandStarted tells the AM when the worker command started (for its
+// timeline): a report of only the container and that time, not kept.
+func postCommandStarted(ctx context.Context, post PostFunc, url, container, tokenFile string, at time.Time) error {
+	body, err := json.Marshal(contract.DeviceReport{Container: container, CommandStarted: at})
+	if err != nil {
+		return fmt.Errorf("report devices to %s: %w", url, err)
+	}
+	return signAndSend(ctx, post, url, tokenFile, body)
+}
+
+// signAndSend signs body with the report secret of tokenFile's credentials
+// and POSTs it to url.
+func signAndSend(ctx context.Context, post PostFunc, url, tokenFile string, body []byte) error {
 	secret, secretErr := reportSecret(tokenFile)
 	sig := ""
 	if secret != nil {
 		sig = contract.SignReport(secret, body)
 	}
 	if err := sendReport(ctx, post, url, sig, body); err != nil {
-		return errors.Join(err, secretErr, keepErr)
+		return errors.Join(err, secretErr)
 	}
-	return keepErr
+	return nil
 }
 
 // reportSecret reads the application's report secret from the credentials
@@ -271,5 +302,14 @@ func readLine(r *bufio.Reader) (string, error) {
 		if !isPrefix {
 			return string(b), nil
 		}
+	}
+}
+
+// reportCommandStarted runs postCommandStarted beside the running worker;
+// a failure only costs the AM's timeline its last mark, so it is logged at
+// debug level.
+func reportCommandStarted(ctx context.Context, env Env, url string, at time.Time, log logrus.FieldLogger) {
+	if err := postCommandStarted(ctx, env.HTTP, url, env.Getenv(EnvContainerID), env.Getenv(EnvTokenFile), at); err != nil {
+		log.WithError(err).Debug("could not tell the application master when the worker command started")
 	}
 }

@@ -102,10 +102,20 @@ func TestRunReportsDevicesToAM(t *testing.T) {
 			require.Equal(t, 0, code, stderr.String())
 			mu.Lock()
 			defer mu.Unlock()
-			require.Equal(t, []contract.DeviceReport{{
+			// The device report, with when the launcher started and had
+			// reserved them; then, once the command ran, when it started.
+			require.Len(t, got, 2)
+			dev, cmd := got[0], got[1]
+			require.False(t, dev.LauncherStarted.IsZero())
+			require.False(t, dev.LauncherStarted.After(dev.Reserved), "launcher started %s, reserved %s", dev.LauncherStarted, dev.Reserved)
+			require.False(t, dev.Reserved.After(cmd.CommandStarted), "reserved %s, command started %s", dev.Reserved, cmd.CommandStarted)
+			dev.LauncherStarted, dev.Reserved = time.Time{}, time.Time{}
+			require.Equal(t, contract.DeviceReport{
 				Container: "container_1_0001_01_000002",
 				Resources: map[string][]resources.Properties{"gpu": {{"index": "0"}, {"index": "1"}}},
-			}}, got)
+			}, dev)
+			require.Equal(t, "container_1_0001_01_000002", cmd.Container)
+			require.Empty(t, cmd.Resources, "the command-started report names no devices")
 			// Kept in the first log folder for a later AM attempt, whatever
 			// this attempt answered.
 			kept, err := os.ReadFile(filepath.Join(logDir, contract.ReportFile))

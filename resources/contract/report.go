@@ -1,6 +1,10 @@
 package contract
 
-import "github.com/xres/xres/resources"
+import (
+	"time"
+
+	"github.com/xres/xres/resources"
+)
 
 // EnvReportURL names the worker-environment variable that carries the
 // ApplicationMaster's report endpoint: the xres AM sets it, and the
@@ -35,4 +39,11 @@ type DeviceReport struct {
 	// Port is the port the worker serves on (XRES_PORT), for a group
 	// that declares one; 0: none.
 	Port int `json:"port,omitempty"`
+	// The launcher's timeline, on its host's clock, for the AM's
+	// per-worker timeline: when it started, and when it had reserved the
+	// devices (just before this report). Once the worker command has
+	// started, a second report holds only Container and CommandStarted.
+	LauncherStarted time.Time `json:"launcher-started,omitzero"`
+	Reserved        time.Time `json:"reserved,omitzero"`
+	CommandStarted  time.Time `json:"command-started,omitzero"`
 }
