@@ -151,6 +151,7 @@ type worker struct {
 	// (off the heartbeat) has set tail.
 	tail     []string
 	tailDone chan struct{}
+	tl       timeline // its start, step by step (timeline.go)
 }
 
 // live reports whether w's container is wanted and not known to have
@@ -192,6 +193,7 @@ type AM struct {
 	waitingSince  time.Time            // workers wanted and none granted since
 	waitedWorkers int                  // workers.len() when waitingSince was set
 	adopted       []*worker            // previous attempt's workers whose devices are still to be read
+	beats         int                  // heartbeats the RM answered (timeline.go)
 
 	// Across attempts (state.go).
 	saver        *stateSaver
@@ -314,6 +316,7 @@ func (a *AM) Run(ctx context.Context) (Result, error) {
 	out := rmOutage{maxWait: a.cfg.RMMaxWait}
 	for {
 		req := a.buildRequest()
+		sent := a.cfg.Now()
 		resp, err := a.allocate(ctx, req)
 		unreachable := false // the RM did not answer: wait the retry interval
 		switch {
@@ -321,7 +324,7 @@ func (a *AM) Run(ctx context.Context) (Result, error) {
 			if d := out.ended(a.cfg.Now()); d > 0 {
 				a.log.WithField("down_for", d.Round(time.Millisecond).String()).Info("resource manager answers again")
 			}
-			a.delivered(req)
+			a.delivered(req, sent)
 		case ctx.Err() != nil:
 			return Result{}, fmt.Errorf("run application master: %w", ctx.Err())
 		case errors.Is(err, yarn.ErrApplicationMasterNotRegistered):
@@ -496,12 +499,16 @@ func (a *AM) buildRequest() yarn.AllocateRequest {
 	return req
 }
 
-func (a *AM) delivered(req yarn.AllocateRequest) {
+// delivered notes what the heartbeat sent at sent delivered: its asks,
+// releases and blacklist changes.
+func (a *AM) delivered(req yarn.AllocateRequest, sent time.Time) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	a.beats++
 	for _, ask := range req.Asks {
 		if g := a.groupByID(ask.ID); g != nil {
 			g.lastAsked = ask.Count
+			g.askedLocked(ask.Count, a.beats, sent)
 		}
 	}
 	a.releases = a.releases[len(req.Release):]
@@ -598,6 +605,9 @@ func (a *AM) classifiedLocked(c yarn.Container, previous bool) {
 		if g.pending > 0 {
 			g.pending--
 		}
+		if kind == idNew {
+			a.grantedLocked(w)
+		}
 		a.workers.add(w)
 		if l, ok := a.prevLive[c.ID]; ok && kind == idPrevious {
 			a.adoptRankLocked(w, l)
@@ -660,9 +670,11 @@ func (a *AM) start(ctx context.Context, ws []*worker) {
 		return
 	}
 	var todo []*worker
+	now := a.cfg.Now()
 	for _, w := range ws {
 		if w.state == StateStarting {
 			w.launched = true
+			w.tl.at[markStartSent] = now
 			todo = append(todo, w)
 		}
 	}
@@ -723,6 +735,7 @@ func (a *AM) started(ctx context.Context, w *worker, err error) {
 		a.failed(ctx, w, yarn.ExitInvalid, cause, fmt.Sprintf("could not start container: %v", err), false)
 		return
 	}
+	w.tl.at[markStartAnswered] = a.cfg.Now()
 	a.workers.set(w, w.upState())
 	all := a.checkAllRunningLocked()
 	workers := a.totalsLocked().workers

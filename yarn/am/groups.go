@@ -43,6 +43,9 @@ type group struct {
 	// promotions counts those that took a lost worker's rank.
 	spares     []*worker
 	promotions int
+	// asks are its containers asked for and not granted yet, oldest
+	// first (timeline.go).
+	asks []askMark
 }
 
 // newGroups builds the groups' state; each group's launch context gets the

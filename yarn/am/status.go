@@ -30,6 +30,7 @@ type WorkerStatus struct {
 	ExitStatus  *int                              `json:"exit-status,omitempty"`
 	Diagnostics string                            `json:"diagnostics,omitempty"`
 	Devices     map[string][]resources.Properties `json:"devices,omitempty"`
+	Timeline    *Timeline                         `json:"timeline,omitempty"` // its start, step by step
 }
 
 // GroupStatus is one worker group in Status.
@@ -94,6 +95,9 @@ type Status struct {
 	AllRunningAfterMS int64      `json:"all-running-after-ms,omitempty"`
 	// AMPeakRSSKiB is the AM process's peak resident memory.
 	AMPeakRSSKiB int64 `json:"am-peak-rss-kib,omitempty"`
+	// Phases is the distribution of each step of the workers' starts
+	// over every listed worker (when the page asks for it: Page.Phases).
+	Phases []Phase `json:"phases,omitempty"`
 }
 
 // Page selects the containers a Status lists: those in State (all when
@@ -102,6 +106,7 @@ type Status struct {
 type Page struct {
 	Offset, Limit int
 	State         string
+	Phases        bool // with Status.Phases (O(workers) more work)
 }
 
 // Status returns a snapshot of the application with every container.
@@ -113,9 +118,17 @@ func (a *AM) Status() Status { return a.StatusPage(Page{}) }
 // thousands of workers.
 func (a *AM) StatusPage(p Page) Status {
 	a.mu.Lock()
-	defer a.mu.Unlock()
+	s, samples := a.statusPageLocked(p)
+	a.mu.Unlock()
+	if samples != nil {
+		s.Phases = Phases(samples) // sorted outside the lock
+	}
+	return s
+}
+
+func (a *AM) statusPageLocked(p Page) (s Status, samples [][]float64) {
 	t := a.totalsLocked()
-	s := Status{
+	s = Status{
 		App: a.cfg.AppID, State: a.state, Workers: t.workers, Pending: t.pending,
 		Running: a.workers.count[StateRunning], Starting: a.workers.count[StateStarting], Standby: a.workers.count[StateStandby],
 		Succeeded: t.succeeded, Failed: t.failures, Restarts: t.restarts,
@@ -150,6 +163,9 @@ func (a *AM) StatusPage(p Page) Status {
 	if a.cfg.PeakRSS != nil {
 		s.AMPeakRSSKiB = a.cfg.PeakRSS()
 	}
+	if p.Phases {
+		samples = a.phaseSamplesLocked()
+	}
 	s.ContainersForgotten = a.workers.forgotten
 	s.ContainersTotal = a.workers.len()
 	if p.State != "" {
@@ -157,13 +173,13 @@ func (a *AM) StatusPage(p Page) Status {
 	}
 	want := s.ContainersTotal - p.Offset
 	if p.Limit < 0 {
-		return s // the counts only
+		return s, samples // the counts only
 	}
 	if p.Limit > 0 {
 		want = min(want, p.Limit)
 	}
 	if want <= 0 {
-		return s
+		return s, samples
 	}
 	s.Containers = make([]WorkerStatus, 0, want)
 	skip := p.Offset
@@ -176,7 +192,7 @@ func (a *AM) StatusPage(p Page) Status {
 			return true
 		}
 		ws := WorkerStatus{Container: w.c.ID, Node: w.c.NodeID, NodeHTTP: w.c.NodeHTTP, Host: w.c.Host(), Group: w.g.Name,
-			State: w.state, Spare: w.spare && w.live(), Diagnostics: w.diag, Devices: w.devices}
+			State: w.state, Spare: w.spare && w.live(), Diagnostics: w.diag, Devices: w.devices, Timeline: w.tl.status()}
 		if t := w.promoted; !t.IsZero() {
 			ws.Promoted = &t
 		}
@@ -191,7 +207,7 @@ func (a *AM) StatusPage(p Page) Status {
 		s.Containers = append(s.Containers, ws)
 		return len(s.Containers) < want
 	})
-	return s
+	return s, samples
 }
 
 // ReportDevices records what a launcher discovered. A report may arrive
@@ -211,7 +227,10 @@ func (a *AM) ReportDevices(r contract.DeviceReport) error {
 		a.earlyDevs[id] = mergeDevices(a.earlyDevs[id], r.Resources)
 		return nil
 	}
-	w.devices = mergeDevices(w.devices, r.Resources)
+	w.reportedLocked(r)
+	if r.Resources != nil || r.CommandStarted.IsZero() { // a command-started report says nothing of devices
+		w.devices = mergeDevices(w.devices, r.Resources)
+	}
 	if r.Port > 0 {
 		w.port = r.Port
 	}

@@ -52,7 +52,7 @@ var _ pager = (*AM)(nil)
 // statusPage answers a page of src's status; limit is the default Limit.
 func statusPage(src StatusSource, r *http.Request, limit int) (Status, error) {
 	q := r.URL.Query()
-	p := Page{Limit: limit, State: strings.ToUpper(q.Get("state"))}
+	p := Page{Limit: limit, State: strings.ToUpper(q.Get("state")), Phases: q.Get("phases") == "true"}
 	for key, dst := range map[string]*int{"offset": &p.Offset, "limit": &p.Limit} {
 		if v := q.Get(key); v != "" {
 			n, err := strconv.Atoi(v)
@@ -222,7 +222,11 @@ func NewTracker(src StatusSource, log logrus.FieldLogger, opts ...TrackerOption)
 			http.Error(w, err.Error(), code)
 			return
 		}
-		log.WithFields(logrus.Fields{"container": rep.Container, "resources": sortedKeys(rep.Resources)}).Info("launcher reported devices")
+		if len(rep.Resources) == 0 && !rep.CommandStarted.IsZero() {
+			log.WithField("container", rep.Container).Debug("launcher reported its worker command started")
+		} else {
+			log.WithFields(logrus.Fields{"container": rep.Container, "resources": sortedKeys(rep.Resources)}).Info("launcher reported devices")
+		}
 		w.WriteHeader(http.StatusNoContent)
 	})
 	handleRendezvous(mux, src, o.secret, log)

@@ -392,7 +392,7 @@ func cmdStatus(ctx context.Context, args []string, e *env) error {
 func amStatus(ctx context.Context, e *env, trackingURL string) *am.Status {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	u := strings.TrimSuffix(trackingURL, "/") + am.PathStatus
+	u := strings.TrimSuffix(trackingURL, "/") + am.PathStatus + "?phases=true"
 	if !strings.Contains(u, "://") {
 		u = "http://" + u
 	}

@@ -197,4 +197,22 @@ func printStatusWorkers(w io.Writer, a *am.Status, workers []am.WorkerStatus) {
 	if len(workers) > 0 {
 		printWorkers(w, workers)
 	}
+	if a != nil && len(a.Phases) > 0 {
+		printPhases(w, a.Phases)
+	}
+}
+
+// printPhases prints the distribution of each step of the workers' starts.
+func printPhases(w io.Writer, phases []am.Phase) {
+	fmt.Fprintln(w, "start phases:")
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  PHASE	WORKERS	P50	P90	MAX")
+	for _, p := range phases {
+		unit := " ms"
+		if p.Unit != "ms" {
+			unit = ""
+		}
+		fmt.Fprintf(tw, "  %s	%d	%.1f%s	%.1f%s	%.1f%s\n", p.Name, p.Count, p.P50, unit, p.P90, unit, p.Max, unit)
+	}
+	tw.Flush()
 }

@@ -1,0 +1,174 @@
+package am
+
+import (
+	"math"
+	"slices"
+	"time"
+
+	"github.com/xres/xres/resources/contract"
+)
+
+// The marks of a worker's timeline, in the order a start passes them: the
+// first four as the AM saw them, the last three as the worker's launcher
+// reported them (on its host's clock).
+const (
+	markAsked         = iota // the heartbeat that carried the ask this container answers
+	markAllocated            // the heartbeat that brought the container
+	markStartSent            // StartContainers called
+	markStartAnswered        // the NodeManager accepted it
+	markLauncher             // the container-launcher started
+	markReserved             // its devices were reserved (its report)
+	markCommand              // the worker command started
+	nMarks
+)
+
+// timeline is a worker's marks (zero: not known) and how many heartbeats
+// after the one that carried its ask brought the container (0: that
+// heartbeat's own answer).
+type timeline struct {
+	at       [nMarks]time.Time
+	askBeats int
+}
+
+// askMark is one container asked for and not granted yet: when the
+// heartbeat that asked it was sent, and its number.
+type askMark struct {
+	at   time.Time
+	beat int
+}
+
+// askedLocked keeps g's outstanding asks at count after a heartbeat
+// (number beat, sent at sent) delivered that count: new ones are marked
+// with it, the newest dropped when the count fell.
+func (g *group) askedLocked(count, beat int, sent time.Time) {
+	for len(g.asks) < count {
+		g.asks = append(g.asks, askMark{at: sent, beat: beat})
+	}
+	if len(g.asks) > count {
+		g.asks = g.asks[:max(count, 0)]
+	}
+}
+
+// grantedLocked marks w's ask and allocation: the oldest outstanding ask
+// of its group is the one it answers.
+func (a *AM) grantedLocked(w *worker) {
+	g := w.g
+	w.tl.at[markAllocated] = w.started
+	if len(g.asks) > 0 {
+		m := g.asks[0]
+		g.asks[0] = askMark{}
+		g.asks = g.asks[1:]
+		w.tl.at[markAsked] = m.at
+		w.tl.askBeats = a.beats - m.beat
+	}
+}
+
+// reportedLocked takes the marks of a launcher's report.
+func (w *worker) reportedLocked(r contract.DeviceReport) {
+	for _, m := range [...]struct {
+		i int
+		t time.Time
+	}{{markLauncher, r.LauncherStarted}, {markReserved, r.Reserved}, {markCommand, r.CommandStarted}} {
+		if !m.t.IsZero() {
+			w.tl.at[m.i] = m.t
+		}
+	}
+}
+
+// Timeline is a worker's timeline in Status (RFC 3339 times; a mark not
+// known is left out): the first four as the AM saw them, the launcher's on
+// its host's clock. AskHeartbeats is how many heartbeats after the one that
+// carried the ask brought the container (0: its own answer).
+type Timeline struct {
+	Asked           time.Time `json:"asked,omitzero"`
+	AskHeartbeats   int       `json:"ask-heartbeats,omitempty"`
+	Allocated       time.Time `json:"allocated,omitzero"`
+	StartSent       time.Time `json:"start-sent,omitzero"`
+	StartAnswered   time.Time `json:"start-answered,omitzero"`
+	LauncherStarted time.Time `json:"launcher-started,omitzero"`
+	DevicesReserved time.Time `json:"devices-reserved,omitzero"`
+	CommandStarted  time.Time `json:"command-started,omitzero"`
+}
+
+func (t *timeline) status() *Timeline {
+	if t.at[markAllocated].IsZero() {
+		return nil // adopted from an earlier attempt: nothing seen
+	}
+	return &Timeline{Asked: t.at[markAsked], AskHeartbeats: t.askBeats, Allocated: t.at[markAllocated],
+		StartSent: t.at[markStartSent], StartAnswered: t.at[markStartAnswered],
+		LauncherStarted: t.at[markLauncher], DevicesReserved: t.at[markReserved], CommandStarted: t.at[markCommand]}
+}
+
+// Phase is the distribution of one step of the workers' starts over the
+// workers whose timeline has both its marks: milliseconds, or heartbeats
+// for the ask's wait (Unit).
+type Phase struct {
+	Name  string  `json:"name"`
+	Unit  string  `json:"unit"`
+	Count int     `json:"count"`
+	P50   float64 `json:"p50"`
+	P90   float64 `json:"p90"`
+	Max   float64 `json:"max"`
+}
+
+// phaseSteps are the phases Status lists: each from one mark to another.
+var phaseSteps = []struct {
+	name     string
+	from, to int
+}{
+	{"asked → allocated (the RM's scheduling)", markAsked, markAllocated},
+	{"allocated → start sent (the AM's start queue)", markAllocated, markStartSent},
+	{"start sent → answered (NodeManager StartContainers)", markStartSent, markStartAnswered},
+	{"answered → launcher started (localization, launch script)", markStartAnswered, markLauncher},
+	{"launcher started → devices reserved", markLauncher, markReserved},
+	{"devices reserved → command started (report, rendezvous)", markReserved, markCommand},
+	{"allocated → start answered", markAllocated, markStartAnswered},
+	{"asked → command started (all)", markAsked, markCommand},
+}
+
+// AskHeartbeatsPhase names the phase of the heartbeats an ask waited.
+const AskHeartbeatsPhase = "heartbeats from ask to allocation"
+
+// phaseSamplesLocked collects the workers' durations (ms) per phase step,
+// and their ask heartbeats last: O(workers), no allocation per worker.
+func (a *AM) phaseSamplesLocked() [][]float64 {
+	out := make([][]float64, len(phaseSteps)+1)
+	a.workers.each(func(w *worker) bool {
+		t := &w.tl
+		for k, st := range phaseSteps {
+			if from, to := t.at[st.from], t.at[st.to]; !from.IsZero() && !to.IsZero() {
+				out[k] = append(out[k], float64(to.Sub(from).Microseconds())/1000)
+			}
+		}
+		if !t.at[markAsked].IsZero() {
+			out[len(phaseSteps)] = append(out[len(phaseSteps)], float64(t.askBeats))
+		}
+		return true
+	})
+	return out
+}
+
+// Phases turns phaseSamples into the distribution per phase (nearest-rank
+// percentiles), leaving out phases no worker has passed.
+func Phases(samples [][]float64) []Phase {
+	var out []Phase
+	for k, v := range samples {
+		if len(v) == 0 {
+			continue
+		}
+		slices.Sort(v)
+		p := Phase{Unit: "ms", Count: len(v), P50: rank(v, 0.5), P90: rank(v, 0.9), Max: v[len(v)-1]}
+		if k < len(phaseSteps) {
+			p.Name = phaseSteps[k].name
+		} else {
+			p.Name, p.Unit = AskHeartbeatsPhase, "heartbeats"
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// rank is the nearest-rank p-quantile of sorted v.
+func rank(v []float64, p float64) float64 {
+	return v[max(int(math.Ceil(p*float64(len(v))))-1, 0)]
+}
