@@ -112,10 +112,9 @@ bench-am:
 	$(GO) test -count=1 -tags integration -timeout 40m -run '^$$' -bench 'AMvsDistributedShell' -benchtime 1x -v ./integration/
 
 # The same at N = 4, 16, 64 and 128 (2 rounds each, alternating), on NodeManagers large
-# enough for 129 containers, with the cluster's floor (the same containers running the command
-# with no launcher and no localized files) and the AM's phase distribution per N, closing with
-# the scaling curve; and the AM at 10,000 workers in-process (yarn/am: simulated RM and 50
-# NodeManagers over Hadoop RPC). Every part runs even when one fails; the target fails if any did.
+# enough for 129 containers, closing with the scaling curve; and the AM at 10,000 workers
+# in-process (yarn/am: simulated RM and 50 NodeManagers over Hadoop RPC). Every part runs even
+# when one fails; the target fails if any did.
 bench-am-curve:
 	@c=0; \
 	XRES_BENCH_WORKERS=$${XRES_BENCH_WORKERS:-4,16,64,128} XRES_BENCH_ROUNDS=$${XRES_BENCH_ROUNDS:-2} \

@@ -441,7 +441,7 @@ func BenchmarkAMvsDistributedShell(b *testing.B) {
 		}
 		warmups = n
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 75*time.Minute)
 	defer cancel()
 	var info struct {
 		ClusterInfo struct {
