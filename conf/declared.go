@@ -212,9 +212,10 @@ var (
 	WorkerGroupPort = Register(Option{
 		Key:  "xres.worker-group.<group>.port",
 		Type: TypeString,
-		Description: "The group's workers serve on a port: auto (the launcher picks a free one) or a number. The worker gets it as " +
-			"XRES_PORT; the AM publishes host:port per rank (`XRES_<GROUP>_ADDRESSES` for dependents, api/rendezvous, MASTER_ADDR/TF_CONFIG " +
-			"under xres.rendezvous). Unset: no port.",
+		Description: "The group's workers serve on a port: auto (the launcher picks a free one) or a number, which the worker gets as " +
+			"XRES_PORT; or worker: the worker binds one of its own choosing and writes it, then a newline, into the file XRES_PORT_FILE " +
+			"names (dependents wait until it has; not with xres.rendezvous). The AM publishes host:port per rank (`XRES_<GROUP>_ADDRESSES` " +
+			"for dependents, api/rendezvous, MASTER_ADDR/TF_CONFIG under xres.rendezvous). Unset: no port.",
 	})
 	WorkerGroupGang = Register(Option{
 		Key:     "xres.worker-group.<group>.gang",

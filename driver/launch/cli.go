@@ -522,8 +522,8 @@ func (l *Launcher) run(ctx context.Context, res *Reservation, command []string, 
 	}
 	report := func(ctx context.Context) error { return nil }
 	reportURL := env.Getenv(contract.EnvReportURL)
+	rep := newReport(env.Getenv(EnvContainerID), res.Grants, port, env.Started)
 	if reportURL != "" {
-		rep := newReport(env.Getenv(EnvContainerID), res.Grants, port, env.Started)
 		report = func(ctx context.Context) error {
 			return postReport(ctx, env.HTTP, reportURL, env.Getenv("LOG_DIRS"), env.Getenv(EnvTokenFile), rep)
 		}
@@ -534,6 +534,22 @@ func (l *Launcher) run(ctx context.Context, res *Reservation, command []string, 
 	vars := grantEnv(res.Grants, path)
 	if port > 0 {
 		vars[contract.EnvPort] = strconv.Itoa(port)
+	}
+	// A "worker" port: the worker binds one of its choosing and writes it
+	// into XRES_PORT_FILE; the launcher reports it (the whole report
+	// again, so that a later AM attempt reads it too).
+	portFile := ""
+	if strings.EqualFold(strings.TrimSpace(env.Getenv(contract.EnvPortWanted)), contract.PortWantedWorker) {
+		if reportURL == "" || env.Getenv(EnvContainerID) == "" {
+			log.Warnf("%s=%s, but no application master to tell the port to (%s or %s unset): %s is not set",
+				contract.EnvPortWanted, contract.PortWantedWorker, contract.EnvReportURL, EnvContainerID, contract.EnvPortFile)
+		} else {
+			portFile = absPath(filepath.Join(dir, contract.PortFileName))
+			if err := os.Remove(portFile); err != nil && !os.IsNotExist(err) {
+				return 0, fmt.Errorf("remove a stale port file %s: %w", portFile, err)
+			}
+			vars[contract.EnvPortFile] = portFile
+		}
 	}
 	if base := env.Getenv(contract.EnvRendezvousURL); base != "" && env.Getenv(EnvContainerID) != "" {
 		rw := &rendezvousWait{get: env.Get, url: rendezvousURL(base, env.Getenv(EnvContainerID)), sig: rendezvousSignature(env.Getenv(EnvTokenFile), env.Getenv(EnvContainerID)),
@@ -573,6 +589,27 @@ func (l *Launcher) run(ctx context.Context, res *Reservation, command []string, 
 			}
 			if watch != nil && watch.r.Watch {
 				go watch.watch(wctx, gate.notify)
+			}
+			if portFile != "" {
+				go watchPortFile(wctx, portFile, portFilePoll, log, func(p int) {
+					log.WithField("port", p).Info("the worker reported its port; telling the application master")
+					rep.Port = p
+					for try := 1; ; try++ { // its dependents wait for it: a few tries
+						err := report(wctx)
+						if err == nil || try == portReportTries || wctx.Err() != nil {
+							if err != nil {
+								log.WithError(err).Error("could not report the worker's port to the application master: its dependents wait for it")
+							}
+							return
+						}
+						log.WithError(err).Warn("could not report the worker's port to the application master; retrying")
+						select {
+						case <-wctx.Done():
+							return
+						case <-time.After(time.Second):
+						}
+					}
+				})
 			}
 			if reportURL != "" {
 				go func() {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -36,11 +37,12 @@ const (
 type GetFunc func(ctx context.Context, url string, header map[string]string) (code int, status string, body []byte, err error)
 
 // rendezvousPort picks the worker's port from the group's wanted port
-// ($XRES_PORT_WANTED): "" none (0), "auto" a free one, else that number.
+// ($XRES_PORT_WANTED): "" none (0), "auto" a free one, "worker" none yet
+// (the worker picks it: watchPortFile), else that number.
 func rendezvousPort(wanted string) (int, error) {
 	wanted = strings.TrimSpace(wanted)
 	switch {
-	case wanted == "":
+	case wanted == "", strings.EqualFold(wanted, contract.PortWantedWorker):
 		return 0, nil
 	case strings.EqualFold(wanted, "auto"):
 		// A free port now; the worker binds it right after. Another
@@ -55,9 +57,46 @@ func rendezvousPort(wanted string) (int, error) {
 	}
 	n, err := strconv.Atoi(wanted)
 	if err != nil || n < 1 || n > 65535 {
-		return 0, classifyf(ErrConfig, "%s=%q is not a port (auto, or 1-65535)", contract.EnvPortWanted, wanted)
+		return 0, classifyf(ErrConfig, "%s=%q is not a port (auto, worker, or 1-65535)", contract.EnvPortWanted, wanted)
 	}
 	return n, nil
+}
+
+// portFilePoll is how often the launcher looks for the port a worker of a
+// "worker" port group writes into $XRES_PORT_FILE.
+const portFilePoll = 100 * time.Millisecond
+
+// portReportTries bounds the reports of a worker's port (a second apart).
+const portReportTries = 10
+
+// watchPortFile waits, until ctx ends, for the worker to write its port
+// into path: the number, then a newline (a file without its newline is
+// still being written). It calls found once with the port. A complete
+// file that is not a port is logged once and read again, so the worker
+// may rewrite it.
+func watchPortFile(ctx context.Context, path string, poll time.Duration, log logrus.FieldLogger, found func(port int)) {
+	bad := ""
+	for {
+		if b, err := os.ReadFile(path); err == nil {
+			if text, complete := strings.CutSuffix(string(b), "\n"); complete {
+				text = strings.TrimSpace(text)
+				if n, err := strconv.Atoi(text); err == nil && n >= 1 && n <= 65535 {
+					found(n)
+					return
+				}
+				if text != bad {
+					bad = text
+					log.WithFields(logrus.Fields{"file": path, "content": fmt.Sprintf("%.40q", text)}).
+						Warn("the worker's port file holds no port (1-65535, then a newline); waiting for it to be rewritten")
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(poll):
+		}
+	}
 }
 
 // rendezvousWait is one launcher's wait for its AM.

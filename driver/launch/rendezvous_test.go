@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sirupsen/logrus"
 	"github.com/stretchr/testify/require"
 
 	"github.com/xres/xres/resources/contract"
@@ -147,6 +148,82 @@ func TestRunWithoutWaitAsksOnce(t *testing.T) {
 	require.Contains(t, stderr.String(), "starting it without XRES_RANK")
 }
 
+// port: worker: the worker gets XRES_PORT_FILE (no XRES_PORT), binds a
+// port of its own and writes it there; the launcher then reports it to the
+// AM, the whole report again (devices included), while the worker runs.
+func TestRunWorkerReportsItsPort(t *testing.T) {
+	secret := []byte("0123456789abcdef0123456789abcdef")
+	am := &fakeRendezvousAM{env: map[string]string{"XRES_RANK": "0"}, secret: secret}
+	srv := httptest.NewServer(am)
+	defer srv.Close()
+	h := newFakeHost()
+	h.devices["gpu"] = 1
+	var stderr syncBuffer
+	dir := t.TempDir()
+	out := filepath.Join(t.TempDir(), "seen")
+	envVars := map[string]string{
+		contract.EnvReportURL: srv.URL + contract.ReportPath, contract.EnvRendezvousURL: srv.URL + contract.RendezvousPath,
+		contract.EnvRendezvousWait: "true", contract.EnvPortWanted: "worker",
+		EnvContainerID: "container_1_0001_01_000003", "TMPDIR": t.TempDir(), EnvTokenFile: tokenFile(t, secret),
+		"LOG_DIRS": dir,
+	}
+	// The worker writes half a line first (the launcher must not read it),
+	// then the rest, then waits until the AM has the port.
+	script := `echo "file=$XRES_PORT_FILE port=$XRES_PORT" > ` + out + `
+printf 43 > "$XRES_PORT_FILE"; sleep 0.3; echo 210 >> "$XRES_PORT_FILE"
+for i in $(seq 100); do grep -q '"port":43210' "$LOG_DIRS/xres-devices.json" 2>/dev/null && exit 0; sleep 0.05; done; exit 9`
+	code := Main(context.Background(), []string{"--", "sh", "-c", script}, Env{
+		Getenv:         func(k string) string { return envVars[k] },
+		Environ:        []string{"PATH=" + os.Getenv("PATH"), "LOG_DIRS=" + dir},
+		Dir:            dir,
+		Stderr:         &stderr,
+		Registry:       registryWith(h),
+		Load:           fixedSpecs(gpuSpec(1)),
+		RendezvousPoll: time.Millisecond,
+	})
+	require.Equal(t, 0, code, stderr.String())
+	b, err := os.ReadFile(out)
+	require.NoError(t, err)
+	require.Equal(t, "file="+filepath.Join(dir, contract.PortFileName)+" port=", strings.TrimSpace(string(b)))
+	am.mu.Lock()
+	defer am.mu.Unlock()
+	var ports []int
+	for _, r := range am.reports {
+		if r.CommandStarted.IsZero() {
+			ports = append(ports, r.Port)
+		}
+	}
+	require.Equal(t, []int{0, 43210}, ports, "the device report without a port, then again with the worker's")
+	last := am.reports[len(am.reports)-1]
+	if last.Port != 43210 {
+		last = am.reports[len(am.reports)-2]
+	}
+	require.Len(t, last.Resources["gpu"], 1, "the port's report carries the devices too (a later AM attempt reads it)")
+	require.Contains(t, stderr.String(), "the worker reported its port")
+}
+
+// A port file that holds no port is logged once and read again.
+func TestWatchPortFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), contract.PortFileName)
+	var log syncBuffer
+	logger := logrus.New()
+	logger.SetOutput(&log)
+	got := make(chan int, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	go watchPortFile(ctx, path, time.Millisecond, logger, func(p int) { got <- p })
+	require.NoError(t, os.WriteFile(path, []byte("http\n"), 0o644))
+	require.Eventually(t, func() bool { return strings.Contains(log.String(), "holds no port") }, 5*time.Second, time.Millisecond)
+	require.NoError(t, os.WriteFile(path, []byte(" 8081 \n"), 0o644))
+	select {
+	case p := <-got:
+		require.Equal(t, 8081, p)
+	case <-ctx.Done():
+		t.Fatal("the rewritten port was never read")
+	}
+	require.Equal(t, 1, strings.Count(log.String(), "holds no port"), log.String())
+}
+
 func TestRendezvousPort(t *testing.T) {
 	p, err := rendezvousPort("")
 	require.NoError(t, err)
@@ -157,6 +234,9 @@ func TestRendezvousPort(t *testing.T) {
 	p, err = rendezvousPort("AUTO")
 	require.NoError(t, err)
 	require.Positive(t, p)
+	p, err = rendezvousPort("worker")
+	require.NoError(t, err)
+	require.Zero(t, p, "the worker picks it")
 	_, err = rendezvousPort("http")
 	require.ErrorIs(t, err, ErrConfig)
 	require.ErrorContains(t, err, `XRES_PORT_WANTED="http" is not a port`)

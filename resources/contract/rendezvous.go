@@ -23,11 +23,21 @@ const (
 	// otherwise the launcher asks once and starts the worker either way.
 	EnvRendezvousWait = "XRES_RENDEZVOUS_WAIT"
 	// EnvPortWanted is the port the group declares: "auto" (the launcher
-	// picks a free one) or a number. The launcher reports it and gives the
-	// worker XRES_PORT.
+	// picks a free one) or a number, which the launcher reports and gives
+	// the worker as XRES_PORT; or PortWantedWorker.
 	EnvPortWanted = "XRES_PORT_WANTED"
 	// EnvPort is the worker's port.
 	EnvPort = "XRES_PORT"
+	// PortWantedWorker is EnvPortWanted for a worker that binds a port of
+	// its own choosing (any free one) and tells its launcher: it writes
+	// the number, then a newline, into the file EnvPortFile names; the
+	// launcher reports it to the AM, which then publishes the address.
+	PortWantedWorker = "worker"
+	// EnvPortFile names the file a PortWantedWorker worker writes its port
+	// into (PortFileName in the container's working directory).
+	EnvPortFile = "XRES_PORT_FILE"
+	// PortFileName is the file EnvPortFile names inside a YARN container.
+	PortFileName = "xres-port"
 	// RendezvousPath is the endpoint's path under the AM's tracking URL
 	// (GET ?container=ID).
 	RendezvousPath = "/api/rendezvous"

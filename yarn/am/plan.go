@@ -12,6 +12,7 @@ import (
 
 	"github.com/xres/xres/conf"
 	"github.com/xres/xres/resources"
+	"github.com/xres/xres/resources/contract"
 	"github.com/xres/xres/yarn"
 )
 
@@ -60,7 +61,7 @@ type Plan struct {
 	// How the group's workers find each other (rendezvous.go): the groups
 	// whose workers must run first (xres.worker-group.<group>.depends-on),
 	// the port its workers serve on (.port: 0 none, PortAuto the launcher
-	// picks one), gang start (.gang, bounded by xres.gang.timeout) and the
+	// picks one, PortWorker the worker does), gang start (.gang, bounded by xres.gang.timeout) and the
 	// framework environment (xres.rendezvous: torch, tensorflow).
 	DependsOn   []string      `json:"depends-on,omitempty"`
 	Port        int           `json:"port,omitempty"`
@@ -69,8 +70,12 @@ type Plan struct {
 	Rendezvous  string        `json:"rendezvous,omitempty"`
 }
 
-// PortAuto is Plan.Port for xres.worker-group.<group>.port: auto.
-const PortAuto = -1
+// Plan.Port for xres.worker-group.<group>.port: auto (the launcher picks a
+// free one) and worker (the worker binds one and tells its launcher).
+const (
+	PortAuto   = -1
+	PortWorker = -2
+)
 
 // Rendezvous modes (xres.rendezvous).
 const (
@@ -371,8 +376,14 @@ func planCoordination(cfg *conf.Config, name string, p *Plan) error {
 		switch {
 		case strings.EqualFold(text, "auto"):
 			p.Port = PortAuto
+		case strings.EqualFold(text, contract.PortWantedWorker):
+			p.Port = PortWorker
+			if p.Rendezvous != "" {
+				errs = append(errs, fmt.Errorf("%w: config key %s (%s): a worker tells its own port only once it runs, but %s: %s needs the ports before the workers start; use auto or a number",
+					ErrBadConfig, portKey, cfg.Origin(portKey), conf.Rendezvous.Key, p.Rendezvous))
+			}
 		case err != nil || n < 1 || n > 65535:
-			errs = append(errs, fmt.Errorf("%w: config key %s (%s): %q is not a port (auto, or 1-65535)", ErrBadConfig, portKey, cfg.Origin(portKey), text))
+			errs = append(errs, fmt.Errorf("%w: config key %s (%s): %q is not a port (auto, worker, or 1-65535)", ErrBadConfig, portKey, cfg.Origin(portKey), text))
 		default:
 			p.Port = n
 		}

@@ -98,6 +98,8 @@ func rendezvousEnv(g Group, trackingURL string) yarn.LaunchContext {
 	switch p := g.Plan.Port; {
 	case p == PortAuto:
 		env[contract.EnvPortWanted] = "auto"
+	case p == PortWorker:
+		env[contract.EnvPortWanted] = contract.PortWantedWorker
 	case p > 0:
 		env[contract.EnvPortWanted] = strconv.Itoa(p)
 	}
@@ -329,7 +331,8 @@ func (a *AM) readyLocked(w *worker, depth int) (bool, string) {
 }
 
 // runningLocked says whether group h runs for its dependents: at least
-// its minimum of ranks are held by workers that are ready.
+// its minimum of ranks are held by workers that are ready (and, where the
+// worker picks its port, that have reported it).
 func (a *AM) runningLocked(h *group, depth int) (bool, string) {
 	n := 0
 	var why string
@@ -338,7 +341,11 @@ func (a *AM) runningLocked(h *group, depth int) (bool, string) {
 		if w == nil {
 			continue
 		}
-		if ok, reason := a.readyLocked(w, depth); ok {
+		ok, reason := a.readyLocked(w, depth)
+		if ok && h.Plan.Port == PortWorker && w.port <= 0 {
+			ok, reason = false, fmt.Sprintf("rank %d%s to report the port it serves on (%s)", r, h.label(), contract.EnvPortFile)
+		}
+		if ok {
 			n++
 		} else if why == "" {
 			why = reason

@@ -168,6 +168,39 @@ func TestRendezvousGangBarrierAndTorchEnv(t *testing.T) {
 	require.Equal(t, "2", r2.Env["RANK"])
 }
 
+// A group whose worker picks its own port (port: worker) runs for its
+// dependents only once the worker has told its port: the dependent waits,
+// saying for what, then gets the address to probe and as XRES_JM_ADDRESSES.
+// The worker itself starts after its device report, without a port.
+func TestRendezvousWorkerReportedPort(t *testing.T) {
+	jm := inGroup(ctr(2, "nm1"), 1)
+	t3, t4 := inGroup(ctr(3, "nm1"), 2), inGroup(ctr(4, "nm2"), 2)
+	var jmAns, waiting, after contract.Rendezvous
+	res, a, _ := runRV(t, []Group{rvGroup("jm", 1, Plan{Port: PortWorker}), rvGroup("tm", 2, Plan{DependsOn: []string{"jm"}})}, nil,
+		allocRV(jm, t3, t4),
+		func(a *AM) (yarn.AllocateResponse, error) {
+			report(t, a, jm, 0)
+			report(t, a, t3, 0)
+			jmAns = rv(t, a, jm)
+			waiting = rv(t, a, t3)
+			// The launcher's second report, once the worker wrote its port.
+			report(t, a, jm, 6123)
+			after = rv(t, a, t3)
+			return yarn.AllocateResponse{}, nil
+		},
+		doneAll(jm, t3, t4),
+	)
+	require.Equal(t, yarn.StatusSucceeded, res.Status, res.Diagnostics)
+	require.True(t, jmAns.Ready, "the worker that picks its port starts without one: %s", jmAns.Waiting)
+	require.NotContains(t, jmAns.Env, "XRES_JM_ADDRESSES", "its own address is not known before it runs")
+	require.False(t, waiting.Ready)
+	require.Equal(t, "group jm (depends-on): 0 of 1 workers running; they wait for rank 0 of group jm to report the port it serves on (XRES_PORT_FILE)", waiting.Waiting)
+	require.True(t, after.Ready, after.Waiting)
+	require.Equal(t, []string{"nm1:6123"}, after.Probe)
+	require.Equal(t, "nm1:6123", after.Env["XRES_JM_ADDRESSES"])
+	require.Equal(t, contract.PortWantedWorker, rendezvousEnv(a.cfg.Groups[0], "http://am/").Env[contract.EnvPortWanted])
+}
+
 // xres.rendezvous: tensorflow: TF_CONFIG names every group with a port as
 // a job, with its addresses in rank order, and the worker as its task;
 // no worker is ready before every address is known.
@@ -361,6 +394,7 @@ func TestPlanRendezvousKeys(t *testing.T) {
 	cfg := base()
 	cfg.Set("xres.worker-group.ps.port", "auto")
 	cfg.Set("xres.worker-group.worker.port", "2222")
+	cfg.Set("xres.worker-group.chief.port", "worker") // not a group of the application: not read
 	cfg.Set("xres.worker-group.worker.depends-on", "ps")
 	cfg.Set("xres.worker-group.worker.gang", "true")
 	cfg.Set(conf.Rendezvous.Key, "TensorFlow")
@@ -386,7 +420,9 @@ func TestPlanRendezvousKeys(t *testing.T) {
 		{"cycle", map[string]string{"xres.worker-group.worker.depends-on": "ps", "xres.worker-group.ps.depends-on": "worker"},
 			"config key xres.worker-group.ps.depends-on (set): the groups depend on each other in a cycle (ps → worker → ps)"},
 		{"port", map[string]string{"xres.worker-group.ps.port": "70000"},
-			`config key xres.worker-group.ps.port (set): "70000" is not a port (auto, or 1-65535)`},
+			`config key xres.worker-group.ps.port (set): "70000" is not a port (auto, worker, or 1-65535)`},
+		{"worker port under a rendezvous", map[string]string{"xres.worker-group.ps.port": "Worker", "xres.rendezvous": "torch"},
+			"config key xres.worker-group.ps.port (set): a worker tells its own port only once it runs, but xres.rendezvous: torch needs the ports before the workers start"},
 		{"gang not a bool", map[string]string{"xres.worker-group.ps.gang": "sometimes"}, "xres.worker-group.ps.gang"},
 		{"gang and reactive", map[string]string{"xres.worker-group.ps.gang": "true", "scheduler-mode": "reactive"},
 			"config key xres.worker-group.ps.gang (set): a gang needs all its workers, scheduler-mode: reactive runs with fewer"},
