@@ -14,6 +14,10 @@ package contract
 //	  GET  /api/rendezvous?container=ID  ──►  {"ready": true, "env": {…}, "probe": [host:port…]}
 //	  connect to every probe address (the dependencies listen), then exec the
 //	  worker with env added
+//	  … port "worker": once the worker has written its port into
+//	  XRES_PORT_FILE ("43210\n"):
+//	  POST /api/report {container, resources, port}  ──►  address known:
+//	                                                       dependents go
 const (
 	// EnvRendezvousURL names the worker-environment variable that carries
 	// the AM's rendezvous endpoint (the xres AM sets it on every worker).
