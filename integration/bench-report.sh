@@ -5,15 +5,16 @@
 #   launcher   driver/launch: full launch and probe vs the Flink-style script, 64 launchers on 8 GPUs
 #   am-10k     yarn/am: the AM at 10,000 workers in-process, CPU per allocate cycle
 #   rpc        make bench-rpc: getClusterMetrics vs Java's YarnClient (1, 8, 32 callers; privacy)
-#   am         make bench-am-curve: submit → N workers running vs DistributedShell (N = 4, 16, 64)
+#   am         make bench-am-curve: submit → N workers running vs DistributedShell (N = 4, 16, 64, 128)
+#   spares     make bench-spares: kill -9 → the rank running again, standby spare vs new container
 #
-# XRES_BENCH_PARTS picks some (default: all four, in that order); the cluster parts need what
+# XRES_BENCH_PARTS picks some (default: all five, in that order); the cluster parts need what
 # make test needs (JDK 17, Maven). The machine's load is printed before and after each part:
 # rerun on a quiet machine before quoting a figure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${XRES_BENCH_REPORT:-bench-report.md}
-parts=${XRES_BENCH_PARTS:-launcher am-10k rpc am}
+parts=${XRES_BENCH_PARTS:-launcher am-10k rpc am spares}
 tmp=$(mktemp -d /tmp/xres-bench-report.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 go=${GO:-go}
@@ -65,8 +66,13 @@ for p in $parts; do
     grep -E '^(Benchmark|ok|PASS)' "$tmp/am.log" >>"$tmp/am-all.md" || true
     section "am submit vs DistributedShell on the minicluster" "$tmp/am-all.md" "$before"
     ;;
+  spares)
+    make -s bench-spares >"$tmp/spares.log" 2>&1 || { tail -40 "$tmp/spares.log"; exit 1; }
+    grep -E 'round [0-9]|median of|^Benchmark' "$tmp/spares.log" >"$tmp/spares.txt" || true
+    section "Standby spares: kill -9 → the killed rank's command running again, promoted spare vs new container" "$tmp/spares.txt" "$before"
+    ;;
   *)
-    echo "bench-report: unknown part '$p' in XRES_BENCH_PARTS (want launcher, am-10k, rpc, am)" >&2
+    echo "bench-report: unknown part '$p' in XRES_BENCH_PARTS (want launcher, am-10k, rpc, am, spares)" >&2
     exit 2
     ;;
   esac
