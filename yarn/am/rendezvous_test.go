@@ -176,6 +176,7 @@ func TestRendezvousWorkerReportedPort(t *testing.T) {
 	jm := inGroup(ctr(2, "nm1"), 1)
 	t3, t4 := inGroup(ctr(3, "nm1"), 2), inGroup(ctr(4, "nm2"), 2)
 	var jmAns, waiting, after contract.Rendezvous
+	var countBefore, countAfter WorkerCount
 	res, a, _ := runRV(t, []Group{rvGroup("jm", 1, Plan{Port: PortWorker}), rvGroup("tm", 2, Plan{DependsOn: []string{"jm"}})}, nil,
 		allocRV(jm, t3, t4),
 		func(a *AM) (yarn.AllocateResponse, error) {
@@ -183,9 +184,11 @@ func TestRendezvousWorkerReportedPort(t *testing.T) {
 			report(t, a, t3, 0)
 			jmAns = rv(t, a, jm)
 			waiting = rv(t, a, t3)
+			countBefore = a.Status().Count()
 			// The launcher's second report, once the worker wrote its port.
 			report(t, a, jm, 6123)
 			after = rv(t, a, t3)
+			countAfter = a.Status().Count()
 			return yarn.AllocateResponse{}, nil
 		},
 		doneAll(jm, t3, t4),
@@ -199,6 +202,10 @@ func TestRendezvousWorkerReportedPort(t *testing.T) {
 	require.Equal(t, []string{"nm1:6123"}, after.Probe)
 	require.Equal(t, "nm1:6123", after.Env["XRES_JM_ADDRESSES"])
 	require.Equal(t, contract.PortWantedWorker, rendezvousEnv(a.cfg.Groups[0], "http://am/").Env[contract.EnvPortWanted])
+	// api/workers (and so XRES_WORKERS_FILE) carries a port group's addresses.
+	require.Equal(t, []string{""}, countBefore.Groups[0].Addresses)
+	require.Equal(t, []string{"nm1:6123"}, countAfter.Groups[0].Addresses)
+	require.Nil(t, countAfter.Groups[1].Addresses, "a group without a port has none")
 }
 
 // xres.rendezvous: tensorflow: TF_CONFIG names every group with a port as

@@ -52,6 +52,9 @@ type GroupStatus struct {
 	Spares     int `json:"spares,omitempty"`
 	Standby    int `json:"standby,omitempty"`
 	Promotions int `json:"promotions,omitempty"`
+	// Addresses, for a group with a port: each rank's host:port, in rank
+	// order ("" for a rank whose worker has not reported one yet).
+	Addresses []string `json:"addresses,omitempty"`
 }
 
 // Status is a snapshot of the application, served by the tracking server.
@@ -143,6 +146,9 @@ func (a *AM) statusPageLocked(p Page) (s Status, samples [][]float64) {
 			Pending: g.pending, Starting: g.count[StateStarting], Running: g.count[StateRunning],
 			Succeeded: g.succeeded, Failed: g.failures, Restarts: g.restarts, MaxFailed: g.Plan.MaxFailedContainers, Profile: g.Plan.Profile,
 			Spares: g.Plan.Spares, Standby: g.count[StateStandby], Promotions: g.promotions})
+		if g.Plan.Port != 0 {
+			s.Groups[len(s.Groups)-1].Addresses, _ = g.addresses()
+		}
 	}
 	if a.result != nil {
 		s.Diagnostics = a.result.Diagnostics

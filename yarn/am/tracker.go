@@ -106,13 +106,15 @@ type GroupWorkerCount struct {
 	Target  int    `json:"target"`
 	Minimum int    `json:"minimum"`
 	Running int    `json:"running"`
+	// Addresses: GroupStatus.Addresses (a group with a port).
+	Addresses []string `json:"addresses,omitempty"`
 }
 
 // Count is s as a WorkerCount.
 func (s Status) Count() WorkerCount {
 	c := WorkerCount{Target: s.Workers, Minimum: s.Minimum, Running: s.Running, Groups: []GroupWorkerCount{}}
 	for _, g := range s.Groups {
-		c.Groups = append(c.Groups, GroupWorkerCount{Name: g.Name, Target: g.Workers, Minimum: g.Minimum, Running: g.Running})
+		c.Groups = append(c.Groups, GroupWorkerCount{Name: g.Name, Target: g.Workers, Minimum: g.Minimum, Running: g.Running, Addresses: g.Addresses})
 	}
 	return c
 }
