@@ -152,8 +152,8 @@ func TestTrackingPageInBrowser(t *testing.T) {
 	// The link resolves: the NodeManager answers with the container's log page (its files).
 	first := st.Containers[0]
 	logs := nmGet(t, ctx, html.UnescapeString(links[0][1]))
-	require.Contains(t, logs, first.Container, "the NodeManager's log page names the container")
-	require.Contains(t, logs, "stdout", "the NodeManager's log page lists the container's files")
+	require.Contains(t, logs, "/node/containerlogs/"+first.Container+"/"+c.User+"/stdout",
+		"the NodeManager's log page links the container's stdout: %s", tailString(logs, 40))
 
 	// A screenshot for people, kept after the test (t.TempDir would be removed), tall enough for
 	// every bar of the drawing.
