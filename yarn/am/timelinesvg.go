@@ -122,7 +122,7 @@ func (w *svgWriter) sec(t, origin time.Time) {
 }
 
 // buildTimeline draws the containers of s (the page); nil when there are
-// none. O(containers), about a kilobyte of SVG each.
+// none. O(containers), about 1.2 KiB of SVG each.
 func buildTimeline(s Status, links nodeLogs) *timelineView {
 	if len(s.Containers) == 0 {
 		return nil
@@ -162,7 +162,7 @@ func buildTimeline(s Status, links nodeLogs) *timelineView {
 	}
 	n := len(s.Containers)
 	width, bottom := svgLabelW+svgChartW+svgRightM, svgTop+n*svgRowH
-	w := &svgWriter{b: make([]byte, 0, 2048+n*900)}
+	w := &svgWriter{b: make([]byte, 0, 2048+n*1280)}
 
 	w.s(`<svg id="timeline-svg" xmlns="http://www.w3.org/2000/svg" width="`)
 	w.int(width)
