@@ -2,11 +2,14 @@ package am
 
 import (
 	"encoding/xml"
+	"flag"
 	"fmt"
 	"io"
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,6 +21,8 @@ import (
 	"github.com/xres/xres/resources/contract"
 	"github.com/xres/xres/yarn"
 )
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
 // xnode is any element of the page's SVG, parsed with encoding/xml.
 type xnode struct {
@@ -121,21 +126,44 @@ var t0 = time.Date(2026, 12, 5, 11, 0, 0, 0, time.UTC)
 
 func at(sec float64) time.Time { return t0.Add(time.Duration(sec * float64(time.Second))) }
 
+// threeStarts is a page of three containers: one started completely, one
+// still starting, one adopted (no timeline); first is the first ask.
+func threeStarts() (staticSource, time.Time) {
+	first := at(0)
+	full := &Timeline{Asked: at(0.5), AskHeartbeats: 1, Allocated: at(1.5), StartSent: at(1.75), StartAnswered: at(2),
+		LauncherStarted: at(3), DevicesReserved: at(3.5), CommandStarted: at(4)}
+	return staticSource{Status{App: "application_1_0001", State: "RUNNING", FirstAsk: &first, Containers: []WorkerStatus{
+		{Container: "container_1_0001_01_000002", NodeHTTP: "nm1:8042", Host: "nm1", State: StateRunning, Timeline: full},
+		{Container: "container_1_0001_01_000003", NodeHTTP: "nm2:8042", Host: "nm2", State: StateStarting,
+			Timeline: &Timeline{Asked: at(0.5), Allocated: at(1.5), StartSent: at(1.75)}},
+		{Container: "container_1_0001_01_000004", NodeHTTP: "nm1:8042", Host: "nm1", State: StateRunning},
+	}}}, first
+}
+
+// The drawing of threeStarts, whole, against testdata/timeline.golden.svg
+// (go test -update rewrites it; open it in a browser to look at it).
+func TestTrackingPageTimelineGolden(t *testing.T) {
+	src, _ := threeStarts()
+	v := buildTimeline(src.st, nodeLogs{scheme: "http", user: "alice"})
+	require.NotNil(t, v)
+	got := string(v.SVG) + "\n"
+	path := filepath.Join("testdata", "timeline.golden.svg")
+	if *update {
+		require.NoError(t, os.WriteFile(path, []byte(got), 0o644))
+	}
+	want, err := os.ReadFile(path)
+	require.NoError(t, err, "run go test -update to create %s", path)
+	require.Equal(t, string(want), got, "the drawing changed: go test -update rewrites %s", path)
+}
+
 // A page of three containers: one started completely, one still starting
 // (its phases so far), one adopted from an earlier attempt (no timeline).
 // Each is one bar, in the page's order, its label linked to its logs on its
 // NodeManager; the complete one has its six phases in order, each as wide
 // as it lasted on the axis the ticks label.
 func TestTrackingPageTimeline(t *testing.T) {
-	first := at(0)
-	full := &Timeline{Asked: at(0.5), AskHeartbeats: 1, Allocated: at(1.5), StartSent: at(1.75), StartAnswered: at(2),
-		LauncherStarted: at(3), DevicesReserved: at(3.5), CommandStarted: at(4)}
-	src := staticSource{Status{App: "application_1_0001", State: "RUNNING", FirstAsk: &first, Containers: []WorkerStatus{
-		{Container: "container_1_0001_01_000002", NodeHTTP: "nm1:8042", Host: "nm1", State: StateRunning, Timeline: full},
-		{Container: "container_1_0001_01_000003", NodeHTTP: "nm2:8042", Host: "nm2", State: StateStarting,
-			Timeline: &Timeline{Asked: at(0.5), Allocated: at(1.5), StartSent: at(1.75)}},
-		{Container: "container_1_0001_01_000004", NodeHTTP: "nm1:8042", Host: "nm1", State: StateRunning},
-	}}}
+	src, first := threeStarts()
+	full := src.st.Containers[0].Timeline
 	page := getPage(t, src, WithNodeLogLinks("http", "alice"))
 	svg := timelineSVG(t, page)
 
