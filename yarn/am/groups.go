@@ -44,8 +44,9 @@ type group struct {
 	spares     []*worker
 	promotions int
 	// asks are its containers asked for and not granted yet, oldest
-	// first (timeline.go).
-	asks []askMark
+	// first (timeline.go); firstAsk is when its first ask was sent.
+	asks     []askMark
+	firstAsk time.Time
 }
 
 // newGroups builds the groups' state; each group's launch context gets the

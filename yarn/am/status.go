@@ -96,6 +96,9 @@ type Status struct {
 	MinRunningTime    *time.Time `json:"min-running-time,omitempty"`
 	AllRunningTime    *time.Time `json:"all-running-time,omitempty"`
 	AllRunningAfterMS int64      `json:"all-running-after-ms,omitempty"`
+	// FirstAsk is when this AM attempt sent its first ask for workers: 0 s
+	// of the tracking page's timeline.
+	FirstAsk *time.Time `json:"first-ask,omitempty"`
 	// AMPeakRSSKiB is the AM process's peak resident memory.
 	AMPeakRSSKiB int64 `json:"am-peak-rss-kib,omitempty"`
 	// Phases is the distribution of each step of the workers' starts
@@ -156,6 +159,9 @@ func (a *AM) statusPageLocked(p Page) (s Status, samples [][]float64) {
 	s.Unplaceable = a.unplaceableLocked()
 	if t := a.cfg.SubmitTime; !t.IsZero() {
 		s.SubmitTime = &t
+	}
+	if t := a.firstAskLocked(); !t.IsZero() {
+		s.FirstAsk = &t
 	}
 	if t := a.minRunning; !t.IsZero() {
 		s.MinRunningTime = &t

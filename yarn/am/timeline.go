@@ -43,6 +43,9 @@ type askMark struct {
 func (g *group) askedLocked(count, beat int, sent time.Time) {
 	for len(g.asks) < count {
 		g.asks = append(g.asks, askMark{at: sent, beat: beat})
+		if g.firstAsk.IsZero() {
+			g.firstAsk = sent
+		}
 	}
 	if len(g.asks) > count {
 		g.asks = g.asks[:max(count, 0)]
@@ -73,6 +76,18 @@ func (w *worker) reportedLocked(r contract.DeviceReport) {
 			w.tl.at[m.i] = m.t
 		}
 	}
+}
+
+// firstAskLocked is when the application's first ask was sent (by this AM
+// attempt); zero before it.
+func (a *AM) firstAskLocked() time.Time {
+	var first time.Time
+	for _, g := range a.groups {
+		if t := g.firstAsk; !t.IsZero() && (first.IsZero() || t.Before(first)) {
+			first = t
+		}
+	}
+	return first
 }
 
 // Timeline is a worker's timeline in Status (RFC 3339 times; a mark not

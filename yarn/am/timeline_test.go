@@ -48,6 +48,8 @@ func TestTimelineMarksAndPhases(t *testing.T) {
 			}
 		}
 		require.Equal(t, 1, tl.AskHeartbeats, "the heartbeat after the ask's brought it")
+		require.NotNil(t, st.FirstAsk, "the first ask, 0 s of the tracking page's timeline")
+		require.True(t, st.FirstAsk.Equal(tl.Asked), "both were asked in the first ask: %v, %v", st.FirstAsk, tl.Asked)
 		require.Equal(t, 3*time.Millisecond, tl.DevicesReserved.Sub(tl.LauncherStarted))
 		require.Equal(t, 2*time.Millisecond, tl.CommandStarted.Sub(tl.DevicesReserved))
 		require.Equal(t, map[string][]resources.Properties{"gpu": {{"index": "0"}}}, w.Devices, "the command-started report keeps the devices")

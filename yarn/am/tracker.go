@@ -125,6 +125,7 @@ type TrackerOption func(*trackerOptions)
 type trackerOptions struct {
 	secret []byte
 	proxy  *WebProxy
+	logs   nodeLogs
 }
 
 // WithReportSecret is the application's report secret
@@ -142,10 +143,22 @@ func WithWebProxy(p *WebProxy) TrackerOption {
 	return func(o *trackerOptions) { o.proxy = p }
 }
 
+// WithNodeLogLinks links each container of the page's timeline to its logs
+// on its NodeManager's web UI: scheme "http" (the default, also for "") or
+// "https" (yarn.http.policy HTTPS_ONLY), user the application's owner
+// (http://<node>/node/containerlogs/<container>/<user>). Without it (or
+// with no user) a container links to its page on the NodeManager
+// (/node/container/<container>), which links its logs.
+func WithNodeLogLinks(scheme, user string) TrackerOption {
+	return func(o *trackerOptions) { o.logs = nodeLogs{scheme: scheme, user: user} }
+}
+
 // NewTracker returns the AM's tracking server handler:
 //
-//	GET  /            HTML page: workers, hosts, state, restarts, and the
-//	                  containers with their devices, PageSize at a time
+//	GET  /            HTML page: workers, hosts, state, restarts, the start
+//	                  timeline of the listed containers (inline SVG, linked to
+//	                  their NodeManager logs), and the containers with their
+//	                  devices, PageSize at a time
 //	GET  /api/status  the same as JSON (Status), every container
 //	GET  /api/workers the worker counts (WorkerCount), for the workers
 //	POST /api/report  a launcher's contract.DeviceReport (JSON), signed
@@ -239,7 +252,7 @@ func NewTracker(src StatusSource, log logrus.FieldLogger, opts ...TrackerOption)
 			return
 		}
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		if err := statusHTML.Execute(w, htmlPage{Status: st, Limit: max(len(st.Containers), PageSize), State: strings.ToUpper(r.URL.Query().Get("state"))}); err != nil {
+		if err := statusHTML.Execute(w, htmlPage{Status: st, Limit: max(len(st.Containers), PageSize), State: strings.ToUpper(r.URL.Query().Get("state")), logs: o.logs}); err != nil {
 			log.WithError(err).Warn("rendering status page failed")
 		}
 	})
@@ -259,7 +272,12 @@ type htmlPage struct {
 	Status
 	Limit int
 	State string
+	logs  nodeLogs
 }
+
+// Timeline is the drawing of the listed containers' starts; nil when none
+// is listed.
+func (p htmlPage) Timeline() *timelineView { return buildTimeline(p.Status, p.logs) }
 
 // Prev and Next are the offsets of the neighbouring pages; -1 when none.
 func (p htmlPage) Prev() int {
@@ -317,7 +335,9 @@ var statusHTML = template.Must(template.New("status").Funcs(template.FuncMap{
 {{if .Blacklist}}<p>Blacklisted nodes: {{range $i, $h := .Blacklist}}{{if $i}}, {{end}}{{$h}}{{end}}</p>{{end}}
 {{if .Diagnostics}}<pre>{{.Diagnostics}}</pre>{{end}}
 {{if .Unplaceable}}<p>Waiting: {{.Unplaceable}}</p>{{end}}
-<p>Containers{{if .State}} {{.State}}{{end}}: {{if .Containers}}{{.First}}–{{.Last}} of {{end}}{{.ContainersTotal}}
+{{with .Timeline}}<div id="timeline"><p>Start of containers {{$.First}}–{{$.Last}}, one bar each: 0 s is {{if .OriginIsAsk}}the application's first ask{{else}}the earliest step shown{{end}}{{with .Origin}} ({{.}}){{end}}; a launcher's steps are on its host's clock. Each container id links to its logs on its NodeManager; hover for each step's time.</p>
+{{.SVG}}</div>
+{{end}}<p>Containers{{if .State}} {{.State}}{{end}}: {{if .Containers}}{{.First}}–{{.Last}} of {{end}}{{.ContainersTotal}}
 {{- if ge .Prev 0}} · <a href="?offset={{.Prev}}&amp;limit={{.Limit}}{{if .State}}&amp;state={{.State}}{{end}}">previous</a>{{end}}
 {{- if ge .Next 0}} · <a href="?offset={{.Next}}&amp;limit={{.Limit}}{{if .State}}&amp;state={{.State}}{{end}}">next</a>{{end}}
  · show: <a href="?">all</a>, <a href="?state=RUNNING">running</a>, <a href="?state=STARTING">starting</a>, <a href="?state=STANDBY">standby</a>, <a href="?state=FAILED">failed</a>, <a href="?state=SUCCEEDED">succeeded</a></p>

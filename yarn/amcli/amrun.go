@@ -33,6 +33,7 @@ type amClients struct {
 	RM           am.RMClient
 	NM           am.NMClient
 	Logs         am.LogFetcher // may be nil
+	NodeWeb      string        // the NodeManagers' web scheme (https under HTTPS_ONLY): the tracking page links container logs there
 	WorkerTokens []byte        // HDTS credentials for the workers (the AM's, less the AMRMToken); nil if none
 	// Tokens, when set, gives the newest worker credentials at each
 	// container start (an AM with a keytab renews them); WorkerTokens are
@@ -231,6 +232,7 @@ func rpcAMClients(ctx context.Context, getenv func(string) string, ae submit.AME
 		RM:           am.NewRPCRMClient(rm),
 		NM:           am.NewRPCNMClient(nm),
 		Logs:         am.NMWebLogs{User: getenv("USER")},
+		NodeWeb:      nmScheme(hc),
 		WorkerTokens: workerTokens,
 		ReportSecret: secret,
 		ProxyHosts:   proxyHosts,
@@ -240,6 +242,15 @@ func rpcAMClients(ctx context.Context, getenv func(string) string, ae submit.AME
 		RMMaxWait:       maxWait,
 		RMRetryInterval: retry,
 	}, nil
+}
+
+// nmScheme is the scheme of the NodeManagers' web addresses the RM hands
+// out with containers: https under yarn.http.policy HTTPS_ONLY.
+func nmScheme(hc *conf.HadoopConfig) string {
+	if yarn.WebappHTTPS(hc) {
+		return "https"
+	}
+	return "http"
 }
 
 // amKerberos logs the AM in from the keytab am submit shipped (ae.Keytab,
@@ -448,6 +459,9 @@ func cmdRun(ctx context.Context, args []string, e *env) error {
 	go func() {
 		defer wg.Done()
 		opts := []am.TrackerOption{am.WithReportSecret(clients.ReportSecret)}
+		if l, ok := clients.Logs.(am.NMWebLogs); ok {
+			opts = append(opts, am.WithNodeLogLinks(clients.NodeWeb, l.User))
+		}
 		if clients.ProxyURL != "" {
 			opts = append(opts, am.WithWebProxy(&am.WebProxy{Hosts: clients.ProxyHosts, URL: clients.ProxyURL, App: appID}))
 		}

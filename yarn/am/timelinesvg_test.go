@@ -1,0 +1,397 @@
+package am
+
+import (
+	"encoding/xml"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/xres/xres/resources/contract"
+	"github.com/xres/xres/yarn"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+// xnode is any element of the page's SVG, parsed with encoding/xml.
+type xnode struct {
+	XMLName xml.Name
+	Attrs   []xml.Attr `xml:",any,attr"`
+	Nodes   []xnode    `xml:",any"`
+	Text    string     `xml:",chardata"`
+}
+
+func (n xnode) attr(name string) string {
+	for _, a := range n.Attrs {
+		if a.Name.Local == name {
+			return a.Value
+		}
+	}
+	return ""
+}
+
+func (n xnode) num(t *testing.T, name string) float64 {
+	t.Helper()
+	v, err := strconv.ParseFloat(n.attr(name), 64)
+	require.NoError(t, err, "<%s %s=%q>", n.XMLName.Local, name, n.attr(name))
+	return v
+}
+
+// all returns the elements under n (n too) that match.
+func (n xnode) all(match func(xnode) bool) []xnode {
+	var out []xnode
+	if match(n) {
+		out = append(out, n)
+	}
+	for _, c := range n.Nodes {
+		out = append(out, c.all(match)...)
+	}
+	return out
+}
+
+func byClass(local, class string) func(xnode) bool {
+	return func(n xnode) bool {
+		if n.XMLName.Local != local {
+			return false
+		}
+		for _, c := range strings.Fields(n.attr("class")) {
+			if class == "" || c == class || strings.HasPrefix(c, class+"-") {
+				return true
+			}
+		}
+		return class == ""
+	}
+}
+
+// child is n's first child element named local (zero when none).
+func (n xnode) child(local string) xnode {
+	for _, c := range n.Nodes {
+		if c.XMLName.Local == local {
+			return c
+		}
+	}
+	return xnode{}
+}
+
+// getPage serves src's tracking page and returns it.
+func getPage(t *testing.T, src StatusSource, opts ...TrackerOption) string {
+	t.Helper()
+	srv := httptest.NewServer(NewTracker(src, nil, opts...))
+	defer srv.Close()
+	resp, err := srv.Client().Get(srv.URL + "/")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode, string(body))
+	return string(body)
+}
+
+// timelineSVG parses the page's timeline drawing: it must be well-formed XML.
+func timelineSVG(t *testing.T, page string) xnode {
+	t.Helper()
+	i := strings.Index(page, `<svg id="timeline-svg"`)
+	require.GreaterOrEqual(t, i, 0, "no timeline SVG in the page:\n%s", page)
+	j := strings.Index(page[i:], "</svg>")
+	require.Greater(t, j, 0, "the SVG does not end")
+	var svg xnode
+	require.NoError(t, xml.Unmarshal([]byte(page[i:i+j+len("</svg>")]), &svg), page[i:i+j+len("</svg>")])
+	return svg
+}
+
+// tickX maps the axis' tick labels ("2 s") to their x.
+func tickX(t *testing.T, svg xnode) map[string]float64 {
+	t.Helper()
+	out := map[string]float64{}
+	for _, txt := range svg.all(byClass("text", "")) {
+		if strings.HasSuffix(txt.Text, " s") && txt.attr("text-anchor") == "middle" {
+			out[txt.Text] = txt.num(t, "x")
+		}
+	}
+	return out
+}
+
+var t0 = time.Date(2026, 12, 5, 11, 0, 0, 0, time.UTC)
+
+func at(sec float64) time.Time { return t0.Add(time.Duration(sec * float64(time.Second))) }
+
+// threeStarts is a page of three containers: one started completely, one
+// still starting, one adopted (no timeline); first is the first ask.
+func threeStarts() (staticSource, time.Time) {
+	first := at(0)
+	full := &Timeline{Asked: at(0.5), AskHeartbeats: 1, Allocated: at(1.5), StartSent: at(1.75), StartAnswered: at(2),
+		LauncherStarted: at(3), DevicesReserved: at(3.5), CommandStarted: at(4)}
+	return staticSource{Status{App: "application_1_0001", State: "RUNNING", FirstAsk: &first, Containers: []WorkerStatus{
+		{Container: "container_1_0001_01_000002", NodeHTTP: "nm1:8042", Host: "nm1", State: StateRunning, Timeline: full},
+		{Container: "container_1_0001_01_000003", NodeHTTP: "nm2:8042", Host: "nm2", State: StateStarting,
+			Timeline: &Timeline{Asked: at(0.5), Allocated: at(1.5), StartSent: at(1.75)}},
+		{Container: "container_1_0001_01_000004", NodeHTTP: "nm1:8042", Host: "nm1", State: StateRunning},
+	}}}, first
+}
+
+// The drawing of threeStarts, whole, against testdata/timeline.golden.svg
+// (go test -update rewrites it; open it in a browser to look at it).
+func TestTrackingPageTimelineGolden(t *testing.T) {
+	src, _ := threeStarts()
+	v := buildTimeline(src.st, nodeLogs{scheme: "http", user: "alice"})
+	require.NotNil(t, v)
+	got := string(v.SVG) + "\n"
+	path := filepath.Join("testdata", "timeline.golden.svg")
+	if *update {
+		require.NoError(t, os.WriteFile(path, []byte(got), 0o644))
+	}
+	want, err := os.ReadFile(path)
+	require.NoError(t, err, "run go test -update to create %s", path)
+	require.Equal(t, string(want), got, "the drawing changed: go test -update rewrites %s", path)
+}
+
+// A page of three containers: one started completely, one still starting
+// (its phases so far), one adopted from an earlier attempt (no timeline).
+// Each is one bar, in the page's order, its label linked to its logs on its
+// NodeManager; the complete one has its six phases in order, each as wide
+// as it lasted on the axis the ticks label.
+func TestTrackingPageTimeline(t *testing.T) {
+	src, first := threeStarts()
+	full := src.st.Containers[0].Timeline
+	page := getPage(t, src, WithNodeLogLinks("http", "alice"))
+	svg := timelineSVG(t, page)
+
+	bars := svg.all(byClass("g", "worker"))
+	require.Len(t, bars, 3, "one bar per container of the page")
+	for i, b := range bars {
+		c := src.st.Containers[i]
+		require.Equal(t, c.Container, b.attr("data-container"))
+		a := b.child("a")
+		require.Equal(t, "http://"+c.NodeHTTP+"/node/containerlogs/"+c.Container+"/alice", a.attr("href"), "the label links to its NodeManager logs")
+		require.Equal(t, c.Container, a.child("text").Text)
+	}
+
+	ticks := tickX(t, svg)
+	require.Contains(t, ticks, "0 s")
+	require.Contains(t, ticks, "4 s")
+	pxPerSec := (ticks["4 s"] - ticks["0 s"]) / 4
+
+	segs := bars[0].all(byClass("rect", "phase"))
+	require.Len(t, segs, 6, "the complete start: six phases")
+	marks := marksOf(full)
+	for k, s := range segs {
+		require.Equal(t, "phase-"+strconv.Itoa(k), s.attr("class"), "phases in order")
+		from, to := marks[k].Sub(first).Seconds(), marks[k+1].Sub(first).Seconds()
+		require.InDelta(t, ticks["0 s"]+from*pxPerSec, s.num(t, "x"), 0.11, "phase %d starts at its mark", k)
+		require.InDelta(t, (to-from)*pxPerSec, s.num(t, "width"), 0.11, "phase %d is as wide as it lasted", k)
+		require.True(t, strings.HasPrefix(s.child("title").Text, svgPhases[k].legend+": "), s.child("title").Text)
+	}
+	require.Contains(t, segs[0].child("title").Text, "1000 ms", "the tooltip has the phase's time")
+	require.Contains(t, segs[0].child("title").Text, "+0.500 s → +1.500 s")
+	require.InDelta(t, ticks["4 s"], segs[5].num(t, "x")+segs[5].num(t, "width"), 0.11, "the command starts at 4 s on the axis")
+	barTitle := bars[0].child("title").Text
+	require.Contains(t, barTitle, "container_1_0001_01_000002 on nm1, RUNNING")
+	require.Contains(t, barTitle, "allocated 1 heartbeat after the one that asked")
+
+	starting := bars[1].all(byClass("rect", "phase"))
+	require.Len(t, starting, 2, "a starting worker draws its phases so far")
+	require.Equal(t, "phase-0", starting[0].attr("class"))
+	require.Equal(t, "phase-1", starting[1].attr("class"))
+	require.Equal(t, "starting", bars[1].all(byClass("text", "note"))[0].Text)
+
+	require.Empty(t, bars[2].all(byClass("rect", "phase")), "no timeline, no phases")
+	require.Contains(t, bars[2].all(byClass("text", "note"))[0].Text, "adopted from an earlier AM attempt")
+
+	legend := svg.all(byClass("g", "legend"))
+	require.Len(t, legend, 1)
+	require.Len(t, legend[0].all(byClass("rect", "phase")), 6, "a legend entry per phase")
+
+	height := svg.num(t, "height")
+	require.GreaterOrEqual(t, height, float64(svgTop+3*svgRowH), "the drawing holds every bar")
+	require.Contains(t, page, "0 s is the application's first ask (2026-12-05 11:00:00.000 UTC)")
+}
+
+// Without a known owner the label links to the container's page on its
+// NodeManager; a container without its NodeManager's web address is
+// labelled without a link; with HTTPS_ONLY the link is https.
+func TestTrackingPageTimelineLinks(t *testing.T) {
+	src := staticSource{Status{App: "application_1_0001", Containers: []WorkerStatus{
+		{Container: "container_1_0001_01_000002", NodeHTTP: "nm1:8042", Host: "nm1", State: StateRunning, Timeline: &Timeline{Allocated: at(1)}},
+		{Container: "container_1_0001_01_000003", Host: "nm2", State: StateRunning, Timeline: &Timeline{Allocated: at(1)}},
+	}}}
+	bars := timelineSVG(t, getPage(t, src)).all(byClass("g", "worker"))
+	require.Len(t, bars, 2)
+	require.Equal(t, "http://nm1:8042/node/container/container_1_0001_01_000002", bars[0].child("a").attr("href"))
+	require.Empty(t, bars[1].all(byClass("a", "")), "no NodeManager web address, no link")
+	require.Equal(t, "container_1_0001_01_000003", bars[1].child("text").Text)
+
+	bars = timelineSVG(t, getPage(t, src, WithNodeLogLinks("https", "bob"))).all(byClass("g", "worker"))
+	require.Equal(t, "https://nm1:8042/node/containerlogs/container_1_0001_01_000002/bob", bars[0].child("a").attr("href"))
+}
+
+// No container on the page: no drawing, and the page still renders.
+func TestTrackingPageTimelineNoWorkers(t *testing.T) {
+	page := getPage(t, staticSource{Status{App: "application_1_0001", State: "RUNNING", Containers: []WorkerStatus{}}})
+	require.NotContains(t, page, "<svg")
+	require.Contains(t, page, "xres application application_1_0001")
+	require.Contains(t, page, "Containers: 0")
+}
+
+// What a cluster sends is escaped: a host or container id with markup is
+// text in the SVG, never markup, and the drawing stays well-formed.
+func TestTrackingPageTimelineEscapes(t *testing.T) {
+	evil := `container_1"><script>alert(1)</script>`
+	src := staticSource{Status{App: "application_1_0001", Containers: []WorkerStatus{
+		{Container: evil, NodeHTTP: `nm1:8042"><script>x</script>`, Host: `<b>nm1</b>`, State: StateRunning, Timeline: &Timeline{Allocated: at(1), StartSent: at(2)}},
+	}}}
+	page := getPage(t, src, WithNodeLogLinks("http", `al"ice`))
+	require.NotContains(t, page, "<script>alert")
+	require.NotContains(t, page, "<script>x")
+	require.NotContains(t, page, "<b>nm1")
+	bars := timelineSVG(t, page).all(byClass("g", "worker"))
+	require.Len(t, bars, 1)
+	require.Equal(t, evil, bars[0].attr("data-container"))
+	require.Contains(t, bars[0].child("title").Text, "on <b>nm1</b>")
+}
+
+// A launcher that reported no start mark: its reservation joins the
+// NodeManager's answer; a launcher's host clock behind the AM's draws a
+// mark no earlier than the one before it (width 0, never negative); the
+// axis starts at the earliest mark when the first ask is not known.
+func TestTrackingPageTimelineGapsAndSkew(t *testing.T) {
+	src := staticSource{Status{App: "application_1_0001", Containers: []WorkerStatus{
+		{Container: "container_1_0001_01_000002", NodeHTTP: "nm1:8042", State: StateRunning,
+			Timeline: &Timeline{Asked: at(1), Allocated: at(2), StartSent: at(2), StartAnswered: at(3), DevicesReserved: at(5)}},
+		{Container: "container_1_0001_01_000003", NodeHTTP: "nm1:8042", State: StateRunning,
+			Timeline: &Timeline{Asked: at(1), Allocated: at(2), StartSent: at(2), StartAnswered: at(3), LauncherStarted: at(2.5), DevicesReserved: at(4)}},
+	}}}
+	page := getPage(t, src)
+	require.Contains(t, page, "0 s is the earliest step shown (2026-12-05 11:00:01.000 UTC)")
+	svg := timelineSVG(t, page)
+	ticks := tickX(t, svg)
+	pxPerSec := (ticks["4 s"] - ticks["0 s"]) / 4
+	bars := svg.all(byClass("g", "worker"))
+
+	gap := bars[0].all(byClass("rect", "phase"))
+	require.Len(t, gap, 4)
+	require.Equal(t, "phase-1", gap[1].attr("class"))
+	require.Zero(t, gap[1].num(t, "width"), "allocated and sent at once")
+	require.Equal(t, "phase-4", gap[3].attr("class"), "the reservation, from the answer on")
+	require.Contains(t, gap[3].child("title").Text, "start answered → devices reserved: 2000 ms")
+	require.InDelta(t, ticks["2 s"], gap[3].num(t, "x"), 0.11)
+	require.InDelta(t, 2*pxPerSec, gap[3].num(t, "width"), 0.11)
+
+	skew := bars[1].all(byClass("rect", "phase"))
+	require.Len(t, skew, 5)
+	require.Zero(t, skew[3].num(t, "width"), "launcher started before the answer (host clock): no width")
+	require.InDelta(t, ticks["2 s"], skew[4].num(t, "x"), 0.11, "the reservation drawn from the answer")
+	require.InDelta(t, pxPerSec, skew[4].num(t, "width"), 0.11)
+	for _, s := range append(gap, skew...) {
+		require.GreaterOrEqual(t, s.num(t, "width"), 0.0)
+	}
+}
+
+// The drawing stays readable at 64 workers (the SVG grows a row each) and
+// the axis has at most ten ticks at any span.
+func TestTrackingPageTimelineSizes(t *testing.T) {
+	for _, n := range []int{1, 64, 100} {
+		st := Status{App: "application_1_0001"}
+		for i := range n {
+			st.Containers = append(st.Containers, WorkerStatus{Container: fmt.Sprintf("container_1_0001_01_%06d", i+2), NodeHTTP: "nm1:8042",
+				State: StateRunning, Timeline: &Timeline{Asked: at(0), Allocated: at(float64(i) / 10), CommandStarted: at(float64(i)/10 + 1)}})
+		}
+		svg := timelineSVG(t, getPage(t, staticSource{st}))
+		require.Len(t, svg.all(byClass("g", "worker")), n)
+		require.Equal(t, float64(svgTop+n*svgRowH+svgBottom), svg.num(t, "height"))
+	}
+	for _, span := range []float64{0.001, 0.7, 1, 3, 9.99, 10, 37, 600, 86400} {
+		step := tickStep(span)
+		require.LessOrEqual(t, math.Ceil(span/step-1e-9), 10.0, "span %g step %g", span, step)
+		require.Greater(t, step*10, span-1e-9)
+	}
+}
+
+// A restarted worker: the failed container keeps its bar (marked failed),
+// and its replacement's bar is its own, newer start, from the ask that
+// followed the failure, on the same axis.
+func TestTrackingPageTimelineRestartedWorker(t *testing.T) {
+	var mu sync.Mutex
+	clock := t0
+	now := func() time.Time { // each reading 100 ms later: heartbeats are apart
+		mu.Lock()
+		defer mu.Unlock()
+		clock = clock.Add(100 * time.Millisecond)
+		return clock
+	}
+	c2, c3 := ctr(2, "nm1"), ctr(3, "nm2")
+	var page string
+	res, _, _ := runRV(t, []Group{rvGroup("", 1, Plan{MaxFailedContainers: 2})}, now,
+		func(*AM) (yarn.AllocateResponse, error) { return yarn.AllocateResponse{}, nil },
+		allocRV(c2),
+		complete2(done(c2, 1)),
+		func(*AM) (yarn.AllocateResponse, error) { return yarn.AllocateResponse{}, nil },
+		allocRV(c3),
+		func(a *AM) (yarn.AllocateResponse, error) {
+			require.Eventually(t, func() bool { return a.Status().Running == 1 }, 5*time.Second, time.Millisecond)
+			require.NoError(t, a.ReportDevices(contract.DeviceReport{Container: c3.ID, LauncherStarted: now(), Reserved: now()}))
+			page = getPage(t, a)
+			return yarn.AllocateResponse{}, nil
+		},
+		doneAll(c3),
+	)
+	require.Equal(t, yarn.StatusSucceeded, res.Status, res.Diagnostics)
+	bars := timelineSVG(t, page).all(byClass("g", "worker"))
+	require.Len(t, bars, 2)
+	require.Equal(t, c2.ID, bars[0].attr("data-container"))
+	require.Equal(t, StateFailed, bars[0].attr("data-state"))
+	require.Equal(t, "failed", bars[0].all(byClass("text", "note"))[0].Text)
+	require.Equal(t, c3.ID, bars[1].attr("data-container"))
+	old, repl := bars[0].all(byClass("rect", "phase")), bars[1].all(byClass("rect", "phase"))
+	require.NotEmpty(t, old)
+	require.Len(t, repl, 5, "the replacement: asked … devices reserved")
+	require.Equal(t, "phase-0", repl[0].attr("class"))
+	oldEnd := old[len(old)-1].num(t, "x") + old[len(old)-1].num(t, "width")
+	require.Greater(t, repl[0].num(t, "x"), oldEnd, "the replacement was asked after the failed start's last step")
+}
+
+// BenchmarkTrackingPage renders the tracking page of N started workers,
+// all on one page (?limit=N), and reports its size. Run on the commit
+// before the timeline drawing, it is the peer the drawing's cost is
+// measured against (README).
+func BenchmarkTrackingPage(b *testing.B) {
+	for _, n := range []int{100, 1000} {
+		b.Run(fmt.Sprintf("workers=%d", n), func(b *testing.B) {
+			st := Status{App: "application_1733390000000_0001", State: "RUNNING", Workers: n, Running: n}
+			for i := range n {
+				a := at(0.02)
+				ms := func(k int) time.Duration { return time.Duration((i*37+k*101)%900+50) * time.Millisecond }
+				al := a.Add(ms(1) + time.Second)
+				ss, sa := al.Add(ms(2)/4), al.Add(ms(2)/3)
+				ls := sa.Add(ms(3))
+				dr, cs := ls.Add(ms(4)/10), ls.Add(ms(4)/10+ms(5)/2)
+				st.Containers = append(st.Containers, WorkerStatus{Container: fmt.Sprintf("container_1733390000000_0001_01_%06d", i+2),
+					Node: "127.0.0.2:45454", NodeHTTP: "127.0.0.2:8042", Host: "127.0.0.2", State: StateRunning,
+					Timeline: &Timeline{Asked: a, AskHeartbeats: 1, Allocated: al, StartSent: ss, StartAnswered: sa, LauncherStarted: ls, DevicesReserved: dr, CommandStarted: cs}})
+			}
+			h := NewTracker(staticSource{st}, nil)
+			req := httptest.NewRequest(http.MethodGet, "/?limit="+strconv.Itoa(n), nil)
+			var size int
+			b.ReportAllocs()
+			for b.Loop() {
+				rec := httptest.NewRecorder()
+				h.ServeHTTP(rec, req)
+				if rec.Code != http.StatusOK {
+					b.Fatal(rec.Code)
+				}
+				size = rec.Body.Len()
+			}
+			b.ReportMetric(float64(size)/1024, "KiB/page")
+		})
+	}
+}
