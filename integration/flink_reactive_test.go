@@ -330,6 +330,18 @@ func TestFlinkReactiveOnXres(t *testing.T) {
 	app := p.appID(t)
 	c.KeepAppLogs(t, app)
 	killOnCleanup(t, c, app, "")
+	// Runs before the cluster stops (cleanups run last first): a stopped
+	// minicluster leaves its containers' processes running.
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if a, err := getRMApp(ctx, c, app); err == nil && !isTerminal(a.State) {
+			c.KillApp(t, app)
+		}
+		if err := waitAppProcessesGone(app, time.Minute); err != nil {
+			t.Error(err)
+		}
+	})
 
 	// The JobManager's host: from the AM's status (where its container runs).
 	var jmWorker am.WorkerStatus
@@ -418,6 +430,8 @@ func TestFlinkReactiveOnXres(t *testing.T) {
 	tms := rescaledTo(wantTMs, "after submission")
 	tUp := time.Since(t0)
 	jmView := readTMView(t, dir, "jm", jmWorker.Container)
+	require.Empty(t, jmView["cuda"], "the JobManager's group asks no GPU")
+	require.Empty(t, jmWorker.Devices, "the JobManager's devices")
 	for id := range tms {
 		v := readTMView(t, dir, "tm", id)
 		require.Equal(t, net.JoinHostPort(jmHost, jmView["port"]), v["jm"], "XRES_JM_ADDRESSES of TaskManager %s", id)
@@ -481,8 +495,33 @@ func TestFlinkReactiveOnXres(t *testing.T) {
 	}
 	require.Equal(t, lost, fresh, "new TaskManagers on the node that came back: %v", keys(again))
 
+	// The end, as for any streaming job on YARN: the application killed;
+	// am submit reports it, and every process of its containers ends.
+	c.KillApp(t, app)
+	require.Equal(t, 1, p.wait(t), "am submit's exit code for a killed application\n%s", p.output())
+	a, err := getRMApp(ctx, c, app)
+	require.NoError(t, err)
+	require.Equal(t, "KILLED", a.State, "%+v", a)
+	require.NoError(t, waitAppProcessesGone(app, time.Minute))
+
 	t.Logf("Flink reactive on xres: submit → RUNNING at parallelism %d: %s; NodeManager killed → parallelism %d: %s; back → parallelism %d: %s",
 		wantTMs, tUp.Round(100*time.Millisecond), wantTMs-lost, tDown.Round(100*time.Millisecond), wantTMs, tBack.Round(100*time.Millisecond))
+}
+
+// waitAppProcessesGone waits up to d until no process of app's containers
+// runs on this host (the JobManager's and TaskManagers' JVMs included).
+func waitAppProcessesGone(app string, d time.Duration) error {
+	deadline := time.Now().Add(d)
+	for {
+		n := appProcesses(app)
+		if n == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s: %d processes of its containers still run %s after it ended", app, n, d)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
 
 // requireDistinctGPUs checks the CUDA_VISIBLE_DEVICES each running
