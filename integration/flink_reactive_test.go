@@ -251,7 +251,9 @@ func freeLoopbackPort(t *testing.T) int {
 // writeFlinkScripts writes Flink's configuration folder and the two worker
 // scripts into dir and returns the scripts' paths. Each script records what
 // its worker was started with in dir/<jm|tm>.<container> (host, GPUs, the
-// JobManager's address) before it execs Flink's Java main.
+// JobManager's address) before it execs Flink's Java main. The job (20
+// records/s per source instance) writes what each of its map tasks sees to
+// dir/task.<container>.
 func writeFlinkScripts(t *testing.T, dir string, classpath []string, restPort int) (jm, tm string) {
 	t.Helper()
 	confDir := filepath.Join(dir, "flink-conf")
@@ -278,7 +280,8 @@ mv "$d/` + kind + `.$id.tmp" "$d/` + kind + `.$id"
   org.apache.flink.container.entrypoint.StandaloneApplicationClusterEntryPoint \
   --configDir `+confDir+` --job-classname io.xres.flinkjob.CounterJob \
   -Djobmanager.rpc.address="$NM_HOST" -Djobmanager.bind-host="$NM_HOST" -Djobmanager.rpc.port="$XRES_PORT" \
-  -Drest.address="$NM_HOST" -Drest.bind-address="$NM_HOST" -Drest.port=`+strconv.Itoa(restPort)+`
+  -Drest.address="$NM_HOST" -Drest.bind-address="$NM_HOST" -Drest.port=`+strconv.Itoa(restPort)+` \
+  20 `+dir+`
 `), 0o755))
 	tm = filepath.Join(dir, "tm.sh")
 	require.NoError(t, os.WriteFile(tm, []byte(record("tm")+`jm=${XRES_JM_ADDRESSES%%,*}
@@ -423,6 +426,7 @@ func TestFlinkReactiveOnXres(t *testing.T) {
 			return j.runningAt(n) && j.sourceRecords() > before && before >= 0, fmt.Sprintf("%s (source wrote %d before)", j, before)
 		})
 		requireDistinctGPUs(t, dir, tms)
+		requireTasksSee(t, dir, tms, n)
 		return tms
 	}
 
@@ -522,6 +526,29 @@ func waitAppProcessesGone(app string, d time.Duration) error {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// requireTasksSee checks what the job's own map tasks wrote when they
+// opened: on each of the n TaskManagers one subtask of parallelism n, subtasks
+// 0…n-1 over them all, each seeing its TaskManager's GPU in
+// CUDA_VISIBLE_DEVICES (the Flink task's environment: what user code that
+// picks a GPU reads).
+func requireTasksSee(t *testing.T, dir string, tms map[string]am.WorkerStatus, n int) {
+	t.Helper()
+	subtasks := map[string]string{} // subtask → container
+	for id := range tms {
+		tv := readKV(t, filepath.Join(dir, "task."+id))
+		require.Equal(t, strconv.Itoa(n), tv["parallelism"], "the map task in %s: %v", id, tv)
+		require.Equal(t, id, tv["container"], "the map task in %s: %v", id, tv)
+		require.Equal(t, readTMView(t, dir, "tm", id)["cuda"], tv["cuda"], "the map task in %s sees its TaskManager's GPU: %v", id, tv)
+		other, dup := subtasks[tv["subtask"]]
+		require.False(t, dup, "subtask %s in %s and %s", tv["subtask"], other, id)
+		subtasks[tv["subtask"]] = id
+	}
+	for i := range n {
+		require.Contains(t, subtasks, strconv.Itoa(i), "subtasks by container: %v", subtasks)
+	}
+	t.Logf("the map's subtasks of parallelism %d by container: %v", n, subtasks)
 }
 
 // requireDistinctGPUs checks the CUDA_VISIBLE_DEVICES each running

@@ -1,6 +1,15 @@
 package io.xres.flinkjob;
 
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.nio.file.StandardCopyOption;
+
+import org.apache.flink.api.common.functions.OpenContext;
 import org.apache.flink.api.common.functions.RichMapFunction;
+import org.apache.flink.api.common.TaskInfo;
 import org.apache.flink.api.java.functions.KeySelector;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.streaming.api.functions.sink.DiscardingSink;
@@ -12,7 +21,10 @@ import org.apache.flink.streaming.api.functions.source.RichParallelSourceFunctio
  * and a sink drops them. Every operator runs at the parallelism Flink's reactive mode gives it
  * (the slots of the TaskManagers that registered): nothing here fixes a parallelism.
  *
- * <p>Argument (optional): records per second of each source instance (default 20).
+ * <p>Arguments (optional): records per second of each source instance (default 20); a folder
+ * where each instance of the map writes, when it opens, what its task sees: its subtask index,
+ * the parallelism, and the YARN container and GPUs of its process (CONTAINER_ID,
+ * CUDA_VISIBLE_DEVICES), in a file named after the container.
  */
 public final class CounterJob {
 
@@ -20,11 +32,12 @@ public final class CounterJob {
 
     public static void main(String[] args) throws Exception {
         int rate = args.length > 0 ? Integer.parseInt(args[0]) : 20;
+        String reportDir = args.length > 1 ? args[1] : "";
         StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
         env.addSource(new Counter(rate))
                 .name("counter")
                 .keyBy(new Remainder())
-                .map(new Square())
+                .map(new Square(reportDir))
                 .name("square")
                 .addSink(new DiscardingSink<>())
                 .name("discard");
@@ -66,7 +79,37 @@ public final class CounterJob {
         }
     }
 
+    /** Squares a count; on open, reports what its task sees (see the class comment). */
     static final class Square extends RichMapFunction<Long, Long> {
+        private final String reportDir;
+
+        Square(String reportDir) {
+            this.reportDir = reportDir;
+        }
+
+        @Override
+        public void open(OpenContext ctx) throws IOException {
+            if (reportDir.isEmpty()) {
+                return;
+            }
+            TaskInfo task = getRuntimeContext().getTaskInfo();
+            String container = env("CONTAINER_ID");
+            String report = "subtask=" + task.getIndexOfThisSubtask() + "\n"
+                    + "parallelism=" + task.getNumberOfParallelSubtasks() + "\n"
+                    + "container=" + container + "\n"
+                    + "cuda=" + env("CUDA_VISIBLE_DEVICES") + "\n";
+            Path dir = Paths.get(reportDir);
+            Path tmp = Files.createTempFile(dir, "task.", ".tmp");
+            Files.write(tmp, report.getBytes(StandardCharsets.UTF_8));
+            Files.move(tmp, dir.resolve("task." + container), StandardCopyOption.REPLACE_EXISTING,
+                    StandardCopyOption.ATOMIC_MOVE);
+        }
+
+        private static String env(String name) {
+            String v = System.getenv(name);
+            return v == null ? "" : v;
+        }
+
         @Override
         public Long map(Long n) {
             return n * n;
