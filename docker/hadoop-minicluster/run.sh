@@ -452,6 +452,22 @@ cmd_start() {
   print_ready
 }
 
+# Containers can outlive their NodeManager: each runs in a session of its own, and a
+# NodeManager stopped with the JVM (or killed with it) does not always stop them first. A
+# stopped cluster leaves none behind: every process with a CONTAINER_ID whose LOG_DIRS lie
+# under $WORK is killed. One grep reads every process's environment.
+kill_containers() {
+  local f pid pids=()
+  while IFS= read -r f; do
+    pid=${f#/proc/}
+    pid=${pid%/environ}
+    grep -qzs '^CONTAINER_ID=' "$f" && pids+=("$pid")
+  done < <(grep -lzsF "LOG_DIRS=$WORK/" /proc/[0-9]*/environ 2>/dev/null)
+  ((${#pids[@]})) || return 0
+  kill -KILL "${pids[@]}" 2>/dev/null || true
+  say "killed ${#pids[@]} container process(es) the NodeManagers left running"
+}
+
 cmd_stop() {
   if running; then
     say "stopping pid $PID"
@@ -461,6 +477,7 @@ cmd_stop() {
   else
     say "not running"
   fi
+  kill_containers
 }
 
 cmd_status() {

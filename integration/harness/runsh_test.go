@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -257,4 +258,36 @@ func TestRunShStopEscalatesToKill(t *testing.T) {
 	require.Contains(t, out, "still running 1s after SIGTERM; sending SIGKILL")
 	out, code = r.run("status")
 	require.Equal(t, 3, code, out)
+}
+
+// A container's processes can outlive the stopped cluster (each runs in its own session):
+// stop kills every process with a CONTAINER_ID whose LOG_DIRS lie in the cluster's folder,
+// and no other (another cluster's container, a process without CONTAINER_ID).
+func TestRunShStopKillsLeftContainers(t *testing.T) {
+	r := newRunSh(t, true)
+	require.NoError(t, os.MkdirAll(r.work, 0o755))
+	start := func(env ...string) *exec.Cmd {
+		cmd := exec.Command("sleep", "300")
+		cmd.Env = env
+		require.NoError(t, cmd.Start())
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+		return cmd
+	}
+	ours := start("CONTAINER_ID=container_1_0001_01_000002", "LOG_DIRS="+filepath.Join(r.work, "nodemanagers", "nm0", "logs", "application_1_0001", "container_1_0001_01_000002"))
+	other := start("CONTAINER_ID=container_2_0001_01_000002", "LOG_DIRS="+filepath.Join(t.TempDir(), "nodemanagers", "nm0", "logs"))
+	plain := start("LOG_DIRS=" + filepath.Join(r.work, "nodemanagers"))
+	out, code := r.run("stop")
+	require.Equal(t, 0, code, out)
+	require.Contains(t, out, "killed 1 container process(es) the NodeManagers left running")
+	done := make(chan error, 1)
+	go func() { done <- ours.Wait() }()
+	select {
+	case err := <-done:
+		require.ErrorContains(t, err, "killed")
+	case <-time.After(10 * time.Second):
+		t.Fatal("the cluster's container process still runs after stop")
+	}
+	for _, c := range []*exec.Cmd{other, plain} {
+		require.NoError(t, c.Process.Signal(syscall.Signal(0)), "stop killed a process that is not its container's")
+	}
 }
