@@ -11,6 +11,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
@@ -23,6 +24,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xres/xres/integration/harness"
+	"github.com/xres/xres/yarn/am"
 )
 
 // ringScript is the ring worker, absolute.
@@ -199,4 +201,67 @@ func TestRendezvousGangTimesOutAgainstHolder(t *testing.T) {
 	require.Equal(t, 2, st.Running, "%+v", st.Containers)
 	require.Zero(t, st.Failed, "%+v", st.Containers)
 	releaseAndSucceed(t, holder, holdApp, release)
+}
+
+// A group whose worker picks its own port (xres.worker-group.srv.port: worker): the server binds
+// port 0 and writes the number into $XRES_PORT_FILE 2 s after it started; the 2 clients
+// (depends-on: srv) start only then, with XRES_SRV_ADDRESSES naming that host:port, and read the
+// server's greeting there. api/workers lists the address too.
+func TestRendezvousWorkerPicksItsPort(t *testing.T) {
+	c := harness.Get(t)
+	dir := t.TempDir()
+	script := func(name string) string {
+		p, err := filepath.Abs(filepath.Join("testdata", "portworker", name))
+		require.NoError(t, err)
+		return p
+	}
+	cfg := writeAMConf(t, dir, 4,
+		"xres.worker-groups: srv;cli",
+		"xres.worker-group.srv.workers: 1",
+		"xres.worker-group.srv.port: worker",
+		"xres.worker-group.srv.command: python3 "+script("server.py")+" "+dir,
+		"xres.worker-group.cli.workers: 2",
+		"xres.worker-group.cli.depends-on: srv",
+		"xres.worker-group.cli.command: python3 "+script("client.py")+" "+dir,
+	)
+	release := filepath.Join(dir, "release")
+	ctx, cancel := context.WithTimeout(context.Background(), faultTimeout)
+	defer cancel()
+	p := startAM(t, ctx, "submit", "--conf", cfg, "--name", "xres-it-port-worker", "--", "false")
+	app := p.appID(t)
+	c.KeepAppLogs(t, app)
+	killOnCleanup(t, c, app, release)
+
+	var got []string
+	eventually(t, 3*time.Minute, "both clients read the server's greeting", func() (bool, string) {
+		requireRunning(t, p)
+		files, err := filepath.Glob(filepath.Join(dir, "client.container_*"))
+		require.NoError(t, err)
+		got = got[:0]
+		for _, f := range files {
+			if strings.HasSuffix(f, ".tmp") {
+				continue
+			}
+			b, err := os.ReadFile(f)
+			require.NoError(t, err)
+			got = append(got, string(b))
+		}
+		return len(got) == 2, fmt.Sprint(got)
+	})
+	addr, err := os.ReadFile(filepath.Join(dir, "server.addr"))
+	require.NoError(t, err)
+	for _, g := range got {
+		require.Equal(t, string(addr)+" hello from the server", g, "a client's XRES_SRV_ADDRESSES and what it read there")
+	}
+	var counts am.WorkerCount
+	require.NoError(t, restGet(ctx, c, "/proxy/"+url.PathEscape(app)+am.PathWorkers, &counts))
+	for _, g := range counts.Groups {
+		if g.Name == "srv" {
+			require.Equal(t, []string{string(addr)}, g.Addresses, "api/workers: %+v", counts)
+		}
+	}
+	st, err := amStatusOf(ctx, c, app)
+	require.NoError(t, err)
+	require.Zero(t, st.Failed, "no client started before the port was known (it would have failed): %+v", st.Containers)
+	releaseAndSucceed(t, p, app, release)
 }
