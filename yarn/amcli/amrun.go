@@ -406,9 +406,13 @@ func cmdRun(ctx context.Context, args []string, e *env) error {
 		if g.Name != "" {
 			workerEnv[conf.EnvWorkerGroup] = g.Name
 		}
-		groups = append(groups, am.Group{Name: g.Name, Plan: g.Plan, Owners: am.Owners(g.Specs),
-			Launch: am.WorkerLaunch(am.WorkerSpec{Resources: staged, ConfName: confName, DynamicFile: dynamicFile, Dynamic: c.dynamic.Values,
-				Worker: cmd, Env: workerEnv, Tokens: clients.WorkerTokens})})
+		spec := am.WorkerSpec{Resources: staged, ConfName: confName, DynamicFile: dynamicFile, Dynamic: c.dynamic.Values,
+			Worker: cmd, Env: workerEnv, Tokens: clients.WorkerTokens}
+		launch := am.WorkerLaunch(spec)
+		if set.NullWorker {
+			launch = am.NullWorkerLaunch(spec)
+		}
+		groups = append(groups, am.Group{Name: g.Name, Plan: g.Plan, Owners: am.Owners(g.Specs), Launch: launch})
 	}
 	nm := clients.NM
 	if clients.Tokens != nil {
@@ -464,6 +468,9 @@ func cmdRun(ctx context.Context, args []string, e *env) error {
 	}
 	for _, g := range planned {
 		e.log.WithFields(logrus.Fields{"group": g.Name, "workers": g.Plan.Workers, "spares": g.Plan.Spares, "profile": g.Plan.Profile.String()}).Info("worker group")
+	}
+	if set.NullWorker {
+		e.log.WithField("key", conf.BenchNullWorker.Key).Warn("benchmark floor: workers start without the container-launcher and without files (no devices, no report)")
 	}
 	e.log.WithFields(logrus.Fields{"workers": total, "tracking_url": trackingURL}).Info("application master starting")
 	res, err := a.Run(ctx)
