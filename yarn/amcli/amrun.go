@@ -120,6 +120,16 @@ func jobSchedulerAddresses(hc *conf.HadoopConfig, hadoop []conf.HadoopProperty) 
 	return addrs
 }
 
+// jobRMAddresses are the RM client-protocol addresses (yarn.resourcemanager.address,
+// per RM id with HA) of the job's cluster, as jobSchedulerAddresses; nil when
+// it names none.
+func jobRMAddresses(hc *conf.HadoopConfig, hadoop []conf.HadoopProperty) []string {
+	job := hc.Clone()
+	job.ApplyProperties(hadoop)
+	addrs, _ := yarn.RMAddresses(job, yarn.RMClient)
+	return addrs
+}
+
 // rpcAMClients builds the Hadoop RPC clients of an AM in its YARN
 // container: scheduler addresses from $HADOOP_CONF_DIR, the AMRMToken from
 // $HADOOP_TOKEN_FILE_LOCATION.
@@ -203,7 +213,15 @@ func rpcAMClients(ctx context.Context, getenv func(string) string, ae submit.AME
 	// and compares the blacklist with the RM's count of NodeManagers.
 	var nodes am.NodeLister
 	if !kerberized {
-		if caddrs, err := yarn.RMAddresses(hc, yarn.RMClient); err == nil {
+		caddrs, err := yarn.RMAddresses(hc, yarn.RMClient)
+		if hc.Dir() == "" {
+			// No configuration in the container: the addresses the client
+			// passed, else none (Hadoop's default 0.0.0.0:8032 may be
+			// another cluster's RM, or none, costing the heartbeat
+			// retries).
+			caddrs, err = ae.RMAddresses, nil
+		}
+		if len(caddrs) > 0 && err == nil {
 			if c, err := yarn.NewClient(yarn.ClientConfig{Addrs: caddrs, User: yarn.CurrentUser(getenv), Log: log}); err == nil {
 				nodes = c
 				prev := closeState
