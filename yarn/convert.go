@@ -108,6 +108,14 @@ func allocateProto(req AllocateRequest) (*hadoopyarn.AllocateRequestProto, error
 			rr.NodeLabelExpression = proto.String(a.NodeLabel)
 		}
 		p.Ask = append(p.Ask, rr)
+		if a.NodeLabel == "" {
+			for _, name := range slices.Concat(a.Racks, a.Hosts) {
+				p.Ask = append(p.Ask, &hadoopyarn.ResourceRequestProto{
+					Priority: rr.Priority, ResourceName: proto.String(name), Capability: capability,
+					NumContainers: rr.NumContainers, RelaxLocality: proto.Bool(true), AllocationRequestId: rr.AllocationRequestId,
+				})
+			}
+		}
 	}
 	for _, id := range req.Release {
 		cid, err := ParseContainerID(id)

@@ -312,6 +312,9 @@ func (a *AM) Run(ctx context.Context) (Result, error) {
 	a.mu.Unlock()
 	a.startSaver(context.WithoutCancel(ctx))
 	defer a.stopSaver()
+	// The node list before the first ask, which it makes node-local
+	// (localityLocked).
+	a.refreshNodes(ctx)
 
 	out := rmOutage{maxWait: a.cfg.RMMaxWait}
 	for {
@@ -482,8 +485,10 @@ func (a *AM) buildRequest() yarn.AllocateRequest {
 	var req yarn.AllocateRequest
 	for _, g := range a.groups {
 		if g.pending != g.lastAsked {
-			req.Asks = append(req.Asks, yarn.Ask{ID: g.id, Priority: g.priority(), Profile: g.Plan.Profile, Count: g.pending,
-				NodeLabel: g.Plan.NodeLabel, MaxPerNode: g.Plan.MaxWorkersPerNode, Tag: g.tag()})
+			ask := yarn.Ask{ID: g.id, Priority: g.priority(), Profile: g.Plan.Profile, Count: g.pending,
+				NodeLabel: g.Plan.NodeLabel, MaxPerNode: g.Plan.MaxWorkersPerNode, Tag: g.tag()}
+			ask.Hosts, ask.Racks = a.localityLocked(g)
+			req.Asks = append(req.Asks, ask)
 		}
 	}
 	req.Release = append(req.Release, a.releases...)
