@@ -179,7 +179,7 @@ func cmdSubmit(ctx context.Context, args []string, e *env) error {
 	confName := submit.ConfName(set.ConfPath)
 	sched := jobSchedulerAddresses(hc, set.Hadoop) // none: the AM needs its own HADOOP_CONF_DIR
 	rmAddrs := jobRMAddresses(hc, set.Hadoop)
-	client := submit.Client{RM: rm, Stager: submit.Stager{FS: hfs, DefaultFS: defaultFS, Log: e.log}, Log: e.log,
+	client := submit.Client{RM: rm, Stager: submit.Stager{FS: hfs, DefaultFS: defaultFS, CacheDir: submit.SharedDir(who), Log: e.log}, Log: e.log,
 		After: e.deps.after}
 	sreq := submit.Request{
 		Name: *name, Queue: *queue, User: who, Files: shipped, ConfName: confName, Dynamic: c.overrides,
