@@ -678,6 +678,9 @@ func aboveFloor(x, d, f float64) string {
 	if d-f > 0 {
 		ratio = fmt.Sprintf("%.2fx", (x-f)/(d-f))
 	}
+	if x <= f {
+		ratio += ", xres at or below the floor: within its noise"
+	}
 	note := "aim: xres <= 0.5x DistributedShell, or above the floor <= 0.25x"
 	if f >= 0.5*d {
 		note = fmt.Sprintf("the floor alone is %.2fx DistributedShell, so 0.5x cannot be met; aim: above the floor <= 0.25x", f/d)
