@@ -824,6 +824,9 @@ func (a *AM) completed(ctx context.Context, st yarn.Completed) {
 		a.mu.Unlock()
 		return
 	}
+	// A pilot that ended before its launcher reported leaves no reason to
+	// hold its node's other starts.
+	a.warmLocked(w.c.NodeID)
 	if w.spare && st.ExitStatus == yarn.ExitSuccess {
 		// Its launcher ended without running the command: nothing failed,
 		// and nothing succeeded either.
