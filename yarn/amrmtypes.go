@@ -131,10 +131,6 @@ type Ask struct {
 	// node-local grant; the next ask sends all of them again. Not with
 	// NodeLabel or MaxPerNode.
 	Hosts, Racks []string
-	// PerHost is the count of each host request (0: Count): less than
-	// Count spreads the grants over the hosts instead of letting the
-	// first NodeManager to heartbeat take all that fit.
-	PerHost int
 }
 
 // DefaultRack is the rack YARN gives a node when no topology script names

@@ -109,18 +109,10 @@ func allocateProto(req AllocateRequest) (*hadoopyarn.AllocateRequestProto, error
 		}
 		p.Ask = append(p.Ask, rr)
 		if a.NodeLabel == "" {
-			perHost := rr.NumContainers
-			if a.PerHost > 0 && a.PerHost < a.Count {
-				perHost = proto.Int32(int32(a.PerHost))
-			}
-			for i, name := range slices.Concat(a.Racks, a.Hosts) {
-				n := rr.NumContainers
-				if i >= len(a.Racks) {
-					n = perHost
-				}
+			for _, name := range slices.Concat(a.Racks, a.Hosts) {
 				p.Ask = append(p.Ask, &hadoopyarn.ResourceRequestProto{
 					Priority: rr.Priority, ResourceName: proto.String(name), Capability: capability,
-					NumContainers: n, RelaxLocality: proto.Bool(true), AllocationRequestId: rr.AllocationRequestId,
+					NumContainers: rr.NumContainers, RelaxLocality: proto.Bool(true), AllocationRequestId: rr.AllocationRequestId,
 				})
 			}
 		}

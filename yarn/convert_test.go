@@ -161,15 +161,6 @@ func TestAllocateProtoLocality(t *testing.T) {
 	}
 	require.Equal(t, []string{"*", DefaultRack, "h1", "h2"}, names)
 
-	ask.PerHost = 32 // an even share per host; the rack and ANY keep the whole count
-	p, err = allocateProto(AllocateRequest{Asks: []Ask{ask}})
-	require.NoError(t, err)
-	var counts []int32
-	for _, rr := range p.GetAsk() {
-		counts = append(counts, rr.GetNumContainers())
-	}
-	require.Equal(t, []int32{64, 64, 32, 32}, counts)
-
 	ask.NodeLabel = "gpu"
 	p, err = allocateProto(AllocateRequest{Asks: []Ask{ask}})
 	require.NoError(t, err)

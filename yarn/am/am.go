@@ -502,13 +502,6 @@ func (a *AM) buildRequest() yarn.AllocateRequest {
 			ask := yarn.Ask{ID: g.id, Priority: g.priority(), Profile: g.Plan.Profile, Count: g.pending,
 				NodeLabel: g.Plan.NodeLabel, MaxPerNode: g.Plan.MaxWorkersPerNode, Tag: g.tag()}
 			ask.Hosts, ask.Racks = a.localityLocked(g)
-			if len(ask.Hosts) > 0 {
-				// An even share per host, rounded up: the grants spread over
-				// the NodeManagers (each launches its own containers), and a
-				// host that cannot take its share leaves the rest to the
-				// rack and ANY requests.
-				ask.PerHost = (g.pending + len(ask.Hosts) - 1) / len(ask.Hosts)
-			}
 			req.Asks = append(req.Asks, ask)
 		}
 	}
