@@ -111,8 +111,9 @@ bench-rpc:
 bench-am:
 	$(GO) test -count=1 -tags integration -timeout 40m -run '^$$' -bench 'AMvsDistributedShell' -benchtime 1x -v ./integration/
 
-# The same at N = 4, 16, 64 and 128 (2 rounds each, alternating), on NodeManagers large
-# enough for 129 containers, closing with the scaling curve; and the AM at 10,000 workers
+# The same at N = 4, 16, 64 and 128 (2 rounds each; xres, DistributedShell and the floor, i.e. xres's
+# AM with xres.bench.null-worker, rotating), on NodeManagers large enough for 129 containers,
+# closing with the scaling curve and each side above the floor; and the AM at 10,000 workers
 # in-process (yarn/am: simulated RM and 50 NodeManagers over Hadoop RPC). Every part runs even
 # when one fails; the target fails if any did.
 bench-am-curve:

@@ -83,6 +83,15 @@ var (
 
 // Options the ApplicationMaster reads (Flink's resource-manager side).
 var (
+	BenchNullWorker = Register(Option{
+		Key:     "xres.bench.null-worker",
+		Type:    TypeBool,
+		Default: "false",
+		Description: "Benchmark and diagnostic knob, not for applications: the AM starts each worker container " +
+			"with the worker command alone, without the container-launcher and without localized files " +
+			"(no devices discovered or reserved, no report, no configuration), to measure the cluster's own " +
+			"cost of starting containers (`make bench-am-curve`'s floor row).",
+	})
 	TaskManagerProcessSize = Register(Option{
 		Key:  "taskmanager.memory.process.size",
 		Type: TypeMemorySize,

@@ -5,7 +5,7 @@
 #   launcher   driver/launch: full launch and probe vs the Flink-style script, 64 launchers on 8 GPUs
 #   am-10k     yarn/am: the AM at 10,000 workers in-process, CPU per allocate cycle
 #   rpc        make bench-rpc: getClusterMetrics vs Java's YarnClient (1, 8, 32 callers; privacy)
-#   am         make bench-am-curve: submit → N workers running vs DistributedShell (N = 4, 16, 64, 128)
+#   am         make bench-am-curve: submit → N worker commands running vs DistributedShell and the floor (N = 4, 16, 64, 128)
 #   spares     make bench-spares: kill -9 → the rank running again, standby spare vs new container
 #
 # XRES_BENCH_PARTS picks some (default: all five, in that order); the cluster parts need what

@@ -16,13 +16,25 @@ package integration
 // run is logged for both). XRES_BENCH_WORKERS may list sizes ("4,16,64", as
 // make bench-am-curve runs it on larger NodeManagers): each size is measured
 // in turn and a scaling curve closes the table, with each side's slope (the
-// seconds an added worker costs). Both are measured the same way:
+// seconds an added worker costs).
+//
+// A third application runs beside them, the floor: am submit with
+// xres.bench.null-worker, the same AM, asks and starts, but each worker
+// container is the worker command alone (no container-launcher, no file to
+// localize): what the cluster itself needs to start N containers. Each
+// size's table shows both sides' time above the floor and their ratio
+// (XRES_BENCH_IMPLS picks a subset for a quick before/after). All three
+// are measured the same way:
 //
 //   - time: from the start of the submitting command (am submit --detach;
-//     DistributedShell's Client, JVM start included) until the RM reports N+1
-//     running containers for the application (polled every 100 ms); the same
-//     up to the RM's own submission time is shown beside it, without the
-//     client;
+//     DistributedShell's Client, JVM start included) until all N worker
+//     commands run: N containers of the application have a `sleep` process
+//     on this host (CONTAINER_ID in its environment; polled every 50 ms).
+//     The RM's runningContainers count, which this benchmark waited for
+//     until 2026-12-05, counts containers once allocated, before any is
+//     localized or started, so it measured allocation alone; it is still
+//     shown ("alloc"). The same up to the RM's own submission time is shown
+//     beside it, without the client;
 //   - memory: VmHWM (peak resident set) in /proc/<pid>/status of the AM
 //     container's main process on this host (the NodeManagers run containers
 //     as local processes; the process is found by CONTAINER_ID in its
@@ -71,17 +83,21 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/xres/xres/conf"
 	"github.com/xres/xres/integration/harness"
 )
 
 // benchAMRun is one measured application.
 type benchAMRun struct {
-	impl   string
-	app    string
-	total  time.Duration // command start → N+1 running containers
-	fromRM time.Duration // RM's submission time → N+1 running containers
-	alloc  string        // the RM's allocation to the application then
-	am     amProcInfo    // the AM container's main process
+	impl      string
+	app       string
+	total     time.Duration // command start → N worker commands running
+	fromRM    time.Duration // RM's submission time → N worker commands running
+	allocated time.Duration // command start → the RM has allocated N+1 containers
+	alloc     string        // the RM's allocation to the application then
+	am        amProcInfo    // the AM container's main process
+	load      float64       // the 1-minute load average when all ran
+	phases    string        // xres: am status's start phases once all ran
 }
 
 // amProcInfo is the AM container's main process as /proc shows it.
@@ -326,12 +342,55 @@ func waitIdle(ctx context.Context, b *testing.B, c *harness.Cluster, app string)
 	}
 }
 
-// measure records the times and the allocation once all run, and the AM
-// process's memory 1 s later.
+// workerProcesses counts the containers of app that run the worker
+// command on this host: a process named sleep (the benchmark's worker,
+// `sleep 300`) with the app's CONTAINER_ID in its environment. The
+// NodeManagers run containers as local processes, so this is the same for
+// xres (the launcher's child, once devices are reserved), the floor (the
+// launch script's) and DistributedShell (its shell command's).
+func workerProcesses(app string) int {
+	re := regexp.MustCompile(`(?:^|\x00)CONTAINER_ID=(container_(?:e[0-9]+_)?` + regexp.QuoteMeta(strings.TrimPrefix(app, "application_")) + `_[0-9_]+)`)
+	ids := map[string]bool{}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		comm, err := os.ReadFile("/proc/" + e.Name() + "/comm")
+		if err != nil || strings.TrimSpace(string(comm)) != "sleep" {
+			continue
+		}
+		env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
+		if err != nil {
+			continue
+		}
+		if m := re.FindSubmatch(env); m != nil {
+			ids[string(m[1])] = true
+		}
+	}
+	return len(ids)
+}
+
+// measure records when the RM had allocated every container (the AM's
+// and the workers': its runningContainers counts live containers, allocated
+// or started), when all N worker commands ran (workerProcesses, polled
+// every 50 ms), the allocation then, and the AM process's memory 1 s later.
 func measure(ctx context.Context, b *testing.B, c *harness.Cluster, r *benchAMRun, t0 time.Time, workers int) {
-	tAll, a := waitRunning(ctx, b, c, r.app, workers+1)
+	tAlloc, a := waitRunning(ctx, b, c, r.app, workers+1)
+	r.allocated = tAlloc.Sub(t0)
+	wctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	for workerProcesses(r.app) < workers {
+		select {
+		case <-wctx.Done():
+			b.Fatalf("%s %s: %d of %d worker commands running after 3m", r.impl, r.app, workerProcesses(r.app), workers)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	tAll := time.Now()
 	r.total, r.fromRM = tAll.Sub(t0), tAll.Sub(time.UnixMilli(a.StartedTime))
 	r.alloc = rmAllocation(ctx, c, r.app)
+	r.load = loadAvg(b)
 	time.Sleep(time.Second)
 	p, err := amProcess(attemptContainerID(r.app, 1))
 	if err != nil {
@@ -340,14 +399,21 @@ func measure(ctx context.Context, b *testing.B, c *harness.Cluster, r *benchAMRu
 	r.am = p
 }
 
-func benchXres(ctx context.Context, b *testing.B, c *harness.Cluster, workers int) benchAMRun {
+// benchXres runs am submit with N workers; floor: with
+// xres.bench.null-worker, each worker container the worker command alone
+// (no container-launcher, no localized files), the cluster's own cost.
+func benchXres(ctx context.Context, b *testing.B, c *harness.Cluster, workers int, floor bool) benchAMRun {
 	dir := b.TempDir()
-	cfg := writeAMConf(b, dir, max(workers, 4))
+	impl, extra := "xres", []string(nil)
+	if floor {
+		impl, extra = "floor", []string{conf.BenchNullWorker.Key + ": true"}
+	}
+	cfg := writeAMConf(b, dir, max(workers, 4), extra...)
 	t0 := time.Now()
 	p := startAM(b, ctx, "submit", "--conf", cfg, "--workers", strconv.Itoa(workers), "--detach",
-		"--name", "xres-bench-am", "--", "sleep", "300")
+		"--name", "xres-bench-"+impl, "--", "sleep", "300")
 	app := p.appID(b)
-	r := benchAMRun{impl: "xres", app: app}
+	r := benchAMRun{impl: impl, app: app}
 	defer func() {
 		code, out, errOut := runAM(b, 2*time.Minute, "kill", app)
 		if code != 0 {
@@ -360,7 +426,38 @@ func benchXres(ctx context.Context, b *testing.B, c *harness.Cluster, workers in
 	if code := p.wait(b); code != 0 {
 		b.Fatalf("am submit --detach: exit %d\n%s", code, p.output())
 	}
+	if !floor {
+		r.phases = startPhases(b, app, workers)
+	}
 	return r
+}
+
+// phasesAllRE is the last phase row of am status: how many workers have a
+// whole timeline (their launcher's report included).
+var phasesAllRE = regexp.MustCompile(`(?m)^  asked → command started \(all\) +([0-9]+) `)
+
+// startPhases is the "start phases:" table am status prints for app (the
+// distribution of each step of the workers' starts, from the AM's
+// timeline), once every worker's launcher has reported (the RM counts a
+// container running when its launch script started, before that), or a
+// line saying why there is none.
+func startPhases(b *testing.B, app string, workers int) string {
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		code, out, errOut := runAM(b, time.Minute, "status", app)
+		if code != 0 {
+			return fmt.Sprintf("(am status %s: exit %d: %s)\n", app, code, tailString(errOut, 3))
+		}
+		_, table, ok := strings.Cut(out, "start phases:\n")
+		if !ok {
+			return "(am status printed no start phases)\n"
+		}
+		m := phasesAllRE.FindStringSubmatch(table)
+		if m != nil && m[1] == strconv.Itoa(workers) || time.Now().After(deadline) {
+			return table
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
 }
 
 // dshellSubmittedRE is YarnClientImpl's log line once submitApplication returned.
@@ -465,7 +562,20 @@ func BenchmarkAMvsDistributedShell(b *testing.B) {
 	}
 
 	// The warm-up rounds run before the first size only; then each size
-	// alternates the order round by round.
+	// rotates the order round by round. floor is xres with
+	// xres.bench.null-worker: the same AM and asks, each worker container
+	// its command alone.
+	impls := []string{"xres", "dshell", "floor"}
+	if v := os.Getenv("XRES_BENCH_IMPLS"); v != "" {
+		// A subset, for a quick before/after of one side (the ratios
+		// then need both xres and dshell, the floor lines floor too).
+		impls = strings.Split(v, ",")
+		for _, impl := range impls {
+			if !slices.Contains([]string{"xres", "dshell", "floor"}, impl) {
+				b.Fatalf("XRES_BENCH_IMPLS=%q: want a comma-separated subset of xres,dshell,floor", v)
+			}
+		}
+	}
 	runs := map[int]map[string][]benchAMRun{}
 	for i, workers := range sizes {
 		runs[workers] = map[string][]benchAMRun{}
@@ -474,16 +584,17 @@ func BenchmarkAMvsDistributedShell(b *testing.B) {
 			w = warmups
 		}
 		for round := -w; round < rounds; round++ {
-			order := []string{"xres", "dshell"}
-			if (round+w)%2 == 1 {
-				order = []string{"dshell", "xres"}
-			}
+			// Each round starts with the next of the three.
+			order := impls
+			k := (round + w) % len(impls)
+			order = append(slices.Clone(order[k:]), order[:k]...)
 			for _, impl := range order {
 				var r benchAMRun
-				if impl == "xres" {
-					r = benchXres(ctx, b, c, workers)
-				} else {
+				switch impl {
+				case "dshell":
 					r = benchDShell(ctx, b, c, java, workers)
+				default:
+					r = benchXres(ctx, b, c, workers, impl == "floor")
 				}
 				tag := "measured"
 				if round < 0 {
@@ -491,17 +602,21 @@ func BenchmarkAMvsDistributedShell(b *testing.B) {
 				} else {
 					runs[workers][impl] = append(runs[workers][impl], r)
 				}
-				b.Logf("%s N=%d %-6s %s: all running %.2fs after the command (%.2fs after the RM's submission), allocated %s; AM %s (%s) VmHWM %d KiB VmRSS %d KiB",
-					tag, workers, r.impl, r.app, r.total.Seconds(), r.fromRM.Seconds(), r.alloc, r.am.name, r.am.exe, r.am.hwm, r.am.rss)
+				b.Logf("%s N=%d %-6s %s: all worker commands running %.2fs after the command (%.2fs after the RM's submission; every container allocated after %.2fs), allocated %s; AM %s (%s) VmHWM %d KiB VmRSS %d KiB; load %.2f",
+					tag, workers, r.impl, r.app, r.total.Seconds(), r.fromRM.Seconds(), r.allocated.Seconds(), r.alloc, r.am.name, r.am.exe, r.am.hwm, r.am.rss, r.load)
+				if r.phases != "" {
+					b.Logf("%s N=%d xres %s start phases (am status):\n%s", tag, workers, r.app, r.phases)
+				}
 			}
 		}
 	}
 
 	total := func(r benchAMRun) float64 { return r.total.Seconds() }
 	fromRM := func(r benchAMRun) float64 { return r.fromRM.Seconds() }
+	allocated := func(r benchAMRun) float64 { return r.allocated.Seconds() }
 	hwm := func(r benchAMRun) float64 { return float64(r.am.hwm) / 1024 }
-	impls := []string{"xres", "dshell"}
-	label := map[string]string{"xres": "xres (am submit)", "dshell": "Hadoop DistributedShell " + dshellVersion(dsJar)}
+	label := map[string]string{"xres": "xres (am submit)", "dshell": "Hadoop DistributedShell " + dshellVersion(dsJar),
+		"floor": "floor (xres AM, null worker)"}
 	var t strings.Builder
 	for _, workers := range sizes {
 		for _, impl := range impls {
@@ -513,27 +628,37 @@ func BenchmarkAMvsDistributedShell(b *testing.B) {
 			b.Run(name, func(b *testing.B) {
 				b.ReportMetric(medianOf(rs, total), "s-to-running")
 				b.ReportMetric(medianOf(rs, fromRM), "s-rm-to-running")
+				b.ReportMetric(medianOf(rs, allocated), "s-to-allocated")
 				b.ReportMetric(medianOf(rs, hwm), "MiB-AM-peak-RSS")
 				b.ReportMetric(medianOf(rs, total)*1e9, "ns/op")
 			})
 		}
-		fmt.Fprintf(&t, "\nsubmit → all %d workers running (the RM reports %d running containers) and the AM's peak RSS (VmHWM)\n", workers, workers+1)
+		fmt.Fprintf(&t, "\nsubmit → all %d worker commands running (a `sleep` process with the container's CONTAINER_ID on this host, the same test for all three) and the AM's peak RSS (VmHWM); alloc: submit → the RM has allocated all %d containers\n", workers, workers+1)
 		fmt.Fprintf(&t, "Hadoop %s minicluster, workers of <memory:256, vCores:1, yarn.io/gpu: 1>, AM container 256 MB; %d rounds (after %d warm-up), alternating, medians\n",
 			info.ClusterInfo.HadoopVersion, rounds, warmups)
-		fmt.Fprintf(&t, "%-36s %14s %14s %14s   %s\n", "impl", "command→run s", "RM→run s", "AM VmHWM MiB", "over rounds: command→run s/VmHWM MiB")
+		fmt.Fprintf(&t, "%-36s %14s %14s %10s %14s   %s\n", "impl", "command→run s", "RM→run s", "alloc s", "AM VmHWM MiB", "over rounds: command→run s/VmHWM MiB@load")
 		for _, impl := range impls {
 			rs := runs[workers][impl]
 			var each []string
 			for _, r := range rs {
-				each = append(each, fmt.Sprintf("%.2f/%.0f", r.total.Seconds(), float64(r.am.hwm)/1024))
+				each = append(each, fmt.Sprintf("%.2f/%.0f@%.1f", r.total.Seconds(), float64(r.am.hwm)/1024, r.load))
 			}
-			fmt.Fprintf(&t, "%-36s %14.2f %14.2f %14.1f   %s\n", label[impl], medianOf(rs, total), medianOf(rs, fromRM), medianOf(rs, hwm), strings.Join(each, " "))
+			fmt.Fprintf(&t, "%-36s %14.2f %14.2f %10.2f %14.1f   %s\n", label[impl], medianOf(rs, total), medianOf(rs, fromRM), medianOf(rs, allocated), medianOf(rs, hwm), strings.Join(each, " "))
 		}
-		x, d := runs[workers]["xres"], runs[workers]["dshell"]
-		fmt.Fprintf(&t, "%-36s %13.2fx %13.2fx %13.3fx   (aim: time < 0.5x, memory < 0.15x)\n", "ratio xres/DistributedShell",
-			medianOf(x, total)/medianOf(d, total), medianOf(x, fromRM)/medianOf(d, fromRM), medianOf(x, hwm)/medianOf(d, hwm))
+		x, d, f := runs[workers]["xres"], runs[workers]["dshell"], runs[workers]["floor"]
+		if len(x) > 0 && len(d) > 0 {
+			fmt.Fprintf(&t, "%-36s %13.2fx %13.2fx %9.2fx %13.3fx   (aim: time < 0.5x, memory < 0.15x)\n", "ratio xres/DistributedShell",
+				medianOf(x, total)/medianOf(d, total), medianOf(x, fromRM)/medianOf(d, fromRM), medianOf(x, allocated)/medianOf(d, allocated), medianOf(x, hwm)/medianOf(d, hwm))
+		}
+		if len(x) > 0 && len(d) > 0 && len(f) > 0 {
+			t.WriteString(aboveFloor(medianOf(x, total), medianOf(d, total), medianOf(f, total)))
+		}
+		if len(x) > 0 && x[len(x)-1].phases != "" {
+			last := x[len(x)-1]
+			fmt.Fprintf(&t, "xres start phases at N=%d (am status, last round, %s):\n%s", workers, last.app, last.phases)
+		}
 	}
-	if len(sizes) > 1 {
+	if len(sizes) > 1 && len(impls) == 3 {
 		t.WriteString(scalingCurve(sizes, runs, total))
 	}
 	fmt.Print(t.String())
@@ -544,15 +669,40 @@ func BenchmarkAMvsDistributedShell(b *testing.B) {
 	}
 }
 
+// aboveFloor is the line comparing what xres and DistributedShell add
+// above the floor (command→running medians, s): each one's time less the
+// floor's, their ratio, and what the aim asks where the floor makes 0.5x
+// of DistributedShell's whole time impossible.
+func aboveFloor(x, d, f float64) string {
+	ratio := "n/a (DistributedShell at or below the floor)"
+	if d-f > 0 {
+		ratio = fmt.Sprintf("%.2fx", (x-f)/(d-f))
+	}
+	if x <= f {
+		ratio += ", xres at or below the floor: within its noise"
+	}
+	note := "aim: xres <= 0.5x DistributedShell, or above the floor <= 0.25x"
+	if f >= 0.5*d {
+		note = fmt.Sprintf("the floor alone is %.2fx DistributedShell, so 0.5x cannot be met; aim: above the floor <= 0.25x", f/d)
+	}
+	return fmt.Sprintf("%-36s xres %.2f s, DistributedShell %.2f s above the floor's %.2f s: ratio %s (%s)\n",
+		"above the floor", x-f, d-f, f, ratio, note)
+}
+
 // scalingCurve is the command→running median per size for both, their
 // ratio, and each one's slope: the seconds each added worker costs between
 // the smallest and the largest size.
 func scalingCurve(sizes []int, runs map[int]map[string][]benchAMRun, f func(benchAMRun) float64) string {
 	var t strings.Builder
-	fmt.Fprintf(&t, "\nscaling curve: submit → all N workers running, medians (s)\n%8s %12s %12s %10s\n", "N", "xres", "dshell", "ratio")
+	fmt.Fprintf(&t, "\nscaling curve: submit → all N workers running, medians (s); above the floor: each less the floor\n%8s %12s %12s %10s %12s %14s %14s %10s\n",
+		"N", "xres", "dshell", "ratio", "floor", "xres-floor", "dshell-floor", "ratio")
 	for _, n := range sizes {
-		x, d := medianOf(runs[n]["xres"], f), medianOf(runs[n]["dshell"], f)
-		fmt.Fprintf(&t, "%8d %12.2f %12.2f %9.2fx\n", n, x, d, x/d)
+		x, d, fl := medianOf(runs[n]["xres"], f), medianOf(runs[n]["dshell"], f), medianOf(runs[n]["floor"], f)
+		above := "n/a"
+		if d-fl > 0 {
+			above = fmt.Sprintf("%.2fx", (x-fl)/(d-fl))
+		}
+		fmt.Fprintf(&t, "%8d %12.2f %12.2f %9.2fx %12.2f %14.2f %14.2f %10s\n", n, x, d, x/d, fl, x-fl, d-fl, above)
 	}
 	lo, hi := slices.Min(sizes), slices.Max(sizes)
 	slope := func(impl string) float64 {

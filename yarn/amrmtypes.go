@@ -120,7 +120,22 @@ type Ask struct {
 	// Tag is the allocation tag of a SchedulingRequest ("":
 	// DefaultAllocationTag).
 	Tag string
+	// Hosts and Racks, when Hosts is not empty, send the ask also as a
+	// request of Count on each host and on each rack (relaxed locality,
+	// the same allocation_request_id; the ANY request's Count caps the
+	// total): the scheduler then places them node-local, many per node
+	// heartbeat, where an ANY-only ask is placed off-switch, which the
+	// CapacityScheduler limits to one container per node heartbeat
+	// (yarn.scheduler.capacity.per-node-heartbeat.maximum-offswitch-assignments).
+	// The RM decrements the host's, its rack's and the ANY count of each
+	// node-local grant; the next ask sends all of them again. Not with
+	// NodeLabel or MaxPerNode.
+	Hosts, Racks []string
 }
+
+// DefaultRack is the rack YARN gives a node when no topology script names
+// one (NetworkTopology.DEFAULT_RACK).
+const DefaultRack = "/default-rack"
 
 // RegisterRequest is what the AM tells the RM when it registers.
 type RegisterRequest struct {

@@ -41,6 +41,12 @@ func registerResponse(resp *hadoopyarn.RegisterApplicationMasterResponseProto) R
 // allocateResponse converts a heartbeat answer.
 func allocateResponse(resp *hadoopyarn.AllocateResponseProto) AllocateResponse {
 	out := AllocateResponse{Shutdown: resp.GetAMCommand() == hadoopyarn.AMCommandProto_AM_SHUTDOWN}
+	if n := len(resp.GetAllocatedContainers()); n > 0 {
+		out.Allocated = make([]Container, 0, n)
+	}
+	if n := len(resp.GetCompletedContainerStatuses()); n > 0 {
+		out.Completed = make([]Completed, 0, n)
+	}
 	for _, c := range resp.GetAllocatedContainers() {
 		out.Allocated = append(out.Allocated, fromContainer(c))
 	}
@@ -102,6 +108,14 @@ func allocateProto(req AllocateRequest) (*hadoopyarn.AllocateRequestProto, error
 			rr.NodeLabelExpression = proto.String(a.NodeLabel)
 		}
 		p.Ask = append(p.Ask, rr)
+		if a.NodeLabel == "" {
+			for _, name := range slices.Concat(a.Racks, a.Hosts) {
+				p.Ask = append(p.Ask, &hadoopyarn.ResourceRequestProto{
+					Priority: rr.Priority, ResourceName: proto.String(name), Capability: capability,
+					NumContainers: rr.NumContainers, RelaxLocality: proto.Bool(true), AllocationRequestId: rr.AllocationRequestId,
+				})
+			}
+		}
 	}
 	for _, id := range req.Release {
 		cid, err := ParseContainerID(id)
@@ -207,7 +221,10 @@ func fromToken(t *hadoopcommon.TokenProto) security.Token {
 	if t == nil {
 		return security.Token{}
 	}
-	return *security.FromProto(t)
+	// The bytes are the decoded message's own (proto.Unmarshal copies
+	// them out of the wire buffer) and the message is dropped after the
+	// conversion, so they are taken as they are, not copied again.
+	return security.Token{Identifier: t.GetIdentifier(), Password: t.GetPassword(), Kind: t.GetKind(), Service: t.GetService()}
 }
 
 // containerProto is the part of c a NodeManager call needs: its id, node

@@ -138,3 +138,32 @@ func TestPlacementRefusedMapped(t *testing.T) {
 	require.ErrorIs(t, placementRefused(refused), ErrPlacementUnsupported)
 	require.NotErrorIs(t, placementRefused(&RemoteError{Method: "allocate", Class: "org.apache.hadoop.yarn.exceptions.YarnException", Message: "other"}), ErrPlacementUnsupported)
 }
+
+// TestAllocateProtoLocality: an ask naming hosts goes out as the ANY
+// request, one per rack and one per host, each of the whole count with
+// the same allocation_request_id, priority and capability, locality
+// relaxed; with a node label it stays ANY alone (YARN refuses a label on
+// a host or rack request).
+func TestAllocateProtoLocality(t *testing.T) {
+	ask := Ask{ID: 4, Count: 64, Profile: Resource{MemoryMB: 256, VCores: 1, Extra: map[string]int64{"yarn.io/gpu": 1}},
+		Hosts: []string{"h1", "h2"}, Racks: []string{DefaultRack}}
+	p, err := allocateProto(AllocateRequest{Asks: []Ask{ask}})
+	require.NoError(t, err)
+	var names []string
+	for _, rr := range p.GetAsk() {
+		names = append(names, rr.GetResourceName())
+		require.Equal(t, int32(64), rr.GetNumContainers(), rr.GetResourceName())
+		require.Equal(t, int64(4), rr.GetAllocationRequestId(), rr.GetResourceName())
+		require.Equal(t, DefaultPriority, rr.GetPriority().GetPriority())
+		require.True(t, rr.GetRelaxLocality())
+		require.Equal(t, int64(256), rr.GetCapability().GetMemory())
+		require.Empty(t, rr.GetNodeLabelExpression())
+	}
+	require.Equal(t, []string{"*", DefaultRack, "h1", "h2"}, names)
+
+	ask.NodeLabel = "gpu"
+	p, err = allocateProto(AllocateRequest{Asks: []Ask{ask}})
+	require.NoError(t, err)
+	require.Len(t, p.GetAsk(), 1)
+	require.Equal(t, "*", p.GetAsk()[0].GetResourceName())
+}

@@ -85,18 +85,46 @@ func ContainerID(p *hadoopyarn.ContainerIdProto) string {
 	id := p.GetId()
 	epoch := id >> containerIDBits
 	n := id & (1<<containerIDBits - 1)
-	var b strings.Builder
-	b.WriteString("container_")
+	// Appended by hand, not with fmt: an allocate answer converts
+	// thousands of them on the AM's heartbeat.
+	b := make([]byte, 0, 48)
+	b = append(b, "container_"...)
 	if epoch > 0 {
-		fmt.Fprintf(&b, "e%02d_", epoch)
+		b = append(appendPadded(append(b, 'e'), epoch, 2), '_')
 	}
-	fmt.Fprintf(&b, "%d_%04d_%02d_%06d", app.GetClusterTimestamp(), app.GetId(), att.GetAttemptId(), n)
-	return b.String()
+	b = append(appendPadded(b, app.GetClusterTimestamp(), 1), '_')
+	b = append(appendPadded(b, int64(app.GetId()), 4), '_')
+	b = append(appendPadded(b, int64(att.GetAttemptId()), 2), '_')
+	return string(appendPadded(b, n, 6))
+}
+
+// appendPadded appends n in decimal, zero-padded to width digits as
+// fmt's %0<width>d does (the sign first).
+func appendPadded(b []byte, n int64, width int) []byte {
+	var d [20]byte
+	u := uint64(n)
+	if n < 0 {
+		b = append(b, '-')
+		u = uint64(-n)
+		width--
+	}
+	i := len(d)
+	for u >= 10 {
+		i--
+		d[i] = byte('0' + u%10)
+		u /= 10
+	}
+	i--
+	d[i] = byte('0' + u)
+	for k := len(d) - i; k < width; k++ {
+		b = append(b, '0')
+	}
+	return append(b, d[i:]...)
 }
 
 // NodeID formats host:port.
 func NodeID(p *hadoopyarn.NodeIdProto) string {
-	return fmt.Sprintf("%s:%d", p.GetHost(), p.GetPort())
+	return p.GetHost() + ":" + strconv.FormatInt(int64(p.GetPort()), 10)
 }
 
 // ParseApplicationID parses application_<ts>_<id>. A field outside YARN's
@@ -209,4 +237,16 @@ func NewResource(memoryMB int64, vcores int32, extra map[string]int64) *hadoopya
 		})
 	}
 	return r
+}
+
+// DecodeAllocateResponse decodes the bytes of an allocate answer as
+// AMRMClient.Allocate does (the protobuf unmarshal and the conversion to
+// AllocateResponse), without the client's response_id and AMRMToken
+// bookkeeping; for benchmarks of the AM's heartbeat that count the decode.
+func DecodeAllocateResponse(b []byte) (AllocateResponse, error) {
+	p := &hadoopyarn.AllocateResponseProto{}
+	if err := proto.Unmarshal(b, p); err != nil {
+		return AllocateResponse{}, fmt.Errorf("decode allocate response: %w", err)
+	}
+	return allocateResponse(p), nil
 }

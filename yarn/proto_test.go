@@ -1,6 +1,7 @@
 package yarn
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -31,6 +32,31 @@ func TestContainerIDs(t *testing.T) {
 		_, err := ParseContainerID(bad)
 		require.Error(t, err, bad)
 	}
+}
+
+// TestContainerIDFormat checks the hand-written formatting against fmt's
+// (the format YARN's ContainerId.toString writes), field widths exceeded
+// and the epoch included, and NodeID against host:port.
+func TestContainerIDFormat(t *testing.T) {
+	for _, ts := range []int64{0, 1, 1410901177871} {
+		for _, app := range []int32{0, 1, 42, 9999, 12345} {
+			for _, att := range []int32{1, 7, 99, 123} {
+				for _, n := range []int64{0, 5, 999999, 1234567, 1<<40 - 1} {
+					for _, epoch := range []int64{0, 3, 17, 123} {
+						a := &hadoopyarn.ApplicationIdProto{Id: proto.Int32(app), ClusterTimestamp: proto.Int64(ts)}
+						p := &hadoopyarn.ContainerIdProto{AppId: a, Id: proto.Int64(epoch<<40 | n),
+							AppAttemptId: &hadoopyarn.ApplicationAttemptIdProto{ApplicationId: a, AttemptId: proto.Int32(att)}}
+						want := fmt.Sprintf("container_%d_%04d_%02d_%06d", ts, app, att, n)
+						if epoch > 0 {
+							want = fmt.Sprintf("container_e%02d_%d_%04d_%02d_%06d", epoch, ts, app, att, n)
+						}
+						require.Equal(t, want, ContainerID(p))
+					}
+				}
+			}
+		}
+	}
+	require.Equal(t, "nm1.example.com:45454", NodeID(&hadoopyarn.NodeIdProto{Host: proto.String("nm1.example.com"), Port: proto.Int32(45454)}))
 }
 
 func TestApplicationIDs(t *testing.T) {

@@ -37,6 +37,8 @@ const (
 	// DefaultStartBatch is how many of one node's containers go in one
 	// startContainers call, when the NMClient is a BatchStarter.
 	DefaultStartBatch = 32
+	// DefaultPilotWait is Config.PilotWait's default.
+	DefaultPilotWait = 5 * time.Second
 )
 
 // Config is everything the AM core needs besides its clients.
@@ -63,6 +65,10 @@ type Config struct {
 	MaxStarts        int           // container starts in flight at once (DefaultMaxStarts)
 	MaxStartsPerNode int           // of those, on one NodeManager (DefaultMaxStartsPerNode)
 	StartBatch       int           // containers of one node per start call, with a BatchStarter (DefaultStartBatch)
+	// PilotWait bounds how long a node's other containers wait for its
+	// pilot (startQueue.pilot: when the workers have files to localize)
+	// to report (DefaultPilotWait).
+	PilotWait time.Duration
 
 	// Launcher exit codes (cmd/container-launcher). A worker that exits
 	// with one of BadNodeExits failed on its node (device discovery): the
@@ -174,7 +180,8 @@ type AM struct {
 	groups     []*group
 	workers    roster
 	starts     startQueue
-	startWG    sync.WaitGroup // start goroutines
+	startCtx   context.Context // the starts' context, once handle has run
+	startWG    sync.WaitGroup  // start goroutines
 	releases   []string
 	blacklist  map[string]bool
 	blSent     map[string]bool
@@ -261,13 +268,20 @@ func New(cfg Config, rm RMClient, nm NMClient, logs LogFetcher) (*AM, error) {
 		cfg.Now = time.Now
 	}
 	log := logutil.OrDiscard(cfg.Log)
+	if cfg.PilotWait <= 0 {
+		cfg.PilotWait = DefaultPilotWait
+	}
+	starts := newStartQueue(cfg.MaxStarts, cfg.MaxStartsPerNode)
+	for _, g := range cfg.Groups {
+		starts.pilot = starts.pilot || len(g.Launch.LocalResources) > 0
+	}
 	return &AM{
 		cfg: cfg, rm: rm, nm: nm, logs: logs,
 		log:       log.WithField("app", cfg.AppID),
 		state:     "NEW",
 		groups:    newGroups(cfg.Groups, cfg.Register.TrackingURL),
 		workers:   newRoster(cfg.FinishedHistory),
-		starts:    newStartQueue(cfg.MaxStarts, cfg.MaxStartsPerNode),
+		starts:    starts,
 		blacklist: map[string]bool{},
 		blSent:    map[string]bool{},
 		nmTokens:  map[string]security.Token{},
@@ -312,6 +326,9 @@ func (a *AM) Run(ctx context.Context) (Result, error) {
 	a.mu.Unlock()
 	a.startSaver(context.WithoutCancel(ctx))
 	defer a.stopSaver()
+	// The node list before the first ask, which it makes node-local
+	// (localityLocked).
+	a.refreshNodes(ctx)
 
 	out := rmOutage{maxWait: a.cfg.RMMaxWait}
 	for {
@@ -482,8 +499,10 @@ func (a *AM) buildRequest() yarn.AllocateRequest {
 	var req yarn.AllocateRequest
 	for _, g := range a.groups {
 		if g.pending != g.lastAsked {
-			req.Asks = append(req.Asks, yarn.Ask{ID: g.id, Priority: g.priority(), Profile: g.Plan.Profile, Count: g.pending,
-				NodeLabel: g.Plan.NodeLabel, MaxPerNode: g.Plan.MaxWorkersPerNode, Tag: g.tag()})
+			ask := yarn.Ask{ID: g.id, Priority: g.priority(), Profile: g.Plan.Profile, Count: g.pending,
+				NodeLabel: g.Plan.NodeLabel, MaxPerNode: g.Plan.MaxWorkersPerNode, Tag: g.tag()}
+			ask.Hosts, ask.Racks = a.localityLocked(g)
+			req.Asks = append(req.Asks, ask)
 		}
 	}
 	req.Release = append(req.Release, a.releases...)
@@ -529,6 +548,7 @@ func (a *AM) handle(ctx, sctx context.Context, resp yarn.AllocateResponse) {
 	for _, c := range resp.Allocated {
 		a.classifiedLocked(c, false)
 	}
+	a.startCtx = sctx
 	a.launchLocked(sctx)
 	a.mu.Unlock()
 	for _, st := range resp.Completed {
@@ -641,6 +661,13 @@ func (a *AM) releaseLocked(id string) {
 	}
 }
 
+// warmLocked lets node's held starts go (startQueue.pilot).
+func (a *AM) warmLocked(node string) {
+	if a.starts.warm(node) && a.startCtx != nil && a.result == nil {
+		a.launchLocked(a.startCtx)
+	}
+}
+
 // launchLocked runs queued starts while the bounds allow. Each goroutine
 // goes on with the next queued start when its own ends, so there are never
 // more than MaxStarts of them.
@@ -722,6 +749,7 @@ func (a *AM) started(ctx context.Context, w *worker, err error) {
 	}
 	if err != nil {
 		a.releaseLocked(w.c.ID)
+		a.warmLocked(w.c.NodeID)
 		a.mu.Unlock()
 		a.log.WithFields(logrus.Fields{"container": w.c.ID, "node": w.c.NodeID}).WithError(err).Warn("starting container failed")
 		// A NodeManager that refused this container counts as a failure
@@ -736,6 +764,16 @@ func (a *AM) started(ctx context.Context, w *worker, err error) {
 		return
 	}
 	w.tl.at[markStartAnswered] = a.cfg.Now()
+	if a.starts.held(w.c.NodeID) {
+		// The node's others go when its launcher reports (warmLocked), at
+		// the latest after PilotWait.
+		node := w.c.NodeID
+		time.AfterFunc(a.cfg.PilotWait, func() {
+			a.mu.Lock()
+			defer a.mu.Unlock()
+			a.warmLocked(node)
+		})
+	}
 	a.workers.set(w, w.upState())
 	all := a.checkAllRunningLocked()
 	workers := a.totalsLocked().workers
@@ -786,6 +824,9 @@ func (a *AM) completed(ctx context.Context, st yarn.Completed) {
 		a.mu.Unlock()
 		return
 	}
+	// A pilot that ended before its launcher reported leaves no reason to
+	// hold its node's other starts.
+	a.warmLocked(w.c.NodeID)
 	if w.spare && st.ExitStatus == yarn.ExitSuccess {
 		// Its launcher ended without running the command: nothing failed,
 		// and nothing succeeded either.

@@ -146,3 +146,45 @@ func TestRosterBounded(t *testing.T) {
 	require.Equal(t, keep, page.ContainersTotal)
 	require.Len(t, page.Containers, 1)
 }
+
+// The worker ask names every usable, not blacklisted host of the node list
+// and their racks (read before the first ask), so that the RM can grant it
+// node-local, many per node heartbeat; a per-node bound (a
+// SchedulingRequest) or a node label keeps it ANY alone, as does an AM
+// without a node list.
+func TestAskNamesTheHosts(t *testing.T) {
+	nodes := []yarn.NodeReport{{ID: "h1:1", State: "RUNNING", Rack: "/r1"}, {ID: "h1:2", State: "RUNNING", Rack: "/r1"},
+		{ID: "h2:1", State: "RUNNING"}, {ID: "h3:1", State: "LOST", Rack: "/r3"}}
+	for _, tc := range []struct {
+		name         string
+		nodes        []yarn.NodeReport
+		plan         func(*Plan)
+		hosts, racks []string
+	}{
+		{name: "every usable host", nodes: nodes, hosts: []string{"h1", "h2"}, racks: []string{"/default-rack", "/r1"}},
+		{name: "no node list", nodes: nil},
+		{name: "per-node bound", nodes: nodes, plan: func(p *Plan) { p.MaxWorkersPerNode = 1 }},
+		{name: "node label", nodes: nodes, plan: func(p *Plan) { p.NodeLabel = "gpu" }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c1, c2 := onNode(2, "h1:1"), onNode(3, "h2:1")
+			rm := &fakeRM{register: gpuLimits, steps: []step{alloc(c1, c2), complete(done(c1, 0), done(c2, 0))}}
+			cfg := testConfig(2, 2)
+			if tc.nodes != nil {
+				cfg.Nodes = &fakeNodes{nodes: tc.nodes}
+			}
+			if tc.plan != nil {
+				tc.plan(&cfg.Plan)
+			}
+			res, err, _ := runAM(t, cfg, rm, &fakeNM{}, nil)
+			require.NoError(t, err)
+			require.Equal(t, yarn.StatusSucceeded, res.Status, res.Diagnostics)
+			rm.mu.Lock()
+			defer rm.mu.Unlock()
+			first := rm.requests[0].Asks[0]
+			require.Equal(t, 2, first.Count)
+			require.Equal(t, tc.hosts, first.Hosts)
+			require.Equal(t, tc.racks, first.Racks)
+		})
+	}
+}

@@ -1,6 +1,7 @@
 package am
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -210,6 +211,38 @@ func (a *AM) hostsForLocked(g *group) []string {
 		seen[yarn.Container{NodeID: n.ID}.Host()] = struct{}{}
 	}
 	return sortedKeys(seen)
+}
+
+// maxLocalityHosts bounds the hosts an ask names (localityLocked): beyond
+// it the ask is ANY alone, as before.
+const maxLocalityHosts = 500
+
+// localityLocked are the hosts and racks g's ask names besides ANY
+// (yarn.Ask.Hosts): every usable host of the node list that is not
+// blacklisted, and their racks; none without a node list, for an ask with a
+// node label or a per-node bound (a SchedulingRequest), or beyond
+// maxLocalityHosts. Naming every host with the whole count leaves the
+// placement to the RM as an ANY ask does, but lets it grant node-local,
+// many containers per node heartbeat, where ANY grants are off-switch, one
+// per node heartbeat under the CapacityScheduler's defaults.
+func (a *AM) localityLocked(g *group) (hosts, racks []string) {
+	if a.nodes == nil || g.Plan.NodeLabel != "" || g.Plan.MaxWorkersPerNode > 0 {
+		return nil, nil
+	}
+	rackSet := map[string]struct{}{}
+	hostSet := map[string]struct{}{}
+	for _, n := range a.nodes {
+		host := yarn.Container{NodeID: n.ID}.Host()
+		if !usableNode(n.State) || a.blacklist[host] {
+			continue
+		}
+		hostSet[host] = struct{}{}
+		rackSet[cmp.Or(n.Rack, yarn.DefaultRack)] = struct{}{}
+	}
+	if len(hostSet) == 0 || len(hostSet) > maxLocalityHosts {
+		return nil, nil
+	}
+	return sortedKeys(hostSet), sortedKeys(rackSet)
 }
 
 // lastHostLocked says whether blacklisting host leaves g no host to run on.

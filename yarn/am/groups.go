@@ -36,7 +36,13 @@ type group struct {
 	minTime   time.Time // first time its minimum was running
 	// The rendezvous (rendezvous.go): the worker holding each rank, since
 	// when a gang has waited to be complete, and its restarts.
-	ranks        []*worker
+	ranks []*worker
+	// rankHint: every rank below it is taken (rankFree false), so
+	// assignRankLocked scans from it; set back to 0 whenever a worker may
+	// have given its rank up (roster.set to a state other than starting or
+	// running, a gang stop). O(1) amortised per worker instead of a scan of
+	// every rank (2,000 containers into 10,000 ranks: 20 million checks).
+	rankHint     int
 	gangSince    time.Time
 	gangRestarts int
 	// spares are its standby spares (some may have ended: liveSpares);

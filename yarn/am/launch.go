@@ -126,3 +126,19 @@ func WorkerLaunch(spec WorkerSpec) yarn.LaunchContext {
 	}
 	return yarn.LaunchContext{Commands: []string{Command(argv)}, Env: env, LocalResources: res, Tokens: spec.Tokens}
 }
+
+// NullWorkerLaunch is a worker's launch context under
+// xres.bench.null-worker, the floor a benchmark measures xres against: the
+// worker command alone, with the same environment and credentials, and
+// neither the container-launcher nor any file to localize:
+//
+//	<worker command> 1><LOG_DIR>/stdout 2><LOG_DIR>/stderr
+//
+// Its workers get no devices and send no report.
+func NullWorkerLaunch(spec WorkerSpec) yarn.LaunchContext {
+	env := map[string]string{}
+	for k, v := range spec.Env {
+		env[k] = v
+	}
+	return yarn.LaunchContext{Commands: []string{Command(spec.Worker)}, Env: env, Tokens: spec.Tokens}
+}

@@ -101,3 +101,21 @@ func TestWorkerLaunch(t *testing.T) {
 	require.Equal(t, []string{"container-launcher", "flink-conf.yaml"}, sortedKeys(lc.LocalResources))
 	require.Equal(t, "http://am:1/api/report", lc.Env[contract.EnvReportURL])
 }
+
+// TestNullWorkerLaunch: the benchmark floor starts the worker command
+// alone, with the same environment and credentials, no launcher and
+// nothing to localize.
+func TestNullWorkerLaunch(t *testing.T) {
+	r := yarn.LocalResource{URL: yarn.ResourceURL{Scheme: "hdfs", Host: "nn", Port: 8020, File: "/s/x"}, Size: 3, Timestamp: 4, Type: yarn.File, Visibility: yarn.Application}
+	lc := NullWorkerLaunch(WorkerSpec{
+		Resources: map[string]yarn.LocalResource{"am": r, "container-launcher": r, "flink-conf.yaml": r},
+		ConfName:  "flink-conf.yaml",
+		Worker:    []string{"sleep", "300"},
+		Env:       map[string]string{contract.EnvReportURL: "http://am:1/api/report"},
+		Tokens:    []byte("creds"),
+	})
+	require.Equal(t, []string{"sleep 300 1><LOG_DIR>/stdout 2><LOG_DIR>/stderr"}, lc.Commands)
+	require.Empty(t, lc.LocalResources)
+	require.Equal(t, "http://am:1/api/report", lc.Env[contract.EnvReportURL])
+	require.Equal(t, []byte("creds"), lc.Tokens)
+}

@@ -116,13 +116,15 @@ func (a *AM) assignRankLocked(w *worker) {
 	if len(g.ranks) != g.Plan.Workers {
 		g.ranks = append(g.ranks, make([]*worker, max(g.Plan.Workers-len(g.ranks), 0))...)
 	}
-	for r := range g.ranks {
+	for r := min(g.rankHint, len(g.ranks)); r < len(g.ranks); r++ {
 		if g.rankFree(r) {
 			g.ranks[r] = w
 			w.rank = r
+			g.rankHint = r + 1
 			return
 		}
 	}
+	g.rankHint = len(g.ranks)
 	w.rank = -1
 	g.addSpare(w)
 }
@@ -499,6 +501,7 @@ func (a *AM) gangLostLocked(ctx context.Context, w *worker) {
 	for r := range g.Plan.Workers {
 		if h := g.holder(r); h != nil && h != w && h.went {
 			h.gangStopped = true
+			g.rankHint = 0
 			stop = append(stop, h)
 			a.promoteLocked(g, r, h)
 		}

@@ -104,6 +104,9 @@ func (r *roster) set(w *worker, state string) {
 		delete(r.running, w.c.ID)
 	}
 	w.state = state
+	if state != StateStarting && state != StateRunning {
+		w.g.rankHint = 0 // its rank may be free now (assignRankLocked)
+	}
 	r.count[state]++
 	r.listed[state]++
 	w.g.count[state]++

@@ -25,6 +25,10 @@ type Settings struct {
 	BlacklistExpiry  time.Duration // xres.yarn.blacklist.timeout (0: until the application ends)
 	RequestTimeout   time.Duration // slot.request.timeout (0: no bound)
 
+	// NullWorker is xres.bench.null-worker: the workers are started as
+	// their command alone (NullWorkerLaunch), a benchmark's floor.
+	NullWorker bool
+
 	BindAddress string // rest.bind-address of the tracking server
 	BindPort    string // rest.bind-port: a port, range or list (Listen)
 
@@ -111,6 +115,9 @@ func Load(cfg *conf.Config, workers int, parse func(*conf.Config) ([]resources.S
 	}
 	if s.BlacklistExpiry, s.RequestTimeout, err = faultBounds(cfg); err != nil {
 		return Settings{}, err
+	}
+	if s.NullWorker, err = cfg.Bool(conf.BenchNullWorker); err != nil {
+		return Settings{}, fmt.Errorf("%w: %w", ErrBadConfig, err)
 	}
 	// Unset stays "" (Listen's any address, any port), as before the
 	// declared defaults were written down.

@@ -32,8 +32,10 @@ func TestLoad(t *testing.T) {
 	require.Equal(t, AppSettings{MemoryMB: 256, VCores: 1, Attempts: 1, MasterEnv: map[string]string{},
 		ShipKeytab: true, Tokens: TokenRenewal{Enabled: true, Ratio: 0.75, RetryBackoff: time.Hour}}, s.App)
 	require.Empty(t, s.Hadoop)
+	require.False(t, s.NullWorker)
 
 	cfg := confOf(map[string]string{
+		"xres.bench.null-worker":                                "true",
 		"yarn.heartbeat.interval":                               "2",
 		"yarn.heartbeat.container-request-interval":             "100",
 		"xres.yarn.blacklist.timeout":                           "0",
@@ -58,6 +60,7 @@ func TestLoad(t *testing.T) {
 	})
 	s, err = Load(cfg, 0, parseYarn)
 	require.NoError(t, err)
+	require.True(t, s.NullWorker)
 	require.Equal(t, 2*time.Second, s.Heartbeat)
 	require.Equal(t, 100*time.Millisecond, s.RequestHeartbeat)
 	require.Equal(t, time.Duration(0), s.BlacklistExpiry)

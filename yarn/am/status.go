@@ -240,6 +240,7 @@ func (a *AM) ReportDevices(r contract.DeviceReport) error {
 		return nil
 	}
 	w.reportedLocked(r)
+	a.warmLocked(w.c.NodeID)                             // its files are localized there: the node's other starts go
 	if r.Resources != nil || r.CommandStarted.IsZero() { // a command-started report says nothing of devices
 		w.devices = mergeDevices(w.devices, r.Resources)
 	}

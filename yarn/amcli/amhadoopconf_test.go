@@ -82,3 +82,14 @@ func TestJobSchedulerAddresses(t *testing.T) {
 		})
 	}
 }
+
+// TestJobRMAddresses: the AM container without HADOOP_CONF_DIR lists the
+// cluster's nodes at the client's RM address with the job's keys over it,
+// not at Hadoop's default 0.0.0.0:8032 (another cluster's RM, or none).
+func TestJobRMAddresses(t *testing.T) {
+	hc := conf.NewHadoopConfig(func(string) string { return "" })
+	hc.Set("yarn.resourcemanager.address", "localhost:48032")
+	require.Equal(t, []string{"localhost:48032"}, jobRMAddresses(hc, nil))
+	require.Equal(t, []string{"127.0.0.1:40032"}, jobRMAddresses(hc,
+		conf.FlinkHadoopProperties(flinkConf(map[string]string{"flink.yarn.resourcemanager.address": "127.0.0.1:40032"}))))
+}

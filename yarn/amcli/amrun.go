@@ -121,6 +121,16 @@ func jobSchedulerAddresses(hc *conf.HadoopConfig, hadoop []conf.HadoopProperty) 
 	return addrs
 }
 
+// jobRMAddresses are the RM client-protocol addresses (yarn.resourcemanager.address,
+// per RM id with HA) of the job's cluster, as jobSchedulerAddresses; nil when
+// it names none.
+func jobRMAddresses(hc *conf.HadoopConfig, hadoop []conf.HadoopProperty) []string {
+	job := hc.Clone()
+	job.ApplyProperties(hadoop)
+	addrs, _ := yarn.RMAddresses(job, yarn.RMClient)
+	return addrs
+}
+
 // rpcAMClients builds the Hadoop RPC clients of an AM in its YARN
 // container: scheduler addresses from $HADOOP_CONF_DIR, the AMRMToken from
 // $HADOOP_TOKEN_FILE_LOCATION.
@@ -204,7 +214,15 @@ func rpcAMClients(ctx context.Context, getenv func(string) string, ae submit.AME
 	// and compares the blacklist with the RM's count of NodeManagers.
 	var nodes am.NodeLister
 	if !kerberized {
-		if caddrs, err := yarn.RMAddresses(hc, yarn.RMClient); err == nil {
+		caddrs, err := yarn.RMAddresses(hc, yarn.RMClient)
+		if hc.Dir() == "" {
+			// No configuration in the container: the addresses the client
+			// passed, else none (Hadoop's default 0.0.0.0:8032 may be
+			// another cluster's RM, or none, costing the heartbeat
+			// retries).
+			caddrs, err = ae.RMAddresses, nil
+		}
+		if len(caddrs) > 0 && err == nil {
 			if c, err := yarn.NewClient(yarn.ClientConfig{Addrs: caddrs, User: yarn.CurrentUser(getenv), Log: log}); err == nil {
 				nodes = c
 				prev := closeState
@@ -417,9 +435,13 @@ func cmdRun(ctx context.Context, args []string, e *env) error {
 		if g.Name != "" {
 			workerEnv[conf.EnvWorkerGroup] = g.Name
 		}
-		groups = append(groups, am.Group{Name: g.Name, Plan: g.Plan, Owners: am.Owners(g.Specs),
-			Launch: am.WorkerLaunch(am.WorkerSpec{Resources: staged, ConfName: confName, DynamicFile: dynamicFile, Dynamic: c.dynamic.Values,
-				Worker: cmd, Env: workerEnv, Tokens: clients.WorkerTokens})})
+		spec := am.WorkerSpec{Resources: staged, ConfName: confName, DynamicFile: dynamicFile, Dynamic: c.dynamic.Values,
+			Worker: cmd, Env: workerEnv, Tokens: clients.WorkerTokens}
+		launch := am.WorkerLaunch(spec)
+		if set.NullWorker {
+			launch = am.NullWorkerLaunch(spec)
+		}
+		groups = append(groups, am.Group{Name: g.Name, Plan: g.Plan, Owners: am.Owners(g.Specs), Launch: launch})
 	}
 	nm := clients.NM
 	if clients.Tokens != nil {
@@ -478,6 +500,9 @@ func cmdRun(ctx context.Context, args []string, e *env) error {
 	}
 	for _, g := range planned {
 		e.log.WithFields(logrus.Fields{"group": g.Name, "workers": g.Plan.Workers, "spares": g.Plan.Spares, "profile": g.Plan.Profile.String()}).Info("worker group")
+	}
+	if set.NullWorker {
+		e.log.WithField("key", conf.BenchNullWorker.Key).Warn("benchmark floor: workers start without the container-launcher and without files (no devices, no report)")
 	}
 	e.log.WithFields(logrus.Fields{"workers": total, "tracking_url": trackingURL}).Info("application master starting")
 	res, err := a.Run(ctx)

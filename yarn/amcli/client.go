@@ -178,12 +178,13 @@ func cmdSubmit(ctx context.Context, args []string, e *env) error {
 	}
 	confName := submit.ConfName(set.ConfPath)
 	sched := jobSchedulerAddresses(hc, set.Hadoop) // none: the AM needs its own HADOOP_CONF_DIR
-	client := submit.Client{RM: rm, Stager: submit.Stager{FS: hfs, DefaultFS: defaultFS, Log: e.log}, Log: e.log,
+	rmAddrs := jobRMAddresses(hc, set.Hadoop)
+	client := submit.Client{RM: rm, Stager: submit.Stager{FS: hfs, DefaultFS: defaultFS, CacheDir: submit.SharedDir(who), Log: e.log}, Log: e.log,
 		After: e.deps.after}
 	sreq := submit.Request{
 		Name: *name, Queue: *queue, User: who, Files: shipped, ConfName: confName, Dynamic: c.overrides,
 		Workers: *workers, Worker: worker, MasterEnv: set.App.MasterEnv, Tokens: tokens,
-		SchedulerAddresses: sched, DefaultFS: defaultFS,
+		SchedulerAddresses: sched, DefaultFS: defaultFS, RMAddresses: rmAddrs,
 		AMMemoryMB: set.App.MemoryMB, AMVcores: set.App.VCores, MaxAttempts: set.App.Attempts,
 		Groups: profiles(planned),
 	}

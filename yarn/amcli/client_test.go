@@ -200,7 +200,10 @@ func TestSubmitFollowsToTheEnd(t *testing.T) {
 			if tt.detach {
 				require.Contains(t, out, "follow it with: am status application_1700000000000_0003")
 				require.Empty(t, dfs.removed, "a detached submission leaves staging to the AM")
-				require.FileExists(t, dfs.p(staging+"/am"))
+				require.FileExists(t, dfs.p(staging+"/flink-conf.yaml"))
+				require.Equal(t, "/user/alice/.xres-shared", path.Dir(path.Dir(sub.AM.LocalResources["am"].URL.File)),
+					"xres's binaries go to the user's shared folder, under their hash")
+				require.FileExists(t, dfs.p(sub.AM.LocalResources["am"].URL.File))
 				return
 			}
 			require.Contains(t, out, "application_1700000000000_0003 RUNNING tracking URL http://rm:8088/proxy/")

@@ -63,12 +63,11 @@ func TestDynamicOverridesStayOffCommandLines(t *testing.T) {
 	require.Equal(t, []string{"./am run --conf flink-conf.yaml --dynamic-file xres-dynamic.json --workers 2 -- true 1><LOG_DIR>/stdout 2><LOG_DIR>/stderr"}, amCmd)
 
 	// The AM container: its staged files localized in its working folder.
-	staging := "/user/alice/.xres/application_1700000000000_0003"
 	container := t.TempDir()
 	amEnv := map[string]string{"NM_HOST": "127.0.0.1", "CONTAINER_ID": "container_1700000000000_0003_01_000001"}
 	maps.Copy(amEnv, sub.AM.Env)
 	for name, lr := range sub.AM.LocalResources {
-		data, err := os.ReadFile(dfs.p(staging + "/" + name))
+		data, err := os.ReadFile(dfs.p(lr.URL.File))
 		require.NoError(t, err)
 		require.Equal(t, lr.Size, int64(len(data)))
 		require.NoError(t, os.WriteFile(filepath.Join(container, name), data, 0o600))

@@ -55,6 +55,10 @@ const (
 	// address(es), comma-separated; the AM uses it when its container has
 	// no Hadoop configuration (HADOOP_CONF_DIR).
 	EnvSchedulerAddresses = "XRES_RM_SCHEDULER_ADDRESSES"
+	// EnvRMAddresses is the client's view of the RM's client-protocol
+	// address(es) (yarn.resourcemanager.address), comma-separated, for the
+	// same AM: it lists the cluster's nodes there.
+	EnvRMAddresses = "XRES_RM_ADDRESSES"
 	// EnvDefaultFS is the client's fs.defaultFS, for the same fallback.
 	EnvDefaultFS = "XRES_DEFAULT_FS"
 	// EnvKeytab names the keytab shipped to the AM (KeytabName), which it
@@ -113,6 +117,9 @@ type AMSpec struct {
 	// HADOOP_CONF_DIR; empty: not passed.
 	SchedulerAddresses []string
 	DefaultFS          string
+	// RMAddresses is the client's view of the RM's client-protocol
+	// address(es), for the same fallback; empty: not passed.
+	RMAddresses []string
 	// Keytab and Krb5Conf are the link names of staged files for the AM
 	// alone (KeytabName, Krb5ConfName): in its local resources but never in
 	// EnvLocalResources, so no worker gets them; "": none.
@@ -124,6 +131,7 @@ type AMEnv struct {
 	Resources          map[string]yarn.LocalResource // the staged files; nil: none passed
 	StagingDir         string                        // "": none (nothing to clean up)
 	SchedulerAddresses []string                      // nil: not passed
+	RMAddresses        []string                      // nil: not passed
 	DefaultFS          string
 	Keytab, Krb5Conf   string // link names in the AM's folder (AMSpec); "": not shipped
 }
@@ -135,6 +143,9 @@ func ReadAMEnv(getenv func(string) string) (AMEnv, error) {
 		Keytab: getenv(EnvKeytab), Krb5Conf: getenv(EnvKrb5Conf)}
 	if v := getenv(EnvSchedulerAddresses); v != "" {
 		e.SchedulerAddresses = strings.Split(v, ",")
+	}
+	if v := getenv(EnvRMAddresses); v != "" {
+		e.RMAddresses = strings.Split(v, ",")
 	}
 	if v := getenv(EnvLocalResources); v != "" {
 		res, err := DecodeResources(v)
@@ -153,7 +164,7 @@ func ReadAMEnv(getenv func(string) string) (AMEnv, error) {
 // with the staged files as local resources and the environment
 // (containerized.master.env.*, GOMAXPROCS = Vcores unless set there, then
 // EnvLocalResources, EnvStagingDir,
-// EnvSchedulerAddresses, EnvDefaultFS, EnvKeytab and EnvKrb5Conf, which
+// EnvSchedulerAddresses, EnvRMAddresses, EnvDefaultFS, EnvKeytab and EnvKrb5Conf, which
 // ReadAMEnv reads back).
 func AMLaunchContext(spec AMSpec) (yarn.LaunchContext, error) {
 	if len(spec.Worker) == 0 {
@@ -194,6 +205,9 @@ func AMLaunchContext(spec AMSpec) (yarn.LaunchContext, error) {
 	env[EnvStagingDir] = spec.Staged.Dir
 	if len(spec.SchedulerAddresses) > 0 {
 		env[EnvSchedulerAddresses] = strings.Join(spec.SchedulerAddresses, ",")
+	}
+	if len(spec.RMAddresses) > 0 {
+		env[EnvRMAddresses] = strings.Join(spec.RMAddresses, ",")
 	}
 	if spec.DefaultFS != "" {
 		env[EnvDefaultFS] = spec.DefaultFS

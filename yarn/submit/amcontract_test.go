@@ -46,12 +46,12 @@ func TestReadAMEnvReadsWhatAMLaunchContextWrote(t *testing.T) {
 		"am": {URL: yarn.ResourceURL{Scheme: "hdfs", Host: "nn", Port: 8020, File: "/user/alice/.xres/app/am"}, Size: 10, Type: yarn.File},
 	}}
 	lc, err := AMLaunchContext(AMSpec{Staged: staged, Worker: []string{"true"},
-		SchedulerAddresses: []string{"rm1:8030", "rm2:8030"}, DefaultFS: "hdfs://nn:8020"})
+		SchedulerAddresses: []string{"rm1:8030", "rm2:8030"}, RMAddresses: []string{"rm1:8032", "rm2:8032"}, DefaultFS: "hdfs://nn:8020"})
 	require.NoError(t, err)
 	back, err := ReadAMEnv(func(k string) string { return lc.Env[k] })
 	require.NoError(t, err)
 	require.Equal(t, AMEnv{Resources: staged.Resources, StagingDir: staged.Dir,
-		SchedulerAddresses: []string{"rm1:8030", "rm2:8030"}, DefaultFS: "hdfs://nn:8020"}, back)
+		SchedulerAddresses: []string{"rm1:8030", "rm2:8030"}, RMAddresses: []string{"rm1:8032", "rm2:8032"}, DefaultFS: "hdfs://nn:8020"}, back)
 
 	none, err := ReadAMEnv(func(string) string { return "" })
 	require.NoError(t, err)

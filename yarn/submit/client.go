@@ -45,7 +45,8 @@ type Request struct {
 	// container without HADOOP_CONF_DIR.
 	SchedulerAddresses []string
 	DefaultFS          string
-	Tokens             []byte // HDTS credentials for the AM (the report secret, delegation tokens on a secure cluster)
+	RMAddresses        []string // the RM's client-protocol address(es), likewise
+	Tokens             []byte   // HDTS credentials for the AM (the report secret, delegation tokens on a secure cluster)
 	// Keytab, when set, is shipped to the AM alone (KeytabName, mode 0600,
 	// deleted with the staging folder), with Krb5Conf when set
 	// (Krb5ConfName): the AM logs in with it to obtain new delegation
@@ -194,7 +195,7 @@ func (c Client) Submit(ctx context.Context, req Request) (Submitted, error) {
 	}
 	lc, err := AMLaunchContext(AMSpec{Staged: staged, ConfName: req.ConfName, DynamicFile: dynamicFile,
 		Workers: req.Workers, Worker: req.Worker, Env: req.MasterEnv, Tokens: req.Tokens, Vcores: cmp.Or(req.AMVcores, DefaultAMVcores),
-		SchedulerAddresses: req.SchedulerAddresses, DefaultFS: req.DefaultFS, Keytab: keytab, Krb5Conf: krb5Conf})
+		SchedulerAddresses: req.SchedulerAddresses, DefaultFS: req.DefaultFS, RMAddresses: req.RMAddresses, Keytab: keytab, Krb5Conf: krb5Conf})
 	if err != nil {
 		return sub, c.failed(ctx, sub, err)
 	}

@@ -91,6 +91,18 @@ func (h hdfsFS) Chmod(ctx context.Context, name string, perm os.FileMode) error 
 
 var _ Chmoder = hdfsFS{}
 
+func (h hdfsFS) Rename(ctx context.Context, from, to string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if _, err := h.c.Stat(to); err == nil {
+		return fmt.Errorf("rename %s to %s: %w", from, to, os.ErrExist)
+	}
+	return h.c.Rename(from, to)
+}
+
+var _ Renamer = hdfsFS{}
+
 func (h hdfsFS) RemoveAll(ctx context.Context, name string) error {
 	if err := ctx.Err(); err != nil {
 		return err

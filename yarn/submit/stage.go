@@ -2,14 +2,18 @@ package submit
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/sirupsen/logrus"
 
@@ -39,6 +43,12 @@ type File struct {
 	// Mode, when not 0, is the staged copy's permission (0600 for the
 	// keytab); the FS must then be a Chmoder.
 	Mode os.FileMode
+	// Shared files (xres's own binaries, the same for every application
+	// of a build) go to the Stager's CacheDir under their content's hash
+	// instead of the staging folder: uploaded once, and localized once per
+	// NodeManager for all applications where the NodeManagers may read
+	// them (PUBLIC visibility).
+	Shared bool
 }
 
 // Chmoder is an FS that sets a file's permission.
@@ -54,11 +64,11 @@ type Chmoder interface {
 // .tgz, .tar and .zip files are unpacked (ARCHIVE). Names must be unique.
 func Files(amPath, launcherPath, confPath string, userFiles []string) ([]File, error) {
 	files := []File{
-		{Local: amPath, Name: AMBinary, Type: yarn.File},
-		{Local: launcherPath, Name: LauncherBinary, Type: yarn.File},
+		{Local: amPath, Name: AMBinary, Type: yarn.File, Shared: true},
+		{Local: launcherPath, Name: LauncherBinary, Type: yarn.File, Shared: true},
 	}
 	if helper := filepath.Join(filepath.Dir(launcherPath), NVMLHelper); isRegular(helper) {
-		files = append(files, File{Local: helper, Name: NVMLHelper, Type: yarn.File})
+		files = append(files, File{Local: helper, Name: NVMLHelper, Type: yarn.File, Shared: true})
 	}
 	if name := ConfName(confPath); name != "" {
 		files = append(files, File{Local: confPath, Name: name, Type: yarn.File})
@@ -99,6 +109,13 @@ func StagingDir(user, appID string) string {
 	return path.Join("/user", user, ".xres", appID)
 }
 
+// SharedDir is where the user's applications share xres's binaries
+// (File.Shared): /user/<user>/.xres-shared/<hash>/<name>, readable by all
+// (mode 0755), never removed by an application.
+func SharedDir(user string) string {
+	return path.Join("/user", user, ".xres-shared")
+}
+
 // Staged is the outcome of Stage: the folder and one local resource per
 // file, keyed by link name.
 type Staged struct {
@@ -112,7 +129,93 @@ type Stager struct {
 	// DefaultFS is fs.defaultFS, e.g. hdfs://namenode:8020: the scheme and
 	// authority of every resource URL.
 	DefaultFS string
-	Log       logrus.FieldLogger
+	// CacheDir holds the Shared files (SharedDir); "": they are staged as
+	// the others.
+	CacheDir string
+	Log      logrus.FieldLogger
+}
+
+// Renamer is an FS that renames a file, failing when the target exists.
+type Renamer interface {
+	Rename(ctx context.Context, from, to string) error
+}
+
+// shared puts f into s.CacheDir under its content's hash, unless a file of
+// its size is there already (a concurrent submission's, or an earlier
+// one's), and returns its remote path and whether the NodeManagers may
+// localize it as PUBLIC: the file readable by others and every folder above
+// it searchable by others, as Hadoop's FSDownload checks (else the
+// NodeManager would refuse it; it is then an APPLICATION resource, still
+// uploaded once).
+func (s Stager) shared(ctx context.Context, f File) (remote string, public bool, err error) {
+	sum, size, err := fileHash(f.Local)
+	if err != nil {
+		return "", false, fmt.Errorf("stage %s: %w", f.Local, err)
+	}
+	dir := path.Join(s.CacheDir, sum)
+	remote = path.Join(dir, f.Name)
+	if st, err := s.FS.Stat(ctx, remote); err != nil || st.Size() != size {
+		if err := s.FS.MkdirAll(ctx, dir, 0o755); err != nil {
+			return "", false, fmt.Errorf("create shared folder %s: %w", dir, err)
+		}
+		tmp := fmt.Sprintf("%s.%d.tmp", remote, time.Now().UnixNano())
+		r, canRename := s.FS.(Renamer)
+		if !canRename {
+			tmp = remote
+		}
+		if err := s.FS.CopyToRemote(ctx, f.Local, tmp); err != nil {
+			return "", false, fmt.Errorf("copy %s to %s: %w", f.Local, tmp, err)
+		}
+		if c, ok := s.FS.(Chmoder); ok {
+			if err := c.Chmod(ctx, tmp, 0o755); err != nil {
+				return "", false, fmt.Errorf("set the permission of %s: %w", tmp, err)
+			}
+		}
+		if canRename {
+			if err := r.Rename(ctx, tmp, remote); err != nil {
+				// Another submission put it there first: keep that one.
+				_ = s.FS.RemoveAll(context.WithoutCancel(ctx), tmp)
+				if st, serr := s.FS.Stat(ctx, remote); serr != nil || st.Size() != size {
+					return "", false, fmt.Errorf("rename %s to %s: %w", tmp, remote, err)
+				}
+			}
+		}
+	}
+	return remote, s.publicPath(ctx, remote), nil
+}
+
+// publicPath says whether others may read name and search every folder
+// above it.
+func (s Stager) publicPath(ctx context.Context, name string) bool {
+	st, err := s.FS.Stat(ctx, name)
+	if err != nil || st.Mode().Perm()&0o004 == 0 {
+		return false
+	}
+	for dir := path.Dir(name); ; dir = path.Dir(dir) {
+		st, err := s.FS.Stat(ctx, dir)
+		if err != nil || st.Mode().Perm()&0o001 == 0 {
+			return false
+		}
+		if dir == "/" {
+			return true
+		}
+	}
+}
+
+// fileHash is the hex SHA-256 of a local file (its first 32 digits) and
+// its size.
+func fileHash(name string) (string, int64, error) {
+	fh, err := os.Open(name)
+	if err != nil {
+		return "", 0, err
+	}
+	defer fh.Close()
+	h := sha256.New()
+	n, err := io.Copy(h, fh)
+	if err != nil {
+		return "", 0, err
+	}
+	return hex.EncodeToString(h.Sum(nil))[:32], n, nil
 }
 
 // Stage creates dir, copies every file into it and stats each copy for the
@@ -149,7 +252,17 @@ func (s Stager) Stage(ctx context.Context, dir string, files []File) (Staged, er
 	}
 	for _, f := range files {
 		remote := path.Join(dir, f.Name)
-		if err := s.FS.CopyToRemote(ctx, f.Local, remote); err != nil {
+		visibility := yarn.Application
+		if f.Shared && s.CacheDir != "" && f.Mode == 0 {
+			var public bool
+			var err error
+			if remote, public, err = s.shared(ctx, f); err != nil {
+				return fail(err)
+			}
+			if public {
+				visibility = yarn.Public
+			}
+		} else if err := s.FS.CopyToRemote(ctx, f.Local, remote); err != nil {
 			return fail(fmt.Errorf("copy %s to %s: %w", f.Local, remote, err))
 		}
 		if f.Mode != 0 {
@@ -168,8 +281,8 @@ func (s Stager) Stage(ctx context.Context, dir string, files []File) (Staged, er
 			typ = yarn.File
 		}
 		out.Resources[f.Name] = yarn.LocalResource{URL: u, Size: st.Size(), Timestamp: st.ModTime().UnixMilli(),
-			Type: typ, Visibility: yarn.Application}
-		log.WithFields(logrus.Fields{"file": f.Local, "remote": remote, "size": st.Size()}).Debug("staged")
+			Type: typ, Visibility: visibility}
+		log.WithFields(logrus.Fields{"file": f.Local, "remote": remote, "size": st.Size(), "visibility": visibility}).Debug("staged")
 	}
 	return out, nil
 }

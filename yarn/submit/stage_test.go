@@ -168,7 +168,7 @@ func TestFilesShipTheNVMLHelper(t *testing.T) {
 	require.NoError(t, os.WriteFile(helper, []byte("HELPER"), 0o755))
 	files, err := Files(amBin, launcher, confFile, nil)
 	require.NoError(t, err)
-	require.Contains(t, files, File{Local: helper, Name: "xres-nvml", Type: yarn.File})
+	require.Contains(t, files, File{Local: helper, Name: "xres-nvml", Type: yarn.File, Shared: true})
 	_, err = Files(amBin, launcher, confFile, []string{data + "#xres-nvml"})
 	require.ErrorContains(t, err, `would both be "xres-nvml"`)
 
@@ -226,6 +226,78 @@ func TestConfName(t *testing.T) {
 	} {
 		t.Run(tc.path, func(t *testing.T) {
 			require.Equal(t, tc.want, ConfName(tc.path))
+		})
+	}
+}
+
+// permFS is a memFS whose folders have modes (Stat answers for them) and
+// that counts copies.
+type permFS struct {
+	*memFS
+	dirMode map[string]fs.FileMode // folder → mode; others 0755
+	copies  int
+}
+
+type dirInfo struct {
+	memInfo
+	mode fs.FileMode
+}
+
+func (i dirInfo) Mode() fs.FileMode { return i.mode | fs.ModeDir }
+func (i dirInfo) IsDir() bool       { return true }
+
+func (p *permFS) Stat(ctx context.Context, name string) (os.FileInfo, error) {
+	p.mu.Lock()
+	_, isFile := p.files[name]
+	p.mu.Unlock()
+	if isFile {
+		return p.memFS.Stat(ctx, name)
+	}
+	mode, ok := p.dirMode[name]
+	if !ok {
+		mode = 0o755
+	}
+	return dirInfo{memInfo: memInfo{name: path.Base(name)}, mode: mode}, nil
+}
+
+func (p *permFS) CopyToRemote(ctx context.Context, local, remote string) error {
+	p.copies++
+	return p.memFS.CopyToRemote(ctx, local, remote)
+}
+
+// xres's binaries go to the shared folder under their content's hash,
+// uploaded once for any number of applications, and are PUBLIC where the
+// NodeManagers may read them (every folder above searchable by others),
+// else APPLICATION; the configuration stays in the staging folder.
+func TestStageSharesTheBinaries(t *testing.T) {
+	amBin, launcher, confFile, _ := localFiles(t)
+	files, err := Files(amBin, launcher, confFile, nil)
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		name string
+		mode fs.FileMode // of /user/alice
+		want yarn.Visibility
+	}{
+		{"home searchable", 0o755, yarn.Public},
+		{"home private", 0o700, yarn.Application},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pfs := &permFS{memFS: newMemFS(), dirMode: map[string]fs.FileMode{"/user/alice": tc.mode}}
+			s := Stager{FS: pfs, DefaultFS: "hdfs://namenode:8020", CacheDir: SharedDir("alice")}
+			first, err := s.Stage(context.Background(), "/user/alice/.xres/app1", files)
+			require.NoError(t, err)
+			require.Equal(t, 3, pfs.copies)
+			second, err := s.Stage(context.Background(), "/user/alice/.xres/app2", files)
+			require.NoError(t, err)
+			require.Equal(t, 4, pfs.copies, "the second application uploads its configuration alone")
+			for _, name := range []string{"am", "container-launcher"} {
+				r := second.Resources[name]
+				require.Equal(t, first.Resources[name], r, name)
+				require.Equal(t, "/user/alice/.xres-shared", path.Dir(path.Dir(r.URL.File)), name)
+				require.Equal(t, tc.want, r.Visibility, name)
+			}
+			require.Equal(t, "/user/alice/.xres/app2/flink-conf.yaml", second.Resources["flink-conf.yaml"].URL.File)
+			require.Equal(t, yarn.Application, second.Resources["flink-conf.yaml"].Visibility)
 		})
 	}
 }
