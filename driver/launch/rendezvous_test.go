@@ -38,6 +38,8 @@ type fakeRendezvousAM struct {
 	// not signed with it (a real AM refuses them).
 	secret   []byte
 	unsigned int
+	// portSeen, when set, is created once a report with a port arrives.
+	portSeen string
 }
 
 func (f *fakeRendezvousAM) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -49,6 +51,9 @@ func (f *fakeRendezvousAM) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		_ = json.Unmarshal(b, &rep)
 		f.reports = append(f.reports, rep)
+		if rep.Port > 0 && f.portSeen != "" {
+			_ = os.WriteFile(f.portSeen, nil, 0o644)
+		}
 		w.WriteHeader(http.StatusNoContent)
 	case r.Method == http.MethodGet && r.URL.Path == contract.RendezvousPath:
 		f.asks++
@@ -153,7 +158,8 @@ func TestRunWithoutWaitAsksOnce(t *testing.T) {
 // AM, the whole report again (devices included), while the worker runs.
 func TestRunWorkerReportsItsPort(t *testing.T) {
 	secret := []byte("0123456789abcdef0123456789abcdef")
-	am := &fakeRendezvousAM{env: map[string]string{"XRES_RANK": "0"}, secret: secret}
+	seen := filepath.Join(t.TempDir(), "port-seen")
+	am := &fakeRendezvousAM{env: map[string]string{"XRES_RANK": "0"}, secret: secret, portSeen: seen}
 	srv := httptest.NewServer(am)
 	defer srv.Close()
 	h := newFakeHost()
@@ -168,10 +174,11 @@ func TestRunWorkerReportsItsPort(t *testing.T) {
 		"LOG_DIRS": dir,
 	}
 	// The worker writes half a line first (the launcher must not read it),
-	// then the rest, then waits until the AM has the port.
+	// then the rest, then runs on until the AM has the port (the launcher
+	// stops reporting once the worker has ended).
 	script := `echo "file=$XRES_PORT_FILE port=$XRES_PORT" > ` + out + `
 printf 43 > "$XRES_PORT_FILE"; sleep 0.3; echo 210 >> "$XRES_PORT_FILE"
-for i in $(seq 100); do grep -q '"port":43210' "$LOG_DIRS/xres-devices.json" 2>/dev/null && exit 0; sleep 0.05; done; exit 9`
+for i in $(seq 200); do [ -e ` + seen + ` ] && exit 0; sleep 0.05; done; exit 9`
 	code := Main(context.Background(), []string{"--", "sh", "-c", script}, Env{
 		Getenv:         func(k string) string { return envVars[k] },
 		Environ:        []string{"PATH=" + os.Getenv("PATH"), "LOG_DIRS=" + dir},
@@ -198,7 +205,10 @@ for i in $(seq 100); do grep -q '"port":43210' "$LOG_DIRS/xres-devices.json" 2>/
 	if last.Port != 43210 {
 		last = am.reports[len(am.reports)-2]
 	}
-	require.Len(t, last.Resources["gpu"], 1, "the port's report carries the devices too (a later AM attempt reads it)")
+	require.Len(t, last.Resources["gpu"], 1, "the port's report carries the devices too")
+	kept, err := os.ReadFile(filepath.Join(dir, contract.ReportFile))
+	require.NoError(t, err)
+	require.Contains(t, string(kept), `"port":43210`, "the report kept for a later AM attempt has the port")
 	require.Contains(t, stderr.String(), "the worker reported its port")
 }
 
