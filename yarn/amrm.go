@@ -107,7 +107,7 @@ func (c *AMRMClient) Allocate(ctx context.Context, r AllocateRequest) (AllocateR
 	c.mu.Lock()
 	req.ResponseId = proto.Int32(c.lastResponseID)
 	c.mu.Unlock()
-	resp := &hadoopyarn.AllocateResponseProto{}
+	resp := newAllocateAnswer()
 	if err := c.ep.call(ctx, "allocate", req, resp); err != nil {
 		return AllocateResponse{}, placementRefused(err)
 	}
@@ -129,7 +129,7 @@ func (c *AMRMClient) Allocate(ctx context.Context, r AllocateRequest) (AllocateR
 			cl.Reset()
 		}
 	}
-	return allocateResponse(resp), nil
+	return resp.response(), nil
 }
 
 // Finish unregisters the AM with a final status, repeating the call until

@@ -82,7 +82,13 @@ func ContainerID(p *hadoopyarn.ContainerIdProto) string {
 	if app == nil {
 		app = p.GetAppId()
 	}
-	id := p.GetId()
+	return formatContainerID(app.GetClusterTimestamp(), app.GetId(), att.GetAttemptId(), p.GetId())
+}
+
+// formatContainerID is ContainerID of its fields: the application's
+// cluster timestamp and number, the attempt, and the id (epoch and
+// container number).
+func formatContainerID(ts int64, app, attempt int32, id int64) string {
 	epoch := id >> containerIDBits
 	n := id & (1<<containerIDBits - 1)
 	// Appended by hand, not with fmt: an allocate answer converts
@@ -92,9 +98,9 @@ func ContainerID(p *hadoopyarn.ContainerIdProto) string {
 	if epoch > 0 {
 		b = append(appendPadded(append(b, 'e'), epoch, 2), '_')
 	}
-	b = append(appendPadded(b, app.GetClusterTimestamp(), 1), '_')
-	b = append(appendPadded(b, int64(app.GetId()), 4), '_')
-	b = append(appendPadded(b, int64(att.GetAttemptId()), 2), '_')
+	b = append(appendPadded(b, ts, 1), '_')
+	b = append(appendPadded(b, int64(app), 4), '_')
+	b = append(appendPadded(b, int64(attempt), 2), '_')
 	return string(appendPadded(b, n, 6))
 }
 
@@ -244,9 +250,9 @@ func NewResource(memoryMB int64, vcores int32, extra map[string]int64) *hadoopya
 // AllocateResponse), without the client's response_id and AMRMToken
 // bookkeeping; for benchmarks of the AM's heartbeat that count the decode.
 func DecodeAllocateResponse(b []byte) (AllocateResponse, error) {
-	p := &hadoopyarn.AllocateResponseProto{}
-	if err := proto.Unmarshal(b, p); err != nil {
+	a := newAllocateAnswer()
+	if err := a.DecodeFrom(b); err != nil {
 		return AllocateResponse{}, fmt.Errorf("decode allocate response: %w", err)
 	}
-	return allocateResponse(p), nil
+	return a.response(), nil
 }

@@ -201,7 +201,24 @@ func (c *Conn) handshake(ctx context.Context) error {
 	return nil
 }
 
-// Call sends method with req and decodes the answer into resp. It returns
+// Decoder is a response message that decodes its own bytes, where
+// proto.Unmarshal would be too slow for it (yarn's allocate answer).
+type Decoder interface {
+	proto.Message
+	DecodeFrom(b []byte) error
+}
+
+// decode decodes a call's answer into resp: with its own DecodeFrom when
+// it is a Decoder, else proto.Unmarshal.
+func decode(b []byte, resp proto.Message) error {
+	if d, ok := resp.(Decoder); ok {
+		return d.DecodeFrom(b)
+	}
+	return proto.Unmarshal(b, resp)
+}
+
+// Call sends method with req and decodes the answer into resp (see
+// Decoder). It returns
 // a *RemoteError when the server threw, a *NetError when the connection
 // failed, or ctx's error when ctx ended first.
 func (c *Conn) Call(ctx context.Context, method string, req, resp proto.Message) error {
@@ -252,7 +269,7 @@ func (c *Conn) Call(ctx context.Context, method string, req, resp proto.Message)
 		if r.status != hadoopcommon.RpcResponseHeaderProto_SUCCESS {
 			return remoteError(method, r.fullHeader())
 		}
-		if err := proto.Unmarshal(r.body, resp); err != nil {
+		if err := decode(r.body, resp); err != nil {
 			return fmt.Errorf("call %s: decode %s: %w", method, resp.ProtoReflect().Descriptor().Name(), err)
 		}
 		return nil
