@@ -27,6 +27,12 @@ const (
 	OriginSet     = "set" // Config.Set
 )
 
+// MaxFileSize bounds every configuration file xres reads (Flink's, Spark's,
+// Hadoop's XML, the dynamic file): a larger one, or one that is not a
+// regular file (--conf /dev/zero, a FIFO), is refused naming the file
+// before anything is read, instead of being read without end.
+const MaxFileSize = 16 << 20
+
 // Errors callers test for.
 var (
 	// ErrConfNotFound means a configuration file asked for (--conf) does

@@ -30,7 +30,7 @@ import (
 // "key=value" overrides, sorted by key, for Load. Errors name the file (and
 // line), never a value.
 func ReadDynamicFile(path string) ([]string, error) {
-	data, err := localfile.ReadFile(path)
+	data, err := localfile.ReadRegular(path, MaxFileSize)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("read dynamic file %s: %w: %w", path, ErrConfNotFound, err)

@@ -25,6 +25,8 @@ package conf
 // hostname set in a later file, as in Hadoop.
 
 import (
+	"github.com/xres/xres/conf/localfile"
+
 	"bytes"
 	"encoding/xml"
 	"errors"
@@ -543,7 +545,7 @@ func ReadHadoopXML(r io.Reader, name string) ([]HadoopProperty, error) {
 }
 
 func readHadoopFile(path string, depth int) ([]HadoopProperty, error) {
-	data, err := os.ReadFile(path)
+	data, err := localfile.ReadRegular(path, MaxFileSize)
 	if err != nil {
 		return nil, err
 	}

@@ -116,7 +116,7 @@ func LoadSpark(path string, overrides []string) (*Config, error) {
 // readConfigFile reads the configuration file at path; a missing file is
 // ErrConfNotFound. what names the kind of configuration in errors.
 func readConfigFile(what, path string) ([]byte, error) {
-	data, err := localfile.ReadFile(path)
+	data, err := localfile.ReadRegular(path, MaxFileSize)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("read %s configuration %s: %w: %w", what, path, ErrConfNotFound, err)

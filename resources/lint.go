@@ -191,14 +191,9 @@ func lintListed(cfg *conf.Config, n string) []Problem {
 	case err != nil:
 		probs = append(probs, Problem{Key: amountKey, Origin: cfg.Origin(amountKey), Severity: SeverityError,
 			Message: reason(err), Fix: fmt.Sprintf("set %s to a whole number such as 1", amountKey)})
-	case !ok:
-		probs = append(probs, Problem{Key: amountKey, Severity: SeverityError,
-			Message: fmt.Sprintf("resource %s is listed but has no amount; it is ignored", n),
-			Fix:     fmt.Sprintf("set %s: 1 (devices per worker)", amountKey)})
-	case amount <= 0:
-		probs = append(probs, Problem{Key: amountKey, Origin: cfg.Origin(amountKey), Severity: SeverityError,
-			Message: fmt.Sprintf("the amount of resource %s must be positive, got %d; it is ignored", n, amount),
-			Fix:     fmt.Sprintf("set %s to 1 or more", amountKey)})
+	case !ok, amount <= 0:
+		_, p := parseOne(cfg, n, SideAny) // the same problem Parse refuses with
+		probs = append(probs, p...)
 	case amount > MaxPlausibleAmount:
 		probs = append(probs, Problem{Key: amountKey, Origin: cfg.Origin(amountKey), Severity: SeverityWarning,
 			Message: fmt.Sprintf("the amount of resource %s is %d devices per worker, more than the %d any host has; no NodeManager will grant it and no launcher will find that many", n, amount, MaxPlausibleAmount),

@@ -217,7 +217,74 @@ func readHead(cfg *conf.Config) (names []string, strict bool, probs []Problem, o
 			Message: reason(err), Fix: "separate names with ';' and quote a whole name, not part of it"})
 		return nil, strict, probs, false
 	}
+	if p := nameProblems(cfg, names); len(p) > 0 {
+		return nil, strict, append(probs, p...), false
+	}
 	return names, strict, probs, true
+}
+
+// IsSafeName reports whether a resource name is in the set xres accepts:
+// ASCII letters, digits, '-', '_' and '.' (what Flink configurations use
+// in practice). Anything else (blanks, '=', ',', control characters)
+// would end up mangled in variable names, keys and logs.
+func IsSafeName(name string) bool {
+	if name == "" {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '-', c == '_', c == '.':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// EnvToken is a resource name (or property key) as it appears in the
+// worker's XRES_RESOURCE_<NAME>_<KEY> variables: upper-cased, every
+// character other than A-Z and 0-9 replaced by '_' (driver.EnvToken's
+// rule, which the launcher uses).
+func EnvToken(s string) string {
+	var b strings.Builder
+	for _, r := range strings.ToUpper(s) {
+		if (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9') {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('_')
+		}
+	}
+	return b.String()
+}
+
+// nameProblems refuses listed names outside the safe set (IsSafeName),
+// quoted, and two names whose XRES_RESOURCE_<NAME>_* variables would be
+// the same (GPU and gpu, gpu-a and gpu.a), naming both.
+func nameProblems(cfg *conf.Config, names []string) []Problem {
+	var probs []Problem
+	origin := cfg.Origin(KeyList)
+	byToken := map[string]string{}
+	for _, n := range names {
+		if n == "" {
+			continue // parseOne reports the empty name
+		}
+		if !IsSafeName(n) {
+			probs = append(probs, Problem{Key: KeyList, Origin: origin, Severity: SeverityError,
+				Message: fmt.Sprintf("resource name %q has characters outside letters, digits, '-', '_' and '.'", n),
+				Fix:     "rename the resource (and its external-resource.<name>.* keys) with letters, digits, '-', '_' or '.' only"})
+			continue
+		}
+		tok := EnvToken(n)
+		if first, ok := byToken[tok]; ok {
+			probs = append(probs, Problem{Key: KeyList, Origin: origin, Severity: SeverityError,
+				Message: fmt.Sprintf("resource names %q and %q collide: both give the worker %s%s_* variables", first, n, "XRES_RESOURCE_", tok),
+				Fix:     fmt.Sprintf("rename one of %q and %q so that they differ in more than case and '-', '_', '.'", first, n)})
+			continue
+		}
+		byToken[tok] = n
+	}
+	return probs
 }
 
 // parseOne reads one listed resource; nil when it is skipped.
@@ -235,12 +302,15 @@ func parseOne(cfg *conf.Config, name string, side Side) (*Spec, []Problem) {
 		return nil, []Problem{{Key: amountKey, Origin: cfg.Origin(amountKey), Severity: SeverityError,
 			Message: reason(err), Fix: fmt.Sprintf("set %s to a whole number such as 1", amountKey)}}
 	case !ok:
-		return nil, []Problem{{Key: amountKey, Severity: SeverityWarning,
-			Message: fmt.Sprintf("the amount of resource %s is not configured; the resource is ignored", name),
-			Fix:     fmt.Sprintf("set %s: 1 (devices per worker)", amountKey)}}
+		// Flink warns and runs the worker without the resource; every xres
+		// entry point refuses it instead (a worker silently without its
+		// GPU is the worst outcome), the same way Lint reports it.
+		return nil, []Problem{{Key: amountKey, Severity: SeverityError,
+			Message: fmt.Sprintf("resource %s is listed but has no amount", name),
+			Fix:     fmt.Sprintf("set %s: 1 (devices per worker), or remove %s from %s", amountKey, name, KeyList)}}
 	case amount <= 0:
-		return nil, []Problem{{Key: amountKey, Origin: cfg.Origin(amountKey), Severity: SeverityWarning,
-			Message: fmt.Sprintf("the amount of resource %s must be positive, got %d; the resource is ignored", name, amount),
+		return nil, []Problem{{Key: amountKey, Origin: cfg.Origin(amountKey), Severity: SeverityError,
+			Message: fmt.Sprintf("the amount of resource %s must be positive, got %d", name, amount),
 			Fix:     fmt.Sprintf("set %s to 1 or more, or remove %s from %s", amountKey, name, KeyList)}}
 	}
 	s := &Spec{

@@ -80,6 +80,9 @@ func TestFlinkExternalResourceUtilsCases(t *testing.T) {
 		wantYarn map[string]int64
 		wantAmts map[string]int64 // name → amount of the parsed specs
 		warns    int
+		// refused: Flink warns and skips the resource; xres refuses the
+		// configuration (ErrInvalid) with this in the message (issue 41).
+		refused string
 	}{
 		{
 			name:     "config key not specified or empty",
@@ -94,18 +97,14 @@ func TestFlinkExternalResourceUtilsCases(t *testing.T) {
 			wantAmts: map[string]int64{"foo": 2},
 		},
 		{
-			name:     "illegal amount",
-			kv:       []string{KeyList, "foo", Key("foo", suffix), "flink1", Key("foo", SuffixAmount), "0"},
-			wantYarn: map[string]int64{},
-			wantAmts: map[string]int64{},
-			warns:    1,
+			name:    "illegal amount",
+			kv:      []string{KeyList, "foo", Key("foo", suffix), "flink1", Key("foo", SuffixAmount), "0"},
+			refused: "external-resource.foo.amount (-D): the amount of resource foo must be positive, got 0",
 		},
 		{
-			name:     "without config amount",
-			kv:       []string{KeyList, "foo", Key("foo", suffix), "flink1"},
-			wantYarn: map[string]int64{},
-			wantAmts: map[string]int64{},
-			warns:    1,
+			name:    "without config amount",
+			kv:      []string{KeyList, "foo", Key("foo", suffix), "flink1"},
+			refused: "external-resource.foo.amount: resource foo is listed but has no amount",
 		},
 		{
 			name: "conflict config key",
@@ -165,11 +164,9 @@ func TestFlinkExternalResourceUtilsCases(t *testing.T) {
 			wantAmts: map[string]int64{"None": 1},
 		},
 		{
-			name:     "negative amount",
-			kv:       []string{KeyList, "foo", Key("foo", SuffixAmount), "-1"},
-			wantYarn: map[string]int64{},
-			wantAmts: map[string]int64{},
-			warns:    1,
+			name:    "negative amount",
+			kv:      []string{KeyList, "foo", Key("foo", SuffixAmount), "-1"},
+			refused: "external-resource.foo.amount (-D): the amount of resource foo must be positive, got -1",
 		},
 		{
 			name:     "empty name between two delimiters",
@@ -183,6 +180,12 @@ func TestFlinkExternalResourceUtilsCases(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			log, hook := newLog()
 			specs, err := Parse(cfgOf(t, tc.kv...), ParseOptions{Log: log})
+			if tc.refused != "" {
+				require.ErrorIs(t, err, ErrInvalid)
+				require.Contains(t, err.Error(), tc.refused)
+				require.Empty(t, specs)
+				return
+			}
 			require.NoError(t, err)
 			amts := map[string]int64{}
 			for _, s := range specs {
@@ -254,8 +257,10 @@ func TestParseReportsAmountOriginFromFile(t *testing.T) {
 
 func TestStrictListsEveryProblemAtOnce(t *testing.T) {
 	kv := []string{
-		KeyList, "a;b;c;d",
-		Key("a", SuffixAmount), "0",
+		KeyList, "a;b;c;d;;e",
+		Key("a", SuffixAmount), "1", Key("a", SuffixYarnKey), "yarn.io/fpga",
+		Key("b", SuffixAmount), "1", Key("b", SuffixYarnKey), "yarn.io/fpga",
+		Key("e", SuffixAmount), "1",
 		Key("c", SuffixAmount), "1", Key("c", SuffixYarnKey), "yarn.io/gpu",
 		Key("d", SuffixAmount), "1", Key("d", SuffixYarnKey), "yarn.io/gpu",
 	}
@@ -275,7 +280,7 @@ func TestStrictListsEveryProblemAtOnce(t *testing.T) {
 			require.Len(t, ce.Problems, 3, err.Error())
 			msg := err.Error()
 			require.True(t, strings.HasPrefix(msg, "external resource configuration: 3 problems: "), msg)
-			for _, want := range []string{"resource a must be positive, got 0", "resource b is not configured",
+			for _, want := range []string{"yarn.io/fpga: resources a and b both use it", "holds an empty name",
 				"duplicate config key yarn.io/gpu: resources c and d"} {
 				require.Contains(t, msg, want)
 			}
@@ -285,14 +290,16 @@ func TestStrictListsEveryProblemAtOnce(t *testing.T) {
 
 func TestWarningsAreLoggedWithFields(t *testing.T) {
 	log, hook := newLog()
-	specs, err := Parse(cfgOf(t, KeyList, "gpu;fpga", Key("gpu", SuffixAmount), "1"), ParseOptions{Log: log})
+	specs, err := Parse(cfgOf(t, KeyList, "gpu;fpga", Key("gpu", SuffixAmount), "1", Key("fpga", SuffixAmount), "1",
+		Key("gpu", SuffixYarnKey), "yarn.io/gpu", Key("fpga", SuffixYarnKey), "yarn.io/gpu"), ParseOptions{Log: log})
 	require.NoError(t, err)
-	require.Len(t, specs, 1)
+	require.Len(t, specs, 2)
 	w := warnings(hook)
 	require.Len(t, w, 1)
-	require.Equal(t, "external-resource.fpga.amount", w[0].Data["key"])
-	require.Contains(t, w[0].Data["fix"], "external-resource.fpga.amount: 1")
-	require.Contains(t, w[0].Message, "amount of resource fpga is not configured")
+	require.Equal(t, "external-resource.fpga.yarn.config-key", w[0].Data["key"])
+	require.Equal(t, "-D", w[0].Data["origin"])
+	require.Contains(t, w[0].Data["fix"], "give each resource its own yarn.config-key")
+	require.Contains(t, w[0].Message, "duplicate config key yarn.io/gpu")
 }
 
 func TestDuplicateKeyFirstListedWins(t *testing.T) {
@@ -371,20 +378,72 @@ func TestKubernetesResourcesEmpty(t *testing.T) {
 func TestSkippedFileLinesAreWarningsOrStrictErrors(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "flink-conf.yaml")
-	require.NoError(t, os.WriteFile(path, []byte("external-resources: gpu\nexternal-resource.gpu.amount:2\n"), 0o644))
+	require.NoError(t, os.WriteFile(path, []byte("external-resources: gpu\nexternal-resource.gpu.amount: 1\nexternal-resource.gpu.yarn.config-key:yarn.io/gpu\n"), 0o644))
 	c, err := conf.Load(path, nil)
 	require.NoError(t, err)
 
 	log, hook := newLog()
 	specs, err := Parse(c, ParseOptions{Log: log})
 	require.NoError(t, err)
-	require.Empty(t, specs)
+	require.Len(t, specs, 1)
+	require.Empty(t, specs[0].YarnKey)
 	w := warnings(hook)
-	require.Len(t, w, 2, "the skipped line, then the missing amount")
-	require.Equal(t, path+":2", w[0].Data["origin"])
+	require.Len(t, w, 1, "the skipped line")
+	require.Equal(t, path+":3", w[0].Data["origin"])
 
 	_, err = Parse(c, ParseOptions{Strict: true})
 	require.ErrorIs(t, err, ErrStrict)
-	require.Contains(t, err.Error(), "2 problems: "+path+`:2: no ": " between key and value`)
-	require.Contains(t, err.Error(), "amount of resource gpu is not configured")
+	require.Contains(t, err.Error(), "1 problem: "+path+`:3: no ": " between key and value`)
+}
+
+// Issue 41: names that collide once mangled into XRES_RESOURCE_<NAME>_*
+// (one would overwrite the other's variables), and names outside letters,
+// digits, '-', '_' and '.', are refused by Parse and Lint alike, naming
+// both names (quoted: a control character is escaped, never echoed raw).
+func TestUnsafeOrCollidingNamesAreRefused(t *testing.T) {
+	for _, tc := range []struct {
+		list string
+		want string
+	}{
+		{"GPU;gpu", `resource names "GPU" and "gpu" collide: both give the worker XRES_RESOURCE_GPU_* variables`},
+		{"gpu-a;gpu.a", `resource names "gpu-a" and "gpu.a" collide: both give the worker XRES_RESOURCE_GPU_A_* variables`},
+		{"gpu_a;fpga;gpu.a", `resource names "gpu_a" and "gpu.a" collide`},
+		{"g pu", `resource name "g pu" has characters outside`},
+		{"a=b", `resource name "a=b" has characters outside`},
+		{"a,b", `resource name "a,b" has characters outside`},
+		{"gpu\x1b[31m", `resource name "gpu\x1b[31m" has characters outside`},
+		{"gp\u00fc", "resource name \"gp\u00fc\" has characters outside"},
+	} {
+		t.Run(tc.list, func(t *testing.T) {
+			kv := []string{KeyList, tc.list}
+			for _, n := range strings.Split(tc.list, ";") {
+				kv = append(kv, Key(n, SuffixAmount), "1")
+			}
+			c := cfgOf(t, kv...)
+			_, err := Parse(c, ParseOptions{})
+			require.ErrorIs(t, err, ErrInvalid)
+			require.Contains(t, err.Error(), "external-resources (-D): "+tc.want)
+			require.NotContains(t, err.Error(), "\x1b", "control characters are never echoed raw")
+			var found bool
+			for _, p := range Lint(c) {
+				if p.Severity == SeverityError && strings.Contains(p.Message, tc.want) {
+					found = true
+				}
+			}
+			require.True(t, found, "Lint reports it as an error: %v", Lint(c))
+		})
+	}
+	// The safe set itself passes.
+	specs, err := Parse(cfgOf(t, KeyList, "gpu;GPU-2;fpga_x.1", Key("gpu", SuffixAmount), "1",
+		Key("GPU-2", SuffixAmount), "1", Key("fpga_x.1", SuffixAmount), "1"), ParseOptions{})
+	require.NoError(t, err)
+	require.Len(t, specs, 3)
+}
+
+// EnvToken is the launcher's mangling (driver.EnvToken, which resources
+// cannot import): the collision check is only right while they agree.
+func TestEnvTokenMatchesTheLaunchersVariables(t *testing.T) {
+	for in, want := range map[string]string{"gpu": "GPU", "gpu-a": "GPU_A", "a.b_c": "A_B_C", "Gp1": "GP1"} {
+		require.Equal(t, want, EnvToken(in))
+	}
 }

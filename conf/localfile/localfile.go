@@ -13,6 +13,8 @@
 package localfile
 
 import (
+	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"math/rand/v2"
@@ -117,4 +119,60 @@ func WriteFileAtomic(name string, data []byte, perm fs.FileMode) error {
 		return err
 	}
 	return os.Rename(tmp.Name(), name)
+}
+
+// ErrNotRegular and ErrTooLarge are ReadRegular's refusals.
+var (
+	ErrNotRegular = errors.New("not a regular file")
+	ErrTooLarge   = errors.New("file too large")
+)
+
+// ReadRegular reads a configuration-like file that must be a regular file
+// of at most limit bytes: a device (/dev/zero), a FIFO, a socket or a
+// folder is refused at once, without reading, and so is a file larger
+// than limit (by its size, and by what it yields, should it grow while
+// read). The open does not block on a FIFO without a writer (O_NONBLOCK,
+// which a regular file ignores). Errors are *fs.PathError wrapping
+// ErrNotRegular or ErrTooLarge, or the system's.
+func ReadRegular(name string, limit int64) ([]byte, error) {
+	f, err := OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, &fs.PathError{Op: "read", Path: name, Err: fmt.Errorf("%w (%s)", ErrNotRegular, describeMode(st.Mode()))}
+	}
+	if st.Size() > limit {
+		return nil, &fs.PathError{Op: "read", Path: name, Err: fmt.Errorf("%w: %d bytes, more than the %d allowed", ErrTooLarge, st.Size(), limit)}
+	}
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, &fs.PathError{Op: "read", Path: name, Err: err}
+	}
+	if int64(len(b)) > limit {
+		return nil, &fs.PathError{Op: "read", Path: name, Err: fmt.Errorf("%w: more than the %d bytes allowed", ErrTooLarge, limit)}
+	}
+	return b, nil
+}
+
+// describeMode names a file type for an error.
+func describeMode(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a folder"
+	case m&fs.ModeNamedPipe != 0:
+		return "a FIFO"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeCharDevice != 0:
+		return "a character device"
+	case m&fs.ModeDevice != 0:
+		return "a block device"
+	}
+	return m.Type().String()
 }

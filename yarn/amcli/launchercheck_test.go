@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -231,4 +232,49 @@ func TestNestedYAMLInFlatFileIsRefused(t *testing.T) {
 	code, out, _ := launcherRun(t, nil, "check", "--conf", f)
 	require.Equal(t, resources.LauncherExitConfig, code, out)
 	require.Contains(t, out, want)
+}
+
+// Issue 41: a listed resource without amount, with 0 or a negative amount
+// (Flink warns and runs the worker without it), or two names that collide
+// in XRES_RESOURCE_*, is refused by every entry point alike: a launch and
+// container-launcher check (211), am resources and am submit (3, staging
+// nothing), each naming the key. Before, am submit and the launcher only
+// warned and ran the worker without its GPU.
+func TestEveryEntryPointRefusesABadAmountOrName(t *testing.T) {
+	dir := t.TempDir()
+	head := []string{
+		"external-resource.gpu.yarn.config-key: yarn.io/gpu",
+		"external-resource.gpu.driver-factory.class: org.apache.flink.externalresource.gpu.GPUDriverFactory",
+	}
+	for i, tc := range []struct {
+		name  string
+		lines []string
+		want  string
+	}{
+		{"amount missing", []string{"external-resources: gpu"}, "external-resource.gpu.amount"},
+		{"amount 0", []string{"external-resources: gpu", "external-resource.gpu.amount: 0"}, "external-resource.gpu.amount"},
+		{"amount negative", []string{"external-resources: gpu", "external-resource.gpu.amount: -2"}, "external-resource.gpu.amount"},
+		{"names colliding in XRES_RESOURCE_*", []string{"external-resources: gpu;GPU", "external-resource.gpu.amount: 1",
+			"external-resource.GPU.amount: 1", "external-resource.GPU.yarn.config-key: yarn.io/fpga",
+			"external-resource.GPU.driver-factory.class: org.apache.flink.externalresource.gpu.GPUDriverFactory"},
+			`resource names "gpu" and "GPU" collide`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := filepath.Join(dir, fmt.Sprintf("flink-conf-%d.yaml", i))
+			require.NoError(t, os.WriteFile(f, []byte(strings.Join(append(tc.lines, head...), "\n")+"\n"), 0o644))
+			envs := map[string]string{"XRES_PLUGINS_DIR": filepath.Join(dir, "plugins")}
+			code, _, stderr := launcherRun(t, envs, "--conf", f, "--", "true")
+			require.Equal(t, resources.LauncherExitConfig, code, stderr)
+			require.Contains(t, stderr, tc.want)
+			code, out, _ := launcherRun(t, envs, "check", "--conf", f)
+			require.Equal(t, resources.LauncherExitConfig, code, out)
+			require.Contains(t, out, tc.want)
+			code, out, errOut := runAm(t, deps{}, nil, "resources", "--conf", f, "--offline")
+			require.Equal(t, ExitConfig, code, out+errOut)
+			require.Contains(t, out+errOut, tc.want)
+			code, _, errOut = runAm(t, deps{}, nil, "submit", "--conf", f, "--", "true")
+			require.Equal(t, ExitConfig, code, errOut)
+			require.Contains(t, errOut, tc.want)
+		})
+	}
 }
