@@ -269,3 +269,36 @@ func ParseMemorySize(s string) (int64, error) {
 	}
 	return int64(n) * mul, nil
 }
+
+// ParsePorts reads a port specification as rest.bind-port takes it: a
+// port, a range "50100-50200" or a list "50100,50105-50110", each port
+// 0 to 65535; "" is [0] (any). The error names the part that is wrong,
+// wrapping ErrInvalidValue. The AM binds its tracking server by it; am
+// resources and am submit check it with it before anything starts.
+func ParsePorts(spec string) ([]int, error) {
+	spec = strings.TrimSpace(spec)
+	if spec == "" {
+		return []int{0}, nil
+	}
+	var out []int
+	for _, part := range strings.Split(spec, ",") {
+		bad := func(why string) error {
+			return fmt.Errorf("%w: %q is not a port, range or list: %q %s", ErrInvalidValue, spec, strings.TrimSpace(part), why)
+		}
+		lo, hi, isRange := strings.Cut(strings.TrimSpace(part), "-")
+		a, err := strconv.Atoi(strings.TrimSpace(lo))
+		if err != nil || a < 0 || a > 65535 {
+			return nil, bad("is not a port 0 to 65535")
+		}
+		b := a
+		if isRange {
+			if b, err = strconv.Atoi(strings.TrimSpace(hi)); err != nil || b < a || b > 65535 {
+				return nil, bad("is not a range low-high of ports 0 to 65535")
+			}
+		}
+		for p := a; p <= b; p++ {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/xres/xres/driver"
 	"github.com/xres/xres/driver/coord"
@@ -33,7 +34,11 @@ type Coordination = driver.Coordination
 // default, off with coordination.enabled=false unless Flink's
 // --enable-coordination-mode is in discovery-script.args; the state file is
 // coordination.file, else Flink's --coordination-file, else
-// coord.DefaultStateFile. getenv nil means os.Getenv.
+// coord.DefaultStateFile. A Flink-protocol script without Flink's
+// coordination flags is left uncoordinated by default (Flink's behaviour),
+// but an explicit coordination.enabled: true is honoured: xres's
+// coordination reserves among what the script prints (CoordXres).
+// getenv nil means os.Getenv.
 func CoordinationOf(resource string, param map[string]string, getenv func(string) string) (Coordination, error) {
 	if getenv == nil {
 		getenv = os.Getenv
@@ -67,6 +72,12 @@ func CoordinationOf(resource string, param map[string]string, getenv func(string
 			}
 			if !s.Flink.Enabled {
 				c.Mode = CoordOff
+				if explicitlyEnabled(param) {
+					// The script picks without coordinating (Flink's
+					// default mode hands every worker the first devices):
+					// xres reserves around its pick (scriptDriver).
+					c.Mode, c.StateFile = CoordXres, s.StateFile
+				}
 				return c, nil
 			}
 			c.Mode = CoordScript
@@ -97,4 +108,11 @@ func abs(p string) string {
 		return a
 	}
 	return p
+}
+
+// explicitlyEnabled reports whether coordination.enabled is set, to true,
+// in params (not merely defaulted).
+func explicitlyEnabled(params map[string]string) bool {
+	v, ok := coord.EnabledParam.Lookup(params)
+	return ok && strings.EqualFold(v, "true")
 }

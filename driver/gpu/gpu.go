@@ -220,7 +220,8 @@ func newDriver(opts driver.Options, d deps) (driver.Driver, error) {
 		return &scriptDriver{resource: opts.Resource, path: co.Script, args: args, protocol: protocol, timeout: timeout, log: log,
 			nvidia: driver.VendorOf(factory{}, opts.Params) == driver.VendorNVIDIA, gpusDir: d.gpusDir,
 			smi: nvidiaSMIParam.Get(opts.Params), getenv: getenv, smiTimeout: smiTimeout,
-			spark: &sparkSelect{opts: opts, settings: settings}}, nil
+			xresCoord: co.Mode == CoordXres && protocol != ProtocolSpark,
+			spark:     &sparkSelect{opts: opts, settings: settings}}, nil
 	}
 
 	// Built-in mode.

@@ -70,9 +70,17 @@ type scriptDriver struct {
 	smiTimeout time.Duration
 	log        logrus.FieldLogger
 	// spark selects among a Spark script's addresses; built on the first
-	// Spark output, so a Flink script never opens the coordination state.
+	// Spark output, so a Flink script never opens the coordination state
+	// (unless xresCoord).
 	spark *sparkSelect
+	// xresCoord: coordination.enabled: true was set explicitly for a
+	// Flink-protocol script that does not coordinate itself: xres
+	// reserves amount among the indices it prints (coordinatedPick).
+	xresCoord bool
 }
+
+// maxScriptAsk bounds how many devices coordinatedPick asks a script for.
+const maxScriptAsk = 1024
 
 var (
 	_ driver.Driver   = (*scriptDriver)(nil)
@@ -84,21 +92,34 @@ func (s *scriptDriver) Discover(ctx context.Context, amount int64) ([]resources.
 	if amount <= 0 {
 		return nil, fmt.Errorf("discover %s: amount must be positive, got %d", s.resource, amount)
 	}
+	infos, indices, err := s.discoverOnce(ctx, amount, amount)
+	if err != nil || infos != nil || !s.xresCoord {
+		return infos, err
+	}
+	return s.coordinatedPick(ctx, amount, indices)
+}
+
+// discoverOnce runs the script once, asking for ask devices (Flink's
+// protocol; Spark's takes no amount) and checks its output. A Spark
+// output is selected from at once (infos). A Flink output comes back as
+// its indices (at least amount), or, unless xresCoord, as the first
+// amount of them (infos).
+func (s *scriptDriver) discoverOnce(ctx context.Context, amount, ask int64) ([]resources.Info, []string, error) {
 	var args []string
 	if s.protocol != ProtocolSpark {
-		args = append([]string{strconv.FormatInt(amount, 10)}, s.args...)
+		args = append([]string{strconv.FormatInt(ask, 10)}, s.args...)
 	}
 	start := time.Now()
 	res, err := run(ctx, s.path, args, nil, s.timeout)
 	if err != nil {
-		return nil, fmt.Errorf("run discovery script %s: %w", s.path, err)
+		return nil, nil, fmt.Errorf("run discovery script %s: %w", s.path, err)
 	}
 	if err := ctx.Err(); err != nil {
 		// The caller's deadline or cancellation, not the script timeout.
-		return nil, fmt.Errorf("run discovery script %s: %w (its process group was killed)", s.path, err)
+		return nil, nil, fmt.Errorf("run discovery script %s: %w (its process group was killed)", s.path, err)
 	}
 	if res.timedOut {
-		return nil, fmt.Errorf("run discovery script %s: %w after %s (its process group was killed)%s",
+		return nil, nil, fmt.Errorf("run discovery script %s: %w after %s (its process group was killed)%s",
 			s.path, ErrScriptTimeout, s.timeout, outputTail(res, args))
 	}
 	if res.exitCode != 0 {
@@ -106,7 +127,7 @@ func (s *scriptDriver) Discover(ctx context.Context, amount int64) ([]resources.
 		if res.exitCode < 0 {
 			how = "killed by a signal"
 		}
-		return nil, fmt.Errorf("run discovery script %s %s: %w: %s%s",
+		return nil, nil, fmt.Errorf("run discovery script %s %s: %w: %s%s",
 			s.path, conf.RedactArgs(args), ErrScriptFailed, how, outputTail(res, args))
 	}
 	// An output that is no use names the script, its exit code (0) and
@@ -116,37 +137,52 @@ func (s *scriptDriver) Discover(ctx context.Context, amount int64) ([]resources.
 	}
 	if s.protocol == ProtocolSpark || (s.protocol == ProtocolAuto && IsSparkOutput(res.stdout)) {
 		addrs, err := ParseSparkScriptOutput(s.resource, res.stdout)
+		if err == nil && s.nvidia {
+			err = checkNVIDIADevices(addrs)
+		}
 		if err == nil {
 			err = s.checkHostIndices(ctx, addrs)
 		}
 		if err != nil {
-			return nil, badOutput(err)
+			return nil, nil, badOutput(err)
 		}
 		s.log.WithFields(logrus.Fields{"resource": s.resource, "script": s.path, "addresses": strings.Join(addrs, ","), "took": time.Since(start)}).
 			Debug("discovery script printed Spark's JSON; xres picks among its addresses")
-		return s.spark.discover(ctx, addrs, amount)
+		infos, err := s.spark.discover(ctx, addrs, amount)
+		return infos, nil, err
 	}
 	indices, dups, err := parseScriptOutput(res.stdout)
+	if err == nil && s.nvidia {
+		err = checkNVIDIADevices(indices)
+	}
 	if err == nil {
 		err = s.checkHostIndices(ctx, indices)
 	}
 	if err != nil {
-		return nil, badOutput(err)
+		return nil, nil, badOutput(err)
 	}
 	if int64(len(indices)) < amount {
 		distinct := ""
 		if len(dups) > 0 {
 			distinct = " distinct"
 		}
-		return nil, badOutput(fmt.Errorf("%w: %d requested, it printed %d%s", driver.ErrNotEnoughDevices, amount, len(indices), distinct))
+		return nil, nil, badOutput(fmt.Errorf("%w: %d requested, it printed %d%s", driver.ErrNotEnoughDevices, amount, len(indices), distinct))
 	}
 	if len(dups) > 0 {
 		s.log.WithFields(logrus.Fields{"resource": s.resource, "script": s.path, "output": clip(firstLine(res.stdout), 200), "twice": strings.Join(dups, ",")}).
 			Warn("discovery script printed an index more than once; counting it once, as Flink does")
 	}
+	if s.xresCoord {
+		return nil, indices, nil
+	}
 	if int64(len(indices)) > amount {
-		s.log.WithFields(logrus.Fields{"resource": s.resource, "script": s.path, "amount": amount, "indices": strings.Join(indices, ",")}).
-			Warn("discovery script returned more indices than requested; passing all on, as Flink does")
+		// Flink passes every index on; xres never hands a worker more
+		// than it asked for (YARN granted amount): the first amount, in
+		// the script's order (the order Flink's own scripts pick in).
+		s.log.WithFields(logrus.Fields{"resource": s.resource, "script": s.path, "amount": amount, "indices": strings.Join(indices, ","),
+			"kept": strings.Join(indices[:amount], ",")}).
+			Warn("discovery script returned more indices than requested; the worker gets the first ones only")
+		indices = indices[:amount]
 	}
 	s.log.WithFields(logrus.Fields{"resource": s.resource, "script": s.path, "indices": strings.Join(indices, ","), "took": time.Since(start)}).
 		Debug("discovery script succeeded")
@@ -154,7 +190,39 @@ func (s *scriptDriver) Discover(ctx context.Context, amount int64) ([]resources.
 	for i, ix := range indices {
 		infos[i] = resources.Properties{"index": ix}
 	}
-	return infos, nil
+	return infos, nil, nil
+}
+
+// coordinatedPick reserves amount of a Flink-protocol script's indices
+// with xres's host coordination (coordination.enabled: true set
+// explicitly). A script that does not coordinate prints the same first
+// devices for every worker (Flink's default mode): when the ones it
+// printed are held by other workers, it is asked again for more (the
+// held ones plus amount, doubling), up to what it can give, and amount
+// free ones among them are reserved. No device is ever granted twice;
+// when the script cannot offer enough free ones, the error says so.
+func (s *scriptDriver) coordinatedPick(ctx context.Context, amount int64, indices []string) ([]resources.Info, error) {
+	ask := amount
+	for {
+		infos, err := s.spark.discover(ctx, indices, amount)
+		if err == nil || !errors.Is(err, driver.ErrNotEnoughDevices) {
+			return infos, err
+		}
+		next := max(int64(len(indices))+amount, 2*ask)
+		if int64(len(indices)) < ask || ask >= maxScriptAsk {
+			return nil, fmt.Errorf("discovery script %s printed %s; with coordination.enabled, xres reserves among them and too few are free: %w",
+				s.path, strings.Join(indices, ","), err)
+		}
+		ask = min(next, maxScriptAsk)
+		s.log.WithFields(logrus.Fields{"resource": s.resource, "script": s.path, "printed": strings.Join(indices, ","), "ask": ask}).
+			Debug("the script's devices are held by other workers; asking it for more")
+		_, more, err2 := s.discoverOnce(ctx, amount, ask)
+		if err2 != nil {
+			return nil, fmt.Errorf("discovery script %s printed %s, too few of them free (%w), and asked for %d devices to choose from it failed: %w",
+				s.path, strings.Join(indices, ","), err, ask, err2)
+		}
+		indices = more
+	}
 }
 
 // redactedError is an error that quotes a script's output, its message
@@ -282,8 +350,9 @@ func nvidiaGPUCount(dir string) (int, bool) {
 // (nvidia-smi numbers the GPUs from 0, in a container those it sees).
 // Other indices (uuids, "0:1" MIG instances) are left to the runtime.
 // The count is read from the kernel driver's folder, a directory read;
-// only an index beyond it asks nvidia-smi, whose word, where it answers,
-// is final: it is what Flink's script numbers by (and a fake host's
+// only an index beyond it, or a numeric index where the folder is absent
+// (a container without /proc/driver/nvidia), asks nvidia-smi, whose word,
+// where it answers, is final: it is what Flink's script numbers by (and a fake host's
 // nvidia-smi, first on PATH, stands for the host in tests and demos).
 func (s *scriptDriver) checkHostIndices(ctx context.Context, indices []string) error {
 	if !s.nvidia {
@@ -294,12 +363,19 @@ func (s *scriptDriver) checkHostIndices(ctx context.Context, indices []string) e
 		dir = nvidiaGPUsDir
 	}
 	n, ok := nvidiaGPUCount(dir)
-	if !ok || firstBeyond(indices, n) == "" {
+	if ok && firstBeyond(indices, n) == "" {
 		return nil
+	}
+	if !ok && firstBeyond(indices, 0) == "" {
+		return nil // no numeric index to check
 	}
 	src := dir
 	if c, err := s.smiCount(ctx); err == nil {
 		n, src = c, "nvidia-smi"
+	} else if !ok {
+		// Neither the driver's folder nor nvidia-smi: the count is unknown.
+		s.log.WithError(err).WithField("resource", s.resource).Debug("no " + dir + " and no nvidia-smi answer; the script's indices are not checked against the host")
+		return nil
 	} else {
 		s.log.WithError(err).WithField("resource", s.resource).Debug("nvidia-smi does not confirm the GPU count; going by " + dir)
 	}
@@ -385,4 +461,93 @@ func checkIndex(p string) error {
 		}
 	}
 	return nil
+}
+
+// maxGPUIndexDigits bounds a decimal GPU index: no host has 100,000 GPUs,
+// and a longer number (a 20-digit one) is noise, not an index.
+const maxGPUIndexDigits = 5
+
+// checkNVIDIADevices refuses what CUDA_VISIBLE_DEVICES must not get from
+// a script: for NVIDIA GPUs a device is a decimal index in canonical form
+// ("0", "12": no sign, no leading zero, which would name GPU 0 twice as
+// "0" and "00", no "0x1", no "0.0"), a MIG device "<gpu>:<instance>" of
+// two such numbers, or a uuid (CheckNVIDIAUUID). The error quotes the
+// device; the caller names the script and its output.
+func checkNVIDIADevices(devices []string) error {
+	for _, d := range devices {
+		if err := checkNVIDIADevice(d); err != nil {
+			return fmt.Errorf("%w: %w", ErrScriptOutput, err)
+		}
+	}
+	return nil
+}
+
+func checkNVIDIADevice(d string) error {
+	if strings.HasPrefix(d, "GPU-") || strings.HasPrefix(d, "MIG-") {
+		return CheckNVIDIAUUID(d)
+	}
+	if gpu, inst, ok := strings.Cut(d, ":"); ok {
+		if isGPUIndex(gpu) && isGPUIndex(inst) {
+			return nil
+		}
+		return fmt.Errorf("device %q is not a MIG device <gpu>:<instance> of two decimal indices", clip(d, 40))
+	}
+	if !isGPUIndex(d) {
+		return fmt.Errorf("device %q is not a GPU index (a decimal number such as 0, at most %d digits, no leading zero), nor a GPU-/MIG- uuid",
+			clip(d, 40), maxGPUIndexDigits)
+	}
+	return nil
+}
+
+// isGPUIndex: canonical decimal, at most maxGPUIndexDigits digits.
+func isGPUIndex(s string) bool {
+	return isDigits(s) && len(s) <= maxGPUIndexDigits && (s == "0" || s[0] != '0')
+}
+
+// CheckNVIDIAUUID checks the syntax of an NVIDIA device uuid as nvidia-smi
+// and CUDA_VISIBLE_DEVICES write them: GPU-<uuid>, MIG-<uuid> (R470+), or
+// the older MIG-GPU-<uuid>/<gi>/<ci>, where <uuid> is 8-4-4-4-12
+// hexadecimal digits. Anything else (GPU-../../etc) is refused, quoted.
+func CheckNVIDIAUUID(s string) error {
+	bad := fmt.Errorf("device %q is not an NVIDIA uuid (GPU-, MIG- or MIG-GPU- then 8-4-4-4-12 hexadecimal digits)", clip(s, 60))
+	switch {
+	case strings.HasPrefix(s, "MIG-GPU-"):
+		rest := s[len("MIG-GPU-"):]
+		u, tail, ok := strings.Cut(rest, "/")
+		if !ok || !isUUID(u) {
+			return bad
+		}
+		gi, ci, ok := strings.Cut(tail, "/")
+		if !ok || !isGPUIndex(gi) || !isGPUIndex(ci) {
+			return bad
+		}
+		return nil
+	case strings.HasPrefix(s, "GPU-"), strings.HasPrefix(s, "MIG-"):
+		if !isUUID(s[4:]) {
+			return bad
+		}
+		return nil
+	}
+	return bad
+}
+
+// isUUID: 8-4-4-4-12 hexadecimal digits.
+func isUUID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return false
+			}
+		default:
+			if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
+				return false
+			}
+		}
+	}
+	return true
 }

@@ -65,6 +65,12 @@ func ParseSparkScriptOutput(resource string, out []byte) ([]string, error) {
 		if err := checkIndex(a); err != nil || a == "" {
 			return nil, fmt.Errorf("%w: Spark JSON address %q is not a device address", ErrScriptOutput, clip(a, 40))
 		}
+		if strings.HasPrefix(a, "GPU-") || strings.HasPrefix(a, "MIG-") {
+			// Taken as a uuid below: it must be one.
+			if err := CheckNVIDIAUUID(a); err != nil {
+				return nil, fmt.Errorf("%w: Spark JSON address: %w", ErrScriptOutput, err)
+			}
+		}
 		if seen[a] {
 			return nil, fmt.Errorf("%w: Spark JSON lists address %q twice", ErrScriptOutput, a)
 		}

@@ -98,7 +98,12 @@ func TestParseSparkScriptOutput(t *testing.T) {
 	}{
 		{name: "spark's example", out: `{"name":"gpu","addresses":["0","1"]}`, want: []string{"0", "1"}},
 		{name: "pretty, trailing newline, extra field", out: "{\n  \"name\": \"gpu\",\n  \"addresses\": [\"1\", \"3\"],\n  \"vendor\": \"nvidia.com\"\n}\n", want: []string{"1", "3"}},
-		{name: "uuids", out: `{"name":"gpu","addresses":["GPU-8c1d","MIG-77aa"]}`, want: []string{"GPU-8c1d", "MIG-77aa"}},
+		{name: "uuids", out: `{"name":"gpu","addresses":["GPU-8c1d2a3b-0000-1111-2222-33334444aaaa","MIG-77aa0000-1111-2222-3333-444455556666","MIG-GPU-8c1d2a3b-0000-1111-2222-33334444aaaa/1/0"]}`,
+			want: []string{"GPU-8c1d2a3b-0000-1111-2222-33334444aaaa", "MIG-77aa0000-1111-2222-3333-444455556666", "MIG-GPU-8c1d2a3b-0000-1111-2222-33334444aaaa/1/0"}},
+		// Issue 41: an address taken as a uuid must be one.
+		{name: "path in a uuid", out: `{"name":"gpu","addresses":["GPU-../../etc"]}`, errHas: `device "GPU-../../etc" is not an NVIDIA uuid`},
+		{name: "short uuid", out: `{"name":"gpu","addresses":["GPU-8c1d"]}`, errHas: `device "GPU-8c1d" is not an NVIDIA uuid`},
+		{name: "MIG-GPU- without instances", out: `{"name":"gpu","addresses":["MIG-GPU-8c1d2a3b-0000-1111-2222-33334444aaaa/x"]}`, errHas: "is not an NVIDIA uuid"},
 		{name: "no devices", out: `{"name":"gpu","addresses":[]}`, want: []string{}},
 		{name: "other resource", out: `{"name":"fpga","addresses":["0"]}`, errHas: `for resource "fpga", not gpu`},
 		{name: "no name", out: `{"addresses":["0"]}`, errHas: `no "name"`},
@@ -164,4 +169,68 @@ func TestSparkScriptGenericResource(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []string{"0"}, indices(infos))
 	require.NoError(t, d.(driver.Releaser).Release(ctxT(t)))
+}
+
+// flinkFirstN is a script in Flink's default (non-coordination) mode on a
+// 4-GPU host: it prints the first <amount> indices, or fails as Flink's
+// does when asked for more than the host has.
+const flinkFirstN = `n=$1; [ "$n" -le 4 ] || { echo "Could not get enough GPU resources."; exit 1; }
+i=0; out=; while [ $i -lt $n ]; do out="$out${out:+,}$i"; i=$((i+1)); done; echo "$out"
+`
+
+// Issue 41: an explicit coordination.enabled: true with a Flink-protocol
+// script that does not coordinate itself was ignored: two launchers both
+// got GPU 0. xres now reserves among the script's indices, asking it for
+// more when those it printed are held, so each worker gets its own GPUs;
+// when the script cannot offer enough free ones, discovery fails rather
+// than grant one twice. Unset, Flink's behaviour stays (every worker the
+// first GPUs).
+func TestFlinkScriptWithExplicitCoordination(t *testing.T) {
+	dir := t.TempDir()
+	script := writeScript(t, dir, "first-n.sh", flinkFirstN)
+	state := filepath.Join(dir, "state")
+	params := map[string]string{ParamScriptPath: script, ParamCoordEnabled: "true", ParamCoordFile: state}
+
+	co, err := CoordinationOf("gpu", params, nil)
+	require.NoError(t, err)
+	require.Equal(t, CoordXres, co.Mode)
+	require.Equal(t, state, co.StateFile)
+
+	var launchers []driver.Driver
+	var got []string
+	for i := 0; i < 3; i++ {
+		d, err := New(driver.Options{Resource: "gpu", Params: params})
+		require.NoError(t, err)
+		infos, err := d.Discover(ctxT(t), map[int]int64{0: 1, 1: 2, 2: 1}[i])
+		require.NoError(t, err, "launcher %d", i)
+		got = append(got, indices(infos)...)
+		launchers = append(launchers, d)
+	}
+	require.Equal(t, []string{"0", "1", "2", "3"}, got, "each launcher its own GPUs")
+
+	d, err := New(driver.Options{Resource: "gpu", Params: params})
+	require.NoError(t, err)
+	_, err = d.Discover(ctxT(t), 1)
+	require.ErrorIs(t, err, driver.ErrNotEnoughDevices, "every GPU is held: none granted twice")
+	require.ErrorContains(t, err, script)
+
+	// (One test process holds for all of them: a release frees all.)
+	require.NoError(t, launchers[1].(driver.Releaser).Release(ctxT(t)))
+	infos, err := d.Discover(ctxT(t), 2)
+	require.NoError(t, err)
+	require.Equal(t, []string{"0", "1"}, indices(infos), "free again once released")
+	for _, l := range append(launchers, d) {
+		require.NoError(t, l.(driver.Releaser).Release(ctxT(t)))
+	}
+
+	// Not set: Flink's behaviour, every worker the first GPUs, no state.
+	for i := 0; i < 2; i++ {
+		d, err := New(driver.Options{Resource: "gpu", Params: map[string]string{ParamScriptPath: script, ParamCoordFile: filepath.Join(dir, "unused")}})
+		require.NoError(t, err)
+		infos, err := d.Discover(ctxT(t), 1)
+		require.NoError(t, err)
+		require.Equal(t, []string{"0"}, indices(infos))
+	}
+	_, err = os.Stat(filepath.Join(dir, "unused"))
+	require.ErrorIs(t, err, os.ErrNotExist)
 }

@@ -124,6 +124,11 @@ func cmdSubmit(ctx context.Context, args []string, e *env) error {
 	if err != nil {
 		return err
 	}
+	// The AM binds its tracking server by rest.bind-port: refused here,
+	// not by an AM that fails after the submission.
+	if _, err := conf.ParsePorts(set.BindPort); err != nil {
+		return configError{fmt.Errorf("config key %s: %w", conf.RestBindPort.Key, err)}
+	}
 	planned := set.Groups
 	dial := e.rmDial(*useREST)
 	if dial == nil || e.deps.hdfs == nil {

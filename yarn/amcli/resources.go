@@ -109,7 +109,7 @@ func cmdResources(ctx context.Context, args []string, e *env) error {
 		return err
 	}
 	rep := buildResourcesReport(cfg, *workers, *strict, e.getenv)
-	rep.Cluster = checkCluster(ctx, e, rep, *offline)
+	rep.Cluster = checkCluster(ctx, e, rep, *offline, clusterLogin(cfg))
 	if rep.Cluster.Error != "" {
 		rep.Errors = append(rep.Errors, problemJSON{Severity: string(resources.SeverityError), Message: rep.Cluster.Error})
 	}
@@ -207,6 +207,14 @@ func buildResourcesReport(cfg *conf.Config, workers int, strict bool, getenv fun
 			rep.Groups = append(rep.Groups, planGroupAlone(cfg, name, parseOpts, getenv, listed, func(p problemJSON) { add(name, p) }))
 		}
 	}
+	// What the AM's settings load refuses beyond the resources and the
+	// plan (am.Load: heartbeats, fault bounds, the AM container, token
+	// renewal), and rest.bind-port as the AM binds by it: am resources
+	// refuses what the AM would (issue 41).
+	planned := !slices.ContainsFunc(list, func(p problemJSON) bool { return p.Severity == string(resources.SeverityError) })
+	for _, p := range settingsProblems(cfg, workers, parseOpts, planned) {
+		add("", p)
+	}
 	for _, p := range list {
 		if len(names) > 1 && len(p.Groups) == len(names) {
 			p.Groups = nil // every group's: the shared keys
@@ -225,6 +233,27 @@ func buildResourcesReport(cfg *conf.Config, workers int, strict bool, getenv fun
 		rep.Warnings = []problemJSON{}
 	}
 	return rep
+}
+
+// settingsProblems are the AM's settings errors: rest.bind-port checked
+// as the AM's tracking server reads it (conf.ParsePorts), and, when the
+// resources and the plan have no error (planned; else am.Load would only
+// repeat theirs), the first error of am.Load, the AM's own settings load,
+// which am submit runs too.
+func settingsProblems(cfg *conf.Config, workers int, opts resources.ParseOptions, planned bool) []problemJSON {
+	var out []problemJSON
+	if spec, ok := cfg.Get(conf.RestBindPort.Key); ok {
+		if _, err := conf.ParsePorts(spec); err != nil {
+			out = append(out, problemJSON{Key: conf.RestBindPort.Key, Origin: cfg.Origin(conf.RestBindPort.Key),
+				Severity: string(resources.SeverityError), Message: err.Error()})
+		}
+	}
+	if planned {
+		if _, err := am.Load(cfg, workers, func(v *conf.Config) ([]resources.Spec, error) { return resources.Parse(v, opts) }); err != nil {
+			addPlanError(func(p problemJSON) { out = append(out, p) }, err)
+		}
+	}
+	return out
 }
 
 // groupPrefix is how am.PlanGroups starts a group's error.
@@ -545,11 +574,22 @@ func printPlan(w io.Writer, indent string, p *am.Plan, how string) {
 	tw.Flush()
 }
 
+// clusterLogin is the Kerberos login am submit uses, from the same keys
+// (security.kerberos.login.keytab and .principal, krb5-conf.path): the
+// cluster check logs in as the submission will.
+func clusterLogin(cfg *conf.Config) *login {
+	l := &login{}
+	l.Keytab, _ = cfg.Get(conf.KerberosLoginKeytab.Key)
+	l.Principal, _ = cfg.Get(conf.KerberosLoginPrincipal.Key)
+	l.Krb5Conf, _ = cfg.Get(conf.KerberosKrb5Conf.Key)
+	return l
+}
+
 // checkCluster checks the profile against the cluster of $HADOOP_CONF_DIR:
 // every key must be a resource type, and fit the largest running
 // NodeManager (the YARN counterpart of a Kubernetes cluster without the
 // device plugin).
-func checkCluster(ctx context.Context, e *env, rep resourcesReport, offline bool) clusterCheck {
+func checkCluster(ctx context.Context, e *env, rep resourcesReport, offline bool, lg *login) clusterCheck {
 	type profile struct {
 		group string
 		plan  *am.Plan
@@ -576,7 +616,7 @@ func checkCluster(ctx context.Context, e *env, rep resourcesReport, offline bool
 	}
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	rm, _, closeRM, err := e.deps.rm(cctx, e.getenv, e.log, nil)
+	rm, _, closeRM, err := e.deps.rm(cctx, e.getenv, e.log, lg)
 	if err != nil {
 		return clusterCheck{Checked: true, Error: fmt.Sprintf("cluster check: %v", err)}
 	}

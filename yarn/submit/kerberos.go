@@ -4,10 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/jcmturner/gokrb5/v8/keytab"
+
 	"github.com/xres/xres/conf"
+	"github.com/xres/xres/conf/localfile"
 	"github.com/xres/xres/yarn"
 )
 
@@ -17,8 +21,58 @@ var (
 	KeyLoginPrincipal = conf.KerberosLoginPrincipal.Key
 )
 
-// ErrLoginConfig marks a half-configured keytab login (one key of two).
+// ErrLoginConfig marks a keytab login the configuration gets wrong: one
+// key of two, a keytab that is no keytab or lacks the principal, a
+// principal that is not user@REALM. A configuration error (am exits 3).
 var ErrLoginConfig = errors.New("kerberos login configuration")
+
+// maxKeytabSize bounds the keytab read: real ones are a few KiB.
+const maxKeytabSize = 1 << 20
+
+// CheckLogin checks a keytab login before any KDC is asked: the principal
+// is user@REALM (or user/host@REALM), the keytab a regular file of at most
+// 1 MiB that parses as a keytab and holds a key of the principal. Errors
+// wrap ErrLoginConfig and name the keys and the file, never the keytab's
+// bytes (the keytab parser's own messages quote them, so they are not
+// passed on).
+func CheckLogin(keytabPath, principal string) error {
+	user, realm, ok := strings.Cut(principal, "@")
+	if !ok || user == "" || realm == "" || strings.ContainsAny(principal, " \t\n") {
+		return fmt.Errorf("%w: %s %q: want user@REALM", ErrLoginConfig, KeyLoginPrincipal, principal)
+	}
+	b, err := localfile.ReadRegular(keytabPath, maxKeytabSize)
+	if err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrLoginConfig, KeyLoginKeytab, err)
+	}
+	// A keytab starts with 0x05 and its version, 1 or 2 (MIT's format).
+	if len(b) < 2 || b[0] != 5 || (b[1] != 1 && b[1] != 2) {
+		return fmt.Errorf("%w: %s %s is not a keytab (%d bytes; a keytab starts with 0x05 0x02): export one with ktutil or kadmin ktadd",
+			ErrLoginConfig, KeyLoginKeytab, keytabPath, len(b))
+	}
+	kt := keytab.New()
+	if err := unmarshalKeytab(kt, b); err != nil {
+		return fmt.Errorf("%w: %s %s does not parse as a keytab (%d bytes; truncated or damaged): export it again",
+			ErrLoginConfig, KeyLoginKeytab, keytabPath, len(b))
+	}
+	comps := strings.Split(user, "/")
+	for _, e := range kt.Entries {
+		if e.Principal.Realm == realm && slices.Equal(e.Principal.Components, comps) {
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: %s %s holds no key of %s %s", ErrLoginConfig, KeyLoginKeytab, keytabPath, KeyLoginPrincipal, principal)
+}
+
+// unmarshalKeytab is kt.Unmarshal with a panic (the parser indexes past
+// the end of some truncated files) turned into an error.
+func unmarshalKeytab(kt *keytab.Keytab, b []byte) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = errors.New("keytab parser panicked")
+		}
+	}()
+	return kt.Unmarshal(b)
+}
 
 // Login says how a client logs in to a Kerberized cluster: with Keytab and
 // Principal (Flink's security.kerberos.login.* keys) when set, else from
@@ -62,6 +116,9 @@ func KerberosLogin(hc *conf.HadoopConfig, l Login) (*yarn.Kerberos, error) {
 	var err error
 	switch {
 	case l.Keytab != "" && l.Principal != "":
+		if err := CheckLogin(l.Keytab, l.Principal); err != nil {
+			return nil, err
+		}
 		k, err = yarn.NewKerberosFromKeytab(krb5Conf, l.Keytab, l.Principal)
 	case l.Keytab != "":
 		return nil, fmt.Errorf("%w: %s is set but %s is not", ErrLoginConfig, KeyLoginKeytab, KeyLoginPrincipal)

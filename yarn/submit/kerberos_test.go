@@ -52,6 +52,10 @@ func TestKerberosLoginErrors(t *testing.T) {
 	}{
 		{name: "keytab without principal", login: Login{Keytab: "/x.keytab"}, is: ErrLoginConfig,
 			wantMsg: []string{KeyLoginKeytab + " is set but " + KeyLoginPrincipal + " is not"}},
+		{name: "principal not user@REALM", login: Login{Keytab: "/x.keytab", Principal: "alice"}, is: ErrLoginConfig,
+			wantMsg: []string{KeyLoginPrincipal + ` "alice": want user@REALM`}},
+		{name: "keytab absent", login: Login{Keytab: absent, Principal: "alice@EXAMPLE.COM"}, is: ErrLoginConfig,
+			wantMsg: []string{KeyLoginKeytab + ": open " + absent}},
 		{name: "principal without keytab", login: Login{Principal: "u@R"}, is: ErrLoginConfig,
 			wantMsg: []string{KeyLoginPrincipal + " is set but " + KeyLoginKeytab + " is not"}},
 		{name: "no ticket cache", env: map[string]string{"KRB5CCNAME": absent}, is: yarn.ErrNoCredentials,

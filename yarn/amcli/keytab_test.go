@@ -1,0 +1,125 @@
+package amcli
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jcmturner/gokrb5/v8/iana/etypeID"
+	"github.com/jcmturner/gokrb5/v8/keytab"
+	"github.com/stretchr/testify/require"
+)
+
+// kerberizedHadoopDir is a HADOOP_CONF_DIR of a Kerberized cluster whose
+// RM and NameNode are never reached (the login comes first).
+func kerberizedHadoopDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	site := func(name string, kv ...string) {
+		var b strings.Builder
+		b.WriteString("<configuration>\n")
+		for i := 0; i < len(kv); i += 2 {
+			fmt.Fprintf(&b, "<property><name>%s</name><value>%s</value></property>\n", kv[i], kv[i+1])
+		}
+		b.WriteString("</configuration>\n")
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(b.String()), 0o644))
+	}
+	site("core-site.xml", "hadoop.security.authentication", "kerberos", "fs.defaultFS", "hdfs://localhost:1")
+	site("yarn-site.xml", "yarn.resourcemanager.address", "localhost:1", "yarn.resourcemanager.principal", "rm/_HOST@EXAMPLE.COM")
+	return dir
+}
+
+// keytabSecret stands for key material: it must never be printed.
+const keytabSecret = "KEYTAB-SECRET-BYTES"
+
+// badKeytabs are keytab files the login must refuse as configuration
+// errors, and what the error says.
+func badKeytabs(t *testing.T) map[string]struct{ path, want string } {
+	dir := t.TempDir()
+	write := func(name string, b []byte) string {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, b, 0o600))
+		return p
+	}
+	// A real keytab, of another principal.
+	kt := keytab.New()
+	require.NoError(t, kt.AddEntry("bob", "EXAMPLE.COM", keytabSecret, time.Unix(0, 0), 1, etypeID.AES256_CTS_HMAC_SHA1_96))
+	other, err := kt.Marshal()
+	require.NoError(t, err)
+	return map[string]struct{ path, want string }{
+		"text":                 {write("text.keytab", []byte("password="+keytabSecret+"\n")), "is not a keytab (29 bytes"},
+		"truncated":            {write("trunc.keytab", append([]byte{5, 2, 0, 0, 0, 90}, keytabSecret...)), "does not parse as a keytab"},
+		"another principal":    {write("bob.keytab", other), "holds no key of security.kerberos.login.principal alice@EXAMPLE.COM"},
+		"a folder, not a file": {dir, "not a regular file"},
+	}
+}
+
+// Issue 41: a malformed keytab made am submit exit 4 (a cluster error) and
+// quoted the file's bytes (gokrb5's parser puts them in its message). It
+// is a configuration error (exit 3) naming the key and the file, never
+// its contents, found before any KDC or RM is asked.
+func TestSubmitRefusesABadKeytabWithoutQuotingIt(t *testing.T) {
+	hadoopDir := kerberizedHadoopDir(t)
+	for name, kt := range badKeytabs(t) {
+		t.Run(name, func(t *testing.T) {
+			rm := &clientRM{types: []string{"memory-mb", "vcores", "yarn.io/gpu"}}
+			d := clientDeps(t, rm, &diskFS{root: t.TempDir()})
+			d.rm = rpcRM
+			code, out, stderr := runAm(t, d, map[string]string{"HADOOP_CONF_DIR": hadoopDir}, "submit", "--conf", "testdata/flink-conf.yaml",
+				"-D", "security.kerberos.login.keytab="+kt.path, "-D", "security.kerberos.login.principal=alice@EXAMPLE.COM", "--", "true")
+			require.Equal(t, ExitConfig, code, stderr)
+			require.Contains(t, stderr, "security.kerberos.login.keytab")
+			require.Contains(t, stderr, kt.path)
+			require.Contains(t, stderr, kt.want)
+			require.NotContains(t, out+stderr, keytabSecret)
+			require.NotContains(t, out+stderr, "KEYTAB")
+			require.NotContains(t, out, "submitted")
+		})
+	}
+}
+
+// Issue 41: am resources' cluster check logged in from the ticket cache
+// whatever security.kerberos.login.keytab and .principal said, so it
+// checked another login than am submit's. It logs in as submit does: a bad
+// keytab is the error it reports (exit 3), without the keytab's bytes.
+func TestResourcesClusterCheckLogsInWithTheKeytab(t *testing.T) {
+	hadoopDir := kerberizedHadoopDir(t)
+	kt := badKeytabs(t)["truncated"]
+	d := deps{rm: rpcRM}
+	code, out, stderr := runAm(t, d, map[string]string{"HADOOP_CONF_DIR": hadoopDir, "KRB5CCNAME": filepath.Join(t.TempDir(), "nocache")},
+		"resources", "--conf", "testdata/flink-conf.yaml",
+		"-D", "security.kerberos.login.keytab="+kt.path, "-D", "security.kerberos.login.principal=alice@EXAMPLE.COM")
+	require.Equal(t, ExitConfig, code, out+stderr)
+	require.Contains(t, out, "security.kerberos.login.keytab "+kt.path+" does not parse as a keytab")
+	require.NotContains(t, out, "ticket cache", "the keytab is used, not the ticket cache")
+	require.NotContains(t, out+stderr, keytabSecret)
+}
+
+// Issue 41: am resources -D rest.bind-port=70000 exited 0 and am submit
+// submitted, while the AM refused it when binding its tracking server. Both
+// now refuse what the AM refuses (exit 3, naming the key), with the AM's
+// parser, and am resources also runs the AM's settings load (am.Load).
+func TestResourcesAndSubmitRefuseWhatTheAMRefuses(t *testing.T) {
+	for _, tc := range []struct{ d, want string }{
+		{"rest.bind-port=70000", `rest.bind-port`},
+		{"rest.bind-port=50100-50000", `rest.bind-port`},
+		{"rest.bind-port=http", `rest.bind-port`},
+		{"yarn.appmaster.vcores=0", "must be positive"},
+	} {
+		t.Run(tc.d, func(t *testing.T) {
+			code, out, stderr := runAm(t, deps{}, nil, "resources", "--conf", "testdata/flink-conf.yaml", "--offline", "-D", tc.d)
+			require.Equal(t, ExitConfig, code, out+stderr)
+			require.Contains(t, out, tc.want)
+			code, _, stderr = runAm(t, deps{}, nil, "submit", "--conf", "testdata/flink-conf.yaml", "-D", tc.d, "--", "true")
+			require.Equal(t, ExitConfig, code, stderr)
+			require.Contains(t, stderr, tc.want)
+		})
+	}
+	for _, ok := range []string{"rest.bind-port=0", "rest.bind-port=50100-50200", "rest.bind-port=50100,50105-50110"} {
+		code, out, stderr := runAm(t, deps{}, nil, "resources", "--conf", "testdata/flink-conf.yaml", "--offline", "-D", ok)
+		require.Equal(t, ExitOK, code, out+stderr)
+	}
+}
