@@ -3,6 +3,7 @@ package conf
 import (
 	"fmt"
 	"strings"
+	"unicode/utf8"
 )
 
 // EnvWorkerGroup names, in a worker container's environment, the worker
@@ -83,7 +84,9 @@ func GroupKey(name, key string) string { return GroupPrefix + name + "." + key }
 // without any expansion: blanks separate words; 'single quotes' keep
 // everything; "double quotes" keep everything but \" \\ \$ \` (escaped);
 // a backslash outside quotes keeps the next character. An unclosed quote
-// or a trailing backslash is an error (wrapping ErrInvalidValue).
+// or a trailing backslash is an error (wrapping ErrInvalidValue) that says
+// where (the column, from 1, of the quote or backslash) and never repeats
+// the text: a command line may hold a password.
 func SplitCommand(s string) ([]string, error) {
 	var words []string
 	var b strings.Builder
@@ -99,7 +102,7 @@ func SplitCommand(s string) ([]string, error) {
 			}
 		case ch == '\\':
 			if i+1 >= len(s) {
-				return nil, fmt.Errorf("%w: %q ends with a backslash", ErrInvalidValue, s)
+				return nil, fmt.Errorf("%w: the command ends with a backslash (column %d)", ErrInvalidValue, column(s, i))
 			}
 			i++
 			b.WriteByte(s[i])
@@ -107,12 +110,13 @@ func SplitCommand(s string) ([]string, error) {
 		case ch == '\'':
 			j := strings.IndexByte(s[i+1:], '\'')
 			if j < 0 {
-				return nil, fmt.Errorf("%w: %q has an unclosed single quote", ErrInvalidValue, s)
+				return nil, fmt.Errorf("%w: the command has an unclosed single quote (opened at column %d)", ErrInvalidValue, column(s, i))
 			}
 			b.WriteString(s[i+1 : i+1+j])
 			i += j + 1
 			inWord = true
 		case ch == '"':
+			open := i
 			i++
 			for ; i < len(s) && s[i] != '"'; i++ {
 				if s[i] == '\\' && i+1 < len(s) && strings.IndexByte("\"\\$`", s[i+1]) >= 0 {
@@ -121,7 +125,7 @@ func SplitCommand(s string) ([]string, error) {
 				b.WriteByte(s[i])
 			}
 			if i >= len(s) {
-				return nil, fmt.Errorf("%w: %q has an unclosed double quote", ErrInvalidValue, s)
+				return nil, fmt.Errorf("%w: the command has an unclosed double quote (opened at column %d)", ErrInvalidValue, column(s, open))
 			}
 			inWord = true
 		default:
@@ -134,3 +138,6 @@ func SplitCommand(s string) ([]string, error) {
 	}
 	return words, nil
 }
+
+// column is the 1-based column, in characters, of byte offset i of s.
+func column(s string, i int) int { return utf8.RuneCountInString(s[:i]) + 1 }

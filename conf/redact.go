@@ -20,6 +20,8 @@ import (
 //     args, a worker's), a word after a secret-looking flag is hidden:
 //     "--password x", "--token=x", "-Dsome.secret=x", and "-p x", "-p=x",
 //     "-px" (the short password flag of mysql, sshpass and their kin);
+//     a word name=value, or "name:" and the next word, whose name is
+//     secret ("token=x", "password=x", "key=x", "Token: x": isSecretName);
 //     and a URL's password ("https://user:x@host");
 //   - a malformed -D argument is named by its key alone (redactArg), and
 //     the flag package, which repeats a rejected argument in its error, never
@@ -142,6 +144,15 @@ func redactArgList(words []string) (out, secrets []string) {
 		out[i] = a
 		name, value, hasValue := strings.Cut(a, "=")
 		switch {
+		case !strings.HasPrefix(a, "-") && hasValue && value != "" && isSecretName(name):
+			// token=abc, password=x, AWS_SECRET_ACCESS_KEY=x, key=x: what
+			// a failing program prints about its credentials.
+			out[i] = name + "=" + Hidden
+			secrets = append(secrets, value)
+			continue
+		case !strings.HasPrefix(a, "-") && !hasValue && len(a) > 1 && strings.HasSuffix(a, ":") && isSecretName(a[:len(a)-1]):
+			hideNext = true // "token: abc", "Password: x"
+			continue
 		case !strings.HasPrefix(a, "-") || a == "-" || a == "--":
 		case name == shortPassword || IsSensitive(strings.TrimLeft(name, "-")):
 			if hasValue {
@@ -164,6 +175,16 @@ func redactArgList(words []string) (out, secrets []string) {
 		}
 	}
 	return out, secrets
+}
+
+// isSecretName reports whether name, the left side of a name=value word,
+// names a secret: a sensitive key (IsSensitive), or a key ("key",
+// "access_key", "apiKey"; a name ending in "key").
+func isSecretName(name string) bool {
+	if name == "" || strings.ContainsAny(name, "/:") {
+		return false // a path or URL with '=' in it, not an assignment
+	}
+	return IsSensitive(name) || strings.HasSuffix(strings.ToLower(name), "key")
 }
 
 // urlPasswordRE finds the password of a URL's user info: scheme://user:password@.

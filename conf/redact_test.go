@@ -74,3 +74,19 @@ func TestDynamicFlagParseError(t *testing.T) {
 	require.NoError(t, ParseError(fs2, nil))
 	require.False(t, errors.Is(ParseError(fs2, other), ErrSyntax))
 }
+
+// Issue 41: what a failing program prints about its own credentials
+// ("token=abc" on stderr) was shown as it was. A name=value word, or
+// "name:" and the next word, whose name is secret is hidden; other
+// assignments and paths are not.
+func TestRedactOutputHidesSecretAssignments(t *testing.T) {
+	out := "auth failed: token=abc123 password=pw-1 client_secret=s3 key=K3Y AWS_SECRET_ACCESS_KEY=aws1 apiKey=ak1 Token: tk1 " +
+		"gpu=0 mode=exclusive /a/b=c url=https://h/?x=1 yarn.io/gpu=2"
+	got := RedactOutput(out, nil)
+	for _, s := range []string{"abc123", "pw-1", "s3", "K3Y", "aws1", "ak1", "tk1"} {
+		require.NotContains(t, got, s)
+	}
+	for _, s := range []string{"token=(hidden)", "key=(hidden)", "Token: (hidden)", "gpu=0", "mode=exclusive", "/a/b=c", "yarn.io/gpu=2"} {
+		require.Contains(t, got, s)
+	}
+}

@@ -519,3 +519,22 @@ func TestScriptCallerDeadline(t *testing.T) {
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	require.NotErrorIs(t, err, ErrScriptTimeout, "the caller's deadline is not the script's timeout")
 }
+
+// Issue 41: a failing discovery script's output is quoted in the error;
+// what it prints about credentials ("token=abc", "password=…", "key=…")
+// is hidden there by the project's redaction rules (conf.RedactOutput).
+func TestScriptFailureOutputIsRedacted(t *testing.T) {
+	dir := t.TempDir()
+	path := writeScript(t, dir, "auth.sh", `echo "login with secret=stdout1 failed"
+echo "auth failed: token=abc123 password=hunter2 key=K3Y" >&2; exit 3
+`)
+	d, err := New(driver.Options{Resource: "gpu", Params: map[string]string{ParamScriptPath: path}})
+	require.NoError(t, err)
+	_, err = d.Discover(ctxT(t), 1)
+	require.ErrorIs(t, err, ErrScriptFailed)
+	require.ErrorContains(t, err, path)
+	require.ErrorContains(t, err, "token=(hidden)")
+	for _, s := range []string{"abc123", "hunter2", "K3Y", "stdout1"} {
+		require.NotContains(t, err.Error(), s)
+	}
+}

@@ -169,7 +169,7 @@ func (s *scriptDriver) discoverOnce(ctx context.Context, amount, ask int64) ([]r
 		return nil, nil, badOutput(fmt.Errorf("%w: %d requested, it printed %d%s", driver.ErrNotEnoughDevices, amount, len(indices), distinct))
 	}
 	if len(dups) > 0 {
-		s.log.WithFields(logrus.Fields{"resource": s.resource, "script": s.path, "output": clip(firstLine(res.stdout), 200), "twice": strings.Join(dups, ",")}).
+		s.log.WithFields(logrus.Fields{"resource": s.resource, "script": s.path, "output": clip(conf.RedactOutput(firstLine(res.stdout), args), 200), "twice": strings.Join(dups, ",")}).
 			Warn("discovery script printed an index more than once; counting it once, as Flink does")
 	}
 	if s.xresCoord {

@@ -123,3 +123,33 @@ func TestResourcesAndSubmitRefuseWhatTheAMRefuses(t *testing.T) {
 		require.Equal(t, ExitOK, code, out+stderr)
 	}
 }
+
+// Issue 41: a worker group's command with an unclosed quote was refused
+// by am resources and am submit with the whole command in the message,
+// the password it carries included. The error says where (key, column)
+// and never repeats the value.
+func TestUnclosedQuoteInACommandIsNotEchoed(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "flink-conf.yaml")
+	require.NoError(t, os.WriteFile(f, []byte(strings.Join([]string{
+		"external-resource.gpu.yarn.config-key: yarn.io/gpu",
+		"external-resource.gpu.driver-factory.class: org.apache.flink.externalresource.gpu.GPUDriverFactory",
+		"xres.worker-groups: a",
+		"xres.worker-group.a.external-resources: gpu",
+		"xres.worker-group.a.external-resource.gpu.amount: 1",
+		"xres.worker-group.a.workers: 1",
+		"xres.worker-group.a.command: tool --password hunter2secret 'x",
+	}, "\n")+"\n"), 0o644))
+	code, out, stderr := runAm(t, deps{}, nil, "resources", "--conf", f, "--offline")
+	require.Equal(t, ExitConfig, code, out+stderr)
+	require.Contains(t, out, "xres.worker-group.a.command")
+	require.Contains(t, out, "unclosed single quote (opened at column 31)")
+	require.NotContains(t, out+stderr, "hunter2secret")
+	code, out, stderr = runAm(t, deps{}, nil, "resources", "--conf", f, "--offline", "--json")
+	require.Equal(t, ExitConfig, code, out+stderr)
+	require.NotContains(t, out+stderr, "hunter2secret")
+	code, out, stderr = runAm(t, deps{}, nil, "submit", "--conf", f, "--", "true")
+	require.Equal(t, ExitConfig, code, stderr)
+	require.Contains(t, stderr, "xres.worker-group.a.command")
+	require.Contains(t, stderr, "column 31")
+	require.NotContains(t, out+stderr, "hunter2secret")
+}
