@@ -19,8 +19,8 @@ var (
 	ExternalResourceAmount = Register(Option{
 		Key:  "external-resource.<name>.amount",
 		Type: TypeInt64,
-		Description: "Amount of the resource per worker. A resource without a positive amount is " +
-			"skipped with a warning (an error in strict mode); a non-integer is an error.",
+		Description: "Amount of the resource per worker, 1 or more. A listed resource without a positive amount " +
+			"is refused by every entry point (Flink skips it with a warning); a non-integer is an error.",
 	})
 	ExternalResourceYarnKey = Register(Option{
 		Key:  "external-resource.<name>.yarn.config-key",
@@ -54,8 +54,8 @@ var (
 		Key:     "xres.strict",
 		Type:    TypeBool,
 		Default: "false",
-		Description: "Strict mode: every problem Flink only warns about (resource without amount, " +
-			"duplicate config key, ...) becomes one error listing them all. Also the `--strict` flag.",
+		Description: "Strict mode: every problem Flink only warns about (duplicate config key, " +
+			"a skipped file line, ...) becomes one error listing them all. Also the `--strict` flag.",
 	})
 	DiscoveryTimeout = Register(Option{
 		Key:     "xres.discovery.timeout",
@@ -358,6 +358,6 @@ var (
 		Key:         "rest.bind-port",
 		Type:        TypeString,
 		Default:     "0",
-		Description: "Port of the tracking server: a port, a range (50100-50200) or a list (50100,50101); 0 is any free port.",
+		Description: "Port of the tracking server: a port, a range (50100-50200) or a list (50100,50101) of ports 0 to 65535; 0 is any free port. Anything else is refused by am resources and am submit (exit 3).",
 	})
 )
