@@ -5,12 +5,15 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/jcmturner/gokrb5/v8/iana/etypeID"
 	"github.com/jcmturner/gokrb5/v8/keytab"
 	"github.com/stretchr/testify/require"
+
+	"github.com/xres/xres/resources"
 )
 
 // kerberizedHadoopDir is a HADOOP_CONF_DIR of a Kerberized cluster whose
@@ -152,4 +155,30 @@ func TestUnclosedQuoteInACommandIsNotEchoed(t *testing.T) {
 	require.Contains(t, stderr, "xres.worker-group.a.command")
 	require.Contains(t, stderr, "column 31")
 	require.NotContains(t, out+stderr, "hunter2secret")
+}
+
+// Issue 41: --conf /dev/zero (read until OOM) or a FIFO (blocked for
+// ever) is a configuration error at once, naming the file: am resources
+// and am submit exit 3, the launcher and its check 211.
+func TestNonRegularConfIsRefusedEverywhere(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "flink-conf.yaml")
+	require.NoError(t, syscall.Mkfifo(fifo, 0o600))
+	w, err := os.OpenFile(fifo, os.O_RDWR, 0) // a writer: a read would wait for ever
+	require.NoError(t, err)
+	defer w.Close()
+	for _, path := range []string{"/dev/zero", fifo} {
+		code, out, stderr := runAm(t, deps{}, nil, "resources", "--conf", path, "--offline")
+		require.Equal(t, ExitConfig, code, out+stderr)
+		require.Contains(t, stderr, path)
+		require.Contains(t, stderr, "not a regular file")
+		code, _, stderr = runAm(t, deps{}, nil, "submit", "--conf", path, "--", "true")
+		require.Equal(t, ExitConfig, code, stderr)
+		require.Contains(t, stderr, "not a regular file")
+		code, _, stderr = launcherRun(t, nil, "--conf", path, "--", "true")
+		require.Equal(t, resources.LauncherExitConfig, code, stderr)
+		require.Contains(t, stderr, path)
+		code, out, _ = launcherRun(t, nil, "check", "--conf", path)
+		require.Equal(t, resources.LauncherExitConfig, code, out)
+		require.Contains(t, out, "not a regular file")
+	}
 }
