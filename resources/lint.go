@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/xres/xres/conf"
@@ -30,9 +31,13 @@ type Problem struct {
 	Fix      string   // what to do about it
 }
 
-// String renders "key (origin): message (fix: ...)".
+// String renders "key (origin): message (fix: ...)"; a key holding a
+// control or non-ASCII character is quoted (%q), never written raw.
 func (p Problem) String() string {
 	var b strings.Builder
+	if p.Key != "" && !isPrintableASCII(p.Key) {
+		p.Key = strconv.Quote(p.Key)
+	}
 	switch {
 	case p.Key != "" && p.Origin != "":
 		fmt.Fprintf(&b, "%s (%s): ", p.Key, p.Origin)
@@ -46,6 +51,24 @@ func (p Problem) String() string {
 		b.WriteString(" (fix: " + p.Fix + ")")
 	}
 	return b.String()
+}
+
+func isPrintableASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] >= 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// shown is a resource name as messages write it: as it is when safe
+// (IsSafeName), else quoted, so that a control character is never echoed.
+func shown(n string) string {
+	if IsSafeName(n) {
+		return n
+	}
+	return strconv.Quote(n)
 }
 
 // MaxPlausibleAmount is the most devices of one resource a worker can
@@ -142,19 +165,22 @@ func LintWith(cfg *conf.Config, o LintOptions) []Problem {
 		switch {
 		case raw == None:
 			p.Severity = SeverityWarning
-			p.Message = fmt.Sprintf("keys are set for external-resource.%s.* but external-resources is none; they are ignored", n)
-			p.Fix = fmt.Sprintf("list %s in external-resources if workers should get it", n)
+			p.Message = fmt.Sprintf("keys are set for external-resource.%s.* but external-resources is none; they are ignored", shown(n))
+			p.Fix = fmt.Sprintf("list %s in external-resources if workers should get it", shown(n))
 		case len(names) == 0:
-			p.Message = fmt.Sprintf("keys are set for external-resource.%s.* but external-resources is not set; the resource is ignored", n)
-			p.Fix = fmt.Sprintf("add external-resources: %s", n)
+			p.Message = fmt.Sprintf("keys are set for external-resource.%s.* but external-resources is not set; the resource is ignored", shown(n))
+			p.Fix = fmt.Sprintf("add external-resources: %s", shown(n))
 		default:
 			p.Message = fmt.Sprintf("keys are set for external-resource.%s.* but external-resources lists %s; the resource is ignored",
-				n, strings.Join(names, ";"))
+				shown(n), strings.Join(names, ";"))
 			if m := closest(n, names, max(2, len(n)/3)); m != "" {
-				p.Fix = fmt.Sprintf("did you mean %s? rename the keys to external-resource.%s.*, or add %s to external-resources", m, m, n)
+				p.Fix = fmt.Sprintf("did you mean %s? rename the keys to external-resource.%s.*, or add %s to external-resources", m, m, shown(n))
 			} else {
-				p.Fix = fmt.Sprintf("add %s to external-resources: %s", n, conf.JoinList(append(append([]string(nil), names...), n)))
+				p.Fix = fmt.Sprintf("add %s to external-resources: %s", shown(n), conf.JoinList(append(append([]string(nil), names...), n)))
 			}
+		}
+		if !IsSafeName(n) {
+			p.Fix = "rename the keys: a resource name is letters, digits, '-', '_' and '.' only"
 		}
 		probs = append(probs, p)
 	}

@@ -447,3 +447,17 @@ func TestEnvTokenMatchesTheLaunchersVariables(t *testing.T) {
 		require.Equal(t, want, EnvToken(in))
 	}
 }
+
+// Issue 41: a key naming an unlisted resource with a control character
+// (a -D or file line) is reported quoted, never echoed raw.
+func TestLintQuotesUnsafeUnlistedNames(t *testing.T) {
+	c := cfgOf(t, KeyList, "gpu", Key("gpu", SuffixAmount), "1", Key("g\x1b[2Jpu", SuffixAmount), "1")
+	var found bool
+	for _, p := range Lint(c) {
+		require.NotContains(t, p.String(), "\x1b", "raw control character in %q", p.String())
+		if strings.Contains(p.String(), `"g\x1b[2Jpu"`) {
+			found = true
+		}
+	}
+	require.True(t, found, "the name is reported, quoted: %v", Lint(c))
+}
