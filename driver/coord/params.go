@@ -132,6 +132,12 @@ func ParseParams(resource string, params map[string]string) (Settings, error) {
 	if file == "" {
 		file = DefaultStateFile
 	}
+	if !isAbs(file) {
+		return Settings{}, fmt.Errorf("%s: %w: %w", driver.ParamKey(resource, ParamFile), errRelative(file), driver.ErrInvalidParam)
+	}
+	if fl.File != "" && !isAbs(fl.File) {
+		return Settings{}, fmt.Errorf("%s: %s %w: %w", driver.ParamKey(resource, ParamScriptArgs), FlinkFlagFile, errRelative(fl.File), driver.ErrInvalidParam)
+	}
 	switch {
 	case fl.File != "":
 		s.FlinkFile = absPath(fl.File)
