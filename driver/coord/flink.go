@@ -118,7 +118,7 @@ func ParseFlinkFile(path string, b []byte) ([]FlinkLine, error) {
 		if len(f) == 2 {
 			pid, err = strconv.Atoi(f[1])
 		}
-		if len(f) != 2 || err != nil || pid <= 0 {
+		if len(f) != 2 || err != nil || pid <= 0 || !decimal(f[0]) {
 			return nil, fmt.Errorf("%w: %s:%d is not a line of Flink's coordination file (want \"<index> <pid>\", got %d fields): "+
 				"xres never writes over a file that is not Flink's; if --coordination-file names another file by mistake, fix it, "+
 				"else stop the workers on this host and remove the file", ErrCorruptState, path, n+1, len(f))
@@ -126,6 +126,19 @@ func ParseFlinkFile(path string, b []byte) ([]FlinkLine, error) {
 		out = append(out, FlinkLine{Index: f[0], PID: pid})
 	}
 	return out, nil
+}
+
+// decimal says whether s is a GPU index as Flink's script writes it.
+func decimal(s string) bool {
+	if s == "" || len(s) > 9 {
+		return false
+	}
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // held maps the indices of live lines to their pids. A line is live while
