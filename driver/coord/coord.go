@@ -665,6 +665,16 @@ func (h *Host) read() ([]Entry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read coordination state %s: %w", h.state, err)
 	}
+	if fi.Mode().Perm()&0o002 != 0 {
+		// Written 0666 by xres before issue 41: made private to its owner
+		// (and group in a group folder) where we may, else refused below.
+		if uid, ok := ownerOf(fi); ok && (uid == os.Geteuid() || os.Geteuid() == 0) && f.Chmod(filePerm(filepath.Dir(h.state))) == nil {
+			h.log.WithField("state_file", h.state).Info("coordination state file was writable by every user; made 0644")
+			if fi, err = f.Stat(); err != nil {
+				return nil, fmt.Errorf("read coordination state %s: %w", h.state, err)
+			}
+		}
+	}
 	if err := trustedOwner("coordination state", h.state, fi, folder); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrCorruptState, err)
 	}

@@ -538,3 +538,19 @@ func copyFile(t *testing.T, from, to string, mode os.FileMode) {
 	_, err = io.Copy(out, in)
 	require.NoError(t, errors.Join(err, out.Close()))
 }
+
+// A state file an earlier xres wrote 0666 is made private to its owner
+// when read (an upgraded host keeps working), and not trusted while every
+// user may write it.
+func TestWorldWritableStateMadePrivate(t *testing.T) {
+	state := filepath.Join(t.TempDir(), "coordination.state")
+	holder := liveOwner(t)
+	writeEntries(t, state, Entry{Resource: "gpu", Key: "GPU-a", Owner: holder, Since: time.Now().UTC().Truncate(time.Second)})
+	require.NoError(t, os.Chmod(state, 0o666))
+	h := newHost(t, state, liveOwner(t))
+	_, err := h.Reserve(ctxT(t), "gpu", []string{"GPU-a"}, 1, false)
+	require.ErrorIs(t, err, ErrNoDevicesLeft, "the held GPU stays held")
+	fi, err := os.Stat(state)
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o644), fi.Mode().Perm())
+}
