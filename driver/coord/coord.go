@@ -798,7 +798,7 @@ func (h *Host) writeInPlace(entries []Entry) bool {
 	if n, err := f.WriteAt(b, 0); err != nil || n != len(b) {
 		return false // the rename path writes it whole
 	}
-	return sameFile(f, h.state)
+	return sameFile(f, h.state, false)
 }
 
 // errTempGone: the temp file vanished before its rename.
@@ -940,7 +940,7 @@ func (h *Host) lockPath(ctx context.Context, what, path string, flag int) (*os.F
 			_ = f.Close()
 			return nil, err
 		}
-		if sameFile(f, path) {
+		if sameFile(f, path, flag&syscall.O_DIRECTORY != 0) {
 			return f, nil
 		}
 		_ = f.Close()
@@ -979,12 +979,19 @@ func (h *Host) flock(ctx context.Context, f *os.File) error {
 	}
 }
 
-func sameFile(f *os.File, path string) bool {
+// sameFile says whether f is what path names now: for a folder
+// (follow), what a symbolic link there points to; for a file, the file
+// itself (a link put there since is not f).
+func sameFile(f *os.File, path string, follow bool) bool {
 	fi, err := f.Stat()
 	if err != nil {
 		return false
 	}
-	pi, err := os.Lstat(path)
+	stat := os.Lstat
+	if follow {
+		stat = os.Stat
+	}
+	pi, err := stat(path)
 	if err != nil {
 		return false
 	}

@@ -554,3 +554,26 @@ func TestWorldWritableStateMadePrivate(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, os.FileMode(0o644), fi.Mode().Perm())
 }
+
+// A coordination folder that is a symbolic link of root's (or this
+// user's), e.g. /var/tmp/xres → /data/xres, is used: only links of other
+// users are refused.
+func TestFolderLinkOfOurs(t *testing.T) {
+	real := t.TempDir()
+	link := filepath.Join(t.TempDir(), "xres")
+	require.NoError(t, os.Symlink(real, link))
+	h := newHost(t, filepath.Join(link, "coordination.state"), liveOwner(t))
+	_, err := h.Reserve(ctxT(t), "gpu", []string{"GPU-a"}, 1, false)
+	require.NoError(t, err)
+	require.FileExists(t, filepath.Join(real, "coordination.state"))
+	if os.Geteuid() != 0 {
+		return
+	}
+	other := filepath.Join(t.TempDir(), "xres")
+	require.NoError(t, os.Symlink(real, other))
+	require.NoError(t, os.Lchown(other, otherUID, otherUID))
+	h = newHost(t, filepath.Join(other, "coordination.state"), liveOwner(t))
+	_, err = h.Reserve(ctxT(t), "gpu", []string{"GPU-b"}, 1, false)
+	require.ErrorIs(t, err, ErrUnsafeFolder)
+	require.ErrorContains(t, err, fmt.Sprintf("symbolic link owned by uid %d", otherUID))
+}
