@@ -577,3 +577,27 @@ func TestFolderLinkOfOurs(t *testing.T) {
 	require.ErrorIs(t, err, ErrUnsafeFolder)
 	require.ErrorContains(t, err, fmt.Sprintf("symbolic link owned by uid %d", otherUID))
 }
+
+// The README's group folder (install -d -m 2770 -g <group>): launchers of
+// two users of the group share one state, and never one device.
+func TestGroupFolderShared(t *testing.T) {
+	needRoot(t)
+	dir := sharedFolder(t, 0o770|os.ModeSetgid)
+	require.NoError(t, os.Chown(dir, 0, otherUID))
+	state := filepath.Join(dir, "coordination.state")
+	h := newHost(t, state, liveOwner(t))
+	_, err := h.Reserve(ctxT(t), "gpu", []string{"GPU-a"}, 1, false)
+	require.NoError(t, err)
+	fi, err := os.Stat(state)
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o664), fi.Mode().Perm(), "group-writable in a group folder")
+
+	bin := filepath.Join(filepath.Dir(dir), "coord.test")
+	copyFile(t, os.Args[0], bin, 0o755)
+	cmd := exec.Command("setpriv", "--reuid", strconv.Itoa(otherUID), "--regid", strconv.Itoa(otherUID), "--clear-groups", bin, "-test.run=^$")
+	cmd.Env = append(os.Environ(), "XRES_COORD_HELPER=reserve", "XRES_COORD_STATE="+state, "XRES_COORD_AMOUNT=1", "XRES_COORD_CANDIDATES=GPU-a,GPU-b")
+	cmd.Stdin = strings.NewReader("")
+	out, err := cmd.Output()
+	require.NoError(t, err, "%s", out)
+	require.Equal(t, "OK GPU-b\n", string(out), "the group member gets the other GPU")
+}
