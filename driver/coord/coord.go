@@ -45,6 +45,12 @@
 // Flink coordination file) is never read as "nothing is held": every
 // reservation and release fails with ErrCorruptState, naming the file and
 // how to fix it, until an operator removes it.
+//
+// The host state may be shared with other Unix users (safefile.go): no
+// path is followed through a symbolic link, only regular files are used, a
+// file that is not ours is never written over, the folder must be safe,
+// and in a folder every user may write only files of root's or ours are
+// trusted.
 package coord
 
 import (

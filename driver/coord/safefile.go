@@ -74,24 +74,8 @@ func openRegular(what, path string, flag int, perm fs.FileMode) (*os.File, error
 		_ = f.Close()
 		return nil, fmt.Errorf("%w: %s %s is not a regular file (%s): xres never reads or writes one; name a file of its own", ErrUnsafeFile, what, path, fileKind(fi.Mode()))
 	}
-	// Back to blocking reads (a regular file never blocks anyway).
-	if err := setBlocking(f); err != nil {
-		_ = f.Close()
-		return nil, fmt.Errorf("%s %s: %w", what, path, err)
-	}
+	// O_NONBLOCK stays: it changes nothing for a regular file.
 	return f, nil
-}
-
-func setBlocking(f *os.File) error {
-	fd := int(f.Fd())
-	fl, _, e := syscall.Syscall(syscall.SYS_FCNTL, uintptr(fd), syscall.F_GETFL, 0)
-	if e != 0 {
-		return e
-	}
-	if _, _, e = syscall.Syscall(syscall.SYS_FCNTL, uintptr(fd), syscall.F_SETFL, fl&^syscall.O_NONBLOCK); e != 0 {
-		return e
-	}
-	return nil
 }
 
 func fileKind(m fs.FileMode) string {
