@@ -444,11 +444,11 @@ func TestFaultBlacklistExpires(t *testing.T) {
 	defer cancel()
 	p := startAM(t, ctx, append([]string{"submit", "--conf", cfg, "-D", "external-resource.gpu.amount=2",
 		"-D", "containerized.taskmanager.env.PATH=" + bin + ":" + fakeBinDir(t) + ":/usr/local/bin:/usr/bin:/bin",
-		// Both hosts are this machine: a state file of each container's own
-		// (relative, in its working folder) keeps the bad host's empty
-		// device listing from being shared with the good one (launchers
-		// starting together share one listing beside their state file).
-		"-D", "external-resource.gpu.param.coordination.file=coordination.state",
+		// Both hosts are this machine: without host coordination the bad
+		// host's empty device listing is not shared with the good one
+		// (launchers starting together share one listing beside their state
+		// file; a relative coordination.file, once used for this, is refused).
+		"-D", "external-resource.gpu.param.coordination.enabled=false",
 		"--workers", fmt.Sprint(workers), "--name", "xres-it-fault-blacklist", "--"}, countingWorker(dir, release)...)...)
 	app := p.appID(t)
 	c.KeepAppLogs(t, app)

@@ -45,9 +45,16 @@
 // Flink coordination file) is never read as "nothing is held": every
 // reservation and release fails with ErrCorruptState, naming the file and
 // how to fix it, until an operator removes it.
+//
+// The host state may be shared with other Unix users (safefile.go): no
+// path is followed through a symbolic link, only regular files are used, a
+// file that is not ours is never written over, the folder must be safe,
+// and in a folder every user may write only files of root's or ours are
+// trusted.
 package coord
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -142,11 +149,11 @@ func New(opts Options) (*Host, error) {
 	if h.state == "" {
 		h.state = DefaultStateFile
 	}
-	abs, err := filepath.Abs(h.state)
-	if err != nil {
-		return nil, fmt.Errorf("coordination file %q: %w", h.state, err)
+	if !filepath.IsAbs(h.state) {
+		return nil, fmt.Errorf("coordination file: %w", errRelative(h.state))
 	}
-	h.state = abs
+	h.state = filepath.Clean(h.state)
+	var err error
 	h.lock = h.state + ".lock"
 	if opts.FlinkFile != "" {
 		if h.flink, err = filepath.Abs(opts.FlinkFile); err != nil {
@@ -636,27 +643,84 @@ func (h *Host) Check(ctx context.Context) error {
 	})
 }
 
-// read loads the state file; a missing file is an empty table.
+// read loads the state file; a missing file is an empty table. The file
+// is opened without following a symbolic link, must be a regular file, and,
+// in a folder every user may write, owned by root or by this user
+// (trustedOwner); anything else blocks every grant with an error naming the
+// file (a state that cannot be trusted fails closed).
 func (h *Host) read() ([]Entry, error) {
-	b, err := localfile.ReadFile(h.state)
+	folder, err := checkFolder(filepath.Dir(h.state))
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	f, err := openRegular("coordination state", h.state, os.O_RDONLY, 0)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
+		if errors.Is(err, ErrUnsafeFile) {
+			return nil, fmt.Errorf("%w: %w; nothing is granted while it is there", ErrCorruptState, err)
+		}
+		return nil, fmt.Errorf("read coordination state %s: %w (nothing is granted while it cannot be read: make it readable by every user that runs workers, or remove it once no worker on this host holds a device)", h.state, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
 		return nil, fmt.Errorf("read coordination state %s: %w", h.state, err)
 	}
+	if fi.Mode().Perm()&0o002 != 0 {
+		// Written 0666 by xres before issue 41: made private to its owner
+		// (and group in a group folder) where we may, else refused below.
+		if uid, ok := ownerOf(fi); ok && (uid == os.Geteuid() || os.Geteuid() == 0) && f.Chmod(filePerm(filepath.Dir(h.state))) == nil {
+			h.log.WithField("state_file", h.state).Info("coordination state file was writable by every user; made 0644")
+			if fi, err = f.Stat(); err != nil {
+				return nil, fmt.Errorf("read coordination state %s: %w", h.state, err)
+			}
+		}
+	}
+	if err := trustedOwner("coordination state", h.state, fi, folder); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrCorruptState, err)
+	}
+	b, err := readAllBounded(f, maxStateSize)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v; nothing is granted while it is unreadable", ErrCorruptState, h.state, err)
+	}
 	entries, err := decodeState(b)
-	if err != nil && h.writtenBeforeBoot() {
+	if err != nil && looksOurs(b) && h.writtenBeforeBoot(fi) {
 		// Torn by a crash (the file is not fsync'ed): every holder it could
-		// name died with the last boot.
+		// name died with the last boot. Only a file of ours (or an empty one)
+		// is taken for torn: any other file is left alone (an old
+		// configuration file named by a typo is never written over).
 		h.log.WithError(err).WithField("state_file", h.state).Warn("coordination state file from before the last boot is unreadable; starting empty")
 		return nil, nil
+	}
+	if err != nil && !looksOurs(b) {
+		return nil, fmt.Errorf("%w: %s is not an xres state file (%v); xres never writes over a file it did not write, and nothing is granted while it is there: "+
+			"if coordination.file names another file by mistake, fix coordination.file; if it is a damaged xres state file, "+
+			"stop the workers on this host (or make sure none holds a device), then remove the file", ErrCorruptState, h.state, err)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v; nothing is granted while it is unreadable: "+
 			"stop the workers on this host (or make sure none holds a device), then remove the file", ErrCorruptState, h.state, err)
 	}
 	return entries, nil
+}
+
+// looksOurs says whether b may be a state file of ours torn by a crash:
+// empty, all zero bytes (blocks allocated, never written), or beginning
+// with (a prefix of) the xres header.
+func looksOurs(b []byte) bool {
+	if len(b) == 0 {
+		return true
+	}
+	if len(bytes.Trim(b, "\x00")) == 0 {
+		return true
+	}
+	n := min(len(b), len(stateMagic)+1)
+	return string(b[:n]) == (stateMagic + " ")[:n]
 }
 
 // readUnlocked loads the state file without the lock (dry runs, Holders).
@@ -682,13 +746,9 @@ func (h *Host) readUnlocked(ctx context.Context) ([]Entry, error) {
 	return again, nil
 }
 
-// writtenBeforeBoot says whether the state file was last written before
-// this boot.
-func (h *Host) writtenBeforeBoot() bool {
-	fi, err := os.Stat(h.state)
-	if err != nil {
-		return false
-	}
+// writtenBeforeBoot says whether the state file (fi) was last written
+// before this boot.
+func (h *Host) writtenBeforeBoot(fi os.FileInfo) bool {
 	bt, ok := h.proc.bootTime()
 	return ok && fi.ModTime().Before(bt)
 }
@@ -728,7 +788,7 @@ const inPlaceMax = 4096
 // written through), not writable by us, over a page, or replaced or removed
 // while written.
 func (h *Host) writeInPlace(entries []Entry) bool {
-	f, err := localfile.OpenFile(h.state, os.O_WRONLY|syscall.O_NOFOLLOW, 0)
+	f, err := localfile.OpenFile(h.state, os.O_WRONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return false
 	}
@@ -744,7 +804,7 @@ func (h *Host) writeInPlace(entries []Entry) bool {
 	if n, err := f.WriteAt(b, 0); err != nil || n != len(b) {
 		return false // the rename path writes it whole
 	}
-	return sameFile(f, h.state)
+	return sameFile(f, h.state, false)
 }
 
 // errTempGone: the temp file vanished before its rename.
@@ -783,8 +843,9 @@ func (h *Host) writeOnce(b []byte) error {
 	if _, err := tmp.Write(b); err != nil {
 		return fmt.Errorf("write coordination state %s: %w", h.state, err)
 	}
-	// Workers of different users share the file.
-	if err := tmp.Chmod(0o666); err != nil {
+	// Readable by every user's launchers; writable by the group only in a
+	// group folder (filePerm): never by every user.
+	if err := tmp.Chmod(filePerm(dir)); err != nil {
 		return fmt.Errorf("write coordination state %s: %w", h.state, err)
 	}
 	// No fsync: a crash that tears the file also ends every holder in it
@@ -800,9 +861,18 @@ func (h *Host) writeOnce(b []byte) error {
 	if err := tmp.Close(); err != nil {
 		return fmt.Errorf("write coordination state %s: %w", h.state, err)
 	}
+	// Replace only a file of ours: read (under the lock) found the state
+	// file missing or ours, but a non-regular file (a device, a FIFO) or a
+	// folder put there since is never replaced.
+	if li, err := os.Lstat(h.state); err == nil && !li.Mode().IsRegular() && li.Mode()&os.ModeSymlink == 0 {
+		return fmt.Errorf("%w: coordination state %s is not a regular file (%s): xres never replaces one", ErrUnsafeFile, h.state, fileKind(li.Mode()))
+	}
 	if err := os.Rename(tmpName, h.state); err != nil {
 		if _, statErr := os.Lstat(tmpName); errors.Is(err, os.ErrNotExist) && errors.Is(statErr, os.ErrNotExist) {
 			err = fmt.Errorf("%w: %w", errTempGone, err)
+		}
+		if errors.Is(err, os.ErrPermission) {
+			err = fmt.Errorf("%w (the state file belongs to another user, or the folder is sticky: containers of several Unix users share a host's coordination through a group folder, install -d -m 2770 -g <group>, or YARN's GPU isolation)", err)
 		}
 		return fmt.Errorf("write coordination state %s: %w", h.state, err)
 	}
@@ -830,17 +900,20 @@ func (h *Host) locked(ctx context.Context, fn func() error) error {
 		defer cancel()
 	}
 	dir := filepath.Dir(h.lock)
-	if err := os.MkdirAll(dir, 0o777); err != nil {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("create coordination directory %s: %w (make it writable by every user that runs workers, or configure another coordination file)", dir, err)
 	}
-	d, err := h.lockPath(ctx, dir, os.O_RDONLY|syscall.O_DIRECTORY)
+	if _, err := checkFolder(dir); err != nil {
+		return err
+	}
+	d, err := h.lockPath(ctx, "coordination folder", dir, os.O_RDONLY|syscall.O_DIRECTORY)
 	if err != nil {
 		return err
 	}
 	defer unlock(d)
 	// flock needs no write access: workers of other users can share a lock
 	// file they cannot write.
-	f, err := h.lockPath(ctx, h.lock, os.O_RDONLY|os.O_CREATE)
+	f, err := h.lockPath(ctx, "coordination lock", h.lock, os.O_RDONLY|os.O_CREATE)
 	if err != nil {
 		return err
 	}
@@ -851,17 +924,29 @@ func (h *Host) locked(ctx context.Context, fn func() error) error {
 // lockPath opens path and flocks it exclusively; when what it locked is no
 // longer at path (removed or replaced while we waited), it locks again what
 // is there now.
-func (h *Host) lockPath(ctx context.Context, path string, flag int) (*os.File, error) {
+// A lock file is opened without following a symbolic link and must be a
+// regular file (a planted link never makes a root launcher create its
+// target); the folder (O_DIRECTORY) is checked by checkFolder first.
+func (h *Host) lockPath(ctx context.Context, what, path string, flag int) (*os.File, error) {
 	for {
-		f, err := localfile.OpenFile(path, flag, 0o666)
+		var f *os.File
+		var err error
+		if flag&syscall.O_DIRECTORY != 0 {
+			f, err = localfile.OpenFile(path, flag, 0)
+		} else {
+			f, err = openRegular(what, path, flag, filePerm(filepath.Dir(path)))
+		}
+		if errors.Is(err, ErrUnsafeFile) {
+			return nil, err
+		}
 		if err != nil {
-			return nil, fmt.Errorf("open coordination lock %s: %w (make the directory writable by every user that runs workers, or configure another coordination file)", path, err)
+			return nil, fmt.Errorf("open %s %s: %w (make the directory writable by every user that runs workers, or configure another coordination file)", what, path, err)
 		}
 		if err := h.flock(ctx, f); err != nil {
 			_ = f.Close()
 			return nil, err
 		}
-		if sameFile(f, path) {
+		if sameFile(f, path, flag&syscall.O_DIRECTORY != 0) {
 			return f, nil
 		}
 		_ = f.Close()
@@ -888,6 +973,9 @@ func (h *Host) flock(ctx context.Context, f *os.File) error {
 		select {
 		case <-ctx.Done():
 			t.Stop()
+			if who := lockHolders(h.proc, f); who != "" {
+				return fmt.Errorf("%w %s (held by %s): %w", ErrLockTimeout, f.Name(), who, ctx.Err())
+			}
 			return fmt.Errorf("%w %s: %w", ErrLockTimeout, f.Name(), ctx.Err())
 		case <-t.C:
 		}
@@ -897,12 +985,19 @@ func (h *Host) flock(ctx context.Context, f *os.File) error {
 	}
 }
 
-func sameFile(f *os.File, path string) bool {
+// sameFile says whether f is what path names now: for a folder
+// (follow), what a symbolic link there points to; for a file, the file
+// itself (a link put there since is not f).
+func sameFile(f *os.File, path string, follow bool) bool {
 	fi, err := f.Stat()
 	if err != nil {
 		return false
 	}
-	pi, err := os.Stat(path)
+	stat := os.Lstat
+	if follow {
+		stat = os.Stat
+	}
+	pi, err := stat(path)
 	if err != nil {
 		return false
 	}

@@ -65,11 +65,15 @@ func (c *deviceCache) Enumerate(ctx context.Context) ([]driver.Device, error) {
 	if devs, ok := c.load(); ok {
 		return devs, nil
 	}
-	if err := os.MkdirAll(filepath.Dir(c.path), 0o777); err != nil {
+	if err := os.MkdirAll(filepath.Dir(c.path), 0o755); err != nil {
 		return c.inner.Enumerate(ctx)
 	}
-	h := &Host{lock: c.path + ".lock"}
-	f, err := h.lockPath(ctx, c.path+".lock", os.O_RDONLY|os.O_CREATE)
+	if _, err := checkFolder(filepath.Dir(c.path)); err != nil {
+		c.log.WithError(err).Warn("device cache not used")
+		return c.inner.Enumerate(ctx)
+	}
+	h := &Host{lock: c.path + ".lock", proc: defaultProc}
+	f, err := h.lockPath(ctx, "device cache lock", c.path+".lock", os.O_RDONLY|os.O_CREATE)
 	if err != nil {
 		c.log.WithError(err).Debug("device cache lock; listing without it")
 		return c.inner.Enumerate(ctx)
@@ -86,8 +90,32 @@ func (c *deviceCache) Enumerate(ctx context.Context) ([]driver.Device, error) {
 	return devs, nil
 }
 
+// load reads the cache when it can be trusted: a regular file (not
+// followed through a symbolic link) in a safe folder, not writable by
+// every user, and in a folder every user may write, owned by root or by
+// this user (trustedOwner). Anything else is a miss, logged.
 func (c *deviceCache) load() ([]driver.Device, bool) {
-	b, err := localfile.ReadFile(c.path)
+	folder, err := checkFolder(filepath.Dir(c.path))
+	if err != nil {
+		return nil, false
+	}
+	f, err := openRegular("device cache", c.path, os.O_RDONLY, 0)
+	if err != nil {
+		if !os.IsNotExist(err) {
+			c.log.WithError(err).Warn("device cache not used")
+		}
+		return nil, false
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, false
+	}
+	if err := trustedOwner("device cache", c.path, fi, folder); err != nil {
+		c.log.WithError(err).Warn("device cache not used")
+		return nil, false
+	}
+	b, err := readAllBounded(f, maxStateSize)
 	if err != nil {
 		return nil, false
 	}
@@ -109,7 +137,7 @@ func (c *deviceCache) store(devs []driver.Device) {
 		return
 	}
 	_, werr := tmp.Write(b)
-	_ = tmp.Chmod(0o666)
+	_ = tmp.Chmod(0o644) // never writable by others: a cache they wrote is not trusted
 	cerr := tmp.Close()
 	if werr != nil || cerr != nil || os.Rename(tmp.Name(), c.path) != nil {
 		_ = os.Remove(tmp.Name())

@@ -3,14 +3,12 @@ package coord
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
-	"io"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
-
-	"github.com/xres/xres/conf/localfile"
 )
 
 // Flink's GPU coordination file, for hosts where launchers running Flink's
@@ -42,11 +40,11 @@ type flinkFile struct {
 // openFlink locks Flink's file as Flink's script does (an exclusive flock on
 // the file itself, created when missing) and reads it.
 func (h *Host) openFlink(ctx context.Context) (*flinkFile, error) {
-	f, err := h.lockPath(ctx, h.flink, os.O_RDWR|os.O_CREATE)
+	f, err := h.lockPath(ctx, "Flink coordination file", h.flink, os.O_RDWR|os.O_CREATE)
 	if err != nil {
 		return nil, err
 	}
-	b, err := io.ReadAll(f)
+	b, err := readAllBounded(f, maxFlinkSize)
 	if err != nil {
 		unlock(f)
 		return nil, fmt.Errorf("read Flink coordination file %s: %w", h.flink, err)
@@ -70,13 +68,29 @@ func (h *Host) readFlink() (*flinkFile, error) {
 
 // ReadFlinkFile reads Flink's coordination file at path without its lock,
 // as ParseFlinkFile parses it; a file that does not exist holds nothing.
+// Like every host state file it is opened without following a symbolic
+// link, and only a regular file is read.
 func ReadFlinkFile(path string) ([]FlinkLine, error) {
-	b, err := localfile.ReadFile(path)
-	if err != nil && !os.IsNotExist(err) {
+	f, err := openRegular("Flink coordination file", path, os.O_RDONLY, 0)
+	if os.IsNotExist(err) {
+		return nil, nil
+	}
+	if err != nil {
+		if errors.Is(err, ErrUnsafeFile) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("read Flink coordination file %s: %w", path, err)
+	}
+	defer f.Close()
+	b, err := readAllBounded(f, maxFlinkSize)
+	if err != nil {
 		return nil, fmt.Errorf("read Flink coordination file %s: %w", path, err)
 	}
 	return ParseFlinkFile(path, b)
 }
+
+// maxFlinkSize bounds what is read of Flink's file (a line per GPU).
+const maxFlinkSize = 1 << 20
 
 func (ff *flinkFile) close() {
 	if ff != nil && ff.f != nil {
@@ -87,7 +101,8 @@ func (ff *flinkFile) close() {
 // ParseFlinkFile reads the "<index> <pid>" lines of Flink's coordination
 // file path; anything else is an error wrapping ErrCorruptState and naming
 // the file and line (an xres state file there was written by an earlier
-// xres in built-in mode).
+// xres in built-in mode), never quoting it (the file may be anybody's: a
+// typo, a link planted to a secret), and such a file is never written.
 func ParseFlinkFile(path string, b []byte) ([]FlinkLine, error) {
 	if bytes.HasPrefix(b, []byte(stateMagic)) {
 		return nil, fmt.Errorf("%w: %s is an xres state file, not Flink's coordination file (written by an earlier xres that kept its state in Flink's --coordination-file): "+
@@ -103,12 +118,27 @@ func ParseFlinkFile(path string, b []byte) ([]FlinkLine, error) {
 		if len(f) == 2 {
 			pid, err = strconv.Atoi(f[1])
 		}
-		if len(f) != 2 || err != nil || pid <= 0 {
-			return nil, fmt.Errorf("%w: Flink coordination file %s:%d: want \"<index> <pid>\", got %q", ErrCorruptState, path, n+1, line)
+		if len(f) != 2 || err != nil || pid <= 0 || !decimal(f[0]) {
+			return nil, fmt.Errorf("%w: %s:%d is not a line of Flink's coordination file (want \"<index> <pid>\", got %d fields): "+
+				"xres never writes over a file that is not Flink's; if --coordination-file names another file by mistake, fix it, "+
+				"else stop the workers on this host and remove the file", ErrCorruptState, path, n+1, len(f))
 		}
 		out = append(out, FlinkLine{Index: f[0], PID: pid})
 	}
 	return out, nil
+}
+
+// decimal says whether s is a GPU index as Flink's script writes it.
+func decimal(s string) bool {
+	if s == "" || len(s) > 9 {
+		return false
+	}
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // held maps the indices of live lines to their pids. A line is live while

@@ -29,7 +29,7 @@ var (
 	})
 	FileParam = driver.Declare(driver.Param{
 		Name: ParamFile, Type: conf.TypeString, Default: DefaultStateFile,
-		Doc: "Host-wide reservation state file (a lock file is kept beside it). Every worker " +
+		Doc: "Host-wide reservation state file, an absolute path (a lock file is kept beside it). Every worker " +
 			"on a host must use the same file. Flink's coordination file (`--coordination-file` in discovery-script.args) is " +
 			"honoured beside it in Flink's format, never used as it: naming it here is refused (exit 211, and by am submit).",
 	})
@@ -131,6 +131,12 @@ func ParseParams(resource string, params map[string]string) (Settings, error) {
 	file, _ := FileParam.Lookup(params)
 	if file == "" {
 		file = DefaultStateFile
+	}
+	if !isAbs(file) {
+		return Settings{}, fmt.Errorf("%s: %w: %w", driver.ParamKey(resource, ParamFile), errRelative(file), driver.ErrInvalidParam)
+	}
+	if fl.File != "" && !isAbs(fl.File) {
+		return Settings{}, fmt.Errorf("%s: %s %w: %w", driver.ParamKey(resource, ParamScriptArgs), FlinkFlagFile, errRelative(fl.File), driver.ErrInvalidParam)
 	}
 	switch {
 	case fl.File != "":

@@ -34,8 +34,12 @@ func TestParseParams(t *testing.T) {
 			want: coord.Settings{Enabled: true, StateFile: coord.DefaultStateFile, FlinkFile: coord.FlinkDefaultFile, Flink: coord.FlinkArgs{Enabled: true}}, warnings: 1},
 		{name: "the docs' misspelt flag", params: map[string]string{"discovery-script.args": "--enable-coordination"},
 			want: coord.Settings{Enabled: true, StateFile: coord.DefaultStateFile}, warnings: 1},
-		{name: "relative file made absolute", params: map[string]string{"coordination.file": "state"},
-			want: coord.Settings{Enabled: true, StateFile: mustAbs(t, "state")}},
+		// Issue 41: under YARN every container has its own working folder,
+		// so a relative file coordinates nothing.
+		{name: "relative file refused", params: map[string]string{"coordination.file": "state"},
+			errHas: `external-resource.fpga.param.coordination.file: "state" is a relative path: every container has a working folder of its own, so launchers would not coordinate at all; name an absolute host path`},
+		{name: "relative Flink file refused", params: map[string]string{"discovery-script.args": "--coordination-file flink-coord"},
+			errHas: `external-resource.fpga.param.discovery-script.args: --coordination-file "flink-coord" is a relative path`},
 		{name: "bad flag", params: map[string]string{"coordination.enabled": "yes"}, errHas: `external-resource.fpga.param.coordination.enabled: "yes", want true or false`},
 		{name: "file flag without a file", params: map[string]string{"discovery-script.args": "--coordination-file"},
 			errHas: "external-resource.fpga.param.discovery-script.args: --coordination-file needs a file"},
@@ -54,12 +58,6 @@ func TestParseParams(t *testing.T) {
 			require.Equal(t, tc.want, got)
 		})
 	}
-}
-
-func mustAbs(t *testing.T, p string) string {
-	a, err := filepath.Abs(p)
-	require.NoError(t, err)
-	return a
 }
 
 func TestNewCoordinated(t *testing.T) {

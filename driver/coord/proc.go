@@ -161,11 +161,14 @@ func (p procFS) check(o, self Owner) liveness {
 	if o.Boot != "" && self.Boot != "" && o.Boot != self.Boot {
 		return dead // recorded before the last reboot
 	}
+	if o.PID <= 0 || o.PID > pidMaxLimit {
+		return dead // no kernel has such a pid, in any namespace
+	}
 	if o.PIDNS != "" && self.PIDNS != "" && o.PIDNS != self.PIDNS {
 		return unknown
 	}
-	if o.PID <= 0 {
-		return dead
+	if o.PID > p.pidMax() {
+		return dead // above this kernel's pid_max: never a process
 	}
 	st, err := p.stat(o.PID)
 	switch {
@@ -185,6 +188,33 @@ func (p procFS) check(o, self Owner) liveness {
 	default:
 		return unknown
 	}
+}
+
+// pidMaxLimit is the kernel's PID_MAX_LIMIT on 64-bit systems (4M): no pid
+// namespace has a pid above it.
+const pidMaxLimit = 1 << 22
+
+// pidMax is /proc/sys/kernel/pid_max (pidMaxLimit where unreadable).
+func (p procFS) pidMax() int {
+	if p.root == defaultProc.root {
+		return hostPidMax()
+	}
+	return readPidMax(p.root)
+}
+
+// hostPidMax is this host's pid_max, read once.
+var hostPidMax = sync.OnceValue(func() int { return readPidMax(defaultProc.root) })
+
+func readPidMax(root string) int {
+	b, err := localfile.ReadFile(root + "/sys/kernel/pid_max")
+	if err != nil {
+		return pidMaxLimit
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || n <= 0 || n > pidMaxLimit {
+		return pidMaxLimit
+	}
+	return n
 }
 
 // program is the holder's program name (argv[0] without its folder), for
@@ -279,10 +309,17 @@ var wrappers = map[string]bool{
 // or run by init), which would hold the devices until the next boot.
 var ErrNoCaller = errors.New("no caller process to reserve for")
 
+// shells are the wrappers that are shells: one is passed over only while
+// it runs a script (interactiveShell).
+var shells = map[string]bool{"sh": true, "bash": true, "dash": true, "ash": true, "zsh": true, "ksh": true, "mksh": true}
+
 // Caller returns the pid of the process that the calling process works
-// for: its parent, or the nearest ancestor that is not a shell or an exec
-// wrapper (see wrappers), so that a wrapper script in between does not
-// become the holder. Init is never a caller (ErrNoCaller).
+// for: its parent, or the nearest ancestor that is not a shell running a
+// script or an exec wrapper (see wrappers), so that a wrapper script in
+// between does not become the holder. Init is never a caller, and neither
+// is whatever runs an interactive shell (a terminal, sshd, tmux: it would
+// hold the devices as long as it runs): a bridge run by hand from a shell
+// gets ErrNoCaller, and --holder-pid names the holder instead.
 func Caller() (int, error) { return defaultProc.caller(os.Getppid()) }
 
 func (p procFS) caller(pid int) (int, error) {
@@ -291,6 +328,10 @@ func (p procFS) caller(pid int) (int, error) {
 		if !wrappers[prog] {
 			return pid, nil
 		}
+		if shells[prog] && p.interactiveShell(pid) {
+			return 0, fmt.Errorf("%w: run from an interactive shell (pid %d, %s), whose parent (a terminal, sshd) would hold the devices as long as it runs; "+
+				"the bridge is an engine's discovery script: run by hand, pass --holder-pid (e.g. --holder-pid $$ for this shell), or use `container-launcher probe` to see what would be granted", ErrNoCaller, pid, prog)
+		}
 		st, err := p.stat(pid)
 		if err != nil {
 			return 0, fmt.Errorf("find the caller: %w", err)
@@ -298,4 +339,71 @@ func (p procFS) caller(pid int) (int, error) {
 		pid = st.ppid
 	}
 	return 0, fmt.Errorf("%w: the nearest process above the wrappers is pid 1 (init), which would hold the devices until the next boot", ErrNoCaller)
+}
+
+// interactiveShell says whether the shell pid reads its commands from a
+// terminal: no -c and no script operand in its arguments, and its stdin a
+// terminal (or unreadable: then it is taken for one). `sh script`,
+// `sh -c …` and `sh < script` run scripts.
+func (p procFS) interactiveShell(pid int) bool {
+	b, err := localfile.ReadFile(fmt.Sprintf("%s/%d/cmdline", p.root, pid))
+	if err != nil {
+		return false
+	}
+	args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+	if len(args) > 0 {
+		args = args[1:]
+	}
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			return i+1 >= len(args) && p.stdinTTY(pid)
+		case a == "-o" || a == "+o" || a == "-O" || a == "+O" || a == "--rcfile" || a == "--init-file":
+			i++ // takes a value
+		case strings.HasPrefix(a, "--"):
+		case strings.HasPrefix(a, "-") || strings.HasPrefix(a, "+"):
+			if strings.ContainsRune(a[1:], 'c') {
+				return false // -c: a command string
+			}
+		default:
+			return false // a script file
+		}
+	}
+	return p.stdinTTY(pid)
+}
+
+// stdinTTY says whether pid's stdin is a terminal (true when unreadable).
+func (p procFS) stdinTTY(pid int) bool {
+	t, err := os.Readlink(fmt.Sprintf("%s/%d/fd/0", p.root, pid))
+	if err != nil {
+		return true
+	}
+	return strings.HasPrefix(t, "/dev/pts/") || strings.HasPrefix(t, "/dev/tty") || t == "/dev/console"
+}
+
+// ErrBadHolder: a holder pid the bridge refuses to reserve for.
+var ErrBadHolder = errors.New("refused holder")
+
+// CheckHolder refuses to reserve for pid unless it is a running process
+// of the caller's own (real) user other than init: devices reserved for
+// init (pid 1) would stay held until the next boot, and for another
+// user's process as long as that runs, without that user asking.
+func CheckHolder(pid int) error { return defaultProc.checkHolder(pid, os.Getuid()) }
+
+func (p procFS) checkHolder(pid, uid int) error {
+	if pid <= 1 {
+		return fmt.Errorf("%w: pid %d: init (or no process) would hold the devices until the next boot; name the engine process that uses them", ErrBadHolder, pid)
+	}
+	if pid > p.pidMax() {
+		return fmt.Errorf("%w: pid %d is above the kernel's pid_max (%d)", ErrBadHolder, pid, p.pidMax())
+	}
+	owner, ok := procUID(p, pid)
+	if !ok {
+		return fmt.Errorf("%w: pid %d is not a running process", ErrBadHolder, pid)
+	}
+	if owner != uid {
+		return fmt.Errorf("%w: pid %d runs as uid %d, not as this user (uid %d): reserve only for a process of your own", ErrBadHolder, pid, owner, uid)
+	}
+	return nil
 }

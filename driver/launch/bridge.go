@@ -66,8 +66,10 @@ const (
                        else 1); Flink passes its own as the first argument
   --protocol P         flink, spark or auto (default: flink when an amount is
                        given as an argument, else spark)
-  --holder-pid PID     reserve for this process (default: the caller, the
-                       nearest ancestor that is not a shell or exec wrapper)
+  --holder-pid PID     reserve for this process, one of this user's, not
+                       init (default: the caller, the nearest ancestor that
+                       is not a shell running a script or an exec wrapper;
+                       refused when run from an interactive shell)
   (started as xres-<resource>-discovery, it is the bridge for <resource>)
 `
 	discoverUsageText = "usage:\n" + discoverSynopsis + "\nflags:\n" + commonFlagsText + discoverFlagsText + "\n" + exitCodesText
@@ -137,6 +139,12 @@ func runDiscover(ctx context.Context, args []string, env Env) int {
 		if holder, err = coord.Caller(); err != nil {
 			return failDiscover(env, classify(ErrUsage, err))
 		}
+	}
+	if err := coord.CheckHolder(holder); err != nil {
+		if *holderPID != 0 {
+			err = fmt.Errorf("--holder-pid: %w", err)
+		}
+		return failDiscover(env, classify(ErrUsage, err))
 	}
 	l := &Launcher{Registry: env.Registry, Log: log, Getenv: env.Getenv, DriverTimeout: loaded.DiscoveryTimeout, Holder: holder}
 	if req.protocol == protocolFlink {

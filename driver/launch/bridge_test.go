@@ -355,3 +355,17 @@ func TestBridgeResourceWithoutDriver(t *testing.T) {
 	require.Equal(t, ExitConfig, code, stderr.String())
 	require.Contains(t, stderr.String(), "external-resource.fpga.driver-factory.class is not set")
 }
+
+// Issue 41: `discover --holder-pid 1` held every GPU for init (until the
+// next boot). The bridge reserves only for a running process of the
+// caller's own user other than init, and reserves nothing otherwise.
+func TestBridgeRefusesInitAsHolder(t *testing.T) {
+	h := newFakeHost()
+	h.devices["gpu"] = 2
+	r := runMain(t, h, fixedSpecs(gpuSpec(1)), nil, "discover", "--resources", "gpu", "--holder-pid", "1", "--amount", "1")
+	require.Equal(t, ExitUsage, r.code, "stdout %q stderr %q", r.stdout, r.stderr)
+	require.Contains(t, r.stderr, "--holder-pid")
+	require.Contains(t, r.stderr, "pid 1")
+	require.Empty(t, r.stdout, "no device printed")
+	require.Empty(t, h.Held("gpu"), "nothing reserved")
+}

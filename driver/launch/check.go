@@ -192,8 +192,11 @@ func (l *Launcher) checkSpec(ctx context.Context, cfg *conf.Config, spec resourc
 		if err != nil {
 			key := driver.ParamKey(spec.Name, coord.ParamFile)
 			fix := "make the directory of " + co.StateFile + " writable by every user that runs workers, or set " + key + " to a file in one that is"
-			if errors.Is(err, coord.ErrCorruptState) {
-				fix = "stop the workers on this host, then remove " + co.StateFile
+			switch {
+			case errors.Is(err, coord.ErrUnsafeFolder), errors.Is(err, coord.ErrUnsafeFile):
+				fix = "as the message says (README: Hosts shared by several Unix users)"
+			case errors.Is(err, coord.ErrCorruptState):
+				fix = "if " + key + " names another program's file, fix " + key + "; else stop the workers on this host, then remove " + co.StateFile
 			}
 			hostProblem(resources.SeverityError, key, "host coordination cannot work: "+err.Error(), fix)
 		}

@@ -8,8 +8,12 @@ import (
 	"io"
 	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
+	"strings"
+	"syscall"
 
 	"github.com/xres/xres/conf/localfile"
 	"github.com/xres/xres/resources"
@@ -115,23 +119,78 @@ func appendIndented(b []byte, open, close byte, n int, indent string, member fun
 }
 
 // CreateInfoFile writes infos to a new info file in dir, named
-// xres-resources-*.json, and returns its path. The file is fresh (O_EXCL,
-// mode 0600 until complete, then 0644) and nobody else knows of it before
-// the worker is told its name, so it is written in place; on an error
-// nothing is left behind.
+// xres-resources-<pid>-<pid namespace>-*.json after the calling process
+// (the launcher, which removes it after its worker), and returns its path.
+// The file is fresh (O_EXCL, mode 0600: the worker runs as the launcher's
+// user) and nobody else knows of it before the worker is told its name, so
+// it is written in place; on an error nothing is left behind. A launcher
+// killed with SIGKILL cannot remove its file: each call first removes the
+// files of this user in dir whose launcher is gone (same pid namespace,
+// the pid no longer runs).
 func CreateInfoFile(dir string, infos map[string][]resources.Info) (string, error) {
-	f, err := localfile.CreateTemp(dir, "xres-resources-*.json")
+	ns := pidNamespace()
+	removeStaleInfoFiles(dir, ns)
+	f, err := localfile.CreateTemp(dir, fmt.Sprintf("%s%d-%s-*.json", infoFilePrefix, os.Getpid(), ns))
 	if err != nil {
 		return "", fmt.Errorf("create info file in %s: %w", dir, err)
 	}
 	p := f.Name()
 	_, werr := f.Write(MarshalInfoFile(infos))
-	cerr := f.Chmod(0o644)
-	if err := errors.Join(werr, cerr, f.Close()); err != nil {
+	if err := errors.Join(werr, f.Close()); err != nil {
 		_ = os.Remove(p)
 		return "", fmt.Errorf("write info file %s: %w", p, err)
 	}
 	return p, nil
+}
+
+// infoFilePrefix begins the name of CreateInfoFile's files.
+const infoFilePrefix = "xres-resources-"
+
+// pidNamespace is this process's pid namespace as a number ("0" where
+// unknown): a pid in a file name means something only in it.
+func pidNamespace() string {
+	l, err := os.Readlink("/proc/self/ns/pid")
+	if err != nil {
+		return "0"
+	}
+	l = strings.TrimSuffix(strings.TrimPrefix(l, "pid:["), "]")
+	if _, err := strconv.ParseUint(l, 10, 64); err != nil {
+		return "0"
+	}
+	return l
+}
+
+// removeStaleInfoFiles removes the info files CreateInfoFile made in dir
+// for launchers of this pid namespace that no longer run: regular files of
+// this user only (never followed through a link), named with a pid that
+// kill(pid, 0) does not find.
+func removeStaleInfoFiles(dir, ns string) {
+	names, err := filepath.Glob(filepath.Join(dir, infoFilePrefix+"*-"+ns+"-*.json"))
+	if err != nil || ns == "0" {
+		return
+	}
+	uid := os.Geteuid()
+	for _, name := range names {
+		rest := strings.TrimPrefix(filepath.Base(name), infoFilePrefix)
+		pidText, after, ok := strings.Cut(rest, "-")
+		if !ok || !strings.HasPrefix(after, ns+"-") {
+			continue
+		}
+		pid, err := strconv.Atoi(pidText)
+		if err != nil || pid <= 0 || pid == os.Getpid() {
+			continue
+		}
+		fi, err := os.Lstat(name)
+		if err != nil || !fi.Mode().IsRegular() {
+			continue
+		}
+		if st, ok := fi.Sys().(*syscall.Stat_t); !ok || int(st.Uid) != uid {
+			continue
+		}
+		if errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) {
+			_ = os.Remove(name)
+		}
+	}
 }
 
 // ReadInfoFile reads the info file at path.

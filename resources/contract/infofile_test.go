@@ -1,10 +1,12 @@
 package contract
 
 import (
+	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -187,4 +189,52 @@ func TestMarshalInfoFileAsEncodingJSON(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, f, back)
 	}
+}
+
+// Issue 41: a launcher killed with SIGKILL cannot remove its temporary
+// info file; the next launcher on the host removes it (its pid no longer
+// runs), and the files are created 0600 (the worker runs as the
+// launcher's user). The helper is this test binary as a launcher that
+// creates its file and waits to be killed.
+func TestCreateInfoFileRemovesKilledLaunchersFiles(t *testing.T) {
+	if dir := os.Getenv("XRES_INFOFILE_HELPER_DIR"); dir != "" {
+		p, err := CreateInfoFile(dir, map[string][]resources.Info{"gpu": {resources.Properties{"index": "0"}}})
+		if err != nil {
+			fmt.Println("ERR", err)
+			os.Exit(1)
+		}
+		fmt.Println(p)
+		select {} // until killed
+	}
+	dir := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestCreateInfoFileRemovesKilledLaunchersFiles$")
+	cmd.Env = append(os.Environ(), "XRES_INFOFILE_HELPER_DIR="+dir)
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	line, err := bufio.NewReader(out).ReadString('\n')
+	require.NoError(t, err)
+	killed := strings.TrimSpace(line)
+	require.True(t, strings.HasPrefix(killed, filepath.Join(dir, "xres-resources-")), killed)
+	st, err := os.Stat(killed)
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o600), st.Mode().Perm(), "only the launcher's user reads what it was given")
+
+	// A live launcher's file (this process's) and a file whose name is not
+	// CreateInfoFile's stay.
+	live, err := CreateInfoFile(dir, nil)
+	require.NoError(t, err)
+	other := filepath.Join(dir, "xres-resources-12345.json")
+	require.NoError(t, os.WriteFile(other, nil, 0o600))
+
+	require.NoError(t, cmd.Process.Kill())
+	_ = cmd.Wait()
+	require.FileExists(t, killed, "nothing removes it until the next start")
+
+	next, err := CreateInfoFile(dir, nil)
+	require.NoError(t, err)
+	require.NoFileExists(t, killed, "the next launcher removes the killed launcher's file")
+	require.FileExists(t, live)
+	require.FileExists(t, other)
+	require.FileExists(t, next)
 }
