@@ -38,6 +38,8 @@ type fakeRendezvousAM struct {
 	// not signed with it (a real AM refuses them).
 	secret   []byte
 	unsigned int
+	// forge: the answers are not signed (a fake AM on the AM's address).
+	forge bool
 	// portSeen, when set, is created once a report with a port arrives.
 	portSeen string
 }
@@ -60,6 +62,9 @@ func (f *fakeRendezvousAM) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if f.secret != nil && !contract.VerifyReport(f.secret, contract.RendezvousMessage(r.URL.Query().Get("container")), r.Header.Get(contract.HeaderReportSignature)) {
 			f.unsigned++
 		}
+		if f.secret != nil && !f.forge {
+			w = signingWriter{w, f.secret, r}
+		}
 		if _, err := os.Stat(f.out); err == nil && f.asks <= f.notReady {
 			f.ranEarly = true
 		}
@@ -77,6 +82,21 @@ func (f *fakeRendezvousAM) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		http.NotFound(w, r)
 	}
+}
+
+// signingWriter signs the (one) body written as the AM does, with key
+// over the request's nonce.
+type signingWriter struct {
+	http.ResponseWriter
+	key []byte
+	r   *http.Request
+}
+
+func (s signingWriter) Write(b []byte) (int, error) {
+	id := s.r.URL.Query().Get("container")
+	s.Header().Set(contract.HeaderAnswerSignature, contract.SignReport(s.key, contract.AnswerMessage(contract.AnswerRendezvous, id, s.r.Header.Get(contract.HeaderNonce), b)))
+	s.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	return s.ResponseWriter.Write(b)
 }
 
 // A waiting worker: the launcher picks its port, reports it with the
