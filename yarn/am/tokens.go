@@ -89,7 +89,7 @@ func (n keyNM) credentials(base []byte, cs []yarn.Container) ([][]byte, error) {
 			return nil, fmt.Errorf("give the worker its own report key: %w", err)
 		}
 	}
-	creds.Remove(contract.ReportSecretAlias)
+	creds.RemoveSecret(contract.ReportSecretAlias)
 	out := make([][]byte, len(cs))
 	for i, c := range cs {
 		creds.AddSecret(contract.ContainerKeyAlias, contract.ContainerKey(n.secret, c.ID))

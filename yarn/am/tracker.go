@@ -147,6 +147,11 @@ func WithWebProxy(p *WebProxy) TrackerOption {
 	return func(o *trackerOptions) { o.proxy = p }
 }
 
+// withClock sets the clock of the refusal log (tests).
+func withClock(now func() time.Time) TrackerOption {
+	return func(o *trackerOptions) { o.now = now }
+}
+
 // WithNodeLogLinks links each container of the page's timeline to its logs
 // on its NodeManager's web UI: scheme "http" (the default, also for "") or
 // "https" (yarn.http.policy HTTPS_ONLY), user the application's owner
