@@ -161,8 +161,9 @@ func CheckRendezvousVar(name, value string) error {
 			return bad("not a JSON object")
 		}
 	default:
-		mid, ok := strings.CutPrefix(name, addressesPrefix)
-		if mid, ok = strings.CutSuffix(mid, addressesSuffix); !ok || mid == "" || strings.Trim(mid, "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") != "" {
+		mid, pre := strings.CutPrefix(name, addressesPrefix)
+		mid, suf := strings.CutSuffix(mid, addressesSuffix)
+		if !pre || !suf || mid == "" || strings.Trim(mid, "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") != "" {
 			return bad("xres sets no such variable")
 		}
 		for _, a := range strings.Split(value, ",") {
