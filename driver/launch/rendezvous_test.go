@@ -355,3 +355,59 @@ func TestReportURLRedactedInLogs(t *testing.T) {
 	require.NotContains(t, stderr.String(), secret)
 	require.NotContains(t, stderr.String(), token)
 }
+
+// The launcher reads the worker counts with the peers' addresses signed
+// with its container's key, and writes $XRES_WORKERS_FILE only from an
+// answer the AM signed for that request.
+func TestWorkersFileFromSignedAnswers(t *testing.T) {
+	key := []byte("0123456789abcdef0123456789abcdef")
+	const id = "container_1_0001_01_000003"
+	for _, tc := range []struct {
+		name  string
+		forge bool
+		want  string
+	}{
+		{name: "signed", want: `{"target":2,"minimum":2,"running":2,"groups":[{"name":"w","addresses":["nm1:7000","nm2:7001"]}]}`},
+		{name: "a fake AM's answer is not written", forge: true, want: "none"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var mu sync.Mutex
+			signed := 0
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				body := []byte(`{"target":2,"minimum":2,"running":2,"groups":[{"name":"w"}]}`)
+				if r.URL.Query().Get("container") == id && contract.VerifyReport(key, contract.WorkersMessage(id), r.Header.Get(contract.HeaderReportSignature)) {
+					mu.Lock()
+					signed++
+					mu.Unlock()
+					body = []byte(`{"target":2,"minimum":2,"running":2,"groups":[{"name":"w","addresses":["nm1:7000","nm2:7001"]}]}`)
+				}
+				if !tc.forge {
+					w.Header().Set(contract.HeaderAnswerSignature, contract.SignReport(key, contract.AnswerMessage(contract.AnswerWorkers, id, r.Header.Get(contract.HeaderNonce), body)))
+				}
+				_, _ = w.Write(body)
+			}))
+			defer srv.Close()
+			out := filepath.Join(t.TempDir(), "seen")
+			h := newFakeHost()
+			h.devices["gpu"] = 1
+			var stderr syncBuffer
+			envVars := map[string]string{contract.EnvWorkersURL: srv.URL + "/api/workers", EnvContainerID: id,
+				"TMPDIR": t.TempDir(), EnvTokenFile: tokenFile(t, key)}
+			code := Main(context.Background(), []string{"--", "sh", "-c", `cat "$XRES_WORKERS_FILE" > ` + out + ` 2>/dev/null || echo none > ` + out}, Env{
+				Getenv:   func(k string) string { return envVars[k] },
+				Environ:  []string{"PATH=" + os.Getenv("PATH")},
+				Dir:      t.TempDir(),
+				Stderr:   &stderr,
+				Registry: registryWith(h),
+				Load:     fixedSpecs(gpuSpec(1)),
+			})
+			require.Equal(t, 0, code, stderr.String())
+			b, err := os.ReadFile(out)
+			require.NoError(t, err)
+			require.Equal(t, tc.want, strings.TrimSpace(string(b)))
+			mu.Lock()
+			defer mu.Unlock()
+			require.Equal(t, 1, signed, "the launcher's request was signed with its key")
+		})
+	}
+}

@@ -139,6 +139,7 @@ func TestRendezvousDependsOnGivesAddressesInRankOrder(t *testing.T) {
 	require.True(t, after.Ready, after.Waiting)
 	require.Equal(t, []string{"nm1:6000", "nm2:6001"}, after.Probe)
 	require.Equal(t, map[string]string{EnvGroup: "worker", EnvRank: "0", EnvWorldSize: "2", "XRES_PS_ADDRESSES": "nm1:6000,nm2:6001"}, after.Env)
+	passesLauncher(t, after)
 }
 
 // Gang start with xres.rendezvous: torch: no rank is ready until all 3
@@ -168,6 +169,8 @@ func TestRendezvousGangBarrierAndTorchEnv(t *testing.T) {
 	require.Equal(t, "0", r2.Env["LOCAL_RANK"])
 	require.Equal(t, "1", r2.Env["LOCAL_WORLD_SIZE"])
 	require.Equal(t, "2", r2.Env["RANK"])
+	passesLauncher(t, r1)
+	passesLauncher(t, r2)
 }
 
 // A group whose worker picks its own port (port: worker) runs for its
@@ -203,6 +206,7 @@ func TestRendezvousWorkerReportedPort(t *testing.T) {
 	require.True(t, after.Ready, after.Waiting)
 	require.Equal(t, []string{"nm1:6123"}, after.Probe)
 	require.Equal(t, "nm1:6123", after.Env["XRES_JM_ADDRESSES"])
+	passesLauncher(t, after)
 	require.Equal(t, contract.PortWantedWorker, rendezvousEnv(a.cfg.Groups[0], "http://am/").Env[contract.EnvPortWanted])
 	// api/workers (and so XRES_WORKERS_FILE) carries a port group's addresses.
 	require.Equal(t, []string{""}, countBefore.Groups[0].Addresses)
@@ -235,6 +239,20 @@ func TestRendezvousTensorflowConfig(t *testing.T) {
 	require.Contains(t, early.Waiting, "TF_CONFIG")
 	require.True(t, got.Ready, got.Waiting)
 	require.JSONEq(t, `{"cluster":{"chief":["nm1:8000"],"worker":["nm1:8001","nm2:8002"]},"task":{"type":"worker","index":1}}`, got.Env["TF_CONFIG"])
+	passesLauncher(t, got)
+}
+
+// passesLauncher checks that the launcher passes on every variable of the
+// answer (contract.CheckRendezvousVar: the AM sets only what the
+// launcher's allow-list holds).
+func passesLauncher(t *testing.T, r contract.Rendezvous) {
+	t.Helper()
+	for k, v := range r.Env {
+		require.NoError(t, contract.CheckRendezvousVar(k, v))
+	}
+	for _, a := range r.Probe {
+		require.NoError(t, contract.CheckAddress(a))
+	}
 }
 
 // A gang that stays incomplete fails the application after its timeout,
