@@ -206,7 +206,7 @@ func TestRendezvousGangTimesOutAgainstHolder(t *testing.T) {
 // A group whose worker picks its own port (xres.worker-group.srv.port: worker): the server binds
 // port 0 and writes the number into $XRES_PORT_FILE 2 s after it started; the 2 clients
 // (depends-on: srv) start only then, with XRES_SRV_ADDRESSES naming that host:port, and read the
-// server's greeting there. api/workers lists the address too.
+// server's greeting there. api/status lists the address, api/workers (unsigned) only the counts.
 func TestRendezvousWorkerPicksItsPort(t *testing.T) {
 	c := harness.Get(t)
 	dir := t.TempDir()
@@ -253,15 +253,25 @@ func TestRendezvousWorkerPicksItsPort(t *testing.T) {
 	for _, g := range got {
 		require.Equal(t, string(addr)+" hello from the server", g, "a client's XRES_SRV_ADDRESSES and what it read there")
 	}
+	// api/workers, readable by anyone, gives the counts without the address (only a launcher's
+	// signed request gets it); the status, behind the RM's view ACLs, lists it.
 	var counts am.WorkerCount
 	require.NoError(t, restGet(ctx, c, "/proxy/"+url.PathEscape(app)+am.PathWorkers, &counts))
-	for _, g := range counts.Groups {
-		if g.Name == "srv" {
-			require.Equal(t, []string{string(addr)}, g.Addresses, "api/workers: %+v", counts)
-		}
-	}
 	st, err := amStatusOf(ctx, c, app)
 	require.NoError(t, err)
+	seen := false
+	for _, g := range counts.Groups {
+		if g.Name == "srv" {
+			seen = true
+			require.Empty(t, g.Addresses, "api/workers: %+v", counts)
+		}
+	}
+	require.True(t, seen, "api/workers: %+v", counts)
+	for _, g := range st.Groups {
+		if g.Name == "srv" {
+			require.Equal(t, []string{string(addr)}, g.Addresses, "api/status: %+v", st.Groups)
+		}
+	}
 	require.Zero(t, st.Failed, "no client started before the port was known (it would have failed): %+v", st.Containers)
 	releaseAndSucceed(t, p, app, release)
 }

@@ -149,9 +149,24 @@ func (c *NMClient) StartContainer(ctx context.Context, ctr Container, nmToken se
 // per container: nil when it started, the container's *ContainerError when
 // the NodeManager refused it, the call's error for all when it failed.
 func (c *NMClient) StartContainers(ctx context.Context, cs []Container, nmToken security.Token, launch LaunchContext) []error {
+	return c.StartContainersEach(ctx, cs, nmToken, launch, nil)
+}
+
+// StartContainersEach is StartContainers with each container's own
+// credentials: tokens[i] (an HDTS blob) for cs[i] in place of
+// launch.Tokens, which the others keep (tokens may be shorter, or nil).
+func (c *NMClient) StartContainersEach(ctx context.Context, cs []Container, nmToken security.Token, launch LaunchContext, tokens [][]byte) []error {
 	errs := make([]error, len(cs))
+	tokensOf := func(i int) []byte {
+		if i < len(tokens) && tokens[i] != nil {
+			return tokens[i]
+		}
+		return launch.Tokens
+	}
 	if len(cs) == 1 {
-		errs[0] = c.StartContainer(ctx, cs[0], nmToken, launch)
+		l := launch
+		l.Tokens = tokensOf(0)
+		errs[0] = c.StartContainer(ctx, cs[0], nmToken, l)
 		return errs
 	}
 	if len(cs) == 0 {
@@ -161,7 +176,14 @@ func (c *NMClient) StartContainers(ctx context.Context, cs []Container, nmToken 
 	reqs := make([]*hadoopyarn.StartContainerRequestProto, len(cs))
 	index := make(map[string]int, len(cs))
 	for i, ctr := range cs {
-		reqs[i] = &hadoopyarn.StartContainerRequestProto{ContainerLaunchContext: lp, ContainerToken: ctr.Token.Proto()}
+		clp := lp
+		if t := tokensOf(i); len(t) > 0 && !bytes.Equal(t, launch.Tokens) {
+			// The same launch context but for its credentials (the
+			// other fields' values are shared, read-only): every field
+			// launchProto sets.
+			clp = &hadoopyarn.ContainerLaunchContextProto{Command: lp.Command, LocalResources: lp.LocalResources, Environment: lp.Environment, Tokens: t}
+		}
+		reqs[i] = &hadoopyarn.StartContainerRequestProto{ContainerLaunchContext: clp, ContainerToken: ctr.Token.Proto()}
 		index[ctr.ID] = i
 	}
 	resp, err := c.startContainers(ctx, cs[0].NodeID, nmToken, reqs)

@@ -551,8 +551,9 @@ func (l *Launcher) run(ctx context.Context, res *Reservation, command []string, 
 			vars[contract.EnvPortFile] = portFile
 		}
 	}
+	auth := launcherAuth(env.Getenv(EnvTokenFile), env.Getenv(EnvContainerID)) // nil without a key
 	if base := env.Getenv(contract.EnvRendezvousURL); base != "" && env.Getenv(EnvContainerID) != "" {
-		rw := &rendezvousWait{get: env.Get, url: rendezvousURL(base, env.Getenv(EnvContainerID)), sig: rendezvousSignature(env.Getenv(EnvTokenFile), env.Getenv(EnvContainerID)),
+		rw := &rendezvousWait{get: env.Get, url: rendezvousURL(base, env.Getenv(EnvContainerID)), auth: auth,
 			wait: env.Getenv(contract.EnvRendezvousWait) == "true", poll: env.RendezvousPoll, log: log, reportNow: report}
 		extra, err := rw.run(ctx)
 		if err != nil {
@@ -568,7 +569,8 @@ func (l *Launcher) run(ctx context.Context, res *Reservation, command []string, 
 	}
 	var watch *workersWatch
 	if url := env.Getenv(contract.EnvWorkersURL); url != "" {
-		watch = &workersWatch{get: env.Get, url: url, path: absPath(filepath.Join(dir, contract.WorkersFileName)), r: l.Rescale, log: log}
+		get, url := auth.workers(env.Get, url) // the groups' addresses for this container's launcher alone
+		watch = &workersWatch{get: get, url: url, path: absPath(filepath.Join(dir, contract.WorkersFileName)), r: l.Rescale, log: log}
 		if _, err := watch.fetch(ctx); err != nil {
 			log.WithError(err).Warn("could not read the application's worker counts; " + contract.EnvWorkersFile + " appears once the application master answers")
 		}

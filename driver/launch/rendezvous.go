@@ -2,11 +2,16 @@ package launch
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -33,8 +38,9 @@ const (
 )
 
 // GetFunc sends one HTTP GET to url, with the extra header fields, and
-// returns the status code, the status and the body (at most 1 MiB).
-type GetFunc func(ctx context.Context, url string, header map[string]string) (code int, status string, body []byte, err error)
+// returns the status code, the status, the answer's header fields (names
+// in lower case) and the body (at most 1 MiB).
+type GetFunc func(ctx context.Context, url string, header map[string]string) (code int, status string, fields map[string]string, body []byte, err error)
 
 // rendezvousPort picks the worker's port from the group's wanted port
 // ($XRES_PORT_WANTED): "" none (0), "auto" a free one, "worker" none yet
@@ -102,9 +108,9 @@ func watchPortFile(ctx context.Context, path string, poll time.Duration, log log
 // rendezvousWait is one launcher's wait for its AM.
 type rendezvousWait struct {
 	get       GetFunc
-	url       string // the AM's rendezvous endpoint, with ?container=
-	sig       string // contract.RendezvousMessage signed with the report secret; "": none
-	wait      bool   // the worker must not start before the AM says so
+	url       string  // the AM's rendezvous endpoint, with ?container=
+	auth      *amAuth // signs the asks and checks the answers; nil: no key (every answer refused)
+	wait      bool    // the worker must not start before the AM says so
 	poll      time.Duration
 	log       logrus.FieldLogger
 	now       func() time.Time
@@ -129,17 +135,17 @@ func (r *rendezvousWait) run(ctx context.Context) (map[string]string, error) {
 		case err == nil:
 			failingSince = time.Time{}
 			if ans.Ready {
-				if len(ans.Probe) > 0 {
-					if err := r.probe(ctx, ans.Probe); err != nil {
+				if probe := checkedProbe(ans.Probe, r.log); len(probe) > 0 {
+					if err := r.probe(ctx, probe); err != nil {
 						return nil, err
 					}
 				}
 				r.log.WithFields(logrus.Fields{"group": ans.Group, "rank": ans.Rank, "world_size": ans.WorldSize}).Info("rendezvous complete; starting the worker")
-				return ans.Env, nil
+				return rendezvousEnv(ans.Env, r.log), nil
 			}
 			if !r.wait {
 				r.log.WithField("waiting", ans.Waiting).Warn("the application master says this worker waits, but its group does not wait; starting it")
-				return ans.Env, nil
+				return rendezvousEnv(ans.Env, r.log), nil
 			}
 			if ans.Waiting != lastWhy {
 				r.log.WithField("waiting_for", ans.Waiting).Info("waiting for the application master's go")
@@ -173,22 +179,119 @@ func (r *rendezvousWait) run(ctx context.Context) (map[string]string, error) {
 func (r *rendezvousWait) ask(ctx context.Context) (contract.Rendezvous, error) {
 	cctx, cancel := context.WithTimeout(ctx, reportTimeout)
 	defer cancel()
-	var header map[string]string
-	if r.sig != "" {
-		header = map[string]string{contract.HeaderReportSignature: r.sig}
+	get := r.get
+	if r.auth != nil {
+		get = r.auth.wrap(r.get, contract.AnswerRendezvous, contract.RendezvousMessage(r.auth.container))
 	}
-	code, status, body, err := r.get(cctx, r.url, header)
+	code, status, _, body, err := get(cctx, r.url, nil)
 	if err != nil {
-		return contract.Rendezvous{}, fmt.Errorf("rendezvous %s: %w", r.url, err)
+		return contract.Rendezvous{}, fmt.Errorf("rendezvous %s: %w", contract.RedactURL(r.url), err)
 	}
 	if code != 200 {
-		return contract.Rendezvous{}, fmt.Errorf("rendezvous %s: %s: %s", r.url, status, strings.TrimSpace(string(body)))
+		return contract.Rendezvous{}, fmt.Errorf("rendezvous %s: %s: %.512s", contract.RedactURL(r.url), status, strings.TrimSpace(string(body)))
+	}
+	if r.auth == nil {
+		return contract.Rendezvous{}, fmt.Errorf("rendezvous %s: %w: this container has no key (%s) to check it with", contract.RedactURL(r.url), ErrAnswerNotAuthenticated, contract.ContainerKeyAlias)
 	}
 	var ans contract.Rendezvous
 	if err := json.Unmarshal(body, &ans); err != nil {
-		return contract.Rendezvous{}, fmt.Errorf("rendezvous %s: bad answer: %w", r.url, err)
+		return contract.Rendezvous{}, fmt.Errorf("rendezvous %s: bad answer: %w", contract.RedactURL(r.url), err)
 	}
 	return ans, nil
+}
+
+// rendezvousEnv is what of an answer's environment reaches the worker:
+// the variables xres defines for the rendezvous, each of its form
+// (contract.CheckRendezvousVar). The others are dropped and logged by
+// name (never by value).
+func rendezvousEnv(env map[string]string, log logrus.FieldLogger) map[string]string {
+	out := make(map[string]string, len(env))
+	var dropped []string
+	for _, k := range slices.Sorted(maps.Keys(env)) {
+		if err := contract.CheckRendezvousVar(k, env[k]); err != nil {
+			dropped = append(dropped, fmt.Sprintf("%.64q", k))
+			log.WithError(err).Debug("dropped a variable of the rendezvous answer")
+			continue
+		}
+		out[k] = env[k]
+	}
+	if len(dropped) > 0 {
+		log.WithField("dropped", strings.Join(dropped, ", ")).Warn("the application master's answer set variables xres does not define for the rendezvous (or values not of their form); the worker does not get them")
+	}
+	return out
+}
+
+// checkedProbe is the answer's probe addresses that are host:port; the
+// others are dropped and logged.
+func checkedProbe(addrs []string, log logrus.FieldLogger) []string {
+	var out []string
+	for _, a := range addrs {
+		if err := contract.CheckAddress(a); err != nil {
+			log.WithField("address", fmt.Sprintf("%.80q", a)).Warn("the application master's answer names a dependency address that is not host:port; not waiting for it")
+			continue
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// ErrAnswerNotAuthenticated marks an answer of the AM that its signature
+// (contract.HeaderAnswerSignature) does not prove came from the AM, for
+// this request: nothing of it is used.
+var ErrAnswerNotAuthenticated = errors.New("the answer is not signed by the application master")
+
+// amAuth signs a launcher's GETs to its AM with the container's key and
+// checks the AM's answers.
+type amAuth struct {
+	key       []byte
+	container string
+}
+
+// launcherAuth is the auth of container with the key of the credentials
+// file tokenFile names; nil without one (the report's warning says why).
+func launcherAuth(tokenFile, container string) *amAuth {
+	key, _ := containerKey(tokenFile)
+	if key == nil || container == "" {
+		return nil
+	}
+	return &amAuth{key: key, container: container}
+}
+
+// wrap is get for the GETs of kind signed over msg: each with a fresh
+// nonce, and an answer of 200 that the AM did not sign for it
+// (contract.AnswerMessage) is ErrAnswerNotAuthenticated.
+func (a *amAuth) wrap(get GetFunc, kind string, msg []byte) GetFunc {
+	sig := contract.SignReport(a.key, msg)
+	return func(ctx context.Context, url string, header map[string]string) (int, string, map[string]string, []byte, error) {
+		var n [contract.NonceBytes]byte
+		if _, err := rand.Read(n[:]); err != nil {
+			return 0, "", nil, nil, fmt.Errorf("make a nonce: %w", err)
+		}
+		nonce := hex.EncodeToString(n[:])
+		h := maps.Clone(header)
+		if h == nil {
+			h = map[string]string{}
+		}
+		h[contract.HeaderReportSignature], h[contract.HeaderNonce] = sig, nonce
+		code, status, fields, body, err := get(ctx, url, h)
+		if err != nil || code != 200 {
+			return code, status, fields, body, err
+		}
+		if !contract.VerifyReport(a.key, contract.AnswerMessage(kind, a.container, nonce, body), fields[strings.ToLower(contract.HeaderAnswerSignature)]) {
+			return code, status, fields, nil, ErrAnswerNotAuthenticated
+		}
+		return code, status, fields, body, nil
+	}
+}
+
+// workers is get and url for reading the worker counts at url with the
+// groups' addresses: signed, with ?container=, the answers checked; with
+// no auth, get and url as they are (the counts alone).
+func (a *amAuth) workers(get GetFunc, url string) (GetFunc, string) {
+	if a == nil {
+		return get, url
+	}
+	return a.wrap(get, contract.AnswerWorkers, contract.WorkersMessage(a.container)), rendezvousURL(url, a.container)
 }
 
 // probe waits until every address accepts a TCP connection (the
@@ -222,17 +325,6 @@ func (r *rendezvousWait) probe(ctx context.Context, addrs []string) error {
 	return nil
 }
 
-// rendezvousSignature signs the container's rendezvous requests with the
-// report secret of the credentials file tokenFile names; "" without one
-// (the AM then refuses them, and the report's warning said why).
-func rendezvousSignature(tokenFile, container string) string {
-	secret, _ := reportSecret(tokenFile)
-	if secret == nil {
-		return ""
-	}
-	return contract.SignReport(secret, contract.RendezvousMessage(container))
-}
-
 // rendezvousURL is the endpoint with this container's id.
 func rendezvousURL(base, container string) string {
 	sep := "?"
@@ -243,6 +335,6 @@ func rendezvousURL(base, container string) string {
 }
 
 // getHTTP is the launcher's own GetFunc, like postHTTP.
-func getHTTP(ctx context.Context, rawURL string, header map[string]string) (int, string, []byte, error) {
+func getHTTP(ctx context.Context, rawURL string, header map[string]string) (int, string, map[string]string, []byte, error) {
 	return exchange(ctx, "GET", rawURL, "", header, nil, 1<<20)
 }

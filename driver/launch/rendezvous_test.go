@@ -38,6 +38,8 @@ type fakeRendezvousAM struct {
 	// not signed with it (a real AM refuses them).
 	secret   []byte
 	unsigned int
+	// forge: the answers are not signed (a fake AM on the AM's address).
+	forge bool
 	// portSeen, when set, is created once a report with a port arrives.
 	portSeen string
 }
@@ -60,6 +62,9 @@ func (f *fakeRendezvousAM) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if f.secret != nil && !contract.VerifyReport(f.secret, contract.RendezvousMessage(r.URL.Query().Get("container")), r.Header.Get(contract.HeaderReportSignature)) {
 			f.unsigned++
 		}
+		if f.secret != nil && !f.forge {
+			w = signingWriter{w, f.secret, r}
+		}
 		if _, err := os.Stat(f.out); err == nil && f.asks <= f.notReady {
 			f.ranEarly = true
 		}
@@ -77,6 +82,21 @@ func (f *fakeRendezvousAM) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		http.NotFound(w, r)
 	}
+}
+
+// signingWriter signs the (one) body written as the AM does, with key
+// over the request's nonce.
+type signingWriter struct {
+	http.ResponseWriter
+	key []byte
+	r   *http.Request
+}
+
+func (s signingWriter) Write(b []byte) (int, error) {
+	id := s.r.URL.Query().Get("container")
+	s.Header().Set(contract.HeaderAnswerSignature, contract.SignReport(s.key, contract.AnswerMessage(contract.AnswerRendezvous, id, s.r.Header.Get(contract.HeaderNonce), b)))
+	s.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	return s.ResponseWriter.Write(b)
 }
 
 // A waiting worker: the launcher picks its port, reports it with the
@@ -250,4 +270,144 @@ func TestRendezvousPort(t *testing.T) {
 	_, err = rendezvousPort("http")
 	require.ErrorIs(t, err, ErrConfig)
 	require.ErrorContains(t, err, `XRES_PORT_WANTED="http" is not a port`)
+}
+
+// The launcher passes on of the AM's answer only the variables xres
+// defines for the rendezvous, and only from an answer the AM signed for
+// this request: an answer that sets CUDA_VISIBLE_DEVICES (one GPU is
+// reserved), LD_PRELOAD or PATH gives the worker none of them, and an
+// unsigned answer (a fake AM on the AM's address) gives it nothing.
+func TestRendezvousAnswerFilteredAndAuthenticated(t *testing.T) {
+	key := []byte("0123456789abcdef0123456789abcdef")
+	hostile := map[string]string{"XRES_RANK": "1", "XRES_TRAINER_ADDRESSES": "nm1:7000,nm2:7001", "MASTER_PORT": "7000",
+		"CUDA_VISIBLE_DEVICES": "0,1,2,3", "LD_PRELOAD": "/tmp/evil.so", "PATH": "/tmp/evil", "XRES_RESOURCE_GPU_AMOUNT": "4",
+		"MASTER_ADDR": "nm1; rm -rf /", "WORLD_SIZE": "two"}
+	for _, tc := range []struct {
+		name  string
+		forge bool
+		want  string
+	}{
+		{name: "signed: only the rendezvous variables", want: "rank=1 addrs=nm1:7000,nm2:7001 port=7000 cuda=0 preload= master= ws="},
+		{name: "unsigned: nothing", forge: true, want: "rank= addrs= port= cuda=0 preload= master= ws="},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "seen")
+			am := &fakeRendezvousAM{secret: key, forge: tc.forge, env: hostile}
+			srv := httptest.NewServer(am)
+			defer srv.Close()
+			h := newFakeHost()
+			h.devices["gpu"] = 4
+			var stderr syncBuffer
+			envVars := map[string]string{
+				contract.EnvReportURL: srv.URL + contract.ReportPath, contract.EnvRendezvousURL: srv.URL + contract.RendezvousPath,
+				EnvContainerID: "container_1_0001_01_000003", "TMPDIR": t.TempDir(), EnvTokenFile: tokenFile(t, key),
+			}
+			code := Main(context.Background(), []string{"--", "sh", "-c",
+				`echo "rank=$XRES_RANK addrs=$XRES_TRAINER_ADDRESSES port=$MASTER_PORT cuda=$CUDA_VISIBLE_DEVICES preload=$LD_PRELOAD master=$MASTER_ADDR ws=$WORLD_SIZE" > ` + out}, Env{
+				Getenv:         func(k string) string { return envVars[k] },
+				Environ:        []string{"PATH=" + os.Getenv("PATH")},
+				Dir:            t.TempDir(),
+				Stderr:         &stderr,
+				Registry:       registryWith(h),
+				Load:           fixedSpecs(gpuSpec(1)),
+				RendezvousPoll: time.Millisecond,
+			})
+			require.Equal(t, 0, code, stderr.String())
+			b, err := os.ReadFile(out)
+			require.NoError(t, err)
+			require.Equal(t, tc.want, strings.TrimSpace(string(b)))
+			if tc.forge {
+				require.Contains(t, stderr.String(), "not signed by the application master")
+			} else {
+				for _, name := range []string{"CUDA_VISIBLE_DEVICES", "LD_PRELOAD", "PATH", "MASTER_ADDR", "WORLD_SIZE"} {
+					require.Contains(t, stderr.String(), name, "the dropped variable is named")
+				}
+				require.NotContains(t, stderr.String(), "evil", "values are not logged")
+			}
+		})
+	}
+}
+
+// XRES_AM_REPORT_URL (and so the rendezvous URL) may hold user
+// information or a token: the launcher's log never shows them.
+func TestReportURLRedactedInLogs(t *testing.T) {
+	var stderr syncBuffer
+	const secret, token = "S3cr3tPass", "T0kenValue"
+	base := "http://user:" + secret + "@127.0.0.1:1"
+	envVars := map[string]string{
+		contract.EnvReportURL: base + contract.ReportPath + "?token=" + token, contract.EnvRendezvousURL: base + contract.RendezvousPath + "?access_token=" + token,
+		contract.EnvWorkersURL: base + "/api/workers?sig=" + token,
+		EnvContainerID:         "container_1_0001_01_000003", "TMPDIR": t.TempDir(), EnvTokenFile: tokenFile(t, []byte("0123456789abcdef0123456789abcdef")),
+	}
+	h := newFakeHost()
+	h.devices["gpu"] = 1
+	code := Main(context.Background(), []string{"--log-level", "debug", "--", "true"}, Env{
+		Getenv:   func(k string) string { return envVars[k] },
+		Environ:  []string{"PATH=" + os.Getenv("PATH")},
+		Dir:      t.TempDir(),
+		Stderr:   &stderr,
+		Registry: registryWith(h),
+		Load:     fixedSpecs(gpuSpec(1)),
+	})
+	require.Equal(t, 0, code, stderr.String())
+	require.Contains(t, stderr.String(), "could not report the devices", "the failure is logged")
+	require.Contains(t, stderr.String(), "127.0.0.1:1", "with the AM's address")
+	require.NotContains(t, stderr.String(), secret)
+	require.NotContains(t, stderr.String(), token)
+}
+
+// The launcher reads the worker counts with the peers' addresses signed
+// with its container's key, and writes $XRES_WORKERS_FILE only from an
+// answer the AM signed for that request.
+func TestWorkersFileFromSignedAnswers(t *testing.T) {
+	key := []byte("0123456789abcdef0123456789abcdef")
+	const id = "container_1_0001_01_000003"
+	for _, tc := range []struct {
+		name  string
+		forge bool
+		want  string
+	}{
+		{name: "signed", want: `{"target":2,"minimum":2,"running":2,"groups":[{"name":"w","addresses":["nm1:7000","nm2:7001"]}]}`},
+		{name: "a fake AM's answer is not written", forge: true, want: "none"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var mu sync.Mutex
+			signed := 0
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				body := []byte(`{"target":2,"minimum":2,"running":2,"groups":[{"name":"w"}]}`)
+				if r.URL.Query().Get("container") == id && contract.VerifyReport(key, contract.WorkersMessage(id), r.Header.Get(contract.HeaderReportSignature)) {
+					mu.Lock()
+					signed++
+					mu.Unlock()
+					body = []byte(`{"target":2,"minimum":2,"running":2,"groups":[{"name":"w","addresses":["nm1:7000","nm2:7001"]}]}`)
+				}
+				if !tc.forge {
+					w.Header().Set(contract.HeaderAnswerSignature, contract.SignReport(key, contract.AnswerMessage(contract.AnswerWorkers, id, r.Header.Get(contract.HeaderNonce), body)))
+				}
+				_, _ = w.Write(body)
+			}))
+			defer srv.Close()
+			out := filepath.Join(t.TempDir(), "seen")
+			h := newFakeHost()
+			h.devices["gpu"] = 1
+			var stderr syncBuffer
+			envVars := map[string]string{contract.EnvWorkersURL: srv.URL + "/api/workers", EnvContainerID: id,
+				"TMPDIR": t.TempDir(), EnvTokenFile: tokenFile(t, key)}
+			code := Main(context.Background(), []string{"--", "sh", "-c", `cat "$XRES_WORKERS_FILE" > ` + out + ` 2>/dev/null || echo none > ` + out}, Env{
+				Getenv:   func(k string) string { return envVars[k] },
+				Environ:  []string{"PATH=" + os.Getenv("PATH")},
+				Dir:      t.TempDir(),
+				Stderr:   &stderr,
+				Registry: registryWith(h),
+				Load:     fixedSpecs(gpuSpec(1)),
+			})
+			require.Equal(t, 0, code, stderr.String())
+			b, err := os.ReadFile(out)
+			require.NoError(t, err)
+			require.Equal(t, tc.want, strings.TrimSpace(string(b)))
+			mu.Lock()
+			defer mu.Unlock()
+			require.Equal(t, 1, signed, "the launcher's request was signed with its key")
+		})
+	}
 }

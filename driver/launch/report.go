@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -35,8 +36,7 @@ const reportTimeout = 5 * time.Second
 const commandReportWait = time.Second
 
 // EnvTokenFile names the container's credentials file (YARN sets it): the
-// launcher reads the application's report secret there
-// (contract.ReportSecretAlias).
+// launcher reads its container's key there (contract.ContainerKeyAlias).
 const EnvTokenFile = "HADOOP_TOKEN_FILE_LOCATION"
 
 // maxTokenFile bounds the credentials file the launcher reads.
@@ -61,9 +61,10 @@ func newReport(container string, grants []Grant, port int, started time.Time) co
 // worker. Without a secret the report goes unsigned and the AM refuses it
 // (the error says why).
 func postReport(ctx context.Context, post PostFunc, url, logDirs, tokenFile string, rep contract.DeviceReport) error {
+	rep.Seq = nextReportSeq()
 	body, err := json.Marshal(rep)
 	if err != nil {
-		return fmt.Errorf("report devices to %s: %w", url, err)
+		return fmt.Errorf("report devices to %s: %w", contract.RedactURL(url), err)
 	}
 	var keepErr error
 	if dir, _, _ := strings.Cut(logDirs, ","); dir != "" {
@@ -80,50 +81,67 @@ func postReport(ctx context.Context, post PostFunc, url, logDirs, tokenFile stri
 // postCommandStarted tells the AM when the worker command started (for its
 // timeline): a report of only the container and that time, not kept.
 func postCommandStarted(ctx context.Context, post PostFunc, url, container, tokenFile string, at time.Time) error {
-	body, err := json.Marshal(contract.DeviceReport{Container: container, CommandStarted: at})
+	body, err := json.Marshal(contract.DeviceReport{Container: container, Seq: nextReportSeq(), CommandStarted: at})
 	if err != nil {
-		return fmt.Errorf("report devices to %s: %w", url, err)
+		return fmt.Errorf("report devices to %s: %w", contract.RedactURL(url), err)
 	}
 	return signAndSend(ctx, post, url, tokenFile, body)
 }
 
-// signAndSend signs body with the report secret of tokenFile's credentials
-// and POSTs it to url.
+// signAndSend signs body with the container's key of tokenFile's
+// credentials and POSTs it to url.
 func signAndSend(ctx context.Context, post PostFunc, url, tokenFile string, body []byte) error {
-	secret, secretErr := reportSecret(tokenFile)
+	key, keyErr := containerKey(tokenFile)
 	sig := ""
-	if secret != nil {
-		sig = contract.SignReport(secret, body)
+	if key != nil {
+		sig = contract.SignReport(key, body)
 	}
 	if err := sendReport(ctx, post, url, sig, body); err != nil {
-		return errors.Join(err, secretErr)
+		return errors.Join(err, keyErr)
 	}
 	return nil
 }
 
-// reportSecret reads the application's report secret from the credentials
-// file at path; nil (and an error saying why) when there is none.
-func reportSecret(path string) ([]byte, error) {
+// lastReportSeq is the Seq of the last report this process signed.
+var lastReportSeq atomic.Uint64
+
+// nextReportSeq is a report's Seq: above every one this process used, and
+// at least the clock's nanoseconds (so a second launcher process of the
+// same container, should one ever run, goes on from the first's).
+func nextReportSeq() uint64 {
+	for {
+		last := lastReportSeq.Load()
+		next := max(last+1, uint64(time.Now().UnixNano()))
+		if lastReportSeq.CompareAndSwap(last, next) {
+			return next
+		}
+	}
+}
+
+// containerKey reads the container's key (contract.ContainerKeyAlias)
+// from the credentials file at path; nil (and an error saying why) when
+// there is none.
+func containerKey(path string) ([]byte, error) {
 	if path == "" {
-		return nil, fmt.Errorf("no report secret: %s is not set, so the report goes unsigned", EnvTokenFile)
+		return nil, fmt.Errorf("no container key: %s is not set, so the report goes unsigned", EnvTokenFile)
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("no report secret: %w", err)
+		return nil, fmt.Errorf("no container key: %w", err)
 	}
 	defer f.Close()
 	b, err := io.ReadAll(io.LimitReader(f, maxTokenFile))
 	if err != nil {
-		return nil, fmt.Errorf("no report secret: read %s: %w", path, err)
+		return nil, fmt.Errorf("no container key: read %s: %w", path, err)
 	}
-	secret, err := contract.ReportSecret(b)
+	key, err := contract.ContainerKeyOf(b)
 	if err != nil {
-		return nil, fmt.Errorf("no report secret: %s (%s): %w", path, EnvTokenFile, err)
+		return nil, fmt.Errorf("no container key: %s (%s): %w", path, EnvTokenFile, err)
 	}
-	if len(secret) == 0 {
-		return nil, fmt.Errorf("no report secret: %s (%s) holds no secret key %s, so the report goes unsigned", path, EnvTokenFile, contract.ReportSecretAlias)
+	if len(key) == 0 {
+		return nil, fmt.Errorf("no container key: %s (%s) holds no secret key %s, so the report goes unsigned", path, EnvTokenFile, contract.ContainerKeyAlias)
 	}
-	return secret, nil
+	return key, nil
 }
 
 // sendReport POSTs one report body to url with signature sig ("" for none).
@@ -136,10 +154,10 @@ func sendReport(ctx context.Context, post PostFunc, url, sig string, body []byte
 	}
 	code, status, msg, err := post(ctx, url, "application/json", header, body)
 	if err != nil {
-		return fmt.Errorf("report devices to %s: %w", url, err)
+		return fmt.Errorf("report devices to %s: %w", contract.RedactURL(url), err)
 	}
 	if !contract.ReportAccepted(code) {
-		return fmt.Errorf("report devices to %s: %s: %s", url, status, strings.TrimSpace(string(msg)))
+		return fmt.Errorf("report devices to %s: %s: %s", contract.RedactURL(url), status, strings.TrimSpace(string(msg)))
 	}
 	return nil
 }
@@ -167,23 +185,30 @@ type PostFunc func(ctx context.Context, url, contentType string, header map[stri
 //	\r\n
 //	<body>
 func postHTTP(ctx context.Context, rawURL, contentType string, header map[string]string, body []byte) (int, string, []byte, error) {
-	return exchange(ctx, "POST", rawURL, contentType, header, body, 512)
+	code, status, _, msg, err := exchange(ctx, "POST", rawURL, contentType, header, body, 512)
+	return code, status, msg, err
 }
 
 // exchange is one HTTP/1.1 request on a fresh connection (plain http, no
-// proxy), keeping up to limit bytes of the answer's body: the launcher's
-// POSTs and GETs. A body is sent with its type and length; extra header
-// fields go in sorted order and may hold no line break.
-func exchange(ctx context.Context, method, rawURL, contentType string, header map[string]string, body []byte, limit int64) (int, string, []byte, error) {
+// proxy), keeping up to limit bytes of the answer's body and its header
+// fields (names in lower case): the launcher's POSTs and GETs. A body is
+// sent with its type and length; extra header fields go in sorted order
+// and may hold no line break. Errors never quote the URL (it may hold
+// user information or a token: callers name it with contract.RedactURL).
+func exchange(ctx context.Context, method, rawURL, contentType string, header map[string]string, body []byte, limit int64) (int, string, map[string]string, []byte, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
-		return 0, "", nil, err
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return 0, "", nil, nil, fmt.Errorf("bad URL: %w", err)
 	}
 	if u.Scheme != "http" {
-		return 0, "", nil, fmt.Errorf("unsupported scheme %q (the launcher talks to the AM over http)", u.Scheme)
+		return 0, "", nil, nil, fmt.Errorf("unsupported scheme %q (the launcher talks to the AM over http)", u.Scheme)
 	}
 	if u.Host == "" {
-		return 0, "", nil, errors.New("no host in URL")
+		return 0, "", nil, nil, errors.New("no host in URL")
 	}
 	addr := u.Host
 	if u.Port() == "" {
@@ -199,7 +224,7 @@ func exchange(ctx context.Context, method, rawURL, contentType string, header ma
 	req.WriteString("Connection: close\r\nUser-Agent: container-launcher\r\n")
 	for _, k := range slices.Sorted(maps.Keys(header)) {
 		if strings.ContainsAny(k+header[k], "\r\n") {
-			return 0, "", nil, fmt.Errorf("header field %q: line break in name or value", k)
+			return 0, "", nil, nil, fmt.Errorf("header field %q: line break in name or value", k)
 		}
 		fmt.Fprintf(&req, "%s: %s\r\n", k, header[k])
 	}
@@ -208,17 +233,17 @@ func exchange(ctx context.Context, method, rawURL, contentType string, header ma
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
-		return 0, "", nil, err
+		return 0, "", nil, nil, err
 	}
 	defer conn.Close()
 	// The context's end (its deadline too) interrupts the exchange.
 	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
 	if _, err := conn.Write(req.Bytes()); err != nil {
-		return 0, "", nil, ctxErr(ctx, err)
+		return 0, "", nil, nil, ctxErr(ctx, err)
 	}
-	code, status, msg, err := readResponseN(bufio.NewReader(conn), limit)
-	return code, status, msg, ctxErr(ctx, err)
+	code, status, fields, msg, err := readResponseN(bufio.NewReader(conn), limit)
+	return code, status, fields, msg, ctxErr(ctx, err)
 }
 
 // ctxErr prefers the context's error to the I/O error it caused.
@@ -231,34 +256,46 @@ func ctxErr(ctx context.Context, err error) error {
 
 // readResponse reads an HTTP/1.x response: the status line, the headers
 // and up to 512 bytes of the body (chunked or not).
-func readResponse(r *bufio.Reader) (int, string, []byte, error) { return readResponseN(r, 512) }
+func readResponse(r *bufio.Reader) (int, string, []byte, error) {
+	code, status, _, msg, err := readResponseN(r, 512)
+	return code, status, msg, err
+}
 
-// readResponseN is readResponse keeping up to limit bytes of the body.
-func readResponseN(r *bufio.Reader, limit int64) (int, string, []byte, error) {
+// maxResponseFields bounds the header fields kept of an answer.
+const maxResponseFields = 64
+
+// readResponseN is readResponse keeping up to limit bytes of the body, and
+// the header fields (the first maxResponseFields, names in lower case).
+func readResponseN(r *bufio.Reader, limit int64) (int, string, map[string]string, []byte, error) {
 	line, err := readLine(r)
 	if err != nil {
-		return 0, "", nil, fmt.Errorf("read response: %w", err)
+		return 0, "", nil, nil, fmt.Errorf("read response: %w", err)
 	}
 	proto, status, ok := strings.Cut(line, " ")
 	if !ok || !strings.HasPrefix(proto, "HTTP/1.") || len(status) < 3 {
-		return 0, "", nil, fmt.Errorf("malformed HTTP status line %q", line)
+		return 0, "", nil, nil, fmt.Errorf("malformed HTTP status line %q", line)
 	}
 	code, err := strconv.Atoi(status[:3])
 	if err != nil || code < 100 || code > 999 {
-		return 0, "", nil, fmt.Errorf("malformed HTTP status line %q", line)
+		return 0, "", nil, nil, fmt.Errorf("malformed HTTP status line %q", line)
 	}
 	length, chunked := int64(-1), false
+	fields := map[string]string{}
 	for {
 		h, err := readLine(r)
 		if err != nil {
-			return code, status, nil, fmt.Errorf("read response headers: %w", err)
+			return code, status, fields, nil, fmt.Errorf("read response headers: %w", err)
 		}
 		if h == "" {
 			break
 		}
 		k, v, _ := strings.Cut(h, ":")
 		v = strings.TrimSpace(v)
-		switch strings.ToLower(strings.TrimSpace(k)) {
+		name := strings.ToLower(strings.TrimSpace(k))
+		if _, seen := fields[name]; !seen && len(fields) < maxResponseFields {
+			fields[name] = v
+		}
+		switch name {
 		case "content-length":
 			if n, err := strconv.ParseInt(v, 10, 64); err == nil && n >= 0 {
 				length = n
@@ -272,19 +309,19 @@ func readResponseN(r *bufio.Reader, limit int64) (int, string, []byte, error) {
 	case chunked:
 		size, err := readLine(r)
 		if err != nil {
-			return code, status, nil, nil // the status is what counts
+			return code, status, fields, nil, nil // the status is what counts
 		}
 		size, _, _ = strings.Cut(size, ";")
 		n, err := strconv.ParseInt(strings.TrimSpace(size), 16, 64)
 		if err != nil || n < 0 {
-			return code, status, nil, nil
+			return code, status, fields, nil, nil
 		}
 		body = io.LimitReader(r, min(n, limit))
 	case length >= 0:
 		body = io.LimitReader(r, min(length, limit))
 	}
 	msg, _ := io.ReadAll(body)
-	return code, status, msg, nil
+	return code, status, fields, msg, nil
 }
 
 // readLine reads one CRLF- (or LF-) terminated line of at most 8 KiB.

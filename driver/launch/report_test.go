@@ -34,7 +34,7 @@ func tokenFile(t *testing.T, secret []byte) string {
 	} else {
 		f = append(f, 2)
 		f = append(append(f, text([]byte("other.secret"))...), text([]byte("x"))...)
-		f = append(append(f, text([]byte(contract.ReportSecretAlias))...), text(secret)...)
+		f = append(append(f, text([]byte(contract.ContainerKeyAlias))...), text(secret)...)
 	}
 	p := filepath.Join(t.TempDir(), "container_tokens")
 	require.NoError(t, os.WriteFile(p, f, 0o600))
@@ -55,7 +55,7 @@ func TestRunReportsDevicesToAM(t *testing.T) {
 		{name: "a redirect is not", status: http.StatusFound, tokens: "secret", warn: "302 Found"},
 		{name: "AM refuses: the worker runs anyway", status: http.StatusBadRequest, tokens: "secret", warn: "400 Bad Request"},
 		{name: "no secret in the credentials: unsigned, and the log says why", status: http.StatusUnauthorized, tokens: "none", unsigned: true,
-			warn: "holds no secret key " + contract.ReportSecretAlias},
+			warn: "holds no secret key " + contract.ContainerKeyAlias},
 		{name: "no credentials file: unsigned", status: http.StatusUnauthorized, unsigned: true, warn: EnvTokenFile + " is not set"},
 	}
 	for _, tc := range tests {
@@ -106,6 +106,9 @@ func TestRunReportsDevicesToAM(t *testing.T) {
 			// reserved them; then, once the command ran, when it started.
 			require.Len(t, got, 2)
 			dev, cmd := got[0], got[1]
+			require.Positive(t, dev.Seq, "the report carries its seq, inside what is signed")
+			require.Greater(t, cmd.Seq, dev.Seq, "each report's seq is above the last")
+			dev.Seq = 0
 			require.False(t, dev.LauncherStarted.IsZero())
 			require.False(t, dev.LauncherStarted.After(dev.Reserved), "launcher started %s, reserved %s", dev.LauncherStarted, dev.Reserved)
 			require.False(t, dev.Reserved.After(cmd.CommandStarted), "reserved %s, command started %s", dev.Reserved, cmd.CommandStarted)

@@ -102,12 +102,12 @@ type workersWatch struct {
 func (w *workersWatch) fetch(ctx context.Context) (changed bool, err error) {
 	cctx, cancel := context.WithTimeout(ctx, reportTimeout)
 	defer cancel()
-	code, status, body, err := w.get(cctx, w.url, nil)
+	code, status, _, body, err := w.get(cctx, w.url, nil)
 	if err != nil {
 		return false, err
 	}
 	if code != http.StatusOK {
-		return false, fmt.Errorf("GET %s: %s", w.url, status)
+		return false, fmt.Errorf("GET %s: %s", contract.RedactURL(w.url), status)
 	}
 	body = bytes.TrimSpace(body)
 	if bytes.Equal(body, w.last) {

@@ -34,7 +34,13 @@ func ReportAccepted(status int) bool { return status >= 200 && status < 300 }
 //	{"container": "container_…_000002",
 //	 "resources": {"gpu": [{"index": "0", "uuid": "GPU-…"}, …]}}
 type DeviceReport struct {
-	Container string                            `json:"container"`
+	Container string `json:"container"`
+	// Seq grows with every report a container's launcher sends (it
+	// starts at the launcher's clock in nanoseconds): the AM refuses a
+	// report whose Seq is not above the last it took of the same kind (a
+	// full report, or a command-started one), so one recorded on the wire
+	// cannot be replayed. 0 only in a kept ReportFile of an older launcher.
+	Seq       uint64                            `json:"seq,omitempty"`
 	Resources map[string][]resources.Properties `json:"resources"`
 	// Port is the port the worker serves on (XRES_PORT), for a group
 	// that declares one; 0: none.

@@ -12,33 +12,66 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 )
 
-// The device report is authenticated with the application's own secret:
+// The device report is authenticated with a key of the container's own:
 // `am submit` puts ReportSecretBytes random bytes into the AM's credentials
-// as the secret key ReportSecretAlias; the AM passes its credentials (less
-// the AMRMToken) on to every worker container, where the NodeManager writes
-// them to the file HADOOP_TOKEN_FILE_LOCATION names. The launcher signs the
-// report body with it and the AM checks the signature; the secret itself
-// never travels, nor appears in an environment, a command line or a log.
+// as the secret key ReportSecretAlias (the application's secret, which
+// never leaves the AM); the AM derives each worker container's key from it
+// (ContainerKey: HMAC-SHA256(secret, "xres container key " + id)) and puts
+// it, as the secret key ContainerKeyAlias, into that container's
+// credentials alone, where the NodeManager writes them to the file
+// HADOOP_TOKEN_FILE_LOCATION names. The launcher signs with its key and the
+// AM checks with the key it derives for the container the request names,
+// so a key signs for its own container only; no key travels, nor appears
+// in an environment, a command line or a log.
 //
 //	POST /api/report HTTP/1.1
 //	Content-Type: application/json
-//	X-Xres-Report-Signature: hmac-sha256=<64 hex digits: HMAC-SHA256(secret, body)>
+//	X-Xres-Report-Signature: hmac-sha256=<64 hex digits: HMAC-SHA256(key, body)>
 //
-//	{"container":"container_…_000002","resources":{…}}
+//	{"container":"container_…_000002","seq":1733500000000000001,"resources":{…}}
 //
-// The body names the container, so a signature is good for that one
-// container's report only.
+// The body names the container, and carries seq, which grows with every
+// report the launcher sends (DeviceReport.Seq): the AM refuses one not
+// newer than the last it took, so a report recorded on the wire cannot be
+// replayed.
+//
+// The launcher's GETs (the rendezvous, the worker counts with the peers'
+// addresses) are signed over RendezvousMessage / WorkersMessage and carry
+// a fresh nonce (HeaderNonce); the AM signs its answer over AnswerMessage
+// with the same key (HeaderAnswerSignature), and the launcher believes
+// only an answer so signed for its own request.
 const (
 	ReportSecretAlias = "xres.report.secret"
 	ReportSecretBytes = 32
+	// ContainerKeyAlias is the secret key of a worker container's
+	// credentials that holds its own key (ContainerKey).
+	ContainerKeyAlias = "xres.container.key"
 	// HeaderReportSignature carries ReportSignaturePrefix and the hex HMAC.
 	HeaderReportSignature = "X-Xres-Report-Signature"
 	ReportSignaturePrefix = "hmac-sha256="
+	// HeaderNonce is the launcher's fresh nonce for one GET (NonceBytes
+	// random bytes, hex); HeaderAnswerSignature the AM's signature of its
+	// answer (ReportSignaturePrefix and the hex HMAC of AnswerMessage).
+	HeaderNonce           = "X-Xres-Nonce"
+	HeaderAnswerSignature = "X-Xres-Answer-Signature"
+	NonceBytes            = 16
 )
 
-// SignReport returns the HeaderReportSignature value for body.
-func SignReport(secret, body []byte) string {
+// ContainerKey derives container's key from the application's secret; nil
+// when there is no secret.
+func ContainerKey(secret []byte, container string) []byte {
+	if len(secret) == 0 {
+		return nil
+	}
 	m := hmac.New(sha256.New, secret)
+	m.Write([]byte("xres container key "))
+	m.Write([]byte(container))
+	return m.Sum(nil)
+}
+
+// SignReport returns the HeaderReportSignature value for body.
+func SignReport(key, body []byte) string {
+	m := hmac.New(sha256.New, key)
 	m.Write(body)
 	return ReportSignaturePrefix + hex.EncodeToString(m.Sum(nil))
 }
@@ -48,21 +81,62 @@ func SignReport(secret, body []byte) string {
 // (JSON), so neither signature stands for the other.
 func RendezvousMessage(container string) []byte { return []byte("rendezvous " + container) }
 
-// VerifyReport reports whether sig is body's signature under secret,
-// comparing in constant time. An empty secret verifies nothing.
-func VerifyReport(secret, body []byte, sig string) bool {
-	if len(secret) == 0 {
+// WorkersMessage is what a launcher signs to read the worker counts with
+// the peers' addresses (GET api/workers?container=ID).
+func WorkersMessage(container string) []byte { return []byte("workers " + container) }
+
+// What an answer answers (AnswerMessage).
+const (
+	AnswerRendezvous = "rendezvous"
+	AnswerWorkers    = "workers"
+)
+
+// AnswerMessage is what the AM signs (SignReport, with the container's
+// key) to answer the GET of kind (AnswerRendezvous, AnswerWorkers) that
+// container's launcher sent with nonce: the answer is good for that one
+// request only.
+func AnswerMessage(kind, container, nonce string, body []byte) []byte {
+	b := make([]byte, 0, len(kind)+len(container)+len(nonce)+len(body)+10)
+	b = append(b, "answer "...)
+	b = append(b, kind...)
+	b = append(b, ' ')
+	b = append(b, container...)
+	b = append(b, ' ')
+	b = append(b, nonce...)
+	b = append(b, '\n')
+	return append(b, body...)
+}
+
+// ErrBadNonce marks a HeaderNonce value that is not NonceBytes..64 bytes
+// in hex.
+var ErrBadNonce = errors.New("bad nonce")
+
+// CheckNonce checks a HeaderNonce value.
+func CheckNonce(nonce string) error {
+	if len(nonce) < 2*NonceBytes || len(nonce) > 128 {
+		return fmt.Errorf("%w: want %d to 128 hex digits, got %d characters", ErrBadNonce, 2*NonceBytes, len(nonce))
+	}
+	if _, err := hex.DecodeString(nonce); err != nil {
+		return fmt.Errorf("%w: not hex", ErrBadNonce)
+	}
+	return nil
+}
+
+// VerifyReport reports whether sig is body's signature under key,
+// comparing in constant time. An empty key verifies nothing.
+func VerifyReport(key, body []byte, sig string) bool {
+	if len(key) == 0 {
 		return false
 	}
 	got, ok := strings.CutPrefix(strings.TrimSpace(sig), ReportSignaturePrefix)
-	if !ok {
+	if !ok || len(got) != 2*sha256.Size {
 		return false
 	}
 	mac, err := hex.DecodeString(got)
 	if err != nil {
 		return false
 	}
-	m := hmac.New(sha256.New, secret)
+	m := hmac.New(sha256.New, key)
 	m.Write(body)
 	return hmac.Equal(mac, m.Sum(nil))
 }
@@ -77,15 +151,23 @@ var ErrCredentials = errors.New("malformed token storage file")
 //
 // This reads only what the launcher needs; yarn/security reads and writes
 // the whole format (and its tests check that both agree).
-func ReportSecret(b []byte) ([]byte, error) {
+func ReportSecret(b []byte) ([]byte, error) { return CredentialsSecret(b, ReportSecretAlias) }
+
+// ContainerKeyOf returns the container's key (ContainerKeyAlias) from its
+// credentials file's contents, as ReportSecret does.
+func ContainerKeyOf(b []byte) ([]byte, error) { return CredentialsSecret(b, ContainerKeyAlias) }
+
+// CredentialsSecret returns the secret key alias from a Hadoop token
+// storage file's contents, as ReportSecret does.
+func CredentialsSecret(b []byte, alias string) ([]byte, error) {
 	if len(b) < 5 || !bytes.Equal(b[:4], []byte("HDTS")) {
 		return nil, fmt.Errorf("%w: no HDTS magic", ErrCredentials)
 	}
 	switch b[4] {
 	case 0:
-		return writableSecret(b[5:])
+		return writableSecret(b[5:], alias)
 	case 1:
-		return protoSecret(b[5:])
+		return protoSecret(b[5:], alias)
 	default:
 		return nil, fmt.Errorf("%w: unknown format version %d", ErrCredentials, b[4])
 	}
@@ -95,7 +177,7 @@ func ReportSecret(b []byte) ([]byte, error) {
 // VInt len + identifier, VInt len + password, Text kind, Text service},
 // VInt nSecrets, nSecrets × {Text alias, VInt len + bytes}; Text is VInt
 // len + UTF-8, VInt is Hadoop's WritableUtils zero-compressed long.
-func writableSecret(b []byte) ([]byte, error) {
+func writableSecret(b []byte, want string) ([]byte, error) {
 	r := vreader{b: b}
 	n := r.count()
 	for i := 0; i < n && r.err == nil; i++ {
@@ -107,7 +189,7 @@ func writableSecret(b []byte) ([]byte, error) {
 	var secret []byte
 	for i := 0; i < n && r.err == nil; i++ {
 		alias, v := r.field(), r.field()
-		if r.err == nil && string(alias) == ReportSecretAlias {
+		if r.err == nil && string(alias) == want {
 			secret = append([]byte{}, v...)
 		}
 	}
@@ -186,7 +268,7 @@ func (r *vreader) field() []byte {
 // CredentialsKVProto tokens = 1; repeated CredentialsKVProto secrets = 2},
 // CredentialsKVProto {string alias = 1; TokenProto token = 2; bytes
 // secret = 3}.
-func protoSecret(b []byte) ([]byte, error) {
+func protoSecret(b []byte, want string) ([]byte, error) {
 	n, k := protowire.ConsumeVarint(b)
 	if k < 0 || n > uint64(len(b)-k) {
 		return nil, fmt.Errorf("%w: bad protobuf length", ErrCredentials)
@@ -209,7 +291,7 @@ func protoSecret(b []byte) ([]byte, error) {
 		}); err != nil {
 			return err
 		}
-		if string(alias) == ReportSecretAlias {
+		if string(alias) == want {
 			secret = append([]byte{}, value...)
 		}
 		return nil

@@ -157,7 +157,8 @@ type worker struct {
 	// (off the heartbeat) has set tail.
 	tail     []string
 	tailDone chan struct{}
-	tl       timeline // its start, step by step (timeline.go)
+	tl       timeline   // its start, step by step (timeline.go)
+	seqs     reportSeqs // the newest reports taken (status.go)
 }
 
 // live reports whether w's container is wanted and not known to have
@@ -189,8 +190,9 @@ type AM struct {
 	result     *Result
 	limits     ClusterLimits
 	earlyDevs  map[string]map[string][]resources.Properties
-	allRunning time.Time // first time every wanted worker was running
-	minRunning time.Time // first time every group's minimum was running
+	earlySeqs  map[string]reportSeqs // of earlyDevs
+	allRunning time.Time             // first time every wanted worker was running
+	minRunning time.Time             // first time every group's minimum was running
 
 	// Fault handling (faults.go).
 	blUntil       map[string]time.Time // blacklisted host → when it expires
@@ -286,6 +288,7 @@ func New(cfg Config, rm RMClient, nm NMClient, logs LogFetcher) (*AM, error) {
 		blSent:    map[string]bool{},
 		nmTokens:  map[string]security.Token{},
 		earlyDevs: map[string]map[string][]resources.Properties{},
+		earlySeqs: map[string]reportSeqs{},
 	}, nil
 }
 
@@ -621,6 +624,10 @@ func (a *AM) classifiedLocked(c yarn.Container, previous bool) {
 		if devs := a.earlyDevs[c.ID]; devs != nil {
 			w.devices = devs
 			delete(a.earlyDevs, c.ID)
+		}
+		if seqs, ok := a.earlySeqs[c.ID]; ok {
+			w.seqs = seqs
+			delete(a.earlySeqs, c.ID)
 		}
 		if g.pending > 0 {
 			g.pending--

@@ -483,7 +483,9 @@ func (a *AM) learnDevices(ctx context.Context, w *worker, last bool) bool {
 		err = fmt.Errorf("%s is empty", contract.ReportFile)
 	}
 	if err == nil {
-		err = a.ReportDevices(rep)
+		if err = a.ReportDevices(rep); errors.Is(err, ErrStaleReport) {
+			err = nil // its launcher's newer report came first
+		}
 	}
 	if err == nil {
 		log.Info("learnt the adopted worker's devices from its launcher's report")

@@ -51,26 +51,17 @@ import (
 // next ask is ready, and it runs the command with that rank), and the
 // container asked in the lost worker's place becomes the new spare.
 
-// Worker environment variables the rendezvous sets.
+// Worker environment variables the rendezvous sets (the launcher passes
+// on only those contract.CheckRendezvousVar allows).
 const (
-	EnvGroup     = "XRES_GROUP"
-	EnvRank      = "XRES_RANK"
-	EnvWorldSize = "XRES_WORLD_SIZE"
+	EnvGroup     = contract.EnvGroup
+	EnvRank      = contract.EnvRank
+	EnvWorldSize = contract.EnvWorldSize
 )
 
 // AddressesEnv names XRES_<GROUP>_ADDRESSES for group name: upper-cased,
 // every character other than A-Z and 0-9 replaced by "_".
-func AddressesEnv(group string) string {
-	var b strings.Builder
-	for _, r := range strings.ToUpper(group) {
-		if r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
-			b.WriteRune(r)
-		} else {
-			b.WriteByte('_')
-		}
-	}
-	return "XRES_" + b.String() + "_ADDRESSES"
-}
+func AddressesEnv(group string) string { return contract.AddressesEnv(group) }
 
 // waits reports whether the group's workers wait for the AM before they
 // run.
@@ -465,13 +456,13 @@ func (a *AM) workerEnvLocked(w *worker) map[string]string {
 				size++
 			}
 		}
-		env["RANK"] = strconv.Itoa(w.rank)
-		env["WORLD_SIZE"] = strconv.Itoa(g.Plan.Workers)
-		env["LOCAL_RANK"] = strconv.Itoa(local)
-		env["LOCAL_WORLD_SIZE"] = strconv.Itoa(size)
+		env[contract.EnvTorchRank] = strconv.Itoa(w.rank)
+		env[contract.EnvTorchWorldSize] = strconv.Itoa(g.Plan.Workers)
+		env[contract.EnvTorchLocalRank] = strconv.Itoa(local)
+		env[contract.EnvTorchLocalWorldSize] = strconv.Itoa(size)
 		if m := a.masterLocked(g); m != nil && m.address() != "" {
-			env["MASTER_ADDR"] = m.c.Host()
-			env["MASTER_PORT"] = strconv.Itoa(m.port)
+			env[contract.EnvTorchMasterAddr] = m.c.Host()
+			env[contract.EnvTorchMasterPort] = strconv.Itoa(m.port)
 		}
 	case RendezvousTensorflow:
 		cluster := map[string][]string{}
@@ -482,7 +473,7 @@ func (a *AM) workerEnvLocked(w *worker) map[string]string {
 		}
 		tf := map[string]any{"cluster": cluster, "task": map[string]any{"type": g.Name, "index": w.rank}}
 		b, _ := json.Marshal(tf)
-		env["TF_CONFIG"] = string(b)
+		env[contract.EnvTFConfig] = string(b)
 	}
 	return env
 }
@@ -587,29 +578,18 @@ var _ rendezvousSource = (*AM)(nil)
 
 // handleRendezvous serves GET /api/rendezvous?container=ID when src
 // answers it: read-only, what the container's launcher waits for (the
-// reports that change the AM's state go through POST /api/report).
-func handleRendezvous(mux *http.ServeMux, src StatusSource, secret []byte, log logrus.FieldLogger) {
+// reports that change the AM's state go through POST /api/report). Only
+// the container's own launcher may ask (it learns its peers' addresses):
+// signed with its key over RendezvousMessage, with a nonce; the answer is
+// signed with the same key over the nonce and the body.
+func handleRendezvous(mux *http.ServeMux, src StatusSource, secret []byte, refusals *refusalLog) {
 	rs, ok := src.(rendezvousSource)
 	if !ok {
 		return
 	}
 	mux.HandleFunc("GET "+contract.RendezvousPath, func(w http.ResponseWriter, r *http.Request) {
-		id := r.URL.Query().Get("container")
-		if id == "" {
-			http.Error(w, "rendezvous: query parameter container is required", http.StatusBadRequest)
-			return
-		}
-		// Only the container's own launcher may ask (it learns its peers'
-		// addresses): signed as its reports are, over RendezvousMessage.
-		sig := r.Header.Get(contract.HeaderReportSignature)
-		if !contract.VerifyReport(secret, contract.RendezvousMessage(id), sig) {
-			code := http.StatusForbidden
-			if sig == "" {
-				code = http.StatusUnauthorized
-				w.Header().Set("WWW-Authenticate", `HMAC-SHA256 realm="xres device report"`)
-			}
-			log.WithFields(logrus.Fields{"remote": r.RemoteAddr, "status": code}).Warn("rendezvous request refused: not signed with the application's report secret")
-			http.Error(w, "rendezvous request refused: not signed with the application's report secret", code)
+		id, ok := signedGet(w, r, secret, contract.RendezvousMessage, refusals)
+		if !ok {
 			return
 		}
 		ans, err := rs.Rendezvous(id)
@@ -621,7 +601,11 @@ func handleRendezvous(mux *http.ServeMux, src StatusSource, secret []byte, log l
 			http.Error(w, err.Error(), code)
 			return
 		}
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(ans)
+		body, err := json.Marshal(ans)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		writeAnswer(w, secret, contract.AnswerRendezvous, id, r.Header.Get(contract.HeaderNonce), append(body, '\n'))
 	})
 }

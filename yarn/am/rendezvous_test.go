@@ -3,9 +3,11 @@ package am
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -137,6 +139,7 @@ func TestRendezvousDependsOnGivesAddressesInRankOrder(t *testing.T) {
 	require.True(t, after.Ready, after.Waiting)
 	require.Equal(t, []string{"nm1:6000", "nm2:6001"}, after.Probe)
 	require.Equal(t, map[string]string{EnvGroup: "worker", EnvRank: "0", EnvWorldSize: "2", "XRES_PS_ADDRESSES": "nm1:6000,nm2:6001"}, after.Env)
+	passesLauncher(t, after)
 }
 
 // Gang start with xres.rendezvous: torch: no rank is ready until all 3
@@ -166,6 +169,8 @@ func TestRendezvousGangBarrierAndTorchEnv(t *testing.T) {
 	require.Equal(t, "0", r2.Env["LOCAL_RANK"])
 	require.Equal(t, "1", r2.Env["LOCAL_WORLD_SIZE"])
 	require.Equal(t, "2", r2.Env["RANK"])
+	passesLauncher(t, r1)
+	passesLauncher(t, r2)
 }
 
 // A group whose worker picks its own port (port: worker) runs for its
@@ -201,6 +206,7 @@ func TestRendezvousWorkerReportedPort(t *testing.T) {
 	require.True(t, after.Ready, after.Waiting)
 	require.Equal(t, []string{"nm1:6123"}, after.Probe)
 	require.Equal(t, "nm1:6123", after.Env["XRES_JM_ADDRESSES"])
+	passesLauncher(t, after)
 	require.Equal(t, contract.PortWantedWorker, rendezvousEnv(a.cfg.Groups[0], "http://am/").Env[contract.EnvPortWanted])
 	// api/workers (and so XRES_WORKERS_FILE) carries a port group's addresses.
 	require.Equal(t, []string{""}, countBefore.Groups[0].Addresses)
@@ -233,6 +239,20 @@ func TestRendezvousTensorflowConfig(t *testing.T) {
 	require.Contains(t, early.Waiting, "TF_CONFIG")
 	require.True(t, got.Ready, got.Waiting)
 	require.JSONEq(t, `{"cluster":{"chief":["nm1:8000"],"worker":["nm1:8001","nm2:8002"]},"task":{"type":"worker","index":1}}`, got.Env["TF_CONFIG"])
+	passesLauncher(t, got)
+}
+
+// passesLauncher checks that the launcher passes on every variable of the
+// answer (contract.CheckRendezvousVar: the AM sets only what the
+// launcher's allow-list holds).
+func passesLauncher(t *testing.T, r contract.Rendezvous) {
+	t.Helper()
+	for k, v := range r.Env {
+		require.NoError(t, contract.CheckRendezvousVar(k, v))
+	}
+	for _, a := range r.Probe {
+		require.NoError(t, contract.CheckAddress(a))
+	}
 }
 
 // A gang that stays incomplete fails the application after its timeout,
@@ -340,11 +360,16 @@ func TestRendezvousLaunchEnv(t *testing.T) {
 }
 
 // The tracking server answers GET /api/rendezvous?container=ID to the
-// container's launcher alone: signed with the application's secret over
-// contract.RendezvousMessage(ID); unsigned 401, another signature 403.
+// container's launcher alone: signed with the container's key over
+// contract.RendezvousMessage(ID), with a nonce; unsigned 401, another
+// signature (another container's key, the application's secret) 403, no
+// nonce 400. The answer is signed with the container's key over the nonce
+// and the body.
 func TestRendezvousEndpoint(t *testing.T) {
 	c2 := ctr(2, "nm1")
 	secret := []byte("application secret")
+	key := func(id string) []byte { return contract.ContainerKey(secret, id) }
+	nonce := strings.Repeat("ab", contract.NonceBytes)
 	var body map[string]any
 	var codes []int
 	res, _, _ := runRV(t, []Group{rvGroup("w", 1, Plan{})}, nil,
@@ -353,13 +378,16 @@ func TestRendezvousEndpoint(t *testing.T) {
 			srv := httptest.NewServer(NewTracker(a, nil, WithReportSecret(secret)))
 			defer srv.Close()
 			unknown := "container_1_0001_01_000099"
-			for _, q := range []struct{ container, sig string }{
-				{c2.ID, contract.SignReport(secret, contract.RendezvousMessage(c2.ID))},
-				{unknown, contract.SignReport(secret, contract.RendezvousMessage(unknown))},
-				{"", ""},
-				{c2.ID, ""},
-				{c2.ID, contract.SignReport(secret, contract.RendezvousMessage(unknown))},
-				{c2.ID, contract.SignReport([]byte("guessed"), contract.RendezvousMessage(c2.ID))},
+			for _, q := range []struct{ container, sig, nonce string }{
+				{c2.ID, contract.SignReport(key(c2.ID), contract.RendezvousMessage(c2.ID)), nonce},
+				{unknown, contract.SignReport(key(unknown), contract.RendezvousMessage(unknown)), nonce},
+				{"", "", nonce},
+				{c2.ID, "", nonce},
+				{c2.ID, contract.SignReport(key(c2.ID), contract.RendezvousMessage(unknown)), nonce},
+				{c2.ID, contract.SignReport([]byte("guessed"), contract.RendezvousMessage(c2.ID)), nonce},
+				{c2.ID, contract.SignReport(key(unknown), contract.RendezvousMessage(c2.ID)), nonce},
+				{c2.ID, contract.SignReport(secret, contract.RendezvousMessage(c2.ID)), nonce},
+				{c2.ID, contract.SignReport(key(c2.ID), contract.RendezvousMessage(c2.ID)), ""},
 			} {
 				url := srv.URL + contract.RendezvousPath
 				if q.container != "" {
@@ -370,11 +398,18 @@ func TestRendezvousEndpoint(t *testing.T) {
 				if q.sig != "" {
 					req.Header.Set(contract.HeaderReportSignature, q.sig)
 				}
+				if q.nonce != "" {
+					req.Header.Set(contract.HeaderNonce, q.nonce)
+				}
 				resp, err := http.DefaultClient.Do(req)
 				require.NoError(t, err)
 				codes = append(codes, resp.StatusCode)
 				if resp.StatusCode == http.StatusOK {
-					require.NoError(t, json.NewDecoder(resp.Body).Decode(&body))
+					raw, err := io.ReadAll(resp.Body)
+					require.NoError(t, err)
+					require.True(t, contract.VerifyReport(key(c2.ID), contract.AnswerMessage(contract.AnswerRendezvous, c2.ID, nonce, raw), resp.Header.Get(contract.HeaderAnswerSignature)),
+						"the answer is signed with the container's key over the nonce and the body")
+					require.NoError(t, json.Unmarshal(raw, &body))
 				}
 				resp.Body.Close()
 			}
@@ -384,7 +419,7 @@ func TestRendezvousEndpoint(t *testing.T) {
 	)
 	require.Equal(t, yarn.StatusSucceeded, res.Status, res.Diagnostics)
 	require.Equal(t, []int{http.StatusOK, http.StatusNotFound, http.StatusBadRequest,
-		http.StatusUnauthorized, http.StatusForbidden, http.StatusForbidden}, codes)
+		http.StatusUnauthorized, http.StatusForbidden, http.StatusForbidden, http.StatusForbidden, http.StatusForbidden, http.StatusBadRequest}, codes)
 	require.Equal(t, true, body["ready"])
 	require.Equal(t, map[string]any{EnvGroup: "w", EnvRank: "0", EnvWorldSize: "1"}, body["env"])
 }

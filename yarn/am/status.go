@@ -16,6 +16,31 @@ import (
 // is not one of this application's.
 var ErrUnknownContainer = errors.New("unknown container")
 
+// ErrStaleReport is returned by ReportDevices for a report whose Seq is
+// not above the last one taken of its kind for the container: a replay,
+// or one overtaken by a newer report.
+var ErrStaleReport = errors.New("stale device report")
+
+// reportSeqs are the Seq of the newest full report (devices, port) and
+// command-started report taken of one container. The two kinds are
+// counted apart: a launcher sends its command-started report beside the
+// report of its worker's port, and either may arrive first.
+type reportSeqs struct{ full, started uint64 }
+
+// take checks r's Seq against s and records it; 0 (a kept report file of
+// an older launcher) is taken while none with a Seq was.
+func (s *reportSeqs) take(r contract.DeviceReport) error {
+	last := &s.full
+	if len(r.Resources) == 0 && r.Port == 0 && !r.CommandStarted.IsZero() {
+		last = &s.started
+	}
+	if *last > 0 && r.Seq <= *last {
+		return fmt.Errorf("report devices: %w: container %s sent seq %d, and %d was taken already", ErrStaleReport, r.Container, r.Seq, *last)
+	}
+	*last = r.Seq
+	return nil
+}
+
 // WorkerStatus is one worker container in Status.
 type WorkerStatus struct {
 	Container   string                            `json:"container"`
@@ -223,7 +248,9 @@ func (a *AM) statusPageLocked(p Page) (s Status, samples [][]float64) {
 }
 
 // ReportDevices records what a launcher discovered. A report may arrive
-// before the AM has marked the container started; it is kept for it.
+// before the AM has marked the container started; it is kept for it. A
+// report not newer than the last taken of its kind (DeviceReport.Seq) is
+// refused with ErrStaleReport.
 func (a *AM) ReportDevices(r contract.DeviceReport) error {
 	id := strings.TrimSpace(r.Container)
 	if !strings.HasPrefix(id, "container_") {
@@ -233,11 +260,20 @@ func (a *AM) ReportDevices(r contract.DeviceReport) error {
 	defer a.mu.Unlock()
 	w := a.workers.get(id)
 	if w == nil {
-		if len(a.earlyDevs) >= 4*a.totalsLocked().workers+16 {
+		_, known := a.earlySeqs[id]
+		if !known && len(a.earlySeqs) >= 4*a.totalsLocked().workers+16 {
 			return fmt.Errorf("report devices: %w: %s", ErrUnknownContainer, id)
 		}
+		seqs := a.earlySeqs[id]
+		if err := seqs.take(r); err != nil {
+			return err
+		}
+		a.earlySeqs[id] = seqs
 		a.earlyDevs[id] = mergeDevices(a.earlyDevs[id], r.Resources)
 		return nil
+	}
+	if err := w.seqs.take(r); err != nil {
+		return err
 	}
 	w.reportedLocked(r)
 	a.warmLocked(w.c.NodeID)                             // its files are localized there: the node's other starts go

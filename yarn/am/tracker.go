@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -126,12 +127,15 @@ type trackerOptions struct {
 	secret []byte
 	proxy  *WebProxy
 	logs   nodeLogs
+	now    func() time.Time // the refusal log's clock (tests)
 }
 
 // WithReportSecret is the application's report secret
-// (contract.ReportSecretAlias in the AM's credentials): a device report is
-// recorded only when signed with it. Without this option (or with an
-// empty secret) every report is refused.
+// (contract.ReportSecretAlias in the AM's credentials): a device report,
+// a rendezvous or worker-address request is taken only when signed with
+// the key derived from it for the container it names
+// (contract.ContainerKey), and the answers are signed with that key.
+// Without this option (or with an empty secret) every one is refused.
 func WithReportSecret(secret []byte) TrackerOption {
 	return func(o *trackerOptions) { o.secret = secret }
 }
@@ -141,6 +145,11 @@ func WithReportSecret(secret []byte) TrackerOption {
 // to every caller (tests, a tracker outside YARN).
 func WithWebProxy(p *WebProxy) TrackerOption {
 	return func(o *trackerOptions) { o.proxy = p }
+}
+
+// withClock sets the clock of the refusal log (tests).
+func withClock(now func() time.Time) TrackerOption {
+	return func(o *trackerOptions) { o.now = now }
 }
 
 // WithNodeLogLinks links each container of the page's timeline to its logs
@@ -160,13 +169,22 @@ func WithNodeLogLinks(scheme, user string) TrackerOption {
 //	                  their NodeManager logs), and the containers with their
 //	                  devices, PageSize at a time
 //	GET  /api/status  the same as JSON (Status), every container
-//	GET  /api/workers the worker counts (WorkerCount), for the workers
+//	GET  /api/workers the worker counts (WorkerCount), for the workers;
+//	                  the groups' addresses only with ?container=ID, signed
+//	                  with that container's key over contract.WorkersMessage(ID)
+//	                  and a nonce (the answer is then signed too)
 //	POST /api/report  a launcher's contract.DeviceReport (JSON), signed
-//	                  (contract.HeaderReportSignature); 204 when recorded,
-//	                  401 unsigned, 403 signed with another secret
+//	                  (contract.HeaderReportSignature) with its container's
+//	                  key; 204 when recorded, 401 unsigned, 403 signed with
+//	                  another key, 409 not newer than the last (a replay)
 //	GET  /api/rendezvous?container=ID  a launcher's rank, peers and go
 //	                  (contract.Rendezvous), signed as reports are over
-//	                  contract.RendezvousMessage(ID)
+//	                  contract.RendezvousMessage(ID), with a nonce
+//	                  (contract.HeaderNonce); the answer is signed over
+//	                  contract.AnswerMessage (contract.HeaderAnswerSignature)
+//
+// Refused requests are logged at most once per refusalLogEvery, with the
+// count of those not logged since.
 //
 // Both GETs take ?state=RUNNING (or STARTING, STANDBY, SUCCEEDED, FAILED) to list
 // only the containers in that state, and ?offset=N&limit=M for a page; the
@@ -174,7 +192,7 @@ func WithNodeLogLinks(scheme, user string) TrackerOption {
 //
 // With WithWebProxy, every path but POST /api/report and GET
 // /api/rendezvous (authenticated by the signature) and GET /api/workers (what the workers read from inside the
-// cluster: counts only) is served to the RM's web proxy alone, where the
+// cluster: counts only, unless signed) is served to the RM's web proxy alone, where the
 // RM applies the application's view ACLs; a direct request is redirected
 // there, as Hadoop's AmIpFilter does.
 func NewTracker(src StatusSource, log logrus.FieldLogger, opts ...TrackerOption) http.Handler {
@@ -195,15 +213,35 @@ func NewTracker(src StatusSource, log logrus.FieldLogger, opts ...TrackerOption)
 		enc.SetIndent("", "  ")
 		_ = enc.Encode(st)
 	})
+	refusals := &refusalLog{log: log, every: refusalLogEvery, now: o.now}
 	mux.HandleFunc("GET "+PathWorkers, func(w http.ResponseWriter, r *http.Request) {
+		// A signed request (a launcher's) is checked before anything is
+		// read; an unsigned one gets the counts without addresses.
+		id, auth := "", r.Header.Get(contract.HeaderReportSignature) != ""
+		if auth {
+			var ok bool
+			if id, ok = signedGet(w, r, o.secret, contract.WorkersMessage, refusals); !ok {
+				return
+			}
+		}
 		var st Status
 		if pg, ok := src.(pager); ok {
 			st = pg.StatusPage(Page{Limit: -1})
 		} else {
 			st = src.Status()
 		}
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(st.Count())
+		c := st.Count()
+		if !auth {
+			for i := range c.Groups {
+				c.Groups[i].Addresses = nil
+			}
+		}
+		body, err := json.Marshal(c)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		writeAnswer(w, o.secret, contract.AnswerWorkers, id, r.Header.Get(contract.HeaderNonce), append(body, '\n'))
 	})
 	mux.HandleFunc("POST "+PathReport, func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxReportBytes))
@@ -211,17 +249,13 @@ func NewTracker(src StatusSource, log logrus.FieldLogger, opts ...TrackerOption)
 			http.Error(w, fmt.Sprintf("bad device report: %v", err), http.StatusBadRequest)
 			return
 		}
-		// Authenticated before anything of the body is believed; the
-		// answer and the log say only that it was refused.
+		// Authenticated before anything of the body is believed (its
+		// container only picks the key to check with); the answer and the
+		// log say only that it was refused.
 		sig := r.Header.Get(contract.HeaderReportSignature)
-		if !contract.VerifyReport(o.secret, body, sig) {
-			code, why := http.StatusForbidden, "device report refused: bad signature"
-			if sig == "" {
-				code, why = http.StatusUnauthorized, "device report refused: not signed with the application's report secret"
-				w.Header().Set("WWW-Authenticate", `HMAC-SHA256 realm="xres device report"`)
-			}
-			log.WithFields(logrus.Fields{"remote": r.RemoteAddr, "status": code}).Warn(why)
-			http.Error(w, why, code)
+		if sig == "" {
+			w.Header().Set("WWW-Authenticate", `HMAC-SHA256 realm="xres device report"`)
+			refusals.refuse(w, r, http.StatusUnauthorized, "device report refused: not signed with the container's key")
 			return
 		}
 		var rep contract.DeviceReport
@@ -229,10 +263,22 @@ func NewTracker(src StatusSource, log logrus.FieldLogger, opts ...TrackerOption)
 			http.Error(w, fmt.Sprintf("bad device report: %v", err), http.StatusBadRequest)
 			return
 		}
+		if !contract.VerifyReport(contract.ContainerKey(o.secret, rep.Container), body, sig) {
+			refusals.refuse(w, r, http.StatusForbidden, "device report refused: bad signature")
+			return
+		}
+		if rep.Seq == 0 {
+			http.Error(w, "device report refused: it has no seq (a launcher older than this AM?)", http.StatusBadRequest)
+			return
+		}
 		if err := src.ReportDevices(rep); err != nil {
 			code := http.StatusInternalServerError
-			if errors.Is(err, ErrUnknownContainer) {
+			switch {
+			case errors.Is(err, ErrUnknownContainer):
 				code = http.StatusNotFound
+			case errors.Is(err, ErrStaleReport):
+				refusals.refuse(w, r, http.StatusConflict, "device report refused: not newer than the last one taken (a replay?)")
+				return
 			}
 			http.Error(w, err.Error(), code)
 			return
@@ -244,7 +290,7 @@ func NewTracker(src StatusSource, log logrus.FieldLogger, opts ...TrackerOption)
 		}
 		w.WriteHeader(http.StatusNoContent)
 	})
-	handleRendezvous(mux, src, o.secret, log)
+	handleRendezvous(mux, src, o.secret, refusals)
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 		st, err := statusPage(src, r, PageSize)
 		if err != nil {
@@ -420,9 +466,36 @@ func parsePorts(spec string) ([]int, error) {
 	return out, nil
 }
 
+// The tracking server's bounds: a request's header must arrive within
+// ReadHeaderTimeout and the whole request within ReadTimeout (a body
+// trickled a byte at a time holds no connection longer), an idle
+// keep-alive connection is closed after IdleTimeout, an answer must be
+// written within WriteTimeout, and no request body may exceed
+// maxRequestBytes (a device report is at most maxReportBytes).
+var serverLimits = struct {
+	ReadHeaderTimeout, ReadTimeout, IdleTimeout, WriteTimeout time.Duration
+}{10 * time.Second, 20 * time.Second, 60 * time.Second, 60 * time.Second}
+
+const (
+	maxRequestBytes = maxReportBytes + 1
+	maxHeaderBytes  = 64 << 10
+)
+
+// newServer is the tracking server for h, with serverLimits.
+func newServer(h http.Handler) *http.Server {
+	return &http.Server{
+		Handler:           http.MaxBytesHandler(h, maxRequestBytes),
+		ReadHeaderTimeout: serverLimits.ReadHeaderTimeout,
+		ReadTimeout:       serverLimits.ReadTimeout,
+		IdleTimeout:       serverLimits.IdleTimeout,
+		WriteTimeout:      serverLimits.WriteTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
+	}
+}
+
 // Serve runs h on l until ctx ends, then shuts down gracefully.
 func Serve(ctx context.Context, l net.Listener, h http.Handler) error {
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	srv := newServer(h)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(l) }()
 	select {
@@ -437,13 +510,18 @@ func Serve(ctx context.Context, l net.Listener, h http.Handler) error {
 }
 
 // PostDeviceReport POSTs a launcher's report to the AM at url (the value of
-// XRES_AM_REPORT_URL), signed with secret (none when empty), and wants 204.
-// The container-launcher sends its report with its own client
-// (driver/launch, which may not import yarn/); this one serves tests and
-// tools on the AM's side.
-func PostDeviceReport(ctx context.Context, client *http.Client, url string, secret []byte, r contract.DeviceReport) error {
+// XRES_AM_REPORT_URL), signed with key (the container's,
+// contract.ContainerKeyAlias of its credentials; none when empty), and
+// wants 204. A report without a Seq gets the clock's nanoseconds. The
+// container-launcher sends its report with its own client (driver/launch,
+// which may not import yarn/); this one serves tests and tools on the AM's
+// side.
+func PostDeviceReport(ctx context.Context, client *http.Client, url string, key []byte, r contract.DeviceReport) error {
 	if client == nil {
 		client = http.DefaultClient
+	}
+	if r.Seq == 0 {
+		r.Seq = uint64(time.Now().UnixNano())
 	}
 	body, err := json.Marshal(r)
 	if err != nil {
@@ -454,8 +532,8 @@ func PostDeviceReport(ctx context.Context, client *http.Client, url string, secr
 		return fmt.Errorf("report devices to %s: %w", url, err)
 	}
 	req.Header.Set("Content-Type", "application/json")
-	if len(secret) > 0 {
-		req.Header.Set(contract.HeaderReportSignature, contract.SignReport(secret, body))
+	if len(key) > 0 {
+		req.Header.Set(contract.HeaderReportSignature, contract.SignReport(key, body))
 	}
 	resp, err := client.Do(req)
 	if err != nil {
@@ -467,4 +545,82 @@ func PostDeviceReport(ctx context.Context, client *http.Client, url string, secr
 		return fmt.Errorf("report devices to %s: %s: %s", url, resp.Status, strings.TrimSpace(string(msg)))
 	}
 	return nil
+}
+
+// refusalLogEvery is how often at most the tracking server logs a refused
+// request (a thousand unsigned requests make one line, then one with their
+// count).
+const refusalLogEvery = time.Minute
+
+// refusalLog logs refused requests: the first, then at most one line per
+// interval, which counts those not logged since.
+type refusalLog struct {
+	log   logrus.FieldLogger
+	every time.Duration
+	now   func() time.Time
+
+	mu         sync.Mutex
+	next       time.Time // no line before
+	suppressed int
+}
+
+// refuse answers r with code and why, and logs it when its turn has come.
+func (l *refusalLog) refuse(w http.ResponseWriter, r *http.Request, code int, why string) {
+	http.Error(w, why, code)
+	now := time.Now
+	if l.now != nil {
+		now = l.now
+	}
+	l.mu.Lock()
+	t := now()
+	if t.Before(l.next) {
+		l.suppressed++
+		l.mu.Unlock()
+		return
+	}
+	n := l.suppressed
+	l.suppressed, l.next = 0, t.Add(l.every)
+	l.mu.Unlock()
+	f := logrus.Fields{"remote": r.RemoteAddr, "path": r.URL.Path, "status": code}
+	if n > 0 {
+		f["refused_not_logged"] = n
+	}
+	l.log.WithFields(f).Warnf("%s (refused requests are logged at most once per %s, with the count of those not logged)", why, l.every)
+}
+
+// signedGet checks a launcher's signed GET: ?container=ID, signed with
+// that container's key over msg(ID), with a nonce. It answers the request
+// itself (and reports false) when it is refused.
+func signedGet(w http.ResponseWriter, r *http.Request, secret []byte, msg func(string) []byte, refusals *refusalLog) (string, bool) {
+	id := r.URL.Query().Get("container")
+	if id == "" {
+		http.Error(w, "query parameter container is required", http.StatusBadRequest)
+		return "", false
+	}
+	sig := r.Header.Get(contract.HeaderReportSignature)
+	if sig == "" {
+		w.Header().Set("WWW-Authenticate", `HMAC-SHA256 realm="xres device report"`)
+		refusals.refuse(w, r, http.StatusUnauthorized, "request refused: not signed with the container's key")
+		return "", false
+	}
+	if !contract.VerifyReport(contract.ContainerKey(secret, id), msg(id), sig) {
+		refusals.refuse(w, r, http.StatusForbidden, "request refused: bad signature")
+		return "", false
+	}
+	if err := contract.CheckNonce(r.Header.Get(contract.HeaderNonce)); err != nil {
+		http.Error(w, fmt.Sprintf("header %s: %v", contract.HeaderNonce, err), http.StatusBadRequest)
+		return "", false
+	}
+	return id, true
+}
+
+// writeAnswer writes a JSON answer, signed with the container's key over
+// contract.AnswerMessage when id is a container whose request was signed.
+func writeAnswer(w http.ResponseWriter, secret []byte, kind, id, nonce string, body []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(body))) // never chunked: the launcher reads one body
+	if id != "" {
+		w.Header().Set(contract.HeaderAnswerSignature, contract.SignReport(contract.ContainerKey(secret, id), contract.AnswerMessage(kind, id, nonce, body)))
+	}
+	_, _ = w.Write(body)
 }

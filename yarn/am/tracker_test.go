@@ -50,12 +50,15 @@ func trackedAM(t *testing.T) *AM {
 // testSecret is the application report secret of the tracker tests.
 var testSecret = []byte("0123456789abcdef0123456789abcdef")
 
+// keyOf is container id's key under testSecret.
+func keyOf(id string) []byte { return contract.ContainerKey(testSecret, id) }
+
 func TestTracker(t *testing.T) {
 	a := trackedAM(t)
 	srv := httptest.NewServer(NewTracker(a, nil, WithReportSecret(testSecret)))
 	defer srv.Close()
 
-	err := PostDeviceReport(context.Background(), srv.Client(), srv.URL+PathReport, testSecret, contract.DeviceReport{
+	err := PostDeviceReport(context.Background(), srv.Client(), srv.URL+PathReport, keyOf("container_1_0001_01_000003"), contract.DeviceReport{
 		Container: "container_1_0001_01_000003",
 		Resources: map[string][]resources.Properties{"gpu": {{"index": "1", "uuid": "GPU-abc"}}},
 	})
@@ -98,7 +101,8 @@ func TestTrackerRejects(t *testing.T) {
 		code                     int
 	}{
 		{name: "bad json", method: "POST", path: PathReport, body: "{", code: http.StatusBadRequest},
-		{name: "not a container id", method: "POST", path: PathReport, body: `{"container":"x"}`, code: http.StatusNotFound},
+		{name: "not a container id", method: "POST", path: PathReport, body: `{"container":"x","seq":1}`, code: http.StatusNotFound},
+		{name: "no seq", method: "POST", path: PathReport, body: `{"container":"x"}`, code: http.StatusBadRequest},
 		{name: "GET on report", method: "GET", path: PathReport, code: http.StatusMethodNotAllowed},
 		{name: "POST on status", method: "POST", path: PathStatus, code: http.StatusMethodNotAllowed},
 		{name: "unknown path", method: "GET", path: "/nope", code: http.StatusNotFound},
@@ -107,27 +111,29 @@ func TestTrackerRejects(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			req, err := http.NewRequest(tt.method, srv.URL+tt.path, strings.NewReader(tt.body))
 			require.NoError(t, err)
-			req.Header.Set(contract.HeaderReportSignature, contract.SignReport(testSecret, []byte(tt.body)))
+			req.Header.Set(contract.HeaderReportSignature, contract.SignReport(keyOf("x"), []byte(tt.body)))
 			resp, err := srv.Client().Do(req)
 			require.NoError(t, err)
 			resp.Body.Close()
 			require.Equal(t, tt.code, resp.StatusCode)
 		})
 	}
-	err := PostDeviceReport(context.Background(), srv.Client(), srv.URL+PathReport, testSecret, contract.DeviceReport{Container: "bogus"})
+	err := PostDeviceReport(context.Background(), srv.Client(), srv.URL+PathReport, keyOf("bogus"), contract.DeviceReport{Container: "bogus"})
 	require.ErrorContains(t, err, "404 Not Found")
 }
 
-// A device report must be signed with the application's secret: anyone
-// else who reaches the AM's port could otherwise set the devices of any
+// A device report must be signed with its container's key: anyone else
+// who reaches the AM's port could otherwise set the devices of any
 // container (which a later AM attempt trusts). Unsigned: 401; signed with
-// another secret, or another report's signature: 403; the AM's view of the
+// another secret, another container's key (a worker forging for its
+// neighbour), the application's secret itself, or another report's
+// signature: 403; the AM's view of the
 // container is left as it was, and neither answer nor log shows a secret.
 func TestTrackerRefusesForgedReports(t *testing.T) {
 	const victim = "container_1_0001_01_000003"
-	forged := []byte(`{"container":"` + victim + `","resources":{"gpu":[{"index":"7","uuid":"GPU-forged"}]}}`)
-	honest := []byte(`{"container":"` + victim + `","resources":{"gpu":[{"index":"1","uuid":"GPU-abc"}]}}`)
-	other := []byte(`{"container":"container_1_0001_01_000002","resources":{"gpu":[{"index":"7"}]}}`)
+	forged := []byte(`{"container":"` + victim + `","seq":2,"resources":{"gpu":[{"index":"7","uuid":"GPU-forged"}]}}`)
+	honest := []byte(`{"container":"` + victim + `","seq":1,"resources":{"gpu":[{"index":"1","uuid":"GPU-abc"}]}}`)
+	other := []byte(`{"container":"container_1_0001_01_000002","seq":3,"resources":{"gpu":[{"index":"7"}]}}`)
 	tests := []struct {
 		name   string
 		opts   []TrackerOption
@@ -137,7 +143,9 @@ func TestTrackerRefusesForgedReports(t *testing.T) {
 	}{
 		{name: "unsigned", opts: []TrackerOption{WithReportSecret(testSecret)}, code: http.StatusUnauthorized, header: "WWW-Authenticate"},
 		{name: "another secret", opts: []TrackerOption{WithReportSecret(testSecret)}, sig: contract.SignReport([]byte("guess"), forged), code: http.StatusForbidden},
-		{name: "another container's signature", opts: []TrackerOption{WithReportSecret(testSecret)}, sig: contract.SignReport(testSecret, other), code: http.StatusForbidden},
+		{name: "another container's signature", opts: []TrackerOption{WithReportSecret(testSecret)}, sig: contract.SignReport(keyOf("container_1_0001_01_000002"), other), code: http.StatusForbidden},
+		{name: "another container's key", opts: []TrackerOption{WithReportSecret(testSecret)}, sig: contract.SignReport(keyOf("container_1_0001_01_000002"), forged), code: http.StatusForbidden},
+		{name: "the application's secret", opts: []TrackerOption{WithReportSecret(testSecret)}, sig: contract.SignReport(testSecret, forged), code: http.StatusForbidden},
 		{name: "garbage", opts: []TrackerOption{WithReportSecret(testSecret)}, sig: "hmac-sha256=" + strings.Repeat("0", 64), code: http.StatusForbidden},
 		{name: "a tracker without a secret refuses all", sig: contract.SignReport(nil, forged), code: http.StatusForbidden},
 		{name: "a tracker without a secret, unsigned", code: http.StatusUnauthorized},
@@ -162,7 +170,7 @@ func TestTrackerRefusesForgedReports(t *testing.T) {
 				return resp, string(msg)
 			}
 			if len(tc.opts) > 0 {
-				resp, _ := post(honest, contract.SignReport(testSecret, honest))
+				resp, _ := post(honest, contract.SignReport(keyOf(victim), honest))
 				require.Equal(t, http.StatusNoContent, resp.StatusCode)
 			}
 			before := a.Status().Containers[1]
@@ -231,7 +239,7 @@ func TestTrackerRedirectsDirectRequests(t *testing.T) {
 	require.NoError(t, err)
 	resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode, "the workers read their count directly")
-	require.NoError(t, PostDeviceReport(context.Background(), direct, srv.URL+PathReport, testSecret, contract.DeviceReport{Container: "container_1_0001_01_000003"}),
+	require.NoError(t, PostDeviceReport(context.Background(), direct, srv.URL+PathReport, keyOf("container_1_0001_01_000003"), contract.DeviceReport{Container: "container_1_0001_01_000003"}),
 		"a launcher reports directly")
 	require.Error(t, PostDeviceReport(context.Background(), direct, srv.URL+PathReport, nil, contract.DeviceReport{Container: "container_1_0001_01_000003"}))
 	require.Equal(t, 1, lookups, "resolved once within 5 minutes")

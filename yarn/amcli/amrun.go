@@ -443,7 +443,9 @@ func cmdRun(ctx context.Context, args []string, e *env) error {
 		}
 		groups = append(groups, am.Group{Name: g.Name, Plan: g.Plan, Owners: am.Owners(g.Specs), Launch: launch})
 	}
-	nm := clients.NM
+	// Each worker gets a report key of its own, never the application's
+	// secret, in whatever credentials it is started with.
+	nm := am.WithContainerKeys(clients.NM, clients.ReportSecret)
 	if clients.Tokens != nil {
 		nm = am.WithTokens(nm, clients.Tokens)
 	}

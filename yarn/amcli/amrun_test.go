@@ -98,12 +98,13 @@ func (n *reportingNM) StartContainer(ctx context.Context, c yarn.Container, tok 
 	n.mu.Lock()
 	n.launches = append(n.launches, l)
 	n.mu.Unlock()
-	// The launcher signs with the secret of the credentials the worker got.
-	var secret []byte
-	if creds, err := security.ParseCredentials(l.Tokens); err == nil {
-		secret = creds.Secret(contract.ReportSecretAlias)
+	// The launcher signs with the key of the credentials the worker got:
+	// its own, and never the application's secret.
+	var key []byte
+	if creds, err := security.ParseCredentials(l.Tokens); err == nil && creds.Secret(contract.ReportSecretAlias) == nil {
+		key = creds.Secret(contract.ContainerKeyAlias)
 	}
-	err := am.PostDeviceReport(ctx, nil, l.Env[contract.EnvReportURL], secret, contract.DeviceReport{Container: c.ID,
+	err := am.PostDeviceReport(ctx, nil, l.Env[contract.EnvReportURL], key, contract.DeviceReport{Container: c.ID,
 		Resources: map[string][]resources.Properties{"gpu": {{"index": "0"}}}})
 	n.mu.Lock()
 	defer n.mu.Unlock()

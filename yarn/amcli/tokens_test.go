@@ -8,8 +8,10 @@ import (
 	"github.com/sirupsen/logrus"
 	"github.com/stretchr/testify/require"
 
+	"github.com/xres/xres/resources/contract"
 	"github.com/xres/xres/yarn"
 	"github.com/xres/xres/yarn/am"
+	"github.com/xres/xres/yarn/security"
 	"github.com/xres/xres/yarn/submit"
 )
 
@@ -24,6 +26,16 @@ func TestRunStartsWorkersWithTheNewestTokens(t *testing.T) {
 	require.NoError(t, err)
 	envs := map[string]string{"NM_HOST": "127.0.0.1", "CONTAINER_ID": "container_1700000000000_0001_01_000001", submit.EnvLocalResources: enc}
 
+	// Credentials holding one delegation token, named what, and the
+	// application's secret.
+	hdts := func(what string) []byte {
+		var c security.Credentials
+		c.AddToken("hdfs", &security.Token{Identifier: []byte(what), Kind: "HDFS_DELEGATION_TOKEN"})
+		c.AddSecret(contract.ReportSecretAlias, []byte("application secret"))
+		b, err := c.Marshal(security.FormatWritable)
+		require.NoError(t, err)
+		return b
+	}
 	rm, nm := &scriptRM{exits: []int{1, 0}}, &reportingNM{}
 	d := fakeDeps(rm, nm)
 	var mu sync.Mutex
@@ -32,15 +44,15 @@ func TestRunStartsWorkersWithTheNewestTokens(t *testing.T) {
 	var settings am.Settings
 	d.amClients = func(ctx context.Context, getenv func(string) string, ae submit.AMEnv, set am.Settings, log logrus.FieldLogger) (amClients, error) {
 		settings = set
-		return amClients{RM: rm, NM: nm, WorkerTokens: []byte("HDTS-submission"),
+		return amClients{RM: rm, NM: nm, WorkerTokens: hdts("submission"), ReportSecret: []byte("application secret"),
 			Tokens: func() []byte {
 				mu.Lock()
 				defer mu.Unlock()
 				calls++
 				if calls == 1 {
-					return []byte("HDTS-first")
+					return hdts("first")
 				}
-				return []byte("HDTS-renewed")
+				return hdts("renewed")
 			},
 			Renew: func(ctx context.Context) { close(renewed); <-ctx.Done() },
 		}, nil
@@ -50,8 +62,13 @@ func TestRunStartsWorkersWithTheNewestTokens(t *testing.T) {
 	require.Equal(t, ExitOK, code, stderr)
 	<-renewed
 	require.Len(t, nm.launches, 2, "the worker and its replacement")
-	require.Equal(t, "HDTS-first", string(nm.launches[0].Tokens))
-	require.Equal(t, "HDTS-renewed", string(nm.launches[1].Tokens))
+	for i, want := range []string{"first", "renewed"} {
+		creds, err := security.ParseCredentials(nm.launches[i].Tokens)
+		require.NoError(t, err)
+		require.Equal(t, want, string(creds.Token("hdfs").Identifier))
+		require.NotEmpty(t, creds.Secret(contract.ContainerKeyAlias), "the worker's own key")
+		require.Nil(t, creds.Secret(contract.ReportSecretAlias), "never the application's secret")
+	}
 	// Flink's defaults reach the loop.
 	require.Equal(t, am.TokenRenewal{Enabled: true, Ratio: 0.75, RetryBackoff: 3600e9}, settings.App.Tokens)
 	require.True(t, settings.App.ShipKeytab)

@@ -126,6 +126,17 @@ func (c *Credentials) Remove(alias string) {
 	}
 }
 
+// RemoveSecret deletes the secret key under alias (the application's
+// report secret before the credentials are passed on to workers).
+func (c *Credentials) RemoveSecret(alias string) {
+	for i, e := range c.secrets {
+		if e.alias == alias {
+			c.secrets = append(c.secrets[:i:i], c.secrets[i+1:]...)
+			return
+		}
+	}
+}
+
 // WithoutKind returns a copy of c without the tokens of kind: what an AM
 // passes on to task containers (never the AMRMToken:
 // c.WithoutKind(KindAMRMToken)).

@@ -1,0 +1,343 @@
+package am
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	logtest "github.com/sirupsen/logrus/hooks/test"
+	"github.com/stretchr/testify/require"
+
+	"github.com/xres/xres/resources"
+	"github.com/xres/xres/resources/contract"
+	"github.com/xres/xres/yarn"
+	"github.com/xres/xres/yarn/security"
+)
+
+// portAM runs an AM of one group of two workers with a port, c2 and c3,
+// and calls during with it once both reported their ports (41000, 41001).
+func portAM(t *testing.T, during func(a *AM)) {
+	t.Helper()
+	c2, c3 := ctr(2, "nm1"), ctr(3, "nm2")
+	res, _, _ := runRV(t, []Group{rvGroup("w", 2, Plan{Port: PortAuto})}, nil,
+		allocRV(c2, c3),
+		func(a *AM) (yarn.AllocateResponse, error) {
+			report(t, a, c2, 41000)
+			report(t, a, c3, 41001)
+			during(a)
+			return yarn.AllocateResponse{}, nil
+		},
+		doneAll(c2, c3),
+	)
+	require.Equal(t, yarn.StatusSucceeded, res.Status, res.Diagnostics)
+}
+
+// GET api/workers is served to every caller (through the RM's proxy, and
+// directly to the workers): the counts only. The peers' addresses, which
+// api/rendezvous gives only to a signed request, go only to a container's
+// launcher signing with its key (and the answer is signed for it).
+func TestWorkersAddressesOnlyToAContainersLauncher(t *testing.T) {
+	nonce := strings.Repeat("cd", contract.NonceBytes)
+	portAM(t, func(a *AM) {
+		srv := httptest.NewServer(NewTracker(a, nil, WithReportSecret(testSecret)))
+		defer srv.Close()
+		get := func(query, sig string) (*http.Response, []byte) {
+			req, err := http.NewRequest(http.MethodGet, srv.URL+PathWorkers+query, nil)
+			require.NoError(t, err)
+			if sig != "" {
+				req.Header.Set(contract.HeaderReportSignature, sig)
+				req.Header.Set(contract.HeaderNonce, nonce)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			defer resp.Body.Close()
+			b, err := io.ReadAll(resp.Body)
+			require.NoError(t, err)
+			return resp, b
+		}
+		resp, body := get("", "")
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		var c WorkerCount
+		require.NoError(t, json.Unmarshal(body, &c))
+		require.Equal(t, 2, c.Target)
+		require.Len(t, c.Groups, 1)
+		require.Empty(t, c.Groups[0].Addresses, "no addresses to an unauthenticated caller")
+		require.NotContains(t, string(body), "4100")
+		resp, body = get("?container="+ctr(2, "nm1").ID, "")
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		require.NotContains(t, string(body), "4100", "naming a container proves nothing")
+
+		id := ctr(2, "nm1").ID
+		resp, body = get("?container="+id, contract.SignReport(keyOf(id), contract.WorkersMessage(id)))
+		require.Equal(t, http.StatusOK, resp.StatusCode, string(body))
+		require.NoError(t, json.Unmarshal(body, &c))
+		require.Equal(t, []string{"nm1:41000", "nm2:41001"}, c.Groups[0].Addresses)
+		require.True(t, contract.VerifyReport(keyOf(id), contract.AnswerMessage(contract.AnswerWorkers, id, nonce, body), resp.Header.Get(contract.HeaderAnswerSignature)))
+
+		for name, sig := range map[string]string{
+			"another container's key": contract.SignReport(keyOf(ctr(3, "nm2").ID), contract.WorkersMessage(id)),
+			"the rendezvous message":  contract.SignReport(keyOf(id), contract.RendezvousMessage(id)),
+			"garbage":                 "hmac-sha256=00",
+		} {
+			resp, body = get("?container="+id, sig)
+			require.Equal(t, http.StatusForbidden, resp.StatusCode, name)
+			require.NotContains(t, string(body), "4100", name)
+		}
+	})
+}
+
+// A signed report carries its seq: a report recorded on the wire and sent
+// again (a replay) is refused, and the container's port stays the newest.
+// Full reports and command-started reports are counted apart (the
+// launcher sends them side by side).
+func TestReplayedReportRefused(t *testing.T) {
+	portAM(t, func(a *AM) {
+		srv := httptest.NewServer(NewTracker(a, nil, WithReportSecret(testSecret)))
+		defer srv.Close()
+		id := ctr(2, "nm1").ID
+		post := func(rep contract.DeviceReport) (int, []byte) {
+			body, err := json.Marshal(rep)
+			require.NoError(t, err)
+			return postRaw(t, srv.URL, body, contract.SignReport(keyOf(id), body)), body
+		}
+		repost := func(body []byte) int { return postRaw(t, srv.URL, body, contract.SignReport(keyOf(id), body)) }
+		devs := map[string][]resources.Properties{"gpu": {{"index": "0"}}}
+		code, old := post(contract.DeviceReport{Container: id, Seq: 10, Resources: devs, Port: 42000})
+		require.Equal(t, http.StatusNoContent, code)
+		code, _ = post(contract.DeviceReport{Container: id, Seq: 12, Resources: devs, Port: 43000})
+		require.Equal(t, http.StatusNoContent, code)
+		code, started := post(contract.DeviceReport{Container: id, Seq: 11, CommandStarted: time.Unix(1700000000, 0)})
+		require.Equal(t, http.StatusNoContent, code, "a command-started report overtaken by the port's is taken")
+
+		require.Equal(t, http.StatusConflict, repost(old), "the old report, replayed")
+		require.Equal(t, http.StatusConflict, repost(started), "the command-started report, replayed")
+		require.Equal(t, []string{"nm1:43000", "nm2:41001"}, a.Status().Groups[0].Addresses, "the port stays the newest")
+	})
+}
+
+func postRaw(t *testing.T, base string, body []byte, sig string) int {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, base+PathReport, bytes.NewReader(body))
+	require.NoError(t, err)
+	if sig != "" {
+		req.Header.Set(contract.HeaderReportSignature, sig)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// A later AM attempt reads the kept report file (no signature, perhaps no
+// seq): taken while none newer was; an older one than taken is stale.
+func TestReportSeqsOfKeptReports(t *testing.T) {
+	var s reportSeqs
+	require.NoError(t, s.take(contract.DeviceReport{Container: "c"}), "a kept report of an older launcher")
+	require.NoError(t, s.take(contract.DeviceReport{Container: "c", Seq: 5}))
+	require.ErrorIs(t, s.take(contract.DeviceReport{Container: "c", Seq: 5}), ErrStaleReport)
+	require.ErrorIs(t, s.take(contract.DeviceReport{Container: "c"}), ErrStaleReport)
+	require.NoError(t, s.take(contract.DeviceReport{Container: "c", Seq: 4, CommandStarted: time.Unix(1, 0)}), "the other kind")
+}
+
+// A thousand unsigned requests make one log line; the next line, once the
+// interval has passed, counts those not logged.
+func TestRefusalsLoggedAtMostOncePerInterval(t *testing.T) {
+	a := trackedAM(t)
+	var mu sync.Mutex
+	now := time.Unix(1700000000, 0)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	logger, hook := logtest.NewNullLogger()
+	srv := httptest.NewServer(NewTracker(a, logger, WithReportSecret(testSecret), withClock(clock)))
+	defer srv.Close()
+	body := []byte(`{"container":"container_1_0001_01_000003","seq":1}`)
+	for range 1000 {
+		require.Equal(t, http.StatusUnauthorized, postRaw(t, srv.URL, body, ""))
+	}
+	warns := func() []*logrus.Entry {
+		var out []*logrus.Entry
+		for _, e := range hook.AllEntries() {
+			if e.Level == logrus.WarnLevel {
+				out = append(out, e)
+			}
+		}
+		return out
+	}
+	require.Len(t, warns(), 1)
+	mu.Lock()
+	now = now.Add(refusalLogEvery)
+	mu.Unlock()
+	require.Equal(t, http.StatusForbidden, postRaw(t, srv.URL, body, "hmac-sha256=00"))
+	w := warns()
+	require.Len(t, w, 2)
+	require.Equal(t, 999, w[1].Data["refused_not_logged"])
+}
+
+// The tracking server holds no connection for a client that trickles its
+// request or sits idle: the read and idle timeouts close it.
+func TestServerBoundsSlowClients(t *testing.T) {
+	saved := serverLimits
+	defer func() { serverLimits = saved }()
+	serverLimits.ReadHeaderTimeout, serverLimits.ReadTimeout, serverLimits.IdleTimeout = 200*time.Millisecond, 300*time.Millisecond, 300*time.Millisecond
+	require.Positive(t, saved.ReadTimeout)
+	require.Positive(t, saved.IdleTimeout)
+	require.Positive(t, saved.WriteTimeout)
+
+	a := trackedAM(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- Serve(ctx, l, NewTracker(a, nil, WithReportSecret(testSecret))) }()
+	defer func() { cancel(); <-served }()
+
+	// closed reads conn until the server closes it; the guard is far
+	// beyond the timeouts (a hang, not a budget).
+	closed := func(conn net.Conn) error {
+		require.NoError(t, conn.SetReadDeadline(time.Now().Add(time.Minute)))
+		_, err := io.Copy(io.Discard, conn)
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			return err
+		}
+		return nil
+	}
+	t.Run("trickled body", func(t *testing.T) {
+		conn, err := net.Dial("tcp", l.Addr().String())
+		require.NoError(t, err)
+		defer conn.Close()
+		_, err = io.WriteString(conn, "POST "+PathReport+" HTTP/1.1\r\nHost: am\r\nContent-Length: 1000\r\n\r\n{")
+		require.NoError(t, err)
+		require.NoError(t, closed(conn), "the server still held the connection")
+	})
+	t.Run("idle keep-alive", func(t *testing.T) {
+		conn, err := net.Dial("tcp", l.Addr().String())
+		require.NoError(t, err)
+		defer conn.Close()
+		_, err = io.WriteString(conn, "GET "+PathWorkers+" HTTP/1.1\r\nHost: am\r\n\r\n")
+		require.NoError(t, err)
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		_, _ = io.Copy(io.Discard, resp.Body)
+		require.NoError(t, closed(conn), "the server still held the idle connection")
+	})
+}
+
+// Every worker container gets a key of its own, never the application's
+// secret: one call per batch where the NodeManager client can, the other
+// tokens and secrets kept, WithTokens' renewed credentials too.
+func TestContainerKeysPerContainer(t *testing.T) {
+	var base security.Credentials
+	base.AddToken("hdfs", &security.Token{Identifier: []byte("id"), Password: []byte("pw"), Kind: "HDFS_DELEGATION_TOKEN", Service: "nn:8020"})
+	base.AddSecret(contract.ReportSecretAlias, testSecret)
+	base.AddSecret("other", []byte("kept"))
+	tokens, err := base.Marshal(security.FormatWritable)
+	require.NoError(t, err)
+	cs := []yarn.Container{ctr(2, "nm1"), ctr(3, "nm1"), ctr(4, "nm1")}
+	check := func(t *testing.T, got map[string][]byte) {
+		require.Len(t, got, len(cs))
+		keys := map[string]bool{}
+		for _, c := range cs {
+			creds, err := security.ParseCredentials(got[c.ID])
+			require.NoError(t, err, c.ID)
+			require.Nil(t, creds.Secret(contract.ReportSecretAlias), "%s holds the application's secret", c.ID)
+			key := creds.Secret(contract.ContainerKeyAlias)
+			require.Equal(t, contract.ContainerKey(testSecret, c.ID), key, c.ID)
+			require.Equal(t, []byte("kept"), creds.Secret("other"))
+			require.NotNil(t, creds.Token("hdfs"))
+			keys[string(key)] = true
+		}
+		require.Len(t, keys, len(cs), "each container's key is its own")
+	}
+	launch := yarn.LaunchContext{Commands: []string{"run"}, Tokens: tokens}
+	t.Run("each", func(t *testing.T) {
+		nm := &eachNM{}
+		errs := WithContainerKeys(nm, testSecret).(BatchStarter).StartContainers(context.Background(), cs, security.Token{}, launch)
+		require.Equal(t, []error{nil, nil, nil}, errs)
+		require.Equal(t, 1, nm.calls, "one call for the batch")
+		check(t, nm.got)
+	})
+	t.Run("batch without each", func(t *testing.T) {
+		nm := &eachNM{}
+		errs := WithContainerKeys(batchOnly{nm}, testSecret).(BatchStarter).StartContainers(context.Background(), cs, security.Token{}, launch)
+		require.Equal(t, []error{nil, nil, nil}, errs)
+		check(t, nm.got)
+	})
+	t.Run("under WithTokens, one at a time", func(t *testing.T) {
+		nm := &eachNM{}
+		wrapped := WithTokens(WithContainerKeys(single{nm}, testSecret), func() []byte { return tokens })
+		for _, c := range cs {
+			require.NoError(t, wrapped.StartContainer(context.Background(), c, security.Token{}, yarn.LaunchContext{}))
+		}
+		check(t, nm.got)
+	})
+}
+
+// eachNM records each container's credentials.
+type eachNM struct {
+	mu    sync.Mutex
+	calls int
+	got   map[string][]byte
+}
+
+func (n *eachNM) record(c yarn.Container, tokens []byte) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.got == nil {
+		n.got = map[string][]byte{}
+	}
+	n.got[c.ID] = tokens
+}
+
+func (n *eachNM) StartContainer(ctx context.Context, c yarn.Container, tok security.Token, l yarn.LaunchContext) error {
+	n.record(c, l.Tokens)
+	return nil
+}
+
+func (n *eachNM) StopContainer(context.Context, yarn.Container, security.Token) error { return nil }
+
+func (n *eachNM) StartContainers(ctx context.Context, cs []yarn.Container, tok security.Token, l yarn.LaunchContext) []error {
+	for _, c := range cs {
+		n.record(c, l.Tokens)
+	}
+	return make([]error, len(cs))
+}
+
+func (n *eachNM) StartContainersEach(ctx context.Context, cs []yarn.Container, tok security.Token, l yarn.LaunchContext, tokens [][]byte) []error {
+	n.mu.Lock()
+	n.calls++
+	n.mu.Unlock()
+	for i, c := range cs {
+		n.record(c, tokens[i])
+	}
+	return make([]error, len(cs))
+}
+
+// batchOnly is a BatchStarter that is no EachStarter; single neither.
+type batchOnly struct{ n *eachNM }
+
+func (b batchOnly) StartContainer(ctx context.Context, c yarn.Container, tok security.Token, l yarn.LaunchContext) error {
+	return b.n.StartContainer(ctx, c, tok, l)
+}
+func (b batchOnly) StopContainer(context.Context, yarn.Container, security.Token) error { return nil }
+func (b batchOnly) StartContainers(ctx context.Context, cs []yarn.Container, tok security.Token, l yarn.LaunchContext) []error {
+	return b.n.StartContainers(ctx, cs, tok, l)
+}
+
+type single struct{ n *eachNM }
+
+func (s single) StartContainer(ctx context.Context, c yarn.Container, tok security.Token, l yarn.LaunchContext) error {
+	return s.n.StartContainer(ctx, c, tok, l)
+}
+func (s single) StopContainer(context.Context, yarn.Container, security.Token) error { return nil }
