@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -23,6 +25,10 @@ type autoSource struct {
 	units   unitOptions
 	nvmlLib string // the nvml.library param, for DeviceCacheKey
 	log     logrus.FieldLogger
+	// visibleByMinor: NVIDIA_VISIBLE_DEVICES numbers are minor numbers
+	// (YARN's nvidia.com/gpu plugin under Docker), learnt through minors.
+	visibleByMinor bool
+	minors         *minorFiller
 }
 
 var _ driver.Enumerator = (*autoSource)(nil)
@@ -35,8 +41,8 @@ func (a *autoSource) DeviceCacheKey() string {
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	return fmt.Sprintf("xres.gpu source=%s smi=%s nvml=%s units=%+v PATH=%s LD_LIBRARY_PATH=%s %s=%s",
-		a.source, a.smi, a.nvmlLib, a.units, getenv("PATH"), getenv("LD_LIBRARY_PATH"), EnvNvidiaVisibleDevices, getenv(EnvNvidiaVisibleDevices))
+	return fmt.Sprintf("xres.gpu source=%s smi=%s nvml=%s units=%+v PATH=%s LD_LIBRARY_PATH=%s %s=%s by-minor=%t",
+		a.source, a.smi, a.nvmlLib, a.units, getenv("PATH"), getenv("LD_LIBRARY_PATH"), EnvNvidiaVisibleDevices, getenv(EnvNvidiaVisibleDevices), a.visibleByMinor)
 }
 
 // Enumerate implements driver.Enumerator: the source's devices, less those
@@ -50,7 +56,29 @@ func (a *autoSource) Enumerate(ctx context.Context) ([]driver.Device, error) {
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	return visibleSet(devs, getenv(EnvNvidiaVisibleDevices), driver.LoggerOrDiscard(a.log)), nil
+	v := getenv(EnvNvidiaVisibleDevices)
+	if a.visibleByMinor && numericList(v) {
+		// YARN's nvidia.com/gpu plugin names the container's GPUs by minor number.
+		if devs, err = a.minors.fill(ctx, devs); err != nil {
+			return nil, err
+		}
+		return visibleSetBy(devs, v, true, driver.LoggerOrDiscard(a.log)), nil
+	}
+	return visibleSet(devs, v, driver.LoggerOrDiscard(a.log)), nil
+}
+
+// numericList: v is a comma-separated list of numbers.
+func numericList(v string) bool {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return false
+	}
+	for _, f := range strings.Split(v, ",") {
+		if _, err := strconv.Atoi(strings.TrimSpace(f)); err != nil {
+			return false
+		}
+	}
+	return true
 }
 
 func (a *autoSource) enumerate(ctx context.Context) ([]driver.Device, error) {
