@@ -3,8 +3,10 @@ package gpu
 import (
 	"context"
 	"fmt"
+	"errors"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -397,5 +399,43 @@ func (factory) NodeAssignment(ctx context.Context, opts driver.Options) (driver.
 	if err != nil && na.Mode == "" {
 		return na, err
 	}
+	if na.Mode == driver.NodeModePlugin && isolated(nvidiaDevDir, na) {
+		na.Mode = driver.NodeModeIsolated
+	}
+	if na.Mode == driver.NodeModePlugin || na.Mode == driver.NodeModeIsolated || na.Mode == driver.NodeModeDocker || na.Mode == driver.NodeModeUnknown {
+		if co, cerr := CoordinationOf(opts.Resource, opts.Params, getenv); cerr == nil && co.Script != "" {
+			na.Action = "the discovery script " + co.Script + " picks the GPUs: YARN's assignment is NOT applied; " +
+				"unset " + scriptPathParam.Key(opts.Resource) + " to let xres take the GPUs YARN assigned"
+		}
+	}
 	return na, nil
+}
+
+// nvidiaDevDir holds the GPUs' device nodes, /dev/nvidia<minor>.
+var nvidiaDevDir = "/dev"
+
+// isolated tells whether this container is kept off the GPUs YARN did not
+// assign to it: opening the device node of such a GPU is refused (a
+// devices cgroup) or the node is absent (a container runtime). false
+// where a node of another container's GPU opens, or none is known.
+func isolated(devDir string, na driver.NodeAssignment) bool {
+	mine := map[string]bool{}
+	for _, a := range na.Assigned {
+		mine[strings.Fields(a+" ?")[1]] = true // "minor 2 (index 1)"
+	}
+	seen := false
+	for m := 0; m < 64 && !seen; m++ {
+		if mine[strconv.Itoa(m)] {
+			continue
+		}
+		f, err := os.OpenFile(filepath.Join(devDir, "nvidia"+strconv.Itoa(m)), os.O_RDONLY, 0)
+		switch {
+		case err == nil:
+			_ = f.Close()
+			return false
+		case errors.Is(err, os.ErrPermission):
+			seen = true
+		}
+	}
+	return seen
 }
