@@ -2,8 +2,8 @@ package gpu
 
 import (
 	"context"
-	"fmt"
 	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -421,7 +421,7 @@ var nvidiaDevDir = "/dev"
 func isolated(devDir string, na driver.NodeAssignment) bool {
 	mine := map[string]bool{}
 	for _, a := range na.Assigned {
-		mine[strings.Fields(a+" ?")[1]] = true // "minor 2 (index 1)"
+		mine[strings.Fields(a + " ?")[1]] = true // "minor 2 (index 1)"
 	}
 	seen := false
 	for m := 0; m < 64 && !seen; m++ {

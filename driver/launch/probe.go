@@ -43,9 +43,9 @@ type ProbeResource struct {
 	// Node is the host's mode under YARN (counted, plugin, isolated,
 	// Docker) and what the launcher does there, for drivers that read
 	// the NodeManager's assignment.
-	Node  *driver.NodeAssignment `json:"node,omitempty"`
-	Error string                 `json:"error,omitempty"`
-	ExitCode     int                    `json:"exit_code"` // the launcher's code for this resource
+	Node     *driver.NodeAssignment `json:"node,omitempty"`
+	Error    string                 `json:"error,omitempty"`
+	ExitCode int                    `json:"exit_code"` // the launcher's code for this resource
 }
 
 // ProbeCoordination is a resource's host coordination and its holders.
