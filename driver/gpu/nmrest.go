@@ -1,6 +1,7 @@
 package gpu
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/tls"
@@ -289,6 +290,15 @@ func (c *nmClient) httpClient() (*http.Client, error) {
 }
 
 func (c *nmClient) getScheme(ctx context.Context, scheme, resource string) (nmAnswer, error) {
+	if scheme == "http" {
+		// The common case, on the launch path: one plain GET without
+		// net/http's transport (its goroutines and pools cost a launch
+		// more than the request). A NodeManager asking for SPNEGO gets the
+		// full client.
+		if a, err := c.plainGet(ctx, resource); err == nil || !errors.Is(err, errNMNegotiate) {
+			return a, err
+		}
+	}
 	a := nmAnswer{url: c.url(scheme, resource)}
 	hc, err := c.httpClient()
 	if err != nil {
@@ -459,4 +469,56 @@ func (s siteConf) pluginConfigured(resource string) (on, known bool) {
 		return true, true
 	}
 	return false, true
+}
+
+// errNMNegotiate: the NodeManager answered 401 asking for SPNEGO.
+var errNMNegotiate = errors.New("the NodeManager asks for SPNEGO")
+
+// plainGet is one HTTP/1.1 GET over a fresh connection (Connection:
+// close), its answer read with net/http's parser.
+func (c *nmClient) plainGet(ctx context.Context, resource string) (nmAnswer, error) {
+	a := nmAnswer{url: c.url("http", resource)}
+	timeout := c.timeout
+	if timeout <= 0 {
+		timeout = 10 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	addr := net.JoinHostPort(c.host, c.port)
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return a, fmt.Errorf("GET %s: %w", a.url, err)
+	}
+	defer conn.Close()
+	if dl, ok := ctx.Deadline(); ok {
+		_ = conn.SetDeadline(dl)
+	}
+	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
+	defer stop()
+	u, _ := url.Parse(a.url)
+	req := "GET " + u.RequestURI() + " HTTP/1.1\r\nHost: " + addr + "\r\nAccept: application/json\r\nUser-Agent: xres-container-launcher\r\nConnection: close\r\n\r\n"
+	if _, err := io.WriteString(conn, req); err != nil {
+		return a, fmt.Errorf("GET %s: %w", a.url, err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		if ctx.Err() != nil {
+			return a, fmt.Errorf("GET %s: %w", a.url, ctx.Err())
+		}
+		return a, fmt.Errorf("GET %s: %w: %v", a.url, errNMNotHTTP, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusUnauthorized && negotiates(resp) {
+		return a, errNMNegotiate
+	}
+	a.status = resp.StatusCode
+	a.body, err = io.ReadAll(io.LimitReader(resp.Body, maxNMAnswer))
+	if err != nil {
+		return a, fmt.Errorf("GET %s: read the answer: %w", a.url, err)
+	}
+	if resp.StatusCode == http.StatusBadRequest && bytes.Contains(bytes.ToUpper(a.body), []byte("HTTPS")) {
+		return a, fmt.Errorf("GET %s: %w: %s", a.url, errNMNotHTTP, clip(strings.TrimSpace(string(a.body)), 200))
+	}
+	return a, nil
 }

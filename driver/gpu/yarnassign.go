@@ -230,38 +230,62 @@ func (y *yarnLookup) unreachable(na driver.NodeAssignment, site siteConf, err er
 		driver.ErrAssignmentUnknown, y.resource, y.getenv(EnvContainerID), y.yarnName, why, err, yarnAssignmentParam.Key(y.resource))
 }
 
-// yarnFilter is the Enumerator the selection layer sees under YARN's
-// assignment: exactly the assigned GPUs (all of them, or an error), named
-// by uuid. With no assignment set it passes the listing through.
+// yarnFilter is the Enumerator the selection layer sees under YARN: the
+// host's listing, less every GPU YARN did not assign to this container
+// where it assigned some (all of them, or an error), named by uuid. The
+// NodeManager is asked while the host's GPUs are listed (pending).
 type yarnFilter struct {
 	inner  driver.Enumerator
 	minors *minorFiller
 
-	mu     sync.Mutex
-	assign *yarnAssignment
+	mu      sync.Mutex
+	pending *yarnPending
+}
+
+// yarnPending is one Discover's question to the NodeManager.
+type yarnPending struct {
+	done   chan struct{}
+	a      *yarnAssignment
+	na     driver.NodeAssignment
+	err    error
+	amount int64
+	check  func(a *yarnAssignment, amount int64) error
 }
 
 var _ driver.Enumerator = (*yarnFilter)(nil)
 
-func (f *yarnFilter) set(a *yarnAssignment) {
+func (f *yarnFilter) set(p *yarnPending) {
 	f.mu.Lock()
-	f.assign = a
+	f.pending = p
 	f.mu.Unlock()
 }
 
 // Enumerate implements driver.Enumerator.
 func (f *yarnFilter) Enumerate(ctx context.Context) ([]driver.Device, error) {
 	devs, err := f.inner.Enumerate(ctx)
+	f.mu.Lock()
+	p := f.pending
+	f.mu.Unlock()
+	if p != nil {
+		select {
+		case <-p.done:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		if p.err != nil {
+			return nil, p.err
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
-	f.mu.Lock()
-	a := f.assign
-	f.mu.Unlock()
-	if a == nil {
+	if p == nil || p.a == nil {
 		return devs, nil
 	}
-	return f.pick(ctx, a, devs)
+	if err := p.check(p.a, p.amount); err != nil {
+		return nil, err
+	}
+	return f.pick(ctx, p.a, devs)
 }
 
 // pick returns the devices of a's ids, in a's order.
@@ -364,21 +388,31 @@ var (
 
 // Discover implements driver.Driver.
 func (y *yarnDriver) Discover(ctx context.Context, amount int64) ([]resources.Info, error) {
-	a, na, err := y.lookup.resolve(ctx)
-	if err != nil {
-		return nil, err
+	p := &yarnPending{done: make(chan struct{}), amount: amount, check: y.check}
+	start := time.Now()
+	go func() {
+		defer close(p.done)
+		p.a, p.na, p.err = y.lookup.resolve(ctx)
+		y.log.WithField("duration", time.Since(start).Round(time.Microsecond).String()).WithField("node_mode", p.na.Mode).Debug("asked the NodeManager")
+	}()
+	y.filter.set(p)
+	infos, err := y.Coordinated.Discover(ctx, amount)
+	<-p.done
+	if p.a != nil && err == nil {
+		y.log.WithFields(logrus.Fields{"node_mode": p.na.Mode, "assigned": p.a.describe(), "from": p.a.from()}).Info("took the GPUs YARN assigned to this container")
 	}
-	if a != nil && int64(len(a.ids)) != amount {
-		return nil, fmt.Errorf("%w: YARN assigned %d %s GPU(s) to container %s (%s, from %s), but resource %s asks %d: "+
-			"make the container's %s request and external-resource.%s.amount agree",
-			driver.ErrAssignmentMismatch, len(a.ids), a.resource, y.lookup.getenv(EnvContainerID), a.describe(), a.from(),
-			y.lookup.resource, amount, a.resource, y.lookup.resource)
+	return infos, err
+}
+
+// check refuses an assignment of another number of GPUs than asked.
+func (y *yarnDriver) check(a *yarnAssignment, amount int64) error {
+	if int64(len(a.ids)) == amount {
+		return nil
 	}
-	y.filter.set(a)
-	if a != nil {
-		y.log.WithFields(logrus.Fields{"node_mode": na.Mode, "assigned": a.describe(), "from": a.from()}).Info("taking the GPUs YARN assigned to this container")
-	}
-	return y.Coordinated.Discover(ctx, amount)
+	return fmt.Errorf("%w: YARN assigned %d %s GPU(s) to container %s (%s, from %s), but resource %s asks %d: "+
+		"make the container's %s request and external-resource.%s.amount agree",
+		driver.ErrAssignmentMismatch, len(a.ids), a.resource, y.lookup.getenv(EnvContainerID), a.describe(), a.from(),
+		y.lookup.resource, amount, a.resource, y.lookup.resource)
 }
 
 // NodeAssignment implements driver.AssignmentReporter for the factory.

@@ -283,3 +283,36 @@ external-resource.gpu.param.coordination.file: `+filepath.Join(dir, "state")+"\n
 		})
 	}
 }
+
+// The discovery bridge takes YARN's assignment for the calling engine's
+// container too (Spark's executor here), and records it for the caller.
+func TestBridgeTakesYarnAssignment(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	bin := launcherBinary(t)
+	h := newFakeGPUHost(t, 4, 1)
+	_, wrapper := bridgeOn(t, h)
+	nm := drivertest.NewNodeManager("yarn.io/gpu", []drivertest.NMGPU{{Index: 0, Minor: 4}, {Index: 1, Minor: 0}, {Index: 2, Minor: 7}, {Index: 3, Minor: 2}})
+	t.Cleanup(nm.Close)
+	host, port := nm.HostPort()
+	_, err := nm.Assign("container_1700000000000_0001_01_000001", 2) // another application's
+	require.NoError(t, err)
+	base := append(h.env, "NM_HOST="+host, "NM_HTTP_PORT="+port, "XRES_FAKE_GPU_MINORS=4,0,7,2")
+	var got []string
+	var callers []*bridgeCaller
+	for i, c := range []string{"container_1700000000000_0002_01_000002", "container_1700000000000_0002_01_000003"} {
+		assigned, err := nm.Assign(c, 1)
+		require.NoError(t, err)
+		require.Equal(t, 2+i, assigned[0].Index)
+		h.env = append(append([]string(nil), base...), "CONTAINER_ID="+c)
+		caller := startCaller(t, h, "spark", wrapper)
+		addrs := sparkAddresses(t, caller.result(t))
+		require.Equal(t, []string{strconv.Itoa(2 + i)}, addrs, "the GPU YARN assigned to %s", c)
+		got = append(got, addrs...)
+		callers = append(callers, caller)
+	}
+	h.env = base
+	require.Equal(t, map[string]int{"2": callers[0].cmd.Process.Pid, "3": callers[1].cmd.Process.Pid}, stateHolders(t, h, bin),
+		"each assigned GPU is recorded for the JVM that called")
+}
