@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -25,10 +24,8 @@ type autoSource struct {
 	units   unitOptions
 	nvmlLib string // the nvml.library param, for DeviceCacheKey
 	log     logrus.FieldLogger
-	// visibleByMinor: NVIDIA_VISIBLE_DEVICES numbers are minor numbers
-	// (YARN's nvidia.com/gpu plugin under Docker), learnt through minors.
-	visibleByMinor bool
-	minors         *minorFiller
+	// minors learns InfoMinor where the source does not give it.
+	minors *minorFiller
 	// needMinors: every listing carries InfoMinor (in a YARN container).
 	needMinors bool
 }
@@ -43,8 +40,8 @@ func (a *autoSource) DeviceCacheKey() string {
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	key := fmt.Sprintf("xres.gpu source=%s smi=%s nvml=%s units=%+v PATH=%s LD_LIBRARY_PATH=%s %s=%s by-minor=%t minors=%t",
-		a.source, a.smi, a.nvmlLib, a.units, getenv("PATH"), getenv("LD_LIBRARY_PATH"), EnvNvidiaVisibleDevices, getenv(EnvNvidiaVisibleDevices), a.visibleByMinor, a.needMinors)
+	key := fmt.Sprintf("xres.gpu source=%s smi=%s nvml=%s units=%+v PATH=%s LD_LIBRARY_PATH=%s %s=%s minors=%t",
+		a.source, a.smi, a.nvmlLib, a.units, getenv("PATH"), getenv("LD_LIBRARY_PATH"), EnvNvidiaVisibleDevices, getenv(EnvNvidiaVisibleDevices), a.needMinors)
 	if a.needMinors {
 		// Under YARN's cgroup isolation each container sees its own GPUs:
 		// containers share a listing only within one devices cgroup.
@@ -73,29 +70,7 @@ func (a *autoSource) Enumerate(ctx context.Context) ([]driver.Device, error) {
 			driver.LoggerOrDiscard(a.log).WithError(err).Debug("minor numbers unknown")
 		}
 	}
-	v := getenv(EnvNvidiaVisibleDevices)
-	if a.visibleByMinor && numericList(v) {
-		// YARN's nvidia.com/gpu plugin names the container's GPUs by minor number.
-		if devs, err = a.minors.fill(ctx, devs); err != nil {
-			return nil, err
-		}
-		return visibleSetBy(devs, v, true, driver.LoggerOrDiscard(a.log)), nil
-	}
-	return visibleSet(devs, v, driver.LoggerOrDiscard(a.log)), nil
-}
-
-// numericList: v is a comma-separated list of numbers.
-func numericList(v string) bool {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return false
-	}
-	for _, f := range strings.Split(v, ",") {
-		if _, err := strconv.Atoi(strings.TrimSpace(f)); err != nil {
-			return false
-		}
-	}
-	return true
+	return visibleSet(devs, getenv(EnvNvidiaVisibleDevices), driver.LoggerOrDiscard(a.log)), nil
 }
 
 func (a *autoSource) enumerate(ctx context.Context) ([]driver.Device, error) {

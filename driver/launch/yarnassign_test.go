@@ -41,7 +41,7 @@ var yarnModes = []yarnMode{
 	{name: "plugin-rest", resource: "yarn.io/gpu", shape: drivertest.ShapeNatural},
 	{name: "isolated", resource: "yarn.io/gpu", shape: drivertest.ShapeJettison, isolated: true},
 	{name: "docker-indices", resource: "yarn.io/gpu", restDown: true, docker: true},
-	{name: "pluggable-minors", resource: "nvidia.com/gpu", shape: drivertest.ShapeDevice, restDown: true, docker: true},
+	{name: "pluggable-docker", resource: "nvidia.com/gpu", shape: drivertest.ShapeDevice, restDown: true, docker: true},
 	{name: "pluggable-rest", resource: "nvidia.com/gpu", shape: drivertest.ShapeDevice, docker: true},
 }
 
@@ -154,10 +154,9 @@ func runYarnRandom(t *testing.T, m yarnMode, n int, seed uint64) (launches, wron
 		if m.docker {
 			ids := make([]string, len(assigned))
 			for i, g := range assigned {
+				// Both plugins write nvidia-smi indices (the device
+				// framework's NVIDIA plugin calls them minor numbers).
 				ids[i] = strconv.Itoa(g.Index)
-				if m.resource == "nvidia.com/gpu" {
-					ids[i] = strconv.Itoa(g.Minor)
-				}
 			}
 			env["NVIDIA_VISIBLE_DEVICES"] = strings.Join(ids, ",")
 		}
