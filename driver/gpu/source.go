@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -43,9 +42,11 @@ func (a *autoSource) DeviceCacheKey() string {
 	key := fmt.Sprintf("xres.gpu source=%s smi=%s nvml=%s units=%+v PATH=%s LD_LIBRARY_PATH=%s %s=%s minors=%t",
 		a.source, a.smi, a.nvmlLib, a.units, getenv("PATH"), getenv("LD_LIBRARY_PATH"), EnvNvidiaVisibleDevices, getenv(EnvNvidiaVisibleDevices), a.needMinors)
 	if a.needMinors {
-		// Under YARN's cgroup isolation each container sees its own GPUs:
-		// containers share a listing only within one devices cgroup.
-		key += " cgroup=" + devicesCgroup()
+		// In a YARN container: under YARN's isolation (a devices cgroup,
+		// a container runtime) each container sees its own GPUs, so a
+		// listing is shared only within the container (the bridge's
+		// calls, --per-device restarts).
+		key += " container=" + getenv(EnvContainerID)
 	}
 	return key
 }
@@ -94,29 +95,4 @@ func (a *autoSource) enumerate(ctx context.Context) ([]driver.Device, error) {
 		return nil, fmt.Errorf("%w (%v)", ErrNoGPUSource, err)
 	}
 	return (&smiEnumerator{path: path, timeout: a.timeout, units: a.units, log: a.log}).Enumerate(ctx)
-}
-
-// devicesCgroup is this process's devices cgroup (v1), else its unified
-// cgroup (v2): "" where /proc/self/cgroup cannot be read.
-func devicesCgroup() string {
-	b, err := os.ReadFile("/proc/self/cgroup")
-	if err != nil {
-		return ""
-	}
-	unified := ""
-	for _, line := range strings.Split(string(b), "\n") {
-		parts := strings.SplitN(line, ":", 3)
-		if len(parts) != 3 {
-			continue
-		}
-		for _, c := range strings.Split(parts[1], ",") {
-			if c == "devices" {
-				return parts[2]
-			}
-		}
-		if parts[0] == "0" && parts[1] == "" {
-			unified = parts[2]
-		}
-	}
-	return unified
 }
