@@ -216,7 +216,13 @@ func (y *yarnLookup) resolve(ctx context.Context) (*yarnAssignment, driver.NodeA
 	if _, docker := y.dockerIDs(); docker {
 		na.Mode = driver.NodeModeDocker
 	}
-	na.Action = "the GPUs YARN assigned to " + container + " (" + a.describe() + "), matched by minor number, named by uuid and recorded in the host state"
+	by := "minor number"
+	if len(a.buses) > 0 {
+		by = "PCI bus id"
+	} else if !a.byMinor {
+		by = "index"
+	}
+	na.Action = "the GPUs YARN assigned to " + container + " (" + a.describe() + "), matched by " + by + ", named by uuid and recorded in the host state"
 	return a, na, nil
 }
 
