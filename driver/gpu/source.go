@@ -23,6 +23,10 @@ type autoSource struct {
 	units   unitOptions
 	nvmlLib string // the nvml.library param, for DeviceCacheKey
 	log     logrus.FieldLogger
+	// minors learns InfoMinor where the source does not give it.
+	minors *minorFiller
+	// needMinors: every listing carries InfoMinor (in a YARN container).
+	needMinors bool
 }
 
 var _ driver.Enumerator = (*autoSource)(nil)
@@ -35,8 +39,16 @@ func (a *autoSource) DeviceCacheKey() string {
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	return fmt.Sprintf("xres.gpu source=%s smi=%s nvml=%s units=%+v PATH=%s LD_LIBRARY_PATH=%s %s=%s",
-		a.source, a.smi, a.nvmlLib, a.units, getenv("PATH"), getenv("LD_LIBRARY_PATH"), EnvNvidiaVisibleDevices, getenv(EnvNvidiaVisibleDevices))
+	key := fmt.Sprintf("xres.gpu source=%s smi=%s nvml=%s units=%+v PATH=%s LD_LIBRARY_PATH=%s %s=%s minors=%t",
+		a.source, a.smi, a.nvmlLib, a.units, getenv("PATH"), getenv("LD_LIBRARY_PATH"), EnvNvidiaVisibleDevices, getenv(EnvNvidiaVisibleDevices), a.needMinors)
+	if a.needMinors {
+		// In a YARN container: under YARN's isolation (a devices cgroup,
+		// a container runtime) each container sees its own GPUs, so a
+		// listing is shared only within the container (the bridge's
+		// calls, --per-device restarts).
+		key += " container=" + getenv(EnvContainerID)
+	}
+	return key
 }
 
 // Enumerate implements driver.Enumerator: the source's devices, less those
@@ -49,6 +61,15 @@ func (a *autoSource) Enumerate(ctx context.Context) ([]driver.Device, error) {
 	getenv := a.getenv
 	if getenv == nil {
 		getenv = os.Getenv
+	}
+	if a.needMinors {
+		// Under YARN's GPU plugin the GPUs are matched by minor number:
+		// learnt here, so that the host-wide cached listing carries them.
+		if filled, err := a.minors.fill(ctx, devs); err == nil {
+			devs = filled
+		} else {
+			driver.LoggerOrDiscard(a.log).WithError(err).Debug("minor numbers unknown")
+		}
 	}
 	return visibleSet(devs, getenv(EnvNvidiaVisibleDevices), driver.LoggerOrDiscard(a.log)), nil
 }
