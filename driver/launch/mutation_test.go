@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/xres/xres/driver/coord"
 )
 
 // Tests that fail when a behaviour the users rely on is broken (issue 41:
@@ -70,7 +72,7 @@ func TestLauncherIsTheWorkersSubreaper(t *testing.T) {
 	bgFile, release := filepath.Join(h.dir, "bg"), filepath.Join(h.dir, "release")
 	// The subshell starts the helper and exits before the file is renamed:
 	// by then the helper is an orphan.
-	worker := `(sleep 30 & echo $! > "$1.tmp"); mv "$1.tmp" "$1"; while [ ! -e "$2" ]; do sleep 0.05; done`
+	worker := `(sleep 600 & echo $! > "$1.tmp"); mv "$1.tmp" "$1"; while [ ! -e "$2" ]; do sleep 0.05; done`
 	a := h.command(bin, "--conf", h.conf, "--", "sh", "-c", worker, "worker", bgFile, release)
 	var stderr strings.Builder
 	a.Stderr = &stderr
@@ -105,13 +107,37 @@ func TestFlinkHolderOutlivesKilledLauncher(t *testing.T) {
 	h := newFakeGPUHost(t, 1, 1)
 	flinkFile := filepath.Join(h.dir, "flink-gpu-coordination")
 	require.NoError(t, appendFile(h.conf, "external-resource.gpu.param.discovery-script.args: --enable-coordination-mode --coordination-file "+flinkFile+"\n"))
-	a, bg, _ := startWithHelper(t, h, bin, filepath.Join(h.dir, "launcher.log"))
-	holder := flinkLinePID(t, flinkFile, "0")
+	// The worker's helper outlives anything a loaded host makes the test wait for (the
+	// shared startWithHelper's lives 30 s).
+	bgFile := filepath.Join(h.dir, "bg")
+	a := h.command(bin, "--conf", h.conf, "--", "sh", "-c", `sleep 600 & echo $! > "$1.tmp" && mv "$1.tmp" "$1"; wait`, "worker", bgFile)
+	require.NoError(t, a.Start())
+	t.Cleanup(func() { _ = a.Process.Kill(); _ = a.Wait() })
+	waitForFile(t, bgFile, 60*time.Second)
+	b, err := os.ReadFile(bgFile)
+	require.NoError(t, err)
+	bg, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = syscall.Kill(bg, syscall.SIGKILL) })
+	// The holder is told the worker's group before the state records it.
+	require.Eventually(t, func() bool {
+		st, _ := os.ReadFile(h.state)
+		return strings.Contains(string(st), `"group":{"pgid":`)
+	}, 60*time.Second, 5*time.Millisecond, "the worker's group recorded")
+	var holder int
+	require.Eventually(t, func() bool {
+		lines, err := coord.ReadFlinkFile(flinkFile)
+		if err != nil || len(lines) == 0 {
+			return false
+		}
+		holder = flinkLinePID(t, flinkFile, "0")
+		return true
+	}, 60*time.Second, 10*time.Millisecond, "the launcher's line in Flink's file")
 	require.NotEqual(t, a.Process.Pid, holder, "the line must not name the launcher")
 	t.Cleanup(func() { _ = syscall.Kill(holder, syscall.SIGKILL) })
 
 	require.NoError(t, a.Process.Signal(syscall.SIGKILL))
-	_ = a.Wait()
+	_, _ = a.Process.Wait()
 	// The holder has read the end of its stdin and checked the worker's
 	// group once it sleeps; a holder that exits instead is gone (or a
 	// zombie). Whichever comes first decides.
