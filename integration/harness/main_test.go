@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// envMainRole makes the test binary a suite's process (TestMainChild): it runs runMain
+// envMainRole makes the test binary a suite's process (mainChild): it runs runMain
 // against a fake run.sh and ends as the role says.
 const envMainRole = "XRES_HARNESS_TEST_MAIN_ROLE"
 
@@ -31,29 +31,34 @@ esac
 exit 0
 `
 
-// TestMainChild is the suite's process of TestMainStopsWhatItStarted; it does nothing in a
-// plain run.
-func TestMainChild(t *testing.T) {
-	role := os.Getenv(envMainRole)
-	if role == "" {
-		t.Skip("runs only as TestMainStopsWhatItStarted's child")
+// TestMain makes the test binary TestMainStopsWhatItStarted's suite process when asked
+// (envMainRole); else it runs the tests.
+func TestMain(m *testing.M) {
+	if role := os.Getenv(envMainRole); role != "" {
+		os.Exit(mainChild(role))
 	}
+	os.Exit(m.Run())
+}
+
+// mainChild is a suite's process: runMain against the fake run.sh, with tests that fail,
+// panic or wait for a signal, as role says.
+func mainChild(role string) int {
 	dir := os.Getenv(EnvMiniclusterDir)
 	miniclusterScript = func(string) string { return filepath.Join(dir, "run.sh") }
 	sigs := make(chan os.Signal, 1)
 	signalNotify(sigs)
-	code := runMain(func() int {
+	return runMain(func() int {
 		switch role {
 		case "fail":
 			return 1
 		case "panic":
 			go panic("a test panicked")
-		case "signal":
 		}
-		require.NoError(t, os.WriteFile(filepath.Join(dir, "running"), nil, 0o644))
+		if err := os.WriteFile(filepath.Join(dir, "running"), nil, 0o644); err != nil {
+			return 3
+		}
 		select {}
 	}, sigs, os.Exit)
-	os.Exit(code)
 }
 
 // A suite's process stops the cluster it started on every way out: its tests failing, a
@@ -91,7 +96,7 @@ func TestMainStopsWhatItStarted(t *testing.T) {
 			site("yarn-site.xml", "yarn.resourcemanager.webapp.address", strings.TrimPrefix(rm.URL, "http://"))
 			site("core-site.xml", "fs.defaultFS", "hdfs://127.0.0.1:1")
 
-			cmd := exec.Command(os.Args[0], "-test.run", "^TestMainChild$", "-test.count=1")
+			cmd := exec.Command(os.Args[0])
 			var out strings.Builder
 			cmd.Stdout, cmd.Stderr = &out, &out
 			cmd.Env = append(os.Environ(), envMainRole+"="+tc.role, EnvMiniclusterDir+"="+dir, EnvLogs+"="+filepath.Join(dir, "logs"))
