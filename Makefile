@@ -139,6 +139,15 @@ bench-am-curve:
 bench-spares:
 	$(GO) test -count=1 -tags integration -timeout 20m -run '^$$' -bench 'SparePromotionVsNewContainer' -benchtime 1x -v ./integration/
 
+# Every fuzz target of the module (go test -list '^Fuzz') run as a fuzzer for FUZZTIME each, one
+# after the other: a table of target, executions and result, and a closing line with the totals.
+# A crash fails it; its input is then in the package's testdata/fuzz/<Target>/ (commit it, and
+# plain go test replays it). FUZZ_MATCH picks targets by name (integration/fuzz.sh).
+FUZZTIME ?= 20s
+.PHONY: fuzz
+fuzz:
+	GO=$(GO) FUZZTIME=$(FUZZTIME) integration/fuzz.sh
+
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)

@@ -517,9 +517,12 @@ func amLogCount(c *harness.Cluster, app, s string) int {
 	return n
 }
 
-// Fault 7: the RM rolls its AMRMToken master key every 10 s and activates the
-// new key 5 s later (1.5 × the AM expiry interval, then 3.3 s), after which
-// the old key is gone: a token of it no longer authenticates a connection.
+// Fault 7: the RM rolls its AMRMToken master key every 45 s and activates the
+// new key 1.5 × the AM expiry interval later (the minicluster sets the expiry
+// to a third of the rolling interval less 0.5 s: 14.5 s), after which the old
+// key is gone: a token of it no longer authenticates a connection. (A 10 s
+// interval, a 2.8 s expiry, expired the attempt on a loaded host while its AM
+// container was still localizing: the RM's expiry clock runs from the launch.)
 // The AM reaches the scheduler only through a fault proxy; once the RM has
 // rolled twice (the submission's token is dead), the proxy resets the AM's
 // connection, so the AM must reconnect with the token of the current key.
@@ -527,8 +530,12 @@ func amLogCount(c *harness.Cluster, app, s string) int {
 // (its first connection stayed up) and fails this one: its reconnects are
 // refused ("Invalid AMRMToken") and it never heartbeats again.
 func TestFaultAMRMTokenRolled(t *testing.T) {
-	c := harness.StartExtra(t, map[string]string{"XRES_MINICLUSTER_AMRM_ROLL_SECS": "10", "XRES_MINICLUSTER_NODEMANAGERS": "1"})
-	require.Equal(t, "10", rmConf(t, c, "yarn.resourcemanager.am-rm-tokens.master-key-rolling-interval-secs"), "the RM's rolling interval")
+	c := harness.StartExtra(t, map[string]string{"XRES_MINICLUSTER_AMRM_ROLL_SECS": "45", "XRES_MINICLUSTER_NODEMANAGERS": "1"})
+	require.Equal(t, "45", rmConf(t, c, "yarn.resourcemanager.am-rm-tokens.master-key-rolling-interval-secs"), "the RM's rolling interval")
+	roll := 45 * time.Second
+	expiryMS, err := strconv.Atoi(rmConf(t, c, "yarn.am.liveness-monitor.expiry-interval-ms"))
+	require.NoError(t, err)
+	expiry := time.Duration(expiryMS) * time.Millisecond
 	sched := c.Env["XRES_RM_SCHEDULER_ADDRESS"]
 	require.NotEmpty(t, sched, "XRES_RM_SCHEDULER_ADDRESS in cluster.env")
 	proxy := harness.StartProxy(t, "127.0.0.1:0", sched)
@@ -546,7 +553,7 @@ func TestFaultAMRMTokenRolled(t *testing.T) {
 	waitWorkersRunning(t, ctx, c, app, 1, 2*time.Minute)
 	start := time.Now()
 	const rolls = 2
-	eventually(t, 3*time.Minute, fmt.Sprintf("%d AMRMToken rolls taken in", rolls), func() (bool, string) {
+	eventually(t, rolls*roll+2*time.Minute, fmt.Sprintf("%d AMRMToken rolls taken in", rolls), func() (bool, string) {
 		a, err := getRMApp(ctx, c, app)
 		if err != nil {
 			return false, err.Error()
@@ -555,21 +562,32 @@ func TestFaultAMRMTokenRolled(t *testing.T) {
 		n := amLogCount(c, app, "rolled the AMRMToken")
 		return n >= rolls, fmt.Sprintf("%d rolls", n)
 	})
-	// The second roll's key is activated 5 s after it was made; by then
-	// only its token and the next one authenticate.
-	time.Sleep(6 * time.Second)
+	// The second roll's key is activated 1.5 × the expiry after it was
+	// made (the RM's own timer, which nothing outside shows); by then only
+	// its token and the next one authenticate.
+	time.Sleep(expiry*3/2 + time.Second)
 	before := proxy.Stats()
 	proxy.ResetConns()
+	reset := time.Now()
 	t.Logf("%d rolls taken in within %s; reset the AM's scheduler connection: %s", rolls, time.Since(start).Round(time.Millisecond), before)
-	// The RM expires an attempt silent for 3.3 s: an AM that cannot
-	// authenticate its new connection ends the application within that.
-	time.Sleep(15 * time.Second)
+	// The AM reconnects and the RM answers it on the new connection ...
+	eventually(t, 2*time.Minute, "the AM reconnected and answered by the RM", func() (bool, string) {
+		st := proxy.Stats()
+		return st.Accepted > before.Accepted && st.ToClient > before.ToClient+100, st.String()
+	})
+	// ... and goes on: the RM expires an attempt silent for the expiry
+	// interval, so an AM whose new connection does not authenticate ends
+	// the application within it. Watched for twice that.
+	for time.Since(reset) < 2*expiry+5*time.Second {
+		a, err := getRMApp(ctx, c, app)
+		require.NoError(t, err)
+		require.Equal(t, "RUNNING", a.State, "the application after the reconnect: %+v", a)
+		time.Sleep(time.Second)
+	}
 	a, err := getRMApp(ctx, c, app)
 	require.NoError(t, err)
 	require.Equal(t, "RUNNING", a.State, "the application after the reconnect: %+v", a)
-	after := proxy.Stats()
-	require.Greater(t, after.Accepted, before.Accepted, "the AM reconnected: %s", after)
-	require.Greater(t, after.ToClient, before.ToClient, "the RM answered the AM after the reset: %s", after)
+	t.Logf("after the reset: %s", proxy.Stats())
 	st, err := amStatusOf(ctx, c, app)
 	require.NoError(t, err)
 	require.Len(t, runningWorkers(st), 1)

@@ -4,7 +4,7 @@ package integration
 
 // Faults as long as production's (issue 23): the RM down for 90 s, as a real restart
 // takes (JVM start, state-store recovery, NodeManagers re-registering), and the AM and
-// the RM losing each other for 30 s while both live (a partition, through the harness's
+// the RM losing each other for longer than the AM's 30 s call deadline while both live (a partition, through the harness's
 // fault proxy on the scheduler port). A one-second in-JVM restart proves only that the AM
 // survives one second.
 
@@ -21,6 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xres/xres/integration/harness"
+	"github.com/xres/xres/yarn/am"
 )
 
 // The RM is down for 90 s while 2 workers run: the AM retries its heartbeat (Hadoop's
@@ -41,10 +42,12 @@ func rmDown(t *testing.T, d time.Duration) {
 
 // The AM reaches the RM's scheduler port only through a fault proxy (flink.yarn.* in the job's
 // configuration moves the AM's yarn.resourcemanager.scheduler.address, as in Flink). Once 2
-// workers run, the proxy blackholes both ways for 30 s: nothing of the AM's reaches the RM
-// (its allocate call hangs, as long as its 30 s deadline), the workers keep running, and when
-// the partition heals the AM heartbeats again (the late bytes delivered, as TCP would) and the
-// application SUCCEEDS with the same workers, each started once.
+// workers run, the proxy blackholes both ways: nothing of the AM's reaches the RM (its allocate
+// call hangs until its 30 s deadline, am.DefaultCallTimeout), the workers keep running. The
+// partition lasts until the AM has logged a failed heartbeat (at least the call deadline: a
+// partition of exactly 30 s rarely outlasted it, and the test then proved nothing of the AM's
+// handling of a failed call). When it heals the AM heartbeats again (the late bytes delivered,
+// as TCP would) and the application SUCCEEDS with the same workers, each started once.
 func TestFaultAMRMPartition30s(t *testing.T) {
 	c := harness.Get(t)
 	sched := c.Env["XRES_RM_SCHEDULER_ADDRESS"]
@@ -66,11 +69,19 @@ func TestFaultAMRMPartition30s(t *testing.T) {
 	before := waitWorkersRunning(t, ctx, c, app, workers, 2*time.Minute)
 	require.Positive(t, proxy.Stats().ToTarget, "the AM's heartbeats go through the proxy: %s", proxy.Stats())
 
+	const failedLine = "heartbeat failed; workers keep running"
+	failedBefore := amLogCount(c, app, failedLine)
 	proxy.Blackhole()
 	cut := proxy.Stats()
 	t.Logf("partition: %s", proxy)
 	began := time.Now()
-	time.Sleep(30 * time.Second)
+	// Until the AM's call past its deadline failed (30 s, then the log line): the budget is
+	// the deadline, a heartbeat interval and room for a loaded host.
+	eventually(t, am.DefaultCallTimeout+2*time.Minute, "the AM logging a failed heartbeat during the partition", func() (bool, string) {
+		n := amLogCount(c, app, failedLine)
+		return n > failedBefore, fmt.Sprintf("%d failed heartbeats logged", n-failedBefore)
+	})
+	require.GreaterOrEqual(t, time.Since(began), am.DefaultCallTimeout, "a heartbeat failed before its call deadline")
 	// The workers ran on through the partition (the RM and the tracking page see them), and
 	// nothing of the AM's reached the RM meanwhile.
 	run := waitWorkersRunning(t, ctx, c, app, workers, 10*time.Second)
@@ -84,7 +95,8 @@ func TestFaultAMRMPartition30s(t *testing.T) {
 		st := proxy.Stats()
 		return st.ToTarget > cut.ToTarget+200, st.String()
 	})
-	failed := amLogCount(c, app, "heartbeat failed; workers keep running")
+	failed := amLogCount(c, app, failedLine) - failedBefore
+	require.Positive(t, failed, "the AM saw its heartbeat fail")
 	t.Logf("recovery: the AM heartbeats again %s after the partition began (%d failed heartbeats logged)",
 		time.Since(began).Round(time.Millisecond), failed)
 

@@ -11,8 +11,11 @@ package integration
 // one machine and share its coordination file, so its GPUs are one host's), every wanted
 // worker running again within soakRecovery after each fault heals, no container started twice;
 // at the end the application SUCCEEDS and its staging is removed. A table goes to the log and
-// to $SOAK_REPORT (default integration/.logs/soak-report.md): fault, times injected, survived,
-// invariant violations.
+// to $SOAK_REPORT (default integration/.logs/soak-report.md): fault, times injected (a fault
+// that found nothing to act on, such as an AM kill while no AM container lives, is counted apart,
+// never as injected and survived), survived, invariant violations; then the worker starts and
+// the AM's traffic through the fault proxies (asserted: a partition that cut nothing of the
+// AM's would prove nothing). The schedule is drawn from the seed up front (integration/soakplan).
 //
 //	SOAK_S      how long faults are injected, seconds (default 300)
 //	SOAK_SEED   the schedule's seed (default: the clock; printed, so a failed run can be replayed)
@@ -20,7 +23,6 @@ package integration
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"sort"
@@ -34,6 +36,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xres/xres/integration/harness"
+	"github.com/xres/xres/integration/soakplan"
 )
 
 const (
@@ -121,12 +124,10 @@ func readClaims(dir string) []claim {
 	return out
 }
 
-// soakFault is one kind of fault: inject causes it and heals it again, returning a line
-// for the log.
-type soakFault struct {
-	name   string
-	inject func(t *testing.T, s *soak) string
-}
+// soakFault is one kind of fault: inject causes it, with the schedule's choices, and heals
+// it again, returning a line for the log and whether it happened (an AM kill finds no live
+// AM container while the RM starts the next attempt; such a fault was drawn, not injected).
+type soakFault func(t *testing.T, s *soak, f soakplan.Fault) (string, bool)
 
 // soak is the state of one run.
 type soak struct {
@@ -134,7 +135,6 @@ type soak struct {
 	ctx      context.Context
 	app      string
 	dir      string
-	rng      *rand.Rand
 	proxies  []*harness.Proxy // one per RM's scheduler address
 	slowNM   *harness.Proxy   // in front of NodeManager 3's container manager
 	mu       sync.Mutex
@@ -142,25 +142,24 @@ type soak struct {
 	current  string   // the fault being injected, or "" between faults
 }
 
-func (s *soak) duration(lo, hi int) time.Duration {
-	return time.Duration(lo+s.rng.IntN(hi-lo+1)) * time.Second
-}
-
-var soakFaults = []soakFault{
-	{"rm-down 5-120 s", func(t *testing.T, s *soak) string {
-		d := s.duration(5, 120)
-		return strings.TrimSpace(harness.MustVerb(t, s.c.RMRestartDown(d)))
-	}},
-	{"rm-failover", func(t *testing.T, s *soak) string { return strings.TrimSpace(harness.MustVerb(t, s.c.RMFailover)) }},
-	{"nm-kill, nm-start", func(t *testing.T, s *soak) string {
-		n := s.rng.IntN(4)
-		out := harness.MustVerb(t, func(ctx context.Context) (string, error) { return s.c.NMKill(ctx, n) })
-		time.Sleep(s.duration(0, 30))
-		back := harness.MustVerb(t, func(ctx context.Context) (string, error) { return s.c.NMStart(ctx, n) })
-		return strings.TrimSpace(out) + "; " + strings.TrimSpace(back)
-	}},
-	{"AM container killed", func(t *testing.T, s *soak) string { return killCurrentAM(t, s.c, s.dir, s.app) }},
-	{"launcher or worker kill -9", func(t *testing.T, s *soak) string {
+// soakFaults inject each fault of the schedule (integration/soakplan draws them).
+var soakFaults = map[soakplan.Kind]soakFault{
+	soakplan.RMDown: func(t *testing.T, s *soak, f soakplan.Fault) (string, bool) {
+		return strings.TrimSpace(harness.MustVerb(t, s.c.RMRestartDown(f.Down))), true
+	},
+	soakplan.RMFailover: func(t *testing.T, s *soak, _ soakplan.Fault) (string, bool) {
+		return strings.TrimSpace(harness.MustVerb(t, s.c.RMFailover)), true
+	},
+	soakplan.NMKill: func(t *testing.T, s *soak, f soakplan.Fault) (string, bool) {
+		out := harness.MustVerb(t, func(ctx context.Context) (string, error) { return s.c.NMKill(ctx, f.NM) })
+		time.Sleep(f.Down)
+		back := harness.MustVerb(t, func(ctx context.Context) (string, error) { return s.c.NMStart(ctx, f.NM) })
+		return strings.TrimSpace(out) + "; " + strings.TrimSpace(back), true
+	},
+	soakplan.AMKill: func(t *testing.T, s *soak, _ soakplan.Fault) (string, bool) {
+		return killCurrentAM(t, s.c, s.dir, s.app)
+	},
+	soakplan.WorkerKill: func(t *testing.T, s *soak, f soakplan.Fault) (string, bool) {
 		var alive []claim
 		for _, cl := range readClaims(s.dir) {
 			if cl.live() {
@@ -168,40 +167,61 @@ var soakFaults = []soakFault{
 			}
 		}
 		if len(alive) == 0 {
-			return "no live worker to kill"
+			return "no live worker to kill", false
 		}
-		v := alive[s.rng.IntN(len(alive))]
+		v := alive[f.Victim%len(alive)]
 		pid, what := v.pid, "worker"
-		if s.rng.IntN(2) == 0 && v.parent > 1 {
+		if f.Launcher && v.parent > 1 {
 			pid, what = v.parent, "launcher"
 		}
-		_ = syscall.Kill(pid, syscall.SIGKILL)
-		return fmt.Sprintf("killed -9 the %s (pid %d) of %s (GPU %s)", what, pid, v.container, v.gpu)
-	}},
-	{"slow NodeManager 20-60 s", func(t *testing.T, s *soak) string {
-		d, lag := s.duration(20, 60), s.duration(1, 3)
-		s.slowNM.Delay(lag)
-		time.Sleep(d)
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			return fmt.Sprintf("could not kill -9 the %s (pid %d) of %s: %v", what, pid, v.container, err), false
+		}
+		return fmt.Sprintf("killed -9 the %s (pid %d) of %s (GPU %s)", what, pid, v.container, v.gpu), true
+	},
+	soakplan.SlowNM: func(t *testing.T, s *soak, f soakplan.Fault) (string, bool) {
+		s.slowNM.Delay(f.Lag)
+		time.Sleep(f.Down)
 		s.slowNM.Pass()
-		return fmt.Sprintf("NodeManager 3 answered %s late for %s", lag, d)
-	}},
-	{"AM<->RM partition 5-60 s", func(t *testing.T, s *soak) string {
-		d := s.duration(5, 60)
+		return fmt.Sprintf("NodeManager 3 answered %s late for %s", f.Lag, f.Down), true
+	},
+	soakplan.Partition: func(t *testing.T, s *soak, f soakplan.Fault) (string, bool) {
+		before := s.proxyStats()
 		for _, p := range s.proxies {
 			p.Blackhole()
 		}
-		time.Sleep(d)
+		cut := s.proxyStats()
+		time.Sleep(f.Down)
+		during := s.proxyStats()
 		for _, p := range s.proxies {
 			p.Pass()
 		}
-		return fmt.Sprintf("partitioned the AM from the RMs for %s", d)
-	}},
+		// The AM's connections to the RMs run through the proxies (the partition cuts
+		// something): the AM had sent through them, and nothing reached an RM meanwhile.
+		if before.ToTarget == 0 || during.ToTarget != cut.ToTarget {
+			return fmt.Sprintf("the partition cut nothing of the AM's: proxies before %s, during %s", before, during), false
+		}
+		return fmt.Sprintf("partitioned the AM from the RMs for %s", f.Down), true
+	},
+}
+
+// proxyStats sums the stats of the proxies in front of the RMs' scheduler ports.
+func (s *soak) proxyStats() harness.Stats {
+	var sum harness.Stats
+	for _, p := range s.proxies {
+		st := p.Stats()
+		sum.Accepted += st.Accepted
+		sum.ToTarget += st.ToTarget
+		sum.ToClient += st.ToClient
+		sum.Open += st.Open
+	}
+	return sum
 }
 
 // killCurrentAM kills the AM container of app's newest attempt (its process group), as a
 // dying AM process would end; the RM starts the next attempt. AM containers are those numbered
 // 1 that hold no worker claim (after a failover a worker may be numbered 1 in a new epoch).
-func killCurrentAM(t *testing.T, c *harness.Cluster, dir, app string) string {
+func killCurrentAM(t *testing.T, c *harness.Cluster, dir, app string) (string, bool) {
 	t.Helper()
 	workers := map[string]bool{}
 	for _, cl := range readClaims(dir) {
@@ -226,10 +246,12 @@ func killCurrentAM(t *testing.T, c *harness.Cluster, dir, app string) string {
 		}
 	}
 	if bestPid == 0 {
-		return "no live AM container to kill"
+		return "no live AM container to kill", false
 	}
-	_ = syscall.Kill(-bestPid, syscall.SIGKILL)
-	return fmt.Sprintf("killed the AM container %s (process group %d)", best, bestPid)
+	if err := syscall.Kill(-bestPid, syscall.SIGKILL); err != nil {
+		return fmt.Sprintf("could not kill the AM container %s (process group %d): %v", best, bestPid, err), false
+	}
+	return fmt.Sprintf("killed the AM container %s (process group %d)", best, bestPid), true
 }
 
 // attemptOf is the attempt number in a container id (0 if none).
@@ -328,14 +350,14 @@ func TestSoak(t *testing.T) {
 	seed := envInt(t, "SOAK_SEED", time.Now().UnixNano())
 	fmt.Printf("soak: SOAK_S=%d SOAK_SEED=%d (replay: SOAK_SEED=%d make soak)\n", secs, seed, seed)
 	t.Logf("soak: SOAK_S=%d SOAK_SEED=%d", secs, seed)
-	rng := rand.New(rand.NewPCG(uint64(seed), uint64(seed)>>1|1))
+	sched := soakplan.New(seed)
 
 	// make soak starts the suite's cluster as the soak needs it (see the Makefile).
 	c := harness.Get(t)
 	require.True(t, c.Env["XRES_RM_HA"] == "true" && c.Env["XRES_NODEMANAGERS"] == "4" && c.Env["XRES_NM3_BIND"] != c.NodeID(3),
 		"the soak needs the HA profile with 4 NodeManagers, NodeManager 3 proxied (XRES_RM_HA=%s, XRES_NODEMANAGERS=%s): run it with make soak, which starts that cluster",
 		c.Env["XRES_RM_HA"], c.Env["XRES_NODEMANAGERS"])
-	s := &soak{c: c, dir: t.TempDir(), rng: rng, slowNM: c.NMProxy(t, 3)}
+	s := &soak{c: c, dir: t.TempDir(), slowNM: c.NMProxy(t, 3)}
 	var extra []string
 	for _, id := range []string{"rm1", "rm2"} {
 		target := c.Conf("yarn.resourcemanager.scheduler.address." + id)
@@ -370,6 +392,8 @@ func TestSoak(t *testing.T) {
 	took, ok := waitAll(3 * time.Minute)
 	require.True(t, ok, "%d workers running at the start", soakWorkers)
 	t.Logf("soak: %d workers running %s after submission", soakWorkers, took.Round(time.Second))
+	// The AM talks to the RMs only through the proxies (else a partition cuts nothing).
+	require.Positive(t, s.proxyStats().ToTarget, "the AM's heartbeats go through the fault proxies: %s", s.proxyStats())
 
 	mctx, stopMonitor := context.WithCancel(ctx)
 	var mwg sync.WaitGroup
@@ -377,36 +401,44 @@ func TestSoak(t *testing.T) {
 	go func() { defer mwg.Done(); s.monitor(mctx, t) }()
 
 	type row struct {
-		injected, survived int
-		worst              time.Duration
+		injected, survived, skipped int
+		worst                       time.Duration
 	}
 	rows := map[string]*row{}
-	for _, f := range soakFaults {
-		rows[f.name] = &row{}
+	for _, k := range soakplan.Kinds() {
+		rows[k.String()] = &row{}
 	}
 	var failures []string
 	end := time.Now().Add(time.Duration(secs) * time.Second)
 	for i := 1; time.Now().Before(end); i++ {
-		f := soakFaults[rng.IntN(len(soakFaults))]
+		f := sched.Next()
+		name := f.Kind.String()
 		s.mu.Lock()
-		s.current = f.name
+		s.current = name
 		s.mu.Unlock()
 		t0 := time.Now()
-		what := f.inject(t, s)
+		what, happened := soakFaults[f.Kind](t, s, f)
 		healed := time.Now()
 		rec, ok := waitAll(soakRecovery)
-		r := rows[f.name]
-		r.injected++
-		if ok {
+		r := rows[name]
+		switch {
+		case !happened:
+			// Drawn, but nothing was done: not counted as injected (nor survived).
+			r.skipped++
+		case ok:
+			r.injected++
 			r.survived++
 			r.worst = max(r.worst, rec)
-		} else {
+		default:
+			r.injected++
+		}
+		if !ok {
 			n, _, err := s.running()
 			failures = append(failures, fmt.Sprintf("fault %d (%s: %s): %d of %d workers running %s after it healed (err %v)",
-				i, f.name, what, n, soakWorkers, soakRecovery, err))
+				i, name, what, n, soakWorkers, soakRecovery, err))
 		}
-		t.Logf("soak: fault %d at +%s: %s: %s; %d workers again %s after it healed (%s), ok=%v",
-			i, t0.Sub(end.Add(-time.Duration(secs)*time.Second)).Round(time.Second), f.name, strings.TrimSpace(what),
+		t.Logf("soak: fault %d at +%s: %s: %s (injected: %v); %d workers again %s after it healed (%s), ok=%v",
+			i, t0.Sub(end.Add(-time.Duration(secs)*time.Second)).Round(time.Second), name, strings.TrimSpace(what), happened,
 			soakWorkers, rec.Round(time.Second), healed.Sub(t0).Round(time.Second), ok)
 		s.mu.Lock()
 		s.current = ""
@@ -414,10 +446,18 @@ func TestSoak(t *testing.T) {
 		if !ok {
 			break
 		}
-		time.Sleep(s.duration(2, 10))
+		time.Sleep(f.Pause)
 	}
 	stopMonitor()
 	mwg.Wait()
+
+	// The AM of the last attempt heartbeats through the proxies too (every attempt reads the
+	// job's configuration, which points it at them).
+	last := s.proxyStats()
+	eventually(t, 2*time.Minute, "the AM's heartbeats through the fault proxies after the last fault", func() (bool, string) {
+		st := s.proxyStats()
+		return st.ToTarget > last.ToTarget && st.ToClient > last.ToClient, st.String()
+	})
 
 	// The soak ends the application: every worker exits 0, so it SUCCEEDS.
 	releaseAndSucceed(t, p, s.app, release)
@@ -430,12 +470,20 @@ func TestSoak(t *testing.T) {
 	sort.Strings(names)
 	var rep strings.Builder
 	fmt.Fprintf(&rep, "soak: SOAK_S=%d SOAK_SEED=%d, %d workers x 1 GPU over 4 NodeManagers, HA; application %s SUCCEEDED\n\n", secs, seed, soakWorkers, s.app)
-	fmt.Fprintf(&rep, "| fault | injected | survived | invariant violations | slowest recovery |\n| --- | --- | --- | --- | --- |\n")
+	fmt.Fprintf(&rep, "| fault | injected | survived | drawn, nothing to do | invariant violations | slowest recovery |\n| --- | --- | --- | --- | --- | --- |\n")
 	for _, n := range names {
 		r := rows[n]
-		fmt.Fprintf(&rep, "| %s | %d | %d | %d | %s |\n", n, r.injected, r.survived, s.violationsDuring(n), r.worst.Round(time.Second))
+		fmt.Fprintf(&rep, "| %s | %d | %d | %d | %d | %s |\n", n, r.injected, r.survived, r.skipped, s.violationsDuring(n), r.worst.Round(time.Second))
 	}
 	fmt.Fprintf(&rep, "\nbetween faults: %d violations\n", s.violationsDuring(""))
+	starts, err := countStarts(s.dir)
+	require.NoError(t, err)
+	total := 0
+	for _, k := range starts {
+		total += k
+	}
+	fmt.Fprintf(&rep, "worker starts: %d in %d containers (%d wanted at a time); AM traffic through the fault proxies: %s\n",
+		total, len(starts), soakWorkers, s.proxyStats())
 	fmt.Print("\n" + rep.String())
 	report := os.Getenv("SOAK_REPORT")
 	if report == "" {

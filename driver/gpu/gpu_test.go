@@ -200,7 +200,7 @@ func TestScriptTimeoutKillsProcessGroup(t *testing.T) {
 	require.ErrorIs(t, err, ErrScriptTimeout)
 	require.Contains(t, err.Error(), path)
 	require.Contains(t, err.Error(), "300ms")
-	require.Less(t, time.Since(start), 5*time.Second, "returns soon after the timeout, although a child holds the pipes")
+	require.Less(t, time.Since(start), 30*time.Second, "returns soon after the timeout (well before the child's 60 s), although a child holds the pipes")
 
 	b, err := os.ReadFile(pidFile)
 	require.NoError(t, err)

@@ -73,7 +73,14 @@ func TestNVMLHelper(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path, _ := fakeNVMLHelper(t, tc.body)
-			h := &nvmlHelper{path: path, nvmlOptions: nvmlOptions{resource: "gpu", timeout: 200 * time.Millisecond}}
+			// Only "hangs" waits for the budget to run out (its helper never
+			// answers, whether its shell started or not); the others wait for
+			// a shell to start and end, which takes seconds on a loaded host.
+			timeout := 30 * time.Second
+			if tc.name == "hangs" {
+				timeout = 200 * time.Millisecond
+			}
+			h := &nvmlHelper{path: path, nvmlOptions: nvmlOptions{resource: "gpu", timeout: timeout}}
 			_, err := h.Enumerate(ctxT(t))
 			require.Error(t, err)
 			require.Equal(t, tc.unavailable, errorsIsUnavailable(err), "%v", err)

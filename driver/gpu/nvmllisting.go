@@ -91,7 +91,10 @@ func unmarshalNVMLListing(b []byte) (nvmlListing, error) {
 			return nvmlListing{}, fmt.Errorf("GPU %d of %d has no index or uuid", i+1, len(w.GPUs))
 		}
 		g := gpuRecord{key: deviceKey(wg.Info), info: resources.Properties(wg.Info), migMode: wg.MIGMode, unhealthy: wg.Unhealthy}
-		for _, m := range wg.MIGs {
+		for j, m := range wg.MIGs {
+			if m.UUID == "" {
+				return nvmlListing{}, fmt.Errorf("GPU %d of %d: MIG device %d of %d has no uuid", i+1, len(w.GPUs), j+1, len(wg.MIGs))
+			}
 			if m.Info == nil {
 				m.Info = map[string]string{}
 			}

@@ -18,8 +18,11 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -38,6 +41,9 @@ const (
 	// EnvMiniclusterDir is run.sh's state folder (default docker/hadoop-minicluster/work).
 	EnvMiniclusterDir = "XRES_MINICLUSTER_DIR"
 )
+
+// envOwnerPID is run.sh's owner process: the cluster stops by itself once it ends.
+const envOwnerPID = "XRES_MINICLUSTER_OWNER_PID"
 
 // ErrNoCluster is returned when no cluster could be found or started.
 var ErrNoCluster = errors.New("no hadoop cluster")
@@ -99,8 +105,27 @@ func Get(t testing.TB) *Cluster {
 //	func TestMain(m *testing.M) { os.Exit(harness.Main(m)) }
 //
 // It sets the cluster up (a failure is exit status 1), runs the tests, keeps and prints
-// logs when they failed, and stops a cluster it started.
+// logs when they failed, and stops a cluster it started, on every way out: the tests
+// failing, SIGINT, SIGTERM or SIGHUP (the cluster is stopped, then the process exits 1);
+// and where no code of this process runs any more (a test's panic, go test's -timeout,
+// SIGKILL) the cluster stops by itself once this process is gone (it was started with
+// XRES_MINICLUSTER_OWNER_PID, unless XRES_KEEP_CLUSTER is set). A failed `make test`
+// once left its cluster holding the default ports for an hour.
 func Main(m *testing.M) int {
+	sigs := make(chan os.Signal, 1)
+	signalNotify(sigs)
+	defer signal.Stop(sigs)
+	return runMain(m.Run, sigs, os.Exit)
+}
+
+// signalNotify sends the signals Main stops the cluster on to sigs.
+func signalNotify(sigs chan<- os.Signal) {
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+}
+
+// runMain is Main with the tests (run), the signals it stops on and the exit it then
+// takes given.
+func runMain(run func() int, sigs <-chan os.Signal, exit func(int)) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	c, err := Setup(ctx, os.Stderr)
 	cancel()
@@ -109,7 +134,32 @@ func Main(m *testing.M) int {
 		return 1
 	}
 	current = c
-	code := m.Run()
+	var stopOnce sync.Once
+	stop := func() error {
+		var err error
+		stopOnce.Do(func() {
+			if c.Started && os.Getenv(EnvKeep) == "" {
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+				defer cancel()
+				err = c.Stop(ctx)
+			}
+		})
+		return err
+	}
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		select {
+		case sig := <-sigs:
+			fmt.Fprintf(os.Stderr, "integration: %v: stopping the cluster this run started\n", sig)
+			if err := stop(); err != nil {
+				fmt.Fprintf(os.Stderr, "integration: %v\n", err)
+			}
+			exit(1)
+		case <-done:
+		}
+	}()
+	code := run()
 	if code != 0 {
 		c.keepRunLogs()
 	} else if c.binDir != "" {
@@ -121,17 +171,18 @@ func Main(m *testing.M) int {
 		c.runScript(ctx, "status")
 		cancel()
 	}
-	if c.Started && os.Getenv(EnvKeep) == "" {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		if err := c.Stop(ctx); err != nil {
-			fmt.Fprintf(os.Stderr, "integration: %v\n", err)
-			if code == 0 {
-				code = 1
-			}
+	if err := stop(); err != nil {
+		fmt.Fprintf(os.Stderr, "integration: %v\n", err)
+		if code == 0 {
+			code = 1
 		}
 	}
 	return code
+}
+
+// miniclusterScript is run.sh's path under the repository root (tests replace it).
+var miniclusterScript = func(root string) string {
+	return filepath.Join(root, "docker", "hadoop-minicluster", "run.sh")
 }
 
 // Setup finds or starts the cluster. Progress goes to log.
@@ -154,7 +205,7 @@ func Setup(ctx context.Context, log io.Writer) (*Cluster, error) {
 		if rootErr != nil {
 			return nil, fmt.Errorf("find minicluster: %w", rootErr)
 		}
-		c.script = filepath.Join(root, "docker", "hadoop-minicluster", "run.sh")
+		c.script = miniclusterScript(root)
 		work := os.Getenv(EnvMiniclusterDir)
 		if work == "" {
 			work = filepath.Join(root, "docker", "hadoop-minicluster", "work")
@@ -254,6 +305,10 @@ func (c *Cluster) Stop(ctx context.Context) error {
 func (c *Cluster) runScript(ctx context.Context, verb string) error {
 	cmd := exec.CommandContext(ctx, "bash", c.script, verb)
 	cmd.Stdout, cmd.Stderr = c.log, c.log
+	if verb == "start" && os.Getenv(EnvKeep) == "" && os.Getenv(envOwnerPID) == "" {
+		// The cluster stops by itself once this process is gone, however it ends.
+		cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d", envOwnerPID, os.Getpid()))
+	}
 	cmd.WaitDelay = 5 * time.Second
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("%s %s: %w", c.script, verb, err)

@@ -43,11 +43,13 @@ func (s *slowNM) StartContainer(ctx context.Context, c yarn.Container, tok secur
 		s.mu.Unlock()
 	}()
 	if c.Host() == "slow" {
+		// Until the test releases them, or the run's context ends (a sequential AM, whose
+		// loop a hanging start blocks, fails so: a fixed fail-safe of 2 s released them
+		// before a loaded host had run the heartbeats the test counts).
 		select {
 		case <-s.release:
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(2 * time.Second): // fail-safe for a sequential AM
 		}
 	}
 	return s.fakeNM.StartContainer(ctx, c, tok, l)
@@ -91,8 +93,8 @@ func TestSlowNodeHoldsUpNothing(t *testing.T) {
 	rm := &fakeRM{register: gpuLimits}
 	var fastWhileBlocked int
 	rm.steps = append(rm.steps, alloc(cs...), func(yarn.AllocateRequest) (yarn.AllocateResponse, error) {
-		// Wait (bounded) until the starts are under way.
-		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		// Wait (bounded, for an AM that never starts them) until the starts are under way.
+		for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
 			if nm.blocked() == 2 && fastStarted() == 4 {
 				break
 			}
@@ -132,7 +134,7 @@ func TestSlowNodeHoldsUpNothing(t *testing.T) {
 	cfg.MaxStarts, cfg.MaxStartsPerNode = 4, 2
 	a, err := New(cfg, rm, nm, nil)
 	require.NoError(t, err)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	res, err := a.Run(ctx)
 	require.NoError(t, err)

@@ -178,8 +178,13 @@ func TestServerHangsUpMidCall(t *testing.T) {
 
 func TestPingWhileWaiting(t *testing.T) {
 	srv := yarntest.NewServer(t, yarntest.Options{})
+	// The answer waits for the client's first ping (pings every 50 ms
+	// while a call waits), not for a fixed time a loaded host may not
+	// schedule the pinger in.
 	srv.Handle("getApplicationReport", func(ctx context.Context, c *yarntest.Call) (proto.Message, error) {
-		time.Sleep(400 * time.Millisecond)
+		for srv.Pings() == 0 && ctx.Err() == nil {
+			time.Sleep(5 * time.Millisecond)
+		}
 		return &hadoopyarn.GetApplicationReportResponseProto{}, nil
 	})
 	conn, err := ipc.Dial(ctxT(t, 5*time.Second), ipc.Config{Addr: srv.Addr, Protocol: testProtocol, User: "u", PingInterval: 50 * time.Millisecond})
