@@ -106,6 +106,11 @@ func checkAMTakesClusterConf(t *testing.T, c *harness.Cluster, name string) {
 
 	var amURL string
 	eventually(t, 2*time.Minute, "the worker wrote the AM's address", func() (bool, string) {
+		select {
+		case <-p.done:
+			t.Fatalf("%s ended before its worker ran\n%s", app, p.output())
+		default:
+		}
 		b, err := os.ReadFile(filepath.Join(dir, "url"))
 		if err != nil {
 			return false, err.Error()
