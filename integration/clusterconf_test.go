@@ -81,7 +81,8 @@ func (w clusterWeb) get(ctx context.Context, u string) (int, string, error) {
 // checkAMTakesClusterConf runs one application on c through its whole life and checks what
 // the AM took from the cluster:
 //   - a direct request to the AM is redirected to this cluster's proxy (scheme, host, port),
-//     and through that proxy the AM's page is served;
+//     and through that proxy the AM's page is served, linking the worker's logs on its
+//     NodeManager with the cluster's scheme;
 //   - the application SUCCEEDS (under the AMRMProxy: only through it, the token the AM holds
 //     is the AMRMProxy's);
 //   - once it is over, the RM's link of the application (/proxy/<app>/) ends in a page.
@@ -145,6 +146,20 @@ func checkAMTakesClusterConf(t *testing.T, c *harness.Cluster, name string) {
 	require.NoError(t, err, "GET %s", page)
 	require.Equal(t, http.StatusOK, code, "GET %s: %s", page, tailString(body, 20))
 	require.Contains(t, body, "xres application "+app, "the AM's page through the proxy")
+	// The page links the worker's logs on its NodeManager with the cluster's scheme (https
+	// under HTTPS_ONLY, where the NodeManagers serve nothing over http).
+	scheme := "http"
+	if c.Env["XRES_HTTP_POLICY"] == "HTTPS_ONLY" {
+		scheme = "https"
+	}
+	logs := scheme + "://" + c.Env["XRES_NM0_HTTP"] + "/node/containerlogs/"
+	eventually(t, time.Minute, "the AM's page links the worker's logs at "+logs, func() (bool, string) {
+		code, body, err := web.get(ctx, page)
+		if err != nil {
+			return false, err.Error()
+		}
+		return code == http.StatusOK && strings.Contains(body, logs), tailString(body, 5)
+	})
 
 	// The application succeeds.
 	require.NoError(t, os.WriteFile(release, nil, 0o644))

@@ -298,7 +298,7 @@ func rpcAMClients(ctx context.Context, getenv func(string) string, ae submit.AME
 		Cleanup:      cleanup,
 		RM:           am.NewRPCRMClient(rm),
 		NM:           am.NewRPCNMClient(nm),
-		Logs:         am.NMWebLogs{User: getenv("USER")},
+		Logs:         am.NMWebLogs{User: getenv("USER"), Scheme: nmScheme(hc)},
 		NodeWeb:      nmScheme(hc),
 		WorkerTokens: workerTokens,
 		ReportSecret: secret,
