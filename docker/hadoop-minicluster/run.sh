@@ -62,6 +62,11 @@
 #   XRES_MINICLUSTER_DT_RENEW_INTERVAL_MS dfs.namenode.delegation.token.renew-interval (unset: Hadoop's
 #                               86400000, 1 day; at least 10000): how long a token lives unrenewed
 #   XRES_MINICLUSTER_VERB_TIMEOUT seconds a fault verb may take (default 200)
+#   XRES_MINICLUSTER_HTTP_POLICY HTTP_ONLY (default) or HTTPS_ONLY: yarn.http.policy; HTTPS with a
+#                               self-signed certificate (its PEM: XRES_SSL_CERT in cluster.env)
+#   XRES_MINICLUSTER_WEB_PROXY  1: a standalone web proxy (yarn.web-proxy.address, XRES_WEB_PROXY_URL)
+#   XRES_MINICLUSTER_AMRMPROXY  1: the NodeManagers' AMRMProxy (yarn.nodemanager.amrmproxy.enabled);
+#                               containers get node-conf/ as HADOOP_CONF_DIR, naming it as scheduler
 #   XRES_RPC_PROTECTION         hadoop.rpc.protection: authentication (default), integrity
 #                               or privacy (SASL qop auth, auth-int, auth-conf)
 #   XRES_SECURE                 1: the secure profile (as start --secure); 0 or unset: simple auth
@@ -294,6 +299,27 @@ check_settings() {
   [[ ${XRES_MINICLUSTER_DT_MAX_LIFETIME_MS:-0} =~ ^[0-9]+$ ]] || die "XRES_MINICLUSTER_DT_MAX_LIFETIME_MS=$XRES_MINICLUSTER_DT_MAX_LIFETIME_MS: want milliseconds"
   [[ ${XRES_MINICLUSTER_DT_RENEW_INTERVAL_MS:-0} =~ ^[0-9]+$ ]] || die "XRES_MINICLUSTER_DT_RENEW_INTERVAL_MS=$XRES_MINICLUSTER_DT_RENEW_INTERVAL_MS: want milliseconds"
   [[ $VERB_TIMEOUT =~ ^[0-9]+$ ]] || die "XRES_MINICLUSTER_VERB_TIMEOUT=$VERB_TIMEOUT: want seconds"
+  check_cluster_conf
+}
+
+# What an AM must take from the cluster (ClusterConf.java): yarn.http.policy, a standalone web
+# proxy, the NodeManagers' AMRMProxy.
+check_cluster_conf() {
+  HTTP_POLICY=${XRES_MINICLUSTER_HTTP_POLICY:-HTTP_ONLY}
+  case $HTTP_POLICY in
+    HTTP_ONLY | HTTPS_ONLY) ;;
+    *) die "XRES_MINICLUSTER_HTTP_POLICY=$HTTP_POLICY: want HTTP_ONLY or HTTPS_ONLY" ;;
+  esac
+  case ${XRES_MINICLUSTER_WEB_PROXY:-0} in
+    1 | true) WEB_PROXY=true ;;
+    0 | false) WEB_PROXY=false ;;
+    *) die "XRES_MINICLUSTER_WEB_PROXY=$XRES_MINICLUSTER_WEB_PROXY: want 1 or 0" ;;
+  esac
+  case ${XRES_MINICLUSTER_AMRMPROXY:-0} in
+    1 | true) AMRM_PROXY=true ;;
+    0 | false) AMRM_PROXY=false ;;
+    *) die "XRES_MINICLUSTER_AMRMPROXY=$XRES_MINICLUSTER_AMRMPROXY: want 1 or 0" ;;
+  esac
 }
 
 launcher_args() {
@@ -311,6 +337,7 @@ launcher_args() {
     --dt-max-lifetime-ms="${XRES_MINICLUSTER_DT_MAX_LIFETIME_MS:-0}"
     --dt-renew-interval-ms="${XRES_MINICLUSTER_DT_RENEW_INTERVAL_MS:-0}"
     --nm-memory-mb="${XRES_MINICLUSTER_NM_MEMORY_MB:-4096}" --nm-vcores="${XRES_MINICLUSTER_NM_VCORES:-8}")
+  ARGS+=(--http-policy="$HTTP_POLICY" --web-proxy="$WEB_PROXY" --amrm-proxy="$AMRM_PROXY")
   for p in "${PORTS[@]}"; do
     name=${p%%:*}
     ARGS+=("--$name=${p##*:}")
@@ -321,6 +348,11 @@ java_cmd() {
   # The NodeManagers pass JAVA_HOME on to containers (yarn.nodemanager.env-whitelist): Java AMs such as
   # DistributedShell start "$JAVA_HOME/bin/java", so it must name the JDK the cluster runs on.
   export JAVA_HOME=${JAVA%/bin/java}
+  if [[ $AMRM_PROXY == true ]]; then
+    # The node's configuration for containers (the AMRMProxy as scheduler), which the NodeManagers
+    # pass on as HADOOP_CONF_DIR (yarn.nodemanager.env-whitelist), as on a real node.
+    export HADOOP_CONF_DIR=$WORK/node-conf
+  fi
   # shellcheck disable=SC2206
   local extra=(${XRES_MINICLUSTER_JAVA_OPTS:-})
   # $WORK/jvm-conf comes first on the class path: the launcher writes the yarn-site.xml and

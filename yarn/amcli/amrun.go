@@ -82,32 +82,81 @@ func defaultDeps() deps {
 	return deps{amClients: rpcAMClients, rm: rpcRM, rmREST: restRM, hdfs: rpcHDFS, executable: os.Executable}
 }
 
-// amHadoopConfig reads the Hadoop configuration of the AM container
-// ($HADOOP_CONF_DIR) with the job's flink.hadoop.* and flink.yarn.* keys over
-// it (hadoop: am.Settings.Hadoop), as Flink applies them. Where the NodeManager sets no HADOOP_CONF_DIR
-// it falls back on the scheduler addresses and fs.defaultFS the client
-// passed (jobSchedulerAddresses: the client's cluster with the same keys
-// over it), never on the built-in default 0.0.0.0:8030.
-func amHadoopConfig(getenv func(string) string, ae submit.AMEnv, hadoop []conf.HadoopProperty, log logrus.FieldLogger) (*conf.HadoopConfig, []string, error) {
-	hc, err := conf.LoadHadoopOptions(conf.HadoopOptions{Getenv: getenv, Log: log})
-	if err != nil && (!errors.Is(err, conf.ErrNoHadoopConf) || len(ae.SchedulerAddresses) == 0) {
-		return nil, nil, err
+// amHadoopConfig is the Hadoop configuration the AM runs on: what the
+// cluster says, never the built-in defaults where the cluster says otherwise.
+// In order, each over the one before:
+//
+//  1. Hadoop's defaults (conf.NewHadoopConfig);
+//  2. the configuration its client resolved, shipped whole
+//     (ae.HadoopConf, submit.HadoopConfName): the RM's addresses, its web
+//     addresses and web proxy (yarn.web-proxy.address), yarn.http.policy,
+//     fs.defaultFS, as on the submitting host;
+//  3. the node's own ($HADOOP_CONF_DIR, else $YARN_CONF_DIR, in the AM
+//     container when the NodeManager passes it: yarn.nodemanager.env-whitelist
+//     or admin-env): every key it sets wins, since it is the node where the
+//     AM runs that knows it (under the AMRMProxy, YARN Federation's path,
+//     yarn.resourcemanager.scheduler.address there is the NodeManager's
+//     AMRMProxy, which also replaced the AM's AMRMToken with its own);
+//  4. the job's flink.hadoop.* and flink.yarn.* keys (hadoop:
+//     am.Settings.Hadoop), as Flink applies them.
+//
+// With neither 2 nor 3 (a submission by an older client) it falls back on
+// the scheduler addresses and fs.defaultFS the client passed, never on the
+// built-in default 0.0.0.0:8030. known is false then: the other addresses
+// (the RM's client protocol, its web proxy) are Hadoop's defaults, not the
+// cluster's.
+func amHadoopConfig(getenv func(string) string, ae submit.AMEnv, hadoop []conf.HadoopProperty, log logrus.FieldLogger) (hc *conf.HadoopConfig, sched []string, known bool, err error) {
+	var shipped []conf.HadoopProperty
+	if ae.HadoopConf != "" {
+		path := ae.HadoopConf
+		if !filepath.IsAbs(path) && getenv("PWD") != "" {
+			path = filepath.Join(getenv("PWD"), path)
+		}
+		if shipped, err = submit.ReadShippedHadoopConf(path); err != nil {
+			return nil, nil, false, fmt.Errorf("%s=%s: %w", submit.EnvHadoopConf, ae.HadoopConf, err)
+		}
 	}
-	if err != nil {
+	node, err := conf.LoadHadoopOptions(conf.HadoopOptions{Getenv: getenv, Log: log})
+	switch {
+	case err == nil:
+		hc = node
+		// The client's keys fill in what the node's files leave unset.
+		var fill []conf.HadoopProperty
+		for _, p := range shipped {
+			if src, ok := node.Source(p.Name); !ok || src == conf.HadoopSourceDefault {
+				fill = append(fill, p)
+			}
+		}
+		hc.ApplyProperties(fill)
+		log.WithFields(logrus.Fields{"node_conf": node.Dir(), "client_keys": len(fill)}).Info("hadoop configuration: the node's, with the client's keys it leaves unset")
+	case !errors.Is(err, conf.ErrNoHadoopConf):
+		return nil, nil, false, err
+	case len(shipped) > 0:
+		hc = conf.NewHadoopConfig(getenv)
+		hc.ApplyProperties(shipped)
+		log.WithField("client_keys", len(shipped)).Info("hadoop configuration: the client's (no HADOOP_CONF_DIR in the container)")
+	case len(ae.SchedulerAddresses) > 0:
 		hc = conf.NewHadoopConfig(getenv)
 		if ae.DefaultFS != "" {
 			hc.Set("fs.defaultFS", ae.DefaultFS)
 		}
+	default:
+		return nil, nil, false, err
 	}
+	known = err == nil || len(shipped) > 0
 	if set := hc.ApplyProperties(hadoop); len(set) > 0 {
 		log.WithField("keys", strings.Join(set, ",")).Info("hadoop configuration: keys set by flink.hadoop.* / flink.yarn.*")
 	}
-	if err != nil {
-		log.WithField("scheduler", strings.Join(ae.SchedulerAddresses, ",")).Info("no HADOOP_CONF_DIR in the container; using the addresses the client passed")
-		return hc, ae.SchedulerAddresses, nil
+	if !known {
+		log.WithField("scheduler", strings.Join(ae.SchedulerAddresses, ",")).Info("no HADOOP_CONF_DIR in the container and no configuration shipped; using the addresses the client passed")
+		return hc, ae.SchedulerAddresses, false, nil
 	}
-	addrs, err := yarn.RMAddresses(hc, yarn.RMScheduler)
-	return hc, addrs, err
+	sched, err = yarn.RMAddresses(hc, yarn.RMScheduler)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	log.WithField("scheduler", strings.Join(sched, ",")).Info("hadoop configuration: scheduler address")
+	return hc, sched, true, nil
 }
 
 // jobSchedulerAddresses are the RM scheduler addresses the job's AM is to
@@ -135,7 +184,7 @@ func jobRMAddresses(hc *conf.HadoopConfig, hadoop []conf.HadoopProperty) []strin
 // container: scheduler addresses from $HADOOP_CONF_DIR, the AMRMToken from
 // $HADOOP_TOKEN_FILE_LOCATION.
 func rpcAMClients(ctx context.Context, getenv func(string) string, ae submit.AMEnv, set am.Settings, log logrus.FieldLogger) (amClients, error) {
-	hc, addrs, err := amHadoopConfig(getenv, ae, set.Hadoop, log)
+	hc, addrs, known, err := amHadoopConfig(getenv, ae, set.Hadoop, log)
 	if err != nil {
 		return amClients{}, err
 	}
@@ -215,11 +264,11 @@ func rpcAMClients(ctx context.Context, getenv func(string) string, ae submit.AME
 	var nodes am.NodeLister
 	if !kerberized {
 		caddrs, err := yarn.RMAddresses(hc, yarn.RMClient)
-		if hc.Dir() == "" {
-			// No configuration in the container: the addresses the client
-			// passed, else none (Hadoop's default 0.0.0.0:8032 may be
-			// another cluster's RM, or none, costing the heartbeat
-			// retries).
+		if !known {
+			// No configuration in the container nor shipped: the
+			// addresses the client passed, else none (Hadoop's default
+			// 0.0.0.0:8032 may be another cluster's RM, or none, costing
+			// the heartbeat retries).
 			caddrs, err = ae.RMAddresses, nil
 		}
 		if len(caddrs) > 0 && err == nil {
@@ -249,7 +298,7 @@ func rpcAMClients(ctx context.Context, getenv func(string) string, ae submit.AME
 		Cleanup:      cleanup,
 		RM:           am.NewRPCRMClient(rm),
 		NM:           am.NewRPCNMClient(nm),
-		Logs:         am.NMWebLogs{User: getenv("USER")},
+		Logs:         am.NMWebLogs{User: getenv("USER"), Scheme: nmScheme(hc)},
 		NodeWeb:      nmScheme(hc),
 		WorkerTokens: workerTokens,
 		ReportSecret: secret,
@@ -452,7 +501,7 @@ func cmdRun(ctx context.Context, args []string, e *env) error {
 	appID := appIDFromContainer(e.getenv("CONTAINER_ID"))
 	// The RM keeps the final diagnostics: with the worker lines in them, am
 	// status still lists the workers once this AM is gone.
-	rmc := &finishWithWorkers{RMClient: clients.RM}
+	rmc := &finishWithWorkers{RMClient: noFinalURL{clients.RM}}
 	a, err := am.New(am.Config{
 		AppID:            appID,
 		Groups:           groups,
@@ -526,6 +575,18 @@ func cmdRun(ctx context.Context, args []string, e *env) error {
 		return errAppFailed
 	}
 	return nil
+}
+
+// noFinalURL is the AM's RM client unregistering with no final tracking
+// URL: the tracking page dies with the AM, and Hadoop's contract for the
+// final URL is a page that outlives it. With none the RM's web proxy sends
+// the application's link (/proxy/<app>/) to the RM's own application page,
+// which shows the final diagnostics (the worker lines, finishWithWorkers).
+type noFinalURL struct{ am.RMClient }
+
+func (n noFinalURL) Finish(ctx context.Context, req yarn.FinishRequest) error {
+	req.TrackingURL = ""
+	return n.RMClient.Finish(ctx, req)
 }
 
 // appIDFromContainer derives the application id from CONTAINER_ID

@@ -164,6 +164,9 @@ func TestRunWiresTheAM(t *testing.T) {
 			require.Equal(t, tt.status, rm.finished[0].Status)
 			require.Contains(t, rm.finished[0].Diagnostics, tt.diag)
 			require.Contains(t, out, "final status: "+string(tt.status))
+			// No final tracking URL: the tracking page dies with the AM; the RM's
+			// link then ends in its own application page.
+			require.Empty(t, rm.finished[0].TrackingURL, "the AM unregisters with no final tracking URL")
 
 			// Registered with the tracking server's URL on the NM host.
 			require.True(t, strings.HasPrefix(rm.reg.TrackingURL, "http://127.0.0.1:"), rm.reg.TrackingURL)

@@ -189,7 +189,7 @@ func cmdSubmit(ctx context.Context, args []string, e *env) error {
 	sreq := submit.Request{
 		Name: *name, Queue: *queue, User: who, Files: shipped, ConfName: confName, Dynamic: c.overrides,
 		Workers: *workers, Worker: worker, MasterEnv: set.App.MasterEnv, Tokens: tokens,
-		SchedulerAddresses: sched, DefaultFS: defaultFS, RMAddresses: rmAddrs,
+		SchedulerAddresses: sched, DefaultFS: defaultFS, RMAddresses: rmAddrs, HadoopConf: hc,
 		AMMemoryMB: set.App.MemoryMB, AMVcores: set.App.VCores, MaxAttempts: set.App.Attempts,
 		Groups: profiles(planned),
 	}

@@ -183,7 +183,9 @@ func TestSubmitFollowsToTheEnd(t *testing.T) {
 			require.Equal(t, int32(1), sub.MaxAttempts)
 			require.Equal(t, []string{`./am run --conf flink-conf.yaml --workers 2 -- sh -c 'echo \$CUDA_VISIBLE_DEVICES' 1><LOG_DIR>/stdout 2><LOG_DIR>/stderr`},
 				sub.AM.Commands)
-			require.Equal(t, []string{"am", "container-launcher", "flink-conf.yaml", "input.yaml"}, slices.Sorted(maps.Keys(sub.AM.LocalResources)))
+			// The client's Hadoop configuration goes to the AM (and to no worker).
+			require.Equal(t, []string{"am", "container-launcher", "flink-conf.yaml", "input.yaml", submit.HadoopConfName}, slices.Sorted(maps.Keys(sub.AM.LocalResources)))
+			require.Equal(t, submit.HadoopConfName, sub.AM.Env[submit.EnvHadoopConf])
 			// The application's report secret, in the AM's credentials (an
 			// insecure cluster: nothing else), never in its environment or
 			// command line.

@@ -53,7 +53,8 @@ const (
 	EnvStagingDir = "XRES_STAGING_DIR"
 	// EnvSchedulerAddresses is the client's view of the RM scheduler
 	// address(es), comma-separated; the AM uses it when its container has
-	// no Hadoop configuration (HADOOP_CONF_DIR).
+	// no Hadoop configuration (HADOOP_CONF_DIR) and none was shipped
+	// (EnvHadoopConf).
 	EnvSchedulerAddresses = "XRES_RM_SCHEDULER_ADDRESSES"
 	// EnvRMAddresses is the client's view of the RM's client-protocol
 	// address(es) (yarn.resourcemanager.address), comma-separated, for the
@@ -68,6 +69,11 @@ const (
 	// EnvKrb5Conf names the krb5.conf shipped with it (Krb5ConfName);
 	// unset: the AM's $KRB5_CONFIG, else /etc/krb5.conf.
 	EnvKrb5Conf = "XRES_KRB5_CONF"
+	// EnvHadoopConf names the client's resolved Hadoop configuration
+	// shipped to the AM (HadoopConfName); unset: none was shipped (the AM
+	// then has only its container's HADOOP_CONF_DIR, else the addresses
+	// above).
+	EnvHadoopConf = "XRES_HADOOP_CONF"
 )
 
 // EncodeResources renders resources for EnvLocalResources.
@@ -124,6 +130,9 @@ type AMSpec struct {
 	// alone (KeytabName, Krb5ConfName): in its local resources but never in
 	// EnvLocalResources, so no worker gets them; "": none.
 	Keytab, Krb5Conf string
+	// HadoopConf is the link name of the client's resolved Hadoop
+	// configuration (HadoopConfName), for the AM alone like Keytab; "": none.
+	HadoopConf string
 }
 
 // AMEnv is what the AM reads back from its container's environment.
@@ -134,13 +143,14 @@ type AMEnv struct {
 	RMAddresses        []string                      // nil: not passed
 	DefaultFS          string
 	Keytab, Krb5Conf   string // link names in the AM's folder (AMSpec); "": not shipped
+	HadoopConf         string // link name of the client's Hadoop configuration (AMSpec); "": not shipped
 }
 
 // ReadAMEnv reads what AMLaunchContext put into the AM container's
 // environment.
 func ReadAMEnv(getenv func(string) string) (AMEnv, error) {
 	e := AMEnv{StagingDir: getenv(EnvStagingDir), DefaultFS: getenv(EnvDefaultFS),
-		Keytab: getenv(EnvKeytab), Krb5Conf: getenv(EnvKrb5Conf)}
+		Keytab: getenv(EnvKeytab), Krb5Conf: getenv(EnvKrb5Conf), HadoopConf: getenv(EnvHadoopConf)}
 	if v := getenv(EnvSchedulerAddresses); v != "" {
 		e.SchedulerAddresses = strings.Split(v, ",")
 	}
@@ -164,7 +174,7 @@ func ReadAMEnv(getenv func(string) string) (AMEnv, error) {
 // with the staged files as local resources and the environment
 // (containerized.master.env.*, GOMAXPROCS = Vcores unless set there, then
 // EnvLocalResources, EnvStagingDir,
-// EnvSchedulerAddresses, EnvRMAddresses, EnvDefaultFS, EnvKeytab and EnvKrb5Conf, which
+// EnvSchedulerAddresses, EnvRMAddresses, EnvDefaultFS, EnvKeytab, EnvKrb5Conf and EnvHadoopConf, which
 // ReadAMEnv reads back).
 func AMLaunchContext(spec AMSpec) (yarn.LaunchContext, error) {
 	if len(spec.Worker) == 0 {
@@ -182,7 +192,7 @@ func AMLaunchContext(spec AMSpec) (yarn.LaunchContext, error) {
 	}
 	argv = append(append(argv, "--"), spec.Worker...)
 	workers := maps.Clone(spec.Staged.Resources)
-	for _, name := range []string{spec.Keytab, spec.Krb5Conf} {
+	for _, name := range []string{spec.Keytab, spec.Krb5Conf, spec.HadoopConf} {
 		if name != "" {
 			if _, ok := workers[name]; !ok {
 				return yarn.LaunchContext{}, fmt.Errorf("build AM launch context: %s is not staged", name)
@@ -217,6 +227,9 @@ func AMLaunchContext(spec AMSpec) (yarn.LaunchContext, error) {
 	}
 	if spec.Krb5Conf != "" {
 		env[EnvKrb5Conf] = spec.Krb5Conf
+	}
+	if spec.HadoopConf != "" {
+		env[EnvHadoopConf] = spec.HadoopConf
 	}
 	return yarn.LaunchContext{
 		Commands:       []string{am.Command(argv)},

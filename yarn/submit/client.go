@@ -46,7 +46,12 @@ type Request struct {
 	SchedulerAddresses []string
 	DefaultFS          string
 	RMAddresses        []string // the RM's client-protocol address(es), likewise
-	Tokens             []byte   // HDTS credentials for the AM (the report secret, delegation tokens on a secure cluster)
+	// HadoopConf, when set, is the client's resolved Hadoop configuration:
+	// shipped to the AM alone (HadoopConfName, MarshalHadoopConf), which
+	// takes the cluster's addresses, web proxy and HTTP policy from it
+	// where its container has no HADOOP_CONF_DIR of its own.
+	HadoopConf *conf.HadoopConfig
+	Tokens     []byte // HDTS credentials for the AM (the report secret, delegation tokens on a secure cluster)
 	// Keytab, when set, is shipped to the AM alone (KeytabName, mode 0600,
 	// deleted with the staging folder), with Krb5Conf when set
 	// (Krb5ConfName): the AM logs in with it to obtain new delegation
@@ -140,6 +145,9 @@ func (c Client) Submit(ctx context.Context, req Request) (Submitted, error) {
 			reserved[Krb5ConfName] = "the shipped krb5.conf"
 		}
 	}
+	if req.HadoopConf != nil {
+		reserved[HadoopConfName] = "the client's Hadoop configuration"
+	}
 	for _, f := range req.Files {
 		if what, ok := reserved[f.Name]; ok {
 			return Submitted{}, fmt.Errorf("submit application: %w: %s would be %q in the container, the name of %s; rename it with PATH#NAME", ErrBadFile, f.Local, f.Name, what)
@@ -189,13 +197,24 @@ func (c Client) Submit(ctx context.Context, req Request) (Submitted, error) {
 			krb5Conf = Krb5ConfName
 		}
 	}
+	hadoopConf := ""
+	if req.HadoopConf != nil {
+		local, remove, err := writeHadoopConf(req.HadoopConf)
+		if err != nil {
+			return sub, fmt.Errorf("submit %s: %w", sub.AppID, err)
+		}
+		defer remove()
+		files = append(slices.Clone(files), File{Local: local, Name: HadoopConfName, Type: yarn.File})
+		hadoopConf = HadoopConfName
+	}
 	staged, err := c.Stager.Stage(ctx, sub.StagingDir, files)
 	if err != nil {
 		return sub, fmt.Errorf("submit %s: %w", sub.AppID, err)
 	}
 	lc, err := AMLaunchContext(AMSpec{Staged: staged, ConfName: req.ConfName, DynamicFile: dynamicFile,
 		Workers: req.Workers, Worker: req.Worker, Env: req.MasterEnv, Tokens: req.Tokens, Vcores: cmp.Or(req.AMVcores, DefaultAMVcores),
-		SchedulerAddresses: req.SchedulerAddresses, DefaultFS: req.DefaultFS, RMAddresses: req.RMAddresses, Keytab: keytab, Krb5Conf: krb5Conf})
+		SchedulerAddresses: req.SchedulerAddresses, DefaultFS: req.DefaultFS, RMAddresses: req.RMAddresses, Keytab: keytab, Krb5Conf: krb5Conf,
+		HadoopConf: hadoopConf})
 	if err != nil {
 		return sub, c.failed(ctx, sub, err)
 	}

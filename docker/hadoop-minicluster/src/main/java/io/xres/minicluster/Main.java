@@ -78,6 +78,8 @@ public final class Main {
     DEFAULTS.put("rm2-tracker-port", "18031");
     DEFAULTS.put("rm2-admin-port", "18033");
     DEFAULTS.put("rm2-webapp-port", "18088");
+    // yarn.http.policy, a standalone web proxy, the AMRMProxy: see ClusterConf.
+    ClusterConf.defaults(DEFAULTS);
     // NodeManager indexes (0-based, comma-separated) that carry the node label "gpu".
     DEFAULTS.put("label-nodes", "");
     // NodeManager indexes whose servers bind on 127.1.0.(N+2) while their node id stays
@@ -173,6 +175,7 @@ public final class Main {
     }
     Yarn.parseIndices("label-nodes", opt.get("label-nodes"), nms);
     Yarn.parseIndices("proxied-nodes", opt.get("proxied-nodes"), nms);
+    ClusterConf.validate(opt);
     int roll = Integer.parseInt(opt.get("amrm-roll-secs"));
     if (roll != 0 && roll < MIN_AMRM_ROLL_SECS) {
       throw new IllegalArgumentException("option --amrm-roll-secs=" + roll + ": want 0 (Hadoop's default) or at least "
@@ -361,6 +364,7 @@ public final class Main {
     ResourceUtils.resetResourceTypes(conf);
     ResourceUtils.resetNodeResources();
 
+    ClusterConf.configure(conf, opt, work, rmIds, nms);
     // What an RM re-reads from its class path when it becomes active (AdminService.refreshAll).
     writeJvmConf(new File(work, "jvm-conf"), conf, cs);
     // Several daemons of one kind in one JVM: metrics sources would clash by name.
@@ -372,9 +376,10 @@ public final class Main {
     File nmRoot = new File(work, "nodemanagers");
     Yarn yarn = new Yarn(conf, rmIds, hosts, nmRoot, Yarn.parseIndices("label-nodes", opt.get("label-nodes"), nms),
         Yarn.parseIndices("proxied-nodes", opt.get("proxied-nodes"), nms),
-        secure == null);
+        secure == null && !ClusterConf.https(opt));
     installShutdownHook(yarn, dfs);
     yarn.start();
+    ClusterConf.start(conf);
     Admin admin = new Admin(yarn, num(opt, "admin-port"));
     ADMIN.set(admin);
     Configuration eff = yarn.active().rm.getConfig();
@@ -415,6 +420,7 @@ public final class Main {
       env.put("XRES_NM" + n.index + "_LOCAL_DIRS", n.localDir().getPath());
       env.put("XRES_NM" + n.index + "_LOG_DIRS", n.logDir().getPath());
     }
+    ClusterConf.written(confDir, work, eff, env);
     env.put("XRES_MINICLUSTER_PID", Long.toString(ProcessHandle.current().pid()));
     env.put("XRES_MINICLUSTER_START_SECONDS", String.format("%.1f", (System.nanoTime() - t0) / 1e9));
     StringBuilder sb = new StringBuilder("# written by the xres minicluster launcher\n");
@@ -547,6 +553,7 @@ public final class Main {
         // secure profile only (absent otherwise): the principals clients check the servers against
         "yarn.resourcemanager.principal", "yarn.nodemanager.principal",
         "yarn.resourcemanager.webapp.spnego-principal"));
+    keys.addAll(ClusterConf.clientKeys(rmIds));
     for (String k : keys) {
       String v = eff.get(k); // get() expands ${...}
       if (v != null) {

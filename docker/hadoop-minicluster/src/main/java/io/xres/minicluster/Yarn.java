@@ -235,6 +235,7 @@ final class Yarn {
     c.setBoolean("yarn.nodemanager.recovery.enabled", true);
     c.setBoolean("yarn.nodemanager.recovery.supervised", true);
     c.set("yarn.nodemanager.recovery.dir", new File(n.dir, "recovery").getPath());
+    ClusterConf.node(c, n);
     NodeManager nm = new NodeManager() {
       @Override
       protected void doSecureLogin() {
