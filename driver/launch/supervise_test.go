@@ -112,29 +112,36 @@ func TestEndedLauncherLeavesNoHelper(t *testing.T) {
 	// YARN's default sleep-delay-before-sigkill: what the NodeManager
 	// waits between its two signals, not a bound of this test.
 	const yarnSigkillDelay = 250 * time.Millisecond
+	yarnStop := func(pid int) error {
+		if err := syscall.Kill(-pid, syscall.SIGTERM); err != nil {
+			return err
+		}
+		time.Sleep(yarnSigkillDelay)
+		if err := syscall.Kill(-pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+			return err
+		}
+		return nil
+	}
+	// The worker forks a helper that ignores SIGTERM, writes its pid to
+	// $1 and waits.
+	const helper = `(trap '' TERM; exec sleep 3600) & echo $! > "$1.tmp" && mv "$1.tmp" "$1"; `
 	tests := []struct {
-		name string
-		stop func(pid int) error // pid: the launcher, leader of its group
+		name   string
+		worker string
+		stop   func(pid int) error // pid: the launcher, leader of its group
 	}{
-		{name: "SIGTERM to the launcher", stop: func(pid int) error { return syscall.Kill(pid, syscall.SIGTERM) }},
-		{name: "SIGKILL to the launcher", stop: func(pid int) error { return syscall.Kill(pid, syscall.SIGKILL) }},
-		{name: "YARN's stop: SIGTERM, then SIGKILL, to the container's group", stop: func(pid int) error {
-			if err := syscall.Kill(-pid, syscall.SIGTERM); err != nil {
-				return err
-			}
-			time.Sleep(yarnSigkillDelay)
-			if err := syscall.Kill(-pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
-				return err
-			}
-			return nil
-		}},
+		{name: "SIGTERM to the launcher", worker: helper + "wait", stop: func(pid int) error { return syscall.Kill(pid, syscall.SIGTERM) }},
+		{name: "SIGKILL to the launcher", worker: helper + "wait", stop: func(pid int) error { return syscall.Kill(pid, syscall.SIGKILL) }},
+		{name: "YARN's stop", worker: helper + "wait", stop: yarnStop},
+		// A worker whose shutdown outlasts YARN's grace (here: never
+		// ends on SIGTERM): YARN's SIGKILL ends the launcher first.
+		{name: "YARN's stop, slow worker", worker: helper + `trap 'while :; do sleep 1; done' TERM; wait`, stop: yarnStop},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newFakeGPUHost(t, 2, 2)
 			bgFile := filepath.Join(h.dir, "bg")
-			worker := `(trap '' TERM; exec sleep 3600) & echo $! > "$1.tmp" && mv "$1.tmp" "$1"; wait`
-			a := h.command(bin, "--conf", h.conf, "--", "sh", "-c", worker, "worker", bgFile)
+			a := h.command(bin, "--conf", h.conf, "--", "sh", "-c", tc.worker, "worker", bgFile)
 			// A file, not a pipe: Wait would wait for every holder of a pipe.
 			logFile := filepath.Join(h.dir, "launcher.log")
 			lf, err := os.Create(logFile)
