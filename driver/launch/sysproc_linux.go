@@ -16,8 +16,10 @@ import (
 // launcher is not delivered twice) and asks the kernel to SIGKILL it should
 // the launcher die first (SIGKILL from the NodeManager, OOM killer): a
 // worker must never outlive the launcher that holds its devices. Its forked
-// helpers are not covered by that signal: the host coordination records
-// the group and keeps the devices held while any of it lives.
+// helpers are not covered by that signal; the worker's reaper (supervise.go)
+// kills its group when the launcher dies, and should that fail, the host
+// coordination records the group and keeps the devices held while any of
+// it lives.
 func workerSysProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 }
