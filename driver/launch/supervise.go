@@ -295,17 +295,24 @@ func startProc(cmd *exec.Cmd, g *signalGate, afterStart func(pid int)) (*proc, e
 				return exitCodeOf(cmd.ProcessState)
 			}
 		}
-		// The reaper first: the window in which a SIGKILLed launcher
-		// leaves the worker's helpers running is the one between two forks.
-		rp, rerr := startReaper(p.pid)
+		// The reaper starts beside the rest of the launch (its fork and
+		// exec are not on the worker's way): the window in which a
+		// SIGKILLed launcher leaves the worker's helpers running is well
+		// under a millisecond, and its worker's first process still ends
+		// by its parent-death signal.
+		reaped := make(chan *reaper, 1)
+		go func(pgid int) {
+			rp, err := startReaper(pgid)
+			if err != nil {
+				g.log.WithError(err).WithField("pgid", pgid).Warn("could not start the worker group's reaper: should the launcher be killed (SIGKILL), the worker's forked helpers would outlive it and keep its devices held")
+			}
+			reaped <- rp
+		}(p.pid)
 		if afterStart != nil {
 			afterStart(p.pid)
 		}
 		g.pgids[p.pid] = true
 		g.mu.Unlock()
-		if rerr != nil {
-			g.log.WithError(rerr).WithField("pgid", p.pid).Warn("could not start the worker group's reaper: should the launcher be killed (SIGKILL), the worker's forked helpers would outlive it and keep its devices held")
-		}
 		started <- nil
 		code := wait()
 		g.mu.Lock()
@@ -313,7 +320,7 @@ func startProc(cmd *exec.Cmd, g *signalGate, afterStart func(pid int)) (*proc, e
 		delete(g.skipped, p.pid)
 		g.mu.Unlock()
 		endGroup(p.pid, g.log)
-		rp.stop()
+		(<-reaped).stop()
 		p.exited <- code
 	}()
 	if err := <-started; err != nil {
