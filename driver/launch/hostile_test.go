@@ -126,6 +126,7 @@ func TestWorkerGroupHoldsDevices(t *testing.T) {
 	bin := launcherBinary(t)
 	h := newFakeGPUHost(t, 1, 1)
 	a, bg, bgFile := startWithHelper(t, h, bin, "")
+	killReaper(t, a.Process.Pid)
 	require.NoError(t, a.Process.Signal(syscall.SIGKILL))
 	_ = a.Wait()
 	require.False(t, processGone(bg), "the helper should outlive its launcher for this test")
@@ -281,6 +282,7 @@ func TestFlinkLineOutlivesLauncher(t *testing.T) {
 	holder := flinkLinePID(t, flinkFile, "0")
 	require.NotEqual(t, a.Process.Pid, holder, "the line must not name the launcher")
 
+	killReaper(t, a.Process.Pid)
 	require.NoError(t, a.Process.Signal(syscall.SIGKILL))
 	_ = a.Wait()
 	require.False(t, processGone(bg), "the helper should outlive its launcher for this test")
@@ -354,6 +356,37 @@ func appendFile(path, text string) error {
 // recorded the worker's process group (just after the worker started).
 // logFile ("": none) gets the launcher's log, shown should the group never
 // be recorded; a file, since a pipe would stay open in the helper.
+// killReaper kills the reaper of launcher's worker (supervise.go), as a
+// host killing more than the launcher would (the OOM killer, an
+// operator's kill -9 of the container's processes one by one): without
+// it, nothing of the worker outlives a SIGKILLed launcher, and these tests
+// check what the host coordination does when something does.
+func killReaper(t *testing.T, launcher int) {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	require.NoError(t, err)
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		if err != nil || !bytes.HasPrefix(cmdline, []byte("xres-reaper\x00")) {
+			continue
+		}
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue
+		}
+		fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+		if len(fields) > 1 && fields[1] == strconv.Itoa(launcher) {
+			require.NoError(t, syscall.Kill(pid, syscall.SIGKILL))
+			return
+		}
+	}
+	t.Fatalf("launcher %d has no reaper", launcher)
+}
+
 func startWithHelper(t *testing.T, h *fakeGPUHost, bin, logFile string) (a *exec.Cmd, bg int, bgFile string) {
 	t.Helper()
 	bgFile = filepath.Join(h.dir, "bg")

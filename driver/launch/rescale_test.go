@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -136,4 +137,87 @@ func TestRescaleSettings(t *testing.T) {
 	cfg.Set(conf.RescaleInterval.Key, "0 s")
 	_, err = rescaleSettings(cfg)
 	require.ErrorContains(t, err, "xres.rescale.interval")
+}
+
+// Issue 41, the race found by load: a worker that has not yet installed
+// its handler when the first rescale arrives is not signalled (USR1's
+// default action would end it; the workers file is rewritten all the
+// same, and the skip is logged once), and once it traps the signal it
+// gets the next one.
+func TestRescaleSkipsWorkerNotYetTrapping(t *testing.T) {
+	var target atomic.Int32
+	target.Store(2)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := target.Load()
+		fmt.Fprintf(w, `{"target":%d,"minimum":1,"running":%d,"groups":[]}`, n, n)
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	out, goFile, trapped := filepath.Join(dir, "out"), filepath.Join(dir, "go"), filepath.Join(dir, "trapped")
+	// The worker traps USR1 only once the test lets it (goFile), as a
+	// Python worker does once its imports are done.
+	script := `
+echo "start $(cat "$XRES_WORKERS_FILE")" >> "$1"
+while [ ! -e "$2" ]; do sleep 0.01; done
+trap 'echo "signal $(cat "$XRES_WORKERS_FILE")" >> "$1"' USR1
+touch "$3"
+while ! grep -q '^signal .*"target":4' "$1"; do sleep 0.01; done
+exit 0`
+	h := newFakeHost()
+	h.devices["gpu"] = 1
+	var stderr syncBuffer
+	envVars := map[string]string{contract.EnvWorkersURL: srv.URL + "/api/workers", "TMPDIR": t.TempDir()}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	done := make(chan int, 1)
+	go func() {
+		done <- Main(ctx, []string{"--", "sh", "-c", script, "worker", out, goFile, trapped}, Env{
+			Getenv:   func(k string) string { return envVars[k] },
+			Environ:  []string{"PATH=" + os.Getenv("PATH")},
+			Dir:      t.TempDir(),
+			Stderr:   &stderr,
+			Registry: registryWith(h),
+			Load: func(Config) (Loaded, error) {
+				return Loaded{Specs: []resources.Spec{gpuSpec(1)}, Rescale: Rescale{Signal: syscall.SIGUSR1, Interval: 10 * time.Millisecond, Watch: true}}, nil
+			},
+		})
+	}()
+	ended := func() (int, bool) {
+		select {
+		case code := <-done:
+			return code, true
+		default:
+			return 0, false
+		}
+	}
+	read := func() string { b, _ := os.ReadFile(out); return string(b) }
+	const skip = "does not catch SIGUSR1 (yet)"
+	waitUntil := func(what string, cond func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(2 * time.Minute)
+		for !cond() {
+			if code, ok := ended(); ok {
+				t.Fatalf("the launcher ended (%s) while waiting for %s\nworker: %s\nlauncher: %s", describeCode(code), what, read(), stderr.String())
+			}
+			require.True(t, time.Now().Before(deadline), "no %s within 2 minutes\nworker: %s\nlauncher: %s", what, read(), stderr.String())
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+
+	waitUntil("start", func() bool { return strings.HasPrefix(read(), "start ") })
+	target.Store(3)
+	waitUntil("skipped rescale", func() bool { return strings.Contains(stderr.String(), skip) })
+	require.NoError(t, os.WriteFile(goFile, nil, 0o644))
+	waitUntil("trap", func() bool { _, err := os.Stat(trapped); return err == nil })
+	target.Store(4)
+	var code int
+	select {
+	case code = <-done:
+	case <-ctx.Done():
+		t.Fatalf("the worker did not end\nworker: %s\nlauncher: %s", read(), stderr.String())
+	}
+	require.Equal(t, 0, code, "worker: %s\nlauncher: %s", read(), stderr.String())
+	require.NotContains(t, read(), `signal {"target":3`, "signalled before it trapped")
+	require.Contains(t, read(), `signal {"target":4,"minimum":1,"running":4,"groups":[]}`)
+	require.Equal(t, 1, strings.Count(stderr.String(), skip), "the skip is logged once: %s", stderr.String())
 }

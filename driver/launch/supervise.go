@@ -8,19 +8,23 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/sirupsen/logrus"
+	"golang.org/x/sys/unix"
 
 	"github.com/xres/xres/driver/coord"
+	"github.com/xres/xres/resources/contract"
 )
 
 // ForwardedSignals are the signals the launcher passes on to the worker's
 // process group. YARN stops a container with SIGTERM, then SIGKILL after
 // yarn.nodemanager.sleep-delay-before-sigkill.ms; SIGKILL cannot be caught,
-// so a launcher killed that way takes its worker along (see startWorker).
+// so a launcher killed that way takes its worker along: the worker by its
+// parent-death signal, its whole group by its reaper (startReaper).
 var ForwardedSignals = []os.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT}
 
 // worker is the command the launcher supervises.
@@ -46,6 +50,7 @@ type signalGate struct {
 
 	mu        sync.Mutex
 	pgids     map[int]bool // running workers' process groups
+	skipped   map[int]bool // workers a rescale signal skipped (logged once)
 	pending   os.Signal    // first signal that arrived while no worker ran
 	forwarded os.Signal    // first signal forwarded to running workers
 	cancel    context.CancelFunc
@@ -55,7 +60,7 @@ type signalGate struct {
 // newSignalGate starts watching sigs (nil: no signals). cancel is called
 // when a signal arrives while no worker runs.
 func newSignalGate(sigs <-chan os.Signal, cancel context.CancelFunc, log logrus.FieldLogger) *signalGate {
-	g := &signalGate{log: log, cancel: cancel, done: make(chan struct{}), pgids: map[int]bool{}}
+	g := &signalGate{log: log, cancel: cancel, done: make(chan struct{}), pgids: map[int]bool{}, skipped: map[int]bool{}}
 	if sigs != nil {
 		go g.loop(sigs)
 	}
@@ -103,16 +108,45 @@ func (g *signalGate) deliver(sig os.Signal) {
 }
 
 // notify sends sig to every running worker's process group without
-// counting it as a stop (the rescaling signal, not one to pass on).
+// counting it as a stop (the rescaling signal, not one to pass on). Only a
+// worker that handles sig gets it: its first process (the group's leader)
+// catches or ignores it. One that does not handle it (yet: a Python worker
+// still importing its framework) would be ended by it, since the default
+// action of every rescale signal but WINCH is to terminate; it is skipped
+// (the workers file was rewritten all the same), and the skip is logged
+// once per worker.
 func (g *signalGate) notify(sig syscall.Signal) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for pgid := range g.pgids {
+		handled, err := handlesSignal(pgid, sig)
+		if err != nil {
+			if !errors.Is(err, os.ErrNotExist) && !g.skipped[pgid] {
+				g.log.WithError(err).WithField("signal", sig.String()).WithField("pgid", pgid).Warn("could not read whether the worker handles the rescale signal: not signalling it; " + contract.EnvWorkersFile + " was rewritten")
+				g.skipped[pgid] = true
+			}
+			continue
+		}
+		if !handled {
+			if !g.skipped[pgid] {
+				g.log.WithField("signal", sig.String()).WithField("pgid", pgid).Warn("the worker's application's worker counts changed, but the worker (its process " + strconv.Itoa(pgid) + ") does not catch " + signalName(sig) + " (yet), which would end it: not signalling it; " + contract.EnvWorkersFile + " was rewritten (logged once per worker)")
+				g.skipped[pgid] = true
+			}
+			continue
+		}
 		g.log.WithField("signal", sig.String()).WithField("pgid", pgid).Info("telling the worker its application's worker counts changed")
 		if err := syscall.Kill(-pgid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
 			g.log.WithError(err).WithField("signal", sig.String()).Warn("signal the worker")
 		}
 	}
+}
+
+// signalName is sig's name, SIGUSR1, or its number.
+func signalName(sig syscall.Signal) string {
+	if n := unix.SignalName(sig); n != "" {
+		return n
+	}
+	return strconv.Itoa(int(sig))
 }
 
 // Pending is the signal that stopped the launch before the worker started.
@@ -261,6 +295,19 @@ func startProc(cmd *exec.Cmd, g *signalGate, afterStart func(pid int)) (*proc, e
 				return exitCodeOf(cmd.ProcessState)
 			}
 		}
+		// The reaper starts beside the rest of the launch (its fork and
+		// exec are not on the worker's way): the window in which a
+		// SIGKILLed launcher leaves the worker's helpers running is well
+		// under a millisecond, and its worker's first process still ends
+		// by its parent-death signal.
+		reaped := make(chan *reaper, 1)
+		go func(pgid int) {
+			rp, err := startReaper(pgid)
+			if err != nil {
+				g.log.WithError(err).WithField("pgid", pgid).Warn("could not start the worker group's reaper: should the launcher be killed (SIGKILL), the worker's forked helpers would outlive it and keep its devices held")
+			}
+			reaped <- rp
+		}(p.pid)
 		if afterStart != nil {
 			afterStart(p.pid)
 		}
@@ -270,8 +317,10 @@ func startProc(cmd *exec.Cmd, g *signalGate, afterStart func(pid int)) (*proc, e
 		code := wait()
 		g.mu.Lock()
 		delete(g.pgids, p.pid)
+		delete(g.skipped, p.pid)
 		g.mu.Unlock()
 		endGroup(p.pid, g.log)
+		(<-reaped).stop()
 		p.exited <- code
 	}()
 	if err := <-started; err != nil {
@@ -350,6 +399,75 @@ func endGroup(pgid int, log logrus.FieldLogger) {
 			wait *= 2
 		}
 	}
+}
+
+// reaperShell runs the reaper.
+const reaperShell = "/bin/sh"
+
+// reaperScript is the reaper's program: it ignores the signals a stop
+// sends (it is in no group anyone signals, but a terminal's or an
+// operator's may reach it), waits until its standard input, the launcher's
+// pipe, ends, which happens when the launcher dies however it dies, and
+// then kills the worker's process group ($1).
+const reaperScript = `trap '' HUP INT QUIT TERM; read x; kill -9 -"$1"`
+
+// reaper ends a worker's process group when the launcher dies without
+// doing so itself. YARN stops a container with SIGTERM to the container's
+// process group and, yarn.nodemanager.sleep-delay-before-sigkill.ms later
+// (250 ms by default), SIGKILL to it; the worker has a group of its own
+// (signals are forwarded once, the launcher can end the worker's tree
+// without ending itself, the host coordination records that group), which
+// YARN's kill does not reach, and the parent-death signal reaches the
+// worker's first process only. So every worker gets a reaper: a shell in
+// a process group of its own (nothing YARN or the launcher sends reaches
+// it), reading a pipe whose only writer is the launcher. When the
+// launcher is SIGKILLed, the kernel closes the pipe, and the reaper sends
+// SIGKILL to the worker's group at once: every process of it ends, a
+// helper that ignores SIGTERM too, and the devices the coordination holds
+// for the group are free then. A launcher that ends its worker itself
+// (endGroup) kills its reaper afterwards (stop).
+type reaper struct {
+	pid int
+	w   *os.File // the pipe's write end, held open while the launcher lives
+}
+
+// startReaper starts the reaper of process group pgid.
+func startReaper(pgid int) (*reaper, error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("reaper pipe: %w", err)
+	}
+	defer r.Close()
+	null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		_ = w.Close()
+		return nil, fmt.Errorf("reaper: %w", err)
+	}
+	defer null.Close()
+	pid, err := syscall.ForkExec(reaperShell, []string{"xres-reaper", "-c", reaperScript, "xres-reaper", strconv.Itoa(pgid)},
+		&syscall.ProcAttr{
+			Dir:   "/",
+			Env:   []string{"PATH=/usr/bin:/bin"},
+			Files: []uintptr{r.Fd(), null.Fd(), null.Fd()},
+			Sys:   &syscall.SysProcAttr{Setpgid: true},
+		})
+	if err != nil {
+		_ = w.Close()
+		return nil, fmt.Errorf("start reaper %s: %w", reaperShell, err)
+	}
+	return &reaper{pid: pid, w: w}, nil
+}
+
+// stop kills and reaps the reaper, then closes its pipe: once the worker's
+// group has ended, nothing is left for it to do (and its group id may be
+// reused).
+func (rp *reaper) stop() {
+	if rp == nil {
+		return
+	}
+	_ = syscall.Kill(rp.pid, syscall.SIGKILL)
+	waitPid(rp.pid)
+	_ = rp.w.Close()
 }
 
 // exitCodeOf turns a wait status into a shell-style exit code.

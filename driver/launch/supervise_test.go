@@ -2,10 +2,13 @@ package launch
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -93,4 +96,100 @@ func TestRunWorkerDirectStart(t *testing.T) {
 	_, err = runWorker(context.Background(), w, gate, time.Second, log)
 	require.ErrorContains(t, err, "no such file or directory")
 	require.Equal(t, ExitWorkerStart, ExitCode(err))
+}
+
+// Issue 41: a container that ends leaves nothing of its worker's tree
+// behind, a forked helper that ignores SIGTERM included, and its devices
+// are free then, however the launcher ends: stopped by a signal, killed
+// alone (the OOM killer), or the way YARN stops a container (SIGTERM to
+// the container's process group, SIGKILL to it
+// yarn.nodemanager.sleep-delay-before-sigkill.ms later).
+func TestEndedLauncherLeavesNoHelper(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	bin := launcherBinary(t)
+	// YARN's default sleep-delay-before-sigkill: what the NodeManager
+	// waits between its two signals, not a bound of this test.
+	const yarnSigkillDelay = 250 * time.Millisecond
+	yarnStop := func(pid int) error {
+		if err := syscall.Kill(-pid, syscall.SIGTERM); err != nil {
+			return err
+		}
+		time.Sleep(yarnSigkillDelay)
+		if err := syscall.Kill(-pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+			return err
+		}
+		return nil
+	}
+	// The worker forks a helper that ignores SIGTERM, writes its pid to
+	// $1 and waits.
+	const helper = `(trap '' TERM; exec sleep 3600) & echo $! > "$1.tmp" && mv "$1.tmp" "$1"; `
+	tests := []struct {
+		name   string
+		worker string
+		stop   func(pid int) error // pid: the launcher, leader of its group
+	}{
+		{name: "SIGTERM to the launcher", worker: helper + "wait", stop: func(pid int) error { return syscall.Kill(pid, syscall.SIGTERM) }},
+		{name: "SIGKILL to the launcher", worker: helper + "wait", stop: func(pid int) error { return syscall.Kill(pid, syscall.SIGKILL) }},
+		{name: "YARN's stop", worker: helper + "wait", stop: yarnStop},
+		// A worker whose shutdown outlasts YARN's grace (here: never
+		// ends on SIGTERM): YARN's SIGKILL ends the launcher first.
+		{name: "YARN's stop, slow worker", worker: helper + `trap 'while :; do sleep 1; done' TERM; wait`, stop: yarnStop},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newFakeGPUHost(t, 2, 2)
+			bgFile := filepath.Join(h.dir, "bg")
+			a := h.command(bin, "--conf", h.conf, "--", "sh", "-c", tc.worker, "worker", bgFile)
+			// A file, not a pipe: Wait would wait for every holder of a pipe.
+			logFile := filepath.Join(h.dir, "launcher.log")
+			lf, err := os.Create(logFile)
+			require.NoError(t, err)
+			defer lf.Close()
+			a.Stderr = lf
+			launcherLog := func() string { b, _ := os.ReadFile(logFile); return string(b) }
+			// The launcher leads its own group, as the NodeManager's setsid
+			// makes a container's first process.
+			a.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+			require.NoError(t, a.Start())
+			waited := make(chan struct{})
+			go func() { _ = a.Wait(); close(waited) }()
+			waitForFile(t, bgFile, 2*time.Minute)
+			b, err := os.ReadFile(bgFile)
+			require.NoError(t, err)
+			bg, err := strconv.Atoi(strings.TrimSpace(string(b)))
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = syscall.Kill(bg, syscall.SIGKILL) })
+			waitForState(t, h.state, `"group":{"pgid":`)
+			require.Len(t, h.probe(t, bin).Resources[0].Devices, 0, "the launcher holds both GPUs")
+
+			require.NoError(t, tc.stop(a.Process.Pid))
+			<-waited
+			deadline := time.Now().Add(2 * time.Minute)
+			for !processGone(bg) {
+				require.True(t, time.Now().Before(deadline), "the worker's helper %d, which ignores SIGTERM, outlived its launcher by 2 minutes\nlauncher: %s", bg, launcherLog())
+				time.Sleep(5 * time.Millisecond)
+			}
+			rep := h.probe(t, bin)
+			for _, holder := range rep.Resources[0].Coordination.Holders {
+				require.False(t, holder.Alive, "a holder lives on: %+v", holder)
+			}
+			require.Len(t, rep.Resources[0].Devices, 2, "both GPUs are free once the worker's tree is gone")
+		})
+	}
+}
+
+// waitForState waits until the coordination state file contains s.
+func waitForState(t *testing.T, state, s string) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		b, _ := os.ReadFile(state)
+		if strings.Contains(string(b), s) {
+			return
+		}
+		require.True(t, time.Now().Before(deadline), "%q not in the state within 2 minutes: %s", s, b)
+		time.Sleep(5 * time.Millisecond)
+	}
 }
