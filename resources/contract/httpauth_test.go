@@ -58,7 +58,7 @@ func TestCheckRendezvousVar(t *testing.T) {
 
 func TestRedactURL(t *testing.T) {
 	for in, want := range map[string]string{
-		"http://u:S@nm1:8042/api/report?token=T":            "http://xxxxx@nm1:8042/api/report?token=xxxxx",
+		"http://u:S@nm1:8042/api/report?token=T":             "http://xxxxx@nm1:8042/api/report?token=xxxxx",
 		"http://T@nm1:8042/api/report":                       "http://xxxxx@nm1:8042/api/report",
 		"http://nm1:8042/api/rendezvous?container=c&sig=T":   "http://nm1:8042/api/rendezvous?container=c&sig=xxxxx",
 		"http://nm1:8042/api/report?Access_Token=T&x=1#frag": "http://nm1:8042/api/report?Access_Token=xxxxx&x=1#xxxxx",
