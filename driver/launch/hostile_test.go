@@ -363,6 +363,18 @@ func appendFile(path, text string) error {
 // check what the host coordination does when something does.
 func killReaper(t *testing.T, launcher int) {
 	t.Helper()
+	// The reaper starts beside the worker, not before it: wait for it.
+	deadline := time.Now().Add(60 * time.Second)
+	for !killReaperOnce(t, launcher) {
+		if time.Now().After(deadline) {
+			t.Fatalf("launcher %d has no reaper", launcher)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func killReaperOnce(t *testing.T, launcher int) bool {
+	t.Helper()
 	entries, err := os.ReadDir("/proc")
 	require.NoError(t, err)
 	for _, e := range entries {
@@ -381,10 +393,10 @@ func killReaper(t *testing.T, launcher int) {
 		fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
 		if len(fields) > 1 && fields[1] == strconv.Itoa(launcher) {
 			require.NoError(t, syscall.Kill(pid, syscall.SIGKILL))
-			return
+			return true
 		}
 	}
-	t.Fatalf("launcher %d has no reaper", launcher)
+	return false
 }
 
 func startWithHelper(t *testing.T, h *fakeGPUHost, bin, logFile string) (a *exec.Cmd, bg int, bgFile string) {

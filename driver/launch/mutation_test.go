@@ -136,6 +136,9 @@ func TestFlinkHolderOutlivesKilledLauncher(t *testing.T) {
 	require.NotEqual(t, a.Process.Pid, holder, "the line must not name the launcher")
 	t.Cleanup(func() { _ = syscall.Kill(holder, syscall.SIGKILL) })
 
+	// The launcher dies with its reaper (the OOM killer taking both), so the
+	// worker's helper lives on and the holder must keep its line.
+	killReaper(t, a.Process.Pid)
 	require.NoError(t, a.Process.Signal(syscall.SIGKILL))
 	_, _ = a.Process.Wait()
 	// The holder has read the end of its stdin and checked the worker's
