@@ -93,7 +93,13 @@ func checkAMTakesClusterConf(t *testing.T, c *harness.Cluster, name string) {
 	require.NotEqual(t, "8088", proxy.Port(), "the test needs a web port that is not Hadoop's default")
 
 	dir := t.TempDir()
-	cfg := writeAMConf(t, dir, 2)
+	var extra []string
+	if pem := c.Env["XRES_SSL_CERT"]; pem != "" {
+		// Under HTTPS_ONLY the launcher asks its NodeManager's REST over TLS; a cluster whose
+		// CA is private names it, as its users would.
+		extra = append(extra, "external-resource.gpu.param.yarn.nm-ca-file: "+pem)
+	}
+	cfg := writeAMConf(t, dir, 2, extra...)
 	release := filepath.Join(dir, "release")
 	ctx, cancel := context.WithTimeout(context.Background(), amWaitTimeout)
 	defer cancel()

@@ -2,6 +2,7 @@ package gpu
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net/http"
@@ -250,9 +251,16 @@ func (y *yarnLookup) unreachable(na driver.NodeAssignment, site siteConf, err er
 	}
 	na.Mode, na.Problem = driver.NodeModeUnknown, err.Error()
 	na.Action = "none: the launcher fails (exit 215) rather than guess"
+	fix := "let the container reach its NodeManager's REST"
+	var unknownCA x509.UnknownAuthorityError
+	if errors.As(err, &unknownCA) {
+		// HTTPS_ONLY with a private CA (Hadoop's clients read it from a JKS
+		// truststore, which the launcher does not): name the param that trusts it.
+		fix = "name the CA that signed the NodeManager's certificate (PEM) in " + yarnCAParam.Key(y.resource)
+	}
 	return nil, na, fmt.Errorf("%w: resource %s in container %s: which %s GPUs YARN assigned is unknown (%s): %v; "+
-		"fix: let the container reach its NodeManager's REST, or set %s: off where the NodeManager only counts GPUs",
-		driver.ErrAssignmentUnknown, y.resource, y.getenv(EnvContainerID), y.yarnName, why, err, yarnAssignmentParam.Key(y.resource))
+		"fix: %s, or set %s: off where the NodeManager only counts GPUs",
+		driver.ErrAssignmentUnknown, y.resource, y.getenv(EnvContainerID), y.yarnName, why, err, fix, yarnAssignmentParam.Key(y.resource))
 }
 
 // yarnFilter is the Enumerator the selection layer sees under YARN: the

@@ -362,6 +362,7 @@ func TestYarnRESTOverHTTPS(t *testing.T) {
 	_, err = d.Discover(ctxT(t), 1)
 	require.ErrorIs(t, err, driver.ErrAssignmentUnknown)
 	require.ErrorContains(t, err, "certificate")
+	require.ErrorContains(t, err, "fix: name the CA that signed the NodeManager's certificate (PEM) in external-resource.gpu.param.yarn.nm-ca-file")
 }
 
 func TestYarnAssignedGPUNotSeen(t *testing.T) {
