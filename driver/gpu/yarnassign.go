@@ -149,21 +149,37 @@ func (y *yarnLookup) dockerIDs() ([]int, bool) {
 // $HADOOP_CONF_DIR that proves the NodeManager has no plugin for the
 // resource means host coordination (counted); anything else fails closed.
 func (y *yarnLookup) resolve(ctx context.Context) (*yarnAssignment, driver.NodeAssignment, error) {
+	return y.start(ctx)()
+}
+
+// start begins resolve: the request to the NodeManager is sent before it
+// returns (plain HTTP: connected and written in the caller's goroutine),
+// and the function it returns reads the answer and decides. The launcher
+// lists the host's GPUs in between, while the NodeManager answers.
+func (y *yarnLookup) start(ctx context.Context) func() (*yarnAssignment, driver.NodeAssignment, error) {
 	na := driver.NodeAssignment{YarnResource: y.yarnName}
 	switch {
 	case y.off:
 		na.Mode, na.Action = driver.NodeModeOff, fmt.Sprintf("%s is off: host coordination picks the GPUs", ParamYarnAssignment)
-		return nil, na, nil
+		return func() (*yarnAssignment, driver.NodeAssignment, error) { return nil, na, nil }
 	case !y.inYarn():
 		na.Mode, na.Action = driver.NodeModeHost, "not in a YARN container: host coordination picks the GPUs"
-		return nil, na, nil
+		return func() (*yarnAssignment, driver.NodeAssignment, error) { return nil, na, nil }
 	}
-	container := y.getenv(EnvContainerID)
-	na.Container = container
+	na.Container = y.getenv(EnvContainerID)
 	site := readSiteConf(y.getenv)
 	c := &nmClient{host: y.getenv(EnvNMHost), port: y.getenv(EnvNMHTTPPort), user: y.getenv("USER"), https: site.httpsOnly(),
 		caFile: y.caFile, timeout: y.timeout, getenv: y.getenv}
-	ans, err := c.get(ctx, y.yarnName)
+	sent := c.send(ctx, y.yarnName)
+	return func() (*yarnAssignment, driver.NodeAssignment, error) {
+		ans, err := c.finish(ctx, y.yarnName, sent)
+		return y.decide(na, site, ans, err)
+	}
+}
+
+// decide reads the NodeManager's answer (resolve).
+func (y *yarnLookup) decide(na driver.NodeAssignment, site siteConf, ans nmAnswer, err error) (*yarnAssignment, driver.NodeAssignment, error) {
+	container := na.Container
 	na.URL = ans.url
 	var info NMResourceInfo
 	switch {
@@ -267,9 +283,12 @@ type yarnFilter struct {
 	pending *yarnPending
 }
 
-// yarnPending is one Discover's question to the NodeManager.
+// yarnPending is one Discover's question to the NodeManager: sent when
+// Discover begins, its answer read (once) when the host's GPUs have been
+// listed.
 type yarnPending struct {
-	done   chan struct{}
+	once   sync.Once
+	answer func() (*yarnAssignment, driver.NodeAssignment, error)
 	a      *yarnAssignment
 	na     driver.NodeAssignment
 	err    error
@@ -278,6 +297,12 @@ type yarnPending struct {
 }
 
 var _ driver.Enumerator = (*yarnFilter)(nil)
+
+// wait reads the NodeManager's answer, once (its reading is bounded by
+// the Discover's context and the REST timeout).
+func (p *yarnPending) wait() {
+	p.once.Do(func() { p.a, p.na, p.err = p.answer() })
+}
 
 func (f *yarnFilter) set(p *yarnPending) {
 	f.mu.Lock()
@@ -292,11 +317,7 @@ func (f *yarnFilter) Enumerate(ctx context.Context) ([]driver.Device, error) {
 	p := f.pending
 	f.mu.Unlock()
 	if p != nil {
-		select {
-		case <-p.done:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
+		p.wait()
 		if p.err != nil {
 			return nil, p.err
 		}
@@ -446,16 +467,14 @@ var (
 
 // Discover implements driver.Driver.
 func (y *yarnDriver) Discover(ctx context.Context, amount int64) ([]resources.Info, error) {
-	p := &yarnPending{done: make(chan struct{}), amount: amount, check: y.check}
 	start := time.Now()
-	go func() {
-		defer close(p.done)
-		p.a, p.na, p.err = y.lookup.resolve(ctx)
-		y.log.WithField("duration", time.Since(start).Round(time.Microsecond).String()).WithField("node_mode", p.na.Mode).Debug("asked the NodeManager")
-	}()
+	// The request is on its way while the host's GPUs are listed; the
+	// answer is read once they are (yarnFilter), or here.
+	p := &yarnPending{answer: y.lookup.start(ctx), amount: amount, check: y.check}
 	y.filter.set(p)
 	infos, err := y.Coordinated.Discover(ctx, amount)
-	<-p.done
+	p.wait()
+	y.log.WithField("duration", time.Since(start).Round(time.Microsecond).String()).WithField("node_mode", p.na.Mode).Debug("asked the NodeManager")
 	if p.a != nil && err == nil {
 		y.log.WithFields(logrus.Fields{"node_mode": p.na.Mode, "assigned": p.a.describe(), "from": p.a.from()}).Info("took the GPUs YARN assigned to this container")
 	}
