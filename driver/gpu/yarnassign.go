@@ -457,6 +457,37 @@ type yarnDriver struct {
 	lookup *yarnLookup
 	filter *yarnFilter
 	log    logrus.FieldLogger
+
+	// early is the request sent when the driver was made (newYarnDriver),
+	// answered while the launcher gets ready (its signal subscription);
+	// the first Discover reads it. cancelEarly ends it.
+	mu          sync.Mutex
+	early       func() (*yarnAssignment, driver.NodeAssignment, error)
+	cancelEarly context.CancelFunc
+}
+
+// newYarnDriver makes the driver and sends its request to the
+// NodeManager at once (a GET: nothing is held). Its answer stands for the
+// container's life: YARN assigns a container's GPUs once, at its start.
+func newYarnDriver(sel *driver.Coordinated, lookup *yarnLookup, filter *yarnFilter, log logrus.FieldLogger) *yarnDriver {
+	y := &yarnDriver{Coordinated: sel, lookup: lookup, filter: filter, log: log}
+	ctx, cancel := context.WithCancel(context.Background())
+	y.early, y.cancelEarly = lookup.start(ctx), cancel
+	return y
+}
+
+// answer returns the pending request for a Discover: the early one the
+// first time (ended with ctx), else a fresh one.
+func (y *yarnDriver) answer(ctx context.Context) (func() (*yarnAssignment, driver.NodeAssignment, error), func()) {
+	y.mu.Lock()
+	early, cancel := y.early, y.cancelEarly
+	y.early, y.cancelEarly = nil, nil
+	y.mu.Unlock()
+	if early == nil {
+		return y.lookup.start(ctx), func() {}
+	}
+	stop := context.AfterFunc(ctx, cancel)
+	return early, func() { stop(); cancel() }
 }
 
 var (
@@ -470,7 +501,9 @@ func (y *yarnDriver) Discover(ctx context.Context, amount int64) ([]resources.In
 	start := time.Now()
 	// The request is on its way while the host's GPUs are listed; the
 	// answer is read once they are (yarnFilter), or here.
-	p := &yarnPending{answer: y.lookup.start(ctx), amount: amount, check: y.check}
+	answer, done := y.answer(ctx)
+	defer done()
+	p := &yarnPending{answer: answer, amount: amount, check: y.check}
 	y.filter.set(p)
 	infos, err := y.Coordinated.Discover(ctx, amount)
 	p.wait()
