@@ -449,43 +449,73 @@ func (c *nmClient) spnego() (func(*http.Request) error, error) {
 }
 
 // siteConf is what the node's yarn-site.xml ($HADOOP_CONF_DIR) says, where
-// the container can read it.
+// the container can read it. The file is read at once and parsed only
+// when a question needs it (parse): a cluster's yarn-site.xml may hold
+// hundreds of properties (50 kB: 1.4 ms of encoding/xml), and a launch
+// asks only yarn.http.policy, which most files that do not name it need
+// not be parsed for.
 type siteConf struct {
 	read    bool
 	path    string
 	props   map[string]string
 	readErr error
+
+	raw    []byte
+	parsed bool
 }
 
-func readSiteConf(getenv func(string) string) siteConf {
+func readSiteConf(getenv func(string) string) *siteConf {
 	dir := getenv("HADOOP_CONF_DIR")
 	if dir == "" {
-		return siteConf{}
+		return &siteConf{parsed: true}
 	}
 	p := filepath.Join(dir, "yarn-site.xml")
 	b, err := os.ReadFile(p)
 	if err != nil {
-		return siteConf{path: p, readErr: err}
+		return &siteConf{path: p, readErr: err, parsed: true}
 	}
+	return &siteConf{path: p, raw: b}
+}
+
+// parse reads the properties, once.
+func (s *siteConf) parse() {
+	if s.parsed {
+		return
+	}
+	s.parsed = true
 	var doc struct {
 		Props []struct {
 			Name  string `xml:"name"`
 			Value string `xml:"value"`
 		} `xml:"property"`
 	}
-	if err := xml.Unmarshal(b, &doc); err != nil {
-		return siteConf{path: p, readErr: err}
+	if err := xml.Unmarshal(s.raw, &doc); err != nil {
+		s.readErr = err
+		return
 	}
 	props := make(map[string]string, len(doc.Props))
 	for _, pr := range doc.Props {
 		props[strings.TrimSpace(pr.Name)] = strings.TrimSpace(pr.Value)
 	}
-	return siteConf{read: true, path: p, props: props}
+	s.read, s.props = true, props
+}
+
+// mayName: the file may define key. false only where its text holds
+// neither key nor what could spell it in pieces (a character reference
+// &#…;, a CDATA section): a property of that name is not in it then,
+// parsed or not. (A name split by a comment is not looked for.)
+func (s *siteConf) mayName(key string) bool {
+	return s.parsed || bytes.Contains(s.raw, []byte(key)) || bytes.Contains(s.raw, []byte("&#")) || bytes.Contains(s.raw, []byte("<![CDATA["))
 }
 
 // httpsOnly: yarn.http.policy is HTTPS_ONLY.
-func (s siteConf) httpsOnly() bool {
-	return strings.EqualFold(s.props["yarn.http.policy"], "HTTPS_ONLY")
+func (s *siteConf) httpsOnly() bool {
+	const key = "yarn.http.policy"
+	if !s.mayName(key) {
+		return false
+	}
+	s.parse()
+	return strings.EqualFold(s.props[key], "HTTPS_ONLY")
 }
 
 // pluginConfigured says whether this yarn-site.xml enables a NodeManager
@@ -493,7 +523,8 @@ func (s siteConf) httpsOnly() bool {
 // (yarn.io/gpu), or the pluggable device framework is on with a device
 // plugin configured (nvidia.com/gpu). known is false where the file could
 // not be read.
-func (s siteConf) pluginConfigured(resource string) (on, known bool) {
+func (s *siteConf) pluginConfigured(resource string) (on, known bool) {
+	s.parse()
 	if !s.read {
 		return false, false
 	}

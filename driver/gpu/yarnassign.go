@@ -178,7 +178,7 @@ func (y *yarnLookup) start(ctx context.Context) func() (*yarnAssignment, driver.
 }
 
 // decide reads the NodeManager's answer (resolve).
-func (y *yarnLookup) decide(na driver.NodeAssignment, site siteConf, ans nmAnswer, err error) (*yarnAssignment, driver.NodeAssignment, error) {
+func (y *yarnLookup) decide(na driver.NodeAssignment, site *siteConf, ans nmAnswer, err error) (*yarnAssignment, driver.NodeAssignment, error) {
 	container := na.Container
 	na.URL = ans.url
 	var info NMResourceInfo
@@ -243,7 +243,7 @@ func (y *yarnLookup) decide(na driver.NodeAssignment, site siteConf, ans nmAnswe
 }
 
 // unreachable decides what a failed REST call means (see resolve).
-func (y *yarnLookup) unreachable(na driver.NodeAssignment, site siteConf, err error) (*yarnAssignment, driver.NodeAssignment, error) {
+func (y *yarnLookup) unreachable(na driver.NodeAssignment, site *siteConf, err error) (*yarnAssignment, driver.NodeAssignment, error) {
 	if ids, ok := y.dockerIDs(); ok {
 		// Both YARN plugins write nvidia-smi indices there (the device
 		// framework's NVIDIA plugin calls them minor numbers).
