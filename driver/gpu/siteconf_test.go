@@ -18,7 +18,9 @@ func TestSiteConfLazy(t *testing.T) {
 		many.WriteString(strings.Repeat("x", i%7))
 		many.WriteString("</name><value>v</value></property>\n")
 	}
-	prop := func(k, v string) string { return "<property><name>" + k + "</name><value>" + v + "</value></property>\n" }
+	prop := func(k, v string) string {
+		return "<property><name>" + k + "</name><value>" + v + "</value></property>\n"
+	}
 	tests := []struct {
 		name        string
 		xml         string

@@ -149,32 +149,40 @@ func (y *yarnLookup) dockerIDs() ([]int, bool) {
 // $HADOOP_CONF_DIR that proves the NodeManager has no plugin for the
 // resource means host coordination (counted); anything else fails closed.
 func (y *yarnLookup) resolve(ctx context.Context) (*yarnAssignment, driver.NodeAssignment, error) {
-	return y.start(ctx)()
+	answer, _ := y.start(ctx)
+	return answer()
 }
 
 // start begins resolve: the request to the NodeManager is sent before it
 // returns (plain HTTP: connected and written in the caller's goroutine),
-// and the function it returns reads the answer and decides. The launcher
-// lists the host's GPUs in between, while the NodeManager answers.
-func (y *yarnLookup) start(ctx context.Context) func() (*yarnAssignment, driver.NodeAssignment, error) {
+// and answer reads the answer and decides. The launcher lists the host's
+// GPUs in between, while the NodeManager answers. drop closes a request
+// whose answer is not wanted.
+func (y *yarnLookup) start(ctx context.Context) (answer func() (*yarnAssignment, driver.NodeAssignment, error), drop func()) {
 	na := driver.NodeAssignment{YarnResource: y.yarnName}
 	switch {
 	case y.off:
 		na.Mode, na.Action = driver.NodeModeOff, fmt.Sprintf("%s is off: host coordination picks the GPUs", ParamYarnAssignment)
-		return func() (*yarnAssignment, driver.NodeAssignment, error) { return nil, na, nil }
+		return func() (*yarnAssignment, driver.NodeAssignment, error) { return nil, na, nil }, func() {}
 	case !y.inYarn():
 		na.Mode, na.Action = driver.NodeModeHost, "not in a YARN container: host coordination picks the GPUs"
-		return func() (*yarnAssignment, driver.NodeAssignment, error) { return nil, na, nil }
+		return func() (*yarnAssignment, driver.NodeAssignment, error) { return nil, na, nil }, func() {}
 	}
 	na.Container = y.getenv(EnvContainerID)
 	site := readSiteConf(y.getenv)
 	c := &nmClient{host: y.getenv(EnvNMHost), port: y.getenv(EnvNMHTTPPort), user: y.getenv("USER"), https: site.httpsOnly(),
 		caFile: y.caFile, timeout: y.timeout, getenv: y.getenv}
 	sent := c.send(ctx, y.yarnName)
-	return func() (*yarnAssignment, driver.NodeAssignment, error) {
+	answer = func() (*yarnAssignment, driver.NodeAssignment, error) {
 		ans, err := c.finish(ctx, y.yarnName, sent)
 		return y.decide(na, site, ans, err)
 	}
+	drop = func() {
+		if sent != nil {
+			sent.cancel()
+		}
+	}
+	return answer, drop
 }
 
 // decide reads the NodeManager's answer (resolve).
@@ -460,10 +468,10 @@ type yarnDriver struct {
 
 	// early is the request sent when the driver was made (newYarnDriver),
 	// answered while the launcher gets ready (its signal subscription);
-	// the first Discover reads it. cancelEarly ends it.
-	mu          sync.Mutex
-	early       func() (*yarnAssignment, driver.NodeAssignment, error)
-	cancelEarly context.CancelFunc
+	// the first Discover reads it. dropEarly ends it unread.
+	mu        sync.Mutex
+	early     func() (*yarnAssignment, driver.NodeAssignment, error)
+	dropEarly func()
 }
 
 // newYarnDriver makes the driver and sends its request to the
@@ -472,22 +480,28 @@ type yarnDriver struct {
 func newYarnDriver(sel *driver.Coordinated, lookup *yarnLookup, filter *yarnFilter, log logrus.FieldLogger) *yarnDriver {
 	y := &yarnDriver{Coordinated: sel, lookup: lookup, filter: filter, log: log}
 	ctx, cancel := context.WithCancel(context.Background())
-	y.early, y.cancelEarly = lookup.start(ctx), cancel
+	answer, drop := lookup.start(ctx)
+	y.early = func() (*yarnAssignment, driver.NodeAssignment, error) {
+		defer cancel()
+		return answer()
+	}
+	y.dropEarly = func() { drop(); cancel() }
 	return y
 }
 
 // answer returns the pending request for a Discover: the early one the
-// first time (ended with ctx), else a fresh one.
-func (y *yarnDriver) answer(ctx context.Context) (func() (*yarnAssignment, driver.NodeAssignment, error), func()) {
+// first time (ended with ctx, should it end first), else a fresh one.
+// done ends it unless read.
+func (y *yarnDriver) answer(ctx context.Context) (answer func() (*yarnAssignment, driver.NodeAssignment, error), done func()) {
 	y.mu.Lock()
-	early, cancel := y.early, y.cancelEarly
-	y.early, y.cancelEarly = nil, nil
+	early, drop := y.early, y.dropEarly
+	y.early, y.dropEarly = nil, nil
 	y.mu.Unlock()
 	if early == nil {
-		return y.lookup.start(ctx), func() {}
+		return y.lookup.start(ctx)
 	}
-	stop := context.AfterFunc(ctx, cancel)
-	return early, func() { stop(); cancel() }
+	stop := context.AfterFunc(ctx, drop)
+	return early, func() { stop(); drop() }
 }
 
 var (
@@ -495,6 +509,19 @@ var (
 	_ driver.Releaser       = (*yarnDriver)(nil)
 	_ driver.HealthReporter = (*yarnDriver)(nil)
 )
+
+// Release implements driver.Releaser: it also ends an early request no
+// Discover read (a driver made and released unused).
+func (y *yarnDriver) Release(ctx context.Context) error {
+	y.mu.Lock()
+	drop := y.dropEarly
+	y.early, y.dropEarly = nil, nil
+	y.mu.Unlock()
+	if drop != nil {
+		drop()
+	}
+	return y.Coordinated.Release(ctx)
+}
 
 // Discover implements driver.Driver.
 func (y *yarnDriver) Discover(ctx context.Context, amount int64) ([]resources.Info, error) {
