@@ -275,7 +275,7 @@ func newDriver(opts driver.Options, d deps) (driver.Driver, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &yarnDriver{Coordinated: sel, lookup: lookup, filter: filter, log: log}, nil
+	return newYarnDriver(sel, lookup, filter, log), nil
 }
 
 // resolveScript applies Flink's rule: a relative path is relative to

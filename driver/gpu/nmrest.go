@@ -246,13 +246,34 @@ type nmAnswer struct {
 // get asks for resource's info: plain HTTP unless yarn.http.policy says
 // HTTPS_ONLY, and HTTPS again where the port turns out to speak TLS.
 func (c *nmClient) get(ctx context.Context, resource string) (nmAnswer, error) {
+	return c.finish(ctx, resource, c.send(ctx, resource))
+}
+
+// send starts get: the plain HTTP request is written at once (nil under
+// HTTPS_ONLY), so that the NodeManager answers while the launcher lists
+// the host's GPUs; finish reads the answer.
+func (c *nmClient) send(ctx context.Context, resource string) *plainCall {
+	if c.https {
+		return nil
+	}
+	return c.sendPlain(ctx, resource)
+}
+
+// finish completes what send started (get).
+func (c *nmClient) finish(ctx context.Context, resource string, sent *plainCall) (nmAnswer, error) {
 	schemes := []string{"http", "https"}
 	if c.https {
 		schemes = []string{"https"}
 	}
 	var lastErr error
 	for _, scheme := range schemes {
-		a, err := c.getScheme(ctx, scheme, resource)
+		var a nmAnswer
+		var err error
+		if scheme == "http" && sent != nil {
+			a, err = c.receivePlain(ctx, scheme, resource, sent)
+		} else {
+			a, err = c.getScheme(ctx, scheme, resource)
+		}
 		if err == nil {
 			return a, nil
 		}
@@ -293,16 +314,29 @@ func (c *nmClient) httpClient() (*http.Client, error) {
 	return &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}, nil
 }
 
+// receivePlain reads the answer to the plain GET sent, and asks again
+// with the full client where the NodeManager asks for SPNEGO.
+func (c *nmClient) receivePlain(ctx context.Context, scheme, resource string, sent *plainCall) (nmAnswer, error) {
+	if a, err := sent.receive(); err == nil || !errors.Is(err, errNMNegotiate) {
+		return a, err
+	}
+	return c.getFull(ctx, scheme, resource)
+}
+
 func (c *nmClient) getScheme(ctx context.Context, scheme, resource string) (nmAnswer, error) {
 	if scheme == "http" {
 		// The common case, on the launch path: one plain GET without
 		// net/http's transport (its goroutines and pools cost a launch
 		// more than the request). A NodeManager asking for SPNEGO gets the
 		// full client.
-		if a, err := c.plainGet(ctx, resource); err == nil || !errors.Is(err, errNMNegotiate) {
-			return a, err
-		}
+		return c.receivePlain(ctx, scheme, resource, c.sendPlain(ctx, resource))
 	}
+	return c.getFull(ctx, scheme, resource)
+}
+
+// getFull asks with net/http's client: HTTPS, and SPNEGO where the
+// NodeManager asks for it.
+func (c *nmClient) getFull(ctx context.Context, scheme, resource string) (nmAnswer, error) {
 	a := nmAnswer{url: c.url(scheme, resource)}
 	hc, err := c.httpClient()
 	if err != nil {
@@ -415,43 +449,73 @@ func (c *nmClient) spnego() (func(*http.Request) error, error) {
 }
 
 // siteConf is what the node's yarn-site.xml ($HADOOP_CONF_DIR) says, where
-// the container can read it.
+// the container can read it. The file is read at once and parsed only
+// when a question needs it (parse): a cluster's yarn-site.xml may hold
+// hundreds of properties (50 kB: 1.4 ms of encoding/xml), and a launch
+// asks only yarn.http.policy, which most files that do not name it need
+// not be parsed for.
 type siteConf struct {
 	read    bool
 	path    string
 	props   map[string]string
 	readErr error
+
+	raw    []byte
+	parsed bool
 }
 
-func readSiteConf(getenv func(string) string) siteConf {
+func readSiteConf(getenv func(string) string) *siteConf {
 	dir := getenv("HADOOP_CONF_DIR")
 	if dir == "" {
-		return siteConf{}
+		return &siteConf{parsed: true}
 	}
 	p := filepath.Join(dir, "yarn-site.xml")
 	b, err := os.ReadFile(p)
 	if err != nil {
-		return siteConf{path: p, readErr: err}
+		return &siteConf{path: p, readErr: err, parsed: true}
 	}
+	return &siteConf{path: p, raw: b}
+}
+
+// parse reads the properties, once.
+func (s *siteConf) parse() {
+	if s.parsed {
+		return
+	}
+	s.parsed = true
 	var doc struct {
 		Props []struct {
 			Name  string `xml:"name"`
 			Value string `xml:"value"`
 		} `xml:"property"`
 	}
-	if err := xml.Unmarshal(b, &doc); err != nil {
-		return siteConf{path: p, readErr: err}
+	if err := xml.Unmarshal(s.raw, &doc); err != nil {
+		s.readErr = err
+		return
 	}
 	props := make(map[string]string, len(doc.Props))
 	for _, pr := range doc.Props {
 		props[strings.TrimSpace(pr.Name)] = strings.TrimSpace(pr.Value)
 	}
-	return siteConf{read: true, path: p, props: props}
+	s.read, s.props = true, props
+}
+
+// mayName: the file may define key. false only where its text holds
+// neither key nor what could spell it in pieces (a character reference
+// &#…;, a CDATA section): a property of that name is not in it then,
+// parsed or not. (A name split by a comment is not looked for.)
+func (s *siteConf) mayName(key string) bool {
+	return s.parsed || bytes.Contains(s.raw, []byte(key)) || bytes.Contains(s.raw, []byte("&#")) || bytes.Contains(s.raw, []byte("<![CDATA["))
 }
 
 // httpsOnly: yarn.http.policy is HTTPS_ONLY.
-func (s siteConf) httpsOnly() bool {
-	return strings.EqualFold(s.props["yarn.http.policy"], "HTTPS_ONLY")
+func (s *siteConf) httpsOnly() bool {
+	const key = "yarn.http.policy"
+	if !s.mayName(key) {
+		return false
+	}
+	s.parse()
+	return strings.EqualFold(s.props[key], "HTTPS_ONLY")
 }
 
 // pluginConfigured says whether this yarn-site.xml enables a NodeManager
@@ -459,7 +523,8 @@ func (s siteConf) httpsOnly() bool {
 // (yarn.io/gpu), or the pluggable device framework is on with a device
 // plugin configured (nvidia.com/gpu). known is false where the file could
 // not be read.
-func (s siteConf) pluginConfigured(resource string) (on, known bool) {
+func (s *siteConf) pluginConfigured(resource string) (on, known bool) {
+	s.parse()
 	if !s.read {
 		return false, false
 	}
@@ -478,37 +543,57 @@ func (s siteConf) pluginConfigured(resource string) (on, known bool) {
 // errNMNegotiate: the NodeManager answered 401 asking for SPNEGO.
 var errNMNegotiate = errors.New("the NodeManager asks for SPNEGO")
 
-// plainGet is one HTTP/1.1 GET over a fresh connection (Connection:
-// close), its answer read with net/http's parser.
-func (c *nmClient) plainGet(ctx context.Context, resource string) (nmAnswer, error) {
-	a := nmAnswer{url: c.url("http", resource)}
+// plainCall is one HTTP/1.1 GET over a fresh connection (Connection:
+// close), sent (sendPlain) and not yet read (receive): its answer is read
+// with net/http's parser.
+type plainCall struct {
+	a      nmAnswer
+	err    error // of the sending: receive returns it
+	ctx    context.Context
+	conn   net.Conn
+	cancel func()
+}
+
+// sendPlain connects and writes the request; errors wait for receive.
+func (c *nmClient) sendPlain(ctx context.Context, resource string) *plainCall {
+	p := &plainCall{a: nmAnswer{url: c.url("http", resource)}}
 	timeout := c.timeout
 	if timeout <= 0 {
 		timeout = 10 * time.Second
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
+	p.ctx, p.cancel = ctx, cancel
 	addr := net.JoinHostPort(c.host, c.port)
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "tcp", addr)
+	conn, err := dialNM(ctx, c.host, c.port)
 	if err != nil {
-		return a, fmt.Errorf("GET %s: %w", a.url, err)
+		p.err = fmt.Errorf("GET %s: %w", p.a.url, err)
+		return p
 	}
-	defer conn.Close()
 	if dl, ok := ctx.Deadline(); ok {
 		_ = conn.SetDeadline(dl)
 	}
 	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
-	defer stop()
-	u, _ := url.Parse(a.url)
+	p.conn, p.cancel = conn, func() { stop(); _ = conn.Close(); cancel() }
+	u, _ := url.Parse(p.a.url)
 	req := "GET " + u.RequestURI() + " HTTP/1.1\r\nHost: " + addr + "\r\nAccept: application/json\r\nUser-Agent: xres-container-launcher\r\nConnection: close\r\n\r\n"
 	if _, err := io.WriteString(conn, req); err != nil {
-		return a, fmt.Errorf("GET %s: %w", a.url, err)
+		p.err = fmt.Errorf("GET %s: %w", p.a.url, err)
 	}
-	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	return p
+}
+
+// receive reads the answer of the request sendPlain sent, and closes the
+// connection.
+func (p *plainCall) receive() (nmAnswer, error) {
+	defer p.cancel()
+	a := p.a
+	if p.err != nil {
+		return a, p.err
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(p.conn), nil)
 	if err != nil {
-		if ctx.Err() != nil {
-			return a, fmt.Errorf("GET %s: %w", a.url, ctx.Err())
+		if p.ctx.Err() != nil {
+			return a, fmt.Errorf("GET %s: %w", a.url, p.ctx.Err())
 		}
 		return a, fmt.Errorf("GET %s: %w: %v", a.url, errNMNotHTTP, err)
 	}

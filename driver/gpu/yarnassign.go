@@ -150,21 +150,45 @@ func (y *yarnLookup) dockerIDs() ([]int, bool) {
 // $HADOOP_CONF_DIR that proves the NodeManager has no plugin for the
 // resource means host coordination (counted); anything else fails closed.
 func (y *yarnLookup) resolve(ctx context.Context) (*yarnAssignment, driver.NodeAssignment, error) {
+	answer, _ := y.start(ctx)
+	return answer()
+}
+
+// start begins resolve: the request to the NodeManager is sent before it
+// returns (plain HTTP: connected and written in the caller's goroutine),
+// and answer reads the answer and decides. The launcher lists the host's
+// GPUs in between, while the NodeManager answers. drop closes a request
+// whose answer is not wanted.
+func (y *yarnLookup) start(ctx context.Context) (answer func() (*yarnAssignment, driver.NodeAssignment, error), drop func()) {
 	na := driver.NodeAssignment{YarnResource: y.yarnName}
 	switch {
 	case y.off:
 		na.Mode, na.Action = driver.NodeModeOff, fmt.Sprintf("%s is off: host coordination picks the GPUs", ParamYarnAssignment)
-		return nil, na, nil
+		return func() (*yarnAssignment, driver.NodeAssignment, error) { return nil, na, nil }, func() {}
 	case !y.inYarn():
 		na.Mode, na.Action = driver.NodeModeHost, "not in a YARN container: host coordination picks the GPUs"
-		return nil, na, nil
+		return func() (*yarnAssignment, driver.NodeAssignment, error) { return nil, na, nil }, func() {}
 	}
-	container := y.getenv(EnvContainerID)
-	na.Container = container
+	na.Container = y.getenv(EnvContainerID)
 	site := readSiteConf(y.getenv)
 	c := &nmClient{host: y.getenv(EnvNMHost), port: y.getenv(EnvNMHTTPPort), user: y.getenv("USER"), https: site.httpsOnly(),
 		caFile: y.caFile, timeout: y.timeout, getenv: y.getenv}
-	ans, err := c.get(ctx, y.yarnName)
+	sent := c.send(ctx, y.yarnName)
+	answer = func() (*yarnAssignment, driver.NodeAssignment, error) {
+		ans, err := c.finish(ctx, y.yarnName, sent)
+		return y.decide(na, site, ans, err)
+	}
+	drop = func() {
+		if sent != nil {
+			sent.cancel()
+		}
+	}
+	return answer, drop
+}
+
+// decide reads the NodeManager's answer (resolve).
+func (y *yarnLookup) decide(na driver.NodeAssignment, site *siteConf, ans nmAnswer, err error) (*yarnAssignment, driver.NodeAssignment, error) {
+	container := na.Container
 	na.URL = ans.url
 	var info NMResourceInfo
 	switch {
@@ -228,7 +252,7 @@ func (y *yarnLookup) resolve(ctx context.Context) (*yarnAssignment, driver.NodeA
 }
 
 // unreachable decides what a failed REST call means (see resolve).
-func (y *yarnLookup) unreachable(na driver.NodeAssignment, site siteConf, err error) (*yarnAssignment, driver.NodeAssignment, error) {
+func (y *yarnLookup) unreachable(na driver.NodeAssignment, site *siteConf, err error) (*yarnAssignment, driver.NodeAssignment, error) {
 	if ids, ok := y.dockerIDs(); ok {
 		// Both YARN plugins write nvidia-smi indices there (the device
 		// framework's NVIDIA plugin calls them minor numbers).
@@ -275,9 +299,12 @@ type yarnFilter struct {
 	pending *yarnPending
 }
 
-// yarnPending is one Discover's question to the NodeManager.
+// yarnPending is one Discover's question to the NodeManager: sent when
+// Discover begins, its answer read (once) when the host's GPUs have been
+// listed.
 type yarnPending struct {
-	done   chan struct{}
+	once   sync.Once
+	answer func() (*yarnAssignment, driver.NodeAssignment, error)
 	a      *yarnAssignment
 	na     driver.NodeAssignment
 	err    error
@@ -286,6 +313,12 @@ type yarnPending struct {
 }
 
 var _ driver.Enumerator = (*yarnFilter)(nil)
+
+// wait reads the NodeManager's answer, once (its reading is bounded by
+// the Discover's context and the REST timeout).
+func (p *yarnPending) wait() {
+	p.once.Do(func() { p.a, p.na, p.err = p.answer() })
+}
 
 func (f *yarnFilter) set(p *yarnPending) {
 	f.mu.Lock()
@@ -300,11 +333,7 @@ func (f *yarnFilter) Enumerate(ctx context.Context) ([]driver.Device, error) {
 	p := f.pending
 	f.mu.Unlock()
 	if p != nil {
-		select {
-		case <-p.done:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
+		p.wait()
 		if p.err != nil {
 			return nil, p.err
 		}
@@ -444,6 +473,43 @@ type yarnDriver struct {
 	lookup *yarnLookup
 	filter *yarnFilter
 	log    logrus.FieldLogger
+
+	// early is the request sent when the driver was made (newYarnDriver),
+	// answered while the launcher gets ready (its signal subscription);
+	// the first Discover reads it. dropEarly ends it unread.
+	mu        sync.Mutex
+	early     func() (*yarnAssignment, driver.NodeAssignment, error)
+	dropEarly func()
+}
+
+// newYarnDriver makes the driver and sends its request to the
+// NodeManager at once (a GET: nothing is held). Its answer stands for the
+// container's life: YARN assigns a container's GPUs once, at its start.
+func newYarnDriver(sel *driver.Coordinated, lookup *yarnLookup, filter *yarnFilter, log logrus.FieldLogger) *yarnDriver {
+	y := &yarnDriver{Coordinated: sel, lookup: lookup, filter: filter, log: log}
+	ctx, cancel := context.WithCancel(context.Background())
+	answer, drop := lookup.start(ctx)
+	y.early = func() (*yarnAssignment, driver.NodeAssignment, error) {
+		defer cancel()
+		return answer()
+	}
+	y.dropEarly = func() { drop(); cancel() }
+	return y
+}
+
+// answer returns the pending request for a Discover: the early one the
+// first time (ended with ctx, should it end first), else a fresh one.
+// done ends it unless read.
+func (y *yarnDriver) answer(ctx context.Context) (answer func() (*yarnAssignment, driver.NodeAssignment, error), done func()) {
+	y.mu.Lock()
+	early, drop := y.early, y.dropEarly
+	y.early, y.dropEarly = nil, nil
+	y.mu.Unlock()
+	if early == nil {
+		return y.lookup.start(ctx)
+	}
+	stop := context.AfterFunc(ctx, drop)
+	return early, func() { stop(); drop() }
 }
 
 var (
@@ -452,18 +518,31 @@ var (
 	_ driver.HealthReporter = (*yarnDriver)(nil)
 )
 
+// Release implements driver.Releaser: it also ends an early request no
+// Discover read (a driver made and released unused).
+func (y *yarnDriver) Release(ctx context.Context) error {
+	y.mu.Lock()
+	drop := y.dropEarly
+	y.early, y.dropEarly = nil, nil
+	y.mu.Unlock()
+	if drop != nil {
+		drop()
+	}
+	return y.Coordinated.Release(ctx)
+}
+
 // Discover implements driver.Driver.
 func (y *yarnDriver) Discover(ctx context.Context, amount int64) ([]resources.Info, error) {
-	p := &yarnPending{done: make(chan struct{}), amount: amount, check: y.check}
 	start := time.Now()
-	go func() {
-		defer close(p.done)
-		p.a, p.na, p.err = y.lookup.resolve(ctx)
-		y.log.WithField("duration", time.Since(start).Round(time.Microsecond).String()).WithField("node_mode", p.na.Mode).Debug("asked the NodeManager")
-	}()
+	// The request is on its way while the host's GPUs are listed; the
+	// answer is read once they are (yarnFilter), or here.
+	answer, done := y.answer(ctx)
+	defer done()
+	p := &yarnPending{answer: answer, amount: amount, check: y.check}
 	y.filter.set(p)
 	infos, err := y.Coordinated.Discover(ctx, amount)
-	<-p.done
+	p.wait()
+	y.log.WithField("duration", time.Since(start).Round(time.Microsecond).String()).WithField("node_mode", p.na.Mode).Debug("asked the NodeManager")
 	if p.a != nil && err == nil {
 		y.log.WithFields(logrus.Fields{"node_mode": p.na.Mode, "assigned": p.a.describe(), "from": p.a.from()}).Info("took the GPUs YARN assigned to this container")
 	}

@@ -408,3 +408,40 @@ func TestYarnNodeAssignmentReport(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, driver.NodeModeCounted, na.Mode)
 }
+
+// TestYarnRequestSentWhenMade: the driver asks the NodeManager once, as
+// it is made (the launcher subscribes to signals meanwhile): its Discover
+// reads that answer, a later Discover asks again, and a driver released
+// unused closes its request.
+func TestYarnRequestSentWhenMade(t *testing.T) {
+	h := newYarnHost(t, YarnGPU, drivertest.ShapeNatural)
+	_, err := h.nm.Assign(h.container, 1)
+	require.NoError(t, err)
+	env := map[string]string{EnvContainerID: h.container}
+	for k, v := range h.env {
+		env[k] = v
+	}
+	mk := func() driver.Driver {
+		d, err := newDriver(driver.Options{Resource: "gpu", Params: h.params, Getenv: fakeEnv(t, env), YarnKey: h.yarnKey},
+			deps{nvml: unavailableNVML, gpusDir: t.TempDir()})
+		require.NoError(t, err)
+		return d
+	}
+	d := mk()
+	infos, err := d.Discover(ctxT(t), 1)
+	require.NoError(t, err)
+	require.Equal(t, []string{"0"}, indices(infos), "index 0: minor 4, YARN's first")
+	require.EqualValues(t, 1, h.nm.Requests.Load(), "one request for the made driver and its Discover")
+	require.NoError(t, d.(driver.Releaser).Release(ctxT(t)))
+	infos, err = d.Discover(ctxT(t), 1)
+	require.NoError(t, err)
+	require.Equal(t, []string{"0"}, indices(infos))
+	require.EqualValues(t, 2, h.nm.Requests.Load(), "a later Discover asks again")
+	require.NoError(t, d.(driver.Releaser).Release(ctxT(t)))
+
+	unused := mk()
+	require.NoError(t, unused.(driver.Releaser).Release(ctxT(t)))
+	_, err = unused.Discover(ctxT(t), 1) // a fresh request after the dropped one
+	require.NoError(t, err)
+	require.NoError(t, unused.(driver.Releaser).Release(ctxT(t)))
+}

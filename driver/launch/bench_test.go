@@ -80,14 +80,21 @@ func flinkPeer(b testing.TB) string {
 //	               (issue 40)
 //	xres-launch-container  the same container without asking
 //	               (yarn.assignment off): what the lookup adds is the
-//	               difference
+//	               difference (both in a fresh working directory, as YARN
+//	               gives each container)
 //
 // It reports each one's median (<name>-ms) and the ratios launch-ratio
 // (xres-launch : flink-launch) and probe-ratio (xres-probe : flink-probe),
 // and, against flink-probe too, the floors start-ratio (xres-start) and
 // go-empty-ratio (go-empty): what probe-ratio could reach if the probe did
 // nothing, in the launcher and in any Go program; yarn-launch-ratio is
-// xres-launch-yarn : flink-launch.
+// xres-launch-yarn : flink-launch. With XRES_BENCH_BASELINE=<a launcher
+// built from another commit> that build runs beside them (before/after in
+// one run, installed alike):
+//
+//	git worktree add /tmp/base <commit>
+//	(cd /tmp/base && CGO_ENABLED=0 go build -o /tmp/base-launcher ./cmd/container-launcher)
+//	XRES_BENCH_BASELINE=/tmp/base-launcher go test -run '^$' -bench LauncherOverhead -benchtime 300x ./driver/launch/
 func BenchmarkLauncherOverhead(b *testing.B) {
 	bin := launcherBinary(b)
 	script := flinkPeer(b)
@@ -100,6 +107,12 @@ func BenchmarkLauncherOverhead(b *testing.B) {
 	if _, err := nm.Assign(container, 2); err != nil {
 		b.Fatal(err)
 	}
+	// A YARN container's working directory is fresh: the launcher writes
+	// the info file there (outside YARN, a fresh file in $TMPDIR). Left
+	// from the last run, it would be replaced by a rename, which on ext4
+	// (auto_da_alloc) starts the new file's writeback: 0.3-0.6 ms that no
+	// first launch in a container pays.
+	freshContainer := func() { _ = os.Remove(filepath.Join(h.dir, InfoFileName)) }
 	nmHost, nmPort := nm.HostPort()
 	yarnEnv := append(append([]string(nil), h.env...), "CONTAINER_ID="+container, "NM_HOST="+nmHost, "NM_HTTP_PORT="+nmPort,
 		"XRES_FAKE_GPU_MINORS=1,0")
@@ -118,9 +131,23 @@ func BenchmarkLauncherOverhead(b *testing.B) {
 		{name: "process-spawn", argv: []string{"true"}},
 		{name: "xres-start", argv: []string{bin, "--version"}},
 		{name: "go-empty", argv: []string{empty}},
-		{name: "xres-launch-yarn", argv: []string{bin, "--log-level", "warn", "--conf", h.conf, "--", "true"}, env: yarnEnv},
-		{name: "xres-launch-container", argv: []string{bin, "--log-level", "warn", "--conf", h.conf,
+		{name: "xres-launch-yarn", before: freshContainer, argv: []string{bin, "--log-level", "warn", "--conf", h.conf, "--", "true"}, env: yarnEnv},
+		{name: "xres-launch-container", before: freshContainer, argv: []string{bin, "--log-level", "warn", "--conf", h.conf,
 			"-D", "external-resource.gpu.param.yarn.assignment=off", "--", "true"}, env: yarnEnv},
+	}
+	// XRES_BENCH_BASELINE names another build of the launcher (an earlier
+	// commit's), run side by side: base-launch and base-launch-yarn, with
+	// base-launch-ratio and base-yarn-launch-ratio against flink-launch.
+	nBase := 0
+	if base := os.Getenv("XRES_BENCH_BASELINE"); base != "" {
+		installed := filepath.Join(b.TempDir(), "base-launcher")
+		if err := copyExecutable(base, installed); err != nil {
+			b.Fatalf("XRES_BENCH_BASELINE: %v", err)
+		}
+		kinds = append(kinds,
+			kind{name: "base-launch", argv: []string{installed, "--log-level", "warn", "--conf", h.conf, "--", "true"}},
+			kind{name: "base-launch-yarn", before: freshContainer, argv: []string{installed, "--log-level", "warn", "--conf", h.conf, "--", "true"}, env: yarnEnv})
+		nBase = 2
 	}
 	ds := make([][]time.Duration, len(kinds))
 	b.ResetTimer()
@@ -157,6 +184,10 @@ func BenchmarkLauncherOverhead(b *testing.B) {
 	b.ReportMetric(float64(med[6])/float64(med[3]), "go-empty-ratio")
 	b.ReportMetric(float64(med[7])/float64(med[1]), "yarn-launch-ratio")
 	b.ReportMetric(float64(med[8])/float64(med[1]), "container-launch-ratio")
+	if nBase > 0 {
+		b.ReportMetric(float64(med[9])/float64(med[1]), "base-launch-ratio")
+		b.ReportMetric(float64(med[10])/float64(med[1]), "base-yarn-launch-ratio")
+	}
 	if nm.Requests.Load() < int64(b.N) {
 		b.Fatalf("the stub NodeManager was asked %d times in %d launches", nm.Requests.Load(), b.N)
 	}

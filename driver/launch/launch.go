@@ -60,6 +60,9 @@ type Launcher struct {
 	// Holder, when not 0, is the process the devices are reserved for
 	// (driver.Options.Holder): the discovery bridge's caller.
 	Holder int
+	// ready, when set, is waited for before each Discover (which may
+	// reserve): Main's signal subscription, made meanwhile.
+	ready func()
 }
 
 // Reservation is what Acquire got: the grants, in spec order, and what to
@@ -232,6 +235,9 @@ func (l *Launcher) Acquire(ctx context.Context, specs []resources.Spec) (*Reserv
 		timeout := l.DiscoverTimeout
 		if timeout <= 0 {
 			timeout = 2 * time.Minute
+		}
+		if l.ready != nil {
+			l.ready()
 		}
 		dctx, cancel := context.WithTimeout(ctx, timeout)
 		start := time.Now()
