@@ -564,7 +564,8 @@ func (c *nmClient) sendPlain(ctx context.Context, resource string) *plainCall {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	p.ctx, p.cancel = ctx, cancel
 	addr := net.JoinHostPort(c.host, c.port)
-	conn, err := dialNM(ctx, c.host, c.port)
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		p.err = fmt.Errorf("GET %s: %w", p.a.url, err)
 		return p
