@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -17,6 +18,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/xres/xres/driver"
+	"github.com/xres/xres/driver/coord"
 	"github.com/xres/xres/resources"
 )
 
@@ -542,6 +544,20 @@ func (y *yarnDriver) Discover(ctx context.Context, amount int64) ([]resources.In
 	y.filter.set(p)
 	infos, err := y.Coordinated.Discover(ctx, amount)
 	p.wait()
+	if err != nil && p.a != nil && hostStateUnusable(err) {
+		// YARN assigned these GPUs to this container: they are the worker's
+		// whether or not this user may use the host's coordination state (a
+		// host shared by several Unix users, whose folder is another's).
+		if devs, ferr := y.filter.Enumerate(ctx); ferr == nil {
+			y.log.WithError(err).WithField("assigned", p.a.describe()).
+				Warn("this user cannot use the host's coordination state; the GPUs YARN assigned are handed out without being recorded there (YARN's assignment is the truth on this host)")
+			infos = make([]resources.Info, 0, len(devs))
+			for _, d := range devs {
+				infos = append(infos, d.Info.Clone())
+			}
+			err = nil
+		}
+	}
 	y.log.WithField("duration", time.Since(start).Round(time.Microsecond).String()).WithField("node_mode", p.na.Mode).Debug("asked the NodeManager")
 	if p.a != nil && err == nil {
 		y.log.WithFields(logrus.Fields{"node_mode": p.na.Mode, "assigned": p.a.describe(), "from": p.a.from()}).Info("took the GPUs YARN assigned to this container")
@@ -617,4 +633,14 @@ func isolated(devDir string, na driver.NodeAssignment) bool {
 		}
 	}
 	return seen
+}
+
+// hostStateUnusable: a Discover failed, recording nothing, because this
+// user may not use the host's coordination state (its folder or files
+// are another user's, or unsafe), not because a device is held.
+func hostStateUnusable(err error) bool {
+	if !errors.Is(err, driver.ErrNothingReserved) {
+		return false
+	}
+	return errors.Is(err, coord.ErrUnsafeFolder) || errors.Is(err, coord.ErrUnsafeFile) || errors.Is(err, fs.ErrPermission)
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xres/xres/driver"
+	"github.com/xres/xres/driver/coord"
 	"github.com/xres/xres/driver/drivertest"
 	"github.com/xres/xres/resources"
 )
@@ -444,4 +445,30 @@ func TestYarnRequestSentWhenMade(t *testing.T) {
 	_, err = unused.Discover(ctxT(t), 1) // a fresh request after the dropped one
 	require.NoError(t, err)
 	require.NoError(t, unused.(driver.Releaser).Release(ctxT(t)))
+}
+
+// A host shared by several Unix users: the coordination folder is another
+// user's, so this user's launchers may not use the host state. Where YARN
+// assigned the GPUs they are still the worker's (logged); where it only
+// counts them, nothing is granted (host coordination fails closed).
+func TestYarnAssignmentWithAnotherUsersHostState(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("chowns a folder to another user: needs root (CI runs as root)")
+	}
+	h := newYarnHost(t, YarnGPU, drivertest.ShapeNatural)
+	dir := filepath.Join(t.TempDir(), "theirs")
+	require.NoError(t, os.Mkdir(dir, 0o755))
+	require.NoError(t, os.Chown(dir, 65534, 65534))
+	h.params[ParamCoordFile] = filepath.Join(dir, "coordination.state")
+
+	_, err := h.nm.Assign(h.container, 2)
+	require.NoError(t, err)
+	infos, d, err := h.discover(h.container, 2)
+	require.NoError(t, err, "YARN's assignment is the worker's even where this user cannot record it")
+	require.Equal(t, []string{fakeUUID(0), fakeUUID(1)}, uuids(infos))
+	require.NoError(t, d.(driver.Releaser).Release(ctxT(t)))
+
+	// Without YARN's assignment (no container): refused, never guessed.
+	_, _, err = h.discover("", 1)
+	require.ErrorIs(t, err, coord.ErrUnsafeFolder)
 }
