@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -169,6 +170,16 @@ func (c *Cluster) NMProxy(t testing.TB, n int) *Proxy {
 	id, bind := c.NodeID(n), c.Env[fmt.Sprintf("XRES_NM%d_BIND", n)]
 	if id == "" || bind == "" || bind == id {
 		t.Fatalf("NodeManager %d (%s) is not proxied: start the cluster with XRES_MINICLUSTER_PROXIED_NODES=%d (bind %q)", n, id, n, bind)
+	}
+	// The NodeManager's web server (bound on the other address too) stays reachable where
+	// its containers look for it (NM_HOST:NM_HTTP_PORT: their launchers ask its REST which
+	// GPUs YARN assigned), as on a real node; only the container manager goes through the
+	// fault proxy.
+	if idHost, _, err := net.SplitHostPort(id); err == nil {
+		bindHost, _, _ := net.SplitHostPort(bind)
+		if _, webPort, err := net.SplitHostPort(c.Env[fmt.Sprintf("XRES_NM%d_HTTP", n)]); err == nil && bindHost != idHost {
+			StartProxy(t, net.JoinHostPort(idHost, webPort), net.JoinHostPort(bindHost, webPort))
+		}
 	}
 	return StartProxy(t, id, bind)
 }
