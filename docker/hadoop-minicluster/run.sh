@@ -348,9 +348,13 @@ java_cmd() {
   # The NodeManagers pass JAVA_HOME on to containers (yarn.nodemanager.env-whitelist): Java AMs such as
   # DistributedShell start "$JAVA_HOME/bin/java", so it must name the JDK the cluster runs on.
   export JAVA_HOME=${JAVA%/bin/java}
+  # The node's configuration, which the NodeManagers pass on to containers as HADOOP_CONF_DIR
+  # (yarn.nodemanager.env-whitelist), as a real node's start scripts and whitelist do: the
+  # cluster's client configuration (its yarn-site.xml says whether the NodeManagers run YARN's
+  # GPU plugin: a launcher whose NodeManager's REST cannot answer, e.g. SPNEGO on a secure
+  # cluster, reads it there), or under the AMRMProxy node-conf/ (the AMRMProxy as scheduler).
+  export HADOOP_CONF_DIR=$WORK/conf
   if [[ $AMRM_PROXY == true ]]; then
-    # The node's configuration for containers (the AMRMProxy as scheduler), which the NodeManagers
-    # pass on as HADOOP_CONF_DIR (yarn.nodemanager.env-whitelist), as on a real node.
     export HADOOP_CONF_DIR=$WORK/node-conf
   fi
   # shellcheck disable=SC2206
