@@ -105,6 +105,13 @@ public final class Main {
     // .renew-interval in ms (0: Hadoop's 7 days and 1 day). Short ones let a test outlive a token.
     DEFAULTS.put("dt-max-lifetime-ms", "0");
     DEFAULTS.put("dt-renew-interval-ms", "0");
+    // How the NodeManagers treat yarn.io/gpu: counted, plugin, isolated or docker (see GpuMode).
+    DEFAULTS.put("gpu-mode", "counted");
+    // Plugin modes: the minor numbers of GPU index 0, 1, ... on every NodeManager (default:
+    // index k has minor 2*((k+1) mod --gpus)).
+    DEFAULTS.put("gpu-minors", "");
+    // Plugin modes: the fake nvidia-smi (driver/gpu/testdata/fake-nvidia-smi).
+    DEFAULTS.put("fake-nvidia-smi", "");
   }
 
   /** The smallest AMRMToken rolling interval offered: see amRmRolling. */
@@ -202,6 +209,7 @@ public final class Main {
       throw new IllegalArgumentException("option --log-aggregation=" + opt.get("log-aggregation")
           + ": want off, none or gz");
     }
+    GpuMode.parse(opt, new File("."));
     if (!PROTECTIONS.contains(opt.get("rpc-protection"))) {
       throw new IllegalArgumentException("option --rpc-protection=" + opt.get("rpc-protection")
           + ": want one of " + PROTECTIONS);
@@ -356,6 +364,10 @@ public final class Main {
     conf.set("yarn.resource-types", GPU + "," + FPGA);
     conf.set("yarn.nodemanager.resource-type." + GPU, opt.get("gpus"));
     conf.set("yarn.nodemanager.resource-type." + FPGA, opt.get("fpgas"));
+    GpuMode gpu = GpuMode.parse(opt, work);
+    if (gpu != null) {
+      gpu.configure(conf);
+    }
     Map<String, String> cs = capacityScheduler();
     cs.forEach(conf::set);
     ResourceUtils.resetResourceTypes(conf);
@@ -372,7 +384,7 @@ public final class Main {
     File nmRoot = new File(work, "nodemanagers");
     Yarn yarn = new Yarn(conf, rmIds, hosts, nmRoot, Yarn.parseIndices("label-nodes", opt.get("label-nodes"), nms),
         Yarn.parseIndices("proxied-nodes", opt.get("proxied-nodes"), nms),
-        secure == null);
+        secure == null, gpu);
     installShutdownHook(yarn, dfs);
     yarn.start();
     Admin admin = new Admin(yarn, num(opt, "admin-port"));
@@ -400,6 +412,10 @@ public final class Main {
     env.put("XRES_NAMENODE_HTTP", "http://localhost:" + dfs.getNameNode().getHttpAddress().getPort());
     env.put("XRES_NODEMANAGERS", Integer.toString(nms));
     env.put("XRES_RPC_PROTECTION", eff.get("hadoop.rpc.protection"));
+    env.put("XRES_GPU_MODE", opt.get("gpu-mode"));
+    if (gpu != null) {
+      env.put("XRES_GPU_MINORS", gpu.minorList());
+    }
     if (secure != null) {
       env.putAll(secure.env());
     }
@@ -460,7 +476,7 @@ public final class Main {
     out.println("XRES-MINICLUSTER READY conf=" + confDir.getPath()
         + " rm=" + env.get("XRES_RM_WEBAPP_URL") + " nn=" + defaultFS
         + " hadoop=" + VersionInfo.getVersion() + " rpc-protection=" + opt.get("rpc-protection") + " secure=" + (secure != null)
-        + " ha=" + ha + " nodemanagers=" + nms + " admin=" + admin.url() + " seconds=" + env.get("XRES_MINICLUSTER_START_SECONDS"));
+        + " ha=" + ha + " gpu-mode=" + opt.get("gpu-mode") + " nodemanagers=" + nms + " admin=" + admin.url() + " seconds=" + env.get("XRES_MINICLUSTER_START_SECONDS"));
     out.flush();
     stop.await();
     stopAll(yarn, dfs);
