@@ -64,7 +64,8 @@
 #   XRES_MINICLUSTER_GPU_MODE   counted (default: yarn.io/gpu is a number per NodeManager), plugin
 #                               (YARN's GPU plugin assigns GPUs; fake nvidia-smi discovery), isolated
 #                               (plugin + simulated devices cgroup), docker (plugin + the Docker
-#                               runtime's NVIDIA_VISIBLE_DEVICES, simulated); see the README
+#                               runtime's NVIDIA_VISIBLE_DEVICES, simulated), pluggable (nvidia.com/gpu
+#                               of the pluggable device framework, Docker runtime); see the README
 #   XRES_MINICLUSTER_GPU_MINORS plugin modes: minor numbers of GPU index 0,1,... per NodeManager
 #                               (default: index k has minor 2*((k+1) mod GPUs), e.g. 2,0)
 #   XRES_FAKE_NVIDIA_SMI        plugin modes: the fake nvidia-smi (default: the repository's
@@ -302,8 +303,8 @@ check_settings() {
   [[ ${XRES_MINICLUSTER_DT_MAX_LIFETIME_MS:-0} =~ ^[0-9]+$ ]] || die "XRES_MINICLUSTER_DT_MAX_LIFETIME_MS=$XRES_MINICLUSTER_DT_MAX_LIFETIME_MS: want milliseconds"
   [[ ${XRES_MINICLUSTER_DT_RENEW_INTERVAL_MS:-0} =~ ^[0-9]+$ ]] || die "XRES_MINICLUSTER_DT_RENEW_INTERVAL_MS=$XRES_MINICLUSTER_DT_RENEW_INTERVAL_MS: want milliseconds"
   case ${XRES_MINICLUSTER_GPU_MODE:-counted} in
-    counted | plugin | isolated | docker) ;;
-    *) die "XRES_MINICLUSTER_GPU_MODE=$XRES_MINICLUSTER_GPU_MODE: want counted, plugin, isolated or docker" ;;
+    counted | plugin | isolated | docker | pluggable) ;;
+    *) die "XRES_MINICLUSTER_GPU_MODE=$XRES_MINICLUSTER_GPU_MODE: want counted, plugin, isolated, docker or pluggable" ;;
   esac
   [[ ${XRES_MINICLUSTER_GPU_MINORS:-} =~ ^([0-9]+(,[0-9]+)*)?$ ]] || die "XRES_MINICLUSTER_GPU_MINORS=$XRES_MINICLUSTER_GPU_MINORS: want minor numbers such as 2,0"
   [[ $VERB_TIMEOUT =~ ^[0-9]+$ ]] || die "XRES_MINICLUSTER_VERB_TIMEOUT=$VERB_TIMEOUT: want seconds"

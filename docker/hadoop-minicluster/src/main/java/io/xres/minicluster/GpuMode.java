@@ -25,13 +25,22 @@ import org.apache.hadoop.conf.Configuration;
  *       XRES_FAKE_GPU_EXCLUDED_MINORS, which the fake nvidia-smi honours as a devices cgroup.
  *   <li>docker: plugin with the Docker runtime: NVIDIA_VISIBLE_DEVICES as YARN's
  *       NvidiaDockerV2CommandPlugin computes it, and XRES_FAKE_DOCKER=1 for the fake.
+ *   <li>pluggable: the pluggable device framework's nvidia.com/gpu (YARN's DeviceMappingManager,
+ *       DevicePluginAdapter and NvidiaGPUPluginForRuntimeV2, see {@link #PLUGGABLE_CLASS}) with the
+ *       Docker runtime: NVIDIA_VISIBLE_DEVICES as that plugin computes it; yarn.io/gpu is 0.
  * </ul>
  *
  * <p>NodeManager i is fake host i: its GPUs have UUIDs of their own (XRES_FAKE_GPU_HOST=i) and
  * the minor numbers of --gpu-minors (index k has the k-th minor number).
  */
 final class GpuMode {
-  static final List<String> MODES = List.of("counted", "plugin", "isolated", "docker");
+  static final List<String> MODES = List.of("counted", "plugin", "isolated", "docker", "pluggable");
+
+  /** The pluggable device framework's GPU resource (NvidiaGPUPluginForRuntimeV2). */
+  static final String NVIDIA_GPU = "nvidia.com/gpu";
+
+  /** Our subclass of YARN's NvidiaGPUPluginForRuntimeV2, by name (not compiled for Hadoop 3.1, 3.2). */
+  static final String PLUGGABLE_CLASS = "io.xres.minicluster.XresNvidiaGPUPlugin";
 
   /** Configuration keys our executor reads (set per NodeManager). */
   static final String KEY_MODE = "xres.minicluster.gpu-mode";
@@ -114,7 +123,14 @@ final class GpuMode {
   /** The cluster-wide keys: the GPU plugin, and YARN's own container-executor path (a fake). */
   void configure(Configuration conf) throws IOException {
     Files.createDirectories(dir.toPath());
-    conf.set("yarn.nodemanager.resource-plugins", Main.GPU);
+    if (mode.equals("pluggable")) {
+      conf.setBoolean("yarn.nodemanager.pluggable-device-framework.enabled", true);
+      conf.set("yarn.nodemanager.pluggable-device-framework.device-classes", PLUGGABLE_CLASS);
+      conf.set("yarn.resource-types", conf.get("yarn.resource-types") + "," + NVIDIA_GPU);
+      conf.set("yarn.nodemanager.resource-type." + Main.GPU, "0");
+    } else {
+      conf.set("yarn.nodemanager.resource-plugins", Main.GPU);
+    }
     conf.set("yarn.nodemanager.container-executor.class", XresGpuContainerExecutor.class.getName());
     conf.set(KEY_MODE, mode);
     // YARN's PrivilegedOperationExecutor runs this with the arguments a real container-executor
@@ -135,7 +151,7 @@ final class GpuMode {
         + "printf '%s\\n' \"$@\" > '" + ceDir.getPath() + "'/\"$cid\"\n");
     conf.set("yarn.nodemanager.linux-container-executor.path", ce.getPath());
     conf.set(KEY_CE_DIR, ceDir.getPath());
-    if (mode.equals("docker")) {
+    if (mode.equals("docker") || mode.equals("pluggable")) {
       // Every container is a Docker container (the NodeManager's default runtime): YARN's GPU
       // handler then leaves device isolation to Docker, and its Docker plugin sets
       // NVIDIA_VISIBLE_DEVICES.

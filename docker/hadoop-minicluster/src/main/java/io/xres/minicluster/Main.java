@@ -570,7 +570,7 @@ public final class Main {
       }
     }
     Map<String, String> types = new LinkedHashMap<>();
-    types.put("yarn.resource-types", GPU + "," + FPGA);
+    types.put("yarn.resource-types", eff.get("yarn.resource-types", GPU + "," + FPGA));
     writeXml(new File(dir, "core-site.xml"), core);
     writeXml(new File(dir, "hdfs-site.xml"), hdfs);
     writeXml(new File(dir, "yarn-site.xml"), yarn);

@@ -161,7 +161,8 @@ public class XresGpuContainerExecutor extends DefaultContainerExecutor {
         LOG.info("{}: YARN's GPU operation {}; the container sees no GPU of minor number [{}]", id, args, excluded);
         break;
       }
-      case "docker": {
+      case "docker":
+      case "pluggable": {
         DockerRunCommand run = new DockerRunCommand(id.toString(), container.getUser(), "xres-minicluster-fake-image");
         for (DockerCommandPlugin d : dockerPlugins) {
           try {
