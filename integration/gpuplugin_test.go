@@ -31,24 +31,47 @@ import (
 
 // gpuPluginModes are the modes TestYARNAssignedGPUs runs (XRES_GPUPLUGIN_MODES
 // picks some, e.g. "isolated").
-var gpuPluginModes = []string{"plugin", "isolated", "docker"}
+var gpuPluginModes = []string{"plugin", "isolated", "docker", "pluggable"}
 
-// nmGPU is one entry of the NodeManager's assignedGpuDevices / totalGpuDevices.
+// nmGPU is one GPU as the NodeManager's REST API reports it.
 type nmGPU struct {
-	Index       int    `json:"index"`
-	MinorNumber int    `json:"minorNumber"`
-	ContainerID string `json:"containerId"`
+	HostIndex   int    // the fake host's index of the GPU
+	MinorNumber int    // the minor number YARN reports
+	ContainerID string // for an assigned one
 }
 
-// nmGPUs reads GET /ws/v1/node/resources/yarn.io%2Fgpu of NodeManager n.
-func nmGPUs(ctx context.Context, c *harness.Cluster, n int) (total, assigned []nmGPU, err error) {
+// gpuResource is the resource name a mode's GPUs have.
+func gpuResource(mode string) string {
+	if mode == "pluggable" {
+		return "nvidia.com/gpu"
+	}
+	return "yarn.io/gpu"
+}
+
+// busHostIndex is the host index of a fake GPU's PCI bus id (bus 0x10 + index,
+// driver/gpu/testdata/fake-nvidia-smi).
+func busHostIndex(bus string) (int, error) {
+	var dom, b, dev, fn int
+	if _, err := fmt.Sscanf(bus, "%x:%x:%x.%x", &dom, &b, &dev, &fn); err != nil || b < 16 {
+		return 0, fmt.Errorf("not a fake GPU's PCI bus id: %q", bus)
+	}
+	return b - 16, nil
+}
+
+// nmGPUs reads GET /ws/v1/node/resources/<resource> of NodeManager n: YARN's
+// GPU plugin (yarn.io/gpu: NMGpuResourceInfo, totalGpuDevices and
+// assignedGpuDevices with index, minorNumber, containerId) or the pluggable
+// device framework (nvidia.com/gpu: NMDeviceResourceInfo, totalDevices and
+// assignedDevices with the device's busID and minorNumber).
+func nmGPUs(ctx context.Context, c *harness.Cluster, n int, resource string) (total, assigned []nmGPU, err error) {
 	addr := c.Env[fmt.Sprintf("XRES_NM%d_HTTP", n)]
 	if addr == "" {
 		return nil, nil, fmt.Errorf("no XRES_NM%d_HTTP in cluster.env", n)
 	}
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/ws/v1/node/resources/yarn.io%2Fgpu", nil)
+	u := "http://" + addr + "/ws/v1/node/resources/" + strings.ReplaceAll(resource, "/", "%2F")
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -58,17 +81,51 @@ func nmGPUs(ctx context.Context, c *harness.Cluster, n int) (total, assigned []n
 		return nil, nil, err
 	}
 	defer resp.Body.Close()
-	var r struct {
-		Total    []nmGPU `json:"totalGpuDevices"`
-		Assigned []nmGPU `json:"assignedGpuDevices"`
-	}
 	if resp.StatusCode != http.StatusOK {
-		return nil, nil, fmt.Errorf("NodeManager %s: GPU resource: http %d", addr, resp.StatusCode)
+		return nil, nil, fmt.Errorf("GET %s: http %d", u, resp.StatusCode)
+	}
+	type device struct {
+		Index       int    `json:"index"`
+		MinorNumber int    `json:"minorNumber"`
+		BusID       string `json:"busID"`
+		ContainerID string `json:"containerId"`
+	}
+	var r struct {
+		TotalGPU    []device `json:"totalGpuDevices"`
+		AssignedGPU []device `json:"assignedGpuDevices"`
+		Total       []device `json:"totalDevices"`
+		Assigned    []struct {
+			ContainerID string `json:"containerId"`
+			Device      device `json:"device"`
+		} `json:"assignedDevices"`
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
-		return nil, nil, fmt.Errorf("NodeManager %s: GPU resource: %w", addr, err)
+		return nil, nil, fmt.Errorf("GET %s: %w", u, err)
 	}
-	return r.Total, r.Assigned, nil
+	if resource == "yarn.io/gpu" {
+		for _, d := range r.TotalGPU {
+			total = append(total, nmGPU{HostIndex: d.Index, MinorNumber: d.MinorNumber})
+		}
+		for _, d := range r.AssignedGPU {
+			assigned = append(assigned, nmGPU{HostIndex: d.Index, MinorNumber: d.MinorNumber, ContainerID: d.ContainerID})
+		}
+		return total, assigned, nil
+	}
+	for _, d := range r.Total {
+		hi, err := busHostIndex(d.BusID)
+		if err != nil {
+			return nil, nil, fmt.Errorf("GET %s: %w", u, err)
+		}
+		total = append(total, nmGPU{HostIndex: hi, MinorNumber: d.MinorNumber})
+	}
+	for _, a := range r.Assigned {
+		hi, err := busHostIndex(a.Device.BusID)
+		if err != nil {
+			return nil, nil, fmt.Errorf("GET %s: %w", u, err)
+		}
+		assigned = append(assigned, nmGPU{HostIndex: hi, MinorNumber: a.Device.MinorNumber, ContainerID: a.ContainerID})
+	}
+	return total, assigned, nil
 }
 
 // gpuClusterFor is a one-NodeManager cluster with 4 GPUs in mode: the suite's
@@ -77,11 +134,18 @@ func gpuClusterFor(t *testing.T, mode string) *harness.Cluster {
 	if c := harness.Get(t); c.Env["XRES_GPU_MODE"] == mode && c.Env["XRES_NODEMANAGERS"] == "1" {
 		return c
 	}
-	return harness.StartExtra(t, map[string]string{
+	settings := map[string]string{
 		"XRES_MINICLUSTER_GPU_MODE":     mode,
 		"XRES_MINICLUSTER_NODEMANAGERS": "1",
 		"XRES_MINICLUSTER_GPUS":         "4",
-	})
+	}
+	if mode == "pluggable" {
+		// NvidiaGPUPluginForRuntimeV2 takes nvidia-smi's index for the minor number and
+		// keeps only devices whose /dev/nvidia<index> exists: with minor numbers that
+		// are the indices permuted, every GPU registers (under a wrong minor number).
+		settings["XRES_MINICLUSTER_GPU_MINORS"] = "1,0,3,2"
+	}
+	return harness.StartExtra(t, settings)
 }
 
 // gpuViewScript writes what a container sees to dir/<kind>.<CONTAINER_ID>: its
@@ -152,11 +216,11 @@ func hostIndexOfUUID(uuid string) (int, error) {
 
 // startDShell runs Hadoop's DistributedShell with n containers of one GPU each,
 // each running script, and returns its application id.
-func startDShell(t *testing.T, ctx context.Context, c *harness.Cluster, n int, script, path string) string {
+func startDShell(t *testing.T, ctx context.Context, c *harness.Cluster, n int, resource, script, path string) string {
 	java, _ := dsbenchCmd(t)
 	args := append([]string{}, java[1:]...)
 	args = append(args, c.ConfDir, "-appname", "xres-it-gpu-dshell", "-num_containers", strconv.Itoa(n),
-		"-container_resources", "memory-mb=128,vcores=1,yarn.io/gpu=1",
+		"-container_resources", "memory-mb=128,vcores=1,"+resource+"=1",
 		"-master_memory", "256", "-master_vcores", "1", "-shell_script", script,
 		"-shell_env", "PATH="+path, "-timeout", "600000")
 	cmd := exec.CommandContext(ctx, java[0], args...)
@@ -210,7 +274,8 @@ func TestYARNAssignedGPUs(t *testing.T) {
 func testYARNAssignedGPUs(t *testing.T, mode string) {
 	c := gpuClusterFor(t, mode)
 	require.Equal(t, mode, c.Env["XRES_GPU_MODE"], "cluster's GPU mode")
-	minors := strings.Split(c.Env["XRES_GPU_MINORS"], ",")
+	resource := gpuResource(mode)
+	minors := strings.Split(c.Env["XRES_GPU_MINORS"], ",") // by host index
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	dir := t.TempDir()
@@ -218,20 +283,24 @@ func testYARNAssignedGPUs(t *testing.T, mode string) {
 	t.Cleanup(func() { _ = os.WriteFile(release, nil, 0o644) })
 	path := fakeBinDir(t) + ":/usr/local/bin:/usr/bin:/bin"
 
-	total, assigned, err := nmGPUs(ctx, c, 0)
+	total, assigned, err := nmGPUs(ctx, c, 0, resource)
 	require.NoError(t, err)
-	require.Len(t, total, len(minors), "NodeManager's GPUs (totalGpuDevices)")
+	require.Len(t, total, len(minors), "NodeManager's %s devices", resource)
 	for _, g := range total {
-		require.Equal(t, minors[g.Index], strconv.Itoa(g.MinorNumber), "minor number of GPU index %d", g.Index)
+		if resource == "yarn.io/gpu" {
+			require.Equal(t, minors[g.HostIndex], strconv.Itoa(g.MinorNumber), "minor number of GPU index %d", g.HostIndex)
+		} else if minors[g.HostIndex] != strconv.Itoa(g.MinorNumber) {
+			t.Logf("YARN's NvidiaGPUPluginForRuntimeV2 reports minor number %d for the GPU of index %d, whose minor number is %s", g.MinorNumber, g.HostIndex, minors[g.HostIndex])
+		}
 	}
 	require.Empty(t, assigned, "GPUs assigned before the test")
 
 	// DistributedShell first: YARN gives its containers the first free GPUs.
-	ds := startDShell(t, ctx, c, 2, gpuViewScript(t, dir, "ds"), path)
+	ds := startDShell(t, ctx, c, 2, resource, gpuViewScript(t, dir, "ds"), path)
 	c.KeepAppLogs(t, ds)
 	killOnCleanup(t, c, ds, release)
 	eventually(t, 3*time.Minute, "DistributedShell's 2 containers hold a GPU each and ran", func() (bool, string) {
-		_, a, err := nmGPUs(ctx, c, 0)
+		_, a, err := nmGPUs(ctx, c, 0, resource)
 		if err != nil {
 			return false, err.Error()
 		}
@@ -247,7 +316,7 @@ func testYARNAssignedGPUs(t *testing.T, mode string) {
 	require.NoError(t, os.WriteFile(cfg, []byte(strings.Join([]string{
 		"external-resources: gpu",
 		"external-resource.gpu.amount: 1",
-		"external-resource.gpu.yarn.config-key: yarn.io/gpu",
+		"external-resource.gpu.yarn.config-key: " + resource,
 		"external-resource.gpu.driver-factory.class: org.apache.flink.externalresource.gpu.GPUDriverFactory",
 		"external-resource.gpu.param.coordination.file: " + filepath.Join(dir, "coordination.state"),
 		"taskmanager.memory.process.size: 256m",
@@ -273,19 +342,19 @@ func testYARNAssignedGPUs(t *testing.T, mode string) {
 		return len(views) == 2, fmt.Sprintf("%d workers wrote", len(views))
 	})
 
-	_, assigned, err = nmGPUs(ctx, c, 0)
+	_, assigned, err = nmGPUs(ctx, c, 0, resource)
 	require.NoError(t, err)
-	byMinor := map[int]string{} // minor number → container YARN assigned it to
-	byContainer := map[string][]int{}
+	owner := map[int]string{} // host index → container YARN assigned the GPU to
+	held := map[string][]int{}
 	for _, g := range assigned {
-		byMinor[g.MinorNumber] = g.ContainerID
-		byContainer[g.ContainerID] = append(byContainer[g.ContainerID], g.MinorNumber)
+		owner[g.HostIndex] = g.ContainerID
+		held[g.ContainerID] = append(held[g.ContainerID], g.HostIndex)
 	}
-	t.Logf("mode %s: YARN's assignment (minor → container): %v", mode, byMinor)
-	used := map[int]string{} // minor → container using it
+	t.Logf("mode %s: YARN's assignment (host index → container): %v; minor numbers by index: %v", mode, owner, minors)
+	used := map[int]string{} // host index → xres worker using it
 	for container, v := range views {
 		require.NotEmpty(t, v.cuda, "xres worker %s: no CUDA_VISIBLE_DEVICES (it sees %v)", container, v.view)
-		require.Len(t, byContainer[container], 1, "YARN's GPUs for xres worker %s (assigned: %+v)", container, assigned)
+		require.Len(t, held[container], 1, "YARN's GPUs for xres worker %s (assigned: %+v)", container, assigned)
 		var got []int
 		for _, dev := range strings.Split(v.cuda, ",") {
 			uuid := dev
@@ -298,22 +367,22 @@ func testYARNAssignedGPUs(t *testing.T, mode string) {
 			hi, err := hostIndexOfUUID(uuid)
 			require.NoError(t, err, "xres worker %s", container)
 			require.Less(t, hi, len(minors), "xres worker %s: GPU %s", container, uuid)
-			minor, _ := strconv.Atoi(minors[hi])
-			got = append(got, minor)
-			require.Equal(t, container, byMinor[minor],
-				"mode %s: xres worker %s uses the GPU of host index %d (minor %d, %s), which YARN assigned to %q",
-				mode, container, hi, minor, uuid, byMinor[minor])
-			require.Empty(t, used[minor], "GPU minor %d used by both %s and %s", minor, used[minor], container)
-			used[minor] = container
+			got = append(got, hi)
+			require.Equal(t, container, owner[hi],
+				"mode %s: xres worker %s uses the GPU of host index %d (minor %s, %s), which YARN assigned to %q",
+				mode, container, hi, minors[hi], uuid, owner[hi])
+			require.Empty(t, used[hi], "GPU of host index %d used by both %s and %s", hi, used[hi], container)
+			used[hi] = container
 		}
 		sort.Ints(got)
-		require.Equal(t, byContainer[container], got, "xres worker %s: its GPUs vs YARN's assignment", container)
+		require.Equal(t, held[container], got, "xres worker %s: its GPUs (host indices) vs YARN's assignment", container)
 	}
-	// DistributedShell's containers see (isolated, docker) exactly their own GPU.
+	// DistributedShell's containers see exactly their own GPU where something
+	// isolates them (isolated, docker, pluggable), every GPU otherwise.
 	dsViews, err := readViews(dir, "ds")
 	require.NoError(t, err)
 	for container, v := range dsViews {
-		require.Len(t, byContainer[container], 1, "YARN's GPUs for DistributedShell container %s", container)
+		require.Len(t, held[container], 1, "YARN's GPUs for DistributedShell container %s", container)
 		if mode == "plugin" {
 			require.Len(t, v.view, len(minors), "DistributedShell container %s sees every GPU without isolation", container)
 			continue
@@ -322,7 +391,7 @@ func testYARNAssignedGPUs(t *testing.T, mode string) {
 		for _, uuid := range v.view {
 			hi, err := hostIndexOfUUID(uuid)
 			require.NoError(t, err)
-			require.Equal(t, strconv.Itoa(byContainer[container][0]), minors[hi], "DistributedShell container %s sees %s", container, uuid)
+			require.Equal(t, held[container][0], hi, "DistributedShell container %s sees %s", container, uuid)
 		}
 	}
 
@@ -331,7 +400,7 @@ func testYARNAssignedGPUs(t *testing.T, mode string) {
 	require.Equal(t, 0, code, "am submit exit code\n%s", p.output())
 	// YARN frees the GPUs when the containers end.
 	eventually(t, 2*time.Minute, "YARN frees every GPU once both applications ended", func() (bool, string) {
-		_, a, err := nmGPUs(ctx, c, 0)
+		_, a, err := nmGPUs(ctx, c, 0, resource)
 		if err != nil {
 			return false, err.Error()
 		}
