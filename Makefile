@@ -72,6 +72,14 @@ soak:
 	$(SOAK_CLUSTER) SOAK_S=$(SOAK_S) $(GO) test -count=1 -v -tags 'integration soak' -timeout $$(($(SOAK_S) / 60 + 45))m \
 		-run '^TestSoak$$' ./integration/
 
+# The launcher under YARN's GPU assignment, randomized (issue 40): YARN_RANDOM launches per mode
+# (plugin REST, isolated, Docker indices, pluggable minor numbers) against a stub NodeManager.
+YARN_RANDOM ?= 1000
+.PHONY: yarn-random
+yarn-random:
+	XRES_YARN_RANDOM_LAUNCHES=$(YARN_RANDOM) $(GO) test -count=1 -v -timeout 30m -run '^TestYarnAssignmentRandomized$$' ./driver/launch/ \
+		| grep -E '^(=== RUN|--- |PASS|FAIL|ok)|launches'
+
 # The core integration subset against each Hadoop version users run (newest 3.1.x, 3.2.x, 3.3.x,
 # 3.4.x, 3.5.x; XRES_MATRIX_VERSIONS names others), each built into its own cached folder;
 # a table of version, build and test seconds, result (docker/hadoop-minicluster/matrix.sh).

@@ -47,6 +47,10 @@ type Options struct {
 	// recorded for instead of this one (the discovery bridge reserves for
 	// the engine's JVM that called it): they last until that process ends.
 	Holder int
+	// YarnKey is the resource's yarn.config-key (external-resource.<name>.yarn.config-key):
+	// the YARN resource a container asks for it, whose assignment on the
+	// NodeManager a driver may read (NodeAssignment). "" when not requested from YARN.
+	YarnKey string
 }
 
 // Factory builds a Driver from a resource's options, the counterpart of

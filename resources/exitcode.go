@@ -24,6 +24,9 @@ const (
 	LauncherExitDiscovery = 212
 	LauncherExitWorker    = 213
 	LauncherExitInternal  = 214
+	// LauncherExitAssignment: YARN's NodeManager may be assigning GPUs on
+	// this host, but which ones this container holds could not be learnt.
+	LauncherExitAssignment = 215
 )
 
 // Blame says whom a launcher exit code blames.
@@ -72,6 +75,8 @@ var LauncherExits = []LauncherExit{
 	{LauncherExitWorker, "worker-start", "the worker command could not be started (not found, not executable; " +
 		"with --per-device also a pinned worker whose exec failed)", BlameJob},
 	{LauncherExitInternal, "internal", "internal: the info file could not be written, …", BlameNode},
+	{LauncherExitAssignment, "assignment", "the NodeManager may assign GPUs on this host (YARN's GPU plugin) but could not say which this " +
+		"container holds (its REST unreachable, refusing, SPNEGO without Kerberos credentials); nothing is guessed", BlameNode},
 }
 
 // LauncherWorkerExit describes every code outside LauncherExits: the

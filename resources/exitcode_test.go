@@ -8,7 +8,7 @@ import (
 
 func TestLauncherExitBlame(t *testing.T) {
 	all := append(BadNodeExitCodes(), BadJobExitCodes()...)
-	require.ElementsMatch(t, []int{LauncherExitUsage, LauncherExitConfig, LauncherExitDiscovery, LauncherExitWorker, LauncherExitInternal}, all,
+	require.ElementsMatch(t, []int{LauncherExitUsage, LauncherExitConfig, LauncherExitDiscovery, LauncherExitWorker, LauncherExitInternal, LauncherExitAssignment}, all,
 		"every reserved launcher code but 0 blames exactly one of node and job")
 	for _, tc := range []struct {
 		code  int
@@ -19,6 +19,7 @@ func TestLauncherExitBlame(t *testing.T) {
 		{211, "config", BlameJob},
 		{212, "discovery", BlameNode},
 		{214, "internal", BlameNode},
+		{215, "assignment", BlameNode},
 		{1, "worker", BlameJob},
 		{137, "worker", BlameJob},
 	} {

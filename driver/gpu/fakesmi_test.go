@@ -80,13 +80,20 @@ func TestFakeNvidiaSMIViews(t *testing.T) {
 			"fake nvidia-smi (as nvidia-container-cli): NVIDIA_VISIBLE_DEVICES=6: unknown device id: 6\n", 2},
 		{"minors without a count", map[string]string{"XRES_FAKE_GPU_MINORS": "5,3,1"}, []string{"--query-gpu=index", "--format=csv,noheader"},
 			"0\n1\n2\n", 0},
-		{"minors and count disagree", map[string]string{"XRES_FAKE_GPUS": "2", "XRES_FAKE_GPU_MINORS": "5,3,1"}, []string{"-L"},
-			"fake nvidia-smi: XRES_FAKE_GPU_MINORS=5,3,1 names 3 minor numbers but XRES_FAKE_GPUS=2\n", 2},
+		{"more minors than GPUs: the first ones", map[string]string{"XRES_FAKE_GPUS": "2", "XRES_FAKE_GPU_MINORS": "5,3,1"}, []string{"-q"},
+			"", -1},
+		{"fewer minors than GPUs", map[string]string{"XRES_FAKE_GPUS": "4", "XRES_FAKE_GPU_MINORS": "5,3,1"}, []string{"-L"},
+			"fake nvidia-smi: XRES_FAKE_GPU_MINORS=5,3,1 names 3 minor numbers but XRES_FAKE_GPUS=4\n", 2},
 		{"bad minors", map[string]string{"XRES_FAKE_GPU_MINORS": "1,,2"}, []string{"-L"},
 			"fake nvidia-smi: XRES_FAKE_GPU_MINORS=1,,2: want minor numbers such as 2,0\n", 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, code := runFakeSMI(t, tc.env, tc.args...)
+			if tc.code == -1 {
+				// -q with 2 GPUs of minor numbers 5 and 3.
+				require.Regexp(t, `(?s)Attached GPUs +: 2\n.*Minor Number +: 5\n.*Minor Number +: 3\n`, out)
+				return
+			}
 			require.Equal(t, tc.want, out)
 			require.Equal(t, tc.code, code)
 		})

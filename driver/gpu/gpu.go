@@ -146,6 +146,14 @@ func CheckParams(resource string, params map[string]string) error {
 	if _, err := smiTimeoutParam.Timeout(opts); err != nil {
 		return err
 	}
+	if _, err := yarnAssignmentParam.Choice(resource, params); err != nil {
+		return err
+	}
+	if _, ok := yarnResourceParam.Lookup(params); ok {
+		if _, err := yarnResourceParam.Choice(resource, params); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -237,15 +245,36 @@ func newDriver(opts driver.Options, d deps) (driver.Driver, error) {
 		nv = newNVMLEnumerator(nvmlOptions{resource: opts.Resource, lib: nvmlLibraryParam.Get(opts.Params), units: units, timeout: smiTimeout, getenv: getenv, log: log})
 	}
 	smi := nvidiaSMIParam.Get(opts.Params)
-	enum := &autoSource{source: source, nvml: nv, smi: smi, getenv: getenv, timeout: smiTimeout, units: units,
-		nvmlLib: nvmlLibraryParam.Get(opts.Params), log: log}
-
-	opts.Log = log
-	sel, err := coord.Settings{Enabled: co.Mode == CoordXres, StateFile: co.StateFile, FlinkFile: co.FlinkFile}.Coordinated(opts, enum)
+	lookup, err := newYarnLookup(opts, getenv, smiTimeout, log)
 	if err != nil {
 		return nil, err
 	}
-	return sel, nil
+	minors := &minorFiller{smi: smi, getenv: getenv, timeout: smiTimeout, gpusDir: d.gpusDir}
+	enum := &autoSource{source: source, nvml: nv, smi: smi, getenv: getenv, timeout: smiTimeout, units: units,
+		nvmlLib: nvmlLibraryParam.Get(opts.Params), log: log,
+		visibleByMinor: !lookup.off && lookup.yarnName == YarnNvidiaGPU, minors: minors, needMinors: !lookup.off && lookup.inYarn()}
+
+	opts.Log = log
+	settings := coord.Settings{Enabled: co.Mode == CoordXres, StateFile: co.StateFile, FlinkFile: co.FlinkFile}
+	if lookup.off || !lookup.inYarn() {
+		sel, err := settings.Coordinated(opts, enum)
+		if err != nil {
+			return nil, err
+		}
+		return sel, nil
+	}
+	// In a YARN container: YARN's assignment, where its NodeManager makes
+	// one, filters the (host-wide cached) listing per Discover.
+	var inner driver.Enumerator = enum
+	if settings.Enabled {
+		inner = coord.Cached(enum, settings.StateFile, log)
+	}
+	filter := &yarnFilter{inner: inner, minors: minors}
+	sel, err := settings.Coordinated(opts, filter)
+	if err != nil {
+		return nil, err
+	}
+	return &yarnDriver{Coordinated: sel, lookup: lookup, filter: filter, log: log}, nil
 }
 
 // resolveScript applies Flink's rule: a relative path is relative to

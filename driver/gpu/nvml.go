@@ -244,6 +244,12 @@ func nvmlInfo(i int, d nvmlDevice) (resources.Properties, error) {
 	if mem, ret := d.GetMemoryInfo(); ret == nvml.SUCCESS {
 		info["memory.total"] = strconv.FormatUint(mem.Total>>20, 10)
 	}
+	if m, ok := d.(interface{ GetMinorNumber() (int, nvml.Return) }); ok {
+		// The /dev/nvidia<minor> node: what YARN's GPU plugin names a GPU by.
+		if minor, ret := m.GetMinorNumber(); ret == nvml.SUCCESS && minor >= 0 {
+			info[InfoMinor] = strconv.Itoa(minor)
+		}
+	}
 	if pci, ret := d.GetPciInfo(); ret == nvml.SUCCESS {
 		if bus := cString(pci.BusId[:]); bus != "" {
 			info["pci.bus-id"] = bus

@@ -38,6 +38,8 @@ func fakeH100(i int) *mock.Device {
 		GetMigModeFunc: func() (int, int, nvml.Return) {
 			return nvml.DEVICE_MIG_DISABLE, nvml.DEVICE_MIG_DISABLE, nvml.SUCCESS
 		},
+		// Minor numbers that differ from the indices, as YARN allows.
+		GetMinorNumberFunc: func() (int, nvml.Return) { return 2*i + 1, nvml.SUCCESS },
 	}
 }
 
@@ -62,8 +64,8 @@ func TestNVMLEnumerate(t *testing.T) {
 	devs, err := (&nvmlEnumerator{lib: lib}).Enumerate(ctxT(t))
 	require.NoError(t, err)
 	require.Equal(t, []driver.Device{
-		{Key: "GPU-h100-0", Info: resources.Properties{"index": "0", "uuid": "GPU-h100-0", "name": "NVIDIA H100 80GB HBM3", "memory.total": "81559", "pci.bus-id": "00000000:18:00.0"}},
-		{Key: "GPU-h100-1", Info: resources.Properties{"index": "1", "uuid": "GPU-h100-1", "name": "NVIDIA H100 80GB HBM3", "memory.total": "81559", "pci.bus-id": "00000000:19:00.0"}},
+		{Key: "GPU-h100-0", Info: resources.Properties{"index": "0", "uuid": "GPU-h100-0", "name": "NVIDIA H100 80GB HBM3", "memory.total": "81559", "pci.bus-id": "00000000:18:00.0", "minor": "1"}},
+		{Key: "GPU-h100-1", Info: resources.Properties{"index": "1", "uuid": "GPU-h100-1", "name": "NVIDIA H100 80GB HBM3", "memory.total": "81559", "pci.bus-id": "00000000:19:00.0", "minor": "3"}},
 	}, devs)
 	require.Equal(t, 1, *shutdowns, "NVML is shut down after use")
 }
@@ -75,6 +77,7 @@ func TestNVMLFailures(t *testing.T) {
 	noExtras.GetNameFunc = func() (string, nvml.Return) { return "", nvml.ERROR_NOT_SUPPORTED }
 	noExtras.GetMemoryInfoFunc = func() (nvml.Memory, nvml.Return) { return nvml.Memory{}, nvml.ERROR_NOT_SUPPORTED }
 	noExtras.GetPciInfoFunc = func() (nvml.PciInfo, nvml.Return) { return nvml.PciInfo{}, nvml.ERROR_NOT_SUPPORTED }
+	noExtras.GetMinorNumberFunc = func() (int, nvml.Return) { return 0, nvml.ERROR_NOT_SUPPORTED }
 
 	libNotFound, _ := fakeNVML(nvml.ERROR_LIBRARY_NOT_FOUND)
 	driverNotLoaded, _ := fakeNVML(nvml.ERROR_DRIVER_NOT_LOADED)

@@ -73,5 +73,27 @@ var (
 func Params() []driver.Param {
 	return []driver.Param{scriptPathParam, coord.ScriptArgsParam, protocolParam, scriptTimeoutParam, sourceParam,
 		nvidiaSMIParam, smiTimeoutParam, nvmlLibraryParam, migStrategyParam, migProfileParam, healthParam,
-		coord.EnabledParam, coord.FileParam}
+		coord.EnabledParam, coord.FileParam, yarnAssignmentParam, yarnResourceParam, yarnCAParam}
 }
+
+// The params of YARN's GPU assignment (yarnassign.go).
+var (
+	yarnAssignmentParam = driver.Declare(driver.Param{
+		Name: ParamYarnAssignment, Type: conf.TypeString, Values: []string{"auto", "off"}, Default: "auto",
+		Doc: "GPU driver, built-in discovery in a YARN container: `auto` asks the NodeManager's REST " +
+			"(`/ws/v1/node/resources/<yarn.resource-name>`) which GPUs YARN's GPU plugin assigned to $CONTAINER_ID and hands out " +
+			"exactly those (NVIDIA_VISIBLE_DEVICES where the REST does not answer); a NodeManager without the plugin leaves the " +
+			"choice to host coordination; one that cannot be asked fails the launch (exit 215). `off`: never ask (host coordination).",
+	})
+	yarnResourceParam = driver.Declare(driver.Param{
+		Name: ParamYarnResource, Type: conf.TypeString, Values: []string{YarnGPU, YarnNvidiaGPU},
+		Doc: "GPU driver: the YARN resource whose NodeManager assignment is read: `yarn.io/gpu` (YARN's GPU plugin; Docker's " +
+			"NVIDIA_VISIBLE_DEVICES holds indices) or `nvidia.com/gpu` (the pluggable device framework; minor numbers). " +
+			"Unset: the resource's yarn.config-key when it is one of them, else yarn.io/gpu.",
+	})
+	yarnCAParam = driver.Declare(driver.Param{
+		Name: ParamYarnCAFile, Type: conf.TypeString,
+		Doc: "GPU driver: PEM file of CA certificates trusted, beside the system's, for a NodeManager REST over HTTPS " +
+			"(yarn.http.policy HTTPS_ONLY in $HADOOP_CONF_DIR/yarn-site.xml).",
+	})
+)

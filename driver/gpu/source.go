@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -23,6 +25,12 @@ type autoSource struct {
 	units   unitOptions
 	nvmlLib string // the nvml.library param, for DeviceCacheKey
 	log     logrus.FieldLogger
+	// visibleByMinor: NVIDIA_VISIBLE_DEVICES numbers are minor numbers
+	// (YARN's nvidia.com/gpu plugin under Docker), learnt through minors.
+	visibleByMinor bool
+	minors         *minorFiller
+	// needMinors: every listing carries InfoMinor (in a YARN container).
+	needMinors bool
 }
 
 var _ driver.Enumerator = (*autoSource)(nil)
@@ -35,8 +43,14 @@ func (a *autoSource) DeviceCacheKey() string {
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	return fmt.Sprintf("xres.gpu source=%s smi=%s nvml=%s units=%+v PATH=%s LD_LIBRARY_PATH=%s %s=%s",
-		a.source, a.smi, a.nvmlLib, a.units, getenv("PATH"), getenv("LD_LIBRARY_PATH"), EnvNvidiaVisibleDevices, getenv(EnvNvidiaVisibleDevices))
+	key := fmt.Sprintf("xres.gpu source=%s smi=%s nvml=%s units=%+v PATH=%s LD_LIBRARY_PATH=%s %s=%s by-minor=%t minors=%t",
+		a.source, a.smi, a.nvmlLib, a.units, getenv("PATH"), getenv("LD_LIBRARY_PATH"), EnvNvidiaVisibleDevices, getenv(EnvNvidiaVisibleDevices), a.visibleByMinor, a.needMinors)
+	if a.needMinors {
+		// Under YARN's cgroup isolation each container sees its own GPUs:
+		// containers share a listing only within one devices cgroup.
+		key += " cgroup=" + devicesCgroup()
+	}
+	return key
 }
 
 // Enumerate implements driver.Enumerator: the source's devices, less those
@@ -50,7 +64,38 @@ func (a *autoSource) Enumerate(ctx context.Context) ([]driver.Device, error) {
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	return visibleSet(devs, getenv(EnvNvidiaVisibleDevices), driver.LoggerOrDiscard(a.log)), nil
+	if a.needMinors {
+		// Under YARN's GPU plugin the GPUs are matched by minor number:
+		// learnt here, so that the host-wide cached listing carries them.
+		if filled, err := a.minors.fill(ctx, devs); err == nil {
+			devs = filled
+		} else {
+			driver.LoggerOrDiscard(a.log).WithError(err).Debug("minor numbers unknown")
+		}
+	}
+	v := getenv(EnvNvidiaVisibleDevices)
+	if a.visibleByMinor && numericList(v) {
+		// YARN's nvidia.com/gpu plugin names the container's GPUs by minor number.
+		if devs, err = a.minors.fill(ctx, devs); err != nil {
+			return nil, err
+		}
+		return visibleSetBy(devs, v, true, driver.LoggerOrDiscard(a.log)), nil
+	}
+	return visibleSet(devs, v, driver.LoggerOrDiscard(a.log)), nil
+}
+
+// numericList: v is a comma-separated list of numbers.
+func numericList(v string) bool {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return false
+	}
+	for _, f := range strings.Split(v, ",") {
+		if _, err := strconv.Atoi(strings.TrimSpace(f)); err != nil {
+			return false
+		}
+	}
+	return true
 }
 
 func (a *autoSource) enumerate(ctx context.Context) ([]driver.Device, error) {
@@ -74,4 +119,29 @@ func (a *autoSource) enumerate(ctx context.Context) ([]driver.Device, error) {
 		return nil, fmt.Errorf("%w (%v)", ErrNoGPUSource, err)
 	}
 	return (&smiEnumerator{path: path, timeout: a.timeout, units: a.units, log: a.log}).Enumerate(ctx)
+}
+
+// devicesCgroup is this process's devices cgroup (v1), else its unified
+// cgroup (v2): "" where /proc/self/cgroup cannot be read.
+func devicesCgroup() string {
+	b, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return ""
+	}
+	unified := ""
+	for _, line := range strings.Split(string(b), "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		for _, c := range strings.Split(parts[1], ",") {
+			if c == "devices" {
+				return parts[2]
+			}
+		}
+		if parts[0] == "0" && parts[1] == "" {
+			unified = parts[2]
+		}
+	}
+	return unified
 }

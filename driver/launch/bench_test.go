@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/xres/xres/driver/drivertest"
 )
 
 // Benchmarks of the real binary on a fake GPU host, side by side with the
@@ -72,22 +74,40 @@ func flinkPeer(b testing.TB) string {
 //	               start and package initialisation, no work
 //	go-empty       an empty static Go program, installed the same way:
 //	               the floor for any Go binary
+//	xres-launch-yarn  xres-launch in a YARN container whose NodeManager's
+//	               GPU plugin assigned it both GPUs: the launcher asks a local
+//	               stub NodeManager's REST, matches by minor number, reserves
+//	               (issue 40)
+//	xres-launch-container  the same container without asking
+//	               (yarn.assignment off): what the lookup adds is the
+//	               difference
 //
 // It reports each one's median (<name>-ms) and the ratios launch-ratio
 // (xres-launch : flink-launch) and probe-ratio (xres-probe : flink-probe),
 // and, against flink-probe too, the floors start-ratio (xres-start) and
 // go-empty-ratio (go-empty): what probe-ratio could reach if the probe did
-// nothing, in the launcher and in any Go program.
+// nothing, in the launcher and in any Go program; yarn-launch-ratio is
+// xres-launch-yarn : flink-launch.
 func BenchmarkLauncherOverhead(b *testing.B) {
 	bin := launcherBinary(b)
 	script := flinkPeer(b)
 	empty := emptyGoBinary(b)
 	h := newFakeGPUHost(b, 2, 2)
 	file := filepath.Join(h.dir, "flink-coordination")
+	nm := drivertest.NewNodeManager("yarn.io/gpu", []drivertest.NMGPU{{Index: 0, Minor: 1}, {Index: 1, Minor: 0}})
+	b.Cleanup(nm.Close)
+	const container = "container_1700000000000_0001_01_000002"
+	if _, err := nm.Assign(container, 2); err != nil {
+		b.Fatal(err)
+	}
+	nmHost, nmPort := nm.HostPort()
+	yarnEnv := append(append([]string(nil), h.env...), "CONTAINER_ID="+container, "NM_HOST="+nmHost, "NM_HTTP_PORT="+nmPort,
+		"XRES_FAKE_GPU_MINORS=1,0")
 	type kind struct {
 		name   string
 		before func()
 		argv   []string
+		env    []string
 	}
 	kinds := []kind{
 		{name: "xres-launch", argv: []string{bin, "--log-level", "warn", "--conf", h.conf, "--", "true"}},
@@ -98,6 +118,9 @@ func BenchmarkLauncherOverhead(b *testing.B) {
 		{name: "process-spawn", argv: []string{"true"}},
 		{name: "xres-start", argv: []string{bin, "--version"}},
 		{name: "go-empty", argv: []string{empty}},
+		{name: "xres-launch-yarn", argv: []string{bin, "--log-level", "warn", "--conf", h.conf, "--", "true"}, env: yarnEnv},
+		{name: "xres-launch-container", argv: []string{bin, "--log-level", "warn", "--conf", h.conf,
+			"-D", "external-resource.gpu.param.yarn.assignment=off", "--", "true"}, env: yarnEnv},
 	}
 	ds := make([][]time.Duration, len(kinds))
 	b.ResetTimer()
@@ -109,6 +132,9 @@ func BenchmarkLauncherOverhead(b *testing.B) {
 			}
 			cmd := exec.Command(kinds[k].argv[0], kinds[k].argv[1:]...)
 			cmd.Env, cmd.Dir = h.env, h.dir
+			if kinds[k].env != nil {
+				cmd.Env = kinds[k].env
+			}
 			var stderr bytes.Buffer
 			cmd.Stderr = &stderr
 			start := time.Now()
@@ -129,6 +155,11 @@ func BenchmarkLauncherOverhead(b *testing.B) {
 	b.ReportMetric(float64(med[2])/float64(med[3]), "probe-ratio")
 	b.ReportMetric(float64(med[5])/float64(med[3]), "start-ratio")
 	b.ReportMetric(float64(med[6])/float64(med[3]), "go-empty-ratio")
+	b.ReportMetric(float64(med[7])/float64(med[1]), "yarn-launch-ratio")
+	b.ReportMetric(float64(med[8])/float64(med[1]), "container-launch-ratio")
+	if nm.Requests.Load() < int64(b.N) {
+		b.Fatalf("the stub NodeManager was asked %d times in %d launches", nm.Requests.Load(), b.N)
+	}
 }
 
 // emptyGoBinary builds a Go program that does nothing, static like the

@@ -36,6 +36,9 @@ type Trial struct {
 	Resource string
 	Amount   int64
 	Devices  []resources.Info
+	// Node is the host's mode under YARN, for drivers that read the
+	// NodeManager's assignment.
+	Node *driver.NodeAssignment
 }
 
 // String renders "gpu: a launcher would get 2 device(s): 0, 1".
@@ -169,8 +172,11 @@ func (l *Launcher) checkSpec(ctx context.Context, cfg *conf.Config, spec resourc
 			fmt.Sprintf("trial discovery of %d device(s) failed: %s", spec.Amount, derr))
 	}
 	var trial *Trial
+	na := l.nodeAssignment(ctx, spec)
 	if derr == nil {
-		trial = &Trial{Resource: spec.Name, Amount: spec.Amount, Devices: infos}
+		trial = &Trial{Resource: spec.Name, Amount: spec.Amount, Devices: infos, Node: na}
+	} else if na != nil {
+		trial = &Trial{Resource: spec.Name, Amount: spec.Amount, Node: na}
 	}
 
 	switch co.Mode {
@@ -238,7 +244,13 @@ func runCheck(ctx context.Context, args []string, env Env) int {
 	findings, trials := l.Check(ctx, cfg, c.resources)
 	findings = dropOtherGroupsResources(findings, base, cfg)
 	for _, t := range trials {
-		fmt.Fprintf(env.Stdout, "%-7s %s\n", "ok", t)
+		if t.Devices != nil {
+			fmt.Fprintf(env.Stdout, "%-7s %s\n", "ok", t)
+		}
+		if t.Node != nil {
+			fmt.Fprintf(env.Stdout, "%-7s %s: ", "node", t.Resource)
+			writeNodeAssignment(env.Stdout, "", t.Node)
+		}
 	}
 	code := ExitOK
 	errs, warns := 0, 0

@@ -144,7 +144,8 @@ const (
   $XRES_RESTART_DELAY, $XRES_PIN_CPUS)
 `
 	exitCodesText = `exit codes: worker's own code, or 210 usage, 211 config, 212 discovery,
-213 worker could not start, 214 internal
+213 worker could not start, 214 internal, 215 assignment (YARN's GPU
+assignment unknown)
 `
 	usageText = "usage:\n" + runSynopsis + probeSynopsis + checkSynopsis + discoverSynopsis + versionSynopsis + helpSynopsis +
 		"\nflags:\n" + commonFlagsText + infoFileText + "\n" + perDeviceText + "\n" + exitCodesText

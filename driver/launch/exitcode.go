@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/xres/xres/driver"
 	"github.com/xres/xres/resources"
 )
 
@@ -21,6 +22,7 @@ const (
 	ExitDiscovery   = resources.LauncherExitDiscovery
 	ExitWorkerStart = resources.LauncherExitWorker
 	ExitInternal    = resources.LauncherExitInternal
+	ExitAssignment  = resources.LauncherExitAssignment
 )
 
 // Sentinel errors classifying a launch failure; ExitCode maps them to the
@@ -43,6 +45,8 @@ func ExitCode(err error) int {
 		return ExitUsage
 	case errors.Is(err, ErrConfig):
 		return ExitConfig
+	case errors.Is(err, driver.ErrAssignmentUnknown):
+		return ExitAssignment
 	case errors.Is(err, ErrDiscovery):
 		return ExitDiscovery
 	case errors.Is(err, ErrWorkerStart):

@@ -186,6 +186,7 @@ func (l *Launcher) driver(spec resources.Spec) (driver.Driver, driver.Factory, s
 		DryRun:   l.DryRun,
 		Timeout:  l.DriverTimeout,
 		Holder:   l.Holder,
+		YarnKey:  spec.YarnKey,
 	})
 	if err != nil {
 		// The params passed CheckSpecs: what the driver still refuses is

@@ -40,8 +40,12 @@ type ProbeResource struct {
 	Devices      []resources.Properties `json:"devices"` // what a launcher would get now
 	Env          map[string]string      `json:"env,omitempty"`
 	Coordination ProbeCoordination      `json:"coordination"`
-	Error        string                 `json:"error,omitempty"`
-	ExitCode     int                    `json:"exit_code"` // the launcher's code for this resource
+	// Node is the host's mode under YARN (counted, plugin, isolated,
+	// Docker) and what the launcher does there, for drivers that read
+	// the NodeManager's assignment.
+	Node     *driver.NodeAssignment `json:"node,omitempty"`
+	Error    string                 `json:"error,omitempty"`
+	ExitCode int                    `json:"exit_code"` // the launcher's code for this resource
 }
 
 // ProbeCoordination is a resource's host coordination and its holders.
@@ -77,6 +81,7 @@ func (l *Launcher) Probe(ctx context.Context, specs []resources.Spec) ProbeRepor
 			canonical, _ = dry.Registry.Canonical(spec.Factory)
 		}
 		pr.Driver = canonical
+		pr.Node = dry.nodeAssignment(ctx, spec)
 		res, err := dry.Acquire(ctx, []resources.Spec{spec})
 		switch {
 		case err != nil:
@@ -286,6 +291,7 @@ func writeProbeText(w io.Writer, rep ProbeReport) {
 				fmt.Fprintf(w, "  env %s=%s\n", k, r.Env[k])
 			}
 		}
+		writeNodeAssignment(w, "  ", r.Node)
 		co := r.Coordination
 		switch co.Mode {
 		case driver.CoordXres:

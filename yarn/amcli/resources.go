@@ -65,6 +65,8 @@ type resourcesReport struct {
 	Errors    []problemJSON `json:"errors"`
 	Cluster   clusterCheck  `json:"cluster"`
 
+	NodeModes []nodeModeJSON `json:"node-modes,omitempty"` // nmmode.go
+
 	workersFrom string // what the plan's base worker count comes from (text only)
 	grouped     bool   // xres.worker-groups is set (text only)
 }
@@ -110,6 +112,7 @@ func cmdResources(ctx context.Context, args []string, e *env) error {
 	}
 	rep := buildResourcesReport(cfg, *workers, *strict, e.getenv)
 	rep.Cluster = checkCluster(ctx, e, rep, *offline)
+	rep.NodeModes = nodeModes(ctx, e, rep, *offline)
 	if rep.Cluster.Error != "" {
 		rep.Errors = append(rep.Errors, problemJSON{Severity: string(resources.SeverityError), Message: rep.Cluster.Error})
 	}
@@ -121,6 +124,7 @@ func cmdResources(ctx context.Context, args []string, e *env) error {
 		}
 	} else {
 		printResources(e.stdout, rep)
+		printNodeModes(e.stdout, rep.NodeModes)
 	}
 	if len(rep.Errors) > 0 {
 		return configError{fmt.Errorf("%d configuration error(s), listed above", len(rep.Errors))}

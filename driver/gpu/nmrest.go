@@ -1,0 +1,524 @@
+package gpu
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jcmturner/gokrb5/v8/client"
+	"github.com/jcmturner/gokrb5/v8/config"
+	"github.com/jcmturner/gokrb5/v8/credentials"
+	"github.com/jcmturner/gokrb5/v8/spnego"
+)
+
+// YARN resource names whose NodeManager plugins assign GPUs.
+const (
+	// YarnGPU is YARN's built-in GPU plugin (yarn.nodemanager.resource-plugins:
+	// yarn.io/gpu); under Docker it sets NVIDIA_VISIBLE_DEVICES to GPU indices.
+	YarnGPU = "yarn.io/gpu"
+	// YarnNvidiaGPU is the pluggable device framework's NVIDIA plugin
+	// (NvidiaGPUPluginForRuntimeV2); under Docker it sets
+	// NVIDIA_VISIBLE_DEVICES to minor numbers.
+	YarnNvidiaGPU = "nvidia.com/gpu"
+)
+
+// The container's environment, as YARN's NodeManager sets it
+// (ApplicationConstants.Environment).
+const (
+	EnvContainerID = "CONTAINER_ID"
+	EnvNMHost      = "NM_HOST"
+	EnvNMHTTPPort  = "NM_HTTP_PORT"
+)
+
+// nmResourcePath is the NodeManager's REST resource of a resource plugin
+// (NMWebServices#getNMResourceInfo); the name is path-escaped
+// ("yarn.io%2Fgpu").
+const nmResourcePath = "/ws/v1/node/resources/"
+
+// maxNMAnswer bounds what is read of an answer.
+const maxNMAnswer = 4 << 20
+
+// NMGPU is one GPU the NodeManager's plugin knows: its index and minor
+// number and, when assigned, the container holding it.
+type NMGPU struct {
+	Index       int    `json:"index"` // -1 when the answer has none
+	Minor       int    `json:"minor"`
+	ContainerID string `json:"container_id,omitempty"`
+}
+
+// NMResourceInfo is what the NodeManager's REST says of a resource.
+type NMResourceInfo struct {
+	// Plugin: the NodeManager has a plugin for the resource that assigns
+	// devices (false: it only counts them, or does not know the name).
+	Plugin   bool
+	Total    []NMGPU
+	Assigned []NMGPU
+}
+
+// For returns the GPUs assigned to container, in (index, minor) order as
+// YARN hands them out.
+func (i NMResourceInfo) For(container string) []NMGPU {
+	var out []NMGPU
+	for _, g := range i.Assigned {
+		if g.ContainerID == container {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// ParseNMResourceInfo reads the NodeManager's answer to
+// GET /ws/v1/node/resources/<name> in every shape Hadoop's JSON providers
+// give it: wrapped in its root element ({"nmGpuResourceInfo": {...}}) or
+// not; lists as arrays, as a single object (a one-element list under
+// Jettison's mapped notation) or absent; numbers as numbers or strings.
+// yarn.io/gpu answers NMGpuResourceInfo (totalGpuDevices,
+// assignedGpuDevices: {index, minorNumber, containerId}); nvidia.com/gpu
+// answers NMDeviceResourceInfo (totalDevices, assignedDevices:
+// {containerId, device: {id, minorNumber, …}}). An answer with none of
+// these (an empty NMResourceInfo: no plugin for the name) has Plugin false.
+func ParseNMResourceInfo(b []byte) (NMResourceInfo, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var top any
+	if err := dec.Decode(&top); err != nil {
+		return NMResourceInfo{}, fmt.Errorf("not JSON: %w", err)
+	}
+	obj, ok := top.(map[string]any)
+	if !ok {
+		return NMResourceInfo{}, fmt.Errorf("not a JSON object")
+	}
+	obj = unwrapRoot(obj)
+	var info NMResourceInfo
+	for _, k := range []string{"gpuDeviceInformation", "totalGpuDevices", "assignedGpuDevices", "totalDevices", "assignedDevices"} {
+		if _, ok := obj[k]; ok {
+			info.Plugin = true
+		}
+	}
+	var err error
+	if info.Total, err = nmList(obj, "totalGpuDevices", false); err != nil {
+		return NMResourceInfo{}, err
+	}
+	if info.Assigned, err = nmList(obj, "assignedGpuDevices", true); err != nil {
+		return NMResourceInfo{}, err
+	}
+	tot, err := nmList(obj, "totalDevices", false)
+	if err != nil {
+		return NMResourceInfo{}, err
+	}
+	info.Total = append(info.Total, tot...)
+	as, err := nmList(obj, "assignedDevices", true)
+	if err != nil {
+		return NMResourceInfo{}, err
+	}
+	info.Assigned = append(info.Assigned, as...)
+	return info, nil
+}
+
+// unwrapRoot strips the root element a JAXB JSON provider wraps the answer
+// in: an object of one key whose value is an object, when none of the
+// fields is at the top.
+func unwrapRoot(obj map[string]any) map[string]any {
+	if len(obj) != 1 {
+		return obj
+	}
+	for k, v := range obj {
+		if strings.HasPrefix(k, "assigned") || strings.HasPrefix(k, "total") || k == "gpuDeviceInformation" {
+			return obj
+		}
+		if inner, ok := v.(map[string]any); ok {
+			return inner
+		}
+		return map[string]any{}
+	}
+	return obj
+}
+
+// nmList reads the list under key: an array, one object, or nothing.
+func nmList(obj map[string]any, key string, assigned bool) ([]NMGPU, error) {
+	var items []any
+	switch v := obj[key].(type) {
+	case nil, string: // absent, null, or Jettison's empty ""
+		return nil, nil
+	case []any:
+		items = v
+	case map[string]any:
+		items = []any{v}
+	default:
+		return nil, fmt.Errorf("%s: not a list", key)
+	}
+	out := make([]NMGPU, 0, len(items))
+	for i, it := range items {
+		m, ok := it.(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("%s[%d]: not an object", key, i)
+		}
+		dev := m
+		if d, ok := m["device"].(map[string]any); ok { // AssignedDevice wraps a Device
+			dev = d
+		}
+		g := NMGPU{Index: -1}
+		var err error
+		if _, ok := dev["minorNumber"]; !ok {
+			return nil, fmt.Errorf("%s[%d]: no minorNumber", key, i)
+		}
+		if g.Minor, err = nmInt(dev["minorNumber"]); err != nil {
+			return nil, fmt.Errorf("%s[%d].minorNumber: %w", key, i, err)
+		}
+		for _, ik := range []string{"index", "id"} {
+			if v, ok := dev[ik]; ok {
+				if g.Index, err = nmInt(v); err != nil {
+					return nil, fmt.Errorf("%s[%d].%s: %w", key, i, ik, err)
+				}
+				break
+			}
+		}
+		if assigned {
+			c, _ := m["containerId"].(string)
+			if c = strings.TrimSpace(c); c == "" {
+				return nil, fmt.Errorf("%s[%d]: no containerId", key, i)
+			}
+			g.ContainerID = c
+		}
+		out = append(out, g)
+	}
+	return out, nil
+}
+
+func nmInt(v any) (int, error) {
+	var s string
+	switch x := v.(type) {
+	case json.Number:
+		s = x.String()
+	case string:
+		s = strings.TrimSpace(x)
+	default:
+		return 0, fmt.Errorf("not a number: %v", v)
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("not a number: %q", clip(s, 40))
+	}
+	return n, nil
+}
+
+// nmClient asks a NodeManager's REST.
+type nmClient struct {
+	host    string
+	port    string
+	user    string // user.name for Hadoop's simple HTTP authentication
+	https   bool   // yarn.http.policy HTTPS_ONLY
+	caFile  string // PEM bundle trusted beside the system's
+	timeout time.Duration
+	getenv  func(string) string
+}
+
+// errNMNotHTTP: the port answered, but not HTTP (a TLS port asked in
+// plain HTTP).
+var errNMNotHTTP = errors.New("not an HTTP answer")
+
+// nmAnswer is the outcome of one GET.
+type nmAnswer struct {
+	url    string
+	status int
+	body   []byte
+}
+
+// get asks for resource's info: plain HTTP unless yarn.http.policy says
+// HTTPS_ONLY, and HTTPS again where the port turns out to speak TLS.
+func (c *nmClient) get(ctx context.Context, resource string) (nmAnswer, error) {
+	schemes := []string{"http", "https"}
+	if c.https {
+		schemes = []string{"https"}
+	}
+	var lastErr error
+	for _, scheme := range schemes {
+		a, err := c.getScheme(ctx, scheme, resource)
+		if err == nil {
+			return a, nil
+		}
+		lastErr = err
+		if !errors.Is(err, errNMNotHTTP) {
+			return a, err
+		}
+	}
+	return nmAnswer{}, lastErr
+}
+
+func (c *nmClient) url(scheme, resource string) string {
+	u := url.URL{Scheme: scheme, Host: net.JoinHostPort(c.host, c.port), RawPath: nmResourcePath + url.PathEscape(resource),
+		Path: nmResourcePath + resource}
+	if c.user != "" {
+		u.RawQuery = url.Values{"user.name": {c.user}}.Encode()
+	}
+	return u.String()
+}
+
+func (c *nmClient) httpClient() (*http.Client, error) {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.Proxy = nil // the NodeManager is this host's
+	if c.caFile != "" {
+		pool, err := x509.SystemCertPool()
+		if err != nil || pool == nil {
+			pool = x509.NewCertPool()
+		}
+		pem, err := os.ReadFile(c.caFile)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", ParamYarnCAFile, err)
+		}
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("%s = %s: no PEM certificate in it", ParamYarnCAFile, c.caFile)
+		}
+		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	}
+	return &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}, nil
+}
+
+func (c *nmClient) getScheme(ctx context.Context, scheme, resource string) (nmAnswer, error) {
+	if scheme == "http" {
+		// The common case, on the launch path: one plain GET without
+		// net/http's transport (its goroutines and pools cost a launch
+		// more than the request). A NodeManager asking for SPNEGO gets the
+		// full client.
+		if a, err := c.plainGet(ctx, resource); err == nil || !errors.Is(err, errNMNegotiate) {
+			return a, err
+		}
+	}
+	a := nmAnswer{url: c.url(scheme, resource)}
+	hc, err := c.httpClient()
+	if err != nil {
+		return a, err
+	}
+	timeout := c.timeout
+	if timeout <= 0 {
+		timeout = 10 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	do := func(auth func(*http.Request) error) (*http.Response, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.url, nil)
+		if err != nil {
+			return nil, err
+		}
+		req.Header.Set("Accept", "application/json")
+		if auth != nil {
+			if err := auth(req); err != nil {
+				return nil, err
+			}
+		}
+		return hc.Do(req)
+	}
+	resp, err := do(nil)
+	if err != nil {
+		if strings.Contains(err.Error(), "malformed HTTP response") || strings.Contains(err.Error(), "server gave HTTP response to HTTPS client") {
+			return a, fmt.Errorf("GET %s: %w: %v", a.url, errNMNotHTTP, err)
+		}
+		return a, fmt.Errorf("GET %s: %w", a.url, err)
+	}
+	if resp.StatusCode == http.StatusUnauthorized && negotiates(resp) {
+		drain(resp)
+		auth, err := c.spnego()
+		if err != nil {
+			return a, fmt.Errorf("GET %s: the NodeManager requires SPNEGO (Kerberos) authentication: %w", a.url, err)
+		}
+		if resp, err = do(auth); err != nil {
+			return a, fmt.Errorf("GET %s (SPNEGO): %w", a.url, err)
+		}
+	}
+	defer drain(resp)
+	a.status = resp.StatusCode
+	if scheme == "http" && resp.StatusCode == http.StatusBadRequest {
+		// A TLS port asked in plain HTTP may answer so (Go's, Jetty's
+		// "plain HTTP request was sent to HTTPS port").
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		if bytes.Contains(bytes.ToUpper(b), []byte("HTTPS")) {
+			return a, fmt.Errorf("GET %s: %w: %s", a.url, errNMNotHTTP, clip(strings.TrimSpace(string(b)), 200))
+		}
+		a.body = b
+		return a, nil
+	}
+	a.body, err = io.ReadAll(io.LimitReader(resp.Body, maxNMAnswer))
+	if err != nil {
+		return a, fmt.Errorf("GET %s: read the answer: %w", a.url, err)
+	}
+	return a, nil
+}
+
+func negotiates(resp *http.Response) bool {
+	for _, v := range resp.Header.Values("WWW-Authenticate") {
+		if strings.HasPrefix(strings.TrimSpace(v), "Negotiate") {
+			return true
+		}
+	}
+	return false
+}
+
+func drain(resp *http.Response) {
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxNMAnswer))
+	_ = resp.Body.Close()
+}
+
+// errNoKerberos: the container holds no Kerberos ticket cache.
+var errNoKerberos = errors.New("this container has no Kerberos credentials")
+
+// spnego authenticates with the container's Kerberos ticket cache
+// (KRB5CCNAME, else /tmp/krb5cc_<uid>) and krb5.conf (KRB5_CONFIG, else
+// /etc/krb5.conf). YARN gives containers delegation tokens, not tickets: a
+// container without a cache says so.
+func (c *nmClient) spnego() (func(*http.Request) error, error) {
+	cc := strings.TrimPrefix(c.getenv("KRB5CCNAME"), "FILE:")
+	if cc == "" {
+		cc = filepath.Join(os.TempDir(), "krb5cc_"+strconv.Itoa(os.Getuid()))
+	}
+	if _, err := os.Stat(cc); err != nil {
+		return nil, fmt.Errorf("%w: no ticket cache (KRB5CCNAME unset or %s absent); YARN hands containers delegation tokens, not Kerberos tickets: "+
+			"give the NodeManager's REST to the container without SPNEGO, or set %s to off where the cluster only counts GPUs", errNoKerberos, cc, ParamYarnAssignment)
+	}
+	conf := c.getenv("KRB5_CONFIG")
+	if conf == "" {
+		conf = "/etc/krb5.conf"
+	}
+	kc, err := config.Load(conf)
+	if err != nil {
+		return nil, fmt.Errorf("%w: krb5 configuration %s: %v", errNoKerberos, conf, err)
+	}
+	ccache, err := credentials.LoadCCache(cc)
+	if err != nil {
+		return nil, fmt.Errorf("%w: ticket cache %s: %v", errNoKerberos, cc, err)
+	}
+	cl, err := client.NewFromCCache(ccache, kc, client.DisablePAFXFAST(true))
+	if err != nil {
+		return nil, fmt.Errorf("%w: ticket cache %s: %v", errNoKerberos, cc, err)
+	}
+	return func(req *http.Request) error {
+		return spnego.SetSPNEGOHeader(cl, req, "HTTP/"+c.host)
+	}, nil
+}
+
+// siteConf is what the node's yarn-site.xml ($HADOOP_CONF_DIR) says, where
+// the container can read it.
+type siteConf struct {
+	read    bool
+	path    string
+	props   map[string]string
+	readErr error
+}
+
+func readSiteConf(getenv func(string) string) siteConf {
+	dir := getenv("HADOOP_CONF_DIR")
+	if dir == "" {
+		return siteConf{}
+	}
+	p := filepath.Join(dir, "yarn-site.xml")
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return siteConf{path: p, readErr: err}
+	}
+	var doc struct {
+		Props []struct {
+			Name  string `xml:"name"`
+			Value string `xml:"value"`
+		} `xml:"property"`
+	}
+	if err := xml.Unmarshal(b, &doc); err != nil {
+		return siteConf{path: p, readErr: err}
+	}
+	props := make(map[string]string, len(doc.Props))
+	for _, pr := range doc.Props {
+		props[strings.TrimSpace(pr.Name)] = strings.TrimSpace(pr.Value)
+	}
+	return siteConf{read: true, path: p, props: props}
+}
+
+// httpsOnly: yarn.http.policy is HTTPS_ONLY.
+func (s siteConf) httpsOnly() bool {
+	return strings.EqualFold(s.props["yarn.http.policy"], "HTTPS_ONLY")
+}
+
+// pluginConfigured says whether this yarn-site.xml enables a NodeManager
+// plugin that assigns resource: yarn.nodemanager.resource-plugins lists it
+// (yarn.io/gpu), or the pluggable device framework is on with a device
+// plugin configured (nvidia.com/gpu). known is false where the file could
+// not be read.
+func (s siteConf) pluginConfigured(resource string) (on, known bool) {
+	if !s.read {
+		return false, false
+	}
+	for _, r := range strings.Split(s.props["yarn.nodemanager.resource-plugins"], ",") {
+		if strings.TrimSpace(r) == resource {
+			return true, true
+		}
+	}
+	if strings.EqualFold(s.props["yarn.nodemanager.pluggable-device-framework.enabled"], "true") &&
+		s.props["yarn.nodemanager.pluggable-device-framework.device-classes"] != "" && resource != YarnGPU {
+		return true, true
+	}
+	return false, true
+}
+
+// errNMNegotiate: the NodeManager answered 401 asking for SPNEGO.
+var errNMNegotiate = errors.New("the NodeManager asks for SPNEGO")
+
+// plainGet is one HTTP/1.1 GET over a fresh connection (Connection:
+// close), its answer read with net/http's parser.
+func (c *nmClient) plainGet(ctx context.Context, resource string) (nmAnswer, error) {
+	a := nmAnswer{url: c.url("http", resource)}
+	timeout := c.timeout
+	if timeout <= 0 {
+		timeout = 10 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	addr := net.JoinHostPort(c.host, c.port)
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return a, fmt.Errorf("GET %s: %w", a.url, err)
+	}
+	defer conn.Close()
+	if dl, ok := ctx.Deadline(); ok {
+		_ = conn.SetDeadline(dl)
+	}
+	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
+	defer stop()
+	u, _ := url.Parse(a.url)
+	req := "GET " + u.RequestURI() + " HTTP/1.1\r\nHost: " + addr + "\r\nAccept: application/json\r\nUser-Agent: xres-container-launcher\r\nConnection: close\r\n\r\n"
+	if _, err := io.WriteString(conn, req); err != nil {
+		return a, fmt.Errorf("GET %s: %w", a.url, err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		if ctx.Err() != nil {
+			return a, fmt.Errorf("GET %s: %w", a.url, ctx.Err())
+		}
+		return a, fmt.Errorf("GET %s: %w: %v", a.url, errNMNotHTTP, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusUnauthorized && negotiates(resp) {
+		return a, errNMNegotiate
+	}
+	a.status = resp.StatusCode
+	a.body, err = io.ReadAll(io.LimitReader(resp.Body, maxNMAnswer))
+	if err != nil {
+		return a, fmt.Errorf("GET %s: read the answer: %w", a.url, err)
+	}
+	if resp.StatusCode == http.StatusBadRequest && bytes.Contains(bytes.ToUpper(a.body), []byte("HTTPS")) {
+		return a, fmt.Errorf("GET %s: %w: %s", a.url, errNMNotHTTP, clip(strings.TrimSpace(string(a.body)), 200))
+	}
+	return a, nil
+}
