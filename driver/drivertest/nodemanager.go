@@ -30,7 +30,9 @@ const (
 	// strings, an empty list left out.
 	ShapeJettison
 	// ShapeDevice: the pluggable device framework's NMDeviceResourceInfo
-	// (nvidia.com/gpu): totalDevices, assignedDevices {containerId, device}.
+	// (nvidia.com/gpu): totalDevices, assignedDevices {containerId, device},
+	// each device as NvidiaGPUPluginForRuntimeV2 records it (its
+	// "minorNumber" is nvidia-smi's index, busID the PCI address).
 	ShapeDevice
 )
 
@@ -203,8 +205,12 @@ func (nm *NodeManager) body() any {
 	var total, assigned []any
 	for _, g := range nm.gpus {
 		if nm.Shape == ShapeDevice {
-			dev := map[string]any{"id": g.Index, "devPath": fmt.Sprintf("/dev/nvidia%d", g.Minor), "majorNumber": 195,
-				"minorNumber": g.Minor, "busID": fmt.Sprintf("0000:%02x:00.0", 16+g.Index), "healthy": true}
+			// As YARN's NvidiaGPUPluginForRuntimeV2 records a GPU: the
+			// first column of `nvidia-smi --query-gpu=index,pci.bus_id`
+			// (the index) as its minor number, the PCI address as busID
+			// (the fake nvidia-smi's addresses).
+			dev := map[string]any{"id": g.Index, "devPath": fmt.Sprintf("/dev/nvidia%d", g.Index), "majorNumber": 195,
+				"minorNumber": g.Index, "busID": fmt.Sprintf("00000000:%02X:00.0", 16+g.Index), "healthy": true, "status": ""}
 			total = append(total, dev)
 			if c, ok := nm.assigned[g]; ok {
 				assigned = append(assigned, map[string]any{"containerId": c, "device": dev})

@@ -252,7 +252,7 @@ func newDriver(opts driver.Options, d deps) (driver.Driver, error) {
 	minors := &minorFiller{smi: smi, getenv: getenv, timeout: smiTimeout, gpusDir: d.gpusDir}
 	enum := &autoSource{source: source, nvml: nv, smi: smi, getenv: getenv, timeout: smiTimeout, units: units,
 		nvmlLib: nvmlLibraryParam.Get(opts.Params), log: log,
-		visibleByMinor: !lookup.off && lookup.yarnName == YarnNvidiaGPU, minors: minors, needMinors: !lookup.off && lookup.inYarn()}
+		minors: minors, needMinors: !lookup.off && lookup.inYarn()}
 
 	opts.Log = log
 	settings := coord.Settings{Enabled: co.Mode == CoordXres, StateFile: co.StateFile, FlinkFile: co.FlinkFile}

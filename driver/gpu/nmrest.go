@@ -58,6 +58,7 @@ const maxNMAnswer = 4 << 20
 type NMGPU struct {
 	Index       int    `json:"index"` // -1 when the answer has none
 	Minor       int    `json:"minor"`
+	BusID       string `json:"bus_id,omitempty"` // the device framework's busID
 	ContainerID string `json:"container_id,omitempty"`
 }
 
@@ -187,6 +188,9 @@ func nmList(obj map[string]any, key string, assigned bool) ([]NMGPU, error) {
 				}
 				break
 			}
+		}
+		if b, ok := dev["busID"].(string); ok {
+			g.BusID = strings.TrimSpace(b)
 		}
 		if assigned {
 			c, _ := m["containerId"].(string)

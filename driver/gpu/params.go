@@ -87,8 +87,8 @@ var (
 	})
 	yarnResourceParam = driver.Declare(driver.Param{
 		Name: ParamYarnResource, Type: conf.TypeString, Values: []string{YarnGPU, YarnNvidiaGPU},
-		Doc: "GPU driver: the YARN resource whose NodeManager assignment is read: `yarn.io/gpu` (YARN's GPU plugin; Docker's " +
-			"NVIDIA_VISIBLE_DEVICES holds indices) or `nvidia.com/gpu` (the pluggable device framework; minor numbers). " +
+		Doc: "GPU driver: the YARN resource whose NodeManager assignment is read: `yarn.io/gpu` (YARN's GPU plugin) or " +
+			"`nvidia.com/gpu` (the pluggable device framework's NVIDIA plugin: its devices are matched by PCI bus id). " +
 			"Unset: the resource's yarn.config-key when it is one of them, else yarn.io/gpu.",
 	})
 	yarnCAParam = driver.Declare(driver.Param{

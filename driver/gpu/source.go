@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -25,10 +23,8 @@ type autoSource struct {
 	units   unitOptions
 	nvmlLib string // the nvml.library param, for DeviceCacheKey
 	log     logrus.FieldLogger
-	// visibleByMinor: NVIDIA_VISIBLE_DEVICES numbers are minor numbers
-	// (YARN's nvidia.com/gpu plugin under Docker), learnt through minors.
-	visibleByMinor bool
-	minors         *minorFiller
+	// minors learns InfoMinor where the source does not give it.
+	minors *minorFiller
 	// needMinors: every listing carries InfoMinor (in a YARN container).
 	needMinors bool
 }
@@ -43,12 +39,14 @@ func (a *autoSource) DeviceCacheKey() string {
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	key := fmt.Sprintf("xres.gpu source=%s smi=%s nvml=%s units=%+v PATH=%s LD_LIBRARY_PATH=%s %s=%s by-minor=%t minors=%t",
-		a.source, a.smi, a.nvmlLib, a.units, getenv("PATH"), getenv("LD_LIBRARY_PATH"), EnvNvidiaVisibleDevices, getenv(EnvNvidiaVisibleDevices), a.visibleByMinor, a.needMinors)
+	key := fmt.Sprintf("xres.gpu source=%s smi=%s nvml=%s units=%+v PATH=%s LD_LIBRARY_PATH=%s %s=%s minors=%t",
+		a.source, a.smi, a.nvmlLib, a.units, getenv("PATH"), getenv("LD_LIBRARY_PATH"), EnvNvidiaVisibleDevices, getenv(EnvNvidiaVisibleDevices), a.needMinors)
 	if a.needMinors {
-		// Under YARN's cgroup isolation each container sees its own GPUs:
-		// containers share a listing only within one devices cgroup.
-		key += " cgroup=" + devicesCgroup()
+		// In a YARN container: under YARN's isolation (a devices cgroup,
+		// a container runtime) each container sees its own GPUs, so a
+		// listing is shared only within the container (the bridge's
+		// calls, --per-device restarts).
+		key += " container=" + getenv(EnvContainerID)
 	}
 	return key
 }
@@ -73,29 +71,7 @@ func (a *autoSource) Enumerate(ctx context.Context) ([]driver.Device, error) {
 			driver.LoggerOrDiscard(a.log).WithError(err).Debug("minor numbers unknown")
 		}
 	}
-	v := getenv(EnvNvidiaVisibleDevices)
-	if a.visibleByMinor && numericList(v) {
-		// YARN's nvidia.com/gpu plugin names the container's GPUs by minor number.
-		if devs, err = a.minors.fill(ctx, devs); err != nil {
-			return nil, err
-		}
-		return visibleSetBy(devs, v, true, driver.LoggerOrDiscard(a.log)), nil
-	}
-	return visibleSet(devs, v, driver.LoggerOrDiscard(a.log)), nil
-}
-
-// numericList: v is a comma-separated list of numbers.
-func numericList(v string) bool {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return false
-	}
-	for _, f := range strings.Split(v, ",") {
-		if _, err := strconv.Atoi(strings.TrimSpace(f)); err != nil {
-			return false
-		}
-	}
-	return true
+	return visibleSet(devs, getenv(EnvNvidiaVisibleDevices), driver.LoggerOrDiscard(a.log)), nil
 }
 
 func (a *autoSource) enumerate(ctx context.Context) ([]driver.Device, error) {
@@ -119,29 +95,4 @@ func (a *autoSource) enumerate(ctx context.Context) ([]driver.Device, error) {
 		return nil, fmt.Errorf("%w (%v)", ErrNoGPUSource, err)
 	}
 	return (&smiEnumerator{path: path, timeout: a.timeout, units: a.units, log: a.log}).Enumerate(ctx)
-}
-
-// devicesCgroup is this process's devices cgroup (v1), else its unified
-// cgroup (v2): "" where /proc/self/cgroup cannot be read.
-func devicesCgroup() string {
-	b, err := os.ReadFile("/proc/self/cgroup")
-	if err != nil {
-		return ""
-	}
-	unified := ""
-	for _, line := range strings.Split(string(b), "\n") {
-		parts := strings.SplitN(line, ":", 3)
-		if len(parts) != 3 {
-			continue
-		}
-		for _, c := range strings.Split(parts[1], ",") {
-			if c == "devices" {
-				return parts[2]
-			}
-		}
-		if parts[0] == "0" && parts[1] == "" {
-			unified = parts[2]
-		}
-	}
-	return unified
 }

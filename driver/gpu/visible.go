@@ -1,7 +1,6 @@
 package gpu
 
 import (
-	"strconv"
 	"strings"
 
 	"github.com/sirupsen/logrus"
@@ -28,13 +27,6 @@ const EnvNvidiaVisibleDevices = "NVIDIA_VISIBLE_DEVICES"
 //	                     sees the container's view (renumbered from 0):
 //	                     every device; otherwise the devices of those indices
 func visibleSet(devs []driver.Device, v string, log logrus.FieldLogger) []driver.Device {
-	return visibleSetBy(devs, v, false, log)
-}
-
-// visibleSetBy is visibleSet where numbers are minor numbers (byMinor:
-// what the pluggable device framework's nvidia.com/gpu plugin writes)
-// instead of indices; the devices must carry InfoMinor.
-func visibleSetBy(devs []driver.Device, v string, byMinor bool, log logrus.FieldLogger) []driver.Device {
 	v = strings.TrimSpace(v)
 	switch strings.ToLower(v) {
 	case "", "all":
@@ -65,12 +57,6 @@ func visibleSetBy(devs []driver.Device, v string, byMinor bool, log logrus.Field
 		gpuIndex, gpuUUID := d.Info["index"], d.Info["uuid"]
 		if d.Parent != "" {
 			gpuIndex, gpuUUID = d.Info["gpu.index"], d.Info["gpu.uuid"]
-		}
-		if byMinor {
-			gpuIndex = "minor:"
-			if m, ok := minorOf(d); ok {
-				gpuIndex = strconv.Itoa(m)
-			}
 		}
 		if containerView || want[d.Info["uuid"]] || want[gpuUUID] || want[gpuIndex] {
 			d.Info = d.Info.Clone()

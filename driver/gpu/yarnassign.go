@@ -43,15 +43,21 @@ type yarnAssignment struct {
 	// else host indices (Docker under yarn.io/gpu).
 	byMinor bool
 	ids     []int
-	gpus    []NMGPU // the REST's entries, for messages
-	total   int     // GPUs the NodeManager manages (REST)
-	note    string  // why the REST was not used (Docker fallback)
+	// buses, where the REST gives them (the device framework's busID),
+	// are what the GPUs are matched by: YARN's NvidiaGPUPluginForRuntimeV2
+	// records nvidia-smi's index as the "minor number".
+	buses []string
+	gpus  []NMGPU // the REST's entries, for messages
+	total int     // GPUs the NodeManager manages (REST)
+	note  string  // why the REST was not used (Docker fallback)
 }
 
 func (a *yarnAssignment) describe() string {
 	parts := make([]string, len(a.ids))
 	for i, id := range a.ids {
 		switch {
+		case len(a.buses) > 0:
+			parts[i] = fmt.Sprintf("bus %s (index %d)", a.buses[i], id)
 		case a.source == fromREST && a.gpus[i].Index >= 0:
 			parts[i] = fmt.Sprintf("minor %d (index %d)", id, a.gpus[i].Index)
 		case a.byMinor:
@@ -189,8 +195,19 @@ func (y *yarnLookup) resolve(ctx context.Context) (*yarnAssignment, driver.NodeA
 		return a.Minor - b.Minor
 	})
 	a := &yarnAssignment{source: fromREST, resource: y.yarnName, url: ans.url, byMinor: true, gpus: mine, total: len(info.Total)}
+	if y.yarnName == YarnNvidiaGPU {
+		// The device framework's NVIDIA plugin takes nvidia-smi's index
+		// for the minor number; its busID is the GPU's PCI address.
+		a.byMinor = false
+	}
 	for _, g := range mine {
 		a.ids = append(a.ids, g.Minor)
+		if g.BusID != "" && len(a.buses) == len(a.ids)-1 {
+			a.buses = append(a.buses, g.BusID)
+		}
+	}
+	if len(a.buses) != len(a.ids) {
+		a.buses = nil
 	}
 	na.Mode, na.Total, na.Assigned = driver.NodeModePlugin, a.total, strings.Split(a.describe(), ", ")
 	if len(mine) == 0 {
@@ -199,14 +216,22 @@ func (y *yarnLookup) resolve(ctx context.Context) (*yarnAssignment, driver.NodeA
 	if _, docker := y.dockerIDs(); docker {
 		na.Mode = driver.NodeModeDocker
 	}
-	na.Action = "the GPUs YARN assigned to " + container + " (" + a.describe() + "), matched by minor number, named by uuid and recorded in the host state"
+	by := "minor number"
+	if len(a.buses) > 0 {
+		by = "PCI bus id"
+	} else if !a.byMinor {
+		by = "index"
+	}
+	na.Action = "the GPUs YARN assigned to " + container + " (" + a.describe() + "), matched by " + by + ", named by uuid and recorded in the host state"
 	return a, na, nil
 }
 
 // unreachable decides what a failed REST call means (see resolve).
 func (y *yarnLookup) unreachable(na driver.NodeAssignment, site siteConf, err error) (*yarnAssignment, driver.NodeAssignment, error) {
 	if ids, ok := y.dockerIDs(); ok {
-		a := &yarnAssignment{source: fromDocker, resource: y.yarnName, byMinor: y.yarnName == YarnNvidiaGPU, ids: ids,
+		// Both YARN plugins write nvidia-smi indices there (the device
+		// framework's NVIDIA plugin calls them minor numbers).
+		a := &yarnAssignment{source: fromDocker, resource: y.yarnName, ids: ids,
 			note: err.Error()}
 		y.log.WithError(err).Warnf("the NodeManager's REST did not answer; using %s=%s", EnvNvidiaVisibleDevices, y.getenv(EnvNvidiaVisibleDevices))
 		na.Mode, na.Assigned, na.Problem = driver.NodeModeDocker, strings.Split(a.describe(), ", "), err.Error()
@@ -296,6 +321,9 @@ func (f *yarnFilter) pick(ctx context.Context, a *yarnAssignment, devs []driver.
 			whole++
 		}
 	}
+	if len(a.buses) > 0 {
+		return pickByBus(a, devs)
+	}
 	if !a.byMinor && whole == len(a.ids) && len(devs) == whole {
 		// The container's own view (Docker renumbers from 0): all of them.
 		return namedByUUID(devs), nil
@@ -326,6 +354,36 @@ func (f *yarnFilter) pick(ctx context.Context, a *yarnAssignment, devs []driver.
 		}
 	}
 	return namedByUUID(out), nil
+}
+
+// pickByBus returns the whole GPUs at a's PCI addresses, in a's order.
+func pickByBus(a *yarnAssignment, devs []driver.Device) ([]driver.Device, error) {
+	var out []driver.Device
+	for _, bus := range a.buses {
+		n := 0
+		for _, d := range devs {
+			if d.Parent == "" && d.Info["pci.bus-id"] != "" && procBusDir(d.Info["pci.bus-id"]) == procBusDir(bus) {
+				out = append(out, d)
+				n++
+			}
+		}
+		if n == 0 {
+			return nil, fmt.Errorf("%w: %s gives this container the GPU at PCI address %s, which this host's discovery does not list (it lists %s)",
+				driver.ErrAssignmentMismatch, a.from(), bus, listedBuses(devs))
+		}
+	}
+	return namedByUUID(out), nil
+}
+
+func listedBuses(devs []driver.Device) string {
+	var parts []string
+	for _, d := range devs {
+		parts = append(parts, d.Info["pci.bus-id"])
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
 }
 
 // idOf is a device's minor number (byMinor) or host index (its GPU's,

@@ -41,7 +41,7 @@ var yarnModes = []yarnMode{
 	{name: "plugin-rest", resource: "yarn.io/gpu", shape: drivertest.ShapeNatural},
 	{name: "isolated", resource: "yarn.io/gpu", shape: drivertest.ShapeJettison, isolated: true},
 	{name: "docker-indices", resource: "yarn.io/gpu", restDown: true, docker: true},
-	{name: "pluggable-minors", resource: "nvidia.com/gpu", shape: drivertest.ShapeDevice, restDown: true, docker: true},
+	{name: "pluggable-docker", resource: "nvidia.com/gpu", shape: drivertest.ShapeDevice, restDown: true, docker: true},
 	{name: "pluggable-rest", resource: "nvidia.com/gpu", shape: drivertest.ShapeDevice, docker: true},
 }
 
@@ -154,15 +154,18 @@ func runYarnRandom(t *testing.T, m yarnMode, n int, seed uint64) (launches, wron
 		if m.docker {
 			ids := make([]string, len(assigned))
 			for i, g := range assigned {
+				// Both plugins write nvidia-smi indices (the device
+				// framework's NVIDIA plugin calls them minor numbers).
 				ids[i] = strconv.Itoa(g.Index)
-				if m.resource == "nvidia.com/gpu" {
-					ids[i] = strconv.Itoa(g.Minor)
-				}
 			}
 			env["NVIDIA_VISIBLE_DEVICES"] = strings.Join(ids, ",")
 		}
 		if m.isolated {
-			env["PATH"] = isolatedBin(t, dir, container, fakebin, assigned, gpus) + ":" + os.Getenv("PATH")
+			// One nvidia-smi for every container, as on a host: what it
+			// lists depends on the container (its devices cgroup), which
+			// nothing in the launcher's environment shows.
+			env["PATH"] = isolatedBin(t, dir, fakebin) + ":" + os.Getenv("PATH")
+			t.Setenv(envTestHide, hiddenFrom(assigned, gpus))
 		}
 		holder := exec.Command("sleep", "600")
 		require.NoError(t, holder.Start())
@@ -198,11 +201,12 @@ func runYarnRandom(t *testing.T, m yarnMode, n int, seed uint64) (launches, wron
 	return launches, wrong, killed
 }
 
-// isolatedBin is a folder whose nvidia-smi is the fake one, less the GPUs
-// a devices cgroup would keep the container off (every GPU not assigned to
-// it): as nvidia-smi inside such a container lists only its own.
-func isolatedBin(t *testing.T, dir, container, fakebin string, assigned, all []drivertest.NMGPU) string {
-	t.Helper()
+// envTestHide names the GPUs (uuids) the isolated nvidia-smi leaves out.
+const envTestHide = "XRES_TEST_HIDE_UUIDS"
+
+// hiddenFrom is every GPU not assigned to the container: what a devices
+// cgroup keeps it off.
+func hiddenFrom(assigned, all []drivertest.NMGPU) string {
 	mine := map[drivertest.NMGPU]bool{}
 	for _, g := range assigned {
 		mine[g] = true
@@ -213,10 +217,21 @@ func isolatedBin(t *testing.T, dir, container, fakebin string, assigned, all []d
 			hide = append(hide, fakeUUIDOf(g.Index))
 		}
 	}
-	bin := filepath.Join(dir, "bin-"+container)
+	return strings.Join(hide, " ")
+}
+
+// isolatedBin is a folder whose nvidia-smi is the fake one, less the GPUs
+// named in $XRES_TEST_HIDE_UUIDS: as nvidia-smi inside a container under
+// a devices cgroup lists only its own.
+func isolatedBin(t *testing.T, dir, fakebin string) string {
+	t.Helper()
+	bin := filepath.Join(dir, "bin-isolated")
+	if _, err := os.Stat(filepath.Join(bin, "nvidia-smi")); err == nil {
+		return bin
+	}
 	require.NoError(t, os.MkdirAll(bin, 0o755))
 	script := `#!/bin/sh
-"` + fakebin + `/nvidia-smi" "$@" | awk -v hide="` + strings.Join(hide, " ") + `" '
+"` + fakebin + `/nvidia-smi" "$@" | awk -v hide="$` + envTestHide + `" '
 BEGIN { n = split(hide, h, " "); for (i = 1; i <= n; i++) H[h[i]] = 1 }
 /<gpu id=/ { inblk = 1; blk = $0 "\n"; skip = 0; next }
 inblk { blk = blk $0 "\n"; for (u in H) if (index($0, u)) skip = 1; if ($0 ~ /<\/gpu>/) { if (!skip) printf "%s", blk; inblk = 0 }; next }

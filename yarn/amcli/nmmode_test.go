@@ -65,3 +65,14 @@ func TestParseNodeResource(t *testing.T) {
 	_, _, _, err := parseNodeResource([]byte(`[`))
 	require.Error(t, err)
 }
+
+func FuzzParseNodeResource(f *testing.F) {
+	f.Add([]byte(`{"nmGpuResourceInfo":{"totalGpuDevices":{"index":"0","minorNumber":"0"}}}`))
+	f.Add([]byte(`{"totalDevices":[],"assignedDevices":[{"containerId":"c"}]}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		plugin, assigned, total, err := parseNodeResource(b)
+		if err == nil && !plugin && (assigned != 0 || total != 0) {
+			t.Fatalf("counts without a plugin: %d %d", assigned, total)
+		}
+	})
+}
