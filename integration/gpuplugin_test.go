@@ -129,9 +129,10 @@ func nmGPUs(ctx context.Context, c *harness.Cluster, n int, resource string) (to
 }
 
 // gpuClusterFor is a one-NodeManager cluster with 4 GPUs in mode: the suite's
-// when it runs in that mode, else an extra one.
+// when it is one, else an extra one.
 func gpuClusterFor(t *testing.T, mode string) *harness.Cluster {
-	if c := harness.Get(t); c.Env["XRES_GPU_MODE"] == mode && c.Env["XRES_NODEMANAGERS"] == "1" {
+	if c := harness.Get(t); c.Env["XRES_GPU_MODE"] == mode && c.Env["XRES_NODEMANAGERS"] == "1" &&
+		len(strings.Split(c.Env["XRES_GPU_MINORS"], ",")) == 4 {
 		return c
 	}
 	settings := map[string]string{
