@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -395,6 +396,16 @@ func testYARNAssignedGPUs(t *testing.T, mode string) {
 			require.Equal(t, held[container][0], hi, "DistributedShell container %s sees %s", container, uuid)
 		}
 	}
+
+	// am resources reads the same REST: this NodeManager assigns, all 4 GPUs held now.
+	amPath, _ := amBins(t)
+	rctx, rcancel := context.WithTimeout(ctx, time.Minute)
+	defer rcancel()
+	rc := exec.CommandContext(rctx, amPath, "resources", "--conf", cfg)
+	rc.Env = append(os.Environ(), "HADOOP_CONF_DIR="+c.ConfDir, "HADOOP_USER_NAME="+c.User)
+	rout, _ := rc.CombinedOutput()
+	require.Regexp(t, `(?m)^  `+regexp.QuoteMeta(c.Env["XRES_NM0_ID"])+` +`+regexp.QuoteMeta(resource)+` +plugin +4 of 4 `, string(rout),
+		"am resources: the NodeManager's mode")
 
 	require.NoError(t, os.WriteFile(release, nil, 0o644))
 	code := p.wait(t)
