@@ -560,6 +560,9 @@ public final class Main {
         "yarn.nodemanager.delete.debug-delay-sec", "yarn.log-aggregation-enable",
         "yarn.nodemanager.remote-app-log-dir", "yarn.nodemanager.log-aggregation.compression-type",
         "yarn.timeline-service.enabled", "yarn.http.policy",
+        // GPU plugin modes: what a NodeManager host's yarn-site.xml says (a launcher reads it when the
+        // NodeManager's REST cannot answer)
+        "yarn.nodemanager.resource-plugins", "yarn.nodemanager.pluggable-device-framework.enabled",
         // secure profile only (absent otherwise): the principals clients check the servers against
         "yarn.resourcemanager.principal", "yarn.nodemanager.principal",
         "yarn.resourcemanager.webapp.spnego-principal"));
