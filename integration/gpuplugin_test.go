@@ -7,8 +7,9 @@ package integration
 // GPU resource plugin, whose GpuResourceAllocator gives each container its GPUs
 // and reports them on the NodeManager's REST API. Hadoop's own DistributedShell
 // and an xres application run at once on one NodeManager with 4 GPUs whose
-// index and minor number differ; every GPU an xres worker is told to use
-// (CUDA_VISIBLE_DEVICES) must be one YARN assigned to that worker's container.
+// index and minor number differ (or on 2 NodeManagers, fake hosts, of 2);
+// every GPU an xres worker is told to use (CUDA_VISIBLE_DEVICES) must be one
+// YARN assigned to that worker's container.
 
 import (
 	"context"
@@ -31,11 +32,12 @@ import (
 )
 
 // gpuPluginModes are the modes TestYARNAssignedGPUs runs (XRES_GPUPLUGIN_MODES
-// picks some, e.g. "isolated").
-var gpuPluginModes = []string{"plugin", "isolated", "docker", "pluggable"}
+// picks some, e.g. "isolated"); "-2nm": on 2 NodeManagers (fake hosts) of 2 GPUs.
+var gpuPluginModes = []string{"plugin", "isolated", "docker", "pluggable", "plugin-2nm"}
 
 // nmGPU is one GPU as the NodeManager's REST API reports it.
 type nmGPU struct {
+	Host        int    // the NodeManager (fake host)
 	HostIndex   int    // the fake host's index of the GPU
 	MinorNumber int    // the minor number YARN reports
 	ContainerID string // for an assigned one
@@ -129,17 +131,17 @@ func nmGPUs(ctx context.Context, c *harness.Cluster, n int, resource string) (to
 	return total, assigned, nil
 }
 
-// gpuClusterFor is a one-NodeManager cluster with 4 GPUs in mode: the suite's
-// when it is one, else an extra one.
-func gpuClusterFor(t *testing.T, mode string) *harness.Cluster {
-	if c := harness.Get(t); c.Env["XRES_GPU_MODE"] == mode && c.Env["XRES_NODEMANAGERS"] == "1" &&
-		len(strings.Split(c.Env["XRES_GPU_MINORS"], ",")) == 4 {
+// gpuClusterFor is a cluster in mode with nms NodeManagers of 4/nms GPUs each:
+// the suite's when it is one, else an extra one.
+func gpuClusterFor(t *testing.T, mode string, nms int) *harness.Cluster {
+	if c := harness.Get(t); c.Env["XRES_GPU_MODE"] == mode && c.Env["XRES_NODEMANAGERS"] == strconv.Itoa(nms) &&
+		len(strings.Split(c.Env["XRES_GPU_MINORS"], ",")) == 4/nms {
 		return c
 	}
 	settings := map[string]string{
 		"XRES_MINICLUSTER_GPU_MODE":     mode,
-		"XRES_MINICLUSTER_NODEMANAGERS": "1",
-		"XRES_MINICLUSTER_GPUS":         "4",
+		"XRES_MINICLUSTER_NODEMANAGERS": strconv.Itoa(nms),
+		"XRES_MINICLUSTER_GPUS":         strconv.Itoa(4 / nms),
 	}
 	if mode == "pluggable" {
 		// NvidiaGPUPluginForRuntimeV2 takes nvidia-smi's index for the minor number and
@@ -207,13 +209,23 @@ func readViews(dir, kind string) (map[string]containerView, error) {
 	return out, nil
 }
 
-// hostIndexOfUUID is the host index in a fake GPU's UUID
-// (GPU-00000000-0000-4000-8000-<host:4><index:8>, driver/gpu/testdata/fake-nvidia-smi).
-func hostIndexOfUUID(uuid string) (int, error) {
-	if len(uuid) < 8 || !strings.HasPrefix(uuid, "GPU-00000000-0000-4000-8000-") {
-		return 0, fmt.Errorf("not a fake GPU's UUID: %q", uuid)
+// gpuOfUUID is the fake host (NodeManager) and host index in a fake GPU's UUID
+// (GPU-00000000-0000-4000-8000-<host:4><index:8>, driver/gpu/testdata/fake-nvidia-smi),
+// as "host/index".
+func gpuOfUUID(uuid string) (string, int, error) {
+	const prefix = "GPU-00000000-0000-4000-8000-"
+	if len(uuid) != len(prefix)+12 || !strings.HasPrefix(uuid, prefix) {
+		return "", 0, fmt.Errorf("not a fake GPU's UUID: %q", uuid)
 	}
-	return strconv.Atoi(uuid[len(uuid)-8:])
+	host, err := strconv.Atoi(uuid[len(prefix) : len(prefix)+4])
+	if err != nil {
+		return "", 0, fmt.Errorf("fake GPU's UUID %q: %w", uuid, err)
+	}
+	ix, err := strconv.Atoi(uuid[len(prefix)+4:])
+	if err != nil {
+		return "", 0, fmt.Errorf("fake GPU's UUID %q: %w", uuid, err)
+	}
+	return fmt.Sprintf("%d/%d", host, ix), ix, nil
 }
 
 // startDShell runs Hadoop's DistributedShell with n containers of one GPU each,
@@ -259,22 +271,49 @@ func startDShell(t *testing.T, ctx context.Context, c *harness.Cluster, n int, r
 
 // TestYARNAssignedGPUs: per GPU plugin mode, DistributedShell's 2 containers
 // take 2 of the NodeManager's 4 GPUs (YARN assigns the first free ones), then
-// an xres application's 2 workers start on the same NodeManager. Each xres
-// worker's CUDA_VISIBLE_DEVICES must name exactly the GPU YARN assigned its
-// container (NodeManager REST, matched by minor number through the UUID), and
-// no GPU may be used by two containers.
+// an xres application's 2 workers start on the same NodeManager ("-2nm": the
+// same over 2 NodeManagers of 2 GPUs). Each xres worker's CUDA_VISIBLE_DEVICES
+// must name exactly the GPU YARN assigned its container (NodeManager REST; the
+// GPU identified through its UUID, which names the fake host and index), no
+// GPU may be used by two containers, am resources must report the
+// NodeManagers' assignment, and YARN must free every GPU at the end.
 func TestYARNAssignedGPUs(t *testing.T) {
 	modes := gpuPluginModes
 	if v := os.Getenv("XRES_GPUPLUGIN_MODES"); v != "" {
 		modes = strings.Split(v, ",")
 	}
-	for _, mode := range modes {
-		t.Run(mode, func(t *testing.T) { testYARNAssignedGPUs(t, mode) })
+	for _, m := range modes {
+		// "<mode>-2nm": 2 NodeManagers of 2 GPUs (2 fake hosts) instead of 1 of 4.
+		mode, nms := m, 1
+		if before, ok := strings.CutSuffix(m, "-2nm"); ok {
+			mode, nms = before, 2
+		}
+		t.Run(m, func(t *testing.T) { testYARNAssignedGPUs(t, mode, nms) })
 	}
 }
 
-func testYARNAssignedGPUs(t *testing.T, mode string) {
-	c := gpuClusterFor(t, mode)
+// allGPUs is every NodeManager's GPUs and assigned GPUs, keyed "host/index".
+func allGPUs(ctx context.Context, c *harness.Cluster, nms int, resource string) (total map[string]nmGPU, assigned []nmGPU, byNode map[int][2]int, err error) {
+	total, byNode = map[string]nmGPU{}, map[int][2]int{}
+	for n := 0; n < nms; n++ {
+		tot, as, err := nmGPUs(ctx, c, n, resource)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		for _, g := range tot {
+			total[fmt.Sprintf("%d/%d", n, g.HostIndex)] = g
+		}
+		for _, g := range as {
+			g.Host = n
+			assigned = append(assigned, g)
+		}
+		byNode[n] = [2]int{len(as), len(tot)}
+	}
+	return total, assigned, byNode, nil
+}
+
+func testYARNAssignedGPUs(t *testing.T, mode string, nms int) {
+	c := gpuClusterFor(t, mode, nms)
 	require.Equal(t, mode, c.Env["XRES_GPU_MODE"], "cluster's GPU mode")
 	resource := gpuResource(mode)
 	minors := strings.Split(c.Env["XRES_GPU_MINORS"], ",") // by host index
@@ -285,9 +324,9 @@ func testYARNAssignedGPUs(t *testing.T, mode string) {
 	t.Cleanup(func() { _ = os.WriteFile(release, nil, 0o644) })
 	path := fakeBinDir(t) + ":/usr/local/bin:/usr/bin:/bin"
 
-	total, assigned, err := nmGPUs(ctx, c, 0, resource)
+	total, assigned, _, err := allGPUs(ctx, c, nms, resource)
 	require.NoError(t, err)
-	require.Len(t, total, len(minors), "NodeManager's %s devices", resource)
+	require.Len(t, total, nms*len(minors), "NodeManagers' %s devices", resource)
 	for _, g := range total {
 		if resource == "yarn.io/gpu" {
 			require.Equal(t, minors[g.HostIndex], strconv.Itoa(g.MinorNumber), "minor number of GPU index %d", g.HostIndex)
@@ -302,7 +341,7 @@ func testYARNAssignedGPUs(t *testing.T, mode string) {
 	c.KeepAppLogs(t, ds)
 	killOnCleanup(t, c, ds, release)
 	eventually(t, 3*time.Minute, "DistributedShell's 2 containers hold a GPU each and ran", func() (bool, string) {
-		_, a, err := nmGPUs(ctx, c, 0, resource)
+		_, a, _, err := allGPUs(ctx, c, nms, resource)
 		if err != nil {
 			return false, err.Error()
 		}
@@ -344,20 +383,21 @@ func testYARNAssignedGPUs(t *testing.T, mode string) {
 		return len(views) == 2, fmt.Sprintf("%d workers wrote", len(views))
 	})
 
-	_, assigned, err = nmGPUs(ctx, c, 0, resource)
+	_, assigned, byNode, err := allGPUs(ctx, c, nms, resource)
 	require.NoError(t, err)
-	owner := map[int]string{} // host index → container YARN assigned the GPU to
-	held := map[string][]int{}
+	owner := map[string]string{} // host/index → container YARN assigned the GPU to
+	held := map[string][]string{}
 	for _, g := range assigned {
-		owner[g.HostIndex] = g.ContainerID
-		held[g.ContainerID] = append(held[g.ContainerID], g.HostIndex)
+		k := fmt.Sprintf("%d/%d", g.Host, g.HostIndex)
+		owner[k] = g.ContainerID
+		held[g.ContainerID] = append(held[g.ContainerID], k)
 	}
-	t.Logf("mode %s: YARN's assignment (host index → container): %v; minor numbers by index: %v", mode, owner, minors)
-	used := map[int]string{} // host index → xres worker using it
+	t.Logf("mode %s: YARN's assignment (NodeManager/index → container): %v; minor numbers by index: %v", mode, owner, minors)
+	used := map[string]string{} // host/index → xres worker using it
 	for container, v := range views {
 		require.NotEmpty(t, v.cuda, "xres worker %s: no CUDA_VISIBLE_DEVICES (it sees %v)", container, v.view)
 		require.Len(t, held[container], 1, "YARN's GPUs for xres worker %s (assigned: %+v)", container, assigned)
-		var got []int
+		var got []string
 		for _, dev := range strings.Split(v.cuda, ",") {
 			uuid := dev
 			if !strings.HasPrefix(dev, "GPU-") {
@@ -366,18 +406,19 @@ func testYARNAssignedGPUs(t *testing.T, mode string) {
 				uuid, ok = v.view[dev]
 				require.True(t, ok, "xres worker %s: CUDA_VISIBLE_DEVICES=%s names index %s, which its nvidia-smi does not list (%v)", container, v.cuda, dev, v.view)
 			}
-			hi, err := hostIndexOfUUID(uuid)
+			k, hi, err := gpuOfUUID(uuid)
 			require.NoError(t, err, "xres worker %s", container)
 			require.Less(t, hi, len(minors), "xres worker %s: GPU %s", container, uuid)
-			got = append(got, hi)
-			require.Equal(t, container, owner[hi],
-				"mode %s: xres worker %s uses the GPU of host index %d (minor %s, %s), which YARN assigned to %q",
-				mode, container, hi, minors[hi], uuid, owner[hi])
-			require.Empty(t, used[hi], "GPU of host index %d used by both %s and %s", hi, used[hi], container)
-			used[hi] = container
+			got = append(got, k)
+			require.Equal(t, container, owner[k],
+				"mode %s: xres worker %s uses the GPU %s (NodeManager/index; minor %s, %s), which YARN assigned to %q",
+				mode, container, k, minors[hi], uuid, owner[k])
+			require.Empty(t, used[k], "GPU %s used by both %s and %s", k, used[k], container)
+			used[k] = container
 		}
-		sort.Ints(got)
-		require.Equal(t, held[container], got, "xres worker %s: its GPUs (host indices) vs YARN's assignment", container)
+		sort.Strings(got)
+		sort.Strings(held[container])
+		require.Equal(t, held[container], got, "xres worker %s: its GPUs (NodeManager/index) vs YARN's assignment", container)
 	}
 	// DistributedShell's containers see exactly their own GPU where something
 	// isolates them (isolated, docker, pluggable), every GPU otherwise.
@@ -391,9 +432,9 @@ func testYARNAssignedGPUs(t *testing.T, mode string) {
 		}
 		require.Len(t, v.view, 1, "DistributedShell container %s sees only its GPU", container)
 		for _, uuid := range v.view {
-			hi, err := hostIndexOfUUID(uuid)
+			k, _, err := gpuOfUUID(uuid)
 			require.NoError(t, err)
-			require.Equal(t, held[container][0], hi, "DistributedShell container %s sees %s", container, uuid)
+			require.Equal(t, held[container][0], k, "DistributedShell container %s sees %s", container, uuid)
 		}
 	}
 
@@ -404,15 +445,17 @@ func testYARNAssignedGPUs(t *testing.T, mode string) {
 	rc := exec.CommandContext(rctx, amPath, "resources", "--conf", cfg)
 	rc.Env = append(os.Environ(), "HADOOP_CONF_DIR="+c.ConfDir, "HADOOP_USER_NAME="+c.User)
 	rout, _ := rc.CombinedOutput()
-	require.Regexp(t, `(?m)^  `+regexp.QuoteMeta(c.Env["XRES_NM0_ID"])+` +`+regexp.QuoteMeta(resource)+` +plugin +4 of 4 `, string(rout),
-		"am resources: the NodeManager's mode")
+	for n := 0; n < nms; n++ {
+		require.Regexp(t, fmt.Sprintf(`(?m)^  %s +%s +plugin +%d of %d `, regexp.QuoteMeta(c.Env[fmt.Sprintf("XRES_NM%d_ID", n)]),
+			regexp.QuoteMeta(resource), byNode[n][0], byNode[n][1]), string(rout), "am resources: NodeManager %d's mode", n)
+	}
 
 	require.NoError(t, os.WriteFile(release, nil, 0o644))
 	code := p.wait(t)
 	require.Equal(t, 0, code, "am submit exit code\n%s", p.output())
 	// YARN frees the GPUs when the containers end.
 	eventually(t, 2*time.Minute, "YARN frees every GPU once both applications ended", func() (bool, string) {
-		_, a, err := nmGPUs(ctx, c, 0, resource)
+		_, a, _, err := allGPUs(ctx, c, nms, resource)
 		if err != nil {
 			return false, err.Error()
 		}
