@@ -113,7 +113,7 @@ const dshellMain = "io.xres.dsbench.Main"
 // dsbenchCmd builds integration/dsbench (mavenBuild) when its jar is missing, older than its
 // sources or its class path names a jar that is gone (offline first, from
 // ~/.m2), and returns the java command prefix and the DistributedShell jar.
-func dsbenchCmd(b *testing.B) (cmd []string, dsJar string) {
+func dsbenchCmd(b testing.TB) (cmd []string, dsJar string) {
 	dir, entries := mavenBuild(b, "dsbench", "xres-dsbench-0.1.0.jar")
 	jar := filepath.Join(dir, "target", "xres-dsbench-0.1.0.jar")
 	for _, e := range entries {

@@ -61,6 +61,15 @@
 #                               604800000, 7 days; at least 10000): an HDFS delegation token's max life
 #   XRES_MINICLUSTER_DT_RENEW_INTERVAL_MS dfs.namenode.delegation.token.renew-interval (unset: Hadoop's
 #                               86400000, 1 day; at least 10000): how long a token lives unrenewed
+#   XRES_MINICLUSTER_GPU_MODE   counted (default: yarn.io/gpu is a number per NodeManager), plugin
+#                               (YARN's GPU plugin assigns GPUs; fake nvidia-smi discovery), isolated
+#                               (plugin + simulated devices cgroup), docker (plugin + the Docker
+#                               runtime's NVIDIA_VISIBLE_DEVICES, simulated), pluggable (nvidia.com/gpu
+#                               of the pluggable device framework, Docker runtime); see the README
+#   XRES_MINICLUSTER_GPU_MINORS plugin modes: minor numbers of GPU index 0,1,... per NodeManager
+#                               (default: index k has minor 2*((k+1) mod GPUs), e.g. 2,0)
+#   XRES_FAKE_NVIDIA_SMI        plugin modes: the fake nvidia-smi (default: the repository's
+#                               driver/gpu/testdata/fake-nvidia-smi)
 #   XRES_MINICLUSTER_VERB_TIMEOUT seconds a fault verb may take (default 200)
 #   XRES_MINICLUSTER_HTTP_POLICY HTTP_ONLY (default) or HTTPS_ONLY: yarn.http.policy; HTTPS with a
 #                               self-signed certificate (its PEM: XRES_SSL_CERT in cluster.env)
@@ -298,6 +307,11 @@ check_settings() {
   [[ ${XRES_MINICLUSTER_RM_SCHEDULING_WAIT_MS:-10000} =~ ^[0-9]+$ ]] || die "XRES_MINICLUSTER_RM_SCHEDULING_WAIT_MS=$XRES_MINICLUSTER_RM_SCHEDULING_WAIT_MS: want milliseconds"
   [[ ${XRES_MINICLUSTER_DT_MAX_LIFETIME_MS:-0} =~ ^[0-9]+$ ]] || die "XRES_MINICLUSTER_DT_MAX_LIFETIME_MS=$XRES_MINICLUSTER_DT_MAX_LIFETIME_MS: want milliseconds"
   [[ ${XRES_MINICLUSTER_DT_RENEW_INTERVAL_MS:-0} =~ ^[0-9]+$ ]] || die "XRES_MINICLUSTER_DT_RENEW_INTERVAL_MS=$XRES_MINICLUSTER_DT_RENEW_INTERVAL_MS: want milliseconds"
+  case ${XRES_MINICLUSTER_GPU_MODE:-counted} in
+    counted | plugin | isolated | docker | pluggable) ;;
+    *) die "XRES_MINICLUSTER_GPU_MODE=$XRES_MINICLUSTER_GPU_MODE: want counted, plugin, isolated, docker or pluggable" ;;
+  esac
+  [[ ${XRES_MINICLUSTER_GPU_MINORS:-} =~ ^([0-9]+(,[0-9]+)*)?$ ]] || die "XRES_MINICLUSTER_GPU_MINORS=$XRES_MINICLUSTER_GPU_MINORS: want minor numbers such as 2,0"
   [[ $VERB_TIMEOUT =~ ^[0-9]+$ ]] || die "XRES_MINICLUSTER_VERB_TIMEOUT=$VERB_TIMEOUT: want seconds"
   check_cluster_conf
 }
@@ -336,8 +350,12 @@ launcher_args() {
     --log-aggregation="${XRES_MINICLUSTER_LOG_AGGREGATION:-off}"
     --dt-max-lifetime-ms="${XRES_MINICLUSTER_DT_MAX_LIFETIME_MS:-0}"
     --dt-renew-interval-ms="${XRES_MINICLUSTER_DT_RENEW_INTERVAL_MS:-0}"
-    --nm-memory-mb="${XRES_MINICLUSTER_NM_MEMORY_MB:-4096}" --nm-vcores="${XRES_MINICLUSTER_NM_VCORES:-8}")
+    --nm-memory-mb="${XRES_MINICLUSTER_NM_MEMORY_MB:-4096}" --nm-vcores="${XRES_MINICLUSTER_NM_VCORES:-8}"
+    --gpu-mode="${XRES_MINICLUSTER_GPU_MODE:-counted}" --gpu-minors="${XRES_MINICLUSTER_GPU_MINORS:-}")
   ARGS+=(--http-policy="$HTTP_POLICY" --web-proxy="$WEB_PROXY" --amrm-proxy="$AMRM_PROXY")
+  if [[ ${XRES_MINICLUSTER_GPU_MODE:-counted} != counted ]]; then
+    ARGS+=(--fake-nvidia-smi="${XRES_FAKE_NVIDIA_SMI:-$HERE/../../driver/gpu/testdata/fake-nvidia-smi}")
+  fi
   for p in "${PORTS[@]}"; do
     name=${p%%:*}
     ARGS+=("--$name=${p##*:}")

@@ -160,6 +160,16 @@ func TestRunShBadInput(t *testing.T) {
 			want: []string{"is not empty and was not made by run.sh"},
 		},
 		{
+			name: "unknown GPU mode",
+			env:  map[string]string{"XRES_MINICLUSTER_GPU_MODE": "magic"},
+			want: []string{"error: XRES_MINICLUSTER_GPU_MODE=magic: want counted, plugin, isolated, docker or pluggable"},
+		},
+		{
+			name: "bad GPU minor numbers",
+			env:  map[string]string{"XRES_MINICLUSTER_GPU_MODE": "plugin", "XRES_MINICLUSTER_GPU_MINORS": "2;0"},
+			want: []string{"error: XRES_MINICLUSTER_GPU_MINORS=2;0: want minor numbers such as 2,0"},
+		},
+		{
 			name:    "launcher fails",
 			withMvn: true,
 			env:     map[string]string{"FAKE_JAVA_MODE": "fail"},

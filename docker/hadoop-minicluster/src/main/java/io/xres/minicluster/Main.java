@@ -107,6 +107,13 @@ public final class Main {
     // .renew-interval in ms (0: Hadoop's 7 days and 1 day). Short ones let a test outlive a token.
     DEFAULTS.put("dt-max-lifetime-ms", "0");
     DEFAULTS.put("dt-renew-interval-ms", "0");
+    // How the NodeManagers treat yarn.io/gpu: counted, plugin, isolated or docker (see GpuMode).
+    DEFAULTS.put("gpu-mode", "counted");
+    // Plugin modes: the minor numbers of GPU index 0, 1, ... on every NodeManager (default:
+    // index k has minor 2*((k+1) mod --gpus)).
+    DEFAULTS.put("gpu-minors", "");
+    // Plugin modes: the fake nvidia-smi (driver/gpu/testdata/fake-nvidia-smi).
+    DEFAULTS.put("fake-nvidia-smi", "");
   }
 
   /** The smallest AMRMToken rolling interval offered: see amRmRolling. */
@@ -205,6 +212,7 @@ public final class Main {
       throw new IllegalArgumentException("option --log-aggregation=" + opt.get("log-aggregation")
           + ": want off, none or gz");
     }
+    GpuMode.parse(opt, new File("."));
     if (!PROTECTIONS.contains(opt.get("rpc-protection"))) {
       throw new IllegalArgumentException("option --rpc-protection=" + opt.get("rpc-protection")
           + ": want one of " + PROTECTIONS);
@@ -359,6 +367,10 @@ public final class Main {
     conf.set("yarn.resource-types", GPU + "," + FPGA);
     conf.set("yarn.nodemanager.resource-type." + GPU, opt.get("gpus"));
     conf.set("yarn.nodemanager.resource-type." + FPGA, opt.get("fpgas"));
+    GpuMode gpu = GpuMode.parse(opt, work);
+    if (gpu != null) {
+      gpu.configure(conf);
+    }
     Map<String, String> cs = capacityScheduler();
     cs.forEach(conf::set);
     ResourceUtils.resetResourceTypes(conf);
@@ -376,7 +388,7 @@ public final class Main {
     File nmRoot = new File(work, "nodemanagers");
     Yarn yarn = new Yarn(conf, rmIds, hosts, nmRoot, Yarn.parseIndices("label-nodes", opt.get("label-nodes"), nms),
         Yarn.parseIndices("proxied-nodes", opt.get("proxied-nodes"), nms),
-        secure == null && !ClusterConf.https(opt));
+        secure == null && !ClusterConf.https(opt), gpu);
     installShutdownHook(yarn, dfs);
     yarn.start();
     ClusterConf.start(conf);
@@ -405,6 +417,10 @@ public final class Main {
     env.put("XRES_NAMENODE_HTTP", "http://localhost:" + dfs.getNameNode().getHttpAddress().getPort());
     env.put("XRES_NODEMANAGERS", Integer.toString(nms));
     env.put("XRES_RPC_PROTECTION", eff.get("hadoop.rpc.protection"));
+    env.put("XRES_GPU_MODE", opt.get("gpu-mode"));
+    if (gpu != null) {
+      env.put("XRES_GPU_MINORS", gpu.minorList());
+    }
     if (secure != null) {
       env.putAll(secure.env());
     }
@@ -466,7 +482,7 @@ public final class Main {
     out.println("XRES-MINICLUSTER READY conf=" + confDir.getPath()
         + " rm=" + env.get("XRES_RM_WEBAPP_URL") + " nn=" + defaultFS
         + " hadoop=" + VersionInfo.getVersion() + " rpc-protection=" + opt.get("rpc-protection") + " secure=" + (secure != null)
-        + " ha=" + ha + " nodemanagers=" + nms + " admin=" + admin.url() + " seconds=" + env.get("XRES_MINICLUSTER_START_SECONDS"));
+        + " ha=" + ha + " gpu-mode=" + opt.get("gpu-mode") + " nodemanagers=" + nms + " admin=" + admin.url() + " seconds=" + env.get("XRES_MINICLUSTER_START_SECONDS"));
     out.flush();
     stop.await();
     stopAll(yarn, dfs);
@@ -550,6 +566,9 @@ public final class Main {
         "yarn.nodemanager.delete.debug-delay-sec", "yarn.log-aggregation-enable",
         "yarn.nodemanager.remote-app-log-dir", "yarn.nodemanager.log-aggregation.compression-type",
         "yarn.timeline-service.enabled", "yarn.http.policy",
+        // GPU plugin modes: what a NodeManager host's yarn-site.xml says (a launcher reads it when the
+        // NodeManager's REST cannot answer)
+        "yarn.nodemanager.resource-plugins", "yarn.nodemanager.pluggable-device-framework.enabled",
         // secure profile only (absent otherwise): the principals clients check the servers against
         "yarn.resourcemanager.principal", "yarn.nodemanager.principal",
         "yarn.resourcemanager.webapp.spnego-principal"));
@@ -561,7 +580,7 @@ public final class Main {
       }
     }
     Map<String, String> types = new LinkedHashMap<>();
-    types.put("yarn.resource-types", GPU + "," + FPGA);
+    types.put("yarn.resource-types", eff.get("yarn.resource-types", GPU + "," + FPGA));
     writeXml(new File(dir, "core-site.xml"), core);
     writeXml(new File(dir, "hdfs-site.xml"), hdfs);
     writeXml(new File(dir, "yarn-site.xml"), yarn);

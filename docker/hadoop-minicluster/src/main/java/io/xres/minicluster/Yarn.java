@@ -128,6 +128,8 @@ final class Yarn {
   /** Read node and HA states from the RM REST API (false in the secure profile: SPNEGO). */
   private final boolean rest;
   private final ObjectMapper json = new ObjectMapper();
+  /** The GPU plugin modes' per-NodeManager setup (null: counted GPUs). */
+  private final GpuMode gpu;
 
   /**
    * @param base the cluster's configuration (RM addresses, scheduler, resources); with HA it
@@ -135,8 +137,9 @@ final class Yarn {
    * @param nodeHosts one loopback address per NodeManager
    */
   Yarn(YarnConfiguration base, List<String> rmIds, List<String> nodeHosts, File nmRoot, Set<Integer> labelNodes,
-      Set<Integer> proxiedNodes, boolean rest) throws IOException {
+      Set<Integer> proxiedNodes, boolean rest, GpuMode gpu) throws IOException {
     this.base = base;
+    this.gpu = gpu;
     this.labelNodes = labelNodes;
     this.rest = rest;
     for (String id : rmIds) {
@@ -236,6 +239,9 @@ final class Yarn {
     c.setBoolean("yarn.nodemanager.recovery.supervised", true);
     c.set("yarn.nodemanager.recovery.dir", new File(n.dir, "recovery").getPath());
     ClusterConf.node(c, n);
+    if (gpu != null) {
+      gpu.configureNode(c, n.index);
+    }
     NodeManager nm = new NodeManager() {
       @Override
       protected void doSecureLogin() {
