@@ -145,7 +145,7 @@ func ReadRegular(name string, limit int64) ([]byte, error) {
 		return nil, err
 	}
 	if !st.Mode().IsRegular() {
-		return nil, &fs.PathError{Op: "read", Path: name, Err: fmt.Errorf("%w (%s)", ErrNotRegular, describeMode(st.Mode()))}
+		return nil, &fs.PathError{Op: "read", Path: name, Err: fmt.Errorf("%w (%s)", ErrNotRegular, DescribeMode(st.Mode()))}
 	}
 	if st.Size() > limit {
 		return nil, &fs.PathError{Op: "read", Path: name, Err: fmt.Errorf("%w: %d bytes, more than the %d allowed", ErrTooLarge, st.Size(), limit)}
@@ -160,11 +160,13 @@ func ReadRegular(name string, limit int64) ([]byte, error) {
 	return b, nil
 }
 
-// describeMode names a file type for an error.
-func describeMode(m fs.FileMode) string {
+// DescribeMode names a file type for an error ("a FIFO", "a folder", …).
+func DescribeMode(m fs.FileMode) string {
 	switch {
 	case m.IsDir():
 		return "a folder"
+	case m&fs.ModeSymlink != 0:
+		return "a symbolic link"
 	case m&fs.ModeNamedPipe != 0:
 		return "a FIFO"
 	case m&fs.ModeSocket != 0:

@@ -865,7 +865,7 @@ func (h *Host) writeOnce(b []byte) error {
 	// file missing or ours, but a non-regular file (a device, a FIFO) or a
 	// folder put there since is never replaced.
 	if li, err := os.Lstat(h.state); err == nil && !li.Mode().IsRegular() && li.Mode()&os.ModeSymlink == 0 {
-		return fmt.Errorf("%w: coordination state %s is not a regular file (%s): xres never replaces one", ErrUnsafeFile, h.state, fileKind(li.Mode()))
+		return fmt.Errorf("%w: coordination state %s is not a regular file (%s): xres never replaces one", ErrUnsafeFile, h.state, localfile.DescribeMode(li.Mode()))
 	}
 	if err := os.Rename(tmpName, h.state); err != nil {
 		if _, statErr := os.Lstat(tmpName); errors.Is(err, os.ErrNotExist) && errors.Is(statErr, os.ErrNotExist) {

@@ -72,28 +72,10 @@ func openRegular(what, path string, flag int, perm fs.FileMode) (*os.File, error
 	}
 	if !fi.Mode().IsRegular() {
 		_ = f.Close()
-		return nil, fmt.Errorf("%w: %s %s is not a regular file (%s): xres never reads or writes one; name a file of its own", ErrUnsafeFile, what, path, fileKind(fi.Mode()))
+		return nil, fmt.Errorf("%w: %s %s is not a regular file (%s): xres never reads or writes one; name a file of its own", ErrUnsafeFile, what, path, localfile.DescribeMode(fi.Mode()))
 	}
 	// O_NONBLOCK stays: it changes nothing for a regular file.
 	return f, nil
-}
-
-func fileKind(m fs.FileMode) string {
-	switch {
-	case m&fs.ModeNamedPipe != 0:
-		return "a FIFO"
-	case m&fs.ModeCharDevice != 0:
-		return "a character device"
-	case m&fs.ModeDevice != 0:
-		return "a block device"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
-	case m.IsDir():
-		return "a folder"
-	case m&fs.ModeSymlink != 0:
-		return "a symbolic link"
-	}
-	return m.Type().String()
 }
 
 // readAllBounded reads f to its end, at most limit bytes (more is an
