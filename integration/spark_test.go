@@ -108,6 +108,14 @@ func runSparkJob(t *testing.T, discovery string, files []string, env map[string]
 	for k, v := range env {
 		confs["spark.executorEnv."+k] = v
 	}
+	// SparkSubmit runs here without Spark's launcher scripts, which would put
+	// HADOOP_CONF_DIR on its class path: its client is told the RM this cluster
+	// runs (Hadoop's default 0.0.0.0:8032 is right only on the default ports).
+	// Its AM reads the cluster's files, which SparkSubmit ships from
+	// HADOOP_CONF_DIR (__spark_conf__/__hadoop_conf__).
+	if rm := c.Env["XRES_RM_ADDRESS"]; rm != "" {
+		confs["spark.hadoop.yarn.resourcemanager.address"] = rm
+	}
 	keys := make([]string, 0, len(confs))
 	for k := range confs {
 		keys = append(keys, k)
