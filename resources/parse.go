@@ -244,8 +244,8 @@ func IsSafeName(name string) bool {
 
 // EnvToken is a resource name (or property key) as it appears in the
 // worker's XRES_RESOURCE_<NAME>_<KEY> variables: upper-cased, every
-// character other than A-Z and 0-9 replaced by '_' (driver.EnvToken's
-// rule, which the launcher uses).
+// character other than A-Z and 0-9 replaced by '_' (the launcher's
+// rule: driver.EnvToken calls this one).
 func EnvToken(s string) string {
 	var b strings.Builder
 	for _, r := range strings.ToUpper(s) {
