@@ -1,11 +1,11 @@
 // Command gendoc writes the configuration reference generated from the
 // options declared in package conf and the params every built-in driver
 // declares (driver.Declare; linked here through driver/builtin) into
-// README.md, between the
+// docs/configuration.md, between the
 // <!-- BEGIN CONFIG TABLE --> and <!-- END CONFIG TABLE --> markers.
 //
-//	go run ./conf/cmd/gendoc               # rewrite README.md
-//	go run ./conf/cmd/gendoc -check        # exit 1 when README.md is stale
+//	go run ./conf/cmd/gendoc               # rewrite docs/configuration.md
+//	go run ./conf/cmd/gendoc -check        # exit 1 when docs/configuration.md is stale
 //	go run ./conf/cmd/gendoc -print        # print the table only
 package main
 
@@ -21,7 +21,7 @@ import (
 )
 
 func main() {
-	readme := flag.String("readme", "README.md", "file holding the table markers")
+	readme := flag.String("readme", "docs/configuration.md", "file holding the table markers")
 	check := flag.Bool("check", false, "only check that the file is up to date")
 	printOnly := flag.Bool("print", false, "print the table to stdout and change nothing")
 	flag.Parse()

@@ -11,17 +11,18 @@ import (
 	"github.com/xres/xres/conf"
 )
 
-var update = flag.Bool("update", false, "rewrite README.md's config table from the declarations")
+var update = flag.Bool("update", false, "rewrite docs/configuration.md's config table from the declarations")
 
-// TestReadmeConfigTable fails when README.md's generated table differs from
-// the declarations (conf's and the drivers'); go test ./conf/cmd/gendoc
-// -update (or go run ./conf/cmd/gendoc) rewrites it.
+// TestReadmeConfigTable fails when the configuration reference's generated
+// table (docs/configuration.md, linked from README.md) differs from the
+// declarations (conf's and the drivers'); go test ./conf/cmd/gendoc -update
+// (or go run ./conf/cmd/gendoc) rewrites it.
 func TestReadmeConfigTable(t *testing.T) {
-	path := filepath.Join("..", "..", "..", "README.md")
+	path := filepath.Join("..", "..", "..", "docs", "configuration.md")
 	if *update {
 		require.NoError(t, run(path, false, false))
 	}
-	require.NoError(t, run(path, true, false), "README.md's config table is out of date: run go run ./conf/cmd/gendoc")
+	require.NoError(t, run(path, true, false), "docs/configuration.md's config table is out of date: run go run ./conf/cmd/gendoc")
 }
 
 func TestTableHasDriverParams(t *testing.T) {

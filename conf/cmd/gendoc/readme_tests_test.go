@@ -11,18 +11,21 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestReadmeNamesRealTests: every test the README names as proof (the fault
-// table's last column, the feature notes) is a test function of the repo, so
+// TestReadmeNamesRealTests: every test the README and docs/*.md name as
+// proof (the fault table's last column in docs/faults.md, the NodeManager
+// modes in the README, the feature notes) is a test function of the repo, so
 // a renamed or dropped test cannot leave a row pointing at nothing.
 func TestReadmeNamesRealTests(t *testing.T) {
 	root := filepath.Join("..", "..", "..")
-	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
-	require.NoError(t, err)
-	named := map[string]bool{}
-	for _, m := range regexp.MustCompile("`(Test[A-Z][A-Za-z0-9_]*)`").FindAllSubmatch(readme, -1) {
-		named[string(m[1])] = true
+	named := map[string]string{}
+	for _, doc := range userDocs(t, root) {
+		b, err := os.ReadFile(filepath.Join(root, doc))
+		require.NoError(t, err)
+		for _, m := range regexp.MustCompile("`(Test[A-Z][A-Za-z0-9_]*)`").FindAllSubmatch(b, -1) {
+			named[string(m[1])] = doc
+		}
 	}
-	require.NotEmpty(t, named, "the README names no test")
+	require.NotEmpty(t, named, "the README and docs/ name no test")
 
 	declared := map[string]bool{}
 	fn := regexp.MustCompile(`(?m)^func (Test[A-Za-z0-9_]*)\(`)
@@ -50,10 +53,10 @@ func TestReadmeNamesRealTests(t *testing.T) {
 		return nil
 	}))
 	var missing []string
-	for name := range named {
+	for name, doc := range named {
 		if !declared[name] {
-			missing = append(missing, name)
+			missing = append(missing, doc+": "+name)
 		}
 	}
-	require.Empty(t, missing, "README.md names tests that do not exist")
+	require.Empty(t, missing, "the docs name tests that do not exist")
 }
