@@ -3,9 +3,12 @@ package driver_test
 import (
 	"context"
 	"fmt"
+	"strconv"
 
+	"github.com/xres/xres/conf"
 	"github.com/xres/xres/driver"
 	"github.com/xres/xres/driver/drivertest"
+	"github.com/xres/xres/resources"
 )
 
 // A registry is filled explicitly; Flink's class names are aliases.
@@ -42,4 +45,51 @@ func ExampleNewCoordinated() {
 	// Output:
 	// GPU-fake-0
 	// GPU-fake-1
+}
+
+// A driver of one's own: a Factory that reads its declared params through
+// their typed readers and a Driver that returns one property map per device.
+// Register it under a name (driver.Registry.Register) and configurations
+// select it with external-resource.<name>.driver-factory.class.
+func ExampleFactoryFunc() {
+	// Real drivers declare their params once, at package level, so that the
+	// configuration reference lists them.
+	countParam := driver.Declare(driver.Param{Name: "example.count", Type: conf.TypeInt, Default: "2",
+		Doc: "How many devices the example driver offers."})
+
+	factory := driver.FactoryFunc(func(opts driver.Options) (driver.Driver, error) {
+		n, err := strconv.Atoi(countParam.Get(opts.Params))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", countParam.Key(opts.Resource), err)
+		}
+		return fixed(n), nil
+	})
+
+	d, err := factory.NewDriver(driver.Options{Resource: "widget", Params: map[string]string{"example.count": "3"}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	infos, err := d.Discover(context.Background(), 2)
+	fmt.Println(len(infos), err)
+
+	_, err = factory.NewDriver(driver.Options{Resource: "widget", Params: map[string]string{"example.count": "many"}})
+	fmt.Println(err != nil, countParam.Key("widget"))
+	// Output:
+	// 2 <nil>
+	// true external-resource.widget.param.example.count
+}
+
+// fixed offers n devices and hands out the first amount of them.
+type fixed int
+
+func (n fixed) Discover(_ context.Context, amount int64) ([]resources.Info, error) {
+	if amount > int64(n) {
+		return nil, fmt.Errorf("want %d devices, have %d", amount, n)
+	}
+	infos := make([]resources.Info, amount)
+	for i := range infos {
+		infos[i] = resources.Properties{"index": strconv.Itoa(i)}
+	}
+	return infos, nil
 }
