@@ -59,7 +59,8 @@ var (
 	// ErrHadoopVar marks a ${var} that cannot be expanded: a cycle, or
 	// nesting deeper than hadoopMaxSubst.
 	ErrHadoopVar = errors.New("cannot expand hadoop variable")
-	// ErrHadoopValue marks a value of the wrong type (GetBool, GetInt).
+	// ErrHadoopValue marks a value of the wrong type (GetBool, GetInt);
+	// the error is an *Error, matching ErrInvalid too.
 	ErrHadoopValue = errors.New("invalid hadoop configuration value")
 )
 
@@ -375,7 +376,7 @@ func (hc *HadoopConfig) GetBool(key string, def bool) (bool, error) {
 	}
 	b, perr := ParseBool(v)
 	if perr != nil {
-		return def, fmt.Errorf("hadoop configuration key %s (%s): %w: %q is not true or false", key, hc.sourceOf(key), ErrHadoopValue, v)
+		return def, hc.valueError(key, fmt.Errorf("%w: %q is not true or false", ErrHadoopValue, v))
 	}
 	return b, nil
 }
@@ -388,7 +389,7 @@ func (hc *HadoopConfig) GetInt(key string, def int64) (int64, error) {
 	}
 	n, perr := ParseInt64(v)
 	if perr != nil {
-		return def, fmt.Errorf("hadoop configuration key %s (%s): %w: %q is not an integer", key, hc.sourceOf(key), ErrHadoopValue, v)
+		return def, hc.valueError(key, fmt.Errorf("%w: %q is not an integer", ErrHadoopValue, v))
 	}
 	return n, nil
 }
@@ -420,6 +421,14 @@ func (hc *HadoopConfig) Source(key string) (string, bool) {
 		return p.File, true
 	}
 	return p.Source(), true
+}
+
+// valueError is a *Error about key's value (matching ErrInvalid), naming
+// its file and line.
+func (hc *HadoopConfig) valueError(key string, err error) error {
+	e := ErrorAt(key, hc.sourceOf(key), err)
+	e.hadoop = true
+	return e
 }
 
 // sourceOf is Source for messages.

@@ -47,9 +47,6 @@ func Key(name, suffix string) string { return KeyPrefix + name + "." + suffix }
 
 // Errors callers test for.
 var (
-	// ErrInvalid marks a configuration Flink refuses to start with: a
-	// malformed external-resources list or a non-integer amount.
-	ErrInvalid = errors.New("invalid external resource configuration")
 	// ErrStrict marks a configuration that strict mode refuses: something
 	// Flink only warns about.
 	ErrStrict = errors.New("external resource configuration refused in strict mode")
@@ -103,11 +100,12 @@ func (e *ConfigError) Error() string {
 	return fmt.Sprintf("external resource configuration: %d problem%s: %s", len(parts), s, strings.Join(parts, "; "))
 }
 
-// Is matches ErrInvalid when a problem is an error Flink would fail on,
+// Is matches conf.ErrInvalid when a problem is an error Flink would fail on
+// (a malformed external-resources list, a non-integer amount),
 // and ErrStrict when strict mode refused a warning.
 func (e *ConfigError) Is(target error) bool {
 	for _, p := range e.Problems {
-		if target == ErrInvalid && p.Severity == SeverityError {
+		if target == conf.ErrInvalid && p.Severity == SeverityError {
 			return true
 		}
 		if target == ErrStrict && e.strict && p.Severity == SeverityWarning {
@@ -127,7 +125,7 @@ func Names(cfg *conf.Config) ([]string, error) {
 	}
 	list, _, err := cfg.ListKey(KeyList)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+		return nil, err // a *conf.Error naming the key, file and line
 	}
 	seen := map[string]bool{}
 	var names []string

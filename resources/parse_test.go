@@ -181,7 +181,7 @@ func TestFlinkExternalResourceUtilsCases(t *testing.T) {
 			log, hook := newLog()
 			specs, err := Parse(cfgOf(t, tc.kv...), ParseOptions{Log: log})
 			if tc.refused != "" {
-				require.ErrorIs(t, err, ErrInvalid)
+				require.ErrorIs(t, err, conf.ErrInvalid)
 				require.Contains(t, err.Error(), tc.refused)
 				require.Empty(t, specs)
 				return
@@ -238,7 +238,7 @@ func TestParseErrors(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse(cfgOf(t, tc.kv...), ParseOptions{})
-			require.ErrorIs(t, err, ErrInvalid)
+			require.ErrorIs(t, err, conf.ErrInvalid)
 			require.NotErrorIs(t, err, ErrStrict)
 			for _, w := range tc.want {
 				require.Contains(t, err.Error(), w)
@@ -251,7 +251,7 @@ func TestParseReportsAmountOriginFromFile(t *testing.T) {
 	c, err := conf.Load(filepath.Join("testdata", "pitfalls.yaml"), nil)
 	require.NoError(t, err)
 	_, err = Parse(c, ParseOptions{})
-	require.ErrorIs(t, err, ErrInvalid)
+	require.ErrorIs(t, err, conf.ErrInvalid)
 	require.Contains(t, err.Error(), "external-resource.nic.amount (testdata/pitfalls.yaml:11)")
 }
 
@@ -421,7 +421,7 @@ func TestUnsafeOrCollidingNamesAreRefused(t *testing.T) {
 			}
 			c := cfgOf(t, kv...)
 			_, err := Parse(c, ParseOptions{})
-			require.ErrorIs(t, err, ErrInvalid)
+			require.ErrorIs(t, err, conf.ErrInvalid)
 			require.Contains(t, err.Error(), "external-resources (-D): "+tc.want)
 			require.NotContains(t, err.Error(), "\x1b", "control characters are never echoed raw")
 			var found bool
