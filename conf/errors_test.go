@@ -66,3 +66,27 @@ func TestHadoopValueError(t *testing.T) {
 	require.Equal(t, 2, ce.Line)
 	require.ErrorContains(t, err, "hadoop configuration key yarn.x.enabled ("+ce.File+":2): ")
 }
+
+// Malformed files are *Errors too: the file and line, matching ErrInvalid
+// and the file's own sentinel, the message unchanged.
+func TestSyntaxErrorsNameFileLine(t *testing.T) {
+	dir := t.TempDir()
+	site := filepath.Join(dir, "core-site.xml")
+	require.NoError(t, os.WriteFile(site, []byte("<configuration>\n<property><value>x</value></property>\n</configuration>\n"), 0o600))
+	_, err := LoadHadoop(dir)
+	require.ErrorIs(t, err, ErrHadoopXML)
+	require.ErrorIs(t, err, ErrInvalid)
+	var ce *Error
+	require.True(t, errors.As(err, &ce))
+	require.Equal(t, site, ce.File)
+	require.Equal(t, 2, ce.Line)
+	require.ErrorContains(t, err, site+":2: malformed hadoop configuration: <property> without a <name>")
+
+	_, err = ParseDynamicFile("dyn.json", []byte("{\n\"a\": 4}"))
+	require.ErrorIs(t, err, ErrSyntax)
+	require.ErrorIs(t, err, ErrInvalid)
+	require.True(t, errors.As(err, &ce))
+	require.Equal(t, "dyn.json", ce.File)
+	require.Equal(t, 2, ce.Line)
+	require.ErrorContains(t, err, "dynamic file dyn.json:2: malformed flink configuration: ")
+}

@@ -54,7 +54,8 @@ var (
 	// $HADOOP_CONF_DIR / $YARN_CONF_DIR names a configuration directory, or
 	// the directory holds none of HadoopFiles.
 	ErrNoHadoopConf = errors.New("no hadoop configuration")
-	// ErrHadoopXML marks a malformed configuration file.
+	// ErrHadoopXML marks a malformed configuration file (in an *Error
+	// naming file and line, matching ErrInvalid too).
 	ErrHadoopXML = errors.New("malformed hadoop configuration")
 	// ErrHadoopVar marks a ${var} that cannot be expanded: a cycle, or
 	// nesting deeper than hadoopMaxSubst.
@@ -560,7 +561,7 @@ func readHadoopFile(path string, depth int) ([]HadoopProperty, error) {
 	}
 	include := func(href string, fallback bool) ([]HadoopProperty, error) {
 		if depth >= hadoopMaxInclude {
-			return nil, fmt.Errorf("%s: %w: includes nested deeper than %d", path, ErrHadoopXML, hadoopMaxInclude)
+			return nil, &Error{File: path, Err: fmt.Errorf("%w: includes nested deeper than %d", ErrHadoopXML, hadoopMaxInclude)}
 		}
 		target := href
 		if !filepath.IsAbs(target) {
@@ -586,7 +587,7 @@ func parseHadoopXML(r io.Reader, name string, include hadoopIncludeFunc) ([]Hado
 	dec.CharsetReader = hadoopCharsetReader
 	fail := func(format string, args ...any) error {
 		line, _ := dec.InputPos()
-		return fmt.Errorf("%s:%d: %w: %s", name, line, ErrHadoopXML, fmt.Sprintf(format, args...))
+		return &Error{File: name, Line: line, Err: fmt.Errorf("%w: %s", ErrHadoopXML, fmt.Sprintf(format, args...))}
 	}
 	var (
 		props    []HadoopProperty
@@ -608,7 +609,7 @@ func parseHadoopXML(r io.Reader, name string, include hadoopIncludeFunc) ([]Hado
 		}
 		if err != nil {
 			line, _ := dec.InputPos()
-			return nil, fmt.Errorf("%s:%d: %w: %v", name, line, ErrHadoopXML, err)
+			return nil, &Error{File: name, Line: line, Err: fmt.Errorf("%w: %v", ErrHadoopXML, err)}
 		}
 		switch t := tok.(type) {
 		case xml.StartElement:
@@ -670,7 +671,7 @@ func parseHadoopXML(r io.Reader, name string, include hadoopIncludeFunc) ([]Hado
 				field = ""
 			case len(path) == 1 && cur != nil:
 				if cur.Name == "" {
-					return nil, fmt.Errorf("%s:%d: %w: <property> without a <name>", name, cur.Line, ErrHadoopXML)
+					return nil, &Error{File: name, Line: cur.Line, Err: fmt.Errorf("%w: <property> without a <name>", ErrHadoopXML)}
 				}
 				// Hadoop ignores a property without a value.
 				if hasValue {
@@ -680,7 +681,7 @@ func parseHadoopXML(r io.Reader, name string, include hadoopIncludeFunc) ([]Hado
 			case len(path) == 1 && inInc:
 				inInc = false
 				if incHref == "" {
-					return nil, fmt.Errorf("%s:%d: %w: <include> without href", name, incLine, ErrHadoopXML)
+					return nil, &Error{File: name, Line: incLine, Err: fmt.Errorf("%w: <include> without href", ErrHadoopXML)}
 				}
 				if include == nil {
 					continue
@@ -694,7 +695,7 @@ func parseHadoopXML(r io.Reader, name string, include hadoopIncludeFunc) ([]Hado
 		}
 	}
 	if !sawRoot {
-		return nil, fmt.Errorf("%s: %w: no <configuration> element", name, ErrHadoopXML)
+		return nil, &Error{File: name, Err: fmt.Errorf("%w: no <configuration> element", ErrHadoopXML)}
 	}
 	return props, nil
 }
