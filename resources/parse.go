@@ -100,19 +100,27 @@ func (e *ConfigError) Error() string {
 	return fmt.Sprintf("external resource configuration: %d problem%s: %s", len(parts), s, strings.Join(parts, "; "))
 }
 
-// Is matches conf.ErrInvalid when a problem is an error Flink would fail on
-// (a malformed external-resources list, a non-integer amount),
-// and ErrStrict when strict mode refused a warning.
+// Is matches ErrStrict when strict mode refused a warning.
 func (e *ConfigError) Is(target error) bool {
 	for _, p := range e.Problems {
-		if target == conf.ErrInvalid && p.Severity == SeverityError {
-			return true
-		}
 		if target == ErrStrict && e.strict && p.Severity == SeverityWarning {
 			return true
 		}
 	}
 	return false
+}
+
+// Unwrap returns a *conf.Error (key, file, line; matching conf.ErrInvalid)
+// for each problem that is an error Flink would fail on (a malformed
+// external-resources list, a non-integer amount).
+func (e *ConfigError) Unwrap() []error {
+	var out []error
+	for _, p := range e.Problems {
+		if p.Severity == SeverityError {
+			out = append(out, conf.ErrorAt(p.Key, p.Origin, errors.New(p.Message)))
+		}
+	}
+	return out
 }
 
 // Names returns the names listed in external-resources, in listed order

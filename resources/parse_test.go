@@ -253,6 +253,18 @@ func TestParseReportsAmountOriginFromFile(t *testing.T) {
 	_, err = Parse(c, ParseOptions{})
 	require.ErrorIs(t, err, conf.ErrInvalid)
 	require.Contains(t, err.Error(), "external-resource.nic.amount (testdata/pitfalls.yaml:11)")
+	// The one configuration-error type names the key, file and line.
+	var ce *conf.Error
+	require.True(t, errors.As(err, &ce))
+	var nic *conf.Error
+	for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
+		if errors.As(e, &ce) && ce.Key == "external-resource.nic.amount" {
+			nic = ce
+		}
+	}
+	require.NotNil(t, nic)
+	require.Equal(t, filepath.Join("testdata", "pitfalls.yaml"), nic.File)
+	require.Equal(t, 11, nic.Line)
 }
 
 func TestStrictListsEveryProblemAtOnce(t *testing.T) {
