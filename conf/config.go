@@ -40,8 +40,6 @@ var (
 	ErrConfNotFound = errors.New("flink configuration not found")
 	// ErrSyntax marks a malformed configuration file or -D argument.
 	ErrSyntax = errors.New("malformed flink configuration")
-	// ErrInvalidValue marks a value that does not parse as its type.
-	ErrInvalidValue = errors.New("invalid configuration value")
 )
 
 // Warning is a line of the configuration file that Flink skips with a

@@ -66,7 +66,7 @@ func ParseDynamicFile(name string, data []byte) ([]string, error) {
 		return bytes.Count(data[:off], []byte("\n")) + 1
 	}
 	bad := func(off int64, format string, args ...any) error {
-		return fmt.Errorf("dynamic file %s:%d: %w: %s", name, lineAt(off), ErrSyntax, fmt.Sprintf(format, args...))
+		return fmt.Errorf("dynamic file %w", &Error{File: name, Line: lineAt(off), Err: fmt.Errorf("%w: %s", ErrSyntax, fmt.Sprintf(format, args...))})
 	}
 	// Token errors are reported without json's message, which may quote
 	// a character of a value.

@@ -43,16 +43,14 @@ func (c *Config) WorkerGroupNames() ([]string, error) {
 	for _, n := range names {
 		switch {
 		case !validGroupName(n):
-			return nil, fmt.Errorf("%w: config key %s (%s): group name %q: only letters, digits, '-' and '_'",
-				ErrInvalidValue, WorkerGroups.Key, c.Origin(WorkerGroups.Key), n)
+			return nil, c.KeyErrorf(WorkerGroups.Key, "group name %q: only letters, digits, '-' and '_'", n)
 		case seen[n]:
-			return nil, fmt.Errorf("%w: config key %s (%s): group %s is listed twice",
-				ErrInvalidValue, WorkerGroups.Key, c.Origin(WorkerGroups.Key), n)
+			return nil, c.KeyErrorf(WorkerGroups.Key, "group %s is listed twice", n)
 		}
 		seen[n] = true
 	}
 	if len(names) == 0 {
-		return nil, fmt.Errorf("%w: config key %s (%s): lists no group", ErrInvalidValue, WorkerGroups.Key, c.Origin(WorkerGroups.Key))
+		return nil, c.KeyErrorf(WorkerGroups.Key, "lists no group")
 	}
 	return names, nil
 }
@@ -84,7 +82,7 @@ func GroupKey(name, key string) string { return GroupPrefix + name + "." + key }
 // without any expansion: blanks separate words; 'single quotes' keep
 // everything; "double quotes" keep everything but \" \\ \$ \` (escaped);
 // a backslash outside quotes keeps the next character. An unclosed quote
-// or a trailing backslash is an error (wrapping ErrInvalidValue) that says
+// or a trailing backslash is an error (wrapping ErrInvalid) that says
 // where (the column, from 1, of the quote or backslash) and never repeats
 // the text: a command line may hold a password.
 func SplitCommand(s string) ([]string, error) {
@@ -102,7 +100,7 @@ func SplitCommand(s string) ([]string, error) {
 			}
 		case ch == '\\':
 			if i+1 >= len(s) {
-				return nil, fmt.Errorf("%w: the command ends with a backslash (column %d)", ErrInvalidValue, column(s, i))
+				return nil, fmt.Errorf("%w: the command ends with a backslash (column %d)", ErrInvalid, column(s, i))
 			}
 			i++
 			b.WriteByte(s[i])
@@ -110,7 +108,7 @@ func SplitCommand(s string) ([]string, error) {
 		case ch == '\'':
 			j := strings.IndexByte(s[i+1:], '\'')
 			if j < 0 {
-				return nil, fmt.Errorf("%w: the command has an unclosed single quote (opened at column %d)", ErrInvalidValue, column(s, i))
+				return nil, fmt.Errorf("%w: the command has an unclosed single quote (opened at column %d)", ErrInvalid, column(s, i))
 			}
 			b.WriteString(s[i+1 : i+1+j])
 			i += j + 1
@@ -125,7 +123,7 @@ func SplitCommand(s string) ([]string, error) {
 				b.WriteByte(s[i])
 			}
 			if i >= len(s) {
-				return nil, fmt.Errorf("%w: the command has an unclosed double quote (opened at column %d)", ErrInvalidValue, column(s, open))
+				return nil, fmt.Errorf("%w: the command has an unclosed double quote (opened at column %d)", ErrInvalid, column(s, open))
 			}
 			inWord = true
 		default:

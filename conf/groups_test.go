@@ -39,7 +39,7 @@ func TestWorkerGroupNames(t *testing.T) {
 	for _, bad := range []string{"a;a", "a.b", "a;;b", ""} {
 		c.Set(WorkerGroups.Key, bad)
 		_, err = c.WorkerGroupNames()
-		require.ErrorIs(t, err, ErrInvalidValue, bad)
+		require.ErrorIs(t, err, ErrInvalid, bad)
 		require.ErrorContains(t, err, WorkerGroups.Key)
 	}
 }
@@ -59,6 +59,6 @@ func TestSplitCommand(t *testing.T) {
 	}
 	for _, bad := range []string{`a 'b`, `a "b`, `a\`} {
 		_, err := SplitCommand(bad)
-		require.ErrorIs(t, err, ErrInvalidValue, bad)
+		require.ErrorIs(t, err, ErrInvalid, bad)
 	}
 }

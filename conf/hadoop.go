@@ -54,12 +54,14 @@ var (
 	// $HADOOP_CONF_DIR / $YARN_CONF_DIR names a configuration directory, or
 	// the directory holds none of HadoopFiles.
 	ErrNoHadoopConf = errors.New("no hadoop configuration")
-	// ErrHadoopXML marks a malformed configuration file.
+	// ErrHadoopXML marks a malformed configuration file (in an *Error
+	// naming file and line, matching ErrInvalid too).
 	ErrHadoopXML = errors.New("malformed hadoop configuration")
 	// ErrHadoopVar marks a ${var} that cannot be expanded: a cycle, or
 	// nesting deeper than hadoopMaxSubst.
 	ErrHadoopVar = errors.New("cannot expand hadoop variable")
-	// ErrHadoopValue marks a value of the wrong type (GetBool, GetInt).
+	// ErrHadoopValue marks a value of the wrong type (GetBool, GetInt);
+	// the error is an *Error, matching ErrInvalid too.
 	ErrHadoopValue = errors.New("invalid hadoop configuration value")
 )
 
@@ -113,27 +115,27 @@ const (
 // in yarn-default.xml, so setting only yarn.resourcemanager.hostname moves
 // every RM address.
 var hadoopDefaults = map[string]string{
-	"fs.defaultFS":                                   "file:///",
-	"hadoop.tmp.dir":                                 "/tmp/hadoop-${user.name}",
-	"hadoop.security.authentication":                 "simple",
-	"hadoop.rpc.protection":                          "authentication",
-	"hadoop.http.staticuser.user":                    "dr.who",
-	"hadoop.http.authentication.type":                "simple",
-	"yarn.http.policy":                               "HTTP_ONLY",
-	"yarn.resourcemanager.hostname":                  "0.0.0.0",
-	"yarn.resourcemanager.address":                   "${yarn.resourcemanager.hostname}:8032",
-	"yarn.resourcemanager.scheduler.address":         "${yarn.resourcemanager.hostname}:8030",
-	"yarn.resourcemanager.resource-tracker.address":  "${yarn.resourcemanager.hostname}:8031",
-	"yarn.resourcemanager.admin.address":             "${yarn.resourcemanager.hostname}:8033",
-	"yarn.resourcemanager.webapp.address":            "${yarn.resourcemanager.hostname}:8088",
-	"yarn.resourcemanager.webapp.https.address":      "${yarn.resourcemanager.hostname}:8090",
-	"yarn.resourcemanager.ha.enabled":                "false",
-	"yarn.resourcemanager.connect.max-wait.ms":       "900000",
-	"yarn.resourcemanager.connect.retry-interval.ms": "30000",
-	"yarn.nodemanager.hostname":                      "0.0.0.0",
-	"yarn.nodemanager.address":                       "${yarn.nodemanager.hostname}:0",
-	"yarn.nodemanager.webapp.address":                "${yarn.nodemanager.hostname}:8042",
-	"yarn.nodemanager.webapp.https.address":          "0.0.0.0:8044",
+	HadoopDefaultFS:                "file:///",
+	HadoopTmpDir:                   "/tmp/hadoop-${user.name}",
+	HadoopSecurityAuthentication:   "simple",
+	HadoopRPCProtection:            "authentication",
+	HadoopHTTPStaticUser:           "dr.who",
+	HadoopHTTPAuthenticationType:   "simple",
+	HadoopYarnHTTPPolicy:           "HTTP_ONLY",
+	HadoopRMHostname:               "0.0.0.0",
+	HadoopRMAddress:                "${yarn.resourcemanager.hostname}:8032",
+	HadoopRMSchedulerAddress:       "${yarn.resourcemanager.hostname}:8030",
+	HadoopRMResourceTrackerAddress: "${yarn.resourcemanager.hostname}:8031",
+	HadoopRMAdminAddress:           "${yarn.resourcemanager.hostname}:8033",
+	HadoopRMWebappAddress:          "${yarn.resourcemanager.hostname}:8088",
+	HadoopRMWebappHTTPSAddress:     "${yarn.resourcemanager.hostname}:8090",
+	HadoopRMHAEnabled:              "false",
+	HadoopRMConnectMaxWait:         "900000",
+	HadoopRMConnectRetryInterval:   "30000",
+	HadoopNMHostname:               "0.0.0.0",
+	HadoopNMAddress:                "${yarn.nodemanager.hostname}:0",
+	HadoopNMWebappAddress:          "${yarn.nodemanager.hostname}:8042",
+	HadoopNMWebappHTTPSAddress:     "0.0.0.0:8044",
 }
 
 // HadoopProperty is one <property> read from a configuration file.
@@ -375,7 +377,7 @@ func (hc *HadoopConfig) GetBool(key string, def bool) (bool, error) {
 	}
 	b, perr := ParseBool(v)
 	if perr != nil {
-		return def, fmt.Errorf("hadoop configuration key %s (%s): %w: %q is not true or false", key, hc.sourceOf(key), ErrHadoopValue, v)
+		return def, hc.valueError(key, fmt.Errorf("%w: %q is not true or false", ErrHadoopValue, v))
 	}
 	return b, nil
 }
@@ -388,7 +390,7 @@ func (hc *HadoopConfig) GetInt(key string, def int64) (int64, error) {
 	}
 	n, perr := ParseInt64(v)
 	if perr != nil {
-		return def, fmt.Errorf("hadoop configuration key %s (%s): %w: %q is not an integer", key, hc.sourceOf(key), ErrHadoopValue, v)
+		return def, hc.valueError(key, fmt.Errorf("%w: %q is not an integer", ErrHadoopValue, v))
 	}
 	return n, nil
 }
@@ -420,6 +422,14 @@ func (hc *HadoopConfig) Source(key string) (string, bool) {
 		return p.File, true
 	}
 	return p.Source(), true
+}
+
+// valueError is a *Error about key's value (matching ErrInvalid), naming
+// its file and line.
+func (hc *HadoopConfig) valueError(key string, err error) error {
+	e := ErrorAt(key, hc.sourceOf(key), err)
+	e.hadoop = true
+	return e
 }
 
 // sourceOf is Source for messages.
@@ -551,7 +561,7 @@ func readHadoopFile(path string, depth int) ([]HadoopProperty, error) {
 	}
 	include := func(href string, fallback bool) ([]HadoopProperty, error) {
 		if depth >= hadoopMaxInclude {
-			return nil, fmt.Errorf("%s: %w: includes nested deeper than %d", path, ErrHadoopXML, hadoopMaxInclude)
+			return nil, &Error{File: path, Err: fmt.Errorf("%w: includes nested deeper than %d", ErrHadoopXML, hadoopMaxInclude)}
 		}
 		target := href
 		if !filepath.IsAbs(target) {
@@ -577,7 +587,7 @@ func parseHadoopXML(r io.Reader, name string, include hadoopIncludeFunc) ([]Hado
 	dec.CharsetReader = hadoopCharsetReader
 	fail := func(format string, args ...any) error {
 		line, _ := dec.InputPos()
-		return fmt.Errorf("%s:%d: %w: %s", name, line, ErrHadoopXML, fmt.Sprintf(format, args...))
+		return &Error{File: name, Line: line, Err: fmt.Errorf("%w: %s", ErrHadoopXML, fmt.Sprintf(format, args...))}
 	}
 	var (
 		props    []HadoopProperty
@@ -599,7 +609,7 @@ func parseHadoopXML(r io.Reader, name string, include hadoopIncludeFunc) ([]Hado
 		}
 		if err != nil {
 			line, _ := dec.InputPos()
-			return nil, fmt.Errorf("%s:%d: %w: %v", name, line, ErrHadoopXML, err)
+			return nil, &Error{File: name, Line: line, Err: fmt.Errorf("%w: %v", ErrHadoopXML, err)}
 		}
 		switch t := tok.(type) {
 		case xml.StartElement:
@@ -661,7 +671,7 @@ func parseHadoopXML(r io.Reader, name string, include hadoopIncludeFunc) ([]Hado
 				field = ""
 			case len(path) == 1 && cur != nil:
 				if cur.Name == "" {
-					return nil, fmt.Errorf("%s:%d: %w: <property> without a <name>", name, cur.Line, ErrHadoopXML)
+					return nil, &Error{File: name, Line: cur.Line, Err: fmt.Errorf("%w: <property> without a <name>", ErrHadoopXML)}
 				}
 				// Hadoop ignores a property without a value.
 				if hasValue {
@@ -671,7 +681,7 @@ func parseHadoopXML(r io.Reader, name string, include hadoopIncludeFunc) ([]Hado
 			case len(path) == 1 && inInc:
 				inInc = false
 				if incHref == "" {
-					return nil, fmt.Errorf("%s:%d: %w: <include> without href", name, incLine, ErrHadoopXML)
+					return nil, &Error{File: name, Line: incLine, Err: fmt.Errorf("%w: <include> without href", ErrHadoopXML)}
 				}
 				if include == nil {
 					continue
@@ -685,7 +695,7 @@ func parseHadoopXML(r io.Reader, name string, include hadoopIncludeFunc) ([]Hado
 		}
 	}
 	if !sawRoot {
-		return nil, fmt.Errorf("%s: %w: no <configuration> element", name, ErrHadoopXML)
+		return nil, &Error{File: name, Err: fmt.Errorf("%w: no <configuration> element", ErrHadoopXML)}
 	}
 	return props, nil
 }

@@ -15,7 +15,7 @@ import (
 //   - an empty element appears only between two consecutive ';': "a;;b" →
 //     [a "" b]; a single leading or trailing ';' adds none; "" → [];
 //   - a quote inside an unquoted element, or an unclosed quote, is an error
-//     (wrapping ErrInvalidValue).
+//     (wrapping ErrInvalid).
 func SplitList(s string) ([]string, error) {
 	type token struct {
 		delim bool
@@ -78,11 +78,11 @@ func SplitList(s string) ([]string, error) {
 	return out, nil
 }
 
-// listError is a malformed list value; it matches ErrInvalidValue.
+// listError is a malformed list value; it matches ErrInvalid.
 type listError struct{ msg string }
 
 func (e *listError) Error() string        { return e.msg }
-func (e *listError) Is(target error) bool { return target == ErrInvalidValue }
+func (e *listError) Is(target error) bool { return target == ErrInvalid }
 
 // JoinList is SplitList's inverse: elements joined with ';', each quoted
 // with ' when it holds ';', a quote, or leading or trailing blanks, or is

@@ -12,7 +12,7 @@ import (
 // shellQuote single-quotes w for SplitCommand.
 func shellQuote(w string) string { return "'" + strings.ReplaceAll(w, "'", `'\''`) + "'" }
 
-var splitCommandErrRE = regexp.MustCompile(`^invalid configuration value: the command (ends with a backslash|has an unclosed (single|double) quote \(opened at) `)
+var splitCommandErrRE = regexp.MustCompile(`^invalid configuration: the command (ends with a backslash|has an unclosed (single|double) quote \(opened at) `)
 
 // FuzzSplitCommand: the worker command splitter never panics; its words,
 // quoted again, split back to themselves; its errors are one of its fixed
@@ -25,7 +25,7 @@ func FuzzSplitCommand(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		words, err := SplitCommand(s)
 		if err != nil {
-			require.ErrorIs(t, err, ErrInvalidValue)
+			require.ErrorIs(t, err, ErrInvalid)
 			require.Regexp(t, splitCommandErrRE, err.Error())
 			return
 		}
@@ -113,7 +113,7 @@ func FuzzParsePorts(f *testing.F) {
 		}
 		ports, err := ParsePorts(s)
 		if err != nil {
-			require.ErrorIs(t, err, ErrInvalidValue)
+			require.ErrorIs(t, err, ErrInvalid)
 			return
 		}
 		require.NotEmpty(t, ports)

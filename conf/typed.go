@@ -8,21 +8,20 @@ import (
 	"time"
 )
 
-// ValueError is a configuration value that does not parse as its type. It
-// names the key and where the value came from; the value is shown as
-// RedactValue allows (hidden for a sensitive key).
+// ValueError is what is wrong with a configuration value that does not
+// parse as its type: the Err of the *Error (naming key, file and line)
+// that the typed readers return. The value is shown as RedactValue allows
+// (hidden for a sensitive key).
 type ValueError struct {
-	Key    string
-	Origin string // "file:line", "-D", "set", or "default"
-	Value  string
-	Type   Type
-	Err    error
+	Key   string
+	Value string
+	Type  Type
+	Err   error
 }
 
-// Error renders "config key K (origin): reason".
-func (e *ValueError) Error() string {
-	return fmt.Sprintf("config key %s (%s): %s", e.Key, e.Origin, e.Reason())
-}
+// Error is Reason: the key and where its value came from are the
+// enclosing *Error's.
+func (e *ValueError) Error() string { return e.Reason() }
 
 // Reason is the message without key and origin: `"two" is not a valid
 // Long: not an integer`.
@@ -33,9 +32,6 @@ func (e *ValueError) Reason() string {
 	}
 	return fmt.Sprintf("%s is not a valid %s: %v", v, e.Type, e.Err)
 }
-
-// Is makes errors.Is(err, ErrInvalidValue) true.
-func (e *ValueError) Is(target error) bool { return target == ErrInvalidValue }
 
 // Unwrap returns the parse error.
 func (e *ValueError) Unwrap() error { return e.Err }
@@ -59,7 +55,7 @@ func typed[T any](c *Config, opt Option, t Type, parse func(string) (T, error)) 
 	}
 	out, err := parse(v)
 	if err != nil {
-		return zero, &ValueError{Key: opt.Key, Origin: origin, Value: v, Type: t, Err: err}
+		return zero, ErrorAt(opt.Key, origin, &ValueError{Key: opt.Key, Value: v, Type: t, Err: err})
 	}
 	return out, nil
 }
@@ -72,7 +68,7 @@ func typedKey[T any](c *Config, key string, t Type, parse func(string) (T, error
 	}
 	out, err := parse(v)
 	if err != nil {
-		return zero, true, &ValueError{Key: key, Origin: c.Origin(key), Value: v, Type: t, Err: err}
+		return zero, true, c.KeyError(key, &ValueError{Key: key, Value: v, Type: t, Err: err})
 	}
 	return out, true, nil
 }
@@ -273,7 +269,7 @@ func ParseMemorySize(s string) (int64, error) {
 // ParsePorts reads a port specification as rest.bind-port takes it: a
 // port, a range "50100-50200" or a list "50100,50105-50110", each port
 // 0 to 65535; "" is [0] (any). The error names the part that is wrong,
-// wrapping ErrInvalidValue. The AM binds its tracking server by it; am
+// wrapping ErrInvalid. The AM binds its tracking server by it; am
 // resources and am submit check it with it before anything starts.
 func ParsePorts(spec string) ([]int, error) {
 	spec = strings.TrimSpace(spec)
@@ -283,7 +279,7 @@ func ParsePorts(spec string) ([]int, error) {
 	var out []int
 	for _, part := range strings.Split(spec, ",") {
 		bad := func(why string) error {
-			return fmt.Errorf("%w: %q is not a port, range or list: %q %s", ErrInvalidValue, spec, strings.TrimSpace(part), why)
+			return fmt.Errorf("%w: %q is not a port, range or list: %q %s", ErrInvalid, spec, strings.TrimSpace(part), why)
 		}
 		lo, hi, isRange := strings.Cut(strings.TrimSpace(part), "-")
 		a, err := strconv.Atoi(strings.TrimSpace(lo))

@@ -39,7 +39,7 @@ func TestSplitList(t *testing.T) {
 		t.Run(tc.in, func(t *testing.T) {
 			got, err := SplitList(tc.in)
 			if tc.err != "" {
-				require.ErrorIs(t, err, ErrInvalidValue)
+				require.ErrorIs(t, err, ErrInvalid)
 				require.Contains(t, err.Error(), tc.err)
 				return
 			}
@@ -182,7 +182,7 @@ func TestTypedGetters(t *testing.T) {
 
 	// Errors name the key and the file:line.
 	_, err = c.Int(ParallelismDefault)
-	require.ErrorIs(t, err, ErrInvalidValue)
+	require.ErrorIs(t, err, ErrInvalid)
 	require.EqualError(t, err, `config key parallelism.default (`+p+`:6): "many" is not a valid Integer: not an integer`)
 	_, err = c.Int(YarnContainerVcores)
 	require.ErrorContains(t, err, "yarn.containers.vcores ("+p+":7)")

@@ -47,9 +47,6 @@ func Key(name, suffix string) string { return KeyPrefix + name + "." + suffix }
 
 // Errors callers test for.
 var (
-	// ErrInvalid marks a configuration Flink refuses to start with: a
-	// malformed external-resources list or a non-integer amount.
-	ErrInvalid = errors.New("invalid external resource configuration")
 	// ErrStrict marks a configuration that strict mode refuses: something
 	// Flink only warns about.
 	ErrStrict = errors.New("external resource configuration refused in strict mode")
@@ -103,18 +100,27 @@ func (e *ConfigError) Error() string {
 	return fmt.Sprintf("external resource configuration: %d problem%s: %s", len(parts), s, strings.Join(parts, "; "))
 }
 
-// Is matches ErrInvalid when a problem is an error Flink would fail on,
-// and ErrStrict when strict mode refused a warning.
+// Is matches ErrStrict when strict mode refused a warning.
 func (e *ConfigError) Is(target error) bool {
 	for _, p := range e.Problems {
-		if target == ErrInvalid && p.Severity == SeverityError {
-			return true
-		}
 		if target == ErrStrict && e.strict && p.Severity == SeverityWarning {
 			return true
 		}
 	}
 	return false
+}
+
+// Unwrap returns a *conf.Error (key, file, line; matching conf.ErrInvalid)
+// for each problem that is an error Flink would fail on (a malformed
+// external-resources list, a non-integer amount).
+func (e *ConfigError) Unwrap() []error {
+	var out []error
+	for _, p := range e.Problems {
+		if p.Severity == SeverityError {
+			out = append(out, conf.ErrorAt(p.Key, p.Origin, errors.New(p.Message)))
+		}
+	}
+	return out
 }
 
 // Names returns the names listed in external-resources, in listed order
@@ -127,7 +133,7 @@ func Names(cfg *conf.Config) ([]string, error) {
 	}
 	list, _, err := cfg.ListKey(KeyList)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+		return nil, err // a *conf.Error naming the key, file and line
 	}
 	seen := map[string]bool{}
 	var names []string

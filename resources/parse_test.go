@@ -181,7 +181,7 @@ func TestFlinkExternalResourceUtilsCases(t *testing.T) {
 			log, hook := newLog()
 			specs, err := Parse(cfgOf(t, tc.kv...), ParseOptions{Log: log})
 			if tc.refused != "" {
-				require.ErrorIs(t, err, ErrInvalid)
+				require.ErrorIs(t, err, conf.ErrInvalid)
 				require.Contains(t, err.Error(), tc.refused)
 				require.Empty(t, specs)
 				return
@@ -238,7 +238,7 @@ func TestParseErrors(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse(cfgOf(t, tc.kv...), ParseOptions{})
-			require.ErrorIs(t, err, ErrInvalid)
+			require.ErrorIs(t, err, conf.ErrInvalid)
 			require.NotErrorIs(t, err, ErrStrict)
 			for _, w := range tc.want {
 				require.Contains(t, err.Error(), w)
@@ -251,8 +251,20 @@ func TestParseReportsAmountOriginFromFile(t *testing.T) {
 	c, err := conf.Load(filepath.Join("testdata", "pitfalls.yaml"), nil)
 	require.NoError(t, err)
 	_, err = Parse(c, ParseOptions{})
-	require.ErrorIs(t, err, ErrInvalid)
+	require.ErrorIs(t, err, conf.ErrInvalid)
 	require.Contains(t, err.Error(), "external-resource.nic.amount (testdata/pitfalls.yaml:11)")
+	// The one configuration-error type names the key, file and line.
+	var ce *conf.Error
+	require.True(t, errors.As(err, &ce))
+	var nic *conf.Error
+	for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
+		if errors.As(e, &ce) && ce.Key == "external-resource.nic.amount" {
+			nic = ce
+		}
+	}
+	require.NotNil(t, nic)
+	require.Equal(t, filepath.Join("testdata", "pitfalls.yaml"), nic.File)
+	require.Equal(t, 11, nic.Line)
 }
 
 func TestStrictListsEveryProblemAtOnce(t *testing.T) {
@@ -421,7 +433,7 @@ func TestUnsafeOrCollidingNamesAreRefused(t *testing.T) {
 			}
 			c := cfgOf(t, kv...)
 			_, err := Parse(c, ParseOptions{})
-			require.ErrorIs(t, err, ErrInvalid)
+			require.ErrorIs(t, err, conf.ErrInvalid)
 			require.Contains(t, err.Error(), "external-resources (-D): "+tc.want)
 			require.NotContains(t, err.Error(), "\x1b", "control characters are never echoed raw")
 			var found bool

@@ -11,6 +11,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/xres/xres/conf"
 	"github.com/xres/xres/hadoopproto/hadoopcommon"
 	"github.com/xres/xres/hadoopproto/hadoopyarn"
 	"github.com/xres/xres/yarn/security"
@@ -182,7 +183,7 @@ func schedulingRequest(a Ask, prio int32, capability *hadoopyarn.ResourceProto) 
 
 // PlacementConstraintsHandlerKey is the RM setting a placement-disabled RM
 // names when it refuses a SchedulingRequest.
-const PlacementConstraintsHandlerKey = "yarn.resourcemanager.placement-constraints.handler"
+const PlacementConstraintsHandlerKey = conf.HadoopRMPlacementConstraintsHandler
 
 // placementRefused tells an RM that cannot handle placement constraints
 // (its handler is disabled) by the YarnException it answers with.

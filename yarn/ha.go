@@ -48,14 +48,14 @@ type rmServiceInfo struct {
 }
 
 var rmServices = map[RMService]rmServiceInfo{
-	RMClient:          {"yarn.resourcemanager.address", 8032, "client"},
-	RMScheduler:       {"yarn.resourcemanager.scheduler.address", 8030, "scheduler"},
-	RMResourceTracker: {"yarn.resourcemanager.resource-tracker.address", 8031, "resource-tracker"},
-	RMAdmin:           {"yarn.resourcemanager.admin.address", 8033, "admin"},
-	RMWebapp:          {"yarn.resourcemanager.webapp.address", 8088, "webapp"},
+	RMClient:          {conf.HadoopRMAddress, 8032, "client"},
+	RMScheduler:       {conf.HadoopRMSchedulerAddress, 8030, "scheduler"},
+	RMResourceTracker: {conf.HadoopRMResourceTrackerAddress, 8031, "resource-tracker"},
+	RMAdmin:           {conf.HadoopRMAdminAddress, 8033, "admin"},
+	RMWebapp:          {conf.HadoopRMWebappAddress, 8088, "webapp"},
 }
 
-var rmWebappHTTPS = rmServiceInfo{"yarn.resourcemanager.webapp.https.address", 8090, "webapp"}
+var rmWebappHTTPS = rmServiceInfo{conf.HadoopRMWebappHTTPSAddress, 8090, "webapp"}
 
 // String returns the service's short name ("client", "scheduler", …).
 func (s RMService) String() string {
@@ -68,12 +68,12 @@ func (s RMService) String() string {
 // WebappHTTPS reports whether the RM web endpoints are HTTPS
 // (yarn.http.policy=HTTPS_ONLY).
 func WebappHTTPS(hc *conf.HadoopConfig) bool {
-	return strings.EqualFold(strings.TrimSpace(hc.GetDefault("yarn.http.policy", "HTTP_ONLY")), "HTTPS_ONLY")
+	return strings.EqualFold(strings.TrimSpace(hc.GetDefault(conf.HadoopYarnHTTPPolicy, "HTTP_ONLY")), "HTTPS_ONLY")
 }
 
 // RMHAEnabled reports yarn.resourcemanager.ha.enabled.
 func RMHAEnabled(hc *conf.HadoopConfig) (bool, error) {
-	on, err := hc.GetBool("yarn.resourcemanager.ha.enabled", false)
+	on, err := hc.GetBool(conf.HadoopRMHAEnabled, false)
 	if err != nil {
 		return false, fmt.Errorf("%w: %w", ErrRMConfig, err)
 	}
@@ -87,7 +87,7 @@ func RMIDs(hc *conf.HadoopConfig) ([]string, error) {
 	if err != nil || !on {
 		return nil, err
 	}
-	ids := hc.GetStrings("yarn.resourcemanager.ha.rm-ids")
+	ids := hc.GetStrings(conf.HadoopRMHAIDs)
 	if len(ids) == 0 {
 		return nil, fmt.Errorf("%w: yarn.resourcemanager.ha.enabled is true but yarn.resourcemanager.ha.rm-ids is empty", ErrRMConfig)
 	}
@@ -119,7 +119,7 @@ func RMAddresses(hc *conf.HadoopConfig, which RMService) ([]string, error) {
 	}
 	out := make([]string, 0, len(ids))
 	for _, id := range ids {
-		addr, err := rmAddress(hc, info.key+"."+id, "yarn.resourcemanager.hostname."+id, info.port)
+		addr, err := rmAddress(hc, info.key+"."+id, conf.HadoopRMHostname+"."+id, info.port)
 		if err != nil {
 			return nil, fmt.Errorf("rm-id %s: %w", id, err)
 		}
@@ -147,7 +147,7 @@ func RMWebappURLs(hc *conf.HadoopConfig) ([]string, error) {
 
 // KeyWebProxyAddress is where a standalone web proxy runs; unset, the
 // proxy runs in each ResourceManager (at its webapp address).
-const KeyWebProxyAddress = "yarn.web-proxy.address"
+const KeyWebProxyAddress = conf.HadoopWebProxyAddress
 
 // WebProxyURLs returns the base URLs of the RM's web proxy, through which
 // users reach an application's tracking page ("http://host:port", or
@@ -209,8 +209,8 @@ func rmAddress(hc *conf.HadoopConfig, key, hostKey string, port int) (string, er
 
 // How clients wait for an unreachable ResourceManager (Hadoop's RMProxy).
 const (
-	KeyRMConnectMaxWait       = "yarn.resourcemanager.connect.max-wait.ms"
-	KeyRMConnectRetryInterval = "yarn.resourcemanager.connect.retry-interval.ms"
+	KeyRMConnectMaxWait       = conf.HadoopRMConnectMaxWait
+	KeyRMConnectRetryInterval = conf.HadoopRMConnectRetryInterval
 )
 
 // Hadoop's defaults of those keys, and what RMConnectPolicy returns for a max-wait of -1

@@ -24,6 +24,8 @@ import (
 	"github.com/jcmturner/gokrb5/v8/config"
 	"github.com/jcmturner/gokrb5/v8/credentials"
 	"github.com/jcmturner/gokrb5/v8/spnego"
+
+	"github.com/xres/xres/conf"
 )
 
 // YARN resource names whose NodeManager plugins assign GPUs.
@@ -510,7 +512,7 @@ func (s *siteConf) mayName(key string) bool {
 
 // httpsOnly: yarn.http.policy is HTTPS_ONLY.
 func (s *siteConf) httpsOnly() bool {
-	const key = "yarn.http.policy"
+	const key = conf.HadoopYarnHTTPPolicy
 	if !s.mayName(key) {
 		return false
 	}
@@ -528,13 +530,13 @@ func (s *siteConf) pluginConfigured(resource string) (on, known bool) {
 	if !s.read {
 		return false, false
 	}
-	for _, r := range strings.Split(s.props["yarn.nodemanager.resource-plugins"], ",") {
+	for _, r := range strings.Split(s.props[conf.HadoopNMResourcePlugins], ",") {
 		if strings.TrimSpace(r) == resource {
 			return true, true
 		}
 	}
-	if strings.EqualFold(s.props["yarn.nodemanager.pluggable-device-framework.enabled"], "true") &&
-		s.props["yarn.nodemanager.pluggable-device-framework.device-classes"] != "" && resource != YarnGPU {
+	if strings.EqualFold(s.props[conf.HadoopNMPluggableDeviceFramework], "true") &&
+		s.props[conf.HadoopNMPluggableDeviceClasses] != "" && resource != YarnGPU {
 		return true, true
 	}
 	return false, true

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/xres/xres/conf"
 	"github.com/xres/xres/driver"
 	"github.com/xres/xres/resources"
 )
@@ -29,7 +30,7 @@ const (
 // codes above. Callers test them with errors.Is.
 var (
 	ErrUsage       = errors.New("usage")
-	ErrConfig      = errors.New("configuration error")
+	ErrConfig      = conf.ErrInvalid // every configuration error (a *conf.Error matches it too)
 	ErrDiscovery   = errors.New("discovery failed")
 	ErrWorkerStart = errors.New("worker could not start")
 )

@@ -1,7 +1,6 @@
 package contract
 
 import (
-	"bytes"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
@@ -9,7 +8,7 @@ import (
 	"fmt"
 	"strings"
 
-	"google.golang.org/protobuf/encoding/protowire"
+	"github.com/xres/xres/hadoopproto/tokenfile"
 )
 
 // The device report is authenticated with a key of the container's own:
@@ -141,16 +140,17 @@ func VerifyReport(key, body []byte, sig string) bool {
 	return hmac.Equal(mac, m.Sum(nil))
 }
 
-// ErrCredentials marks a token storage file that does not parse.
-var ErrCredentials = errors.New("malformed token storage file")
+// ErrCredentials marks a token storage file that does not parse (the one
+// sentinel of hadoopproto/tokenfile, which decodes the format).
+var ErrCredentials = tokenfile.ErrMalformed
 
 // ReportSecret returns the secret key ReportSecretAlias from a Hadoop token
 // storage file's contents (what HADOOP_TOKEN_FILE_LOCATION names, in either
 // format: 0, Writable, as NodeManagers write it, or 1, protobuf); nil when
 // the file holds no such secret. Errors never quote the file's bytes.
 //
-// This reads only what the launcher needs; yarn/security reads and writes
-// the whole format (and its tests check that both agree).
+// The file is decoded by hadoopproto/tokenfile, as yarn/security decodes
+// it (its tests check that this finds what it writes).
 func ReportSecret(b []byte) ([]byte, error) { return CredentialsSecret(b, ReportSecretAlias) }
 
 // ContainerKeyOf returns the container's key (ContainerKeyAlias) from its
@@ -160,173 +160,12 @@ func ContainerKeyOf(b []byte) ([]byte, error) { return CredentialsSecret(b, Cont
 // CredentialsSecret returns the secret key alias from a Hadoop token
 // storage file's contents, as ReportSecret does.
 func CredentialsSecret(b []byte, alias string) ([]byte, error) {
-	if len(b) < 5 || !bytes.Equal(b[:4], []byte("HDTS")) {
-		return nil, fmt.Errorf("%w: no HDTS magic", ErrCredentials)
-	}
-	switch b[4] {
-	case 0:
-		return writableSecret(b[5:], alias)
-	case 1:
-		return protoSecret(b[5:], alias)
-	default:
-		return nil, fmt.Errorf("%w: unknown format version %d", ErrCredentials, b[4])
-	}
-}
-
-// writableSecret scans format 0: VInt nTokens, nTokens × {Text alias,
-// VInt len + identifier, VInt len + password, Text kind, Text service},
-// VInt nSecrets, nSecrets × {Text alias, VInt len + bytes}; Text is VInt
-// len + UTF-8, VInt is Hadoop's WritableUtils zero-compressed long.
-func writableSecret(b []byte, want string) ([]byte, error) {
-	r := vreader{b: b}
-	n := r.count()
-	for i := 0; i < n && r.err == nil; i++ {
-		for f := 0; f < 5; f++ { // alias, identifier, password, kind, service
-			r.field()
-		}
-	}
-	n = r.count()
-	var secret []byte
-	for i := 0; i < n && r.err == nil; i++ {
-		alias, v := r.field(), r.field()
-		if r.err == nil && string(alias) == want {
-			secret = append([]byte{}, v...)
-		}
-	}
-	if r.err != nil {
-		return nil, fmt.Errorf("%w: at byte %d: %v", ErrCredentials, 5+r.off, r.err)
-	}
-	return secret, nil
-}
-
-type vreader struct {
-	b   []byte
-	off int
-	err error
-}
-
-// vlong reads one WritableUtils VLong: one byte for -112..127, else a
-// length byte (-113..-120 positive, -121..-128 negative, one's
-// complement) and that many big-endian bytes.
-func (r *vreader) vlong() int64 {
-	if r.err != nil {
-		return 0
-	}
-	if r.off >= len(r.b) {
-		r.err = errors.New("unexpected end")
-		return 0
-	}
-	first := int8(r.b[r.off])
-	r.off++
-	if first >= -112 {
-		return int64(first)
-	}
-	neg := first < -120
-	n := -112 - int(first)
-	if neg {
-		n = -120 - int(first)
-	}
-	if n > len(r.b)-r.off {
-		r.err = errors.New("unexpected end")
-		return 0
-	}
-	var v int64
-	for i := 0; i < n; i++ {
-		v = v<<8 | int64(r.b[r.off+i])
-	}
-	r.off += n
-	if neg {
-		v = ^v
-	}
-	return v
-}
-
-// count reads a count no larger than the bytes left.
-func (r *vreader) count() int {
-	n := r.vlong()
-	if r.err == nil && (n < 0 || n > int64(len(r.b)-r.off)) {
-		r.err = fmt.Errorf("count %d out of range", n)
-	}
-	if r.err != nil {
-		return 0
-	}
-	return int(n)
-}
-
-// field reads a length-prefixed byte string.
-func (r *vreader) field() []byte {
-	n := r.count()
-	if r.err != nil {
-		return nil
-	}
-	v := r.b[r.off : r.off+n]
-	r.off += n
-	return v
-}
-
-// protoSecret scans format 1: varint len, CredentialsProto {repeated
-// CredentialsKVProto tokens = 1; repeated CredentialsKVProto secrets = 2},
-// CredentialsKVProto {string alias = 1; TokenProto token = 2; bytes
-// secret = 3}.
-func protoSecret(b []byte, want string) ([]byte, error) {
-	n, k := protowire.ConsumeVarint(b)
-	if k < 0 || n > uint64(len(b)-k) {
-		return nil, fmt.Errorf("%w: bad protobuf length", ErrCredentials)
-	}
-	msg := b[k : k+int(n)]
-	var secret []byte
-	err := protoFields(msg, func(num protowire.Number, v []byte) error {
-		if num != 2 {
-			return nil
-		}
-		var alias, value []byte
-		if err := protoFields(v, func(num protowire.Number, v []byte) error {
-			switch num {
-			case 1:
-				alias = v
-			case 3:
-				value = v
-			}
-			return nil
-		}); err != nil {
-			return err
-		}
-		if string(alias) == want {
-			secret = append([]byte{}, value...)
-		}
-		return nil
-	})
+	f, err := tokenfile.Parse(b)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrCredentials, err)
+		return nil, err
 	}
-	return secret, nil
-}
-
-// protoFields calls f with each length-delimited field of msg, skipping
-// the others.
-func protoFields(msg []byte, f func(protowire.Number, []byte) error) error {
-	for len(msg) > 0 {
-		num, typ, k := protowire.ConsumeTag(msg)
-		if k < 0 {
-			return protowire.ParseError(k)
-		}
-		msg = msg[k:]
-		if typ != protowire.BytesType {
-			k = protowire.ConsumeFieldValue(num, typ, msg)
-			if k < 0 {
-				return protowire.ParseError(k)
-			}
-			msg = msg[k:]
-			continue
-		}
-		v, k := protowire.ConsumeBytes(msg)
-		if k < 0 {
-			return protowire.ParseError(k)
-		}
-		if err := f(num, v); err != nil {
-			return err
-		}
-		msg = msg[k:]
+	if v := f.Secret(alias); v != nil {
+		return append([]byte{}, v...), nil
 	}
-	return nil
+	return nil, nil
 }

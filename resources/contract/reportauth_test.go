@@ -81,11 +81,3 @@ func proto1(t *testing.T, secret string) string {
 	require.Less(t, len(msg), 128)
 	return string(rune(len(msg))) + msg
 }
-
-func FuzzReportSecret(f *testing.F) {
-	f.Add([]byte("HDTS\x00\x00\x01\x12xres.report.secret\x03abc"))
-	f.Add([]byte("HDTS\x01\x05\x12\x03\x0a\x01a"))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		_, _ = ReportSecret(b) // never panics
-	})
-}

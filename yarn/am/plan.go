@@ -34,8 +34,10 @@ const (
 	DefaultRequestHeartbeat = 500 * time.Millisecond
 )
 
-// ErrBadConfig is wrapped by every configuration error of this package.
-var ErrBadConfig = errors.New("invalid configuration")
+// ErrBadConfig is wrapped by every configuration error of this package:
+// conf.ErrInvalid, the one sentinel of configuration errors (an alias kept
+// for the many uses in this package).
+var ErrBadConfig = conf.ErrInvalid
 
 // Plan is what the AM will ask for: how many workers and of which size.
 type Plan struct {

@@ -45,9 +45,9 @@ const defaultRemoteLogDir = "/tmp/logs"
 
 // remoteLogRoot is the remote root folder of aggregated logs, as an HDFS path.
 func remoteLogRoot(hc *conf.HadoopConfig) string {
-	dir, _ := hc.Get("yarn.log-aggregation.TFile.remote-app-log-dir")
+	dir, _ := hc.Get(conf.HadoopTFileRemoteAppLogDir)
 	if dir == "" {
-		dir, _ = hc.Get("yarn.nodemanager.remote-app-log-dir")
+		dir, _ = hc.Get(conf.HadoopNMRemoteAppLogDir)
 	}
 	if dir == "" {
 		dir = defaultRemoteLogDir

@@ -138,7 +138,7 @@ func amHadoopConfig(getenv func(string) string, ae submit.AMEnv, hadoop []conf.H
 	case len(ae.SchedulerAddresses) > 0:
 		hc = conf.NewHadoopConfig(getenv)
 		if ae.DefaultFS != "" {
-			hc.Set("fs.defaultFS", ae.DefaultFS)
+			hc.Set(conf.HadoopDefaultFS, ae.DefaultFS)
 		}
 	default:
 		return nil, nil, false, err
@@ -284,7 +284,7 @@ func rpcAMClients(ctx context.Context, getenv func(string) string, ae submit.AME
 	if kerberized {
 		r := &hdfstoken.Renewer{Base: creds, Ratio: set.App.Tokens.Ratio, RetryBackoff: set.App.Tokens.RetryBackoff, Log: log}
 		if krb != nil && set.App.Tokens.Enabled {
-			rmPrincipal, _ := hc.Get("yarn.resourcemanager.principal")
+			rmPrincipal, _ := hc.Get(conf.HadoopRMPrincipal)
 			r.Source = &hdfstoken.KerberosSource{HC: hc, Krb: krb, Renewer: submit.ShortName(rmPrincipal), Self: submit.KerberosUser(krb), Log: log}
 			tokens = r.Tokens
 		}

@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/xres/xres/conf"
 	"github.com/xres/xres/yarn"
 	"github.com/xres/xres/yarn/am"
 	"github.com/xres/xres/yarn/submit"
@@ -100,7 +101,7 @@ func cmdLogs(ctx context.Context, args []string, e *env) error {
 		return err
 	}
 	defer closeRM()
-	aggregated, _ := hc.Get("yarn.log-aggregation-enable")
+	aggregated, _ := hc.Get(conf.HadoopLogAggregationEnable)
 	if aggregated == "true" {
 		// aggrlogs.go: from HDFS; a running application with nothing there yet falls through.
 		if err := aggregatedLogs(ctx, e, rm, hc, lg.Kerberos, id); !errors.Is(err, errNotAggregated) {

@@ -174,7 +174,7 @@ func cmdSubmit(ctx context.Context, args []string, e *env) error {
 	if tokens, err = submit.WithReportSecret(tokens); err != nil {
 		return err
 	}
-	defaultFS, _ := hc.Get("fs.defaultFS")
+	defaultFS, _ := hc.Get(conf.HadoopDefaultFS)
 	if *name == "" {
 		*name = set.App.Name
 	}
@@ -239,7 +239,7 @@ func cmdSubmit(ctx context.Context, args []string, e *env) error {
 // storage format) holding it: the NodeManagers localize the staged files
 // with it, and the AM passes it on to the workers.
 func amTokens(ctx context.Context, hc *conf.HadoopConfig, krb *yarn.Kerberos, log logrus.FieldLogger) ([]byte, error) {
-	rmPrincipal, _ := hc.Get("yarn.resourcemanager.principal")
+	rmPrincipal, _ := hc.Get(conf.HadoopRMPrincipal)
 	if rmPrincipal == "" {
 		return nil, errors.New("get HDFS delegation token: yarn.resourcemanager.principal is not set (the token's renewer)")
 	}

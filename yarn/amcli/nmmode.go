@@ -13,6 +13,8 @@ import (
 	"sync"
 	"text/tabwriter"
 	"time"
+
+	"github.com/xres/xres/conf"
 )
 
 // gpuPluginResources are the YARN resources whose NodeManager plugins
@@ -71,7 +73,7 @@ func nodeModes(ctx context.Context, e *env, rep resourcesReport, offline bool) [
 	}
 	https := false
 	if hconf != nil {
-		policy, _ := hconf.Get("yarn.http.policy")
+		policy, _ := hconf.Get(conf.HadoopYarnHTTPPolicy)
 		https = strings.EqualFold(policy, "HTTPS_ONLY")
 	}
 	var (

@@ -144,7 +144,7 @@ func TestResourcesGroupsWholeErrors(t *testing.T) {
 	require.Equal(t, "configuration: testdata/groups.yaml\n"+
 		"worker groups (xres.worker-groups): not read (see errors)\n"+
 		"errors:\n"+
-		"  - invalid configuration value: config key xres.worker-groups (-D): group a is listed twice\n"+
+		"  - config key xres.worker-groups (-D): group a is listed twice\n"+
 		"cluster check: skipped (no valid profile)\n", out)
 }
 

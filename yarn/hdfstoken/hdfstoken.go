@@ -88,7 +88,7 @@ func dialNameNode(ctx context.Context, hc *conf.HadoopConfig, krb *yarn.Kerberos
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	host, _, _ := net.SplitHostPort(addr)
-	nnPrincipal, _ := hc.Get("dfs.namenode.kerberos.principal")
+	nnPrincipal, _ := hc.Get(conf.HadoopNNPrincipal)
 	if nnPrincipal == "" {
 		return nil, fmt.Errorf("%s from %s: dfs.namenode.kerberos.principal is not set", what, addr)
 	}

@@ -2,7 +2,6 @@ package security
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -12,6 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/xres/xres/hadoopproto/hadoopcommon"
+	"github.com/xres/xres/hadoopproto/tokenfile"
 )
 
 // Format is the token storage file format version.
@@ -25,8 +25,9 @@ const (
 	FormatProtobuf Format = 1
 )
 
-// ErrTokenFile marks a token storage file that does not parse.
-var ErrTokenFile = errors.New("malformed token storage file")
+// ErrTokenFile marks a token storage file that does not parse (the one
+// sentinel of hadoopproto/tokenfile, which decodes the format).
+var ErrTokenFile = tokenfile.ErrMalformed
 
 // maxFileSize bounds what ReadCredentials accepts.
 const maxFileSize = 16 << 20
@@ -203,7 +204,7 @@ func WriteTokenFile(path string, c *Credentials, f Format) error {
 //	  Text  = VInt len, UTF-8 bytes; VInt is Hadoop's WritableUtils zero-compressed form
 //	format 1 (protobuf):
 //	  varint len, CredentialsProto
-var magic = []byte("HDTS")
+var magic = tokenfile.Magic
 
 // ReadCredentials parses a token storage stream in either format.
 func ReadCredentials(r io.Reader) (*Credentials, error) {
@@ -218,39 +219,33 @@ func ReadCredentials(r io.Reader) (*Credentials, error) {
 }
 
 // ParseCredentials parses a token storage blob (also the tokens field of a
-// ContainerLaunchContextProto).
+// ContainerLaunchContextProto) with hadoopproto/tokenfile, the one decoder
+// of the format (the container launcher reads its secrets with it too).
 func ParseCredentials(b []byte) (*Credentials, error) {
-	if len(b) < 5 || !bytes.Equal(b[:4], magic) {
-		return nil, fmt.Errorf("%w: no HDTS magic", ErrTokenFile)
+	f, err := tokenfile.Parse(b)
+	if err == nil {
+		err = f.CheckRequired()
 	}
-	switch Format(b[4]) {
-	case FormatWritable:
-		d := &decoder{b: b, off: 5}
-		c, err := d.credentials()
-		if err != nil {
-			return nil, fmt.Errorf("%w: at byte %d: %v", ErrTokenFile, d.off, err)
-		}
-		return c, nil
-	case FormatProtobuf:
-		n, k := protowire.ConsumeVarint(b[5:])
-		if k < 0 || n > uint64(len(b)-5-k) {
-			return nil, fmt.Errorf("%w: bad protobuf length", ErrTokenFile)
-		}
-		p := &hadoopcommon.CredentialsProto{}
-		if err := proto.Unmarshal(b[5+k:5+k+int(n)], p); err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrTokenFile, err)
-		}
-		c := &Credentials{}
-		for _, kv := range p.GetTokens() {
-			c.AddToken(kv.GetAlias(), FromProto(kv.GetToken()))
-		}
-		for _, kv := range p.GetSecrets() {
-			c.AddSecret(kv.GetAlias(), append([]byte{}, kv.GetSecret()...))
-		}
-		return c, nil
-	default:
-		return nil, fmt.Errorf("%w: unknown format version %d", ErrTokenFile, b[4])
+	if err != nil {
+		return nil, err
 	}
+	c := &Credentials{}
+	for _, e := range f.Tokens {
+		var t *Token
+		if e.Token != nil {
+			t = &Token{
+				Identifier: append([]byte{}, e.Token.Identifier...),
+				Password:   append([]byte{}, e.Token.Password...),
+				Kind:       e.Token.Kind,
+				Service:    e.Token.Service,
+			}
+		}
+		c.AddToken(e.Alias, t)
+	}
+	for _, e := range f.Secrets {
+		c.AddSecret(e.Alias, append([]byte{}, e.Secret...))
+	}
+	return c, nil
 }
 
 // Marshal encodes c as a token storage blob.
@@ -300,139 +295,8 @@ func (c *Credentials) Marshal(f Format) ([]byte, error) {
 	}
 }
 
-type decoder struct {
-	b   []byte
-	off int
-}
+func writeVLong(out []byte, v int64) []byte { return tokenfile.AppendVLong(out, v) }
 
-func (d *decoder) credentials() (*Credentials, error) {
-	c := &Credentials{}
-	n, err := d.count()
-	if err != nil {
-		return nil, fmt.Errorf("token count: %w", err)
-	}
-	for i := 0; i < n; i++ {
-		alias, err := d.text()
-		if err != nil {
-			return nil, fmt.Errorf("token %d alias: %w", i, err)
-		}
-		t := &Token{}
-		if t.Identifier, err = d.bytes(); err != nil {
-			return nil, fmt.Errorf("token %q identifier: %w", alias, err)
-		}
-		if t.Password, err = d.bytes(); err != nil {
-			return nil, fmt.Errorf("token %q password: %w", alias, err)
-		}
-		if t.Kind, err = d.text(); err != nil {
-			return nil, fmt.Errorf("token %q kind: %w", alias, err)
-		}
-		if t.Service, err = d.text(); err != nil {
-			return nil, fmt.Errorf("token %q service: %w", alias, err)
-		}
-		c.AddToken(alias, t)
-	}
-	n, err = d.count()
-	if err != nil {
-		return nil, fmt.Errorf("secret count: %w", err)
-	}
-	for i := 0; i < n; i++ {
-		alias, err := d.text()
-		if err != nil {
-			return nil, fmt.Errorf("secret %d alias: %w", i, err)
-		}
-		v, err := d.bytes()
-		if err != nil {
-			return nil, fmt.Errorf("secret %q: %w", alias, err)
-		}
-		c.AddSecret(alias, v)
-	}
-	return c, nil
-}
+func writeBytes(out, b []byte) []byte { return tokenfile.AppendBytes(out, b) }
 
-func (d *decoder) count() (int, error) {
-	n, err := d.vlong()
-	if err != nil {
-		return 0, err
-	}
-	if n < 0 || n > int64(len(d.b)-d.off) {
-		return 0, fmt.Errorf("count %d out of range", n)
-	}
-	return int(n), nil
-}
-
-func (d *decoder) bytes() ([]byte, error) {
-	n, err := d.vlong()
-	if err != nil {
-		return nil, err
-	}
-	if n < 0 || n > int64(len(d.b)-d.off) {
-		return nil, fmt.Errorf("length %d exceeds the %d bytes left", n, len(d.b)-d.off)
-	}
-	v := append([]byte{}, d.b[d.off:d.off+int(n)]...)
-	d.off += int(n)
-	return v, nil
-}
-
-func (d *decoder) text() (string, error) {
-	b, err := d.bytes()
-	return string(b), err
-}
-
-// vlong reads Hadoop's WritableUtils.readVLong form: one byte for
-// -112..127, else a length byte (-113..-120 positive, -121..-128 negative,
-// one's complement) and that many big-endian bytes.
-func (d *decoder) vlong() (int64, error) {
-	if d.off >= len(d.b) {
-		return 0, io.ErrUnexpectedEOF
-	}
-	first := int8(d.b[d.off])
-	d.off++
-	if first >= -112 {
-		return int64(first), nil
-	}
-	neg := first < -120
-	n := int(-112 - int(first))
-	if neg {
-		n = int(-120 - int(first))
-	}
-	if n > len(d.b)-d.off {
-		return 0, io.ErrUnexpectedEOF
-	}
-	var v int64
-	for i := 0; i < n; i++ {
-		v = v<<8 | int64(d.b[d.off+i])
-	}
-	d.off += n
-	if neg {
-		v = ^v
-	}
-	return v, nil
-}
-
-// writeVLong appends v in WritableUtils.writeVLong form.
-func writeVLong(out []byte, v int64) []byte {
-	if v >= -112 && v <= 127 {
-		return append(out, byte(int8(v)))
-	}
-	l := -112
-	if v < 0 {
-		v = ^v
-		l = -120
-	}
-	for tmp := v; tmp != 0; tmp >>= 8 {
-		l--
-	}
-	out = append(out, byte(int8(l)))
-	n := -(l + 112)
-	if l < -120 {
-		n = -(l + 120)
-	}
-	for i := n; i > 0; i-- {
-		out = append(out, byte(v>>((i-1)*8)))
-	}
-	return out
-}
-
-func writeBytes(out, b []byte) []byte { return append(writeVLong(out, int64(len(b))), b...) }
-
-func writeText(out []byte, s string) []byte { return writeBytes(out, []byte(s)) }
+func writeText(out []byte, s string) []byte { return tokenfile.AppendText(out, s) }

@@ -3,6 +3,8 @@ package security
 import (
 	"fmt"
 	"time"
+
+	"github.com/xres/xres/hadoopproto/tokenfile"
 )
 
 // DelegationIdentifier is the identifier of a Hadoop delegation token
@@ -33,33 +35,33 @@ func ParseDelegationIdentifier(b []byte) (DelegationIdentifier, error) {
 	if len(b) == 0 || b[0] != delegationVersion {
 		return id, fmt.Errorf("%w: delegation token identifier: unknown version", ErrTokenFile)
 	}
-	d := &decoder{b: b, off: 1}
+	d := &tokenfile.Reader{B: b, Off: 1}
 	var err error
 	fail := func(what string, err error) (DelegationIdentifier, error) {
-		return DelegationIdentifier{}, fmt.Errorf("%w: delegation token identifier %s at byte %d: %v", ErrTokenFile, what, d.off, err)
+		return DelegationIdentifier{}, fmt.Errorf("%w: delegation token identifier %s at byte %d: %v", ErrTokenFile, what, d.Off, err)
 	}
-	if id.Owner, err = d.text(); err != nil {
+	if id.Owner, err = d.Text(); err != nil {
 		return fail("owner", err)
 	}
-	if id.Renewer, err = d.text(); err != nil {
+	if id.Renewer, err = d.Text(); err != nil {
 		return fail("renewer", err)
 	}
-	if id.RealUser, err = d.text(); err != nil {
+	if id.RealUser, err = d.Text(); err != nil {
 		return fail("real user", err)
 	}
-	issue, err := d.vlong()
+	issue, err := d.VLong()
 	if err != nil {
 		return fail("issue date", err)
 	}
-	maxDate, err := d.vlong()
+	maxDate, err := d.VLong()
 	if err != nil {
 		return fail("max date", err)
 	}
-	seq, err := d.vlong()
+	seq, err := d.VLong()
 	if err != nil {
 		return fail("sequence number", err)
 	}
-	key, err := d.vlong()
+	key, err := d.VLong()
 	if err != nil {
 		return fail("master key id", err)
 	}

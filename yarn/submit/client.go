@@ -73,13 +73,10 @@ type Request struct {
 	Priority  *int32
 }
 
-// ErrBadConfig marks an application setting (yarn.tags,
-// yarn.application.priority, ...) that cannot be submitted as given.
-var ErrBadConfig = errors.New("bad application setting")
-
 // ApplyConfig sets r's node label, tags and priority from Flink's
 // yarn.application.node-label, yarn.tags (comma-separated, blanks dropped)
-// and yarn.application.priority (-1, the default: the queue's).
+// and yarn.application.priority (-1, the default: the queue's). A setting
+// that cannot be submitted as given is a *conf.Error (conf.ErrInvalid).
 func (r *Request) ApplyConfig(cfg *conf.Config) error {
 	label, _ := cfg.Get(conf.YarnApplicationNodeLabel.Key)
 	r.NodeLabel = strings.TrimSpace(label)
@@ -92,15 +89,14 @@ func (r *Request) ApplyConfig(cfg *conf.Config) error {
 	}
 	prio, err := cfg.Int(conf.YarnApplicationPriority)
 	if err != nil {
-		return fmt.Errorf("%w: %w", ErrBadConfig, err)
+		return err
 	}
 	switch {
 	case prio >= 0:
 		p := int32(prio)
 		r.Priority = &p
 	case prio != -1:
-		return fmt.Errorf("%w: config key %s (%s): must be -1 (the queue's default) or at least 0, got %d",
-			ErrBadConfig, conf.YarnApplicationPriority.Key, cfg.Origin(conf.YarnApplicationPriority.Key), prio)
+		return cfg.KeyErrorf(conf.YarnApplicationPriority.Key, "must be -1 (the queue's default) or at least 0, got %d", prio)
 	}
 	return nil
 }

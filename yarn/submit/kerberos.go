@@ -90,7 +90,7 @@ type Login struct {
 // Secure reports whether the Hadoop configuration asks for Kerberos
 // (hadoop.security.authentication=kerberos).
 func Secure(hc *conf.HadoopConfig) bool {
-	v, _ := hc.Get("hadoop.security.authentication")
+	v, _ := hc.Get(conf.HadoopSecurityAuthentication)
 	return strings.EqualFold(strings.TrimSpace(v), "kerberos")
 }
 
@@ -143,7 +143,7 @@ func KerberosLogin(hc *conf.HadoopConfig, l Login) (*yarn.Kerberos, error) {
 	if err != nil {
 		return nil, err
 	}
-	k.ServicePrincipal, _ = hc.Get("yarn.resourcemanager.principal")
+	k.ServicePrincipal, _ = hc.Get(conf.HadoopRMPrincipal)
 	return k, nil
 }
 

@@ -38,7 +38,7 @@ func TestApplyConfig(t *testing.T) {
 			var r Request
 			err := r.ApplyConfig(cfg)
 			if len(tt.errParts) > 0 {
-				require.ErrorIs(t, err, ErrBadConfig)
+				require.ErrorIs(t, err, conf.ErrInvalid)
 				for _, s := range tt.errParts {
 					require.ErrorContains(t, err, s)
 				}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/xres/xres/conf"
 	"github.com/xres/xres/yarn"
 	"github.com/xres/xres/yarn/internal/logutil"
 )
@@ -298,13 +299,13 @@ func (s Stager) Cleanup(ctx context.Context, dir string) error {
 func parseDefaultFS(s string) (yarn.ResourceURL, error) {
 	u, err := url.Parse(strings.TrimSpace(s))
 	if err != nil || u.Scheme == "" || u.Host == "" {
-		return yarn.ResourceURL{}, fmt.Errorf("fs.defaultFS %q: want scheme://host[:port], e.g. hdfs://namenode:8020", s)
+		return yarn.ResourceURL{}, fmt.Errorf("%s %q: want scheme://host[:port], e.g. hdfs://namenode:8020", conf.HadoopDefaultFS, s)
 	}
 	out := yarn.ResourceURL{Scheme: u.Scheme, Host: u.Hostname()}
 	if p := u.Port(); p != "" {
 		n, err := strconv.ParseInt(p, 10, 32)
 		if err != nil {
-			return yarn.ResourceURL{}, fmt.Errorf("fs.defaultFS %q: bad port", s)
+			return yarn.ResourceURL{}, fmt.Errorf("%s %q: bad port", conf.HadoopDefaultFS, s)
 		}
 		out.Port = int32(n)
 	}
