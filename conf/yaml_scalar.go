@@ -1,0 +1,127 @@
+package conf
+
+import (
+	"math"
+	"math/big"
+	"regexp"
+	"strconv"
+	"strings"
+
+	yaml "go.yaml.in/yaml/v3"
+)
+
+// Flink's snakeyaml resolves a plain (unquoted) scalar by YAML 1.1's rules
+// and Flink reads a non-string value back as snakeyaml writes it: "yes",
+// "On" → "true"; "0x1F", "0o17"-style "017", "1_000", "1:30" → "31", "15",
+// "1000", "90"; "1.50", "1e3" → "1.5", "1000.0" (Java's Double.toString);
+// "~", "null", nothing → no value. Quoted and block scalars stay as
+// written. These patterns are snakeyaml 2's (Flink 1.19+).
+var (
+	yamlBool  = regexp.MustCompile(`^(?:yes|Yes|YES|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF)$`)
+	yamlInt   = regexp.MustCompile(`^(?:[-+]?0b_*[0-1][0-1_]*|[-+]?0_*[0-7][0-7_]*|[-+]?(?:0|[1-9][0-9_]*)|[-+]?0x_*[0-9a-fA-F][0-9a-fA-F_]*|[-+]?[1-9][0-9_]*(?::[0-5]?[0-9])+)$`)
+	yamlFloat = regexp.MustCompile(`^(?:[-+]?[0-9][0-9_]*\.[0-9_]*(?:[eE][-+]?[0-9]+)?|[-+]?[0-9][0-9_]*[eE][-+]?[0-9]+|[-+]?\.[0-9_]+(?:[eE][-+]?[0-9]+)?|[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$`)
+)
+
+// scalar returns a scalar node's value in Flink's string form, and whether
+// it is null (no value).
+func (f *flattener) scalar(n *yaml.Node) (string, bool, error) {
+	tag := ""
+	if n.Style&yaml.TaggedStyle != 0 {
+		tag = n.ShortTag()
+	}
+	switch {
+	case tag == "!!str" || tag == "!":
+		return n.Value, false, nil
+	case tag != "" && tag != "!!int" && tag != "!!float" && tag != "!!bool" && tag != "!!null":
+		return "", false, f.errf(n.Line, "tag %s is not supported", tag)
+	case tag == "" && n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle|yaml.LiteralStyle|yaml.FoldedStyle) != 0:
+		return n.Value, false, nil
+	}
+	v := n.Value
+	switch {
+	case v == "" || v == "~" || v == "null" || v == "Null" || v == "NULL":
+		return "", true, nil
+	case yamlBool.MatchString(v):
+		return strconv.FormatBool(strings.ContainsAny(v[:1], "yYtToO") && !strings.EqualFold(v, "off")), false, nil
+	case yamlInt.MatchString(v):
+		return yamlIntText(v), false, nil
+	case yamlFloat.MatchString(v):
+		return yamlFloatText(v), false, nil
+	}
+	return v, false, nil
+}
+
+// sexagesimal reads "1:30:05" (base 60) with the sign already removed.
+func sexagesimal(v string) *big.Float {
+	sum := new(big.Float)
+	for _, d := range strings.Split(v, ":") {
+		x, _ := new(big.Float).SetString(d)
+		sum.Add(sum.Mul(sum, big.NewFloat(60)), x)
+	}
+	return sum
+}
+
+func yamlIntText(v string) string {
+	v = strings.ReplaceAll(v, "_", "")
+	neg := v[0] == '-'
+	v = strings.TrimLeft(v, "+-")
+	n := new(big.Int)
+	switch {
+	case strings.Contains(v, ":"):
+		sexagesimal(v).Int(n)
+	case strings.HasPrefix(v, "0b"):
+		n.SetString(v[2:], 2)
+	case strings.HasPrefix(v, "0x"):
+		n.SetString(v[2:], 16)
+	case len(v) > 1 && v[0] == '0':
+		n.SetString(v[1:], 8)
+	default:
+		n.SetString(v, 10)
+	}
+	if neg {
+		n.Neg(n)
+	}
+	return n.String()
+}
+
+func yamlFloatText(v string) string {
+	v = strings.ToLower(strings.ReplaceAll(v, "_", ""))
+	var x float64
+	switch {
+	case strings.HasSuffix(v, ".nan"):
+		return ".NaN"
+	case strings.HasSuffix(v, ".inf"):
+		x = math.Inf(1)
+	case strings.Contains(v, ":"):
+		x, _ = sexagesimal(strings.TrimLeft(v, "+-")).Float64()
+	default:
+		x, _ = strconv.ParseFloat(strings.TrimLeft(v, "+-"), 64) // ±Inf past the range, as Java
+	}
+	if v[0] == '-' {
+		x = -x
+	}
+	return javaDouble(x)
+}
+
+// javaDouble writes x as Java's Double.toString (and snakeyaml for the
+// infinities): plain between 10^-3 and 10^7, else "1.0E10".
+func javaDouble(x float64) string {
+	switch a := math.Abs(x); {
+	case math.IsInf(x, 1):
+		return ".inf"
+	case math.IsInf(x, -1):
+		return "-.inf"
+	case a == 0 || a >= 1e-3 && a < 1e7:
+		s := strconv.FormatFloat(x, 'f', -1, 64)
+		if !strings.Contains(s, ".") {
+			s += ".0"
+		}
+		return s
+	}
+	mant, exp, _ := strings.Cut(strconv.FormatFloat(x, 'E', -1, 64), "E")
+	if !strings.Contains(mant, ".") {
+		mant += ".0"
+	}
+	e, _ := strconv.Atoi(exp)
+	return mant + "E" + strconv.Itoa(e)
+}
