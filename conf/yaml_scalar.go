@@ -1,11 +1,13 @@
 package conf
 
 import (
+	"fmt"
 	"math"
 	"math/big"
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	yaml "go.yaml.in/yaml/v3"
 )
@@ -19,6 +21,7 @@ import (
 var (
 	yamlBool  = regexp.MustCompile(`^(?:yes|Yes|YES|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF)$`)
 	yamlInt   = regexp.MustCompile(`^(?:[-+]?0b_*[0-1][0-1_]*|[-+]?0_*[0-7][0-7_]*|[-+]?(?:0|[1-9][0-9_]*)|[-+]?0x_*[0-9a-fA-F][0-9a-fA-F_]*|[-+]?[1-9][0-9_]*(?::[0-5]?[0-9])+)$`)
+	yamlTime  = regexp.MustCompile(`^([0-9]{4})-(?:([0-9]{2})-([0-9]{2})|([0-9]{1,2})-([0-9]{1,2})(?:[Tt]|[ \t]+)([0-9]{1,2}):([0-9]{2}):([0-9]{2})(?:\.([0-9]*))?(?:[ \t]*(?:Z|([-+][0-9]{1,2})(?::([0-9]{2}))?))?)$`)
 	yamlFloat = regexp.MustCompile(`^(?:[-+]?[0-9][0-9_]*\.[0-9_]*(?:[eE][-+]?[0-9]+)?|[-+]?[0-9][0-9_]*[eE][-+]?[0-9]+|[-+]?\.[0-9_]+(?:[eE][-+]?[0-9]+)?|[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$`)
 )
 
@@ -47,8 +50,39 @@ func (f *flattener) scalar(n *yaml.Node) (string, bool, error) {
 		return yamlIntText(v), false, nil
 	case yamlFloat.MatchString(v):
 		return yamlFloatText(v), false, nil
+	case yamlTime.MatchString(v):
+		return yamlTimeText(v), false, nil
 	}
 	return v, false, nil
+}
+
+// yamlTimeText writes a YAML 1.1 timestamp as snakeyaml writes the Date it
+// makes: in UTC, "2001-12-14T21:59:43.100Z", the milliseconds only when
+// not 0. Out-of-range fields roll over (Java's lenient Calendar).
+func yamlTimeText(v string) string {
+	m := yamlTime.FindStringSubmatch(v)
+	n := func(i int) int { x, _ := strconv.Atoi(m[i]); return x }
+	var t time.Time
+	if m[2] != "" {
+		t = time.Date(n(1), time.Month(n(2)), n(3), 0, 0, 0, 0, time.UTC)
+	} else {
+		secs, _ := strconv.ParseFloat(m[8]+"."+m[9]+"0", 64)
+		whole := math.Floor(secs)
+		zone := 0
+		if m[10] != "" {
+			zone = n(10)*3600 + n(11)*60
+			if m[10][0] == '-' {
+				zone = n(10)*3600 - n(11)*60
+			}
+		}
+		t = time.Date(n(1), time.Month(n(4)), n(5), n(6), n(7), int(whole),
+			int(math.Round((secs-whole)*1000))*int(time.Millisecond), time.FixedZone("", zone)).UTC()
+	}
+	out := t.Format("2006-01-02T15:04:05")
+	if ms := t.Nanosecond() / int(time.Millisecond); ms > 0 {
+		out += fmt.Sprintf(".%03d", ms)
+	}
+	return out + "Z"
 }
 
 // sexagesimal reads "1:30:05" (base 60) with the sign already removed.

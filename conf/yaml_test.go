@@ -75,6 +75,8 @@ func TestNestedValues(t *testing.T) {
 			map[string]string{"a": "31", "b": "15", "c": "1000", "d": "90", "e": "-5", "f": "0", "g": "7", "h": "08081", "i": "017", "j": "99999999999999999999"}},
 		{"floats", "a: 1.50\nb: 1e3\nc: .5\nd: 1.0e10\ne: 0.0001\nf: -.inf\ng: .NaN\nh: 3.10\ni: 1_000.5\nj: 1:30.5\nk: '3.10'\n",
 			map[string]string{"a": "1.5", "b": "1000.0", "c": "0.5", "d": "1.0E10", "e": "1.0E-4", "f": "-.inf", "g": ".NaN", "h": "3.1", "i": "1000.5", "j": "90.5", "k": "3.10"}},
+		{"timestamps", "a: 2001-12-14\nb: 2001-12-14t21:59:43.10-05:00\nc: 2001-12-14 21:59:43.1 +5\nd: 2001-1-5\ne: '2001-12-14'\nf: 2001-12-14T01:02:03Z\n",
+			map[string]string{"a": "2001-12-14T00:00:00Z", "b": "2001-12-15T02:59:43.100Z", "c": "2001-12-14T16:59:43.100Z", "d": "2001-1-5", "e": "2001-12-14", "f": "2001-12-14T01:02:03Z"}},
 		{"memory sizes and durations stay text", "a: 1728m\nb: 10 s\nc: 2 gb\n", map[string]string{"a": "1728m", "b": "10 s", "c": "2 gb"}},
 		{"scalar keys take Flink's form", "a:\n  1: x\n  yes: y\n", map[string]string{"a.1": "x", "a.true": "y"}},
 		{"list elements take Flink's form", "a: [yes, 0x10, 1.50, 'on']\n", map[string]string{"a": "true;16;1.5;on"}},
