@@ -41,6 +41,9 @@ func (f *flattener) scalar(n *yaml.Node) (string, bool, error) {
 		return n.Value, false, nil
 	}
 	v := n.Value
+	if v != "" && !strings.ContainsRune("~nNyYtTfFoO+-.0123456789", rune(v[0])) {
+		return v, false, nil // as snakeyaml, resolve only by the first character's patterns
+	}
 	switch {
 	case v == "" || v == "~" || v == "null" || v == "Null" || v == "NULL":
 		return "", true, nil
