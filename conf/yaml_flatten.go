@@ -151,6 +151,12 @@ func (f *flattener) mapping(prefix string, n *yaml.Node) error {
 				continue
 			}
 			value = v
+			if readsAsOtherNumber(val) {
+				f.warns = append(f.warns, Warning{File: f.file, Line: p.line,
+					Message: fmt.Sprintf("key %s: Flink reads this unquoted value as a YAML 1.1 number "+
+						"(octal 0…, hexadecimal 0x…, binary 0b… or base 60 with ':') and passes it on in decimal", key),
+					Fix: "quote the value to keep it as written"})
+			}
 		}
 		if first, dup := f.seen[key]; dup {
 			return f.errf(p.line, "key %s is set twice once nested keys are joined with dots (first at line %d)", key, first)

@@ -88,6 +88,24 @@ func yamlTimeText(v string) string {
 	return out + "Z"
 }
 
+// readsAsOtherNumber reports whether n is a plain integer or float that
+// Flink rewrites to another number's text: octal, hexadecimal, binary or
+// base 60 (as "0x10ee" → "4334"); a user writing a PCI id or a time of day
+// would not expect it.
+func readsAsOtherNumber(n *yaml.Node) bool {
+	if n.Kind != yaml.ScalarNode || n.Style != 0 {
+		return false
+	}
+	v := strings.TrimLeft(n.Value, "+-")
+	switch {
+	case yamlInt.MatchString(n.Value):
+		return len(v) > 1 && v[0] == '0' || strings.Contains(v, ":")
+	case yamlFloat.MatchString(n.Value):
+		return strings.Contains(v, ":")
+	}
+	return false
+}
+
 // sexagesimal reads "1:30:05" (base 60) with the sign already removed.
 func sexagesimal(v string) *big.Float {
 	sum := new(big.Float)

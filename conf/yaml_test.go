@@ -155,6 +155,23 @@ func TestNestedAliasBomb(t *testing.T) {
 	require.Contains(t, err.Error(), "more than 50 aliases")
 }
 
+// An unquoted number Flink rewrites in another base is read as Flink reads
+// it, with a warning naming the key and never the value.
+func TestNestedNumberRewriteWarns(t *testing.T) {
+	kvs, warns, err := parseNested("config.yaml", []byte("a:\n  vendor: 0x10ee\n  b: 017\nc: 1:30\nd: 17\ne: '0x10ee'\nf: 1.50\ng: 1_000\n"))
+	require.NoError(t, err)
+	require.Len(t, kvs, 7)
+	require.Equal(t, "4334", kvs[0].value)
+	var lines []int
+	for _, w := range warns {
+		lines = append(lines, w.Line)
+		require.NotContains(t, w.String(), "10ee")
+		require.Equal(t, "quote the value to keep it as written", w.Fix)
+	}
+	require.Equal(t, []int{2, 3, 4}, lines)
+	require.Contains(t, warns[0].String(), "config.yaml:2: key a.vendor: Flink reads this unquoted value as a YAML 1.1 number")
+}
+
 func TestLoadNestedErrorNamesPath(t *testing.T) {
 	p := writeFile(t, t.TempDir(), "config.yaml", "external-resources: gpu\nexternal-resource:\n  gpu:\n\tamount: 1\n")
 	_, err := Load(p, nil)
