@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"regexp"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -72,19 +71,21 @@ func parseNested(name string, data []byte) ([]keyValue, []Warning, error) {
 	return f.kvs, f.warns, nil
 }
 
-var libraryLine = regexp.MustCompile(`^yaml: (?:line (\d+): )?(.*)$`)
-
 // libraryError turns the library's "yaml: line N: problem" into a
 // *SyntaxError naming the file. The library numbers parser errors (those
 // below) from 0 and leaves out a line 1; reader errors carry no line, so
 // the offending line is looked up here.
 func libraryError(name string, data []byte, err error) error {
-	m := libraryLine.FindStringSubmatch(err.Error())
-	if m == nil {
-		return &SyntaxError{File: name, Line: 1, Msg: err.Error()}
+	msg, ok := strings.CutPrefix(err.Error(), "yaml: ")
+	if !ok {
+		return &SyntaxError{File: name, Line: 1, Msg: msg}
 	}
-	line, _ := strconv.Atoi(m[1])
-	msg := m[2]
+	line := 0
+	if n, rest, ok := strings.Cut(strings.TrimPrefix(msg, "line "), ": "); ok && strings.HasPrefix(msg, "line ") {
+		line, _ = strconv.Atoi(n)
+		msg = rest
+	}
+	noLine := line == 0
 	if strings.HasPrefix(msg, "did not find expected") || strings.HasPrefix(msg, "found duplicate %") ||
 		msg == "found incompatible YAML document" || msg == "found undefined tag handle" {
 		line++
@@ -92,7 +93,7 @@ func libraryError(name string, data []byte, err error) error {
 		line = 1
 	}
 	lines := bytes.Split(data, []byte("\n"))
-	for i := 0; m[1] == "" && i < len(lines); i++ { // a reader error: which line?
+	for i := 0; noLine && i < len(lines); i++ { // a reader error: which line?
 		if bad := badChar(lines[i]); bad != "" {
 			return &SyntaxError{File: name, Line: i + 1, Msg: bad}
 		}
@@ -106,22 +107,33 @@ func libraryError(name string, data []byte, err error) error {
 			return &SyntaxError{File: name, Line: at, Msg: "tab in indentation; indent with spaces"}
 		}
 	}
-	if hint, ok := libraryHints[msg]; ok {
+	if hint := libraryHint(msg); hint != "" {
 		msg += " (" + hint + ")"
 	}
 	return &SyntaxError{File: name, Line: line, Msg: msg}
 }
 
-// libraryHints says what usually causes the library's terser errors.
-var libraryHints = map[string]string{
-	"did not find expected key":                              "bad indentation, text after a quoted value, or a line that is not 'key: value'",
-	"did not find expected <document start>":                 "bad indentation: this line is indented less than the first line of the file",
-	"mapping values are not allowed in this context":         "':' followed by a space inside a plain value; quote the value, or indent it below its key",
-	"block sequence entries are not allowed in this context": "a sequence entry '- ' must start its own line, below its key",
-	"found unexpected end of stream":                         "a quote, [ or { is not closed",
-	"did not find expected ',' or ']'":                       "a [ is not closed",
-	"did not find expected ',' or '}'":                       "a { is not closed",
-	"found incompatible YAML document":                       "only '%YAML 1.1' may be named",
+// libraryHint says what usually causes one of the library's terser errors.
+func libraryHint(msg string) string {
+	switch msg {
+	case "did not find expected key":
+		return "bad indentation, text after a quoted value, or a line that is not 'key: value'"
+	case "did not find expected <document start>":
+		return "bad indentation: this line is indented less than the first line of the file"
+	case "mapping values are not allowed in this context":
+		return "':' followed by a space inside a plain value; quote the value, or indent it below its key"
+	case "block sequence entries are not allowed in this context":
+		return "a sequence entry '- ' must start its own line, below its key"
+	case "found unexpected end of stream":
+		return "a quote, [ or { is not closed"
+	case "did not find expected ',' or ']'":
+		return "a [ is not closed"
+	case "did not find expected ',' or '}'":
+		return "a { is not closed"
+	case "found incompatible YAML document":
+		return "only '%YAML 1.1' may be named"
+	}
+	return ""
 }
 
 // badChar names what the YAML reader refuses in a line: invalid UTF-8, or a

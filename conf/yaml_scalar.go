@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	yaml "go.yaml.in/yaml/v3"
@@ -18,12 +19,25 @@ import (
 // "1000", "90"; "1.50", "1e3" → "1.5", "1000.0" (Java's Double.toString);
 // "~", "null", nothing → no value. Quoted and block scalars stay as
 // written. These patterns are snakeyaml 2's (Flink 1.19+).
-var (
-	yamlBool  = regexp.MustCompile(`^(?:yes|Yes|YES|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF)$`)
-	yamlInt   = regexp.MustCompile(`^(?:[-+]?0b_*[0-1][0-1_]*|[-+]?0_*[0-7][0-7_]*|[-+]?(?:0|[1-9][0-9_]*)|[-+]?0x_*[0-9a-fA-F][0-9a-fA-F_]*|[-+]?[1-9][0-9_]*(?::[0-5]?[0-9])+)$`)
-	yamlTime  = regexp.MustCompile(`^([0-9]{4})-(?:([0-9]{2})-([0-9]{2})|([0-9]{1,2})-([0-9]{1,2})(?:[Tt]|[ \t]+)([0-9]{1,2}):([0-9]{2}):([0-9]{2})(?:\.([0-9]*))?(?:[ \t]*(?:Z|([-+][0-9]{1,2})(?::([0-9]{2}))?))?)$`)
-	yamlFloat = regexp.MustCompile(`^(?:[-+]?[0-9][0-9_]*\.[0-9_]*(?:[eE][-+]?[0-9]+)?|[-+]?[0-9][0-9_]*[eE][-+]?[0-9]+|[-+]?\.[0-9_]+(?:[eE][-+]?[0-9]+)?|[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$`)
-)
+// yamlRE holds the patterns, compiled on first use rather than when a
+// binary starts (the launcher links this package and must start fast).
+var yamlRE = sync.OnceValue(func() (re struct{ int, float, time *regexp.Regexp }) {
+	re.int = regexp.MustCompile(`^(?:[-+]?0b_*[0-1][0-1_]*|[-+]?0_*[0-7][0-7_]*|[-+]?(?:0|[1-9][0-9_]*)|[-+]?0x_*[0-9a-fA-F][0-9a-fA-F_]*|[-+]?[1-9][0-9_]*(?::[0-5]?[0-9])+)$`)
+	re.float = regexp.MustCompile(`^(?:[-+]?[0-9][0-9_]*\.[0-9_]*(?:[eE][-+]?[0-9]+)?|[-+]?[0-9][0-9_]*[eE][-+]?[0-9]+|[-+]?\.[0-9_]+(?:[eE][-+]?[0-9]+)?|[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$`)
+	re.time = regexp.MustCompile(`^([0-9]{4})-(?:([0-9]{2})-([0-9]{2})|([0-9]{1,2})-([0-9]{1,2})(?:[Tt]|[ \t]+)([0-9]{1,2}):([0-9]{2}):([0-9]{2})(?:\.([0-9]*))?(?:[ \t]*(?:Z|([-+][0-9]{1,2})(?::([0-9]{2}))?))?)$`)
+	return re
+})
+
+// yamlBool reads YAML 1.1's booleans.
+func yamlBool(v string) (value, ok bool) {
+	switch v {
+	case "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON":
+		return true, true
+	case "no", "No", "NO", "false", "False", "FALSE", "off", "Off", "OFF":
+		return false, true
+	}
+	return false, false
+}
 
 // scalar returns a scalar node's value in Flink's string form, and whether
 // it is null (no value).
@@ -44,16 +58,23 @@ func (f *flattener) scalar(n *yaml.Node) (string, bool, error) {
 	if v != "" && !strings.ContainsRune("~nNyYtTfFoO+-.0123456789", rune(v[0])) {
 		return v, false, nil // as snakeyaml, resolve only by the first character's patterns
 	}
+	b, isBool := yamlBool(v)
 	switch {
 	case v == "" || v == "~" || v == "null" || v == "Null" || v == "NULL":
 		return "", true, nil
-	case yamlBool.MatchString(v):
-		return strconv.FormatBool(strings.ContainsAny(v[:1], "yYtToO") && !strings.EqualFold(v, "off")), false, nil
-	case yamlInt.MatchString(v):
+	case isBool:
+		return strconv.FormatBool(b), false, nil
+	case strings.Trim(v, "0123456789") == "" && (v[0] != '0' || v == "0"):
+		return v, false, nil // a plain decimal: the common case, as written
+	case strings.Trim(v, "0123456789_+-.:xabcdefABCDEFINTZnt \t") != "":
+		return v, false, nil // "1728m", "10 s": no number or date
+	}
+	switch re := yamlRE(); {
+	case re.int.MatchString(v):
 		return yamlIntText(v), false, nil
-	case yamlFloat.MatchString(v):
+	case re.float.MatchString(v):
 		return yamlFloatText(v), false, nil
-	case yamlTime.MatchString(v):
+	case re.time.MatchString(v):
 		return yamlTimeText(v), false, nil
 	}
 	return v, false, nil
@@ -63,7 +84,7 @@ func (f *flattener) scalar(n *yaml.Node) (string, bool, error) {
 // makes: in UTC, "2001-12-14T21:59:43.100Z", the milliseconds only when
 // not 0. Out-of-range fields roll over (Java's lenient Calendar).
 func yamlTimeText(v string) string {
-	m := yamlTime.FindStringSubmatch(v)
+	m := yamlRE().time.FindStringSubmatch(v)
 	n := func(i int) int { x, _ := strconv.Atoi(m[i]); return x }
 	var t time.Time
 	if m[2] != "" {
@@ -97,10 +118,10 @@ func readsAsOtherNumber(n *yaml.Node) bool {
 		return false
 	}
 	v := strings.TrimLeft(n.Value, "+-")
-	switch {
-	case yamlInt.MatchString(n.Value):
+	switch re := yamlRE(); {
+	case re.int.MatchString(n.Value):
 		return len(v) > 1 && v[0] == '0' || strings.Contains(v, ":")
-	case yamlFloat.MatchString(n.Value):
+	case re.float.MatchString(n.Value):
 		return strings.Contains(v, ":")
 	}
 	return false
