@@ -14,12 +14,17 @@ import (
 )
 
 // Flink's snakeyaml resolves a plain (unquoted) scalar by YAML 1.1's rules
-// and Flink reads a non-string value back as snakeyaml writes it: "yes",
-// "On" → "true"; "0x1F", "0o17"-style "017", "1_000", "1:30" → "31", "15",
-// "1000", "90"; "1.50", "1e3" → "1.5", "1000.0" (Java's Double.toString);
-// "~", "null", nothing → no value. Quoted and block scalars stay as
-// written. These patterns are snakeyaml 2's (Flink 1.19+).
-// yamlRE holds the patterns, compiled on first use rather than when a
+// and Flink reads a non-string value back as snakeyaml writes it:
+//
+//	yes, On, TRUE          → true         (booleans)
+//	0x1F, 017, 0b11, 1_000 → 31, 15, 3, 1000 (integers, in decimal)
+//	1:30                   → 90           (base 60)
+//	1.50, 1e3, 0.0001      → 1.5, 1000.0, 1.0E-4 (Java's Double.toString)
+//	2001-12-14             → 2001-12-14T00:00:00Z (a date, in UTC)
+//	~, null, nothing       → no value
+//
+// Quoted and block scalars stay as written. The patterns are snakeyaml 2's
+// (Flink 1.19+). yamlRE compiles them on first use rather than when a
 // binary starts (the launcher links this package and must start fast).
 var yamlRE = sync.OnceValue(func() (re struct{ int, float, time *regexp.Regexp }) {
 	re.int = regexp.MustCompile(`^(?:[-+]?0b_*[0-1][0-1_]*|[-+]?0_*[0-7][0-7_]*|[-+]?(?:0|[1-9][0-9_]*)|[-+]?0x_*[0-9a-fA-F][0-9a-fA-F_]*|[-+]?[1-9][0-9_]*(?::[0-5]?[0-9])+)$`)
@@ -49,7 +54,7 @@ func (f *flattener) scalar(n *yaml.Node) (string, bool, error) {
 	switch {
 	case tag == "!!str" || tag == "!":
 		return n.Value, false, nil
-	case tag != "" && tag != "!!int" && tag != "!!float" && tag != "!!bool" && tag != "!!null":
+	case tag != "" && tag != "!!int" && tag != "!!float" && tag != "!!bool" && tag != "!!null" && tag != "!!timestamp":
 		return "", false, f.errf(n.Line, "tag %s is not supported", tag)
 	case tag == "" && n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle|yaml.LiteralStyle|yaml.FoldedStyle) != 0:
 		return n.Value, false, nil
