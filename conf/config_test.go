@@ -1,7 +1,6 @@
 package conf
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -180,106 +179,6 @@ func TestLoadNestedFixture(t *testing.T) {
 	require.Len(t, c.Warnings(), 1)
 	require.Equal(t, 49, c.Warnings()[0].Line)
 	require.Contains(t, c.Warnings()[0].Message, "high-availability")
-}
-
-func TestNestedValues(t *testing.T) {
-	tests := []struct {
-		name string
-		yaml string
-		want map[string]string
-	}{
-		{"empty file", "", map[string]string{}},
-		{"only comments and document start", "# c\n---\n# d\n", map[string]string{}},
-		{"flat keys", "a.b: 1\nc: two words\n", map[string]string{"a.b": "1", "c": "two words"}},
-		{"nested", "a:\n  b:\n    c: x\n  d: y\ne: z\n", map[string]string{"a.b.c": "x", "a.d": "y", "e": "z"}},
-		{"whole file indented", "  a: 1\n  b: 2\n", map[string]string{"a": "1", "b": "2"}},
-		{"single quotes", "a: 'it''s: # here'\n", map[string]string{"a": "it's: # here"}},
-		{"double quotes", `a: "tab\there \"q\" \u00e9 \\"` + "\n", map[string]string{"a": "tab\there \"q\" é \\"}},
-		{"quoted key", "'a b': 1\n\"c\": 2\n", map[string]string{"a b": "1", "c": "2"}},
-		{"comment after value", "a: 1 # one\nb: x#y\n", map[string]string{"a": "1", "b": "x#y"}},
-		{"colon without space in value", "a: http://host:8080/x\n", map[string]string{"a": "http://host:8080/x"}},
-		{"flow sequence", "a: [x, 'y;z', \"w\", 1]\n", map[string]string{"a": "x;'y;z';w;1"}},
-		{"empty flow sequence", "a: []\n", map[string]string{"a": ""}},
-		{"block sequence indented", "a:\n  - x\n  - y\n", map[string]string{"a": "x;y"}},
-		{"block sequence at key indent", "a:\n- x\n- y\nb: 1\n", map[string]string{"a": "x;y", "b": "1"}},
-		{"flow mapping flattens", "a: {b: 1, c: 'two'}\n", map[string]string{"a.b": "1", "a.c": "two"}},
-		{"nested flow mapping", "a: {b: {c: 1}}\n", map[string]string{"a.b.c": "1"}},
-		{"list of mappings", "a:\n  - k: v\n    n: 'x,y'\n  - {k: w}\n", map[string]string{"a": "'k:v,n:''x,y''';k:w"}},
-		{"scalar on next line", "a:\n  value\nb: 2\n", map[string]string{"a": "value", "b": "2"}},
-		{"crlf line ends", "a: 1\r\nb:\r\n  c: 2\r\n", map[string]string{"a": "1", "b.c": "2"}},
-		{"byte order mark", "\ufeffa: 1\n", map[string]string{"a": "1"}},
-		{"null values are skipped", "a: ~\nb:\nc: null\nd: 1\n", map[string]string{"d": "1"}},
-		{"tab inside a value", "a: x\ty\n", map[string]string{"a": "x\ty"}},
-		{"sequence entry comment", "a:\n  - x # first\n  # between\n  - y\n", map[string]string{"a": "x;y"}},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			kvs, _, err := parseNested("config.yaml", []byte(tc.yaml))
-			require.NoError(t, err)
-			got := map[string]string{}
-			for _, kv := range kvs {
-				got[kv.key] = kv.value
-			}
-			require.Equal(t, tc.want, got)
-		})
-	}
-}
-
-func TestNestedErrors(t *testing.T) {
-	tests := []struct {
-		name string
-		yaml string
-		want string // full "file:line: ..." prefix and a part of the message
-	}{
-		{"tab indentation", "a:\n\tb: 1\n", "config.yaml:2: tab in indentation"},
-		{"anchor", "a: &x 1\n", "config.yaml:1: anchors"},
-		{"alias", "a: 1\nb: *x\n", "config.yaml:2: aliases"},
-		{"tag", "a: !!str 1\n", "config.yaml:1: tags"},
-		{"anchor on a mapping", "a: &x\n  b: 1\n", "config.yaml:1: anchors"},
-		{"literal block scalar", "a: |\n  text\n", "config.yaml:1: block scalars"},
-		{"folded block scalar", "a: >\n  text\n", "config.yaml:1: block scalars"},
-		{"two documents", "a: 1\n---\nb: 2\n", "config.yaml:2: several YAML documents"},
-		{"document end", "a: 1\n...\n", "config.yaml:2: the document end marker"},
-		{"directive", "%YAML 1.2\n---\na: 1\n", "config.yaml:1: YAML directives"},
-		{"complex key", "? a\n: 1\n", "config.yaml:1: complex keys"},
-		{"duplicate key", "a: 1\nb: 2\na: 3\n", `config.yaml:3: duplicate key "a" (first at line 1)`},
-		{"collision once flattened", "a.b: 1\na:\n  b: 2\n", "config.yaml:3: key a.b is set twice"},
-		{"unclosed single quote", "a: 'x\n", "config.yaml:1: unclosed quote"},
-		{"unclosed double quote", "a: \"x\\\"\n", "config.yaml:1: unclosed quote"},
-		{"unknown escape", `a: "\q"` + "\n", `config.yaml:1: unknown escape \q`},
-		{"text after quote", "a: 'x' y\n", `config.yaml:1: unexpected text "y"`},
-		{"unterminated flow", "a: [x,\n  y]\n", "config.yaml:1: unterminated flow collection"},
-		{"pair in flow sequence", "a: [x: 1]\n", "config.yaml:1: key: value pairs inside [ ]"},
-		{"multi-line plain value", "a: x\n  y\n", "config.yaml:2: unexpected line: multi-line values"},
-		{"bad indentation", "a:\n    b: 1\n  c: 2\n", "config.yaml:3: bad indentation"},
-		{"mapping value in plain", "a: b: c\n", "config.yaml:1: ':' followed by a space"},
-		{"sequence at top", "- a\n- b\n", "config.yaml:1: the top level must be a mapping"},
-		{"scalar at top", "just text\n", "config.yaml:1: the top level must be a mapping"},
-		{"dash after key", "a: - x\n", "config.yaml:1: a sequence entry"},
-		{"nested lists", "a:\n  - - x\n", "config.yaml:2: list a: lists inside lists"},
-		{"empty list entry", "a:\n  -\n  - x\n", "config.yaml:2: empty entry in the list a"},
-		{"sequence among keys", "a: 1\n- x\n", "config.yaml:2: a sequence entry '- ' where a key was expected"},
-		{"less indented line", "  a: 1\nb: 2\n", "config.yaml:2: bad indentation"},
-		{"invalid utf-8", "a: 1\nb: \xff\n", "config.yaml:2: not valid UTF-8"},
-		{"empty key", ": x\n", "config.yaml:1: empty key"},
-		{"duplicate flow key", "a: {b: 1, b: 2}\n", `config.yaml:1: duplicate key "b"`},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			_, _, err := parseNested("config.yaml", []byte(tc.yaml))
-			require.Error(t, err)
-			require.True(t, errors.Is(err, ErrSyntax), "%v", err)
-			require.Contains(t, err.Error(), tc.want)
-			require.True(t, strings.HasPrefix(err.Error(), "config.yaml:"), err.Error())
-		})
-	}
-}
-
-func TestLoadNestedErrorNamesPath(t *testing.T) {
-	p := writeFile(t, t.TempDir(), "config.yaml", "external-resources: gpu\nexternal-resource:\n  gpu:\n\tamount: 1\n")
-	_, err := Load(p, nil)
-	require.ErrorIs(t, err, ErrSyntax)
-	require.Contains(t, err.Error(), p+":4: tab in indentation")
 }
 
 func TestFormatFollowsFileName(t *testing.T) {

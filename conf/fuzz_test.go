@@ -1,7 +1,6 @@
 package conf
 
 import (
-	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
@@ -32,7 +31,7 @@ func FuzzNested(f *testing.F) {
 			}
 			return
 		}
-		lines := bytes.Count(data, []byte("\n")) + 1
+		lines := yamlLines(data)
 		seen := map[string]bool{}
 		for _, kv := range kvs {
 			if kv.key == "" || seen[kv.key] {
@@ -52,6 +51,17 @@ func FuzzNested(f *testing.F) {
 			}
 		}
 	})
+}
+
+// yamlLines counts data's lines as YAML does: "\r\n", a lone "\r", "\n",
+// and (YAML 1.1) U+0085, U+2028, U+2029 each end one.
+func yamlLines(data []byte) int {
+	s := strings.ReplaceAll(string(data), "\r\n", "\n")
+	n := 1 + strings.Count(s, "\n") + strings.Count(s, "\r")
+	for _, b := range []string{"\u0085", "\u2028", "\u2029"} {
+		n += strings.Count(s, b)
+	}
+	return n
 }
 
 // FuzzFlat: the flat loader never panics; it keeps only trimmed, non-empty
