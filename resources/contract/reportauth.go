@@ -8,8 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-
-	"google.golang.org/protobuf/encoding/protowire"
 )
 
 // The device report is authenticated with a key of the container's own:
@@ -269,18 +267,18 @@ func (r *vreader) field() []byte {
 // CredentialsKVProto {string alias = 1; TokenProto token = 2; bytes
 // secret = 3}.
 func protoSecret(b []byte, want string) ([]byte, error) {
-	n, k := protowire.ConsumeVarint(b)
+	n, k := consumeVarint(b)
 	if k < 0 || n > uint64(len(b)-k) {
 		return nil, fmt.Errorf("%w: bad protobuf length", ErrCredentials)
 	}
 	msg := b[k : k+int(n)]
 	var secret []byte
-	err := protoFields(msg, func(num protowire.Number, v []byte) error {
+	err := protoFields(msg, func(num int32, v []byte) error {
 		if num != 2 {
 			return nil
 		}
 		var alias, value []byte
-		if err := protoFields(v, func(num protowire.Number, v []byte) error {
+		if err := protoFields(v, func(num int32, v []byte) error {
 			switch num {
 			case 1:
 				alias = v
@@ -304,24 +302,24 @@ func protoSecret(b []byte, want string) ([]byte, error) {
 
 // protoFields calls f with each length-delimited field of msg, skipping
 // the others.
-func protoFields(msg []byte, f func(protowire.Number, []byte) error) error {
+func protoFields(msg []byte, f func(int32, []byte) error) error {
 	for len(msg) > 0 {
-		num, typ, k := protowire.ConsumeTag(msg)
+		num, typ, k := consumeTag(msg)
 		if k < 0 {
-			return protowire.ParseError(k)
+			return errWire
 		}
 		msg = msg[k:]
-		if typ != protowire.BytesType {
-			k = protowire.ConsumeFieldValue(num, typ, msg)
+		if typ != wireBytes {
+			k = consumeFieldValue(num, typ, msg)
 			if k < 0 {
-				return protowire.ParseError(k)
+				return errWire
 			}
 			msg = msg[k:]
 			continue
 		}
-		v, k := protowire.ConsumeBytes(msg)
+		v, k := consumeBytes(msg)
 		if k < 0 {
-			return protowire.ParseError(k)
+			return errWire
 		}
 		if err := f(num, v); err != nil {
 			return err
