@@ -88,7 +88,8 @@ func flinkPeer(b testing.TB) string {
 // and, against flink-probe too, the floors start-ratio (xres-start) and
 // go-empty-ratio (go-empty): what probe-ratio could reach if the probe did
 // nothing, in the launcher and in any Go program; yarn-launch-ratio is
-// xres-launch-yarn : flink-launch. With XRES_BENCH_BASELINE=<a launcher
+// xres-launch-yarn : flink-launch; probe-over-empty-ms is xres-probe less
+// go-empty. With XRES_BENCH_BASELINE=<a launcher
 // built from another commit> that build runs beside them (before/after in
 // one run, installed alike):
 //
@@ -136,8 +137,9 @@ func BenchmarkLauncherOverhead(b *testing.B) {
 			"-D", "external-resource.gpu.param.yarn.assignment=off", "--", "true"}, env: yarnEnv},
 	}
 	// XRES_BENCH_BASELINE names another build of the launcher (an earlier
-	// commit's), run side by side: base-launch and base-launch-yarn, with
-	// base-launch-ratio and base-yarn-launch-ratio against flink-launch.
+	// commit's), run side by side: base-launch, base-launch-yarn, base-probe
+	// and base-start, with base-launch-ratio and base-yarn-launch-ratio
+	// against flink-launch and base-probe-over-empty-ms.
 	nBase := 0
 	if base := os.Getenv("XRES_BENCH_BASELINE"); base != "" {
 		installed := filepath.Join(b.TempDir(), "base-launcher")
@@ -146,8 +148,10 @@ func BenchmarkLauncherOverhead(b *testing.B) {
 		}
 		kinds = append(kinds,
 			kind{name: "base-launch", argv: []string{installed, "--log-level", "warn", "--conf", h.conf, "--", "true"}},
-			kind{name: "base-launch-yarn", before: freshContainer, argv: []string{installed, "--log-level", "warn", "--conf", h.conf, "--", "true"}, env: yarnEnv})
-		nBase = 2
+			kind{name: "base-launch-yarn", before: freshContainer, argv: []string{installed, "--log-level", "warn", "--conf", h.conf, "--", "true"}, env: yarnEnv},
+			kind{name: "base-probe", argv: []string{installed, "probe", "--conf", h.conf}},
+			kind{name: "base-start", argv: []string{installed, "--version"}})
+		nBase = 4
 	}
 	ds := make([][]time.Duration, len(kinds))
 	b.ResetTimer()
@@ -187,7 +191,9 @@ func BenchmarkLauncherOverhead(b *testing.B) {
 	if nBase > 0 {
 		b.ReportMetric(float64(med[9])/float64(med[1]), "base-launch-ratio")
 		b.ReportMetric(float64(med[10])/float64(med[1]), "base-yarn-launch-ratio")
+		b.ReportMetric(float64(med[11]-med[6])/1e6, "base-probe-over-empty-ms")
 	}
+	b.ReportMetric(float64(med[2]-med[6])/1e6, "probe-over-empty-ms")
 	if nm.Requests.Load() < int64(b.N) {
 		b.Fatalf("the stub NodeManager was asked %d times in %d launches", nm.Requests.Load(), b.N)
 	}
