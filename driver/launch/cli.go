@@ -490,7 +490,6 @@ func runLaunch(ctx context.Context, args []string, env Env) int {
 
 	// Orphaned helpers of the worker become ours, so that they can be
 	// waited for when the worker ends.
-	gate.prestartReaper()
 	if err := becomeSubreaper(); err != nil {
 		log.WithError(err).Debug("cannot be the reaper of the worker's helpers")
 	}

@@ -55,7 +55,6 @@ type signalGate struct {
 	forwarded os.Signal    // first signal forwarded to running workers
 	cancel    context.CancelFunc
 	done      chan struct{}
-	spare     chan *reaper // a reaper started before the worker (prestartReaper), nil once taken
 }
 
 // newSignalGate starts watching sigs (nil: no signals). cancel is called
@@ -168,45 +167,8 @@ func (g *signalGate) Stopping() os.Signal {
 	return g.forwarded
 }
 
-// Stop ends the watch; signals after it are ignored. A reaper started
-// for a worker that never started is stopped.
-func (g *signalGate) Stop() {
-	close(g.done)
-	g.mu.Lock()
-	spare := g.spare
-	g.spare = nil
-	g.mu.Unlock()
-	if spare != nil {
-		(<-spare).stop()
-	}
-}
-
-// prestartReaper starts the first worker's reaper now, beside the
-// discovery and the reservation: its fork and exec (a shell's start, 0.5-1
-// ms of CPU) are then done when the worker starts, which is told its
-// process group (arm) at once, so there is no moment in which a SIGKILLed
-// launcher leaves that worker's helpers running.
-func (g *signalGate) prestartReaper() {
-	spare := make(chan *reaper, 1)
-	g.mu.Lock()
-	g.spare = spare
-	g.mu.Unlock()
-	go func() {
-		rp, err := startReaper()
-		if err != nil {
-			g.log.WithError(err).Debug("reaper not started ahead; the worker's start tries again")
-		}
-		spare <- rp
-	}()
-}
-
-// takeReaper returns the pre-started reaper's channel, once (nil: none).
-// g.mu is held.
-func (g *signalGate) takeReaper() chan *reaper {
-	spare := g.spare
-	g.spare = nil
-	return spare
-}
+// Stop ends the watch; signals after it are ignored.
+func (g *signalGate) Stop() { close(g.done) }
 
 // errStopped reports that a signal arrived before the worker started.
 var errStopped = errors.New("stopped by signal")
@@ -333,38 +295,19 @@ func startProc(cmd *exec.Cmd, g *signalGate, afterStart func(pid int)) (*proc, e
 				return exitCodeOf(cmd.ProcessState)
 			}
 		}
-		// The reaper: the one started before the worker (prestartReaper),
-		// told the group now; else one starts beside the rest of the
-		// launch (its fork and exec are not on the worker's way), and the
-		// window in which a SIGKILLed launcher leaves the worker's helpers
-		// running is well under a millisecond (its worker's first process
-		// still ends by its parent-death signal).
+		// The reaper starts beside the rest of the launch (its fork and
+		// exec are not on the worker's way): the window in which a
+		// SIGKILLed launcher leaves the worker's helpers running is well
+		// under a millisecond, and its worker's first process still ends
+		// by its parent-death signal.
 		reaped := make(chan *reaper, 1)
-		go func(pgid int, spare chan *reaper) {
-			var rp *reaper
-			if spare != nil {
-				rp = <-spare
-			}
-			var err error
-			if rp != nil {
-				if err = rp.arm(pgid); err != nil {
-					rp.stop()
-					rp = nil
-				}
-			}
-			if rp == nil {
-				if rp, err = startReaper(); err == nil {
-					if err = rp.arm(pgid); err != nil {
-						rp.stop()
-						rp = nil
-					}
-				}
-			}
+		go func(pgid int) {
+			rp, err := startReaper(pgid)
 			if err != nil {
 				g.log.WithError(err).WithField("pgid", pgid).Warn("could not start the worker group's reaper: should the launcher be killed (SIGKILL), the worker's forked helpers would outlive it and keep its devices held")
 			}
 			reaped <- rp
-		}(p.pid, g.takeReaper())
+		}(p.pid)
 		if afterStart != nil {
 			afterStart(p.pid)
 		}
@@ -463,13 +406,10 @@ const reaperShell = "/bin/sh"
 
 // reaperScript is the reaper's program: it ignores the signals a stop
 // sends (it is in no group anyone signals, but a terminal's or an
-// operator's may reach it), reads the worker's process group id from its
-// standard input, the launcher's pipe (arm; the pipe ending first, when
-// the launcher dies before any worker started, ends the reaper), waits
-// until the pipe ends, which happens when the launcher dies however it
-// dies, and then kills that process group. The id must be a number: the
-// shell never runs kill with anything else.
-const reaperScript = `trap '' HUP INT QUIT TERM; read g || exit 0; case "$g" in ''|*[!0-9]*) exit 0;; esac; read x; kill -9 -"$g"`
+// operator's may reach it), waits until its standard input, the launcher's
+// pipe, ends, which happens when the launcher dies however it dies, and
+// then kills the worker's process group ($1).
+const reaperScript = `trap '' HUP INT QUIT TERM; read x; kill -9 -"$1"`
 
 // reaper ends a worker's process group when the launcher dies without
 // doing so itself. YARN stops a container with SIGTERM to the container's
@@ -491,8 +431,8 @@ type reaper struct {
 	w   *os.File // the pipe's write end, held open while the launcher lives
 }
 
-// startReaper starts a reaper; arm tells it the process group to end.
-func startReaper() (*reaper, error) {
+// startReaper starts the reaper of process group pgid.
+func startReaper(pgid int) (*reaper, error) {
 	r, w, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("reaper pipe: %w", err)
@@ -504,7 +444,7 @@ func startReaper() (*reaper, error) {
 		return nil, fmt.Errorf("reaper: %w", err)
 	}
 	defer null.Close()
-	pid, err := syscall.ForkExec(reaperShell, []string{"xres-reaper", "-c", reaperScript, "xres-reaper"},
+	pid, err := syscall.ForkExec(reaperShell, []string{"xres-reaper", "-c", reaperScript, "xres-reaper", strconv.Itoa(pgid)},
 		&syscall.ProcAttr{
 			Dir:   "/",
 			Env:   []string{"PATH=/usr/bin:/bin"},
@@ -516,15 +456,6 @@ func startReaper() (*reaper, error) {
 		return nil, fmt.Errorf("start reaper %s: %w", reaperShell, err)
 	}
 	return &reaper{pid: pid, w: w}, nil
-}
-
-// arm tells the reaper the process group it ends should the launcher die:
-// one line, written at once (a pipe takes it whole).
-func (rp *reaper) arm(pgid int) error {
-	if _, err := rp.w.Write([]byte(strconv.Itoa(pgid) + "\n")); err != nil {
-		return fmt.Errorf("reaper of process group %d: %w", pgid, err)
-	}
-	return nil
 }
 
 // stop kills and reaps the reaper, then closes its pipe: once the worker's
