@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 )
@@ -60,7 +61,7 @@ func RedactValue(key, value string) string {
 	if IsSensitive(key) {
 		return Hidden
 	}
-	spans := wordRE.FindAllStringIndex(value, -1)
+	spans := wordRE().FindAllStringIndex(value, -1)
 	words := make([]string, len(spans))
 	for i, sp := range spans {
 		words[i] = value[sp[0]:sp[1]]
@@ -80,7 +81,8 @@ func RedactValue(key, value string) string {
 	return b.String()
 }
 
-var wordRE = regexp.MustCompile(`\S+`)
+// wordRE is compiled on first use: the launcher starts without it.
+var wordRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\S+`) })
 
 // RedactArgs renders a command's arguments for a message, the values of
 // secret-looking flags hidden: "--token=x" becomes "--token=(hidden)", in
@@ -167,11 +169,11 @@ func redactArgList(words []string) (out, secrets []string) {
 			secrets = append(secrets, a[len(shortPassword):])
 			continue
 		}
-		for _, m := range urlPasswordRE.FindAllStringSubmatchIndex(a, -1) {
+		for _, m := range urlPasswordRE().FindAllStringSubmatchIndex(a, -1) {
 			secrets = append(secrets, a[m[4]:m[5]])
 		}
 		if strings.Contains(a, "://") {
-			out[i] = urlPasswordRE.ReplaceAllString(a, "${1}"+Hidden+"@")
+			out[i] = urlPasswordRE().ReplaceAllString(a, "${1}"+Hidden+"@")
 		}
 	}
 	return out, secrets
@@ -187,8 +189,11 @@ func isSecretName(name string) bool {
 	return IsSensitive(name) || strings.HasSuffix(strings.ToLower(name), "key")
 }
 
-// urlPasswordRE finds the password of a URL's user info: scheme://user:password@.
-var urlPasswordRE = regexp.MustCompile(`([A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]*:)([^/\s@]*)@`)
+// urlPasswordRE finds the password of a URL's user info: scheme://user:password@
+// (compiled on first use).
+var urlPasswordRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`([A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]*:)([^/\s@]*)@`)
+})
 
 // redactArg shows a malformed -D argument (or a dynamic file's, or a Spark
 // --conf's key) without risking a secret: at most the part before any '=',

@@ -3,6 +3,7 @@ package launch
 import (
 	"bytes"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -62,7 +63,7 @@ func flinkPeer(b testing.TB) string {
 
 // BenchmarkLauncherOverhead: one discovery of 2 GPUs on a fake 2-GPU host,
 // like against like, the four commands interleaved in every iteration (in
-// a rotating order) so that a noisy machine slows them alike:
+// a random order) so that a noisy machine slows them alike:
 //
 //	xres-launch    container-launcher -- true: reserve, run true, release
 //	flink-launch   the Flink-style script in coordination mode (reserves),
@@ -88,7 +89,8 @@ func flinkPeer(b testing.TB) string {
 // and, against flink-probe too, the floors start-ratio (xres-start) and
 // go-empty-ratio (go-empty): what probe-ratio could reach if the probe did
 // nothing, in the launcher and in any Go program; yarn-launch-ratio is
-// xres-launch-yarn : flink-launch. With XRES_BENCH_BASELINE=<a launcher
+// xres-launch-yarn : flink-launch; probe-over-empty-ms is xres-probe less
+// go-empty. With XRES_BENCH_BASELINE=<a launcher
 // built from another commit> that build runs beside them (before/after in
 // one run, installed alike):
 //
@@ -136,8 +138,9 @@ func BenchmarkLauncherOverhead(b *testing.B) {
 			"-D", "external-resource.gpu.param.yarn.assignment=off", "--", "true"}, env: yarnEnv},
 	}
 	// XRES_BENCH_BASELINE names another build of the launcher (an earlier
-	// commit's), run side by side: base-launch and base-launch-yarn, with
-	// base-launch-ratio and base-yarn-launch-ratio against flink-launch.
+	// commit's), run side by side: base-launch, base-launch-yarn, base-probe
+	// and base-start, with base-launch-ratio and base-yarn-launch-ratio
+	// against flink-launch and base-probe-over-empty-ms.
 	nBase := 0
 	if base := os.Getenv("XRES_BENCH_BASELINE"); base != "" {
 		installed := filepath.Join(b.TempDir(), "base-launcher")
@@ -146,14 +149,27 @@ func BenchmarkLauncherOverhead(b *testing.B) {
 		}
 		kinds = append(kinds,
 			kind{name: "base-launch", argv: []string{installed, "--log-level", "warn", "--conf", h.conf, "--", "true"}},
-			kind{name: "base-launch-yarn", before: freshContainer, argv: []string{installed, "--log-level", "warn", "--conf", h.conf, "--", "true"}, env: yarnEnv})
-		nBase = 2
+			kind{name: "base-launch-yarn", before: freshContainer, argv: []string{installed, "--log-level", "warn", "--conf", h.conf, "--", "true"}, env: yarnEnv},
+			kind{name: "base-probe", argv: []string{installed, "probe", "--conf", h.conf}},
+			kind{name: "base-start", argv: []string{installed, "--version"}})
+		nBase = 4
 	}
 	ds := make([][]time.Duration, len(kinds))
+	// A fresh order every iteration: in a fixed cycle (even rotated) each
+	// kind always follows the same one, and what that one leaves behind
+	// (the Flink-style script's exiting processes, a launch's page-cache
+	// writes) was measured as the follower's: the same launcher build ran
+	// 0.25 ms slower as xres-probe, after flink-launch, than as
+	// base-probe.
+	rng := rand.New(rand.NewPCG(1, 2))
+	order := make([]int, len(kinds))
+	for k := range order {
+		order[k] = k
+	}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		for j := range kinds {
-			k := (i + j) % len(kinds)
+		rng.Shuffle(len(order), func(x, y int) { order[x], order[y] = order[y], order[x] })
+		for _, k := range order {
 			if kinds[k].before != nil {
 				kinds[k].before()
 			}
@@ -187,7 +203,9 @@ func BenchmarkLauncherOverhead(b *testing.B) {
 	if nBase > 0 {
 		b.ReportMetric(float64(med[9])/float64(med[1]), "base-launch-ratio")
 		b.ReportMetric(float64(med[10])/float64(med[1]), "base-yarn-launch-ratio")
+		b.ReportMetric(float64(med[11]-med[6])/1e6, "base-probe-over-empty-ms")
 	}
+	b.ReportMetric(float64(med[2]-med[6])/1e6, "probe-over-empty-ms")
 	if nm.Requests.Load() < int64(b.N) {
 		b.Fatalf("the stub NodeManager was asked %d times in %d launches", nm.Requests.Load(), b.N)
 	}

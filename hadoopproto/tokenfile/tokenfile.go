@@ -11,8 +11,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-
-	"google.golang.org/protobuf/encoding/protowire"
 )
 
 // Magic opens every token storage file.
@@ -90,7 +88,7 @@ func Parse(b []byte) (*File, error) {
 			return nil, fmt.Errorf("%w: at byte %d: %v", ErrMalformed, r.Off, err)
 		}
 	case FormatProtobuf:
-		n, k := protowire.ConsumeVarint(b[5:])
+		n, k := consumeVarint(b[5:])
 		if k < 0 || n > uint64(len(b)-5-k) {
 			return nil, fmt.Errorf("%w: bad protobuf length", ErrMalformed)
 		}
@@ -152,7 +150,7 @@ func (f *File) writable(r *Reader) error {
 // repeated scalar field keeps its last value, a repeated message field
 // merges.
 func (f *File) protobuf(msg []byte) error {
-	return fields(msg, func(num protowire.Number, v []byte) error {
+	return fields(msg, func(num int32, v []byte) error {
 		if num != 1 && num != 2 {
 			return nil
 		}
@@ -179,7 +177,7 @@ func (f *File) entry(msg []byte, what string) (Entry, error) {
 	var e Entry
 	var hasAlias bool
 	var has [5]bool // TokenProto's required fields 1-4
-	err := fields(msg, func(num protowire.Number, v []byte) error {
+	err := fields(msg, func(num int32, v []byte) error {
 		switch num {
 		case 1:
 			e.Alias, hasAlias = string(v), true
@@ -214,7 +212,7 @@ func (f *File) entry(msg []byte, what string) (Entry, error) {
 // bytes password = 2; required string kind = 3; required string service
 // = 4} into t.
 func tokenFields(msg []byte, t *Token, has *[5]bool) error {
-	return fields(msg, func(num protowire.Number, v []byte) error {
+	return fields(msg, func(num int32, v []byte) error {
 		switch num {
 		case 1:
 			t.Identifier = v
@@ -234,24 +232,24 @@ func tokenFields(msg []byte, t *Token, has *[5]bool) error {
 
 // fields calls f with each length-delimited field of msg, skipping the
 // others (checking they are well formed).
-func fields(msg []byte, f func(protowire.Number, []byte) error) error {
+func fields(msg []byte, f func(int32, []byte) error) error {
 	for len(msg) > 0 {
-		num, typ, k := protowire.ConsumeTag(msg)
+		num, typ, k := consumeTag(msg)
 		if k < 0 {
-			return protowire.ParseError(k)
+			return errWire
 		}
 		msg = msg[k:]
-		if typ != protowire.BytesType {
-			k = protowire.ConsumeFieldValue(num, typ, msg)
+		if typ != wireBytes {
+			k = consumeFieldValue(num, typ, msg)
 			if k < 0 {
-				return protowire.ParseError(k)
+				return errWire
 			}
 			msg = msg[k:]
 			continue
 		}
-		v, k := protowire.ConsumeBytes(msg)
+		v, k := consumeBytes(msg)
 		if k < 0 {
-			return protowire.ParseError(k)
+			return errWire
 		}
 		if err := f(num, v); err != nil {
 			return err

@@ -1,0 +1,32 @@
+package launch
+
+import (
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// launcherDeps lists the packages the launcher binary links.
+func launcherDeps(t *testing.T) []string {
+	t.Helper()
+	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	out, err := exec.Command(goBin, "list", "-deps", "../../cmd/container-launcher").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	return strings.Fields(string(out))
+}
+
+// TestLauncherStartupLinksNoCostlyInit: every package the launcher links
+// is initialised before it does anything, on every launch and probe.
+// These are kept out (BenchmarkLauncherOverhead: probe against an empty Go
+// program): google.golang.org/protobuf's internal/detrand reads the
+// executable at init (resources/contract reads the token file's protobuf
+// form itself).
+func TestLauncherStartupLinksNoCostlyInit(t *testing.T) {
+	for _, p := range launcherDeps(t) {
+		require.False(t, strings.HasPrefix(p, "google.golang.org/protobuf/"), "the launcher links %s", p)
+	}
+}
