@@ -78,15 +78,10 @@ var (
 		Doc: "AMD GPU driver (rocm-smi) and device plugins: time limit of one run; on expiry a plugin's " +
 			"whole process group is killed. Unset: xres.discovery.timeout.",
 	})
-	// VisibleDevicesVendorParam says which visible-devices variables the
-	// launcher sets for a resource's devices.
-	VisibleDevicesVendorParam = Declare(Param{
-		Name: ParamVisibleDevicesVendor, Type: conf.TypeString,
-		Doc: "For plugins and discovery scripts standing for GPUs: nvidia sets CUDA_VISIBLE_DEVICES, amd " +
-			"ROCR_VISIBLE_DEVICES and HIP_VISIBLE_DEVICES for the worker, none neither (any other value counts as none). " +
-			"Default: nvidia for xres.gpu, amd for xres.amd-gpu.",
-	})
 )
 
-// ParamVisibleDevicesVendor is VisibleDevicesVendorParam's name.
+// ParamVisibleDevicesVendor names the vendor whose device-selection
+// variables a resource's devices get (VendorOf): a plugin or a discovery
+// script standing for GPUs. The GPU driver declares it, with the text of
+// the vendors it knows.
 const ParamVisibleDevicesVendor = "visible-devices.vendor"

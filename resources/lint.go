@@ -227,7 +227,7 @@ func lintListed(cfg *conf.Config, n string) []Problem {
 	}
 	if k := conf.ExternalResourceFactory.For(n).Key; nonBlank(cfg, k) == "" {
 		probs = append(probs, Problem{Key: k, Severity: SeverityError,
-			Message: fmt.Sprintf("resource %s has no driver factory; workers get it from the cluster but are told nothing about it (no device infos, no CUDA_VISIBLE_DEVICES)", n),
+			Message: fmt.Sprintf("resource %s has no driver factory; workers get it from the cluster but are told nothing about it (no device infos, no visible-devices variables)", n),
 			Fix:     fmt.Sprintf("set %s: org.apache.flink.externalresource.gpu.GPUDriverFactory (or another xres driver)", k)})
 	}
 	if k := conf.ExternalResourceYarnKey.For(n).Key; nonBlank(cfg, k) == "" {

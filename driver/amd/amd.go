@@ -84,6 +84,15 @@ func Params() []driver.Param {
 // use, by uuid or index.
 const EnvRocrVisibleDevices = "ROCR_VISIBLE_DEVICES"
 
+// EnvHipVisibleDevices is HIP's device filter, over the GPUs ROCr leaves
+// visible, numbered from 0.
+const EnvHipVisibleDevices = "HIP_VISIBLE_DEVICES"
+
+// Vendor is ROCm's vendor name (visible-devices.vendor: amd): the AMD GPU
+// driver's devices, and those of any resource that names it, get
+// Environment's variables.
+const Vendor driver.Vendor = "amd"
+
 // visibleOnly keeps the devices ROCR_VISIBLE_DEVICES (v) lists by uuid or
 // index.
 func visibleOnly(devs []driver.Device, v string) []driver.Device {
@@ -162,7 +171,7 @@ func New(opts driver.Options) (*Enumerator, error) {
 func NewFactory() driver.Factory { return factory{coord.Factory(New)} }
 
 // factory is the AMD GPU driver's factory: its devices are selected for
-// the worker by ROCm's variables (driver.VendorAMD), and it coordinates
+// the worker by ROCm's variables (Vendor), and it coordinates
 // like every built-in driver (coord.EnumFactory).
 type factory struct{ *coord.EnumFactory }
 
@@ -172,7 +181,10 @@ var (
 )
 
 // Vendor implements driver.VendorReporter.
-func (factory) Vendor() driver.Vendor { return driver.VendorAMD }
+func (factory) Vendor() driver.Vendor { return Vendor }
+
+// Environment implements driver.VendorReporter.
+func (factory) Environment(devices []resources.Info) map[string]string { return Environment(devices) }
 
 // Register adds the AMD GPU driver to r as FactoryName.
 func Register(r *driver.Registry) error {
@@ -379,5 +391,28 @@ func (e *Enumerator) usable(path string) (bool, error) {
 //
 // GPUs with neither uuid nor index are left out. No GPUs, no variables.
 func Environment(infos []resources.Info) map[string]string {
-	return driver.VendorAMD.Environment(infos)
+	var uuids, indices []string
+	for _, in := range infos {
+		if u, ok := in.Property("uuid"); ok && u != "" {
+			uuids = append(uuids, u)
+		}
+		if i, ok := in.Property("index"); ok && i != "" {
+			indices = append(indices, i)
+		}
+	}
+	ids := indices
+	if len(uuids) == len(infos) {
+		ids = uuids
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	hip := make([]string, len(ids))
+	for i := range ids {
+		hip[i] = strconv.Itoa(i)
+	}
+	return map[string]string{
+		EnvRocrVisibleDevices: strings.Join(ids, ","),
+		EnvHipVisibleDevices:  strings.Join(hip, ","),
+	}
 }

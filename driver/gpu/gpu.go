@@ -41,7 +41,12 @@ import (
 
 	"github.com/xres/xres/driver"
 	"github.com/xres/xres/driver/coord"
+	"github.com/xres/xres/resources"
 )
+
+// BridgeResource is the resource the discovery bridge discovers with the
+// GPU driver where none is configured (Spark's executors: gpu).
+const BridgeResource = "gpu"
 
 // Names the driver is registered under.
 const (
@@ -92,7 +97,7 @@ var (
 func NewFactory() driver.Factory { return factory{} }
 
 // factory is the GPU driver's factory: its devices are selected for the
-// worker by CUDA_VISIBLE_DEVICES (driver.VendorNVIDIA), and it says how
+// worker by CUDA_VISIBLE_DEVICES (Vendor), and it says how
 // its drivers coordinate (CoordinationOf: a Flink script coordinates
 // itself).
 type factory struct{}
@@ -107,7 +112,10 @@ var (
 func (factory) NewDriver(opts driver.Options) (driver.Driver, error) { return New(opts) }
 
 // Vendor implements driver.VendorReporter.
-func (factory) Vendor() driver.Vendor { return driver.VendorNVIDIA }
+func (factory) Vendor() driver.Vendor { return Vendor }
+
+// Environment implements driver.VendorReporter.
+func (factory) Environment(devices []resources.Info) map[string]string { return Environment(devices) }
 
 // Coordination implements driver.CoordinationReporter.
 func (factory) Coordination(resource string, params map[string]string, getenv func(string) string) (driver.Coordination, error) {
@@ -226,7 +234,7 @@ func newDriver(opts driver.Options, d deps) (driver.Driver, error) {
 			return nil, err
 		}
 		return &scriptDriver{resource: opts.Resource, path: co.Script, args: args, protocol: protocol, timeout: timeout, log: log,
-			nvidia: driver.VendorOf(factory{}, opts.Params) == driver.VendorNVIDIA, gpusDir: d.gpusDir,
+			nvidia: namesNVIDIA(opts.Params), gpusDir: d.gpusDir,
 			smi: nvidiaSMIParam.Get(opts.Params), getenv: getenv, smiTimeout: smiTimeout,
 			xresCoord: co.Mode == CoordXres && protocol != ProtocolSpark,
 			spark:     &sparkSelect{opts: opts, settings: settings}}, nil

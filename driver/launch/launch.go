@@ -24,7 +24,6 @@ import (
 
 	"github.com/xres/xres/conf"
 	"github.com/xres/xres/driver"
-	"github.com/xres/xres/driver/builtin"
 	"github.com/xres/xres/driver/coord"
 	"github.com/xres/xres/resources"
 )
@@ -193,11 +192,11 @@ func (l *Launcher) driver(spec resources.Spec) (driver.Driver, driver.Factory, s
 	})
 	if err != nil {
 		// The params passed CheckSpecs: what the driver still refuses is
-		// either this host's (builtin.DiagnoseNew: a script or plugin not
+		// either this host's (the registry's DiagnoseNew: a script or plugin not
 		// installed here) or, for a factory without a ParamChecker, its
 		// params.
 		kind := ErrConfig
-		if dg, ok := builtin.DiagnoseNew(err, l.getenv()); ok && dg.Host {
+		if dg, ok := l.diagnoseNew(err); ok && dg.Host {
 			kind = ErrDiscovery
 		}
 		return nil, f, canonical, classify(kind, createError(spec, err))
@@ -253,7 +252,7 @@ func (l *Launcher) Acquire(ctx context.Context, specs []resources.Spec) (*Reserv
 			log.WithField("amount", spec.Amount).WithField("got", len(infos)).
 				Warn("driver returned a different number of devices than the amount")
 		}
-		r.Grants = append(r.Grants, Grant{Spec: spec, Vendor: driver.VendorOf(f, spec.Params), Devices: infos})
+		r.Grants = append(r.Grants, Grant{Spec: spec, Vendor: driver.VendorOf(f, spec.Params, vendorFinder(l.Registry)), Devices: infos})
 		if c := l.coordinationFor(spec, f, canonical); c.Mode == driver.CoordXres && !slices.Contains(r.stateFiles, c.StateFile) {
 			r.stateFiles = append(r.stateFiles, c.StateFile)
 		}
@@ -337,8 +336,17 @@ func infosOf(grants []Grant) map[string][]resources.Info {
 
 // ParamVendor is the driver param (external-resource.<name>.param.…) that
 // names the vendor of a resource's devices, for plugins and scripts that
-// stand for NVIDIA or AMD GPUs: nvidia, amd or none.
+// stand for a vendor's devices: a vendor some registered driver reports
+// (driver.VendorReporter), or none.
 const ParamVendor = driver.ParamVisibleDevicesVendor
+
+// vendorFinder is r's, where it finds vendors (driver.VendorFinder).
+func vendorFinder(r Registry) driver.VendorFinder {
+	if f, ok := r.(driver.VendorFinder); ok {
+		return f
+	}
+	return nil
+}
 
 func describeDevices(infos []resources.Info) string {
 	parts := make([]string, 0, len(infos))

@@ -14,6 +14,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/xres/xres/driver"
+	"github.com/xres/xres/driver/gpu"
 	"github.com/xres/xres/resources"
 )
 
@@ -330,7 +332,7 @@ func TestResourceEnv(t *testing.T) {
 func TestVisibleDevicesUseMIGUUID(t *testing.T) {
 	env := grantEnv([]Grant{{
 		Spec:   resources.Spec{Name: "gpu"},
-		Vendor: VendorNVIDIA,
+		Vendor: gpu.NewFactory().(driver.VendorReporter),
 		Devices: []resources.Info{
 			resources.Properties{"index": "0", "uuid": "GPU-aaaa"},
 			resources.Properties{"index": "1", "uuid": "MIG-bbbb"},

@@ -6,6 +6,7 @@ import (
 
 	"github.com/xres/xres/conf"
 	"github.com/xres/xres/driver"
+	"github.com/xres/xres/driver/builtin"
 	"github.com/xres/xres/driver/launch"
 	"github.com/xres/xres/resources"
 )
@@ -22,7 +23,7 @@ var launcherRefusalFix = fmt.Sprintf("correct the key named in the message: ever
 // unknown driver factory is left to resources.Lint, which knows that a
 // device plugin may be installed on the worker hosts and not here.
 func launcherProblems(view *conf.Config, specs []resources.Spec, getenv func(string) string) []resources.Problem {
-	reg, err := launch.NewRegistry(getenv)
+	reg, err := builtin.NewRegistry(getenv)
 	if err != nil {
 		return []resources.Problem{{Severity: resources.SeverityError, Message: err.Error()}}
 	}
