@@ -38,6 +38,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/xres/xres/conf/factoryname"
+
 	"github.com/sirupsen/logrus"
 
 	"github.com/xres/xres/conf"
@@ -45,10 +47,11 @@ import (
 	"github.com/xres/xres/driver/coord"
 	"github.com/xres/xres/driver/pci"
 	"github.com/xres/xres/resources"
+	"github.com/xres/xres/resources/params"
 )
 
 // FactoryName is the driver-factory.class that selects this driver.
-const FactoryName = "xres.amd-gpu"
+const FactoryName = factoryname.AMDGPU
 
 // Param keys, as written after external-resource.<name>.param.
 const (
@@ -63,11 +66,8 @@ const (
 // only through these declarations; sysfs-root and dev-root are the PCI
 // driver's, timeout is driver.TimeoutParam.
 var (
-	sourceParam = driver.Declare(driver.Param{
-		Name: ParamSource, Type: conf.TypeString, Values: []string{SourceAuto, SourceKFD, SourceRocmSMI},
-		Doc: "AMD GPU driver (xres.amd-gpu): `auto` (the KFD topology in sysfs, else rocm-smi), `kfd` " +
-			"or `rocm-smi`.",
-	})
+	sourceParam = driver.Declare(params.AMDSource.WithDoc("AMD GPU driver (xres.amd-gpu): `auto` (the KFD topology in sysfs, else rocm-smi), `kfd` " +
+		"or `rocm-smi`."))
 	rocmSMIParam = driver.Declare(driver.Param{
 		Name: ParamRocmSMIPath, Type: conf.TypeString, Default: "rocm-smi",
 		Doc: "AMD GPU driver: the rocm-smi program.",
@@ -149,7 +149,7 @@ var _ driver.Enumerator = (*Enumerator)(nil)
 
 // New builds an Enumerator from a resource's options, validating params.
 func New(opts driver.Options) (*Enumerator, error) {
-	timeout, err := driver.TimeoutParam.Timeout(opts)
+	timeout, err := driver.TimeoutParam.Timeout(opts.Resource, opts.Params, opts.Timeout)
 	if err != nil {
 		return nil, err
 	}
@@ -168,7 +168,11 @@ func New(opts driver.Options) (*Enumerator, error) {
 
 // NewFactory returns the AMD GPU driver factory: the Enumerator behind the
 // shared coordinated selection layer.
-func NewFactory() driver.Factory { return factory{coord.Factory(New)} }
+func NewFactory() driver.Factory {
+	f := coord.Factory(New)
+	f.Check = params.CheckAMD // New's checks, which am runs without the driver
+	return factory{f}
+}
 
 // factory is the AMD GPU driver's factory: its devices are selected for
 // the worker by ROCm's variables (Vendor), and it coordinates

@@ -26,6 +26,7 @@ import (
 	"github.com/xres/xres/driver"
 	"github.com/xres/xres/driver/coord"
 	"github.com/xres/xres/resources"
+	"github.com/xres/xres/resources/params"
 )
 
 // Registry finds driver factories by the name configured in
@@ -130,9 +131,7 @@ func (l *Launcher) checkedFactory(spec resources.Spec) (driver.Factory, string, 
 }
 
 // createError is how the launcher words a factory's refusal.
-func createError(spec resources.Spec, err error) error {
-	return fmt.Errorf("create driver %s for resource %s: %w", spec.Factory, spec.Name, err)
-}
+func createError(spec resources.Spec, err error) error { return params.CreateError(spec, err) }
 
 func copyParams(p map[string]string) map[string]string {
 	out := make(map[string]string, len(p))
