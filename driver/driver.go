@@ -66,8 +66,10 @@ type Factory interface {
 // for a malformed or missing param (naming the full key, wrapping
 // ErrInvalidParam), nil when the params are well-formed. The launcher runs
 // it before NewDriver (a refusal is its configuration error, exit 211, on
-// every host), and so do am resources and am submit (launch.CheckSpecs),
-// so that nothing is staged that every launcher refuses; what NewDriver
+// every host), and so do am resources and am submit for the built-in
+// factories (resources/params.CheckLauncher: the built-in drivers'
+// CheckParams are those functions), so that nothing is staged that every
+// launcher refuses; what NewDriver
 // finds wrong beyond it is a problem of the host (a discovery script or
 // plugin missing there). Every built-in factory implements it.
 type ParamChecker interface {

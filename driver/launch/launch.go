@@ -145,8 +145,8 @@ func copyParams(p map[string]string) map[string]string {
 // touches the host: each resource's driver factory looked up in r, and its
 // params checked by the factory (driver.ParamChecker). Each error is the
 // one a launcher exits ExitConfig (211) with for that resource, word for
-// word. am resources and am submit run it on every worker group's specs,
-// so that nothing is staged that every launcher refuses.
+// word. am resources and am submit, which link no driver, run the same
+// checks of the built-in drivers through resources/params.CheckLauncher.
 func CheckSpecs(specs []resources.Spec, r Registry) []error {
 	l := &Launcher{Registry: r}
 	var errs []error
