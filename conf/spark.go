@@ -11,6 +11,8 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/xres/xres/conf/factoryname"
+
 	"github.com/xres/xres/conf/localfile"
 )
 
@@ -44,8 +46,8 @@ const (
 // drivers' (driver/gpu, driver/launch); driver/builtin's tests check that
 // they are declared there.
 const (
-	sparkFactoryGPU     = "org.apache.flink.externalresource.gpu.GPUDriverFactory"
-	sparkFactoryAMD     = "xres.amd-gpu"
+	sparkFactoryGPU     = factoryname.GPUFlink
+	sparkFactoryAMD     = factoryname.AMDGPU
 	sparkParamScript    = "discovery-script.path"
 	sparkParamProtocol  = "discovery-script.protocol"
 	sparkParamVendorEnv = "visible-devices.vendor"

@@ -3,8 +3,8 @@
 // registry of factories by name, and the built-in drivers. Beside them it
 // is the contract the launcher holds drivers to, with optional interfaces
 // found by type assertion: Releaser and HealthReporter on a Driver;
-// VendorReporter (which runtime's variables select the devices:
-// Vendor.Environment), CoordinationReporter (how the devices are
+// VendorReporter (which vendor's runtime selects the devices, and the
+// variables it reads: Environment), CoordinationReporter (how the devices are
 // coordinated on the host, for check and probe) and ParamChecker (the
 // params checked without the host, for the launcher and am submit) on a
 // Factory, which can answer before a driver is built; and the locality rule every driver's
@@ -66,8 +66,10 @@ type Factory interface {
 // for a malformed or missing param (naming the full key, wrapping
 // ErrInvalidParam), nil when the params are well-formed. The launcher runs
 // it before NewDriver (a refusal is its configuration error, exit 211, on
-// every host), and so do am resources and am submit (launch.CheckSpecs),
-// so that nothing is staged that every launcher refuses; what NewDriver
+// every host), and so do am resources and am submit for the built-in
+// factories (resources/params.CheckLauncher: the built-in drivers'
+// CheckParams are those functions), so that nothing is staged that every
+// launcher refuses; what NewDriver
 // finds wrong beyond it is a problem of the host (a discovery script or
 // plugin missing there). Every built-in factory implements it.
 type ParamChecker interface {
@@ -100,8 +102,8 @@ type Device struct {
 }
 
 // InfoVisibleID is the info property a driver sets when a device must be
-// named by something other than its index in CUDA_VISIBLE_DEVICES and its
-// siblings: under device isolation (cgroups, a container runtime's
+// named by something other than its index in its vendor's visible-devices
+// variable (VendorReporter): under device isolation (cgroups, a container runtime's
 // NVIDIA_VISIBLE_DEVICES) the worker's runtime numbers only the devices it
 // can see, from 0, so the GPU driver names them by uuid there.
 const InfoVisibleID = "visible-id"
@@ -124,4 +126,15 @@ type HealthReporter interface {
 // choosing and reserving to the shared coordination layer.
 type Enumerator interface {
 	Enumerate(ctx context.Context) ([]Device, error)
+}
+
+// Diagnosis is what `container-launcher check` says about a driver's
+// error: the param it is about ("" for the resource's
+// driver-factory.class), how to fix it, and whether it is a problem of the
+// host (install, chmod) rather than of the configuration. The launcher's
+// registry gives it, where it knows the error.
+type Diagnosis struct {
+	Param string
+	Fix   string
+	Host  bool
 }

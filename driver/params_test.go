@@ -29,7 +29,7 @@ func TestTimeoutParam(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			o := driver.Options{Resource: "gpu", Params: map[string]string{"timeout": tc.param}, Timeout: tc.global}
-			got, err := driver.TimeoutParam.Timeout(o)
+			got, err := driver.TimeoutParam.Timeout(o.Resource, o.Params, o.Timeout)
 			if tc.errHas != "" {
 				require.ErrorIs(t, err, driver.ErrInvalidParam)
 				require.ErrorContains(t, err, tc.errHas)

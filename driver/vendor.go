@@ -1,114 +1,79 @@
 package driver
 
 import (
-	"strconv"
 	"strings"
 
 	"github.com/xres/xres/resources"
 )
 
 // Vendor names the runtime that selects a worker's devices by environment
-// variables: which device-selection variables the launcher sets for a
-// resource's devices (visible-devices.vendor, VendorReporter).
+// variables ("nvidia", "amd"). The driver that owns a vendor declares its
+// name and its variables (VendorReporter); this package knows neither.
 type Vendor string
 
-// The vendors whose runtimes xres tells which devices a worker got.
-const (
-	VendorNone   Vendor = ""
-	VendorNVIDIA Vendor = "nvidia"
-	VendorAMD    Vendor = "amd"
-)
+// VendorNone is no vendor: the worker gets no device-selection variables.
+const VendorNone Vendor = ""
 
 // VendorReporter is implemented by a Factory whose devices a vendor's
-// runtime selects: the launcher sets v.Environment for the devices the
-// driver granted (NVIDIA: CUDA_VISIBLE_DEVICES; AMD: ROCR_ and
-// HIP_VISIBLE_DEVICES). A factory that does not implement it gets none,
-// unless the resource's visible-devices.vendor param names a vendor.
+// runtime selects by environment variables: the launcher hands the worker
+// what Environment returns for the devices the resource was granted, as a
+// device plugin's Reserve returns its variables. A factory that does not
+// implement it gives none, unless the resource's visible-devices.vendor
+// param names a vendor some registered factory reports (VendorOf).
 type VendorReporter interface {
 	Vendor() Vendor
+	// Environment returns the variables the vendor's runtime reads to
+	// select devices (nil for none). devices are every device of this
+	// vendor granted to one worker, in grant order.
+	Environment(devices []resources.Info) map[string]string
 }
 
-// VendorOf says which vendor's variables a resource built by factory f
-// with params gets: the one visible-devices.vendor names (nvidia, amd; any
-// other value is none), else f's own (VendorReporter), else none.
-func VendorOf(f Factory, params map[string]string) Vendor {
-	if v, ok := VisibleDevicesVendorParam.Lookup(params); ok {
-		switch Vendor(strings.ToLower(strings.TrimSpace(v))) {
-		case VendorNVIDIA:
-			return VendorNVIDIA
-		case VendorAMD:
-			return VendorAMD
-		default:
-			return VendorNone
-		}
-	}
-	if vr, ok := f.(VendorReporter); ok {
-		return vr.Vendor()
-	}
-	return VendorNone
+// VendorFinder says which vendor a resource's params name (the
+// visible-devices.vendor param, declared by the driver that words it), so
+// that a plugin's or a script's devices get a built-in driver's variables:
+// named is false where the params name none; vr is nil where they name a
+// vendor no registered factory reports (none). The launcher's registry
+// implements it.
+type VendorFinder interface {
+	NamedVendor(params map[string]string) (vr VendorReporter, named bool)
 }
 
-// Environment returns the variables v's runtime reads to select devices
-// (nil for none):
-//
-//	NVIDIA  CUDA_VISIBLE_DEVICES: VisibleID per device
-//	AMD     ROCR_VISIBLE_DEVICES: the GPUs' uuids when every GPU has one
-//	        (they do not depend on numbering), else their indices;
-//	        HIP_VISIBLE_DEVICES: 0,1,…,n-1 (HIP numbers the GPUs ROCr left
-//	        visible from 0, so the host indices would be wrong here; set
-//	        anyway so that an inherited value cannot hide the granted GPUs)
-//
-// Devices without an id are left out; no ids, no variables.
-func (v Vendor) Environment(devices []resources.Info) map[string]string {
-	switch v {
-	case VendorNVIDIA:
-		var ids []string
-		for _, d := range devices {
-			if id := VisibleID(d); id != "" {
-				ids = append(ids, id)
-			}
+// VendorOf says whose variables a resource built by factory f with params
+// gets: the vendor its params name (find), else f's own (VendorReporter),
+// else none (nil).
+func VendorOf(f Factory, params map[string]string, find VendorFinder) VendorReporter {
+	if find != nil {
+		if vr, named := find.NamedVendor(params); named {
+			return vr
 		}
-		if len(ids) == 0 {
-			return nil
-		}
-		return map[string]string{"CUDA_VISIBLE_DEVICES": strings.Join(ids, ",")}
-	case VendorAMD:
-		return amdEnvironment(devices)
+	}
+	if vr, ok := f.(VendorReporter); ok && vr.Vendor() != VendorNone {
+		return vr
 	}
 	return nil
 }
 
-func amdEnvironment(infos []resources.Info) map[string]string {
-	var uuids, indices []string
-	for _, in := range infos {
-		if u, ok := in.Property("uuid"); ok && u != "" {
-			uuids = append(uuids, u)
+// Vendor returns the first factory, by name, that reports v.
+func (r *Registry) Vendor(v Vendor) (VendorReporter, bool) {
+	if v == VendorNone {
+		return nil, false
+	}
+	for _, n := range r.Names() {
+		f, err := r.Lookup(n)
+		if err != nil {
+			continue
 		}
-		if i, ok := in.Property("index"); ok && i != "" {
-			indices = append(indices, i)
+		if vr, ok := f.(VendorReporter); ok && vr.Vendor() == v {
+			return vr, true
 		}
 	}
-	ids := indices
-	if len(uuids) == len(infos) {
-		ids = uuids
-	}
-	if len(ids) == 0 {
-		return nil
-	}
-	hip := make([]string, len(ids))
-	for i := range ids {
-		hip[i] = strconv.Itoa(i)
-	}
-	return map[string]string{
-		"ROCR_VISIBLE_DEVICES": strings.Join(ids, ","),
-		"HIP_VISIBLE_DEVICES":  strings.Join(hip, ","),
-	}
+	return nil, false
 }
 
-// VisibleID is how a device is named in CUDA_VISIBLE_DEVICES and its
-// siblings: its InfoVisibleID where the driver set one, else the index, or
-// the UUID for a MIG instance (which has no index of its own) or where no
-// index is known.
+// VisibleID is how a device is named in a vendor's visible-devices
+// variable: its InfoVisibleID where the driver set one, else the index, or
+// the UUID for a partition (MIG-…, which has no index of its own) or where
+// no index is known.
 func VisibleID(d resources.Info) string {
 	if v, ok := d.Property(InfoVisibleID); ok && v != "" {
 		return v

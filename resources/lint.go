@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/xres/xres/conf/factoryname"
+
 	"github.com/xres/xres/conf"
 	"github.com/xres/xres/conf/suggest"
 )
@@ -227,8 +229,8 @@ func lintListed(cfg *conf.Config, n string) []Problem {
 	}
 	if k := conf.ExternalResourceFactory.For(n).Key; nonBlank(cfg, k) == "" {
 		probs = append(probs, Problem{Key: k, Severity: SeverityError,
-			Message: fmt.Sprintf("resource %s has no driver factory; workers get it from the cluster but are told nothing about it (no device infos, no CUDA_VISIBLE_DEVICES)", n),
-			Fix:     fmt.Sprintf("set %s: org.apache.flink.externalresource.gpu.GPUDriverFactory (or another xres driver)", k)})
+			Message: fmt.Sprintf("resource %s has no driver factory; workers get it from the cluster but are told nothing about it (no device infos, no visible-devices variables)", n),
+			Fix:     fmt.Sprintf("set %s: %s (or another xres driver)", k, factoryname.GPUFlink)})
 	}
 	if k := conf.ExternalResourceYarnKey.For(n).Key; nonBlank(cfg, k) == "" {
 		probs = append(probs, Problem{Key: k, Origin: cfg.Origin(k), Severity: SeverityWarning,

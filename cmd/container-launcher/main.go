@@ -12,6 +12,7 @@ import (
 	"os/signal"
 
 	"github.com/xres/xres/cmd/internal/version"
+	"github.com/xres/xres/driver/builtin"
 	"github.com/xres/xres/driver/launch"
 )
 
@@ -21,7 +22,8 @@ func main() {
 	// forwards them to the worker.
 	sigs := make(chan os.Signal, 8)
 
-	reg, err := launch.NewRegistry(os.Getenv)
+	// The launcher's drivers are assembled here: driver/launch names none.
+	reg, err := builtin.NewRegistry(os.Getenv)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "container-launcher: %v\n", err)
 		os.Exit(launch.ExitInternal)

@@ -38,6 +38,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/xres/xres/conf/factoryname"
+
 	"github.com/sirupsen/logrus"
 
 	"github.com/xres/xres/conf"
@@ -45,10 +47,11 @@ import (
 	"github.com/xres/xres/driver/coord"
 	"github.com/xres/xres/driver/pci"
 	"github.com/xres/xres/resources"
+	"github.com/xres/xres/resources/params"
 )
 
 // FactoryName is the driver-factory.class that selects this driver.
-const FactoryName = "xres.amd-gpu"
+const FactoryName = factoryname.AMDGPU
 
 // Param keys, as written after external-resource.<name>.param.
 const (
@@ -63,11 +66,8 @@ const (
 // only through these declarations; sysfs-root and dev-root are the PCI
 // driver's, timeout is driver.TimeoutParam.
 var (
-	sourceParam = driver.Declare(driver.Param{
-		Name: ParamSource, Type: conf.TypeString, Values: []string{SourceAuto, SourceKFD, SourceRocmSMI},
-		Doc: "AMD GPU driver (xres.amd-gpu): `auto` (the KFD topology in sysfs, else rocm-smi), `kfd` " +
-			"or `rocm-smi`.",
-	})
+	sourceParam = driver.Declare(params.AMDSource.WithDoc("AMD GPU driver (xres.amd-gpu): `auto` (the KFD topology in sysfs, else rocm-smi), `kfd` " +
+		"or `rocm-smi`."))
 	rocmSMIParam = driver.Declare(driver.Param{
 		Name: ParamRocmSMIPath, Type: conf.TypeString, Default: "rocm-smi",
 		Doc: "AMD GPU driver: the rocm-smi program.",
@@ -83,6 +83,15 @@ func Params() []driver.Param {
 // EnvRocrVisibleDevices is ROCr's device filter: the GPUs a process may
 // use, by uuid or index.
 const EnvRocrVisibleDevices = "ROCR_VISIBLE_DEVICES"
+
+// EnvHipVisibleDevices is HIP's device filter, over the GPUs ROCr leaves
+// visible, numbered from 0.
+const EnvHipVisibleDevices = "HIP_VISIBLE_DEVICES"
+
+// Vendor is ROCm's vendor name (visible-devices.vendor: amd): the AMD GPU
+// driver's devices, and those of any resource that names it, get
+// Environment's variables.
+const Vendor driver.Vendor = "amd"
 
 // visibleOnly keeps the devices ROCR_VISIBLE_DEVICES (v) lists by uuid or
 // index.
@@ -140,7 +149,7 @@ var _ driver.Enumerator = (*Enumerator)(nil)
 
 // New builds an Enumerator from a resource's options, validating params.
 func New(opts driver.Options) (*Enumerator, error) {
-	timeout, err := driver.TimeoutParam.Timeout(opts)
+	timeout, err := driver.TimeoutParam.Timeout(opts.Resource, opts.Params, opts.Timeout)
 	if err != nil {
 		return nil, err
 	}
@@ -159,10 +168,14 @@ func New(opts driver.Options) (*Enumerator, error) {
 
 // NewFactory returns the AMD GPU driver factory: the Enumerator behind the
 // shared coordinated selection layer.
-func NewFactory() driver.Factory { return factory{coord.Factory(New)} }
+func NewFactory() driver.Factory {
+	f := coord.Factory(New)
+	f.Check = params.CheckAMD // New's checks, which am runs without the driver
+	return factory{f}
+}
 
 // factory is the AMD GPU driver's factory: its devices are selected for
-// the worker by ROCm's variables (driver.VendorAMD), and it coordinates
+// the worker by ROCm's variables (Vendor), and it coordinates
 // like every built-in driver (coord.EnumFactory).
 type factory struct{ *coord.EnumFactory }
 
@@ -172,7 +185,10 @@ var (
 )
 
 // Vendor implements driver.VendorReporter.
-func (factory) Vendor() driver.Vendor { return driver.VendorAMD }
+func (factory) Vendor() driver.Vendor { return Vendor }
+
+// Environment implements driver.VendorReporter.
+func (factory) Environment(devices []resources.Info) map[string]string { return Environment(devices) }
 
 // Register adds the AMD GPU driver to r as FactoryName.
 func Register(r *driver.Registry) error {
@@ -379,5 +395,28 @@ func (e *Enumerator) usable(path string) (bool, error) {
 //
 // GPUs with neither uuid nor index are left out. No GPUs, no variables.
 func Environment(infos []resources.Info) map[string]string {
-	return driver.VendorAMD.Environment(infos)
+	var uuids, indices []string
+	for _, in := range infos {
+		if u, ok := in.Property("uuid"); ok && u != "" {
+			uuids = append(uuids, u)
+		}
+		if i, ok := in.Property("index"); ok && i != "" {
+			indices = append(indices, i)
+		}
+	}
+	ids := indices
+	if len(uuids) == len(infos) {
+		ids = uuids
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	hip := make([]string, len(ids))
+	for i := range ids {
+		hip[i] = strconv.Itoa(i)
+	}
+	return map[string]string{
+		EnvRocrVisibleDevices: strings.Join(ids, ","),
+		EnvHipVisibleDevices:  strings.Join(hip, ","),
+	}
 }

@@ -11,14 +11,8 @@ import (
 )
 
 // Diagnosis is what `container-launcher check` says about an error of a
-// built-in driver or a device plugin: the param it is about ("" for the
-// resource's driver-factory.class), how to fix it, and whether it is a
-// problem of the host (install, chmod) rather than of the configuration.
-type Diagnosis struct {
-	Param string
-	Fix   string
-	Host  bool
-}
+// built-in driver or a device plugin (driver.Diagnosis).
+type Diagnosis = driver.Diagnosis
 
 // DiagnoseNew explains an error of a factory's NewDriver; ok is false for
 // an error it knows nothing special about (then a configuration error in

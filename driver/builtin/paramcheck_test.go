@@ -11,6 +11,7 @@ import (
 
 	"github.com/xres/xres/driver"
 	"github.com/xres/xres/driver/builtin"
+	"github.com/xres/xres/resources/params"
 )
 
 // TestBuiltinsCheckTheirParams: every built-in factory (and a device
@@ -19,7 +20,8 @@ import (
 // that am submit, which runs CheckParams alone, refuses what every
 // launcher refuses. What only a host decides (a script or plugin not
 // installed) passes CheckParams and fails NewDriver as a problem of the
-// host (builtin.DiagnoseNew).
+// host (builtin.DiagnoseNew). resources/params.Check, what am runs without
+// the drivers, gives CheckParams's answer word for word.
 func TestBuiltinsCheckTheirParams(t *testing.T) {
 	r := driver.NewRegistry()
 	require.NoError(t, builtin.RegisterBuiltins(r))
@@ -75,6 +77,15 @@ func TestBuiltinsCheckTheirParams(t *testing.T) {
 			f, err := reg.Lookup(tc.factory)
 			require.NoError(t, err)
 			checkErr := f.(driver.ParamChecker).CheckParams("acc", tc.params)
+			// am's check, which links no driver (resources/params), is
+			// the factory's own.
+			known, amErr := params.Check(tc.factory, "acc", maps.Clone(tc.params))
+			require.True(t, known, "resources/params knows %s", tc.factory)
+			if checkErr == nil {
+				require.NoError(t, amErr)
+			} else {
+				require.EqualError(t, amErr, checkErr.Error(), "am refuses it with the launcher's words")
+			}
 			_, newErr := f.NewDriver(driver.Options{Resource: "acc", Params: tc.params, Getenv: func(string) string { return dir }, DryRun: true})
 			require.Error(t, newErr)
 			if tc.host {

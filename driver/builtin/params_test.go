@@ -34,10 +34,15 @@ type paramUse struct {
 // skip names files (relative to root) that implement the readers.
 func checkParamUse(t *testing.T, root string, skip ...string) paramUse {
 	t.Helper()
+	leafReads := paramsReads(t)
 	fset := token.NewFileSet()
 	type decl struct {
 		dir, pkg, name string
-		pos            token.Position
+		// leaf is "params.<X>" for a declaration of a param the
+		// driver-free package resources/params spells and checks
+		// (driver.Declare(params.X.WithDoc(…))): reading it there counts.
+		leaf string
+		pos  token.Position
 	}
 	var decls []decl
 	read := map[string]bool{} // "dir.var" (unqualified use) or "pkg.var" (qualified)
@@ -71,7 +76,7 @@ func checkParamUse(t *testing.T, root string, skip ...string) paramUse {
 				vs := spec.(*ast.ValueSpec)
 				for i, v := range vs.Values {
 					if c, ok := v.(*ast.CallExpr); ok && isName(c.Fun, "Declare") && i < len(vs.Names) {
-						decls = append(decls, decl{dir, f.Name.Name, vs.Names[i].Name, fset.Position(vs.Names[i].Pos())})
+						decls = append(decls, decl{dir, f.Name.Name, vs.Names[i].Name, leafParam(c), fset.Position(vs.Names[i].Pos())})
 						if len(c.Args) == 1 {
 							if lit, ok := c.Args[0].(*ast.CompositeLit); ok {
 								inDeclare[lit] = true
@@ -115,12 +120,63 @@ func checkParamUse(t *testing.T, root string, skip ...string) paramUse {
 	require.NoError(t, err)
 	for _, d := range decls {
 		use.declared = append(use.declared, filepath.Base(d.dir)+"."+d.name)
-		if !read[d.dir+"."+d.name] && !read[d.pkg+"."+d.name] {
+		if !read[d.dir+"."+d.name] && !read[d.pkg+"."+d.name] && !(d.leaf != "" && leafReads[d.leaf]) {
 			use.problems = append(use.problems, fmt.Sprintf("%s: param %s is declared and never read", d.pos, d.name))
 		}
 	}
 	sort.Strings(use.problems)
 	return use
+}
+
+// leafParam is "params.<X>" for driver.Declare(params.X.WithDoc(…)), ""
+// for any other declaration.
+func leafParam(c *ast.CallExpr) string {
+	if len(c.Args) != 1 {
+		return ""
+	}
+	call, ok := c.Args[0].(*ast.CallExpr)
+	if !ok {
+		return ""
+	}
+	sel, ok := call.Fun.(*ast.SelectorExpr)
+	if !ok || sel.Sel.Name != "WithDoc" {
+		return ""
+	}
+	x, ok := sel.X.(*ast.SelectorExpr)
+	if !ok {
+		return ""
+	}
+	if pkg, ok := x.X.(*ast.Ident); ok && pkg.Name == "params" {
+		return "params." + x.Sel.Name
+	}
+	return ""
+}
+
+// paramsReads lists, as "params.<X>", the params package-level params of
+// resources/params read there (Get/Lookup/Bool/Choice/Timeout on them).
+func paramsReads(t *testing.T) map[string]bool {
+	t.Helper()
+	dir := filepath.Join("..", "..", "resources", "params")
+	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	require.NoError(t, err)
+	reads := map[string]bool{}
+	for _, path := range files {
+		if strings.HasSuffix(path, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
+		require.NoError(t, err)
+		ast.Inspect(f, func(n ast.Node) bool {
+			if sel, ok := n.(*ast.SelectorExpr); ok && paramReaders[sel.Sel.Name] {
+				if x, ok := sel.X.(*ast.Ident); ok {
+					reads["params."+x.Name] = true
+				}
+			}
+			return true
+		})
+	}
+	require.NotEmpty(t, reads, "resources/params reads its params")
+	return reads
 }
 
 // isName reports whether e is name or <pkg>.name.

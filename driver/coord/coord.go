@@ -71,10 +71,11 @@ import (
 
 	"github.com/xres/xres/conf/localfile"
 	"github.com/xres/xres/driver"
+	"github.com/xres/xres/resources/params"
 )
 
 // DefaultStateFile is the host's state file when none is configured.
-const DefaultStateFile = "/var/tmp/xres/coordination.state"
+const DefaultStateFile = params.DefaultStateFile
 
 // DefaultLockTimeout bounds the wait for the lock when the context has no
 // deadline.

@@ -3,12 +3,11 @@ package coord
 import (
 	"fmt"
 	"path/filepath"
-	"strings"
 
 	"github.com/sirupsen/logrus"
 
-	"github.com/xres/xres/conf"
 	"github.com/xres/xres/driver"
+	"github.com/xres/xres/resources/params"
 )
 
 // The params (external-resource.<name>.param.<key>) that switch host
@@ -22,135 +21,50 @@ const (
 
 // The declarations of those params (driver.Declare), read through them.
 var (
-	EnabledParam = driver.Declare(driver.Param{
-		Name: ParamEnabled, Type: conf.TypeBool, Default: "true",
-		Doc: "Reserve devices host-wide so that two workers on one host never get the same device " +
-			"(built-in discovery and device plugins). Set false only when the cluster isolates devices itself.",
-	})
-	FileParam = driver.Declare(driver.Param{
-		Name: ParamFile, Type: conf.TypeString, Default: DefaultStateFile,
-		Doc: "Host-wide reservation state file, an absolute path (a lock file is kept beside it). Every worker " +
-			"on a host must use the same file. Flink's coordination file (`--coordination-file` in discovery-script.args) is " +
-			"honoured beside it in Flink's format, never used as it: naming it here is refused (exit 211, and by am submit).",
-	})
-	ScriptArgsParam = driver.Declare(driver.Param{
-		Name: ParamScriptArgs, Type: conf.TypeString,
-		Doc: "Arguments passed to the discovery script after the amount. Flink's " +
-			"`--enable-coordination-mode` and `--coordination-file <path>` also switch on xres coordination.",
-	})
+	EnabledParam = driver.Declare(params.CoordEnabled.WithDoc("Reserve devices host-wide so that two workers on one host never get the same device " +
+		"(built-in discovery and device plugins). Set false only when the cluster isolates devices itself."))
+	FileParam = driver.Declare(params.CoordFile.WithDoc("Host-wide reservation state file, an absolute path (a lock file is kept beside it). Every worker " +
+		"on a host must use the same file. Flink's coordination file (`--coordination-file` in discovery-script.args) is " +
+		"honoured beside it in Flink's format, never used as it: naming it here is refused (exit 211, and by am submit)."))
+	ScriptArgsParam = driver.Declare(params.ScriptArgs.WithDoc("Arguments passed to the discovery script after the amount. Flink's " +
+		"`--enable-coordination-mode` and `--coordination-file <path>` also switch on xres coordination."))
 )
 
 // FlinkDefaultFile is where Flink's script coordinates when its args name
 // no file.
-const FlinkDefaultFile = "/var/tmp/flink-gpu-coordination"
+const FlinkDefaultFile = params.FlinkDefaultFile
 
 // Flink's discovery-script flags.
 const (
-	FlinkFlagEnable = "--enable-coordination-mode"
-	FlinkFlagFile   = "--coordination-file"
-	// flinkFlagMisspelt is what Flink's docs show; Flink's script ignores it.
-	flinkFlagMisspelt = "--enable-coordination"
+	FlinkFlagEnable = params.FlinkFlagEnable
+	FlinkFlagFile   = params.FlinkFlagFile
 )
 
 // FlinkArgs is what Flink's coordination flags in discovery-script.args say.
-type FlinkArgs struct {
-	Enabled  bool     // --enable-coordination-mode is there
-	File     string   // --coordination-file <file>, as written; "" when absent
-	Warnings []string // flags Flink's script would silently ignore
-}
+type FlinkArgs = params.FlinkArgs
 
 // ParseFlinkArgs reads Flink's --enable-coordination-mode and
 // --coordination-file (also --coordination-file=<file>) from the
 // resource's discovery-script.args. --coordination-file without a file is
 // an error wrapping driver.ErrInvalidParam.
-func ParseFlinkArgs(resource string, params map[string]string) (FlinkArgs, error) {
-	var f FlinkArgs
-	key := driver.ParamKey(resource, ParamScriptArgs)
-	args := strings.Fields(ScriptArgsParam.Get(params))
-	for i := 0; i < len(args); i++ {
-		switch a := args[i]; {
-		case a == FlinkFlagEnable:
-			f.Enabled = true
-		case a == flinkFlagMisspelt:
-			f.Warnings = append(f.Warnings, key+" has "+flinkFlagMisspelt+", which Flink's script silently ignores; the flag is "+FlinkFlagEnable)
-		case a == FlinkFlagFile:
-			if i+1 >= len(args) {
-				return FlinkArgs{}, fmt.Errorf("%s: %s needs a file: %w", key, FlinkFlagFile, driver.ErrInvalidParam)
-			}
-			i++
-			f.File = args[i]
-		case strings.HasPrefix(a, FlinkFlagFile+"="):
-			f.File = strings.TrimPrefix(a, FlinkFlagFile+"=")
-		}
-	}
-	return f, nil
+func ParseFlinkArgs(resource string, p map[string]string) (FlinkArgs, error) {
+	return params.ParseFlinkArgs(resource, p)
 }
 
-// Settings is how a built-in driver coordinates a resource's devices.
-type Settings struct {
-	// Enabled: xres's host coordination is on.
-	Enabled bool
-	// StateFile is the absolute state file; "" when off.
-	StateFile string
-	// FlinkFile is Flink's coordination file (absolute) that the host
-	// coordination honours and writes in Flink's format: the one
-	// discovery-script.args name, or Flink's default with
-	// --enable-coordination-mode alone; "" when the args name none.
-	FlinkFile string
-	// Flink is what discovery-script.args say.
-	Flink FlinkArgs
-	// Warnings are the notices for these params (Flink's, then ours): an
-	// ignored flag, conflicting settings.
-	Warnings []string
-}
+// Settings is how a built-in driver coordinates a resource's devices
+// (params.Coordination, which am reads without the drivers).
+type Settings params.Coordination
 
 // ParseParams works out, without side effects, how a built-in driver
-// coordinates: on unless coordination.enabled is false, and Flink's
-// --enable-coordination-mode in discovery-script.args switches it back on
-// (with a warning); the state file is coordination.file, else
-// DefaultStateFile; Flink's coordination file (FlinkFile) is kept apart. Malformed values are errors
-// naming the key and wrapping driver.ErrInvalidParam.
-func ParseParams(resource string, params map[string]string) (Settings, error) {
-	fl, err := ParseFlinkArgs(resource, params)
-	if err != nil {
-		return Settings{}, err
-	}
-	enabled, err := EnabledParam.Bool(resource, params)
-	if err != nil {
-		return Settings{}, err
-	}
-	s := Settings{Flink: fl, Warnings: append([]string(nil), fl.Warnings...)}
-	if !enabled && fl.Enabled {
-		s.Warnings = append(s.Warnings, fmt.Sprintf("%s is false but %s has %s; coordinating",
-			driver.ParamKey(resource, ParamEnabled), driver.ParamKey(resource, ParamScriptArgs), FlinkFlagEnable))
-		enabled = true
-	}
-	if !enabled {
-		return s, nil
-	}
-	file, _ := FileParam.Lookup(params)
-	if file == "" {
-		file = DefaultStateFile
-	}
-	if !isAbs(file) {
-		return Settings{}, fmt.Errorf("%s: %w: %w", driver.ParamKey(resource, ParamFile), errRelative(file), driver.ErrInvalidParam)
-	}
-	if fl.File != "" && !isAbs(fl.File) {
-		return Settings{}, fmt.Errorf("%s: %s %w: %w", driver.ParamKey(resource, ParamScriptArgs), FlinkFlagFile, errRelative(fl.File), driver.ErrInvalidParam)
-	}
-	switch {
-	case fl.File != "":
-		s.FlinkFile = absPath(fl.File)
-	case fl.Enabled:
-		s.FlinkFile = FlinkDefaultFile
-	}
-	if s.FlinkFile != "" && absPath(file) == s.FlinkFile {
-		return Settings{}, fmt.Errorf("%s is Flink's coordination file (%s in %s); xres keeps its own state apart from it: unset %s or name another file: %w",
-			driver.ParamKey(resource, ParamFile), FlinkFlagFile, driver.ParamKey(resource, ParamScriptArgs), driver.ParamKey(resource, ParamFile), driver.ErrInvalidParam)
-	}
-	s.Enabled = true
-	s.StateFile = absPath(file)
-	return s, nil
+// coordinates (params.ParseCoordination): on unless coordination.enabled
+// is false, and Flink's --enable-coordination-mode in
+// discovery-script.args switches it back on (with a warning); the state
+// file is coordination.file, else DefaultStateFile; Flink's coordination
+// file (FlinkFile) is kept apart. Malformed values are errors naming the
+// key and wrapping driver.ErrInvalidParam.
+func ParseParams(resource string, p map[string]string) (Settings, error) {
+	s, err := params.ParseCoordination(resource, p)
+	return Settings(s), err
 }
 
 // Reserver opens the host coordination s describes for the process

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/xres/xres/conf/localfile"
+	"github.com/xres/xres/resources/params"
 )
 
 // Hosts shared by several Unix users (README "Hosts shared by several Unix
@@ -265,8 +266,6 @@ func procUID(p procFS, pid int) (int, bool) {
 }
 
 // errRelative is the reason a relative coordination path is refused.
-func errRelative(path string) error {
-	return fmt.Errorf("%q is a relative path: every container has a working folder of its own, so launchers would not coordinate at all; name an absolute host path (e.g. %s)", path, DefaultStateFile)
-}
+func errRelative(path string) error { return params.ErrRelative(path) }
 
 func isAbs(p string) bool { return filepath.IsAbs(p) }

@@ -39,14 +39,22 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/xres/xres/conf/factoryname"
+
 	"github.com/xres/xres/driver"
 	"github.com/xres/xres/driver/coord"
+	"github.com/xres/xres/resources"
+	"github.com/xres/xres/resources/params"
 )
+
+// BridgeResource is the resource the discovery bridge discovers with the
+// GPU driver where none is configured (Spark's executors: gpu).
+const BridgeResource = "gpu"
 
 // Names the driver is registered under.
 const (
-	FactoryName       = "xres.gpu"
-	FlinkFactoryClass = "org.apache.flink.externalresource.gpu.GPUDriverFactory"
+	FactoryName       = factoryname.GPU
+	FlinkFactoryClass = factoryname.GPUFlink
 )
 
 // Params (external-resource.<name>.param.<key>).
@@ -92,7 +100,7 @@ var (
 func NewFactory() driver.Factory { return factory{} }
 
 // factory is the GPU driver's factory: its devices are selected for the
-// worker by CUDA_VISIBLE_DEVICES (driver.VendorNVIDIA), and it says how
+// worker by CUDA_VISIBLE_DEVICES (Vendor), and it says how
 // its drivers coordinate (CoordinationOf: a Flink script coordinates
 // itself).
 type factory struct{}
@@ -107,7 +115,10 @@ var (
 func (factory) NewDriver(opts driver.Options) (driver.Driver, error) { return New(opts) }
 
 // Vendor implements driver.VendorReporter.
-func (factory) Vendor() driver.Vendor { return driver.VendorNVIDIA }
+func (factory) Vendor() driver.Vendor { return Vendor }
+
+// Environment implements driver.VendorReporter.
+func (factory) Environment(devices []resources.Info) map[string]string { return Environment(devices) }
 
 // Coordination implements driver.CoordinationReporter.
 func (factory) Coordination(resource string, params map[string]string, getenv func(string) string) (driver.Coordination, error) {
@@ -120,42 +131,11 @@ func (factory) CheckParams(resource string, params map[string]string) error {
 }
 
 // CheckParams checks every param the GPU driver reads, in either mode,
-// without the host: the discovery script is not looked for (whether it is
-// installed is the host's business; a missing one is a discovery failure
-// of that host), nor NVML or nvidia-smi. New runs it first, so its errors
-// are New's own.
-func CheckParams(resource string, params map[string]string) error {
-	opts := driver.Options{Resource: resource, Params: params}
-	if _, err := scriptTimeoutParam.Timeout(opts); err != nil {
-		return err
-	}
-	if _, err := coord.ParseParams(resource, params); err != nil {
-		return err
-	}
-	if _, ok := scriptPathParam.Lookup(params); ok {
-		if _, err := protocolParam.Choice(resource, params); err != nil {
-			return err
-		}
-	}
-	if _, err := parseUnitOptions(resource, params); err != nil {
-		return err
-	}
-	if _, err := sourceParam.Choice(resource, params); err != nil {
-		return err
-	}
-	if _, err := smiTimeoutParam.Timeout(opts); err != nil {
-		return err
-	}
-	if _, err := yarnAssignmentParam.Choice(resource, params); err != nil {
-		return err
-	}
-	if _, ok := yarnResourceParam.Lookup(params); ok {
-		if _, err := yarnResourceParam.Choice(resource, params); err != nil {
-			return err
-		}
-	}
-	return nil
-}
+// without the host (params.CheckGPU, which am runs without the driver):
+// the discovery script is not looked for (whether it is installed is the
+// host's business; a missing one is a discovery failure of that host), nor
+// NVML or nvidia-smi. New runs it first, so its errors are New's own.
+func CheckParams(resource string, p map[string]string) error { return params.CheckGPU(resource, p) }
 
 // Register adds the GPU driver to r as FactoryName, with Flink's GPU
 // factory class name as an alias.
@@ -186,7 +166,7 @@ func newDriver(opts driver.Options, d deps) (driver.Driver, error) {
 	if err := CheckParams(opts.Resource, opts.Params); err != nil {
 		return nil, err
 	}
-	timeout, err := scriptTimeoutParam.Timeout(opts)
+	timeout, err := scriptTimeoutParam.Timeout(opts.Resource, opts.Params, opts.Timeout)
 	if err != nil {
 		return nil, err
 	}
@@ -221,12 +201,12 @@ func newDriver(opts driver.Options, d deps) (driver.Driver, error) {
 		}
 		args := strings.Fields(coord.ScriptArgsParam.Get(opts.Params))
 		opts.Log = log
-		smiTimeout, err := smiTimeoutParam.Timeout(opts)
+		smiTimeout, err := smiTimeoutParam.Timeout(opts.Resource, opts.Params, opts.Timeout)
 		if err != nil {
 			return nil, err
 		}
 		return &scriptDriver{resource: opts.Resource, path: co.Script, args: args, protocol: protocol, timeout: timeout, log: log,
-			nvidia: driver.VendorOf(factory{}, opts.Params) == driver.VendorNVIDIA, gpusDir: d.gpusDir,
+			nvidia: namesNVIDIA(opts.Params), gpusDir: d.gpusDir,
 			smi: nvidiaSMIParam.Get(opts.Params), getenv: getenv, smiTimeout: smiTimeout,
 			xresCoord: co.Mode == CoordXres && protocol != ProtocolSpark,
 			spark:     &sparkSelect{opts: opts, settings: settings}}, nil
@@ -237,7 +217,7 @@ func newDriver(opts driver.Options, d deps) (driver.Driver, error) {
 	if err != nil {
 		return nil, err
 	}
-	smiTimeout, err := smiTimeoutParam.Timeout(opts)
+	smiTimeout, err := smiTimeoutParam.Timeout(opts.Resource, opts.Params, opts.Timeout)
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/xres/xres/driver"
 	"github.com/xres/xres/resources"
+	"github.com/xres/xres/resources/params"
 )
 
 // MIG strategies (param mig.strategy), named after the NVIDIA Kubernetes
@@ -25,9 +26,9 @@ import (
 //	mixed   MIG instances of the GPUs in MIG mode, and the other GPUs whole.
 //	        With mig.profile set, only instances of that profile.
 const (
-	MIGNone   = "none"
-	MIGSingle = "single"
-	MIGMixed  = "mixed"
+	MIGNone   = params.MIGNone
+	MIGSingle = params.MIGSingle
+	MIGMixed  = params.MIGMixed
 )
 
 // ErrMIGConfig: the host's MIG layout does not fit mig.strategy single or
@@ -54,24 +55,9 @@ type unitOptions struct {
 func (u unitOptions) wantMIG() bool { return u.mig == MIGSingle || u.mig == MIGMixed }
 
 // parseUnitOptions reads mig.strategy, mig.profile and health.enabled.
-func parseUnitOptions(resource string, params map[string]string) (unitOptions, error) {
-	var u unitOptions
-	mig, err := migStrategyParam.Choice(resource, params)
-	if err != nil {
-		return u, err
-	}
-	u.mig = mig
-	u.profile = migProfileParam.Get(params)
-	if u.profile != "" && u.mig == MIGNone {
-		return u, fmt.Errorf("%w %s: %q is set but %s is none; set it to single or mixed", ErrInvalidParam,
-			migProfileParam.Key(resource), u.profile, migStrategyParam.Key(resource))
-	}
-	h, err := healthParam.Bool(resource, params)
-	if err != nil {
-		return u, err
-	}
-	u.health = h
-	return u, nil
+func parseUnitOptions(resource string, p map[string]string) (unitOptions, error) {
+	u, err := params.ReadGPUUnits(resource, p)
+	return unitOptions{mig: u.MIG, profile: u.Profile, health: u.Health}, err
 }
 
 // gpuRecord is one physical GPU as a source reports it, before the units

@@ -582,7 +582,7 @@ func (factory) NodeAssignment(ctx context.Context, opts driver.Options) (driver.
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	timeout, err := smiTimeoutParam.Timeout(opts)
+	timeout, err := smiTimeoutParam.Timeout(opts.Resource, opts.Params, opts.Timeout)
 	if err != nil {
 		return driver.NodeAssignment{}, err
 	}

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/xres/xres/driver"
-	"github.com/xres/xres/driver/builtin"
 	"github.com/xres/xres/driver/coord"
 	"github.com/xres/xres/resources"
 	"github.com/xres/xres/resources/spark"
@@ -112,25 +111,30 @@ func runDiscover(ctx context.Context, args []string, env Env) int {
 	if req.amount == 0 {
 		return ExitOK // Flink's script: amount 0 prints nothing
 	}
+	bd, _ := env.Registry.(bridgeDriver)
 	name := strings.TrimSpace(c.resources)
+	if name == "" && bd != nil {
+		name = bd.BridgeResource()
+	}
 	if name == "" {
-		name = "gpu"
+		return failDiscover(env, classifyf(ErrUsage, "--resources: name the resource the bridge serves"))
 	} else if strings.Contains(name, ",") {
 		return failDiscover(env, classifyf(ErrUsage, "--resources: the bridge serves one resource, got %q", name))
 	}
 	cfg := c.config(env, log)
 	loaded, err := env.Load(cfg)
-	if err == nil && name == "gpu" && !slices.ContainsFunc(loaded.Specs, func(s resources.Spec) bool { return s.Name == name }) {
+	def, hasDef := bridgeDefault(bd, name)
+	if err == nil && hasDef && !slices.ContainsFunc(loaded.Specs, func(s resources.Spec) bool { return s.Name == name }) {
 		// Spark's executors have no Flink configuration: a gpu of the GPU
 		// driver's defaults, with the -D params given.
 		cfg.Dynamic = append([]string{resources.KeyList + "=" + name, resources.Key(name, resources.SuffixAmount) + "=1",
-			resources.Key(name, resources.SuffixFactory) + "=" + builtin.GPUFactory}, cfg.Dynamic...)
+			resources.Key(name, resources.SuffixFactory) + "=" + def}, cfg.Dynamic...)
 		loaded, err = env.Load(cfg)
 	}
 	if err != nil {
 		return failDiscover(env, err)
 	}
-	spec, err := bridgeSpec(loaded.Specs, name, req)
+	spec, err := bridgeSpec(loaded.Specs, name, req, bd)
 	if err != nil {
 		return failDiscover(env, err)
 	}
@@ -237,25 +241,32 @@ func bridgeRequest(protocol string, amount int, args []string, getenv func(strin
 // configured amount, else 1) and discovery built in: discovery-script.* are
 // dropped (the script is the bridge itself), and Flink's arguments are
 // its discovery-script.args, so that its coordination file is honoured.
-func bridgeSpec(specs []resources.Spec, name string, req bridgeReq) (resources.Spec, error) {
+func bridgeSpec(specs []resources.Spec, name string, req bridgeReq, bd bridgeDriver) (resources.Spec, error) {
 	i := slices.IndexFunc(specs, func(s resources.Spec) bool { return s.Name == name })
 	if i < 0 {
-		return resources.Spec{}, classifyf(ErrConfig, "resource %s is not configured (external-resources); only gpu has a default driver", name)
+		only := "no resource has a default driver"
+		if bd != nil {
+			only = "only " + bd.BridgeResource() + " has a default driver"
+		}
+		return resources.Spec{}, classifyf(ErrConfig, "resource %s is not configured (external-resources); %s", name, only)
 	}
 	spec := specs[i]
 	if strings.TrimSpace(spec.Factory) == "" {
-		if name != "gpu" {
+		def, ok := bridgeDefault(bd, name)
+		if !ok {
 			return spec, classifyf(ErrConfig, "%s is not set: the bridge has no driver to discover %s with",
 				resources.Key(name, resources.SuffixFactory), name)
 		}
-		spec.Factory = builtin.GPUFactory
+		spec.Factory = def
 	}
 	if req.amount > 0 {
 		spec.Amount = int64(req.amount)
 	} // else the configured external-resource.<name>.amount (1 where none is configured)
 	params := copyParams(spec.Params)
-	for _, k := range builtin.GPUScriptParams {
-		delete(params, k)
+	if bd != nil {
+		for _, k := range bd.BridgeDropParams() {
+			delete(params, k)
+		}
 	}
 	if len(req.flinkArgs) > 0 {
 		params[coord.ParamScriptArgs] = strings.Join(req.flinkArgs, " ")
@@ -270,4 +281,13 @@ func bridgeSpec(specs []resources.Spec, name string, req bridgeReq) (resources.S
 			driver.ParamKey(name, coord.ParamEnabled))
 	}
 	return spec, nil
+}
+
+// bridgeDefault is the registry's default factory for resource, where it
+// has one.
+func bridgeDefault(bd bridgeDriver, resource string) (string, bool) {
+	if bd == nil {
+		return "", false
+	}
+	return bd.BridgeDefault(resource)
 }

@@ -11,7 +11,6 @@ import (
 
 	"github.com/xres/xres/conf"
 	"github.com/xres/xres/driver"
-	"github.com/xres/xres/driver/builtin"
 	"github.com/xres/xres/driver/coord"
 	"github.com/xres/xres/resources"
 )
@@ -127,7 +126,7 @@ func (l *Launcher) checkSpec(ctx context.Context, cfg *conf.Config, spec resourc
 		out = append(out, Finding{Host: true, Problem: resources.Problem{Key: key, Origin: cfg.Origin(key), Severity: sev, Message: msg, Fix: fix}})
 	}
 	// report adds a driver's diagnosed error under its param's key.
-	report := func(dg builtin.Diagnosis, msg string) {
+	report := func(dg driver.Diagnosis, msg string) {
 		key := factoryKey
 		if dg.Param != "" {
 			key = driver.ParamKey(spec.Name, dg.Param)
@@ -142,8 +141,8 @@ func (l *Launcher) checkSpec(ctx context.Context, cfg *conf.Config, spec resourc
 	d, f, canonical, err := l.driver(spec)
 	switch {
 	case errors.Is(err, driver.ErrUnknownFactory):
-		o := resources.LintOptions{Known: append(builtin.KnownFactories(l.Registry), builtin.InstalledPlugins(l.getenv())...),
-			PluginRoot: builtin.PluginRoot(l.getenv())}
+		known, root := l.knownFactories()
+		o := resources.LintOptions{Known: known, PluginRoot: root}
 		if p := resources.FactoryProblem(cfg, spec.Name, o); p != nil {
 			out = append(out, Finding{Problem: *p})
 		} else {
@@ -151,7 +150,7 @@ func (l *Launcher) checkSpec(ctx context.Context, cfg *conf.Config, spec resourc
 		}
 		return out, nil
 	case err != nil:
-		if dg, ok := builtin.DiagnoseNew(err, l.getenv()); ok {
+		if dg, ok := l.diagnoseNew(err); ok {
 			report(dg, err.Error())
 		} else {
 			cfgErr(factoryKey, err.Error(), "fix the resource's param.* keys named in the message")
@@ -168,7 +167,7 @@ func (l *Launcher) checkSpec(ctx context.Context, cfg *conf.Config, spec resourc
 	}
 	co := l.coordinationFor(spec, f, canonical)
 	if derr != nil {
-		report(builtin.DiagnoseDiscover(derr, spec.Amount, co.Script != ""),
+		report(l.diagnoseDiscover(derr, spec.Amount, co.Script != ""),
 			fmt.Sprintf("trial discovery of %d device(s) failed: %s", spec.Amount, derr))
 	}
 	var trial *Trial

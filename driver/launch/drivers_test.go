@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/xres/xres/driver/builtin"
 	"github.com/xres/xres/resources"
 )
 
@@ -39,7 +40,7 @@ func TestRunRealDrivers(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			reg, err := NewRegistry(func(string) string { return "" })
+			reg, err := builtin.NewRegistry(func(string) string { return "" })
 			require.NoError(t, err)
 			var stderr syncBuffer
 			code := Main(t.Context(), []string{"--", "sh", "-c", tc.check}, Env{

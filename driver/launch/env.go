@@ -19,16 +19,10 @@ import (
 //	XRES_RESOURCE_<NAME>_<KEY>      property KEY of every device, comma-joined in
 //	                                device order ("" for a device without it):
 //	                                _INDEX, _UUID, _NAME, _MEMORY_TOTAL, _PCI_BUS_ID…
-//	CUDA_VISIBLE_DEVICES            NVIDIA GPU resources: index per device (the
-//	                                uuid for MIG instances, MIG-…, and the
-//	                                device's visible-id where the driver set one:
-//	                                its uuid under isolation)
-//	CUDA_DEVICE_ORDER               PCI_BUS_ID with CUDA_VISIBLE_DEVICES, so that
-//	                                an index means what NVML and nvidia-smi mean
-//	ROCR_VISIBLE_DEVICES            AMD GPU resources: uuid per device (index
-//	                                where a GPU has no uuid)
-//	HIP_VISIBLE_DEVICES             AMD GPU resources: 0…n-1 (HIP renumbers
-//	                                the GPUs ROCr leaves visible)
+//	(the vendor's own)              what the driver of a resource whose devices a
+//	                                vendor's runtime selects returns for them
+//	                                (driver.VendorReporter: the GPU driver's
+//	                                CUDA variables, the AMD driver's ROCm ones)
 //
 // <NAME> and <KEY> are upper-cased with every character other than A-Z and
 // 0-9 replaced by "_": resource "gpu" and key "pci.bus-id" give
@@ -40,23 +34,24 @@ const (
 	EnvLogLevel      = "XRES_LOG_LEVEL"
 )
 
-// Vendor names which device-selection variables a resource gets: the
-// driver's (driver.VendorReporter) unless the resource's
-// visible-devices.vendor param names one (driver.VendorOf).
-type Vendor = driver.Vendor
-
-// Vendors known to the launcher.
-const (
-	VendorNone   = driver.VendorNone
-	VendorNVIDIA = driver.VendorNVIDIA
-	VendorAMD    = driver.VendorAMD
-)
-
-// Grant is what one resource got: the devices to hand to the worker.
+// Grant is what one resource got: the devices to hand to the worker, and
+// the vendor whose runtime selects them.
 type Grant struct {
 	Spec    resources.Spec
-	Vendor  Vendor
 	Devices []resources.Info
+	// Vendor gives the variables the vendor's runtime reads to select the
+	// devices (nil: none): the driver's own (driver.VendorReporter) unless
+	// the resource's visible-devices.vendor param names another
+	// (driver.VendorOf).
+	Vendor driver.VendorReporter
+}
+
+// VendorName is the name of g's vendor, "" for none.
+func (g Grant) VendorName() string {
+	if g.Vendor == nil {
+		return ""
+	}
+	return string(g.Vendor.Vendor())
 }
 
 // ResourceEnv names XRES_RESOURCE_<NAME>_<KEY> for resource name and
@@ -89,15 +84,27 @@ func grantEnv(grants []Grant, infoFile string) map[string]string {
 			}
 			env[ResourceEnv(g.Spec.Name, k)] = strings.Join(vals, ",")
 		}
-		for k, v := range g.Vendor.Environment(g.Devices) {
-			if prev, ok := env[k]; ok && prev != "" {
-				v = prev + "," + v // two resources of one vendor
-			}
-			env[k] = v
-		}
 	}
-	if _, ok := env["CUDA_VISIBLE_DEVICES"]; ok {
-		env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID" // CUDA's default is fastest first
+	// One vendor's variables name all its devices, of every resource, at
+	// once (a runtime renumbers what it is left to see).
+	var vendors []driver.Vendor
+	byVendor := map[driver.Vendor][]resources.Info{}
+	reporter := map[driver.Vendor]driver.VendorReporter{}
+	for _, g := range grants {
+		if g.Vendor == nil {
+			continue
+		}
+		v := g.Vendor.Vendor()
+		if _, ok := reporter[v]; !ok {
+			vendors = append(vendors, v)
+			reporter[v] = g.Vendor
+		}
+		byVendor[v] = append(byVendor[v], g.Devices...)
+	}
+	for _, v := range vendors {
+		for k, val := range reporter[v].Environment(byVendor[v]) {
+			env[k] = val
+		}
 	}
 	env[EnvResources] = strings.Join(names, ",")
 	return env

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/xres/xres/driver"
+	"github.com/xres/xres/driver/builtin"
 	"github.com/xres/xres/resources"
 )
 
@@ -151,12 +152,29 @@ func (d *fakeDriver) Release(ctx context.Context) error {
 
 // registryWith returns a registry holding the fake host's factory under
 // "fake" and alias "com.example.FakeFactory".
-func registryWith(h *fakeHost) *driver.Registry {
+func registryWith(h *fakeHost) fakeRegistry {
 	r := driver.NewRegistry()
 	if err := r.Register("fake", h.factory(), "com.example.FakeFactory"); err != nil {
 		panic(err)
 	}
-	return r
+	vendors, err := builtin.NewRegistry(func(string) string { return "" })
+	if err != nil {
+		panic(err)
+	}
+	return fakeRegistry{Registry: r, vendors: vendors}
+}
+
+// fakeRegistry is a registry of the fake host's factory that finds the
+// built-in drivers' vendors (visible-devices.vendor), as the command's
+// registry does.
+type fakeRegistry struct {
+	*driver.Registry
+	vendors *builtin.Registry
+}
+
+// NamedVendor implements driver.VendorFinder.
+func (f fakeRegistry) NamedVendor(params map[string]string) (driver.VendorReporter, bool) {
+	return f.vendors.NamedVendor(params)
 }
 
 // syncBuffer is a bytes.Buffer safe for the logger and the worker's output

@@ -24,9 +24,9 @@ import (
 
 	"github.com/xres/xres/conf"
 	"github.com/xres/xres/driver"
-	"github.com/xres/xres/driver/builtin"
 	"github.com/xres/xres/driver/coord"
 	"github.com/xres/xres/resources"
+	"github.com/xres/xres/resources/params"
 )
 
 // Registry finds driver factories by the name configured in
@@ -131,9 +131,7 @@ func (l *Launcher) checkedFactory(spec resources.Spec) (driver.Factory, string, 
 }
 
 // createError is how the launcher words a factory's refusal.
-func createError(spec resources.Spec, err error) error {
-	return fmt.Errorf("create driver %s for resource %s: %w", spec.Factory, spec.Name, err)
-}
+func createError(spec resources.Spec, err error) error { return params.CreateError(spec, err) }
 
 func copyParams(p map[string]string) map[string]string {
 	out := make(map[string]string, len(p))
@@ -147,8 +145,8 @@ func copyParams(p map[string]string) map[string]string {
 // touches the host: each resource's driver factory looked up in r, and its
 // params checked by the factory (driver.ParamChecker). Each error is the
 // one a launcher exits ExitConfig (211) with for that resource, word for
-// word. am resources and am submit run it on every worker group's specs,
-// so that nothing is staged that every launcher refuses.
+// word. am resources and am submit, which link no driver, run the same
+// checks of the built-in drivers through resources/params.CheckLauncher.
 func CheckSpecs(specs []resources.Spec, r Registry) []error {
 	l := &Launcher{Registry: r}
 	var errs []error
@@ -193,11 +191,11 @@ func (l *Launcher) driver(spec resources.Spec) (driver.Driver, driver.Factory, s
 	})
 	if err != nil {
 		// The params passed CheckSpecs: what the driver still refuses is
-		// either this host's (builtin.DiagnoseNew: a script or plugin not
+		// either this host's (the registry's DiagnoseNew: a script or plugin not
 		// installed here) or, for a factory without a ParamChecker, its
 		// params.
 		kind := ErrConfig
-		if dg, ok := builtin.DiagnoseNew(err, l.getenv()); ok && dg.Host {
+		if dg, ok := l.diagnoseNew(err); ok && dg.Host {
 			kind = ErrDiscovery
 		}
 		return nil, f, canonical, classify(kind, createError(spec, err))
@@ -253,7 +251,7 @@ func (l *Launcher) Acquire(ctx context.Context, specs []resources.Spec) (*Reserv
 			log.WithField("amount", spec.Amount).WithField("got", len(infos)).
 				Warn("driver returned a different number of devices than the amount")
 		}
-		r.Grants = append(r.Grants, Grant{Spec: spec, Vendor: driver.VendorOf(f, spec.Params), Devices: infos})
+		r.Grants = append(r.Grants, Grant{Spec: spec, Vendor: driver.VendorOf(f, spec.Params, vendorFinder(l.Registry)), Devices: infos})
 		if c := l.coordinationFor(spec, f, canonical); c.Mode == driver.CoordXres && !slices.Contains(r.stateFiles, c.StateFile) {
 			r.stateFiles = append(r.stateFiles, c.StateFile)
 		}
@@ -337,8 +335,17 @@ func infosOf(grants []Grant) map[string][]resources.Info {
 
 // ParamVendor is the driver param (external-resource.<name>.param.…) that
 // names the vendor of a resource's devices, for plugins and scripts that
-// stand for NVIDIA or AMD GPUs: nvidia, amd or none.
+// stand for a vendor's devices: a vendor some registered driver reports
+// (driver.VendorReporter), or none.
 const ParamVendor = driver.ParamVisibleDevicesVendor
+
+// vendorFinder is r's, where it finds vendors (driver.VendorFinder).
+func vendorFinder(r Registry) driver.VendorFinder {
+	if f, ok := r.(driver.VendorFinder); ok {
+		return f
+	}
+	return nil
+}
 
 func describeDevices(infos []resources.Info) string {
 	parts := make([]string, 0, len(infos))

@@ -14,6 +14,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/xres/xres/driver"
+	"github.com/xres/xres/driver/amd"
+	"github.com/xres/xres/driver/gpu"
 	"github.com/xres/xres/resources"
 )
 
@@ -330,7 +333,7 @@ func TestResourceEnv(t *testing.T) {
 func TestVisibleDevicesUseMIGUUID(t *testing.T) {
 	env := grantEnv([]Grant{{
 		Spec:   resources.Spec{Name: "gpu"},
-		Vendor: VendorNVIDIA,
+		Vendor: gpu.NewFactory().(driver.VendorReporter),
 		Devices: []resources.Info{
 			resources.Properties{"index": "0", "uuid": "GPU-aaaa"},
 			resources.Properties{"index": "1", "uuid": "MIG-bbbb"},
@@ -340,6 +343,43 @@ func TestVisibleDevicesUseMIGUUID(t *testing.T) {
 	require.Equal(t, "0,MIG-bbbb,GPU-cccc", env["CUDA_VISIBLE_DEVICES"])
 	require.Equal(t, "0,1,", env["XRES_RESOURCE_GPU_INDEX"])
 	require.NotContains(t, env, EnvResourcesFile)
+}
+
+// TestOneVendorsVariablesNameAllItsDevices: the launcher asks a vendor's
+// driver once for all the devices of that vendor, whatever resource they
+// were granted for, and sets exactly what the driver returns: two AMD
+// resources give one ROCR_VISIBLE_DEVICES of both GPUs and HIP numbers
+// 0…n-1 over them (HIP renumbers what ROCr leaves visible); two NVIDIA
+// resources one CUDA_VISIBLE_DEVICES, in grant order.
+func TestOneVendorsVariablesNameAllItsDevices(t *testing.T) {
+	amdGPU := amd.NewFactory().(driver.VendorReporter)
+	nv := gpu.NewFactory().(driver.VendorReporter)
+	env := grantEnv([]Grant{
+		{Spec: resources.Spec{Name: "a"}, Vendor: amdGPU, Devices: []resources.Info{resources.Properties{"index": "0", "uuid": "GPU-aa"}}},
+		{Spec: resources.Spec{Name: "g"}, Vendor: nv, Devices: []resources.Info{resources.Properties{"index": "3"}}},
+		{Spec: resources.Spec{Name: "b"}, Vendor: amdGPU, Devices: []resources.Info{resources.Properties{"index": "1", "uuid": "GPU-bb"}}},
+		{Spec: resources.Spec{Name: "h"}, Vendor: nv, Devices: []resources.Info{resources.Properties{"index": "1"}}},
+		{Spec: resources.Spec{Name: "f"}, Devices: []resources.Info{resources.Properties{"index": "7"}}},
+	}, "")
+	want := map[string]string{}
+	for k, v := range amdGPU.Environment([]resources.Info{resources.Properties{"index": "0", "uuid": "GPU-aa"}, resources.Properties{"index": "1", "uuid": "GPU-bb"}}) {
+		want[k] = v
+	}
+	for k, v := range nv.Environment([]resources.Info{resources.Properties{"index": "3"}, resources.Properties{"index": "1"}}) {
+		want[k] = v
+	}
+	require.Len(t, want, 4, "each driver words its own variables")
+	require.Equal(t, "GPU-aa,GPU-bb", env["ROCR_VISIBLE_DEVICES"])
+	require.Equal(t, "0,1", env["HIP_VISIBLE_DEVICES"])
+	require.Equal(t, "3,1", env["CUDA_VISIBLE_DEVICES"])
+	for k, v := range want {
+		require.Equal(t, v, env[k], k)
+	}
+	for k := range env {
+		if !strings.HasPrefix(k, "XRES_") {
+			require.Contains(t, want, k, "the launcher sets no vendor variable of its own")
+		}
+	}
 }
 
 func TestExitCodesDistinct(t *testing.T) {

@@ -36,8 +36,7 @@ import (
 //	                             with its one device; every other selected
 //	                             resource in full (shared by all workers)
 //	XRES_RESOURCE_<NAME>_*       as usual, for its one device (AMOUNT=1)
-//	CUDA_VISIBLE_DEVICES,        its one device (HIP_VISIBLE_DEVICES=0)
-//	ROCR/HIP_VISIBLE_DEVICES
+//	the vendor's variables       its one device (driver.VendorReporter)
 //	XRES_DEVICE_RESOURCE         the per-device resource's name
 //	XRES_DEVICE_RANK             i, 0…n-1 in discovery order
 //	XRES_DEVICE_COUNT            n

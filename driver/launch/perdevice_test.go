@@ -16,6 +16,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/xres/xres/driver/builtin"
 	"github.com/xres/xres/resources"
 	"github.com/xres/xres/resources/contract"
 )
@@ -522,7 +523,7 @@ func TestPerDeviceRealDrivers(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			reg, err := NewRegistry(func(string) string { return "" })
+			reg, err := builtin.NewRegistry(func(string) string { return "" })
 			require.NoError(t, err)
 			out, tmp := t.TempDir(), t.TempDir()
 			getenv := func(k string) string {

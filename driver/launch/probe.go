@@ -91,7 +91,7 @@ func (l *Launcher) Probe(ctx context.Context, specs []resources.Spec) ProbeRepor
 			pr.Error = "no driver factory configured (" + resources.Key(spec.Name, resources.SuffixFactory) + "): the worker would get no device infos"
 		default:
 			g := res.Grants[0]
-			pr.Vendor = string(g.Vendor)
+			pr.Vendor = g.VendorName()
 			pr.Devices = resources.PropertiesOf(g.Devices)
 			pr.Env = grantEnv(res.Grants, "")
 			delete(pr.Env, EnvResources)

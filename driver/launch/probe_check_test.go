@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xres/xres/driver"
+	"github.com/xres/xres/driver/builtin"
 	"github.com/xres/xres/driver/coord"
 	"github.com/xres/xres/resources"
 )
@@ -23,7 +24,7 @@ import (
 // the plugins under testdata/plugins, as the command's registry does.
 func fullRegistry(t *testing.T, h *fakeHost) Registry {
 	t.Helper()
-	r, err := withBuiltins(registryWith(h), func(k string) string {
+	r, err := builtin.Over(registryWith(h).Registry, func(k string) string {
 		return map[string]string{"XRES_PLUGINS_DIR": "testdata/plugins"}[k]
 	})
 	require.NoError(t, err)

@@ -5,8 +5,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -14,6 +12,7 @@ import (
 
 	"github.com/xres/xres/conf"
 	"github.com/xres/xres/resources/contract"
+	"github.com/xres/xres/resources/params"
 )
 
 // The rescaling signal of reactive mode: the launcher writes the AM's
@@ -27,65 +26,15 @@ import (
 // asking every second for counts that never change would be a thousand
 // requests a second at the AM for nothing.
 
-// Rescale is xres.rescale.*.
-type Rescale struct {
-	Signal   syscall.Signal // 0: none, the file alone
-	Interval time.Duration  // 0: DefaultRescaleInterval
-	// Watch: the counts are read while the worker runs (scheduler-mode:
-	// reactive, or a Signal); false: once, before it starts.
-	Watch bool
-}
+// Rescale is xres.rescale.* (params.Rescale, which am checks too).
+type Rescale = params.Rescale
 
 // DefaultRescaleInterval is xres.rescale.interval's default.
 const DefaultRescaleInterval = time.Second
 
-// rescaleSignals are the signals xres.rescale.signal may name: those a
-// worker traps to be told something, never one that stops it.
-var rescaleSignals = map[string]syscall.Signal{
-	"HUP": syscall.SIGHUP, "USR1": syscall.SIGUSR1, "USR2": syscall.SIGUSR2, "WINCH": syscall.SIGWINCH,
-}
-
-// rescaleSettings reads xres.rescale.signal and xres.rescale.interval.
-func rescaleSettings(cfg *conf.Config) (Rescale, error) {
-	var r Rescale
-	interval, err := cfg.Duration(conf.RescaleInterval)
-	if err != nil {
-		return r, err
-	}
-	if interval <= 0 {
-		return r, fmt.Errorf("%s: %s is not a positive duration", conf.RescaleInterval.Key, interval)
-	}
-	r.Interval = interval
-	mode, _ := cfg.Get(conf.SchedulerMode.Key)
-	r.Watch = strings.EqualFold(strings.TrimSpace(mode), "reactive")
-	name, err := cfg.String(conf.RescaleSignal)
-	if err != nil || strings.TrimSpace(name) == "" {
-		return r, err
-	}
-	r.Signal, err = parseRescaleSignal(name)
-	if err != nil {
-		return r, fmt.Errorf("%s: %w", conf.RescaleSignal.Key, err)
-	}
-	r.Watch = true
-	return r, nil
-}
-
-// parseRescaleSignal reads HUP, SIGHUP, sighup or a number.
-func parseRescaleSignal(name string) (syscall.Signal, error) {
-	s := strings.ToUpper(strings.TrimSpace(name))
-	if sig, ok := rescaleSignals[strings.TrimPrefix(s, "SIG")]; ok {
-		return sig, nil
-	}
-	if n, err := strconv.Atoi(s); err == nil {
-		for _, sig := range rescaleSignals {
-			if int(sig) == n {
-				return sig, nil
-			}
-		}
-	}
-	return 0, fmt.Errorf("%q is not HUP, USR1, USR2, WINCH or one of their numbers (%d, %d, %d, %d)",
-		name, syscall.SIGHUP, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGWINCH)
-}
+// rescaleSettings reads xres.rescale.signal and xres.rescale.interval
+// (params.ReadRescale).
+func rescaleSettings(cfg *conf.Config) (Rescale, error) { return params.ReadRescale(cfg) }
 
 // workersWatch keeps the worker counts file current.
 type workersWatch struct {

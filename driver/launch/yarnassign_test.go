@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xres/xres/driver"
+	"github.com/xres/xres/driver/builtin"
 	"github.com/xres/xres/driver/drivertest"
 	"github.com/xres/xres/resources"
 )
@@ -104,7 +105,7 @@ func runYarnRandom(t *testing.T, m yarnMode, n int, seed uint64) (launches, wron
 	state := filepath.Join(dir, "coord", "state")
 	fakebin, err := filepath.Abs("../gpu/testdata/fakebin")
 	require.NoError(t, err)
-	reg, err := NewRegistry(func(string) string { return "" })
+	reg, err := builtin.NewRegistry(func(string) string { return "" })
 	require.NoError(t, err)
 
 	var running []*yarnWorker
@@ -248,7 +249,7 @@ func TestProbeAndCheckSayNodeMode(t *testing.T) {
 	t.Setenv("XRES_FAKE_GPU_MINORS", "4,0,7,2")
 	fakebin, err := filepath.Abs("../gpu/testdata/fakebin")
 	require.NoError(t, err)
-	reg, err := NewRegistry(func(string) string { return "" })
+	reg, err := builtin.NewRegistry(func(string) string { return "" })
 	require.NoError(t, err)
 	const container = "container_1700000000000_0001_01_000002"
 	for _, tc := range []struct {

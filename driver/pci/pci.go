@@ -34,19 +34,22 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/xres/xres/conf/factoryname"
+
 	"github.com/sirupsen/logrus"
 
 	"github.com/xres/xres/conf"
 	"github.com/xres/xres/driver"
 	"github.com/xres/xres/driver/coord"
 	"github.com/xres/xres/resources"
+	"github.com/xres/xres/resources/params"
 )
 
 // FactoryName is the driver-factory.class that selects this driver.
-const FactoryName = "xres.pci"
+const FactoryName = factoryname.PCI
 
 // FlinkFPGAFactory is the Flink-style class name accepted as an alias.
-const FlinkFPGAFactory = "org.apache.flink.externalresource.fpga.FPGADriverFactory"
+const FlinkFPGAFactory = factoryname.PCIFlink
 
 // DefaultSysfsRoot is where sysfs is mounted.
 const DefaultSysfsRoot = driver.DefaultSysfsRoot
@@ -64,20 +67,11 @@ const (
 // through these declarations. SysfsRootParam and DevRootParam are shared
 // with the AMD GPU driver (and the launcher's CPU affinity).
 var (
-	vendorParam = driver.Declare(driver.Param{
-		Name: ParamVendor, Type: conf.TypeString,
-		Doc: "PCI driver (xres.pci), required: hex vendor ids, comma-separated, e.g. 0x10ee (Xilinx/AMD), " +
-			"0x8086 (Intel), 0x1172 (Altera).",
-	})
-	deviceParam = driver.Declare(driver.Param{
-		Name: ParamDevice, Type: conf.TypeString,
-		Doc: "PCI driver: hex device ids, comma-separated, e.g. 0x5005. Unset: any device of the vendor.",
-	})
-	classParam = driver.Declare(driver.Param{
-		Name: ParamClass, Type: conf.TypeString,
-		Doc: "PCI driver: hex class-code prefixes, comma-separated, e.g. 0x12 (processing accelerators). " +
-			"Unset: any class.",
-	})
+	vendorParam = driver.Declare(params.PCIVendor.WithDoc("PCI driver (xres.pci), required: hex vendor ids, comma-separated, e.g. 0x10ee (Xilinx/AMD), " +
+		"0x8086 (Intel), 0x1172 (Altera)."))
+	deviceParam = driver.Declare(params.PCIDevice.WithDoc("PCI driver: hex device ids, comma-separated, e.g. 0x5005. Unset: any device of the vendor."))
+	classParam  = driver.Declare(params.PCIClass.WithDoc("PCI driver: hex class-code prefixes, comma-separated, e.g. 0x12 (processing accelerators). " +
+		"Unset: any class."))
 	// SysfsRootParam is where sysfs is mounted (declared in package driver:
 	// the locality rule every driver's devices share reads it too).
 	SysfsRootParam = driver.SysfsRootParam
@@ -100,12 +94,10 @@ func Params() []driver.Param {
 // matching device, Enumerate fails with driver.ErrNotEnoughDevices.
 var ErrInvalidParam = driver.ErrInvalidParam
 
-// Filter says which PCI functions a resource uses.
-type Filter struct {
-	Vendors []uint16 // at least one
-	Devices []uint16 // empty: any device id
-	Classes []string // hex-digit prefixes of the 6-digit class code; empty: any class
-}
+// Filter says which PCI functions a resource uses (params.PCIFilter: the
+// vendor ids, at least one; the device ids, empty for any; the hex-digit
+// prefixes of the 6-digit class code, empty for any).
+type Filter params.PCIFilter
 
 // Match reports whether f passes the filter.
 func (flt Filter) Match(f Function) bool {
@@ -154,28 +146,12 @@ var _ driver.Enumerator = (*Enumerator)(nil)
 // New builds an Enumerator from a resource's options, validating the
 // params; errors name the full config key and wrap ErrInvalidParam.
 func New(opts driver.Options) (*Enumerator, error) {
-	key := func(k string) string { return driver.ParamKey(opts.Resource, k) }
-	var flt Filter
-	raw, ok := vendorParam.Lookup(opts.Params)
-	if !ok {
-		return nil, fmt.Errorf("%s: missing; name the PCI vendor id, e.g. 0x10ee: %w", key(ParamVendor), ErrInvalidParam)
-	}
-	var err error
-	if flt.Vendors, err = parseIDs(raw); err != nil {
-		return nil, fmt.Errorf("%s: %w: %w", key(ParamVendor), err, ErrInvalidParam)
-	}
-	if raw, ok := deviceParam.Lookup(opts.Params); ok {
-		if flt.Devices, err = parseIDs(raw); err != nil {
-			return nil, fmt.Errorf("%s: %w: %w", key(ParamDevice), err, ErrInvalidParam)
-		}
-	}
-	if raw, ok := classParam.Lookup(opts.Params); ok {
-		if flt.Classes, err = parseClasses(raw); err != nil {
-			return nil, fmt.Errorf("%s: %w: %w", key(ParamClass), err, ErrInvalidParam)
-		}
+	flt, err := params.ReadPCIFilter(opts.Resource, opts.Params)
+	if err != nil {
+		return nil, err
 	}
 	root, devRoot := SysfsRootDevRoot(opts.Params)
-	return &Enumerator{Root: root, Filter: flt, DevRoot: devRoot, Log: opts.Log}, nil
+	return &Enumerator{Root: root, Filter: Filter(flt), DevRoot: devRoot, Log: opts.Log}, nil
 }
 
 // SysfsRootDevRoot reads sysfs-root and dev-root: a sysfs-root that is set
@@ -190,37 +166,6 @@ func SysfsRootDevRoot(params map[string]string) (sysfsRoot, devRoot string) {
 		devRoot = d
 	}
 	return sysfsRoot, devRoot
-}
-
-// parseIDs parses "0x10ee, 0x8086" into 16-bit ids.
-func parseIDs(raw string) ([]uint16, error) {
-	var ids []uint16
-	for _, part := range strings.Split(raw, ",") {
-		part = strings.TrimSpace(part)
-		v, err := ParseHex(part, 16)
-		if err != nil {
-			return nil, err
-		}
-		ids = append(ids, uint16(v))
-	}
-	return ids, nil
-}
-
-// parseClasses parses "0x12, 0x0302" into lower-case hex-digit prefixes.
-func parseClasses(raw string) ([]string, error) {
-	var out []string
-	for _, part := range strings.Split(raw, ",") {
-		part = strings.TrimSpace(part)
-		digits := strings.ToLower(strings.TrimPrefix(strings.TrimPrefix(part, "0x"), "0X"))
-		if digits == "" || len(digits) > 6 {
-			return nil, fmt.Errorf("%q is not a class-code prefix (1 to 6 hex digits)", part)
-		}
-		if _, err := strconv.ParseUint(digits, 16, 32); err != nil {
-			return nil, fmt.Errorf("%q is not a class-code prefix (1 to 6 hex digits)", part)
-		}
-		out = append(out, digits)
-	}
-	return out, nil
 }
 
 // Enumerate implements driver.Enumerator. It reads only what it needs: the

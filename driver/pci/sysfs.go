@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/xres/xres/driver"
+	"github.com/xres/xres/resources/params"
 )
 
 // DevicesDir is where sysfs lists PCI functions, relative to the sysfs root.
@@ -152,17 +153,7 @@ func PathCause(err error) error { return driver.PathCause(err) }
 
 // ParseHex parses a hexadecimal id as sysfs prints it ("0x10ee") or as a
 // user writes it ("10EE", "0X10ee"), allowing at most bits bits.
-func ParseHex(s string, bits int) (uint64, error) {
-	digits := strings.TrimPrefix(strings.TrimPrefix(s, "0x"), "0X")
-	if digits == "" || len(digits) > (bits+3)/4 {
-		return 0, fmt.Errorf("%q is not a %d-bit hex number", s, bits)
-	}
-	v, err := strconv.ParseUint(digits, 16, bits)
-	if err != nil {
-		return 0, fmt.Errorf("%q is not a %d-bit hex number", s, bits)
-	}
-	return v, nil
-}
+func ParseHex(s string, bits int) (uint64, error) { return params.ParseHex(s, bits) }
 
 // ParseCPUList parses a Linux CPU list ("0-15,32-47", "3", "") into CPU
 // numbers in the order written. Ranges must be ascending.

@@ -39,19 +39,21 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/xres/xres/conf/factoryname"
+
 	"github.com/sirupsen/logrus"
 
-	"github.com/xres/xres/conf"
 	"github.com/xres/xres/driver"
 	"github.com/xres/xres/driver/coord"
 	"github.com/xres/xres/driver/internal/capture"
 	"github.com/xres/xres/resources"
+	"github.com/xres/xres/resources/params"
 )
 
 // Names.
 const (
-	FactoryName = "xres.plugin" // the factory that runs param.plugin
-	ClassPrefix = "plugin:"     // driver-factory.class prefix naming a plugin directory
+	FactoryName = factoryname.Plugin     // the factory that runs param.plugin
+	ClassPrefix = resources.PluginPrefix // driver-factory.class prefix naming a plugin directory
 )
 
 // Params.
@@ -63,11 +65,8 @@ const (
 // pluginParam names the plugin xres.plugin runs; timeout is
 // driver.TimeoutParam. Every other param is the plugin's own and reaches it
 // as XRES_PARAM_<KEY>.
-var pluginParam = driver.Declare(driver.Param{
-	Name: ParamPlugin, Type: conf.TypeString,
-	Doc: "Device plugin (xres.plugin): a directory under the plugins root (runs `<dir>/<dir>`), " +
-		"a path relative to the root, or an absolute path. The plugin gets every param of the resource as `XRES_PARAM_<KEY>`.",
-})
+var pluginParam = driver.Declare(params.Plugin.WithDoc("Device plugin (xres.plugin): a directory under the plugins root (runs `<dir>/<dir>`), " +
+	"a path relative to the root, or an absolute path. The plugin gets every param of the resource as `XRES_PARAM_<KEY>`."))
 
 // Params lists the params xres reads for a device plugin (a plugin reads
 // its own besides).
@@ -340,37 +339,15 @@ var (
 )
 
 // plugin names the plugin to run and the key that names it.
-func (f factory) plugin(resource string, params map[string]string) (name, key string, err error) {
-	p, set := pluginParam.Lookup(params)
-	if !f.named {
-		if !set {
-			return "", "", fmt.Errorf("%s: missing; name the plugin directory or executable: %w", pluginParam.Key(resource), ErrInvalidParam)
-		}
-		return p, pluginParam.Key(resource), nil
-	}
-	key = resources.Key(resource, resources.SuffixFactory)
-	if f.dir == "" {
-		return "", "", fmt.Errorf("%s: %q names no plugin; write %s<dir>: %w", key, ClassPrefix, ClassPrefix, ErrInvalidParam)
-	}
-	if set && p != f.dir {
-		return "", "", fmt.Errorf("%s names plugin %q but %s names %q; keep one: %w", key, f.dir, pluginParam.Key(resource), p, ErrInvalidParam)
-	}
-	return f.dir, key, nil
+func (f factory) plugin(resource string, p map[string]string) (name, key string, err error) {
+	return params.PluginName(resource, p, f.named, f.dir)
 }
 
-// CheckParams implements driver.ParamChecker: the plugin named, its
-// timeout and the coordination params, without looking for the plugin
-// (whether it is installed is the host's business).
-func (f factory) CheckParams(resource string, params map[string]string) error {
-	if _, _, err := f.plugin(resource, params); err != nil {
-		return err
-	}
-	if _, err := driver.TimeoutParam.Timeout(driver.Options{Resource: resource, Params: params}); err != nil {
-		return err
-	}
-	// Coordination params are checked now, so a typo is a config error.
-	_, err := coord.ParseParams(resource, params)
-	return err
+// CheckParams implements driver.ParamChecker (params.CheckPlugin): the
+// plugin named, its timeout and the coordination params, without looking
+// for the plugin (whether it is installed is the host's business).
+func (f factory) CheckParams(resource string, p map[string]string) error {
+	return params.CheckPlugin(resource, p, f.named, f.dir)
 }
 
 // NewDriver implements driver.Factory.
@@ -392,7 +369,7 @@ func newDriver(opts driver.Options, name, key string) (driver.Driver, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", key, err)
 	}
-	timeout, err := driver.TimeoutParam.Timeout(opts)
+	timeout, err := driver.TimeoutParam.Timeout(opts.Resource, opts.Params, opts.Timeout)
 	if err != nil {
 		return nil, err
 	}

@@ -82,8 +82,8 @@ type Rendezvous struct {
 
 // The variables a rendezvous answer may set (Rendezvous.Env): the launcher
 // passes on only these, each checked (CheckRendezvousVar); anything else
-// an answer holds (CUDA_VISIBLE_DEVICES, PATH, LD_PRELOAD, …) is dropped
-// and logged by name.
+// an answer holds (a vendor's visible-devices variable, PATH, LD_PRELOAD,
+// …) is dropped and logged by name.
 const (
 	EnvGroup     = "XRES_GROUP"
 	EnvRank      = "XRES_RANK"

@@ -40,7 +40,7 @@ type sparkAllocation struct {
 
 // SparkAddresses names a resource's devices as a Spark executor must use
 // them. narrowed says the launcher set the vendor's visible-devices
-// variable (CUDA_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES): the worker's
+// variable (its driver's, driver.VendorReporter): the worker's
 // runtime then numbers exactly these devices from 0, so the addresses are
 // 0…n-1 (what spark-rapids hands to cudaSetDevice). Otherwise each device's
 // index, its uuid where it has none.

@@ -1,13 +1,11 @@
 package amcli
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/xres/xres/conf"
-	"github.com/xres/xres/driver"
-	"github.com/xres/xres/driver/launch"
 	"github.com/xres/xres/resources"
+	"github.com/xres/xres/resources/params"
 )
 
 // launcherRefusalFix is the fix of a problem every launcher refuses.
@@ -16,21 +14,17 @@ var launcherRefusalFix = fmt.Sprintf("correct the key named in the message: ever
 
 // launcherProblems runs on a view of the configuration (one worker
 // group's, or the application's) and its specs the checks every
-// container-launcher runs before it touches its host (launch.CheckConfig:
-// xres.discovery.timeout, each resource's driver factory and the driver's
-// check of its params), and words each refusal as the launcher does. An
-// unknown driver factory is left to resources.Lint, which knows that a
-// device plugin may be installed on the worker hosts and not here.
-func launcherProblems(view *conf.Config, specs []resources.Spec, getenv func(string) string) []resources.Problem {
-	reg, err := launch.NewRegistry(getenv)
-	if err != nil {
-		return []resources.Problem{{Severity: resources.SeverityError, Message: err.Error()}}
-	}
+// container-launcher runs before it touches its host (params.CheckLauncher:
+// xres.discovery.timeout, xres.rescale.*, each built-in driver's check of
+// its params, the very functions the drivers run), and words each refusal
+// as the launcher does. am links no driver code. A factory that is not
+// built in is left to resources.Lint, which knows that a device plugin may
+// be installed on the worker hosts and not here.
+// The environment (its second argument) is no longer read: a plugin
+// installed here tells nothing about the worker hosts.
+func launcherProblems(view *conf.Config, specs []resources.Spec, _ func(string) string) []resources.Problem {
 	var out []resources.Problem
-	for _, e := range launch.CheckConfig(view, specs, reg) {
-		if errors.Is(e, driver.ErrUnknownFactory) {
-			continue
-		}
+	for _, e := range params.CheckLauncher(view, specs) {
 		out = append(out, resources.Problem{Severity: resources.SeverityError, Message: e.Error(), Fix: launcherRefusalFix})
 	}
 	return out

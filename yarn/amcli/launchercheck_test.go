@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/xres/xres/driver/builtin"
 	"github.com/xres/xres/driver/launch"
 	"github.com/xres/xres/resources"
 )
@@ -23,7 +24,7 @@ import (
 func launcherRun(t *testing.T, envs map[string]string, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	getenv := func(k string) string { return envs[k] }
-	reg, err := launch.NewRegistry(getenv)
+	reg, err := builtin.NewRegistry(getenv)
 	require.NoError(t, err)
 	var out, errb lockedBuffer // the worker's output is copied in by exec's goroutines
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -1,7 +1,7 @@
 // Package acme is the example of a driver added to xres from outside the
 // launcher: one folder, and one line to register it (acme.Register, in
 // driver/builtin for a built-in one). It stands for ACME accelerators, which
-// a CUDA runtime selects (driver.VendorNVIDIA) and which a vendor daemon
+// a CUDA runtime selects (the GPU driver's vendor and variables) and which a vendor daemon
 // coordinates on the host in a file of Flink's format ("<index> <pid>"
 // lines), so xres's own coordination stays out (driver.CoordScript). The
 // devices are the indices param.devices lists, each local to the CPUs
@@ -21,6 +21,7 @@ import (
 
 	"github.com/xres/xres/conf"
 	"github.com/xres/xres/driver"
+	"github.com/xres/xres/driver/gpu"
 	"github.com/xres/xres/resources"
 )
 
@@ -83,7 +84,13 @@ func (f Factory) NewDriver(opts driver.Options) (driver.Driver, error) {
 }
 
 // Vendor implements driver.VendorReporter: a CUDA runtime selects them.
-func (Factory) Vendor() driver.Vendor { return driver.VendorNVIDIA }
+func (Factory) Vendor() driver.Vendor { return gpu.Vendor }
+
+// Environment implements driver.VendorReporter: the CUDA runtime's
+// variables, as the GPU driver words them.
+func (Factory) Environment(devices []resources.Info) map[string]string {
+	return gpu.Environment(devices)
+}
 
 // Coordination implements driver.CoordinationReporter: the vendor daemon
 // coordinates, in its own file.
