@@ -1,4 +1,4 @@
-package yarn
+package archtest
 
 import (
 	"bufio"
@@ -13,7 +13,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"strings"
 	"testing"
@@ -30,14 +29,14 @@ const protoPrefix = "github.com/xres/xres/hadoopproto/"
 // struct field, an interface method, a type definition, a variable or
 // constant) outside the escape hatch file: the clients speak Go types and
 // convert at their own boundary.
+//
+// (Moved here from yarn/api_test.go.)
 func TestExportedAPIHasNoProtos(t *testing.T) {
-	violations := protoViolations(t, ".")
-	for _, v := range violations {
-		t.Errorf("exported API names a generated proto: %s", v)
+	var bad []string
+	for _, v := range protoViolations(t, filepath.Join(moduleRoot(t), "yarn")) {
+		bad = append(bad, "yarn's exported API names a generated proto: "+v)
 	}
-	if len(violations) > 0 {
-		t.Logf("%d violations; convert at the client's boundary, or move the declaration to %s (the escape hatch)", len(violations), escapeHatch)
-	}
+	rule(t, bad, "convert at the client's boundary, or move the declaration to yarn/"+escapeHatch+" (the escape hatch)")
 }
 
 // protoViolations type-checks the package in dir (its non-test files,
@@ -203,11 +202,7 @@ func protoIn(typ types.Type, self *types.Package, seen map[types.Type]bool) stri
 // data file (`go list -export`, built offline from the module cache).
 func exportData(t *testing.T, dir string) map[string]string {
 	t.Helper()
-	goTool := "go"
-	if p := filepath.Join(runtime.GOROOT(), "bin", "go"); fileExists(p) {
-		goTool = p // the toolchain running this test, whatever PATH says
-	}
-	cmd := exec.Command(goTool, "list", "-export", "-deps", "-f", "{{.ImportPath}} {{.Export}}", ".")
+	cmd := exec.Command(goTool(), "list", "-export", "-deps", "-f", "{{.ImportPath}} {{.Export}}", ".")
 	cmd.Dir = dir
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -222,9 +217,4 @@ func exportData(t *testing.T, dir string) map[string]string {
 		m[path] = file
 	}
 	return m
-}
-
-func fileExists(p string) bool {
-	_, err := os.Stat(p)
-	return err == nil
 }
