@@ -92,7 +92,7 @@ yarn-random:
 test-matrix: $(SUMMARY)
 	docker/hadoop-minicluster/matrix.sh
 
-# Every figure of the README's performance table, in one run, as one Markdown report
+# Every figure of docs/benchmarks.md's tables, in one run, as one Markdown report
 # (bench-report.md; XRES_BENCH_PARTS picks parts): see integration/bench-report.sh.
 bench-report:
 	GO=$(GO) integration/bench-report.sh

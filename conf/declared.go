@@ -2,7 +2,7 @@ package conf
 
 // The Flink and xres options xres reads, declared once. The drivers' params
 // (external-resource.<name>.param.*) are declared by each driver with
-// driver.Declare, which registers them here too. The README's configuration
+// driver.Declare, which registers them here too. The configuration
 // reference is generated from the whole registry (go run ./conf/cmd/gendoc,
 // which links every built-in driver).
 // Keys with <placeholders> are patterns: use Option.For to get one key.

@@ -6,13 +6,13 @@ import (
 	"strings"
 )
 
-// Markers around the generated table in README.md.
+// Markers around the generated table in docs/configuration.md.
 const (
 	TableBegin = "<!-- BEGIN CONFIG TABLE -->"
 	TableEnd   = "<!-- END CONFIG TABLE -->"
 )
 
-// MarkdownTable renders the declared options as the README's configuration
+// MarkdownTable renders the declared options as docs/configuration.md's
 // reference: one row per option, sorted by key.
 func MarkdownTable() string {
 	var b strings.Builder

@@ -9,7 +9,7 @@ import (
 // its type, default and documentation (params.Param, which `am` reads
 // without the drivers). Every param a driver reads is a Param made by
 // Declare and read through its methods, never by indexing Options.Params;
-// the configuration reference (conf.Options, the README's table) is
+// the configuration reference (conf.Options, docs/configuration.md's table) is
 // generated from the same declarations, and driver/builtin's tests fail on
 // a key read without a declaration or declared and never read.
 type Param = params.Param

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# make bench-report: every comparison benchmark the README's performance table quotes, in one run,
+# make bench-report: every comparison benchmark docs/benchmarks.md quotes, in one run,
 # written as one Markdown report (stdout, and $XRES_BENCH_REPORT, default bench-report.md):
 #
 #   launcher   driver/launch: full launch and probe vs the Flink-style script, 64 launchers on 8 GPUs

@@ -29,7 +29,7 @@
 # Settings (environment):
 #   XRES_HADOOP_VERSION         Hadoop artifacts to use (default 3.4.1; 3.1 or newer, all on JDK 17;
 #                               3.1.x builds with the pom's hadoop-3.1 profile, chosen by
-#                               -Dxres.hadoop.line; see the README's version table; HADOOP_VERSION
+#                               -Dxres.hadoop.line; see docs/minicluster.md's version table; HADOOP_VERSION
 #                               is read too)
 #   JAVA_HOME                   a JDK 17; if unset, a JDK 17 is looked for in /usr/lib/jvm and on PATH
 #   XRES_MINICLUSTER_DIR        state folder: conf/, logs, pid file, HDFS and NodeManager dirs
@@ -65,7 +65,7 @@
 #                               (YARN's GPU plugin assigns GPUs; fake nvidia-smi discovery), isolated
 #                               (plugin + simulated devices cgroup), docker (plugin + the Docker
 #                               runtime's NVIDIA_VISIBLE_DEVICES, simulated), pluggable (nvidia.com/gpu
-#                               of the pluggable device framework, Docker runtime); see the README
+#                               of the pluggable device framework, Docker runtime); see the README's NodeManager modes
 #   XRES_MINICLUSTER_GPU_MINORS plugin modes: minor numbers of GPU index 0,1,... per NodeManager
 #                               (default: index k has minor 2*((k+1) mod GPUs), e.g. 2,0)
 #   XRES_FAKE_NVIDIA_SMI        plugin modes: the fake nvidia-smi (default: the repository's

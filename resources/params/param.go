@@ -46,7 +46,7 @@ func Key(resource, param string) string {
 // its type, default and documentation. Every param a driver reads is a
 // Param made by driver.Declare and read through its methods, never by
 // indexing the params; the configuration reference (conf.Options, the
-// README's table) is generated from the same declarations, and
+// docs/configuration.md's table) is generated from the same declarations, and
 // driver/builtin's tests fail on a key read without a declaration or
 // declared and never read.
 type Param struct {
