@@ -14,6 +14,7 @@ import (
 	"github.com/xres/xres/conf"
 	"github.com/xres/xres/resources"
 	"github.com/xres/xres/yarn"
+	"github.com/xres/xres/yarn/amplan"
 	"github.com/xres/xres/yarn/internal/logutil"
 	"github.com/xres/xres/yarn/security"
 )
@@ -46,8 +47,8 @@ type Config struct {
 	AppID string // application (attempt) id, for status and logs
 	// Groups are the worker groups, in order. When empty, Plan, Owners
 	// and Launch are the one group (unnamed).
-	Groups   []Group
-	Plan     Plan                 // workers, profile, failure limit
+	Groups   []amplan.Group
+	Plan     amplan.Plan          // workers, profile, failure limit
 	Owners   map[string]string    // YARN key → external resource name (messages)
 	Launch   yarn.LaunchContext   // how each worker container is started
 	Register yarn.RegisterRequest // host, RPC port and tracking URL told to the RM
@@ -188,7 +189,7 @@ type AM struct {
 	blSent     map[string]bool
 	nmTokens   map[string]security.Token
 	result     *Result
-	limits     ClusterLimits
+	limits     amplan.ClusterLimits
 	earlyDevs  map[string]map[string][]resources.Properties
 	earlySeqs  map[string]reportSeqs // of earlyDevs
 	allRunning time.Time             // first time every wanted worker was running
@@ -220,7 +221,7 @@ func New(cfg Config, rm RMClient, nm NMClient, logs LogFetcher) (*AM, error) {
 		return nil, errors.New("new application master: RM and NM clients are required")
 	}
 	if len(cfg.Groups) == 0 {
-		cfg.Groups = []Group{{Plan: cfg.Plan, Launch: cfg.Launch, Owners: cfg.Owners}}
+		cfg.Groups = []amplan.Group{{Plan: cfg.Plan, Launch: cfg.Launch, Owners: cfg.Owners}}
 	}
 	for _, g := range cfg.Groups {
 		name := ""
@@ -228,17 +229,17 @@ func New(cfg Config, rm RMClient, nm NMClient, logs LogFetcher) (*AM, error) {
 			name = " group " + g.Name
 		}
 		if g.Plan.Workers < 1 {
-			return nil, fmt.Errorf("new application master: %w:%s plan has %d workers", ErrBadConfig, name, g.Plan.Workers)
+			return nil, fmt.Errorf("new application master: %w:%s plan has %d workers", amplan.ErrBadConfig, name, g.Plan.Workers)
 		}
 		if len(g.Launch.Commands) == 0 {
-			return nil, fmt.Errorf("new application master: %w:%s no worker command", ErrBadConfig, name)
+			return nil, fmt.Errorf("new application master: %w:%s no worker command", amplan.ErrBadConfig, name)
 		}
 	}
 	if cfg.Heartbeat <= 0 {
-		cfg.Heartbeat = DefaultHeartbeat
+		cfg.Heartbeat = amplan.DefaultHeartbeat
 	}
 	if cfg.RequestHeartbeat <= 0 {
-		cfg.RequestHeartbeat = DefaultRequestHeartbeat
+		cfg.RequestHeartbeat = amplan.DefaultRequestHeartbeat
 	}
 	if cfg.CallTimeout <= 0 {
 		cfg.CallTimeout = DefaultCallTimeout
@@ -312,7 +313,7 @@ func (a *AM) Run(ctx context.Context) (Result, error) {
 	a.learnAdopted(sctx)
 	var bad []string
 	for _, g := range a.groups {
-		if err := CheckProfile(g.Plan.Profile, a.limits, g.Owners); err != nil {
+		if err := amplan.CheckProfile(g.Plan.Profile, a.limits, g.Owners); err != nil {
 			if g.Name != "" {
 				err = fmt.Errorf("worker group %s: %w", g.Name, err)
 			}
@@ -452,7 +453,7 @@ func (a *AM) register(ctx context.Context) error {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.limits = ClusterLimits{Types: resp.ResourceTypes, Max: resp.MaxCapability}
+	a.limits = amplan.ClusterLimits{Types: resp.ResourceTypes, Max: resp.MaxCapability}
 	for _, t := range resp.NMTokens {
 		a.nmTokens[t.NodeID] = t.Token
 	}

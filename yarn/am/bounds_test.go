@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xres/xres/yarn"
+	"github.com/xres/xres/yarn/amplan"
 )
 
 // fakeNodes is a NodeLister with a fixed node list.
@@ -158,13 +159,13 @@ func TestAskNamesTheHosts(t *testing.T) {
 	for _, tc := range []struct {
 		name         string
 		nodes        []yarn.NodeReport
-		plan         func(*Plan)
+		plan         func(*amplan.Plan)
 		hosts, racks []string
 	}{
 		{name: "every usable host", nodes: nodes, hosts: []string{"h1", "h2"}, racks: []string{"/default-rack", "/r1"}},
 		{name: "no node list", nodes: nil},
-		{name: "per-node bound", nodes: nodes, plan: func(p *Plan) { p.MaxWorkersPerNode = 1 }},
-		{name: "node label", nodes: nodes, plan: func(p *Plan) { p.NodeLabel = "gpu" }},
+		{name: "per-node bound", nodes: nodes, plan: func(p *amplan.Plan) { p.MaxWorkersPerNode = 1 }},
+		{name: "node label", nodes: nodes, plan: func(p *amplan.Plan) { p.NodeLabel = "gpu" }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c1, c2 := onNode(2, "h1:1"), onNode(3, "h2:1")

@@ -8,23 +8,12 @@ import (
 
 	"github.com/xres/xres/conf"
 	"github.com/xres/xres/yarn"
+	"github.com/xres/xres/yarn/amplan"
 )
-
-// Group is one worker group of the application: its plan (count, size,
-// external resources, failure limit, placement), how its containers are
-// started, and its YARN keys' resource names (CheckProfile's messages).
-// Each group has an ask of its own (allocation_request_id and priority
-// 1, 2, … in order) and counts its own failures.
-type Group struct {
-	Name   string // "" for the only group of an application without xres.worker-groups
-	Plan   Plan
-	Launch yarn.LaunchContext
-	Owners map[string]string
-}
 
 // group is a Group with its state.
 type group struct {
-	Group
+	amplan.Group
 	id        int64 // allocation_request_id and priority of its ask
 	pending   int   // containers still wanted
 	lastAsked int   // Count last delivered to the RM; -1 forces a send
@@ -57,7 +46,7 @@ type group struct {
 
 // newGroups builds the groups' state; each group's launch context gets the
 // rendezvous environment (rendezvousEnv) under the AM's trackingURL.
-func newGroups(gs []Group, trackingURL string) []*group {
+func newGroups(gs []amplan.Group, trackingURL string) []*group {
 	out := make([]*group, len(gs))
 	for i, g := range gs {
 		g.Launch = rendezvousEnv(g, trackingURL)

@@ -22,6 +22,7 @@ import (
 	"github.com/xres/xres/resources"
 	"github.com/xres/xres/resources/contract"
 	"github.com/xres/xres/yarn"
+	"github.com/xres/xres/yarn/amplan"
 	"github.com/xres/xres/yarn/security"
 )
 
@@ -30,7 +31,7 @@ import (
 func portAM(t *testing.T, during func(a *AM)) {
 	t.Helper()
 	c2, c3 := ctr(2, "nm1"), ctr(3, "nm2")
-	res, _, _ := runRV(t, []Group{rvGroup("w", 2, Plan{Port: PortAuto})}, nil,
+	res, _, _ := runRV(t, []amplan.Group{rvGroup("w", 2, amplan.Plan{Port: amplan.PortAuto})}, nil,
 		allocRV(c2, c3),
 		func(a *AM) (yarn.AllocateResponse, error) {
 			report(t, a, c2, 41000)

@@ -12,6 +12,7 @@ import (
 	"github.com/xres/xres/conf"
 	"github.com/xres/xres/resources/contract"
 	"github.com/xres/xres/yarn"
+	"github.com/xres/xres/yarn/amplan"
 )
 
 // An RM that refuses the SchedulingRequest fails the application at once,
@@ -87,9 +88,9 @@ func TestPlanPlacementKeys(t *testing.T) {
 			for k, v := range tt.kv {
 				cfg.Set(k, v)
 			}
-			p, err := PlanWorkers(cfg, nil, 1)
+			p, err := amplan.PlanWorkers(cfg, nil, 1)
 			if len(tt.errParts) > 0 {
-				require.ErrorIs(t, err, ErrBadConfig)
+				require.ErrorIs(t, err, amplan.ErrBadConfig)
 				for _, s := range tt.errParts {
 					require.ErrorContains(t, err, s)
 				}

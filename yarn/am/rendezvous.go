@@ -18,6 +18,7 @@ import (
 	"github.com/xres/xres/conf"
 	"github.com/xres/xres/resources/contract"
 	"github.com/xres/xres/yarn"
+	"github.com/xres/xres/yarn/amplan"
 )
 
 // How worker groups find each other.
@@ -73,7 +74,7 @@ func (g *group) waits() bool {
 // rendezvousEnv adds what every worker of g is started with: the
 // rendezvous endpoint (when the AM has a tracking URL), whether to wait
 // for it, the group's port, group name and world size.
-func rendezvousEnv(g Group, trackingURL string) yarn.LaunchContext {
+func rendezvousEnv(g amplan.Group, trackingURL string) yarn.LaunchContext {
 	l := g.Launch
 	env := maps.Clone(l.Env)
 	if env == nil {
@@ -87,9 +88,9 @@ func rendezvousEnv(g Group, trackingURL string) yarn.LaunchContext {
 		env[contract.EnvRendezvousWait] = "true"
 	}
 	switch p := g.Plan.Port; {
-	case p == PortAuto:
+	case p == amplan.PortAuto:
 		env[contract.EnvPortWanted] = "auto"
-	case p == PortWorker:
+	case p == amplan.PortWorker:
 		env[contract.EnvPortWanted] = contract.PortWantedWorker
 	case p > 0:
 		env[contract.EnvPortWanted] = strconv.Itoa(p)
@@ -304,13 +305,13 @@ func (a *AM) readyLocked(w *worker, depth int) (bool, string) {
 		}
 	}
 	switch g.Plan.Rendezvous {
-	case RendezvousTorch:
+	case amplan.RendezvousTorch:
 		if m := a.masterLocked(g); m != nil && m.address() == "" {
 			return false, fmt.Sprintf("the torch master (rank 0%s) to report its port", m.g.label())
 		} else if m == nil && a.masterGroupLocked(g) != nil {
 			return false, "the torch master (rank 0) to be allocated"
 		}
-	case RendezvousTensorflow:
+	case amplan.RendezvousTensorflow:
 		for _, h := range a.groups {
 			if h.Plan.Port == 0 {
 				continue
@@ -335,7 +336,7 @@ func (a *AM) runningLocked(h *group, depth int) (bool, string) {
 			continue
 		}
 		ok, reason := a.readyLocked(w, depth)
-		if ok && h.Plan.Port == PortWorker && w.port <= 0 {
+		if ok && h.Plan.Port == amplan.PortWorker && w.port <= 0 {
 			ok, reason = false, fmt.Sprintf("rank %d%s to report the port it serves on (%s)", r, h.label(), contract.EnvPortFile)
 		}
 		if ok {
@@ -446,7 +447,7 @@ func (a *AM) workerEnvLocked(w *worker) map[string]string {
 		}
 	}
 	switch g.Plan.Rendezvous {
-	case RendezvousTorch:
+	case amplan.RendezvousTorch:
 		local, size := 0, 0
 		for r := range g.Plan.Workers {
 			if h := g.holder(r); h != nil && h.c.Host() == w.c.Host() {
@@ -464,7 +465,7 @@ func (a *AM) workerEnvLocked(w *worker) map[string]string {
 			env[contract.EnvTorchMasterAddr] = m.c.Host()
 			env[contract.EnvTorchMasterPort] = strconv.Itoa(m.port)
 		}
-	case RendezvousTensorflow:
+	case amplan.RendezvousTensorflow:
 		cluster := map[string][]string{}
 		for _, h := range a.groups {
 			if h.Plan.Port != 0 {

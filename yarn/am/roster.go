@@ -1,5 +1,7 @@
 package am
 
+import "sort"
+
 // identity is what a container the RM hands the AM is. classifyLocked is
 // the one place that decides it.
 type identity int
@@ -206,3 +208,13 @@ func (r *roster) each(fn func(*worker) bool) {
 
 // len is how many workers are kept (listed).
 func (r *roster) len() int { return len(r.order) - r.holes }
+
+// sortedKeys returns m's keys in order.
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -9,6 +9,7 @@ import (
 	"github.com/xres/xres/resources"
 	"github.com/xres/xres/resources/contract"
 	"github.com/xres/xres/yarn"
+	"github.com/xres/xres/yarn/amplan"
 )
 
 // Each worker's timeline has its marks in order: the ask's heartbeat, the
@@ -18,7 +19,7 @@ import (
 func TestTimelineMarksAndPhases(t *testing.T) {
 	c2, c3 := ctr(2, "nm1"), ctr(3, "nm2")
 	var st Status
-	res, _, _ := runRV(t, []Group{rvGroup("", 2, Plan{})}, nil,
+	res, _, _ := runRV(t, []amplan.Group{rvGroup("", 2, amplan.Plan{})}, nil,
 		func(*AM) (yarn.AllocateResponse, error) { return yarn.AllocateResponse{}, nil }, // carries the ask
 		allocRV(c2, c3),
 		func(a *AM) (yarn.AllocateResponse, error) {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/xres/xres/resources/contract"
 	"github.com/xres/xres/yarn"
+	"github.com/xres/xres/yarn/amplan"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -331,7 +332,7 @@ func TestTrackingPageTimelineRestartedWorker(t *testing.T) {
 	}
 	c2, c3 := ctr(2, "nm1"), ctr(3, "nm2")
 	var page string
-	res, _, _ := runRV(t, []Group{rvGroup("", 1, Plan{MaxFailedContainers: 2})}, now,
+	res, _, _ := runRV(t, []amplan.Group{rvGroup("", 1, amplan.Plan{MaxFailedContainers: 2})}, now,
 		func(*AM) (yarn.AllocateResponse, error) { return yarn.AllocateResponse{}, nil },
 		allocRV(c2),
 		complete2(done(c2, 1)),

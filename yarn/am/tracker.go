@@ -17,6 +17,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/xres/xres/resources/contract"
+	"github.com/xres/xres/yarn/amplan"
 	"github.com/xres/xres/yarn/internal/logutil"
 )
 
@@ -445,7 +446,7 @@ func parsePorts(spec string) ([]int, error) {
 	}
 	var out []int
 	bad := func() error {
-		return fmt.Errorf("%w: %s=%q is not a port, range or list", ErrBadConfig, KeyBindPort, spec)
+		return fmt.Errorf("%w: %s=%q is not a port, range or list", amplan.ErrBadConfig, amplan.KeyBindPort, spec)
 	}
 	for _, part := range strings.Split(spec, ",") {
 		lo, hi, isRange := strings.Cut(strings.TrimSpace(part), "-")

@@ -21,6 +21,7 @@ import (
 	"github.com/xres/xres/resources"
 	"github.com/xres/xres/resources/contract"
 	"github.com/xres/xres/yarn"
+	"github.com/xres/xres/yarn/amplan"
 )
 
 // trackedAM returns an AM that has started two workers, one finished.
@@ -334,7 +335,7 @@ func FuzzParsePorts(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		ports, err := parsePorts(s)
 		if err != nil {
-			require.ErrorIs(t, err, ErrBadConfig)
+			require.ErrorIs(t, err, amplan.ErrBadConfig)
 			return
 		}
 		require.NotEmpty(t, ports)

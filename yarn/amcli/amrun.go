@@ -23,6 +23,7 @@ import (
 	"github.com/xres/xres/resources/contract"
 	"github.com/xres/xres/yarn"
 	"github.com/xres/xres/yarn/am"
+	"github.com/xres/xres/yarn/amplan"
 	"github.com/xres/xres/yarn/hdfstoken"
 	"github.com/xres/xres/yarn/security"
 	"github.com/xres/xres/yarn/submit"
@@ -68,7 +69,7 @@ type amClients struct {
 // out what they do not use, and a command needing a missing one fails
 // with errNotWired.
 type deps struct {
-	amClients  func(ctx context.Context, getenv func(string) string, ae submit.AMEnv, set am.Settings, log logrus.FieldLogger) (amClients, error)
+	amClients  func(ctx context.Context, getenv func(string) string, ae submit.AMEnv, set amplan.Settings, log logrus.FieldLogger) (amClients, error)
 	rm         func(ctx context.Context, getenv func(string) string, log logrus.FieldLogger, l *login) (rmAPI, *conf.HadoopConfig, func(), error)
 	rmREST     func(ctx context.Context, getenv func(string) string, log logrus.FieldLogger, l *login) (rmAPI, *conf.HadoopConfig, func(), error)
 	hdfs       func(hc *conf.HadoopConfig, user string, krb *yarn.Kerberos) (submit.FS, func(), error)
@@ -183,7 +184,7 @@ func jobRMAddresses(hc *conf.HadoopConfig, hadoop []conf.HadoopProperty) []strin
 // rpcAMClients builds the Hadoop RPC clients of an AM in its YARN
 // container: scheduler addresses from $HADOOP_CONF_DIR, the AMRMToken from
 // $HADOOP_TOKEN_FILE_LOCATION.
-func rpcAMClients(ctx context.Context, getenv func(string) string, ae submit.AMEnv, set am.Settings, log logrus.FieldLogger) (amClients, error) {
+func rpcAMClients(ctx context.Context, getenv func(string) string, ae submit.AMEnv, set amplan.Settings, log logrus.FieldLogger) (amClients, error) {
 	hc, addrs, known, err := amHadoopConfig(getenv, ae, set.Hadoop, log)
 	if err != nil {
 		return amClients{}, err
@@ -325,7 +326,7 @@ func nmScheme(hc *conf.HadoopConfig) string {
 // $KRB5_CONFIG, else /etc/krb5.conf); nil without one, or on a cluster
 // with simple authentication. A login that fails is a warning: the AM then
 // runs on the submission's token, as without a keytab.
-func amKerberos(getenv func(string) string, ae submit.AMEnv, app am.AppSettings, hc *conf.HadoopConfig, log logrus.FieldLogger) *yarn.Kerberos {
+func amKerberos(getenv func(string) string, ae submit.AMEnv, app amplan.AppSettings, hc *conf.HadoopConfig, log logrus.FieldLogger) *yarn.Kerberos {
 	if ae.Keytab == "" {
 		return nil
 	}
@@ -467,7 +468,7 @@ func cmdRun(ctx context.Context, args []string, e *env) error {
 	base := strings.TrimSuffix(trackingURL, "/")
 	confName := submit.ConfName(set.ConfPath)
 	total := set.Workers()
-	var groups []am.Group
+	var groups []amplan.Group
 	for _, g := range planned {
 		// A group's containerized.taskmanager.env.* are those its view sees.
 		workerEnv := maps.Clone(g.Env)
@@ -484,13 +485,13 @@ func cmdRun(ctx context.Context, args []string, e *env) error {
 		if g.Name != "" {
 			workerEnv[conf.EnvWorkerGroup] = g.Name
 		}
-		spec := am.WorkerSpec{Resources: staged, ConfName: confName, DynamicFile: dynamicFile, Dynamic: c.dynamic.Values,
+		spec := amplan.WorkerSpec{Resources: staged, ConfName: confName, DynamicFile: dynamicFile, Dynamic: c.dynamic.Values,
 			Worker: cmd, Env: workerEnv, Tokens: clients.WorkerTokens}
-		launch := am.WorkerLaunch(spec)
+		launch := amplan.WorkerLaunch(spec)
 		if set.NullWorker {
-			launch = am.NullWorkerLaunch(spec)
+			launch = amplan.NullWorkerLaunch(spec)
 		}
-		groups = append(groups, am.Group{Name: g.Name, Plan: g.Plan, Owners: am.Owners(g.Specs), Launch: launch})
+		groups = append(groups, amplan.Group{Name: g.Name, Plan: g.Plan, Owners: amplan.Owners(g.Specs), Launch: launch})
 	}
 	// Each worker gets a report key of its own, never the application's
 	// secret, in whatever credentials it is started with.
@@ -615,30 +616,30 @@ func submitTime(ms string) time.Time {
 // xres.worker-groups; a group every launcher would refuse is refused,
 // workerSpecs). The configuration itself is returned for what
 // yarn/submit reads from it (Request.ApplyConfig).
-func workerPlan(fs *flag.FlagSet, args []string, c *common, e *env, workers *int) ([]string, *conf.Config, am.Settings, error) {
+func workerPlan(fs *flag.FlagSet, args []string, c *common, e *env, workers *int) ([]string, *conf.Config, amplan.Settings, error) {
 	pos, worker, err := parse(fs, args)
 	if err != nil {
-		return nil, nil, am.Settings{}, err
+		return nil, nil, amplan.Settings{}, err
 	}
 	if len(pos) > 0 {
-		return nil, nil, am.Settings{}, fmt.Errorf("%w: unexpected argument %q (the worker command goes after --)", errUsage, pos[0])
+		return nil, nil, amplan.Settings{}, fmt.Errorf("%w: unexpected argument %q (the worker command goes after --)", errUsage, pos[0])
 	}
 	if len(worker) == 0 {
-		return nil, nil, am.Settings{}, fmt.Errorf("%w: no worker command (am %s [flags] -- <worker command…>)", errUsage, fs.Name())
+		return nil, nil, amplan.Settings{}, fmt.Errorf("%w: no worker command (am %s [flags] -- <worker command…>)", errUsage, fs.Name())
 	}
 	if err := checkWorkers(fs, *workers); err != nil {
-		return nil, nil, am.Settings{}, err
+		return nil, nil, amplan.Settings{}, err
 	}
 	if err := c.apply(e); err != nil {
-		return nil, nil, am.Settings{}, err
+		return nil, nil, amplan.Settings{}, err
 	}
 	cfg, err := c.load(e)
 	if err != nil {
-		return nil, nil, am.Settings{}, err
+		return nil, nil, amplan.Settings{}, err
 	}
-	set, err := am.Load(cfg, *workers, workerSpecs(resources.ParseOptions{Side: resources.SideYarn, Log: e.log}, e.getenv))
+	set, err := amplan.Load(cfg, *workers, workerSpecs(resources.ParseOptions{Side: resources.SideYarn, Log: e.log}, e.getenv))
 	if err != nil {
-		return nil, nil, am.Settings{}, configError{err}
+		return nil, nil, amplan.Settings{}, configError{err}
 	}
 	return worker, cfg, set, nil
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/xres/xres/conf"
 	"github.com/xres/xres/yarn"
 	"github.com/xres/xres/yarn/am"
+	"github.com/xres/xres/yarn/amplan"
 	"github.com/xres/xres/yarn/hdfstoken"
 	"github.com/xres/xres/yarn/rest"
 	"github.com/xres/xres/yarn/security"
@@ -201,7 +202,7 @@ func cmdSubmit(ctx context.Context, args []string, e *env) error {
 		return configError{err}
 	}
 	sub, err := client.Submit(ctx, sreq)
-	if errors.Is(err, am.ErrProfileUnsatisfiable) {
+	if errors.Is(err, amplan.ErrProfileUnsatisfiable) {
 		return configError{err}
 	}
 	if err != nil {
@@ -588,17 +589,17 @@ func validAppID(s string) bool { return appIDPattern.MatchString(s) }
 
 // profiles are the planned groups' profiles, for the check before
 // submission.
-func profiles(planned []am.PlannedGroup) []am.Group {
-	out := make([]am.Group, len(planned))
+func profiles(planned []amplan.PlannedGroup) []amplan.Group {
+	out := make([]amplan.Group, len(planned))
 	for i, g := range planned {
-		out[i] = am.Group{Name: g.Name, Plan: g.Plan, Owners: am.Owners(g.Specs)}
+		out[i] = amplan.Group{Name: g.Name, Plan: g.Plan, Owners: amplan.Owners(g.Specs)}
 	}
 	return out
 }
 
 // describeGroups says what is asked: "4 workers of <profile>", per group
 // when there are several ("trainer: 2 workers of …; prep: …").
-func describeGroups(planned []am.PlannedGroup) string {
+func describeGroups(planned []amplan.PlannedGroup) string {
 	parts := make([]string, len(planned))
 	for i, g := range planned {
 		parts[i] = fmt.Sprintf("%d workers of %s", g.Plan.Workers, g.Plan.Profile)

@@ -14,7 +14,7 @@ import (
 
 	"github.com/xres/xres/conf"
 	"github.com/xres/xres/yarn"
-	"github.com/xres/xres/yarn/am"
+	"github.com/xres/xres/yarn/amplan"
 	"github.com/xres/xres/yarn/internal/logutil"
 )
 
@@ -66,7 +66,7 @@ type Request struct {
 	Owners        map[string]string
 	// Groups, when set, replace WorkerProfile and Owners: each group's
 	// Plan.Profile and Owners are checked, the error naming the group.
-	Groups []am.Group
+	Groups []amplan.Group
 	// NodeLabel, Tags and Priority: see Submission.
 	NodeLabel string
 	Tags      []string
@@ -160,16 +160,16 @@ func (c Client) Submit(ctx context.Context, req Request) (Submitted, error) {
 	sub := Submitted{AppID: newApp.ID}
 	groups := req.Groups
 	if len(groups) == 0 && req.WorkerProfile.MemoryMB > 0 {
-		groups = []am.Group{{Plan: am.Plan{Profile: req.WorkerProfile}, Owners: req.Owners}}
+		groups = []amplan.Group{{Plan: amplan.Plan{Profile: req.WorkerProfile}, Owners: req.Owners}}
 	}
 	if len(groups) > 0 {
 		types, err := c.RM.ResourceTypes(ctx)
 		if err != nil {
 			return sub, fmt.Errorf("submit %s: get resource types: %w", sub.AppID, err)
 		}
-		limits := am.ClusterLimits{Types: types, Max: newApp.MaxCapability}
+		limits := amplan.ClusterLimits{Types: types, Max: newApp.MaxCapability}
 		for _, g := range groups {
-			if err := am.CheckProfile(g.Plan.Profile, limits, g.Owners); err != nil {
+			if err := amplan.CheckProfile(g.Plan.Profile, limits, g.Owners); err != nil {
 				if g.Name != "" {
 					return sub, fmt.Errorf("submit %s: worker group %s: %w", sub.AppID, g.Name, err)
 				}

@@ -1,4 +1,4 @@
-package am
+package amplan
 
 import (
 	"errors"
@@ -231,6 +231,18 @@ func PlanWorkers(cfg *conf.Config, specs []resources.Spec, workers int) (Plan, e
 			conf.EvenlySpreadOutSlots.Key, cfg.Origin(conf.EvenlySpreadOutSlots.Key), conf.PlacementMaxWorkersPerNode.Key))
 	}
 	return p, errors.Join(errs...)
+}
+
+// Group is one worker group of the application: its plan (count, size,
+// external resources, failure limit, placement), how its containers are
+// started, and its YARN keys' resource names (CheckProfile's messages).
+// Each group has an ask of its own (allocation_request_id and priority
+// 1, 2, … in order) and counts its own failures.
+type Group struct {
+	Name   string // "" for the only group of an application without xres.worker-groups
+	Plan   Plan
+	Launch yarn.LaunchContext
+	Owners map[string]string
 }
 
 // PlannedGroup is one worker group as planned: its plan, its external

@@ -1,4 +1,4 @@
-package am
+package amplan
 
 import (
 	"fmt"
@@ -177,4 +177,23 @@ func appSettings(cfg *conf.Config) (AppSettings, error) {
 			conf.AMProcessSize.Key, conf.AMVcores.Key, conf.ApplicationAttempts.Key)
 	}
 	return a, nil
+}
+
+// faultBounds reads xres.yarn.blacklist.timeout and slot.request.timeout
+// (Config.BlacklistExpiry and Config.RequestTimeout), neither negative.
+func faultBounds(cfg *conf.Config) (blacklist, request time.Duration, err error) {
+	read := func(opt conf.Option) time.Duration {
+		if err != nil {
+			return 0
+		}
+		var d time.Duration
+		if d, err = cfg.Duration(opt); err != nil {
+			err = fmt.Errorf("%w: %w", ErrBadConfig, err)
+		} else if d < 0 {
+			err = fmt.Errorf("%w: config key %s (%s): must not be negative", ErrBadConfig, opt.Key, cfg.Origin(opt.Key))
+		}
+		return d
+	}
+	blacklist, request = read(conf.BlacklistTimeout), read(conf.SlotRequestTimeout)
+	return blacklist, request, err
 }
