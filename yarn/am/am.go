@@ -15,6 +15,7 @@ import (
 	"github.com/xres/xres/resources"
 	"github.com/xres/xres/yarn"
 	"github.com/xres/xres/yarn/amplan"
+	"github.com/xres/xres/yarn/amstatus"
 	"github.com/xres/xres/yarn/internal/logutil"
 	"github.com/xres/xres/yarn/security"
 )
@@ -116,18 +117,6 @@ type Result struct {
 	Diagnostics string
 }
 
-// Worker states in Status.
-const (
-	StateStarting  = "STARTING"
-	StateRunning   = "RUNNING"
-	StateSucceeded = "SUCCEEDED"
-	StateFailed    = "FAILED"
-	// StateStandby is a standby spare (slotmanager.redundant-taskmanager-num)
-	// whose container runs: its launcher holds the devices and waits in
-	// the rendezvous, running no command until a worker fails.
-	StateStandby = "STANDBY"
-)
-
 type worker struct {
 	c        yarn.Container
 	g        *group
@@ -165,7 +154,7 @@ type worker struct {
 // live reports whether w's container is wanted and not known to have
 // ended: starting, running or standing by.
 func (w *worker) live() bool {
-	return w.state == StateStarting || w.state == StateRunning || w.state == StateStandby
+	return w.state == amstatus.StateStarting || w.state == amstatus.StateRunning || w.state == amstatus.StateStandby
 }
 
 // AM is the ApplicationMaster state machine. Run drives it; Status and
@@ -565,7 +554,7 @@ func (a *AM) handle(ctx, sctx context.Context, resp yarn.AllocateResponse) {
 		a.mu.Lock()
 		t := a.totalsLocked()
 		f := logrus.Fields{"allocated": len(resp.Allocated), "completed": len(resp.Completed),
-			"starting": a.workers.count[StateStarting], "running": a.workers.count[StateRunning],
+			"starting": a.workers.count[amstatus.StateStarting], "running": a.workers.count[amstatus.StateRunning],
 			"succeeded": t.succeeded, "failed": t.failures, "pending": t.pending}
 		a.mu.Unlock()
 		a.log.WithFields(f).Info("containers")
@@ -621,7 +610,7 @@ func (a *AM) classifiedLocked(c yarn.Container, previous bool) {
 		a.releaseLocked(c.ID)
 		a.log.WithFields(logrus.Fields{"container": c.ID, "node": c.NodeID, "reason": reason}).Info("releasing container")
 	case idPrevious, idNew:
-		w := &worker{c: c, g: g, state: StateStarting, started: a.cfg.Now(), exit: yarn.ExitInvalid}
+		w := &worker{c: c, g: g, state: amstatus.StateStarting, started: a.cfg.Now(), exit: yarn.ExitInvalid}
 		if devs := a.earlyDevs[c.ID]; devs != nil {
 			w.devices = devs
 			delete(a.earlyDevs, c.ID)
@@ -707,7 +696,7 @@ func (a *AM) start(ctx context.Context, ws []*worker) {
 	var todo []*worker
 	now := a.cfg.Now()
 	for _, w := range ws {
-		if w.state == StateStarting {
+		if w.state == amstatus.StateStarting {
 			w.launched = true
 			w.tl.at[markStartSent] = now
 			todo = append(todo, w)
@@ -749,7 +738,7 @@ func (a *AM) start(ctx context.Context, ws []*worker) {
 // started records the outcome of w's start.
 func (a *AM) started(ctx context.Context, w *worker, err error) {
 	a.mu.Lock()
-	if w.state != StateStarting || a.result != nil {
+	if w.state != amstatus.StateStarting || a.result != nil {
 		// Ended meanwhile, or the application is finishing: stopRunning
 		// stops it if it started.
 		a.mu.Unlock()
@@ -801,7 +790,7 @@ func (a *AM) started(ctx context.Context, w *worker, err error) {
 func (a *AM) checkAllRunningLocked() bool {
 	all, mins := true, true
 	for _, g := range a.groups {
-		running := g.count[StateRunning]
+		running := g.count[amstatus.StateRunning]
 		if running >= g.minimum() && g.minTime.IsZero() {
 			g.minTime = a.cfg.Now()
 		}
@@ -828,7 +817,7 @@ func (a *AM) completed(ctx context.Context, st yarn.Completed) {
 	if w == nil {
 		w = a.endedBetweenLocked(st.ID)
 	}
-	if w == nil || w.state == StateSucceeded || w.state == StateFailed {
+	if w == nil || w.state == amstatus.StateSucceeded || w.state == amstatus.StateFailed {
 		a.mu.Unlock()
 		return
 	}
@@ -838,14 +827,14 @@ func (a *AM) completed(ctx context.Context, st yarn.Completed) {
 	if w.spare && st.ExitStatus == yarn.ExitSuccess {
 		// Its launcher ended without running the command: nothing failed,
 		// and nothing succeeded either.
-		a.workers.set(w, StateFailed)
+		a.workers.set(w, amstatus.StateFailed)
 		w.exit, w.diag, w.finished = st.ExitStatus, "standby spare ended before it was needed: "+st.Diagnostics, a.cfg.Now()
 		a.replaceLocked(w)
 		a.mu.Unlock()
 		return
 	}
 	if st.ExitStatus == yarn.ExitSuccess {
-		a.workers.set(w, StateSucceeded)
+		a.workers.set(w, amstatus.StateSucceeded)
 		w.exit, w.diag, w.finished = yarn.ExitSuccess, st.Diagnostics, a.cfg.Now()
 		w.g.succeeded++
 		a.mu.Unlock()
@@ -879,7 +868,7 @@ func (a *AM) endedBetweenLocked(id string) *worker {
 	if g == nil {
 		return nil
 	}
-	w := &worker{c: yarn.Container{ID: id, NodeID: l.Node, NodeHTTP: l.HTTP}, g: g, state: StateRunning,
+	w := &worker{c: yarn.Container{ID: id, NodeID: l.Node, NodeHTTP: l.HTTP}, g: g, state: amstatus.StateRunning,
 		started: a.cfg.Now(), exit: yarn.ExitInvalid, launched: true}
 	if g.pending > 0 {
 		g.pending--
@@ -918,10 +907,10 @@ func (a *AM) failed(ctx context.Context, w *worker, exit int, cause yarn.ExitCau
 
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if w.state == StateSucceeded || w.state == StateFailed {
+	if w.state == amstatus.StateSucceeded || w.state == amstatus.StateFailed {
 		return // the RM's completion and a failed start both report it
 	}
-	a.workers.set(w, StateFailed)
+	a.workers.set(w, amstatus.StateFailed)
 	w.exit, w.diag, w.finished, w.tail = exit, diag, a.cfg.Now(), tail
 	if fetch && !ending {
 		done := make(chan struct{})

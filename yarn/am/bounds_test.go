@@ -9,6 +9,7 @@ import (
 
 	"github.com/xres/xres/yarn"
 	"github.com/xres/xres/yarn/amplan"
+	"github.com/xres/xres/yarn/amstatus"
 )
 
 // fakeNodes is a NodeLister with a fixed node list.
@@ -138,12 +139,12 @@ func TestRosterBounded(t *testing.T) {
 	require.LessOrEqual(t, len(a.workers.relOrder), len(surplus), "released-id queue")
 	st := a.Status()
 	require.Equal(t, n, st.Succeeded)
-	require.Equal(t, n, a.workers.count[StateSucceeded])
+	require.Equal(t, n, a.workers.count[amstatus.StateSucceeded])
 	require.Equal(t, keep, st.ContainersTotal)
 	require.Equal(t, n-keep, st.ContainersForgotten)
 	require.Len(t, st.Containers, keep)
 	require.Equal(t, ctr(n+1, "x").ID, st.Containers[keep-1].Container, "the newest finished workers are listed")
-	page := a.StatusPage(Page{State: StateSucceeded, Offset: keep - 1})
+	page := a.StatusPage(amstatus.Page{State: amstatus.StateSucceeded, Offset: keep - 1})
 	require.Equal(t, keep, page.ContainersTotal)
 	require.Len(t, page.Containers, 1)
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/xres/xres/conf"
 	"github.com/xres/xres/resources/contract"
 	"github.com/xres/xres/yarn"
+	"github.com/xres/xres/yarn/amstatus"
 	"github.com/xres/xres/yarn/security"
 )
 
@@ -61,7 +62,7 @@ func (a *AM) nodesLocked(resp yarn.AllocateResponse) {
 		if !ok || !w.live() {
 			return true
 		}
-		a.workers.set(w, StateFailed)
+		a.workers.set(w, amstatus.StateFailed)
 		w.exit, w.finished = yarn.ExitAborted, a.cfg.Now()
 		w.diag = fmt.Sprintf("node %s is %s; worker replaced", w.c.NodeID, state)
 		if state != "LOST" {
@@ -167,7 +168,7 @@ func (a *AM) hopelessLocked() *Result {
 		for _, g := range needy {
 			w := fmt.Sprintf("%d worker containers%s (%s each)", g.pending, g.label(), g.Plan.Profile.String())
 			if g.Plan.Reactive {
-				w += fmt.Sprintf(", %d running of the %d needed (%s)", g.count[StateRunning], g.minimum(), conf.ReactiveMinWorkers.Key)
+				w += fmt.Sprintf(", %d running of the %d needed (%s)", g.count[amstatus.StateRunning], g.minimum(), conf.ReactiveMinWorkers.Key)
 			}
 			wanted = append(wanted, w)
 		}
@@ -436,11 +437,11 @@ func (a *AM) verifyAdopted(ctx context.Context, sc StatusChecker, ws []*worker) 
 func (a *AM) neverStarted(w *worker) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if w.state != StateRunning && w.state != StateStandby {
+	if w.state != amstatus.StateRunning && w.state != amstatus.StateStandby {
 		return false
 	}
 	a.workers.remove(w)
-	w.state = StateFailed // out of the roster: frees its rank or spare place
+	w.state = amstatus.StateFailed // out of the roster: frees its rank or spare place
 	a.releaseLocked(w.c.ID)
 	a.replaceLocked(w)
 	a.log.WithFields(logrus.Fields{"container": w.c.ID, "node": w.c.NodeID}).
@@ -464,7 +465,7 @@ func (a *AM) learnDevices(ctx context.Context, w *worker, last bool) bool {
 		err = fmt.Errorf("%s is empty", contract.ReportFile)
 	}
 	if err == nil {
-		if err = a.ReportDevices(rep); errors.Is(err, ErrStaleReport) {
+		if err = a.ReportDevices(rep); errors.Is(err, amstatus.ErrStaleReport) {
 			err = nil // its launcher's newer report came first
 		}
 	}

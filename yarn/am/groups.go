@@ -9,6 +9,7 @@ import (
 	"github.com/xres/xres/conf"
 	"github.com/xres/xres/yarn"
 	"github.com/xres/xres/yarn/amplan"
+	"github.com/xres/xres/yarn/amstatus"
 )
 
 // group is a Group with its state.
@@ -68,9 +69,9 @@ func (g *group) label() string {
 // active is how many of its workers (spares aside) are starting or
 // running.
 func (g *group) active() int {
-	n := g.count[StateStarting] + g.count[StateRunning]
+	n := g.count[amstatus.StateStarting] + g.count[amstatus.StateRunning]
 	for _, s := range g.liveSpares() {
-		if s.state == StateStarting {
+		if s.state == amstatus.StateStarting {
 			n--
 		}
 	}
@@ -111,7 +112,7 @@ func (g *group) minimum() int {
 // wanted (spares are not needed) and, under reactive mode, fewer than its
 // minimum run.
 func (g *group) needy() bool {
-	return g.workersWanted() > 0 && (!g.Plan.Reactive || g.count[StateRunning] < g.minimum())
+	return g.workersWanted() > 0 && (!g.Plan.Reactive || g.count[amstatus.StateRunning] < g.minimum())
 }
 
 // done reports whether the group has finished its work: every wanted

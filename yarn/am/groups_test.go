@@ -14,6 +14,8 @@ import (
 	"github.com/xres/xres/resources"
 	"github.com/xres/xres/yarn"
 	"github.com/xres/xres/yarn/amplan"
+	"github.com/xres/xres/yarn/amstatus"
+	"github.com/xres/xres/yarn/amweb"
 	"github.com/xres/xres/yarn/security"
 )
 
@@ -74,7 +76,7 @@ func TestGroupsAskEachProfileAndStartEachCommand(t *testing.T) {
 	st := a.Status()
 	require.Equal(t, 5, st.Workers)
 	require.Len(t, st.Groups, 2)
-	require.Equal(t, GroupStatus{Name: "trainer", Workers: 2, Minimum: 2, Succeeded: 2, Profile: cfg.Groups[0].Plan.Profile}, st.Groups[0])
+	require.Equal(t, amstatus.GroupStatus{Name: "trainer", Workers: 2, Minimum: 2, Succeeded: 2, Profile: cfg.Groups[0].Plan.Profile}, st.Groups[0])
 	require.Equal(t, 3, st.Groups[1].Succeeded)
 	require.Equal(t, "prep", st.Containers[1].Group)
 }
@@ -134,7 +136,7 @@ func (c *clock) now() time.Time { return c.t }
 func TestReactiveRunsWithTheMinimumAndGrows(t *testing.T) {
 	c1, c2, c3, c4 := ctr(2, "nm1"), ctr(3, "nm2"), ctr(4, "nm3"), ctr(5, "nm4")
 	clk := &clock{t: time.Unix(1000, 0)}
-	var during Status
+	var during amstatus.Status
 	var a *AM
 	rm := &fakeRM{register: gpuLimits}
 	rm.steps = []func(yarn.AllocateRequest) (yarn.AllocateResponse, error){
@@ -201,7 +203,7 @@ func TestReactiveBelowTheMinimumTimesOut(t *testing.T) {
 func TestReactiveShrinksOnALostNodeAndEndsWithWhatRan(t *testing.T) {
 	c1, c2, c3 := ctr(2, "nm1"), ctr(3, "nm2"), ctr(4, "nm3")
 	var a *AM
-	var shrunk Status
+	var shrunk amstatus.Status
 	rm := &fakeRM{register: gpuLimits}
 	rm.steps = []func(yarn.AllocateRequest) (yarn.AllocateResponse, error){
 		alloc(c1, c2, c3),
@@ -311,14 +313,14 @@ func TestTrackerShowsGroupsAndCounts(t *testing.T) {
 	_, err = a.Run(ctx)
 	require.ErrorIs(t, err, context.Canceled)
 
-	srv := httptest.NewServer(NewTracker(a, nil))
+	srv := httptest.NewServer(amweb.NewTracker(a, nil))
 	defer srv.Close()
-	resp, err := srv.Client().Get(srv.URL + PathWorkers)
+	resp, err := srv.Client().Get(srv.URL + amweb.PathWorkers)
 	require.NoError(t, err)
-	var wc WorkerCount
+	var wc amstatus.WorkerCount
 	require.NoError(t, json.NewDecoder(resp.Body).Decode(&wc))
 	resp.Body.Close()
-	require.Equal(t, WorkerCount{Target: 5, Minimum: 3, Running: 2, Groups: []GroupWorkerCount{
+	require.Equal(t, amstatus.WorkerCount{Target: 5, Minimum: 3, Running: 2, Groups: []amstatus.GroupWorkerCount{
 		{Name: "trainer", Target: 2, Minimum: 2, Running: 1}, {Name: "prep", Target: 3, Minimum: 1, Running: 1}}}, wc)
 
 	resp, err = srv.Client().Get(srv.URL + "/")

@@ -3,11 +3,9 @@ package am
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
 	"net"
-	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,6 +17,7 @@ import (
 	"github.com/xres/xres/resources/contract"
 	"github.com/xres/xres/yarn"
 	"github.com/xres/xres/yarn/amplan"
+	"github.com/xres/xres/yarn/amstatus"
 )
 
 // How worker groups find each other.
@@ -152,15 +151,15 @@ func (a *AM) adoptRankLocked(w *worker, l savedLive) {
 // has done its work (a rank that succeeded is not run again).
 func (g *group) rankFree(r int) bool {
 	w := g.ranks[r]
-	return w == nil || (w.state != StateSucceeded && g.holder(r) == nil)
+	return w == nil || (w.state != amstatus.StateSucceeded && g.holder(r) == nil)
 }
 
 // upState is the state of w once its container runs.
 func (w *worker) upState() string {
 	if w.spare {
-		return StateStandby
+		return amstatus.StateStandby
 	}
-	return StateRunning
+	return amstatus.StateRunning
 }
 
 // replaceLocked asks one more container for w's group in place of w,
@@ -183,9 +182,9 @@ func (a *AM) promoteLocked(g *group, r int, lost *worker) bool {
 	var best *worker
 	along := func(s *worker) int {
 		switch {
-		case s.state == StateStandby && s.reported():
+		case s.state == amstatus.StateStandby && s.reported():
 			return 2
-		case s.state == StateStandby:
+		case s.state == amstatus.StateStandby:
 			return 1
 		}
 		return 0
@@ -202,8 +201,8 @@ func (a *AM) promoteLocked(g *group, r int, lost *worker) bool {
 	best.spare, best.rank, best.promoted = false, r, a.cfg.Now()
 	g.ranks[r] = best
 	g.promotions++
-	if best.state == StateStandby {
-		a.workers.set(best, StateRunning)
+	if best.state == amstatus.StateStandby {
+		a.workers.set(best, amstatus.StateRunning)
 	} else {
 		a.workers.version++ // its saved rank changed
 	}
@@ -220,7 +219,7 @@ func (g *group) holder(r int) *worker {
 		return nil
 	}
 	w := g.ranks[r]
-	if w == nil || w.gangStopped || (w.state != StateStarting && w.state != StateRunning) {
+	if w == nil || w.gangStopped || (w.state != amstatus.StateStarting && w.state != amstatus.StateRunning) {
 		return nil
 	}
 	return w
@@ -386,7 +385,7 @@ func (a *AM) Rendezvous(id string) (contract.Rendezvous, error) {
 	defer a.mu.Unlock()
 	w := a.workers.get(id)
 	if w == nil || !strings.HasPrefix(id, "container_") {
-		return contract.Rendezvous{}, fmt.Errorf("rendezvous: %w: %q", ErrUnknownContainer, id)
+		return contract.Rendezvous{}, fmt.Errorf("rendezvous: %w: %q", amstatus.ErrUnknownContainer, id)
 	}
 	g := w.g
 	out := contract.Rendezvous{Group: g.Name, Rank: w.rank, WorldSize: g.Plan.Workers}
@@ -399,7 +398,7 @@ func (a *AM) Rendezvous(id string) (contract.Rendezvous, error) {
 		}
 		return out, nil
 	}
-	if w.rank < 0 || w.gangStopped || (w.state != StateStarting && w.state != StateRunning) {
+	if w.rank < 0 || w.gangStopped || (w.state != amstatus.StateStarting && w.state != amstatus.StateRunning) {
 		out.Waiting = "nothing: this worker is being stopped"
 		return out, nil
 	}
@@ -522,7 +521,7 @@ func (a *AM) gangLostLocked(ctx context.Context, w *worker) {
 // gangStoppedEndedLocked records the end of a worker stopped for a gang
 // restart: replaced, not counted as a failure.
 func (a *AM) gangStoppedEndedLocked(w *worker, st yarn.Completed) {
-	a.workers.set(w, StateFailed)
+	a.workers.set(w, amstatus.StateFailed)
 	w.exit, w.diag, w.finished = st.ExitStatus, "stopped for a gang restart: "+st.Diagnostics, a.cfg.Now()
 	w.g.pending++
 	w.g.restarts++
@@ -567,46 +566,4 @@ func (a *AM) gangTimeoutLocked() *Result {
 		}
 	}
 	return nil
-}
-
-// rendezvousSource is a StatusSource that answers launchers' rendezvous
-// (the AM).
-type rendezvousSource interface {
-	Rendezvous(container string) (contract.Rendezvous, error)
-}
-
-var _ rendezvousSource = (*AM)(nil)
-
-// handleRendezvous serves GET /api/rendezvous?container=ID when src
-// answers it: read-only, what the container's launcher waits for (the
-// reports that change the AM's state go through POST /api/report). Only
-// the container's own launcher may ask (it learns its peers' addresses):
-// signed with its key over RendezvousMessage, with a nonce; the answer is
-// signed with the same key over the nonce and the body.
-func handleRendezvous(mux *http.ServeMux, src StatusSource, secret []byte, refusals *refusalLog) {
-	rs, ok := src.(rendezvousSource)
-	if !ok {
-		return
-	}
-	mux.HandleFunc("GET "+contract.RendezvousPath, func(w http.ResponseWriter, r *http.Request) {
-		id, ok := signedGet(w, r, secret, contract.RendezvousMessage, refusals)
-		if !ok {
-			return
-		}
-		ans, err := rs.Rendezvous(id)
-		if err != nil {
-			code := http.StatusInternalServerError
-			if errors.Is(err, ErrUnknownContainer) {
-				code = http.StatusNotFound
-			}
-			http.Error(w, err.Error(), code)
-			return
-		}
-		body, err := json.Marshal(ans)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusInternalServerError)
-			return
-		}
-		writeAnswer(w, secret, contract.AnswerRendezvous, id, r.Header.Get(contract.HeaderNonce), append(body, '\n'))
-	})
 }

@@ -19,6 +19,8 @@ import (
 	"github.com/xres/xres/resources/contract"
 	"github.com/xres/xres/yarn"
 	"github.com/xres/xres/yarn/amplan"
+	"github.com/xres/xres/yarn/amstatus"
+	"github.com/xres/xres/yarn/amweb"
 )
 
 // rvGroup is a group of n workers of one GPU each with plan p's
@@ -182,7 +184,7 @@ func TestRendezvousWorkerReportedPort(t *testing.T) {
 	jm := inGroup(ctr(2, "nm1"), 1)
 	t3, t4 := inGroup(ctr(3, "nm1"), 2), inGroup(ctr(4, "nm2"), 2)
 	var jmAns, waiting, after contract.Rendezvous
-	var countBefore, countAfter WorkerCount
+	var countBefore, countAfter amstatus.WorkerCount
 	res, a, _ := runRV(t, []amplan.Group{rvGroup("jm", 1, amplan.Plan{Port: amplan.PortWorker}), rvGroup("tm", 2, amplan.Plan{DependsOn: []string{"jm"}})}, nil,
 		allocRV(jm, t3, t4),
 		func(a *AM) (yarn.AllocateResponse, error) {
@@ -376,7 +378,7 @@ func TestRendezvousEndpoint(t *testing.T) {
 	res, _, _ := runRV(t, []amplan.Group{rvGroup("w", 1, amplan.Plan{})}, nil,
 		allocRV(c2),
 		func(a *AM) (yarn.AllocateResponse, error) {
-			srv := httptest.NewServer(NewTracker(a, nil, WithReportSecret(secret)))
+			srv := httptest.NewServer(amweb.NewTracker(a, nil, amweb.WithReportSecret(secret)))
 			defer srv.Close()
 			unknown := "container_1_0001_01_000099"
 			for _, q := range []struct{ container, sig, nonce string }{

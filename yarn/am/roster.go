@@ -1,6 +1,10 @@
 package am
 
-import "sort"
+import (
+	"sort"
+
+	"github.com/xres/xres/yarn/amstatus"
+)
 
 // identity is what a container the RM hands the AM is. classifyLocked is
 // the one place that decides it.
@@ -102,11 +106,11 @@ func (r *roster) set(w *worker, state string) {
 	r.count[w.state]--
 	r.listed[w.state]--
 	w.g.count[w.state]--
-	if w.state == StateRunning || w.state == StateStandby {
+	if w.state == amstatus.StateRunning || w.state == amstatus.StateStandby {
 		delete(r.running, w.c.ID)
 	}
 	w.state = state
-	if state != StateStarting && state != StateRunning {
+	if state != amstatus.StateStarting && state != amstatus.StateRunning {
 		w.g.rankHint = 0 // its rank may be free now (assignRankLocked)
 	}
 	r.count[state]++
@@ -120,9 +124,9 @@ func (r *roster) set(w *worker, state string) {
 // oldest finished worker beyond keep).
 func (r *roster) track(w *worker) {
 	switch w.state {
-	case StateRunning, StateStandby:
+	case amstatus.StateRunning, amstatus.StateStandby:
 		r.running[w.c.ID] = w
-	case StateSucceeded, StateFailed:
+	case amstatus.StateSucceeded, amstatus.StateFailed:
 		r.finished = append(r.finished, w)
 		if len(r.finished)-r.finHead > r.keep {
 			r.forget(r.finished[r.finHead])

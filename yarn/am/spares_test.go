@@ -11,6 +11,7 @@ import (
 
 	"github.com/xres/xres/yarn"
 	"github.com/xres/xres/yarn/amplan"
+	"github.com/xres/xres/yarn/amstatus"
 )
 
 // Standby spares (slotmanager.redundant-taskmanager-num): 2 workers and 1
@@ -47,15 +48,15 @@ func TestSparesStandByAndTakeTheLostRank(t *testing.T) {
 			require.Equal(t, 2, st.Running)
 			require.Equal(t, 1, st.Standby)
 			require.Equal(t, 0, st.Pending)
-			require.Equal(t, WorkerCount{Target: 2, Minimum: 2, Running: 2, Groups: []GroupWorkerCount{{Target: 2, Minimum: 2, Running: 2}}}, st.Count(),
+			require.Equal(t, amstatus.WorkerCount{Target: 2, Minimum: 2, Running: 2, Groups: []amstatus.GroupWorkerCount{{Target: 2, Minimum: 2, Running: 2}}}, st.Count(),
 				"what a worker reads at XRES_WORKERS_URL leaves the spare out")
 			g := st.Groups[0]
 			require.Equal(t, [3]int{1, 1, 0}, [3]int{g.Spares, g.Standby, g.Promotions})
-			byID := map[string]WorkerStatus{}
+			byID := map[string]amstatus.WorkerStatus{}
 			for _, w := range st.Containers {
 				byID[w.Container] = w
 			}
-			require.Equal(t, StateStandby, byID[c4.ID].State)
+			require.Equal(t, amstatus.StateStandby, byID[c4.ID].State)
 			require.True(t, byID[c4.ID].Spare)
 			require.Nil(t, byID[c4.ID].Rank)
 			return yarn.AllocateResponse{Completed: []yarn.Completed{done(c3, 1)}}, nil

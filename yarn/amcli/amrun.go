@@ -24,6 +24,7 @@ import (
 	"github.com/xres/xres/yarn"
 	"github.com/xres/xres/yarn/am"
 	"github.com/xres/xres/yarn/amplan"
+	"github.com/xres/xres/yarn/amweb"
 	"github.com/xres/xres/yarn/hdfstoken"
 	"github.com/xres/xres/yarn/security"
 	"github.com/xres/xres/yarn/submit"
@@ -446,7 +447,7 @@ func cmdRun(ctx context.Context, args []string, e *env) error {
 		return fmt.Errorf("%w: the ApplicationMasterProtocol and ContainerManagementProtocol clients are not wired to am", errNotWired)
 	}
 
-	l, err := am.Listen(ctx, set.BindAddress, set.BindPort)
+	l, err := amweb.Listen(ctx, set.BindAddress, set.BindPort)
 	if err != nil {
 		return configError{err}
 	}
@@ -475,9 +476,9 @@ func cmdRun(ctx context.Context, args []string, e *env) error {
 		if workerEnv == nil {
 			workerEnv = map[string]string{}
 		}
-		workerEnv[contract.EnvReportURL] = base + am.PathReport
-		workerEnv[am.EnvWorkersURL] = base + am.PathWorkers
-		workerEnv[am.EnvWorkers] = strconv.Itoa(total)
+		workerEnv[contract.EnvReportURL] = base + amweb.PathReport
+		workerEnv[amweb.EnvWorkersURL] = base + amweb.PathWorkers
+		workerEnv[amweb.EnvWorkers] = strconv.Itoa(total)
 		cmd := worker
 		if g.Command != nil {
 			cmd = g.Command
@@ -532,14 +533,14 @@ func cmdRun(ctx context.Context, args []string, e *env) error {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		opts := []am.TrackerOption{am.WithReportSecret(clients.ReportSecret)}
+		opts := []amweb.TrackerOption{amweb.WithReportSecret(clients.ReportSecret)}
 		if l, ok := clients.Logs.(am.NMWebLogs); ok {
-			opts = append(opts, am.WithNodeLogLinks(clients.NodeWeb, l.User))
+			opts = append(opts, amweb.WithNodeLogLinks(clients.NodeWeb, l.User))
 		}
 		if clients.ProxyURL != "" {
-			opts = append(opts, am.WithWebProxy(&am.WebProxy{Hosts: clients.ProxyHosts, URL: clients.ProxyURL, App: appID}))
+			opts = append(opts, amweb.WithWebProxy(&amweb.WebProxy{Hosts: clients.ProxyHosts, URL: clients.ProxyURL, App: appID}))
 		}
-		if err := am.Serve(sctx, l, am.NewTracker(a, e.log, opts...)); err != nil {
+		if err := amweb.Serve(sctx, l, amweb.NewTracker(a, e.log, opts...)); err != nil {
 			e.log.WithError(err).Warn("tracking server stopped")
 		}
 	}()

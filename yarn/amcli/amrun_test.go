@@ -21,6 +21,7 @@ import (
 	"github.com/xres/xres/yarn"
 	"github.com/xres/xres/yarn/am"
 	"github.com/xres/xres/yarn/amplan"
+	"github.com/xres/xres/yarn/amweb"
 	"github.com/xres/xres/yarn/security"
 	"github.com/xres/xres/yarn/submit"
 )
@@ -105,7 +106,7 @@ func (n *reportingNM) StartContainer(ctx context.Context, c yarn.Container, tok 
 	if creds, err := security.ParseCredentials(l.Tokens); err == nil && creds.Secret(contract.ReportSecretAlias) == nil {
 		key = creds.Secret(contract.ContainerKeyAlias)
 	}
-	err := am.PostDeviceReport(ctx, nil, l.Env[contract.EnvReportURL], key, contract.DeviceReport{Container: c.ID,
+	err := amweb.PostDeviceReport(ctx, nil, l.Env[contract.EnvReportURL], key, contract.DeviceReport{Container: c.ID,
 		Resources: map[string][]resources.Properties{"gpu": {{"index": "0"}}}})
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -178,7 +179,7 @@ func TestRunWiresTheAM(t *testing.T) {
 			l := nm.launches[0]
 			require.Equal(t, []string{"./container-launcher --conf flink-conf.yaml -D rest.bind-address=127.0.0.1 -D " + amplan.KeyHeartbeat + "=1 -- python train.py --epochs 2 1><LOG_DIR>/stdout 2><LOG_DIR>/stderr"}, l.Commands)
 			require.Equal(t, "/usr/local/cuda/lib64", l.Env["LD_LIBRARY_PATH"])
-			require.Equal(t, strings.TrimSuffix(rm.reg.TrackingURL, "/")+am.PathReport, l.Env[contract.EnvReportURL])
+			require.Equal(t, strings.TrimSuffix(rm.reg.TrackingURL, "/")+amweb.PathReport, l.Env[contract.EnvReportURL])
 			require.Contains(t, l.LocalResources, "container-launcher")
 			require.NotContains(t, l.LocalResources, "am")
 			require.NotEmpty(t, nm.reports)

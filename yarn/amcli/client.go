@@ -22,8 +22,9 @@ import (
 
 	"github.com/xres/xres/conf"
 	"github.com/xres/xres/yarn"
-	"github.com/xres/xres/yarn/am"
 	"github.com/xres/xres/yarn/amplan"
+	"github.com/xres/xres/yarn/amstatus"
+	"github.com/xres/xres/yarn/amweb"
 	"github.com/xres/xres/yarn/hdfstoken"
 	"github.com/xres/xres/yarn/rest"
 	"github.com/xres/xres/yarn/security"
@@ -214,7 +215,7 @@ func cmdSubmit(ctx context.Context, args []string, e *env) error {
 		return nil
 	}
 	f := &follower{w: e.stdout, app: sub.AppID, now: time.Now,
-		status: func(ctx context.Context, u string) *am.Status { return amStatus(ctx, e, u) }}
+		status: func(ctx context.Context, u string) *amstatus.Status { return amStatus(ctx, e, u) }}
 	rep, err := client.Wait(ctx, sub.AppID, func(r yarn.ApplicationReport) { f.report(ctx, r) })
 	if err != nil {
 		fmt.Fprintf(e.stderr, "am submit: stopped following %s; it keeps running (am kill %s stops it)\n", sub.AppID, sub.AppID)
@@ -332,19 +333,19 @@ func connect(ctx context.Context, e *env, useREST bool, lg *login) (rmAPI, *conf
 }
 
 type statusJSON struct {
-	App         string     `json:"app"`
-	Name        string     `json:"name"`
-	User        string     `json:"user"`
-	Queue       string     `json:"queue"`
-	State       string     `json:"state"`
-	FinalStatus string     `json:"final-status"`
-	Progress    float32    `json:"progress"`
-	TrackingURL string     `json:"tracking-url,omitempty"`
-	Diagnostics string     `json:"diagnostics,omitempty"`
-	AM          *am.Status `json:"am,omitempty"` // the AM's own report, while it runs
+	App         string           `json:"app"`
+	Name        string           `json:"name"`
+	User        string           `json:"user"`
+	Queue       string           `json:"queue"`
+	State       string           `json:"state"`
+	FinalStatus string           `json:"final-status"`
+	Progress    float32          `json:"progress"`
+	TrackingURL string           `json:"tracking-url,omitempty"`
+	Diagnostics string           `json:"diagnostics,omitempty"`
+	AM          *amstatus.Status `json:"am,omitempty"` // the AM's own report, while it runs
 	// Workers are the AM's workers: while it runs as it reports them, after
 	// the end as its final diagnostics left them.
-	Workers []am.WorkerStatus `json:"workers,omitempty"`
+	Workers []amstatus.WorkerStatus `json:"workers,omitempty"`
 }
 
 // cmdStatus: am status APP_ID [--json]
@@ -396,10 +397,10 @@ func cmdStatus(ctx context.Context, args []string, e *env) error {
 
 // amStatus asks a running AM for its status through the tracking URL (the
 // RM's web proxy); nil when it cannot be reached.
-func amStatus(ctx context.Context, e *env, trackingURL string) *am.Status {
+func amStatus(ctx context.Context, e *env, trackingURL string) *amstatus.Status {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	u := strings.TrimSuffix(trackingURL, "/") + am.PathStatus + "?phases=true"
+	u := strings.TrimSuffix(trackingURL, "/") + amweb.PathStatus + "?phases=true"
 	if !strings.Contains(u, "://") {
 		u = "http://" + u
 	}
@@ -420,7 +421,7 @@ func amStatus(ctx context.Context, e *env, trackingURL string) *am.Status {
 	if resp.StatusCode != http.StatusOK {
 		return nil
 	}
-	var st am.Status
+	var st amstatus.Status
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 8<<20)).Decode(&st); err != nil {
 		return nil
 	}

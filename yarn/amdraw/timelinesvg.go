@@ -1,4 +1,4 @@
-package am
+package amdraw
 
 import (
 	"html/template"
@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/xres/xres/yarn/amstatus"
 )
 
 // The tracking page draws the listed workers' starts as an inline SVG:
@@ -57,38 +59,46 @@ var svgPhases = [nMarks - 1]struct{ legend, color string }{
 var markNames = [nMarks]string{"asked", "allocated", "start sent", "start answered",
 	"launcher started", "devices reserved", "command started"}
 
-// nodeLogs makes the link from a container to its logs on its NodeManager's
+// NodeLogs makes the link from a container to its logs on its NodeManager's
 // web UI: /node/containerlogs/<container>/<user>, or the container's page
 // (/node/container/<container>, which links its logs) when the user is not
 // known.
-type nodeLogs struct {
-	scheme, user string
+type NodeLogs struct {
+	Scheme, User string
 }
 
-func (n nodeLogs) link(ws *WorkerStatus) string {
+func (n NodeLogs) link(ws *amstatus.WorkerStatus) string {
 	if ws.NodeHTTP == "" || ws.Container == "" {
 		return ""
 	}
-	scheme := n.scheme
+	scheme := n.Scheme
 	if scheme == "" {
 		scheme = "http"
 	}
 	p := "/node/container/" + url.PathEscape(ws.Container)
-	if n.user != "" {
-		p = "/node/containerlogs/" + url.PathEscape(ws.Container) + "/" + url.PathEscape(n.user)
+	if n.User != "" {
+		p = "/node/containerlogs/" + url.PathEscape(ws.Container) + "/" + url.PathEscape(n.User)
 	}
 	return (&url.URL{Scheme: scheme, Host: ws.NodeHTTP, Path: p}).String()
 }
 
-// timelineView is the page's drawing: the SVG and what its caption says.
-type timelineView struct {
+// View is the page's drawing: the SVG and what its caption says.
+type View struct {
 	SVG         template.HTML
 	Origin      string // 0 s, as a UTC time
 	OriginIsAsk bool   // 0 is the first ask (else the earliest mark drawn)
 }
 
+// stepPhases names the phase between each mark and the next (Status's
+// Phase.Name).
+var stepPhases = [nMarks - 1]string{amstatus.PhaseScheduling, amstatus.PhaseStartQueue, amstatus.PhaseStartCall,
+	amstatus.PhaseLocalization, amstatus.PhaseReservation, amstatus.PhaseRendezvous}
+
+// nMarks is how many marks an amstatus.Timeline has (marksOf).
+const nMarks = 7
+
 // marksOf lists a timeline's marks in order (zero: not known).
-func marksOf(tl *Timeline) [nMarks]time.Time {
+func marksOf(tl *amstatus.Timeline) [nMarks]time.Time {
 	return [nMarks]time.Time{tl.Asked, tl.Allocated, tl.StartSent, tl.StartAnswered,
 		tl.LauncherStarted, tl.DevicesReserved, tl.CommandStarted}
 }
@@ -121,9 +131,9 @@ func (w *svgWriter) sec(t, origin time.Time) {
 	w.b = append(w.b, " s"...)
 }
 
-// buildTimeline draws the containers of s (the page); nil when there are
+// Draw draws the containers of s (the page); nil when there are
 // none. O(containers), about 1.2 KiB of SVG each.
-func buildTimeline(s Status, links nodeLogs) *timelineView {
+func Draw(s amstatus.Status, links NodeLogs) *View {
 	if len(s.Containers) == 0 {
 		return nil
 	}
@@ -187,7 +197,7 @@ func buildTimeline(s Status, links nodeLogs) *timelineView {
 		w.s(`" y="4" width="10" height="10"/><text x="`)
 		w.num(lx + 14)
 		w.s(`" y="13">`, p.legend, `</text><title>`)
-		w.esc(phaseSteps[k].name)
+		w.esc(stepPhases[k])
 		w.s(`</title></g>`)
 		lx += 14 + 6.2*float64(len([]rune(p.legend))) + 18
 	}
@@ -231,7 +241,7 @@ func buildTimeline(s Status, links nodeLogs) *timelineView {
 		y := svgTop + i*svgRowH
 		barY, textY := y+(svgRowH-svgBarH)/2, y+svgRowH-2
 		w.s(`<g class="worker`)
-		if ws.State == StateFailed {
+		if ws.State == amstatus.StateFailed {
 			w.s(" failed")
 		}
 		w.s(`" data-container="`)
@@ -308,9 +318,9 @@ func buildTimeline(s Status, links nodeLogs) *timelineView {
 		switch {
 		case ws.Timeline == nil:
 			note = "no start timeline (adopted from an earlier AM attempt)"
-		case ws.State == StateStarting:
+		case ws.State == amstatus.StateStarting:
 			note = "starting"
-		case ws.State == StateFailed:
+		case ws.State == amstatus.StateFailed:
 			note = "failed"
 		}
 		if note != "" {
@@ -324,7 +334,7 @@ func buildTimeline(s Status, links nodeLogs) *timelineView {
 	}
 	w.s("</svg>")
 
-	v := &timelineView{SVG: template.HTML(w.b), OriginIsAsk: fromAsk}
+	v := &View{SVG: template.HTML(w.b), OriginIsAsk: fromAsk}
 	if !origin.IsZero() {
 		v.Origin = origin.UTC().Format("2006-01-02 15:04:05.000 MST")
 	}
