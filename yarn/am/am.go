@@ -14,6 +14,7 @@ import (
 	"github.com/xres/xres/conf"
 	"github.com/xres/xres/resources"
 	"github.com/xres/xres/yarn"
+	"github.com/xres/xres/yarn/amnm"
 	"github.com/xres/xres/yarn/amplan"
 	"github.com/xres/xres/yarn/amstatus"
 	"github.com/xres/xres/yarn/internal/logutil"
@@ -162,8 +163,8 @@ func (w *worker) live() bool {
 type AM struct {
 	cfg  Config
 	rm   RMClient
-	nm   NMClient
-	logs LogFetcher
+	nm   amnm.NMClient
+	logs amnm.LogFetcher
 	log  logrus.FieldLogger
 
 	mu         sync.Mutex
@@ -205,7 +206,7 @@ type AM struct {
 }
 
 // New builds an AM. logs may be nil (diagnostics then carry no stderr).
-func New(cfg Config, rm RMClient, nm NMClient, logs LogFetcher) (*AM, error) {
+func New(cfg Config, rm RMClient, nm amnm.NMClient, logs amnm.LogFetcher) (*AM, error) {
 	if rm == nil || nm == nil {
 		return nil, errors.New("new application master: RM and NM clients are required")
 	}
@@ -248,7 +249,7 @@ func New(cfg Config, rm RMClient, nm NMClient, logs LogFetcher) (*AM, error) {
 	if cfg.MaxStartsPerNode <= 0 {
 		cfg.MaxStartsPerNode = DefaultMaxStartsPerNode
 	}
-	if _, ok := nm.(BatchStarter); !ok {
+	if _, ok := nm.(amnm.BatchStarter); !ok {
 		cfg.StartBatch = 1
 	} else if cfg.StartBatch <= 0 {
 		cfg.StartBatch = DefaultStartBatch
@@ -722,7 +723,7 @@ func (a *AM) start(ctx context.Context, ws []*worker) {
 		}
 		cctx, cancel := context.WithTimeout(ctx, a.cfg.CallTimeout)
 		var errs []error
-		if b, ok := a.nm.(BatchStarter); ok {
+		if b, ok := a.nm.(amnm.BatchStarter); ok {
 			errs = b.StartContainers(cctx, cs, token, g.Launch)
 		} else {
 			errs = []error{a.nm.StartContainer(cctx, cs[0], token, g.Launch)}

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xres/xres/yarn"
+	"github.com/xres/xres/yarn/amnm"
 	"github.com/xres/xres/yarn/amplan"
 	"github.com/xres/xres/yarn/security"
 )
@@ -36,7 +37,7 @@ func testConfig(workers, maxFailed int) Config {
 	}
 }
 
-func runAM(t *testing.T, cfg Config, rm *fakeRM, nm *fakeNM, logs LogFetcher) (Result, error, *AM) {
+func runAM(t *testing.T, cfg Config, rm *fakeRM, nm *fakeNM, logs amnm.LogFetcher) (Result, error, *AM) {
 	t.Helper()
 	a, err := New(cfg, rm, nm, logs)
 	require.NoError(t, err)

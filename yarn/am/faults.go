@@ -16,8 +16,8 @@ import (
 	"github.com/xres/xres/conf"
 	"github.com/xres/xres/resources/contract"
 	"github.com/xres/xres/yarn"
+	"github.com/xres/xres/yarn/amnm"
 	"github.com/xres/xres/yarn/amstatus"
-	"github.com/xres/xres/yarn/security"
 )
 
 // goneNodeStates are the node states whose workers are replaced at once,
@@ -309,14 +309,6 @@ const (
 	adoptedTimeout     = 10 * time.Second
 )
 
-// StatusChecker is an NMClient that reports one container's status
-// (getContainerStatuses). *yarn.NMClient is one. With it, a container an
-// earlier attempt was granted but recorded no start of is asked about
-// before it is trusted as a running worker.
-type StatusChecker interface {
-	GetContainerStatus(ctx context.Context, c yarn.Container, nmToken security.Token) (yarn.ContainerStatus, error)
-}
-
 // neverStartedMsg is how a NodeManager answers for a container it was
 // never asked to start (or has forgotten long since).
 const neverStartedMsg = "is not handled by this NodeManager"
@@ -339,7 +331,7 @@ func (a *AM) learnAdopted(ctx context.Context) {
 	a.startWG.Add(1)
 	go func() {
 		defer a.startWG.Done()
-		if sc, ok := a.nm.(StatusChecker); ok {
+		if sc, ok := a.nm.(amnm.StatusChecker); ok {
 			ws = a.verifyAdopted(ctx, sc, ws)
 		}
 		if a.logs == nil {
@@ -400,7 +392,7 @@ func (a *AM) pool(ctx context.Context, ws []*worker, fn func(*worker)) {
 // verifyAdopted asks the NodeManagers about the adopted workers no saved
 // state shows started, and gives back those never started. It returns the
 // workers still adopted.
-func (a *AM) verifyAdopted(ctx context.Context, sc StatusChecker, ws []*worker) []*worker {
+func (a *AM) verifyAdopted(ctx context.Context, sc amnm.StatusChecker, ws []*worker) []*worker {
 	var (
 		mu   sync.Mutex
 		kept []*worker

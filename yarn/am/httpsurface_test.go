@@ -17,6 +17,7 @@ import (
 	"github.com/xres/xres/resources"
 	"github.com/xres/xres/resources/contract"
 	"github.com/xres/xres/yarn"
+	"github.com/xres/xres/yarn/amnm"
 	"github.com/xres/xres/yarn/amplan"
 	"github.com/xres/xres/yarn/amstatus"
 	"github.com/xres/xres/yarn/amweb"
@@ -177,20 +178,20 @@ func TestContainerKeysPerContainer(t *testing.T) {
 	launch := yarn.LaunchContext{Commands: []string{"run"}, Tokens: tokens}
 	t.Run("each", func(t *testing.T) {
 		nm := &eachNM{}
-		errs := WithContainerKeys(nm, testSecret).(BatchStarter).StartContainers(context.Background(), cs, security.Token{}, launch)
+		errs := amnm.WithContainerKeys(nm, testSecret).(amnm.BatchStarter).StartContainers(context.Background(), cs, security.Token{}, launch)
 		require.Equal(t, []error{nil, nil, nil}, errs)
 		require.Equal(t, 1, nm.calls, "one call for the batch")
 		check(t, nm.got)
 	})
 	t.Run("batch without each", func(t *testing.T) {
 		nm := &eachNM{}
-		errs := WithContainerKeys(batchOnly{nm}, testSecret).(BatchStarter).StartContainers(context.Background(), cs, security.Token{}, launch)
+		errs := amnm.WithContainerKeys(batchOnly{nm}, testSecret).(amnm.BatchStarter).StartContainers(context.Background(), cs, security.Token{}, launch)
 		require.Equal(t, []error{nil, nil, nil}, errs)
 		check(t, nm.got)
 	})
-	t.Run("under WithTokens, one at a time", func(t *testing.T) {
+	t.Run("under amnm.WithTokens, one at a time", func(t *testing.T) {
 		nm := &eachNM{}
-		wrapped := WithTokens(WithContainerKeys(single{nm}, testSecret), func() []byte { return tokens })
+		wrapped := amnm.WithTokens(amnm.WithContainerKeys(single{nm}, testSecret), func() []byte { return tokens })
 		for _, c := range cs {
 			require.NoError(t, wrapped.StartContainer(context.Background(), c, security.Token{}, yarn.LaunchContext{}))
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/xres/xres/resources"
 	"github.com/xres/xres/resources/contract"
 	"github.com/xres/xres/yarn"
+	"github.com/xres/xres/yarn/amnm"
 	"github.com/xres/xres/yarn/security"
 )
 
@@ -304,7 +305,7 @@ func (r *slowReports) Tail(ctx context.Context, c yarn.Container, file string, l
 	return []string{string(b)}, err
 }
 
-func runAMWith(t *testing.T, cfg Config, rm *fakeRM, nm NMClient, logs LogFetcher) (Result, error, *AM) {
+func runAMWith(t *testing.T, cfg Config, rm *fakeRM, nm amnm.NMClient, logs amnm.LogFetcher) (Result, error, *AM) {
 	t.Helper()
 	a, err := New(cfg, rm, nm, logs)
 	require.NoError(t, err)

@@ -23,6 +23,7 @@ import (
 	"github.com/xres/xres/resources/contract"
 	"github.com/xres/xres/yarn"
 	"github.com/xres/xres/yarn/am"
+	"github.com/xres/xres/yarn/amnm"
 	"github.com/xres/xres/yarn/amplan"
 	"github.com/xres/xres/yarn/amweb"
 	"github.com/xres/xres/yarn/hdfstoken"
@@ -33,10 +34,10 @@ import (
 // amClients are the cluster clients the ApplicationMaster runs on.
 type amClients struct {
 	RM           am.RMClient
-	NM           am.NMClient
-	Logs         am.LogFetcher // may be nil
-	NodeWeb      string        // the NodeManagers' web scheme (https under HTTPS_ONLY): the tracking page links container logs there
-	WorkerTokens []byte        // HDTS credentials for the workers (the AM's, less the AMRMToken); nil if none
+	NM           amnm.NMClient
+	Logs         amnm.LogFetcher // may be nil
+	NodeWeb      string          // the NodeManagers' web scheme (https under HTTPS_ONLY): the tracking page links container logs there
+	WorkerTokens []byte          // HDTS credentials for the workers (the AM's, less the AMRMToken); nil if none
 	// Tokens, when set, gives the newest worker credentials at each
 	// container start (an AM with a keytab renews them); WorkerTokens are
 	// then only the first.
@@ -299,8 +300,8 @@ func rpcAMClients(ctx context.Context, getenv func(string) string, ae submit.AME
 		Renew:        renew,
 		Cleanup:      cleanup,
 		RM:           am.NewRPCRMClient(rm),
-		NM:           am.NewRPCNMClient(nm),
-		Logs:         am.NMWebLogs{User: getenv("USER"), Scheme: nmScheme(hc)},
+		NM:           amnm.NewRPCNMClient(nm),
+		Logs:         amnm.NMWebLogs{User: getenv("USER"), Scheme: nmScheme(hc)},
 		NodeWeb:      nmScheme(hc),
 		WorkerTokens: workerTokens,
 		ReportSecret: secret,
@@ -496,9 +497,9 @@ func cmdRun(ctx context.Context, args []string, e *env) error {
 	}
 	// Each worker gets a report key of its own, never the application's
 	// secret, in whatever credentials it is started with.
-	nm := am.WithContainerKeys(clients.NM, clients.ReportSecret)
+	nm := amnm.WithContainerKeys(clients.NM, clients.ReportSecret)
 	if clients.Tokens != nil {
-		nm = am.WithTokens(nm, clients.Tokens)
+		nm = amnm.WithTokens(nm, clients.Tokens)
 	}
 	appID := appIDFromContainer(e.getenv("CONTAINER_ID"))
 	// The RM keeps the final diagnostics: with the worker lines in them, am
@@ -534,7 +535,7 @@ func cmdRun(ctx context.Context, args []string, e *env) error {
 	go func() {
 		defer wg.Done()
 		opts := []amweb.TrackerOption{amweb.WithReportSecret(clients.ReportSecret)}
-		if l, ok := clients.Logs.(am.NMWebLogs); ok {
+		if l, ok := clients.Logs.(amnm.NMWebLogs); ok {
 			opts = append(opts, amweb.WithNodeLogLinks(clients.NodeWeb, l.User))
 		}
 		if clients.ProxyURL != "" {
