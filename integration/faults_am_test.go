@@ -24,7 +24,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xres/xres/integration/harness"
-	"github.com/xres/xres/yarn/am"
+	"github.com/xres/xres/yarn/amstate"
 	"github.com/xres/xres/yarn/amstatus"
 	"github.com/xres/xres/yarn/submit"
 )
@@ -702,7 +702,7 @@ func TestFaultAMRestartKeepsWorkers(t *testing.T) {
 
 // Issue 24 item 5 on the real cluster: a worker that exited 0 under
 // attempt 1 is not run again under attempt 2. Attempt 1 saves its counts
-// in the staging folder (am.StateFile); attempt 2 takes them over, adopts
+// in the staging folder (amstate.File); attempt 2 takes them over, adopts
 // the two workers still running and asks for nothing, so exactly three
 // workers ever start. Before, attempt 2 asked for a third worker again and
 // a fourth container ran.
@@ -724,7 +724,7 @@ func TestFaultAMRestartDoesNotRerunFinishedWorkers(t *testing.T) {
 	run := waitWorkersRunning(t, ctx, c, app, workers, 2*time.Minute)
 	first := keys(run)[0]
 	require.NoError(t, os.WriteFile(release+"."+first, nil, 0o644))
-	statePath := submit.StagingDir(c.User, app) + "/" + am.StateFile
+	statePath := submit.StagingDir(c.User, app) + "/" + amstate.File
 	fs := c.HDFS(t)
 	eventually(t, time.Minute, "attempt 1 saved the finished worker", func() (bool, string) {
 		b, err := fs.ReadFile(statePath)

@@ -16,6 +16,7 @@ import (
 	"github.com/xres/xres/yarn"
 	"github.com/xres/xres/yarn/amnm"
 	"github.com/xres/xres/yarn/amplan"
+	"github.com/xres/xres/yarn/amstate"
 	"github.com/xres/xres/yarn/amstatus"
 	"github.com/xres/xres/yarn/internal/logutil"
 	"github.com/xres/xres/yarn/security"
@@ -101,7 +102,7 @@ type Config struct {
 	// State keeps what this attempt knows for the next one (AM restart):
 	// the workers that finished and those it started. nil: a next attempt
 	// starts from the containers the RM hands it alone.
-	State StateStore
+	State amstate.Store
 	// Nodes lists the cluster's NodeManagers: the AM fails as hopeless
 	// once every host that can run a group's ask (distinct hosts, within
 	// its node label) is blacklisted. nil: once the blacklisted hosts are
@@ -197,8 +198,8 @@ type AM struct {
 
 	// Across attempts (state.go).
 	saver        *stateSaver
-	savedVersion int                  // roster version of the last snapshot saved
-	prevLive     map[string]savedLive // workers the earlier attempt saved as running, not (yet) adopted
+	savedVersion int                     // roster version of the last snapshot saved
+	prevLive     map[string]amstate.Live // workers the earlier attempt saved as running, not (yet) adopted
 
 	nodes      []yarn.NodeReport // the cluster's nodes (Config.Nodes); nil: not known
 	nodesStale bool              // the blacklist or the cluster changed since nodes was read

@@ -17,6 +17,7 @@ import (
 	"github.com/xres/xres/resources/contract"
 	"github.com/xres/xres/yarn"
 	"github.com/xres/xres/yarn/amplan"
+	"github.com/xres/xres/yarn/amstate"
 	"github.com/xres/xres/yarn/amstatus"
 )
 
@@ -134,7 +135,7 @@ func (g *group) addSpare(w *worker) bool {
 // adoptRankLocked gives w, a worker the earlier attempt saved as l, the
 // rank it had (or its place as a spare) when still free, else as
 // assignRankLocked does.
-func (a *AM) adoptRankLocked(w *worker, l savedLive) {
+func (a *AM) adoptRankLocked(w *worker, l amstate.Live) {
 	g := w.g
 	w.rank = -1
 	switch {

@@ -16,10 +16,11 @@ import (
 	"github.com/xres/xres/resources/contract"
 	"github.com/xres/xres/yarn"
 	"github.com/xres/xres/yarn/amnm"
+	"github.com/xres/xres/yarn/amstate"
 	"github.com/xres/xres/yarn/security"
 )
 
-// memStore is a StateStore in memory (the staging folder's file).
+// memStore is a amstate.Store in memory (the staging folder's file).
 type memStore struct {
 	mu    sync.Mutex
 	data  []byte
@@ -41,10 +42,10 @@ func (m *memStore) Save(_ context.Context, data []byte) error {
 	return nil
 }
 
-func (m *memStore) state(t *testing.T) savedState {
+func (m *memStore) state(t *testing.T) amstate.State {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var s savedState
+	var s amstate.State
 	require.NoError(t, json.Unmarshal(m.data, &s))
 	return s
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/xres/xres/yarn/am"
 	"github.com/xres/xres/yarn/amnm"
 	"github.com/xres/xres/yarn/amplan"
+	"github.com/xres/xres/yarn/amstate"
 	"github.com/xres/xres/yarn/amweb"
 	"github.com/xres/xres/yarn/hdfstoken"
 	"github.com/xres/xres/yarn/security"
@@ -59,8 +60,8 @@ type amClients struct {
 	// (the client does it too when it follows the application); may be nil.
 	Cleanup func(ctx context.Context, dir string) error
 	// State keeps the AM's state for a next attempt (the staging folder's
-	// am.StateFile); nil where the AM cannot write there.
-	State am.StateStore
+	// amstate.File); nil where the AM cannot write there.
+	State amstate.Store
 	// Nodes lists the cluster's nodes for the hopeless check; nil where
 	// the AM cannot reach the RM's client protocol.
 	Nodes am.NodeLister
@@ -256,7 +257,7 @@ func rpcAMClients(ctx context.Context, getenv func(string) string, ae submit.AME
 			return hdfsStateFS{c}, func() { _ = c.Close() }, nil
 		}}
 	}
-	var stateStore am.StateStore
+	var stateStore amstate.Store
 	closeState := func() {}
 	if state != nil {
 		stateStore, closeState = state, state.Close

@@ -16,7 +16,7 @@ import (
 	"github.com/xres/xres/yarn/submit"
 )
 
-// recordingState is an am.StateStore that counts its calls.
+// recordingState is an amstate.Store that counts its calls.
 type recordingState struct {
 	mu    sync.Mutex
 	loads int
