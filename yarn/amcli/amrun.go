@@ -102,7 +102,7 @@ func defaultDeps() deps {
 //     yarn.resourcemanager.scheduler.address there is the NodeManager's
 //     AMRMProxy, which also replaced the AM's AMRMToken with its own);
 //  4. the job's flink.hadoop.* and flink.yarn.* keys (hadoop:
-//     am.Settings.Hadoop), as Flink applies them.
+//     amplan.Settings.Hadoop), as Flink applies them.
 //
 // With neither 2 nor 3 (a submission by an older client) it falls back on
 // the scheduler addresses and fs.defaultFS the client passed, never on the
@@ -165,7 +165,7 @@ func amHadoopConfig(getenv func(string) string, ae submit.AMEnv, hadoop []conf.H
 
 // jobSchedulerAddresses are the RM scheduler addresses the job's AM is to
 // reach: the client's cluster configuration with the job's flink.hadoop.* /
-// flink.yarn.* keys (hadoop: am.Settings.Hadoop) over it (hc itself
+// flink.yarn.* keys (hadoop: amplan.Settings.Hadoop) over it (hc itself
 // unchanged); nil when it names none.
 func jobSchedulerAddresses(hc *conf.HadoopConfig, hadoop []conf.HadoopProperty) []string {
 	job := hc.Clone()
@@ -421,7 +421,7 @@ func cmdRun(ctx context.Context, args []string, e *env) error {
 	var c common
 	c.register(fs, true)
 	workers := fs.Int("workers", 0, "number of workers, at least 1 (default: from parallelism.default)")
-	worker, _, set, err := workerPlan(fs, args, &c, e, workers)
+	worker, set, err := workerPlan(fs, args, &c, e, workers)
 	if err != nil {
 		return err
 	}
@@ -615,36 +615,35 @@ func submitTime(ms string) time.Time {
 
 // workerPlan parses the flags and the worker command after --, as submit
 // and run take them, loads the configuration and reads the AM's settings
-// from it (am.Load: the worker groups planned, one unnamed group without
+// from it (amplan.Load: the worker groups planned, one unnamed group without
 // xres.worker-groups; a group every launcher would refuse is refused,
-// workerSpecs). The configuration itself is returned for what
-// yarn/submit reads from it (Request.ApplyConfig).
-func workerPlan(fs *flag.FlagSet, args []string, c *common, e *env, workers *int) ([]string, *conf.Config, amplan.Settings, error) {
+// workerSpecs).
+func workerPlan(fs *flag.FlagSet, args []string, c *common, e *env, workers *int) ([]string, amplan.Settings, error) {
 	pos, worker, err := parse(fs, args)
 	if err != nil {
-		return nil, nil, amplan.Settings{}, err
+		return nil, amplan.Settings{}, err
 	}
 	if len(pos) > 0 {
-		return nil, nil, amplan.Settings{}, fmt.Errorf("%w: unexpected argument %q (the worker command goes after --)", errUsage, pos[0])
+		return nil, amplan.Settings{}, fmt.Errorf("%w: unexpected argument %q (the worker command goes after --)", errUsage, pos[0])
 	}
 	if len(worker) == 0 {
-		return nil, nil, amplan.Settings{}, fmt.Errorf("%w: no worker command (am %s [flags] -- <worker command…>)", errUsage, fs.Name())
+		return nil, amplan.Settings{}, fmt.Errorf("%w: no worker command (am %s [flags] -- <worker command…>)", errUsage, fs.Name())
 	}
 	if err := checkWorkers(fs, *workers); err != nil {
-		return nil, nil, amplan.Settings{}, err
+		return nil, amplan.Settings{}, err
 	}
 	if err := c.apply(e); err != nil {
-		return nil, nil, amplan.Settings{}, err
+		return nil, amplan.Settings{}, err
 	}
 	cfg, err := c.load(e)
 	if err != nil {
-		return nil, nil, amplan.Settings{}, err
+		return nil, amplan.Settings{}, err
 	}
 	set, err := amplan.Load(cfg, *workers, workerSpecs(resources.ParseOptions{Side: resources.SideYarn, Log: e.log}, e.getenv))
 	if err != nil {
-		return nil, nil, amplan.Settings{}, configError{err}
+		return nil, amplan.Settings{}, configError{err}
 	}
-	return worker, cfg, set, nil
+	return worker, set, nil
 }
 
 // checkWorkers refuses a --workers given as 0 or less: leaving the flag out

@@ -122,7 +122,7 @@ func cmdSubmit(ctx context.Context, args []string, e *env) error {
 	detach := fs.Bool("detach", false, "return after submission instead of following the application")
 	launcher := fs.String("launcher", "", "container-launcher binary to ship (default: $XRES_LAUNCHER, else beside am)")
 	useREST := fs.Bool("rest", false, "talk to the ResourceManager over its REST API instead of RPC")
-	worker, cfg, set, err := workerPlan(fs, args, &c, e, workers)
+	worker, set, err := workerPlan(fs, args, &c, e, workers)
 	if err != nil {
 		return err
 	}
@@ -193,14 +193,11 @@ func cmdSubmit(ctx context.Context, args []string, e *env) error {
 		Workers: *workers, Worker: worker, MasterEnv: set.App.MasterEnv, Tokens: tokens,
 		SchedulerAddresses: sched, DefaultFS: defaultFS, RMAddresses: rmAddrs, HadoopConf: hc,
 		AMMemoryMB: set.App.MemoryMB, AMVcores: set.App.VCores, MaxAttempts: set.App.Attempts,
-		Groups: profiles(planned),
+		Groups: profiles(planned), NodeLabel: set.App.NodeLabel, Tags: set.App.Tags, Priority: set.App.Priority,
 	}
 	if lg.Kerberos != nil && set.App.Keytab != "" && set.App.Principal != "" && set.App.ShipKeytab {
 		// The AM logs in with it to obtain new HDFS delegation tokens.
 		sreq.Keytab, sreq.Krb5Conf = set.App.Keytab, set.App.Krb5Conf
-	}
-	if err := sreq.ApplyConfig(cfg); err != nil {
-		return configError{err}
 	}
 	sub, err := client.Submit(ctx, sreq)
 	if errors.Is(err, amplan.ErrProfileUnsatisfiable) {

@@ -212,7 +212,7 @@ func buildResourcesReport(cfg *conf.Config, workers int, strict bool, getenv fun
 		}
 	}
 	// What the AM's settings load refuses beyond the resources and the
-	// plan (am.Load: heartbeats, fault bounds, the AM container, token
+	// plan (amplan.Load: heartbeats, fault bounds, the AM container, token
 	// renewal), and rest.bind-port as the AM binds by it: am resources
 	// refuses what the AM would (issue 41).
 	planned := !slices.ContainsFunc(list, func(p problemJSON) bool { return p.Severity == string(resources.SeverityError) })
@@ -241,8 +241,8 @@ func buildResourcesReport(cfg *conf.Config, workers int, strict bool, getenv fun
 
 // settingsProblems are the AM's settings errors: rest.bind-port checked
 // as the AM's tracking server reads it (conf.ParsePorts), and, when the
-// resources and the plan have no error (planned; else am.Load would only
-// repeat theirs), the first error of am.Load, the AM's own settings load,
+// resources and the plan have no error (planned; else amplan.Load would only
+// repeat theirs), the first error of amplan.Load, the AM's own settings load,
 // which am submit runs too.
 func settingsProblems(cfg *conf.Config, workers int, opts resources.ParseOptions, planned bool) []problemJSON {
 	var out []problemJSON

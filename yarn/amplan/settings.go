@@ -2,6 +2,7 @@ package amplan
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/xres/xres/conf"
@@ -44,6 +45,10 @@ type Settings struct {
 type AppSettings struct {
 	Name  string // yarn.application.name ("": the caller's default)
 	Queue string // yarn.application.queue ("": the cluster's default)
+
+	NodeLabel string   // yarn.application.node-label, trimmed ("": none)
+	Tags      []string // yarn.tags, comma-separated, each trimmed, empty ones left out
+	Priority  *int32   // yarn.application.priority; nil for -1 (the queue's default)
 
 	MemoryMB int64 // jobmanager.memory.process.size, in MiB
 	VCores   int32 // yarn.appmaster.vcores
@@ -93,6 +98,40 @@ func tokenRenewal(cfg *conf.Config, a *AppSettings) error {
 	if a.Tokens.RetryBackoff <= 0 {
 		return fmt.Errorf("%w: config key %s (%s): must be positive", ErrBadConfig,
 			conf.DelegationTokensRetryBackoff.Key, cfg.Origin(conf.DelegationTokensRetryBackoff.Key))
+	}
+	return nil
+}
+
+// labelTagsPriority reads the application's node label, tags and priority
+// into a; a priority that is neither -1 nor at least 0 is refused.
+func labelTagsPriority(cfg *conf.Config, a *AppSettings) error {
+	label, err := cfg.String(conf.YarnApplicationNodeLabel)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrBadConfig, err)
+	}
+	a.NodeLabel = strings.TrimSpace(label)
+	tags, err := cfg.String(conf.YarnTags)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrBadConfig, err)
+	}
+	a.Tags = nil
+	for _, t := range strings.Split(tags, ",") {
+		if t = strings.TrimSpace(t); t != "" {
+			a.Tags = append(a.Tags, t)
+		}
+	}
+	prio, err := cfg.Int(conf.YarnApplicationPriority)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrBadConfig, err)
+	}
+	a.Priority = nil
+	switch {
+	case prio >= 0:
+		p := int32(prio)
+		a.Priority = &p
+	case prio != -1:
+		return fmt.Errorf("%w: config key %s (%s): must be -1 (the queue's default) or at least 0, got %d",
+			ErrBadConfig, conf.YarnApplicationPriority.Key, cfg.Origin(conf.YarnApplicationPriority.Key), prio)
 	}
 	return nil
 }
@@ -149,6 +188,9 @@ func appSettings(cfg *conf.Config) (AppSettings, error) {
 	a.Keytab, _ = cfg.Get(conf.KerberosLoginKeytab.Key)
 	a.Principal, _ = cfg.Get(conf.KerberosLoginPrincipal.Key)
 	a.MasterEnv = EnvFromConfig(cfg, MasterEnvPrefix)
+	if err := labelTagsPriority(cfg, &a); err != nil {
+		return a, err
+	}
 	if err := tokenRenewal(cfg, &a); err != nil {
 		return a, err
 	}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -76,34 +75,6 @@ type Request struct {
 // ErrBadConfig marks an application setting (yarn.tags,
 // yarn.application.priority, ...) that cannot be submitted as given.
 var ErrBadConfig = errors.New("bad application setting")
-
-// ApplyConfig sets r's node label, tags and priority from Flink's
-// yarn.application.node-label, yarn.tags (comma-separated, blanks dropped)
-// and yarn.application.priority (-1, the default: the queue's).
-func (r *Request) ApplyConfig(cfg *conf.Config) error {
-	label, _ := cfg.Get(conf.YarnApplicationNodeLabel.Key)
-	r.NodeLabel = strings.TrimSpace(label)
-	tags, _ := cfg.Get(conf.YarnTags.Key)
-	r.Tags = nil
-	for _, t := range strings.Split(tags, ",") {
-		if t = strings.TrimSpace(t); t != "" {
-			r.Tags = append(r.Tags, t)
-		}
-	}
-	prio, err := cfg.Int(conf.YarnApplicationPriority)
-	if err != nil {
-		return fmt.Errorf("%w: %w", ErrBadConfig, err)
-	}
-	switch {
-	case prio >= 0:
-		p := int32(prio)
-		r.Priority = &p
-	case prio != -1:
-		return fmt.Errorf("%w: config key %s (%s): must be -1 (the queue's default) or at least 0, got %d",
-			ErrBadConfig, conf.YarnApplicationPriority.Key, cfg.Origin(conf.YarnApplicationPriority.Key), prio)
-	}
-	return nil
-}
 
 // Submitted is an application the RM accepted.
 type Submitted struct {
