@@ -583,9 +583,9 @@ func printPlan(w io.Writer, indent string, p *amplan.Plan, how string) {
 // cluster check logs in as the submission will.
 func clusterLogin(cfg *conf.Config) *login {
 	l := &login{}
-	l.Keytab, _ = cfg.Get(conf.KerberosLoginKeytab.Key)
-	l.Principal, _ = cfg.Get(conf.KerberosLoginPrincipal.Key)
-	l.Krb5Conf, _ = cfg.Get(conf.KerberosKrb5Conf.Key)
+	l.Keytab, _ = cfg.String(conf.KerberosLoginKeytab)
+	l.Principal, _ = cfg.String(conf.KerberosLoginPrincipal)
+	l.Krb5Conf, _ = cfg.String(conf.KerberosKrb5Conf)
 	return l
 }
 

@@ -191,14 +191,14 @@ func PlanWorkers(cfg *conf.Config, specs []resources.Spec, workers int) (Plan, e
 		errs = append(errs, err)
 	}
 	p.Profile = yarn.Resource{MemoryMB: mem, VCores: vcores, Extra: extra}
-	p.NodeLabel, _ = cfg.Get(conf.YarnTaskManagerNodeLabel.Key)
+	p.NodeLabel, _ = cfg.String(conf.YarnTaskManagerNodeLabel)
 	p.NodeLabel = strings.TrimSpace(p.NodeLabel)
 	if k := intOpt(conf.PlacementMaxWorkersPerNode); k < 0 {
 		bad(conf.PlacementMaxWorkersPerNode, "must not be negative, got %d", k)
 	} else {
 		p.MaxWorkersPerNode = int(k)
 	}
-	mode, _ := cfg.Get(conf.SchedulerMode.Key)
+	mode, _ := cfg.String(conf.SchedulerMode)
 	switch strings.ToLower(strings.TrimSpace(mode)) {
 	case "":
 	case "reactive":
@@ -219,7 +219,7 @@ func PlanWorkers(cfg *conf.Config, specs []resources.Spec, workers int) (Plan, e
 		p.Warnings = append(p.Warnings, fmt.Sprintf("%s (%s) has no effect without %s: reactive",
 			conf.ReactiveMinWorkers.Key, cfg.Origin(conf.ReactiveMinWorkers.Key), conf.SchedulerMode.Key))
 	}
-	rv, _ := cfg.Get(conf.Rendezvous.Key)
+	rv, _ := cfg.String(conf.Rendezvous)
 	switch r := strings.ToLower(strings.TrimSpace(rv)); r {
 	case "", RendezvousTorch, RendezvousTensorflow:
 		p.Rendezvous = r

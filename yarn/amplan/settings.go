@@ -77,7 +77,7 @@ type TokenRenewal struct {
 
 // tokenRenewal reads the Kerberos and delegation token settings into a.
 func tokenRenewal(cfg *conf.Config, a *AppSettings) error {
-	a.Krb5Conf, _ = cfg.Get(conf.KerberosKrb5Conf.Key)
+	a.Krb5Conf, _ = cfg.String(conf.KerberosKrb5Conf)
 	var err error
 	if a.ShipKeytab, err = cfg.Bool(conf.YarnShipLocalKeytab); err != nil {
 		return err
@@ -183,10 +183,10 @@ func (s Settings) Workers() int {
 // environment. Its errors are am submit's, unwrapped.
 func appSettings(cfg *conf.Config) (AppSettings, error) {
 	var a AppSettings
-	a.Name, _ = cfg.Get(conf.YarnApplicationName.Key)
-	a.Queue, _ = cfg.Get(conf.YarnApplicationQueue.Key)
-	a.Keytab, _ = cfg.Get(conf.KerberosLoginKeytab.Key)
-	a.Principal, _ = cfg.Get(conf.KerberosLoginPrincipal.Key)
+	a.Name, _ = cfg.String(conf.YarnApplicationName)
+	a.Queue, _ = cfg.String(conf.YarnApplicationQueue)
+	a.Keytab, _ = cfg.String(conf.KerberosLoginKeytab)
+	a.Principal, _ = cfg.String(conf.KerberosLoginPrincipal)
 	a.MasterEnv = EnvFromConfig(cfg, MasterEnvPrefix)
 	if err := labelTagsPriority(cfg, &a); err != nil {
 		return a, err
