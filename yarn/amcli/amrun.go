@@ -438,12 +438,9 @@ func cmdRun(ctx context.Context, args []string, e *env) error {
 	staged := ae.Resources
 	// The overrides am submit staged reach the workers as that same file,
 	// never on their command lines.
-	dynamicFile := ""
-	if c.dynamicFile != "" {
-		dynamicFile = filepath.Base(c.dynamicFile)
-		if _, ok := staged[dynamicFile]; !ok {
-			return configError{fmt.Errorf("--dynamic-file %s: %s is not among the staged files (%s), so the workers could not read it", c.dynamicFile, dynamicFile, submit.EnvLocalResources)}
-		}
+	dynamicFile, err := stagedDynamicFile(c.dynamicFile, staged)
+	if err != nil {
+		return err
 	}
 	if e.deps.amClients == nil {
 		return fmt.Errorf("%w: the ApplicationMasterProtocol and ContainerManagementProtocol clients are not wired to am", errNotWired)
@@ -468,34 +465,8 @@ func cmdRun(ctx context.Context, args []string, e *env) error {
 		defer clients.Close()
 	}
 
-	base := strings.TrimSuffix(trackingURL, "/")
-	confName := submit.ConfName(set.ConfPath)
 	total := set.Workers()
-	var groups []amplan.Group
-	for _, g := range planned {
-		// A group's containerized.taskmanager.env.* are those its view sees.
-		workerEnv := maps.Clone(g.Env)
-		if workerEnv == nil {
-			workerEnv = map[string]string{}
-		}
-		workerEnv[contract.EnvReportURL] = base + amweb.PathReport
-		workerEnv[amweb.EnvWorkersURL] = base + amweb.PathWorkers
-		workerEnv[amweb.EnvWorkers] = strconv.Itoa(total)
-		cmd := worker
-		if g.Command != nil {
-			cmd = g.Command
-		}
-		if g.Name != "" {
-			workerEnv[conf.EnvWorkerGroup] = g.Name
-		}
-		spec := amplan.WorkerSpec{Resources: staged, ConfName: confName, DynamicFile: dynamicFile, Dynamic: c.dynamic.Values,
-			Worker: cmd, Env: workerEnv, Tokens: clients.WorkerTokens}
-		launch := amplan.WorkerLaunch(spec)
-		if set.NullWorker {
-			launch = amplan.NullWorkerLaunch(spec)
-		}
-		groups = append(groups, amplan.Group{Name: g.Name, Plan: g.Plan, Owners: amplan.Owners(g.Specs), Launch: launch})
-	}
+	groups := workerGroups(set, worker, trackingURL, workerFiles{staged: staged, dynamicFile: dynamicFile, dynamic: c.dynamic.Values, tokens: clients.WorkerTokens})
 	// Each worker gets a report key of its own, never the application's
 	// secret, in whatever credentials it is started with.
 	nm := amnm.WithContainerKeys(clients.NM, clients.ReportSecret)
@@ -506,24 +477,7 @@ func cmdRun(ctx context.Context, args []string, e *env) error {
 	// The RM keeps the final diagnostics: with the worker lines in them, am
 	// status still lists the workers once this AM is gone.
 	rmc := &finishWithWorkers{RMClient: noFinalURL{clients.RM}}
-	a, err := am.New(am.Config{
-		AppID:            appID,
-		Groups:           groups,
-		Register:         yarn.RegisterRequest{Host: host, RPCPort: -1, TrackingURL: trackingURL},
-		Heartbeat:        set.Heartbeat,
-		RequestHeartbeat: set.RequestHeartbeat,
-		BadNodeExits:     resources.BadNodeExitCodes(),
-		BadJobExits:      resources.BadJobExitCodes(),
-		BlacklistExpiry:  set.BlacklistExpiry,
-		RequestTimeout:   set.RequestTimeout,
-		RMMaxWait:        clients.RMMaxWait,
-		RMRetryInterval:  clients.RMRetryInterval,
-		Log:              e.log,
-		SubmitTime:       submitTime(e.getenv("APP_SUBMIT_TIME_ENV")),
-		PeakRSS:          am.PeakRSSKiB,
-		State:            clients.State,
-		Nodes:            clients.Nodes,
-	}, rmc, nm, clients.Logs)
+	a, err := am.New(amConfig(set, groups, appID, host, trackingURL, clients, e), rmc, nm, clients.Logs)
 	if err != nil {
 		l.Close()
 		return configError{err}
@@ -535,16 +489,7 @@ func cmdRun(ctx context.Context, args []string, e *env) error {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		opts := []amweb.TrackerOption{amweb.WithReportSecret(clients.ReportSecret)}
-		if l, ok := clients.Logs.(amnm.NMWebLogs); ok {
-			opts = append(opts, amweb.WithNodeLogLinks(clients.NodeWeb, l.User))
-		}
-		if clients.ProxyURL != "" {
-			opts = append(opts, amweb.WithWebProxy(&amweb.WebProxy{Hosts: clients.ProxyHosts, URL: clients.ProxyURL, App: appID}))
-		}
-		if err := amweb.Serve(sctx, l, amweb.NewTracker(a, e.log, opts...)); err != nil {
-			e.log.WithError(err).Warn("tracking server stopped")
-		}
+		serveTracker(sctx, l, a, clients, appID, e.log)
 	}()
 	if clients.Renew != nil {
 		wg.Add(1)
@@ -566,19 +511,126 @@ func cmdRun(ctx context.Context, args []string, e *env) error {
 	if err != nil {
 		return clusterError{err}
 	}
-	if dir := ae.StagingDir; dir != "" && clients.Cleanup != nil {
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-		if err := clients.Cleanup(cctx, dir); err != nil {
-			e.log.WithError(err).WithField("dir", dir).Warn("could not remove the staging folder")
-		}
-		cancel()
-	}
+	removeStaging(ctx, ae.StagingDir, clients.Cleanup, e.log)
 	e.log.WithFields(logrus.Fields{"status": res.Status, "am_peak_rss_kib": am.PeakRSSKiB()}).Info("application master done")
 	fmt.Fprintf(e.stdout, "final status: %s\n%s\n", res.Status, res.Diagnostics)
 	if res.Status != yarn.StatusSucceeded {
 		return errAppFailed
 	}
 	return nil
+}
+
+// amConfig is the allocate loop's configuration: the groups, where this
+// AM registers (host, trackingURL), the settings' heartbeats and fault
+// bounds, the launcher's exit codes and the clients' RM retry bounds,
+// state store and node lister.
+func amConfig(set amplan.Settings, groups []amplan.Group, appID, host, trackingURL string, clients amClients, e *env) am.Config {
+	return am.Config{
+		AppID:            appID,
+		Groups:           groups,
+		Register:         yarn.RegisterRequest{Host: host, RPCPort: -1, TrackingURL: trackingURL},
+		Heartbeat:        set.Heartbeat,
+		RequestHeartbeat: set.RequestHeartbeat,
+		BadNodeExits:     resources.BadNodeExitCodes(),
+		BadJobExits:      resources.BadJobExitCodes(),
+		BlacklistExpiry:  set.BlacklistExpiry,
+		RequestTimeout:   set.RequestTimeout,
+		RMMaxWait:        clients.RMMaxWait,
+		RMRetryInterval:  clients.RMRetryInterval,
+		Log:              e.log,
+		SubmitTime:       submitTime(e.getenv("APP_SUBMIT_TIME_ENV")),
+		PeakRSS:          am.PeakRSSKiB,
+		State:            clients.State,
+		Nodes:            clients.Nodes,
+	}
+}
+
+// workerFiles are what every worker container is started with besides
+// its command: the staged files, the -D overrides (as the staged file, or
+// given to am run by hand) and its credentials.
+type workerFiles struct {
+	staged      map[string]yarn.LocalResource
+	dynamicFile string
+	dynamic     []string
+	tokens      []byte
+}
+
+// workerGroups builds each planned group's launch: its environment (the
+// group's containerized.taskmanager.env.*, where to report and to read the
+// worker count under trackingURL, its name), its command (the group's own
+// or worker) and the files.
+func workerGroups(set amplan.Settings, worker []string, trackingURL string, f workerFiles) []amplan.Group {
+	base := strings.TrimSuffix(trackingURL, "/")
+	confName := submit.ConfName(set.ConfPath)
+	total := set.Workers()
+	var groups []amplan.Group
+	for _, g := range set.Groups {
+		// A group's containerized.taskmanager.env.* are those its view sees.
+		workerEnv := maps.Clone(g.Env)
+		if workerEnv == nil {
+			workerEnv = map[string]string{}
+		}
+		workerEnv[contract.EnvReportURL] = base + amweb.PathReport
+		workerEnv[amweb.EnvWorkersURL] = base + amweb.PathWorkers
+		workerEnv[amweb.EnvWorkers] = strconv.Itoa(total)
+		cmd := worker
+		if g.Command != nil {
+			cmd = g.Command
+		}
+		if g.Name != "" {
+			workerEnv[conf.EnvWorkerGroup] = g.Name
+		}
+		spec := amplan.WorkerSpec{Resources: f.staged, ConfName: confName, DynamicFile: f.dynamicFile, Dynamic: f.dynamic,
+			Worker: cmd, Env: workerEnv, Tokens: f.tokens}
+		launch := amplan.WorkerLaunch(spec)
+		if set.NullWorker {
+			launch = amplan.NullWorkerLaunch(spec)
+		}
+		groups = append(groups, amplan.Group{Name: g.Name, Plan: g.Plan, Owners: amplan.Owners(g.Specs), Launch: launch})
+	}
+	return groups
+}
+
+// stagedDynamicFile is the link name of --dynamic-file among the staged
+// files ("" without it): the overrides am submit staged reach the workers
+// as that same file, never on their command lines.
+func stagedDynamicFile(flag string, staged map[string]yarn.LocalResource) (string, error) {
+	if flag == "" {
+		return "", nil
+	}
+	name := filepath.Base(flag)
+	if _, ok := staged[name]; !ok {
+		return "", configError{fmt.Errorf("--dynamic-file %s: %s is not among the staged files (%s), so the workers could not read it", flag, name, submit.EnvLocalResources)}
+	}
+	return name, nil
+}
+
+// serveTracker serves the tracking server on l until ctx ends: a's status,
+// the launchers' reports and rendezvous (signed with the report secret),
+// links to the workers' logs, behind the RM's web proxy when there is one.
+func serveTracker(ctx context.Context, l net.Listener, a *am.AM, clients amClients, appID string, log logrus.FieldLogger) {
+	opts := []amweb.TrackerOption{amweb.WithReportSecret(clients.ReportSecret)}
+	if nl, ok := clients.Logs.(amnm.NMWebLogs); ok {
+		opts = append(opts, amweb.WithNodeLogLinks(clients.NodeWeb, nl.User))
+	}
+	if clients.ProxyURL != "" {
+		opts = append(opts, amweb.WithWebProxy(&amweb.WebProxy{Hosts: clients.ProxyHosts, URL: clients.ProxyURL, App: appID}))
+	}
+	if err := amweb.Serve(ctx, l, amweb.NewTracker(a, log, opts...)); err != nil {
+		log.WithError(err).Warn("tracking server stopped")
+	}
+}
+
+// removeStaging removes the application's staging folder dir with cleanup
+// (either may be empty: nothing to do), bounded, even after ctx ended.
+func removeStaging(ctx context.Context, dir string, cleanup func(context.Context, string) error, log logrus.FieldLogger) {
+	if dir != "" && cleanup != nil {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		if err := cleanup(cctx, dir); err != nil {
+			log.WithError(err).WithField("dir", dir).Warn("could not remove the staging folder")
+		}
+		cancel()
+	}
 }
 
 // noFinalURL is the AM's RM client unregistering with no final tracking
