@@ -45,14 +45,14 @@ const (
 )
 
 // svgPhases are the drawn phases, one per pair of consecutive marks, with
-// their legend name and colour; their full names are phaseSteps'.
-var svgPhases = [nMarks - 1]struct{ legend, color string }{
-	{"RM scheduling", "#4e79a7"},
-	{"AM start queue", "#f28e2b"},
-	{"NodeManager start call", "#e15759"},
-	{"localization, launch", "#76b7b2"},
-	{"device reservation", "#59a14f"},
-	{"report, rendezvous, exec", "#b07aa1"},
+// their legend name and colour, and their full name as Status lists it.
+var svgPhases = [nMarks - 1]struct{ legend, color, name string }{
+	{"RM scheduling", "#4e79a7", amstatus.PhaseScheduling},
+	{"AM start queue", "#f28e2b", amstatus.PhaseStartQueue},
+	{"NodeManager start call", "#e15759", amstatus.PhaseStartCall},
+	{"localization, launch", "#76b7b2", amstatus.PhaseLocalization},
+	{"device reservation", "#59a14f", amstatus.PhaseReservation},
+	{"report, rendezvous, exec", "#b07aa1", amstatus.PhaseRendezvous},
 }
 
 // markNames name the marks in a tooltip.
@@ -88,11 +88,6 @@ type View struct {
 	Origin      string // 0 s, as a UTC time
 	OriginIsAsk bool   // 0 is the first ask (else the earliest mark drawn)
 }
-
-// stepPhases names the phase between each mark and the next (Status's
-// Phase.Name).
-var stepPhases = [nMarks - 1]string{amstatus.PhaseScheduling, amstatus.PhaseStartQueue, amstatus.PhaseStartCall,
-	amstatus.PhaseLocalization, amstatus.PhaseReservation, amstatus.PhaseRendezvous}
 
 // nMarks is how many marks an amstatus.Timeline has (marksOf).
 const nMarks = 7
@@ -234,7 +229,7 @@ func (w *svgWriter) legend() {
 		w.s(`" y="4" width="10" height="10"/><text x="`)
 		w.num(lx + 14)
 		w.s(`" y="13">`, p.legend, `</text><title>`)
-		w.esc(stepPhases[k])
+		w.esc(p.name)
 		w.s(`</title></g>`)
 		lx += 14 + 6.2*float64(len([]rune(p.legend))) + 18
 	}
