@@ -20,7 +20,7 @@ import (
 	"github.com/xres/xres/yarn/security"
 )
 
-// memStore is a amstate.Store in memory (the staging folder's file).
+// memStore is an amstate.Store in memory (the staging folder's file).
 type memStore struct {
 	mu    sync.Mutex
 	data  []byte

@@ -98,7 +98,7 @@ type stateSaver struct {
 	done chan struct{}
 }
 
-// startSaver starts the saver, when the AM has a amstate.Store.
+// startSaver starts the saver, when the AM has an amstate.Store.
 func (a *AM) startSaver(ctx context.Context) {
 	if a.cfg.State == nil {
 		return
