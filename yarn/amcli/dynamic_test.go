@@ -22,7 +22,7 @@ import (
 
 const sentinelSecret = "xres-sentinel-secret"
 
-// argvOf splits a container command built by am.Command for a worker
+// argvOf splits a container command built by amplan.Command for a worker
 // without quoting (plain words) and drops the log redirections.
 func argvOf(t *testing.T, cmd string) []string {
 	t.Helper()

@@ -260,7 +260,7 @@ func settingsProblems(cfg *conf.Config, workers int, opts resources.ParseOptions
 	return out
 }
 
-// groupPrefix is how am.PlanGroups starts a group's error.
+// groupPrefix is how amplan.PlanGroups starts a group's error.
 func groupPrefix(name string) string { return "worker group " + name + ": " }
 
 // planGroupAlone plans worker group name alone (am.PlanGroup), so that
@@ -346,7 +346,7 @@ func hasKey(cfg *conf.Config, key string) bool {
 
 // groupKeyProblems warns of xres.worker-group.<group>.* keys that name no
 // group of xres.worker-groups (a misspelt group, or the list unset):
-// nothing reads them. A bad list itself is reported by am.PlanGroups.
+// nothing reads them. A bad list itself is reported by amplan.PlanGroups.
 func groupKeyProblems(cfg *conf.Config, names []string, namesErr error) []problemJSON {
 	if namesErr != nil {
 		return nil

@@ -60,7 +60,7 @@ type Request struct {
 	AMVcores         int32 // DefaultAMVcores when 0
 	MaxAttempts      int32 // 0: the cluster's yarn.resourcemanager.am.max-attempts
 	// WorkerProfile and Owners, when the profile is set, are checked against
-	// the cluster before anything is staged (am.CheckProfile).
+	// the cluster before anything is staged (amplan.CheckProfile).
 	WorkerProfile yarn.Resource
 	Owners        map[string]string
 	// Groups, when set, replace WorkerProfile and Owners: each group's
