@@ -35,7 +35,8 @@ import (
 
 	"github.com/xres/xres/integration/harness"
 	"github.com/xres/xres/yarn"
-	"github.com/xres/xres/yarn/am"
+	"github.com/xres/xres/yarn/amstatus"
+	"github.com/xres/xres/yarn/amweb"
 	"github.com/xres/xres/yarn/submit"
 )
 
@@ -253,9 +254,9 @@ func eventually(t testing.TB, d time.Duration, what string, cond func() (bool, s
 
 // waitWorkersWithGPUs waits until n workers of app run, each having reported its GPUs to the
 // AM, and returns the AM's status then.
-func waitWorkersWithGPUs(t *testing.T, ctx context.Context, c *harness.Cluster, app string, n int) am.Status {
+func waitWorkersWithGPUs(t *testing.T, ctx context.Context, c *harness.Cluster, app string, n int) amstatus.Status {
 	t.Helper()
-	var st am.Status
+	var st amstatus.Status
 	eventually(t, 2*time.Minute, fmt.Sprintf("%d workers running with their devices reported", n), func() (bool, string) {
 		var err error
 		if st, err = amStatusOf(ctx, c, app); err != nil {
@@ -263,7 +264,7 @@ func waitWorkersWithGPUs(t *testing.T, ctx context.Context, c *harness.Cluster, 
 		}
 		withGPU := 0
 		for _, w := range st.Containers {
-			if w.State == am.StateRunning && len(w.Devices["gpu"]) > 0 {
+			if w.State == amstatus.StateRunning && len(w.Devices["gpu"]) > 0 {
 				withGPU++
 			}
 		}
@@ -273,9 +274,9 @@ func waitWorkersWithGPUs(t *testing.T, ctx context.Context, c *harness.Cluster, 
 }
 
 // amStatusOf reads the running AM's /api/status through the RM's web proxy.
-func amStatusOf(ctx context.Context, c *harness.Cluster, app string) (am.Status, error) {
-	var st am.Status
-	err := restGet(ctx, c, "/proxy/"+url.PathEscape(app)+am.PathStatus, &st)
+func amStatusOf(ctx context.Context, c *harness.Cluster, app string) (amstatus.Status, error) {
+	var st amstatus.Status
+	err := restGet(ctx, c, "/proxy/"+url.PathEscape(app)+amweb.PathStatus, &st)
 	return st, err
 }
 
@@ -521,7 +522,7 @@ func TestAMSubmitDemo(t *testing.T) {
 }
 
 // nodeOf is the NodeManager (host:port) st says ran container.
-func nodeOf(st am.Status, container string) string {
+func nodeOf(st amstatus.Status, container string) string {
 	for _, w := range st.Containers {
 		if w.Container == container {
 			return w.Node
@@ -558,7 +559,7 @@ func TestAMSubmitReplacesFailedWorker(t *testing.T) {
 	c.KeepAppLogs(t, app)
 	killOnCleanup(t, c, app, release)
 
-	var st am.Status
+	var st amstatus.Status
 	eventually(t, 2*time.Minute, "one failure replaced, 2 workers running", func() (bool, string) {
 		var err error
 		if st, err = amStatusOf(ctx, c, app); err != nil {
@@ -568,7 +569,7 @@ func TestAMSubmitReplacesFailedWorker(t *testing.T) {
 	})
 	failed := 0
 	for _, w := range st.Containers {
-		if w.State == am.StateFailed {
+		if w.State == amstatus.StateFailed {
 			failed++
 			require.NotNil(t, w.ExitStatus)
 			require.Equal(t, 1, *w.ExitStatus, "exit status of the failed worker %s", w.Container)
@@ -707,12 +708,12 @@ func TestAMClusterStatusKill(t *testing.T) {
 		killOnCleanup(t, c, app, release)
 
 		type statusOut struct {
-			App         string     `json:"app"`
-			Name        string     `json:"name"`
-			State       string     `json:"state"`
-			FinalStatus string     `json:"final-status"`
-			TrackingURL string     `json:"tracking-url"`
-			AM          *am.Status `json:"am"`
+			App         string           `json:"app"`
+			Name        string           `json:"name"`
+			State       string           `json:"state"`
+			FinalStatus string           `json:"final-status"`
+			TrackingURL string           `json:"tracking-url"`
+			AM          *amstatus.Status `json:"am"`
 		}
 		var st statusOut
 		eventually(t, 2*time.Minute, "am status --json: the worker running with its GPU", func() (bool, string) {

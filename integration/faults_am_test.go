@@ -24,7 +24,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xres/xres/integration/harness"
-	"github.com/xres/xres/yarn/am"
+	"github.com/xres/xres/yarn/amstate"
+	"github.com/xres/xres/yarn/amstatus"
 	"github.com/xres/xres/yarn/submit"
 )
 
@@ -32,10 +33,10 @@ import (
 const faultTimeout = 5 * time.Minute
 
 // runningWorkers is the set of worker containers the AM reports RUNNING.
-func runningWorkers(st am.Status) map[string]am.WorkerStatus {
-	out := map[string]am.WorkerStatus{}
+func runningWorkers(st amstatus.Status) map[string]amstatus.WorkerStatus {
+	out := map[string]amstatus.WorkerStatus{}
 	for _, w := range st.Containers {
-		if w.State == am.StateRunning {
+		if w.State == amstatus.StateRunning {
 			out[w.Container] = w
 		}
 	}
@@ -43,9 +44,9 @@ func runningWorkers(st am.Status) map[string]am.WorkerStatus {
 }
 
 // waitWorkersRunning waits until the AM reports n workers running and returns them.
-func waitWorkersRunning(t *testing.T, ctx context.Context, c *harness.Cluster, app string, n int, d time.Duration) map[string]am.WorkerStatus {
+func waitWorkersRunning(t *testing.T, ctx context.Context, c *harness.Cluster, app string, n int, d time.Duration) map[string]amstatus.WorkerStatus {
 	t.Helper()
-	var run map[string]am.WorkerStatus
+	var run map[string]amstatus.WorkerStatus
 	eventually(t, d, fmt.Sprintf("%d workers running", n), func() (bool, string) {
 		st, err := amStatusOf(ctx, c, app)
 		if err != nil {
@@ -304,7 +305,7 @@ func TestFaultNMKilled(t *testing.T) {
 
 	before := waitWorkersRunning(t, ctx, c, app, workers, 2*time.Minute)
 	amNode := amNodeOf(t, ctx, c, app)
-	var victim am.WorkerStatus
+	var victim amstatus.WorkerStatus
 	for _, w := range before {
 		if w.Node != amNode {
 			victim = w
@@ -321,7 +322,7 @@ func TestFaultNMKilled(t *testing.T) {
 	fault := time.Now()
 	harness.MustVerb(t, func(ctx context.Context) (string, error) { return c.NMKill(ctx, n) })
 	lost := time.Now()
-	var st am.Status
+	var st amstatus.Status
 	eventually(t, 2*time.Minute, "the lost worker replaced", func() (bool, string) {
 		var err error
 		st, err = amStatusOf(ctx, c, app)
@@ -338,9 +339,9 @@ func TestFaultNMKilled(t *testing.T) {
 	gpus := map[string]string{} // node + GPU → running container
 	for _, w := range st.Containers {
 		if w.Container == victim.Container {
-			require.Equal(t, am.StateFailed, w.State, "the lost node's worker: %+v", w)
+			require.Equal(t, amstatus.StateFailed, w.State, "the lost node's worker: %+v", w)
 		}
-		if w.State != am.StateRunning {
+		if w.State != amstatus.StateRunning {
 			continue
 		}
 		require.NotEqual(t, victim.Node, w.Node, "a worker running on the lost node")
@@ -463,7 +464,7 @@ func TestFaultBlacklistExpires(t *testing.T) {
 	})
 	listed := time.Now()
 	require.NoError(t, os.WriteFile(healed, nil, 0o644))
-	var st am.Status
+	var st amstatus.Status
 	eventually(t, 2*time.Minute, "a worker running on "+bad+" again", func() (bool, string) {
 		var err error
 		st, err = amStatusOf(ctx, c, app)
@@ -652,7 +653,7 @@ func TestFaultAMRestartKeepsWorkers(t *testing.T) {
 	c.KeepAppLogs(t, app)
 	killOnCleanup(t, c, app, release)
 
-	var before map[string]am.WorkerStatus
+	var before map[string]amstatus.WorkerStatus
 	eventually(t, 2*time.Minute, "2 workers running with their devices", func() (bool, string) {
 		st, err := amStatusOf(ctx, c, app)
 		if err != nil {
@@ -668,7 +669,7 @@ func TestFaultAMRestartKeepsWorkers(t *testing.T) {
 	})
 	killAMContainer(t, c, app)
 	fault := time.Now()
-	var st am.Status
+	var st amstatus.Status
 	eventually(t, 3*time.Minute, "attempt 2 running with the adopted workers and their devices", func() (bool, string) {
 		cs, err := rmContainers(ctx, c, app)
 		if err != nil {
@@ -701,7 +702,7 @@ func TestFaultAMRestartKeepsWorkers(t *testing.T) {
 
 // Issue 24 item 5 on the real cluster: a worker that exited 0 under
 // attempt 1 is not run again under attempt 2. Attempt 1 saves its counts
-// in the staging folder (am.StateFile); attempt 2 takes them over, adopts
+// in the staging folder (amstate.File); attempt 2 takes them over, adopts
 // the two workers still running and asks for nothing, so exactly three
 // workers ever start. Before, attempt 2 asked for a third worker again and
 // a fourth container ran.
@@ -723,7 +724,7 @@ func TestFaultAMRestartDoesNotRerunFinishedWorkers(t *testing.T) {
 	run := waitWorkersRunning(t, ctx, c, app, workers, 2*time.Minute)
 	first := keys(run)[0]
 	require.NoError(t, os.WriteFile(release+"."+first, nil, 0o644))
-	statePath := submit.StagingDir(c.User, app) + "/" + am.StateFile
+	statePath := submit.StagingDir(c.User, app) + "/" + amstate.File
 	fs := c.HDFS(t)
 	eventually(t, time.Minute, "attempt 1 saved the finished worker", func() (bool, string) {
 		b, err := fs.ReadFile(statePath)
@@ -734,7 +735,7 @@ func TestFaultAMRestartDoesNotRerunFinishedWorkers(t *testing.T) {
 	})
 	killAMContainer(t, c, app)
 	fault := time.Now()
-	var st am.Status
+	var st amstatus.Status
 	eventually(t, 3*time.Minute, "attempt 2 running with the two adopted workers", func() (bool, string) {
 		cs, err := rmContainers(ctx, c, app)
 		if err != nil {

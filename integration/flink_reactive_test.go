@@ -49,7 +49,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xres/xres/integration/harness"
-	"github.com/xres/xres/yarn/am"
+	"github.com/xres/xres/yarn/amstatus"
 )
 
 // flinkJavaOpts are the module flags Flink 1.20 runs with on Java 17 (what
@@ -347,7 +347,7 @@ func TestFlinkReactiveOnXres(t *testing.T) {
 	})
 
 	// The JobManager's host: from the AM's status (where its container runs).
-	var jmWorker am.WorkerStatus
+	var jmWorker amstatus.WorkerStatus
 	eventually(t, 3*time.Minute, "the JobManager's worker running", func() (bool, string) {
 		requireRunning(t, p)
 		st, err := amStatusOf(ctx, c, app)
@@ -368,10 +368,10 @@ func TestFlinkReactiveOnXres(t *testing.T) {
 	t.Logf("JobManager in %s on %s, REST at %s", jmWorker.Container, jmWorker.Node, flink.base)
 
 	// runningTMs is xres's running tm workers.
-	runningTMs := func() map[string]am.WorkerStatus {
+	runningTMs := func() map[string]amstatus.WorkerStatus {
 		st, err := amStatusOf(ctx, c, app)
 		require.NoError(t, err)
-		out := map[string]am.WorkerStatus{}
+		out := map[string]amstatus.WorkerStatus{}
 		for id, w := range runningWorkers(st) {
 			if w.Group == "tm" {
 				out[id] = w
@@ -383,9 +383,9 @@ func TestFlinkReactiveOnXres(t *testing.T) {
 	// n TaskManagers xres runs (Flink's resource ids are the container ids,
 	// on the hosts xres placed them), then until records flow; it returns
 	// those TaskManagers.
-	rescaledTo := func(n int, what string) map[string]am.WorkerStatus {
+	rescaledTo := func(n int, what string) map[string]amstatus.WorkerStatus {
 		t.Helper()
-		var tms map[string]am.WorkerStatus
+		var tms map[string]amstatus.WorkerStatus
 		var job flinkJob
 		eventually(t, 4*time.Minute, fmt.Sprintf("%s: the job RUNNING at parallelism %d on xres's %d TaskManagers", what, n, n), func() (bool, string) {
 			requireRunning(t, p)
@@ -533,7 +533,7 @@ func waitAppProcessesGone(app string, d time.Duration) error {
 // 0…n-1 over them all, each seeing its TaskManager's GPU in
 // CUDA_VISIBLE_DEVICES (the Flink task's environment: what user code that
 // picks a GPU reads).
-func requireTasksSee(t *testing.T, dir string, tms map[string]am.WorkerStatus, n int) {
+func requireTasksSee(t *testing.T, dir string, tms map[string]amstatus.WorkerStatus, n int) {
 	t.Helper()
 	subtasks := map[string]string{} // subtask → container
 	for id := range tms {
@@ -554,7 +554,7 @@ func requireTasksSee(t *testing.T, dir string, tms map[string]am.WorkerStatus, n
 // requireDistinctGPUs checks the CUDA_VISIBLE_DEVICES each running
 // TaskManager was started with (its own record): one GPU, none shared on a
 // host, and the one the AM reports for the container.
-func requireDistinctGPUs(t *testing.T, dir string, tms map[string]am.WorkerStatus) {
+func requireDistinctGPUs(t *testing.T, dir string, tms map[string]amstatus.WorkerStatus) {
 	t.Helper()
 	byHost := map[string]map[string]string{} // host → GPU → container
 	for id, w := range tms {

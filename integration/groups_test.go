@@ -25,7 +25,7 @@ import (
 
 	"github.com/xres/xres/integration/harness"
 	"github.com/xres/xres/yarn"
-	"github.com/xres/xres/yarn/am"
+	"github.com/xres/xres/yarn/amstatus"
 )
 
 // groupContainer is one entry of the RM's container list of an attempt,
@@ -180,7 +180,7 @@ func TestGroupsOwnDevicesAndCommands(t *testing.T) {
 	killOnCleanup(t, c, app, release)
 
 	// Every worker running with the devices its launcher reported.
-	var st am.Status
+	var st amstatus.Status
 	eventually(t, 3*time.Minute, "3 workers running with their devices reported", func() (bool, string) {
 		requireRunning(t, p)
 		var err error
@@ -199,7 +199,7 @@ func TestGroupsOwnDevicesAndCommands(t *testing.T) {
 	require.Equal(t, 3, st.Minimum, "%+v", st)
 	require.Zero(t, st.Failed, "%+v", st.Containers)
 	require.Len(t, st.Groups, 2, "%+v", st.Groups)
-	byName := map[string]am.GroupStatus{}
+	byName := map[string]amstatus.GroupStatus{}
 	for _, g := range st.Groups {
 		byName[g.Name] = g
 	}
@@ -302,7 +302,7 @@ func TestGroupsOwnDevicesAndCommands(t *testing.T) {
 
 		b, err = os.ReadFile(filepath.Join(dir, "count."+id+".json"))
 		require.NoError(t, err)
-		var count am.WorkerCount
+		var count amstatus.WorkerCount
 		require.NoError(t, json.Unmarshal(b, &count), "XRES_WORKERS_URL answered %q", b)
 		require.Equal(t, 3, count.Target, "%s", b)
 		require.Equal(t, 3, count.Minimum, "%s", b)
@@ -347,8 +347,8 @@ done
 }
 
 // workerCountOf is the last answer of XRES_WORKERS_URL worker container id copied.
-func workerCountOf(dir, id string) (am.WorkerCount, error) {
-	var wc am.WorkerCount
+func workerCountOf(dir, id string) (amstatus.WorkerCount, error) {
+	var wc amstatus.WorkerCount
 	b, err := os.ReadFile(filepath.Join(dir, "count."+id+".json"))
 	if err != nil {
 		return wc, err
@@ -387,9 +387,9 @@ func TestReactiveScalesWithTheCluster(t *testing.T) {
 	// runningWith waits until the AM reports n workers running, each of
 	// which has reported its devices and been told the count at
 	// XRES_WORKERS_URL, and returns the status.
-	runningWith := func(n int) am.Status {
+	runningWith := func(n int) amstatus.Status {
 		t.Helper()
-		var st am.Status
+		var st amstatus.Status
 		eventually(t, 3*time.Minute, fmt.Sprintf("%d workers running with their devices, each told so at XRES_WORKERS_URL", n), func() (bool, string) {
 			requireRunning(t, p)
 			var err error
@@ -422,7 +422,7 @@ func TestReactiveScalesWithTheCluster(t *testing.T) {
 	// stays checks, for d (at least the request timeout, so the AM had
 	// the chance to give up), that the application runs on with the same
 	// workers and no failure.
-	stays := func(d time.Duration, workers map[string]am.WorkerStatus) {
+	stays := func(d time.Duration, workers map[string]amstatus.WorkerStatus) {
 		t.Helper()
 		for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(time.Second) {
 			a, err := getRMApp(ctx, c, app)
@@ -471,7 +471,7 @@ func TestReactiveScalesWithTheCluster(t *testing.T) {
 
 	// Shrinks when a node is lost (node 3 never runs the AM: it was down
 	// when the AM started), and runs on with one pending.
-	var victim am.WorkerStatus
+	var victim amstatus.WorkerStatus
 	for _, w := range runningWorkers(st) {
 		if w.Node == c.NodeID(3) {
 			victim = w
@@ -484,7 +484,7 @@ func TestReactiveScalesWithTheCluster(t *testing.T) {
 	require.Zero(t, st.Failed, "a lost node is no failure of the application's workers: %+v", st)
 	for _, w := range st.Containers {
 		if w.Container == victim.Container {
-			require.Equal(t, am.StateFailed, w.State, "the lost node's worker: %+v", w)
+			require.Equal(t, amstatus.StateFailed, w.State, "the lost node's worker: %+v", w)
 		}
 	}
 	stays(20*time.Second, runningWorkers(st))
@@ -573,9 +573,9 @@ func TestReactiveGrowsWhenAnotherAppEnds(t *testing.T) {
 	app := p.appID(t)
 	killOnCleanup(t, c, app, release)
 
-	waitCount := func(n int) am.Status {
+	waitCount := func(n int) amstatus.Status {
 		t.Helper()
-		var st am.Status
+		var st amstatus.Status
 		eventually(t, 3*time.Minute, fmt.Sprintf("%d of 4 workers running, each told so at XRES_WORKERS_URL", n), func() (bool, string) {
 			requireRunning(t, p)
 			var err error

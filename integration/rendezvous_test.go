@@ -24,7 +24,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xres/xres/integration/harness"
-	"github.com/xres/xres/yarn/am"
+	"github.com/xres/xres/yarn/amstatus"
+	"github.com/xres/xres/yarn/amweb"
 )
 
 // ringScript is the ring worker, absolute.
@@ -255,8 +256,8 @@ func TestRendezvousWorkerPicksItsPort(t *testing.T) {
 	}
 	// api/workers, readable by anyone, gives the counts without the address (only a launcher's
 	// signed request gets it); the status, behind the RM's view ACLs, lists it.
-	var counts am.WorkerCount
-	require.NoError(t, restGet(ctx, c, "/proxy/"+url.PathEscape(app)+am.PathWorkers, &counts))
+	var counts amstatus.WorkerCount
+	require.NoError(t, restGet(ctx, c, "/proxy/"+url.PathEscape(app)+amweb.PathWorkers, &counts))
 	st, err := amStatusOf(ctx, c, app)
 	require.NoError(t, err)
 	seen := false

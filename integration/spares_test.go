@@ -22,7 +22,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xres/xres/integration/harness"
-	"github.com/xres/xres/yarn/am"
+	"github.com/xres/xres/yarn/amstatus"
 )
 
 // spareStart is one line a worker wrote when its command started.
@@ -110,9 +110,9 @@ func startSparesApp(t testing.TB, ctx context.Context) *sparesApp {
 
 // standing waits until 3 workers run with their command started and one
 // spare stands by with its GPU reported; it returns the status then.
-func (s *sparesApp) standing(t testing.TB, ctx context.Context) am.Status {
+func (s *sparesApp) standing(t testing.TB, ctx context.Context) amstatus.Status {
 	t.Helper()
-	var st am.Status
+	var st amstatus.Status
 	eventually(t, 3*time.Minute, "3 workers running and 1 spare standing by with its GPU", func() (bool, string) {
 		select {
 		case <-s.p.done:
@@ -127,9 +127,9 @@ func (s *sparesApp) standing(t testing.TB, ctx context.Context) am.Status {
 		ok := st.Running == 3 && st.Standby == 1
 		for _, w := range st.Containers {
 			switch w.State {
-			case am.StateStandby:
+			case amstatus.StateStandby:
 				ok = ok && len(w.Devices["gpu"]) == 1
-			case am.StateRunning:
+			case amstatus.StateRunning:
 				ok = ok && len(starts[w.Container]) == 1
 			}
 		}
@@ -141,15 +141,15 @@ func (s *sparesApp) standing(t testing.TB, ctx context.Context) am.Status {
 // replaceTwo kills the commands of two running workers at once (kill -9)
 // and waits for both ranks to run again: one by the promoted spare, one by
 // a new container. It returns how long after the kill each started.
-func (s *sparesApp) replaceTwo(t testing.TB, ctx context.Context, st am.Status) (promoted, fresh time.Duration, ranks [2]int) {
+func (s *sparesApp) replaceTwo(t testing.TB, ctx context.Context, st amstatus.Status) (promoted, fresh time.Duration, ranks [2]int) {
 	t.Helper()
 	var spare string
-	var victims []am.WorkerStatus
+	var victims []amstatus.WorkerStatus
 	for _, w := range st.Containers {
 		switch {
-		case w.State == am.StateStandby:
+		case w.State == amstatus.StateStandby:
 			spare = w.Container
-		case w.State == am.StateRunning && len(victims) < 2:
+		case w.State == amstatus.StateRunning && len(victims) < 2:
 			victims = append(victims, w)
 		}
 	}

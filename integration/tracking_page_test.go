@@ -31,7 +31,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xres/xres/integration/harness"
-	"github.com/xres/xres/yarn/am"
+	"github.com/xres/xres/yarn/amstatus"
 )
 
 // chromium returns the headless browser's path; its absence is a failure (CI installs it).
@@ -103,7 +103,7 @@ func TestTrackingPageInBrowser(t *testing.T) {
 	waitWorkersWithGPUs(t, ctx, c, app, workers)
 	// Every worker's start drawn to its end: its launcher reports the command started just after
 	// its devices.
-	var st am.Status
+	var st amstatus.Status
 	eventually(t, time.Minute, "every worker's timeline complete", func() (bool, string) {
 		var err error
 		if st, err = amStatusOf(ctx, c, app); err != nil {

@@ -14,6 +14,10 @@ import (
 	"github.com/xres/xres/conf"
 	"github.com/xres/xres/resources"
 	"github.com/xres/xres/yarn"
+	"github.com/xres/xres/yarn/amnm"
+	"github.com/xres/xres/yarn/amplan"
+	"github.com/xres/xres/yarn/amstate"
+	"github.com/xres/xres/yarn/amstatus"
 	"github.com/xres/xres/yarn/internal/logutil"
 	"github.com/xres/xres/yarn/security"
 )
@@ -46,8 +50,8 @@ type Config struct {
 	AppID string // application (attempt) id, for status and logs
 	// Groups are the worker groups, in order. When empty, Plan, Owners
 	// and Launch are the one group (unnamed).
-	Groups   []Group
-	Plan     Plan                 // workers, profile, failure limit
+	Groups   []amplan.Group
+	Plan     amplan.Plan          // workers, profile, failure limit
 	Owners   map[string]string    // YARN key → external resource name (messages)
 	Launch   yarn.LaunchContext   // how each worker container is started
 	Register yarn.RegisterRequest // host, RPC port and tracking URL told to the RM
@@ -98,7 +102,7 @@ type Config struct {
 	// State keeps what this attempt knows for the next one (AM restart):
 	// the workers that finished and those it started. nil: a next attempt
 	// starts from the containers the RM hands it alone.
-	State StateStore
+	State amstate.Store
 	// Nodes lists the cluster's NodeManagers: the AM fails as hopeless
 	// once every host that can run a group's ask (distinct hosts, within
 	// its node label) is blacklisted. nil: once the blacklisted hosts are
@@ -114,18 +118,6 @@ type Result struct {
 	Status      yarn.FinalStatus
 	Diagnostics string
 }
-
-// Worker states in Status.
-const (
-	StateStarting  = "STARTING"
-	StateRunning   = "RUNNING"
-	StateSucceeded = "SUCCEEDED"
-	StateFailed    = "FAILED"
-	// StateStandby is a standby spare (slotmanager.redundant-taskmanager-num)
-	// whose container runs: its launcher holds the devices and waits in
-	// the rendezvous, running no command until a worker fails.
-	StateStandby = "STANDBY"
-)
 
 type worker struct {
 	c        yarn.Container
@@ -164,7 +156,7 @@ type worker struct {
 // live reports whether w's container is wanted and not known to have
 // ended: starting, running or standing by.
 func (w *worker) live() bool {
-	return w.state == StateStarting || w.state == StateRunning || w.state == StateStandby
+	return w.state == amstatus.StateStarting || w.state == amstatus.StateRunning || w.state == amstatus.StateStandby
 }
 
 // AM is the ApplicationMaster state machine. Run drives it; Status and
@@ -172,8 +164,8 @@ func (w *worker) live() bool {
 type AM struct {
 	cfg  Config
 	rm   RMClient
-	nm   NMClient
-	logs LogFetcher
+	nm   amnm.NMClient
+	logs amnm.LogFetcher
 	log  logrus.FieldLogger
 
 	mu         sync.Mutex
@@ -188,7 +180,7 @@ type AM struct {
 	blSent     map[string]bool
 	nmTokens   map[string]security.Token
 	result     *Result
-	limits     ClusterLimits
+	limits     amplan.ClusterLimits
 	earlyDevs  map[string]map[string][]resources.Properties
 	earlySeqs  map[string]reportSeqs // of earlyDevs
 	allRunning time.Time             // first time every wanted worker was running
@@ -206,8 +198,8 @@ type AM struct {
 
 	// Across attempts (state.go).
 	saver        *stateSaver
-	savedVersion int                  // roster version of the last snapshot saved
-	prevLive     map[string]savedLive // workers the earlier attempt saved as running, not (yet) adopted
+	savedVersion int                     // roster version of the last snapshot saved
+	prevLive     map[string]amstate.Live // workers the earlier attempt saved as running, not (yet) adopted
 
 	nodes      []yarn.NodeReport // the cluster's nodes (Config.Nodes); nil: not known
 	nodesStale bool              // the blacklist or the cluster changed since nodes was read
@@ -215,12 +207,12 @@ type AM struct {
 }
 
 // New builds an AM. logs may be nil (diagnostics then carry no stderr).
-func New(cfg Config, rm RMClient, nm NMClient, logs LogFetcher) (*AM, error) {
+func New(cfg Config, rm RMClient, nm amnm.NMClient, logs amnm.LogFetcher) (*AM, error) {
 	if rm == nil || nm == nil {
 		return nil, errors.New("new application master: RM and NM clients are required")
 	}
 	if len(cfg.Groups) == 0 {
-		cfg.Groups = []Group{{Plan: cfg.Plan, Launch: cfg.Launch, Owners: cfg.Owners}}
+		cfg.Groups = []amplan.Group{{Plan: cfg.Plan, Launch: cfg.Launch, Owners: cfg.Owners}}
 	}
 	for _, g := range cfg.Groups {
 		name := ""
@@ -228,17 +220,17 @@ func New(cfg Config, rm RMClient, nm NMClient, logs LogFetcher) (*AM, error) {
 			name = " group " + g.Name
 		}
 		if g.Plan.Workers < 1 {
-			return nil, fmt.Errorf("new application master: %w:%s plan has %d workers", ErrBadConfig, name, g.Plan.Workers)
+			return nil, fmt.Errorf("new application master: %w:%s plan has %d workers", amplan.ErrBadConfig, name, g.Plan.Workers)
 		}
 		if len(g.Launch.Commands) == 0 {
-			return nil, fmt.Errorf("new application master: %w:%s no worker command", ErrBadConfig, name)
+			return nil, fmt.Errorf("new application master: %w:%s no worker command", amplan.ErrBadConfig, name)
 		}
 	}
 	if cfg.Heartbeat <= 0 {
-		cfg.Heartbeat = DefaultHeartbeat
+		cfg.Heartbeat = amplan.DefaultHeartbeat
 	}
 	if cfg.RequestHeartbeat <= 0 {
-		cfg.RequestHeartbeat = DefaultRequestHeartbeat
+		cfg.RequestHeartbeat = amplan.DefaultRequestHeartbeat
 	}
 	if cfg.CallTimeout <= 0 {
 		cfg.CallTimeout = DefaultCallTimeout
@@ -258,7 +250,7 @@ func New(cfg Config, rm RMClient, nm NMClient, logs LogFetcher) (*AM, error) {
 	if cfg.MaxStartsPerNode <= 0 {
 		cfg.MaxStartsPerNode = DefaultMaxStartsPerNode
 	}
-	if _, ok := nm.(BatchStarter); !ok {
+	if _, ok := nm.(amnm.BatchStarter); !ok {
 		cfg.StartBatch = 1
 	} else if cfg.StartBatch <= 0 {
 		cfg.StartBatch = DefaultStartBatch
@@ -312,7 +304,7 @@ func (a *AM) Run(ctx context.Context) (Result, error) {
 	a.learnAdopted(sctx)
 	var bad []string
 	for _, g := range a.groups {
-		if err := CheckProfile(g.Plan.Profile, a.limits, g.Owners); err != nil {
+		if err := amplan.CheckProfile(g.Plan.Profile, a.limits, g.Owners); err != nil {
 			if g.Name != "" {
 				err = fmt.Errorf("worker group %s: %w", g.Name, err)
 			}
@@ -452,7 +444,7 @@ func (a *AM) register(ctx context.Context) error {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.limits = ClusterLimits{Types: resp.ResourceTypes, Max: resp.MaxCapability}
+	a.limits = amplan.ClusterLimits{Types: resp.ResourceTypes, Max: resp.MaxCapability}
 	for _, t := range resp.NMTokens {
 		a.nmTokens[t.NodeID] = t.Token
 	}
@@ -564,7 +556,7 @@ func (a *AM) handle(ctx, sctx context.Context, resp yarn.AllocateResponse) {
 		a.mu.Lock()
 		t := a.totalsLocked()
 		f := logrus.Fields{"allocated": len(resp.Allocated), "completed": len(resp.Completed),
-			"starting": a.workers.count[StateStarting], "running": a.workers.count[StateRunning],
+			"starting": a.workers.count[amstatus.StateStarting], "running": a.workers.count[amstatus.StateRunning],
 			"succeeded": t.succeeded, "failed": t.failures, "pending": t.pending}
 		a.mu.Unlock()
 		a.log.WithFields(f).Info("containers")
@@ -620,7 +612,7 @@ func (a *AM) classifiedLocked(c yarn.Container, previous bool) {
 		a.releaseLocked(c.ID)
 		a.log.WithFields(logrus.Fields{"container": c.ID, "node": c.NodeID, "reason": reason}).Info("releasing container")
 	case idPrevious, idNew:
-		w := &worker{c: c, g: g, state: StateStarting, started: a.cfg.Now(), exit: yarn.ExitInvalid}
+		w := &worker{c: c, g: g, state: amstatus.StateStarting, started: a.cfg.Now(), exit: yarn.ExitInvalid}
 		if devs := a.earlyDevs[c.ID]; devs != nil {
 			w.devices = devs
 			delete(a.earlyDevs, c.ID)
@@ -706,7 +698,7 @@ func (a *AM) start(ctx context.Context, ws []*worker) {
 	var todo []*worker
 	now := a.cfg.Now()
 	for _, w := range ws {
-		if w.state == StateStarting {
+		if w.state == amstatus.StateStarting {
 			w.launched = true
 			w.tl.at[markStartSent] = now
 			todo = append(todo, w)
@@ -732,7 +724,7 @@ func (a *AM) start(ctx context.Context, ws []*worker) {
 		}
 		cctx, cancel := context.WithTimeout(ctx, a.cfg.CallTimeout)
 		var errs []error
-		if b, ok := a.nm.(BatchStarter); ok {
+		if b, ok := a.nm.(amnm.BatchStarter); ok {
 			errs = b.StartContainers(cctx, cs, token, g.Launch)
 		} else {
 			errs = []error{a.nm.StartContainer(cctx, cs[0], token, g.Launch)}
@@ -748,7 +740,7 @@ func (a *AM) start(ctx context.Context, ws []*worker) {
 // started records the outcome of w's start.
 func (a *AM) started(ctx context.Context, w *worker, err error) {
 	a.mu.Lock()
-	if w.state != StateStarting || a.result != nil {
+	if w.state != amstatus.StateStarting || a.result != nil {
 		// Ended meanwhile, or the application is finishing: stopRunning
 		// stops it if it started.
 		a.mu.Unlock()
@@ -800,7 +792,7 @@ func (a *AM) started(ctx context.Context, w *worker, err error) {
 func (a *AM) checkAllRunningLocked() bool {
 	all, mins := true, true
 	for _, g := range a.groups {
-		running := g.count[StateRunning]
+		running := g.count[amstatus.StateRunning]
 		if running >= g.minimum() && g.minTime.IsZero() {
 			g.minTime = a.cfg.Now()
 		}
@@ -827,7 +819,7 @@ func (a *AM) completed(ctx context.Context, st yarn.Completed) {
 	if w == nil {
 		w = a.endedBetweenLocked(st.ID)
 	}
-	if w == nil || w.state == StateSucceeded || w.state == StateFailed {
+	if w == nil || w.state == amstatus.StateSucceeded || w.state == amstatus.StateFailed {
 		a.mu.Unlock()
 		return
 	}
@@ -837,14 +829,14 @@ func (a *AM) completed(ctx context.Context, st yarn.Completed) {
 	if w.spare && st.ExitStatus == yarn.ExitSuccess {
 		// Its launcher ended without running the command: nothing failed,
 		// and nothing succeeded either.
-		a.workers.set(w, StateFailed)
+		a.workers.set(w, amstatus.StateFailed)
 		w.exit, w.diag, w.finished = st.ExitStatus, "standby spare ended before it was needed: "+st.Diagnostics, a.cfg.Now()
 		a.replaceLocked(w)
 		a.mu.Unlock()
 		return
 	}
 	if st.ExitStatus == yarn.ExitSuccess {
-		a.workers.set(w, StateSucceeded)
+		a.workers.set(w, amstatus.StateSucceeded)
 		w.exit, w.diag, w.finished = yarn.ExitSuccess, st.Diagnostics, a.cfg.Now()
 		w.g.succeeded++
 		a.mu.Unlock()
@@ -878,7 +870,7 @@ func (a *AM) endedBetweenLocked(id string) *worker {
 	if g == nil {
 		return nil
 	}
-	w := &worker{c: yarn.Container{ID: id, NodeID: l.Node, NodeHTTP: l.HTTP}, g: g, state: StateRunning,
+	w := &worker{c: yarn.Container{ID: id, NodeID: l.Node, NodeHTTP: l.HTTP}, g: g, state: amstatus.StateRunning,
 		started: a.cfg.Now(), exit: yarn.ExitInvalid, launched: true}
 	if g.pending > 0 {
 		g.pending--
@@ -917,10 +909,10 @@ func (a *AM) failed(ctx context.Context, w *worker, exit int, cause yarn.ExitCau
 
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if w.state == StateSucceeded || w.state == StateFailed {
+	if w.state == amstatus.StateSucceeded || w.state == amstatus.StateFailed {
 		return // the RM's completion and a failed start both report it
 	}
-	a.workers.set(w, StateFailed)
+	a.workers.set(w, amstatus.StateFailed)
 	w.exit, w.diag, w.finished, w.tail = exit, diag, a.cfg.Now(), tail
 	if fetch && !ending {
 		done := make(chan struct{})

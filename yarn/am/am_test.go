@@ -12,6 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xres/xres/yarn"
+	"github.com/xres/xres/yarn/amnm"
+	"github.com/xres/xres/yarn/amplan"
 	"github.com/xres/xres/yarn/security"
 )
 
@@ -24,10 +26,10 @@ var gpuLimits = yarn.RegisterResponse{
 func testConfig(workers, maxFailed int) Config {
 	return Config{
 		AppID: "application_1_0001",
-		Plan: Plan{BaseWorkers: workers, Workers: workers, SlotsPerWorker: 1, MaxFailedContainers: maxFailed,
+		Plan: amplan.Plan{BaseWorkers: workers, Workers: workers, SlotsPerWorker: 1, MaxFailedContainers: maxFailed,
 			Profile: yarn.Resource{MemoryMB: 1728, VCores: 1, Extra: map[string]int64{"yarn.io/gpu": 1}}},
 		Owners:       map[string]string{"yarn.io/gpu": "gpu"},
-		Launch:       yarn.LaunchContext{Commands: []string{Command([]string{"./container-launcher", "--", "python", "train.py"})}},
+		Launch:       yarn.LaunchContext{Commands: []string{amplan.Command([]string{"./container-launcher", "--", "python", "train.py"})}},
 		Register:     yarn.RegisterRequest{Host: "am-host", RPCPort: -1, TrackingURL: "http://am-host:1234/"},
 		BadNodeExits: []int{3},
 		BadJobExits:  []int{2},
@@ -35,7 +37,7 @@ func testConfig(workers, maxFailed int) Config {
 	}
 }
 
-func runAM(t *testing.T, cfg Config, rm *fakeRM, nm *fakeNM, logs LogFetcher) (Result, error, *AM) {
+func runAM(t *testing.T, cfg Config, rm *fakeRM, nm *fakeNM, logs amnm.LogFetcher) (Result, error, *AM) {
 	t.Helper()
 	a, err := New(cfg, rm, nm, logs)
 	require.NoError(t, err)

@@ -20,6 +20,8 @@ import (
 
 	"github.com/xres/xres/hadoopproto/hadoopyarn"
 	"github.com/xres/xres/yarn"
+	"github.com/xres/xres/yarn/amstatus"
+	"github.com/xres/xres/yarn/amweb"
 	"github.com/xres/xres/yarn/security"
 )
 
@@ -203,10 +205,10 @@ func benchAMAt10k(b *testing.B) {
 		b.Fatal("the AM never had all workers running")
 	}
 
-	srv := httptest.NewServer(NewTracker(a, nil))
+	srv := httptest.NewServer(amweb.NewTracker(a, nil))
 	defer srv.Close()
-	statusMS, statusBytes := timedGet(b, srv.URL+PathStatus)
-	statusPageMS, _ := timedGet(b, srv.URL+PathStatus+"?limit=100")
+	statusMS, statusBytes := timedGet(b, srv.URL+amweb.PathStatus)
+	statusPageMS, _ := timedGet(b, srv.URL+amweb.PathStatus+"?limit=100")
 	pageMS, pageBytes := timedGet(b, srv.URL+"/")
 
 	sort.Slice(cycles, func(i, j int) bool { return cycles[i] < cycles[j] })
@@ -310,9 +312,9 @@ func BenchmarkAMAllocateCycle(b *testing.B) {
 				}
 				a.mu.Lock()
 				for i := range benchWorkers - benchPerBeat {
-					w := &worker{c: ctr(i+2, "nm"+strconv.Itoa(i%benchNodes)), g: a.groups[0], state: StateStarting, launched: true}
+					w := &worker{c: ctr(i+2, "nm"+strconv.Itoa(i%benchNodes)), g: a.groups[0], state: amstatus.StateStarting, launched: true}
 					a.workers.add(w)
-					a.workers.set(w, StateRunning)
+					a.workers.set(w, amstatus.StateRunning)
 				}
 				a.groups[0].pending = benchPerBeat
 				a.mu.Unlock()

@@ -8,6 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xres/xres/yarn"
+	"github.com/xres/xres/yarn/amplan"
+	"github.com/xres/xres/yarn/amstatus"
 )
 
 // fakeNodes is a NodeLister with a fixed node list.
@@ -137,12 +139,12 @@ func TestRosterBounded(t *testing.T) {
 	require.LessOrEqual(t, len(a.workers.relOrder), len(surplus), "released-id queue")
 	st := a.Status()
 	require.Equal(t, n, st.Succeeded)
-	require.Equal(t, n, a.workers.count[StateSucceeded])
+	require.Equal(t, n, a.workers.count[amstatus.StateSucceeded])
 	require.Equal(t, keep, st.ContainersTotal)
 	require.Equal(t, n-keep, st.ContainersForgotten)
 	require.Len(t, st.Containers, keep)
 	require.Equal(t, ctr(n+1, "x").ID, st.Containers[keep-1].Container, "the newest finished workers are listed")
-	page := a.StatusPage(Page{State: StateSucceeded, Offset: keep - 1})
+	page := a.StatusPage(amstatus.Page{State: amstatus.StateSucceeded, Offset: keep - 1})
 	require.Equal(t, keep, page.ContainersTotal)
 	require.Len(t, page.Containers, 1)
 }
@@ -158,13 +160,13 @@ func TestAskNamesTheHosts(t *testing.T) {
 	for _, tc := range []struct {
 		name         string
 		nodes        []yarn.NodeReport
-		plan         func(*Plan)
+		plan         func(*amplan.Plan)
 		hosts, racks []string
 	}{
 		{name: "every usable host", nodes: nodes, hosts: []string{"h1", "h2"}, racks: []string{"/default-rack", "/r1"}},
 		{name: "no node list", nodes: nil},
-		{name: "per-node bound", nodes: nodes, plan: func(p *Plan) { p.MaxWorkersPerNode = 1 }},
-		{name: "node label", nodes: nodes, plan: func(p *Plan) { p.NodeLabel = "gpu" }},
+		{name: "per-node bound", nodes: nodes, plan: func(p *amplan.Plan) { p.MaxWorkersPerNode = 1 }},
+		{name: "node label", nodes: nodes, plan: func(p *amplan.Plan) { p.NodeLabel = "gpu" }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c1, c2 := onNode(2, "h1:1"), onNode(3, "h2:1")

@@ -1,15 +1,21 @@
-// Package am is the xres ApplicationMaster core: it reads a Flink-style
-// configuration once into Settings (Load: the worker groups' plans and YARN
-// container profiles, heartbeats, fault bounds, the tracking server's
-// address, the AM container and application), checks each
-// profile against what the ResourceManager offers, and runs the allocate
-// loop that asks for containers, launches each one as
-// `container-launcher -- <worker command>` on its NodeManager, replaces
-// failed workers and reports the outcome.
+// Package am is the xres ApplicationMaster's allocate loop: it registers
+// with the ResourceManager, asks for each worker group's containers,
+// launches each one as `container-launcher -- <worker command>` on its
+// NodeManager, gives the workers their ranks and rendezvous, replaces
+// failed workers, blacklists bad nodes, hands its state to the next attempt
+// and reports the outcome.
 //
-// The package speaks to YARN only through small interfaces declared here
-// (RMClient, NMClient, LogFetcher) in yarn's Go types (yarn.Container,
-// yarn.AllocateRequest, …), so the core is unit-tested with hand-written
+// What it runs is planned elsewhere: yarn/amplan reads the configuration
+// once (amplan.Load: groups, plans, profiles, heartbeats, fault bounds) and
+// builds the containers' launch. Around the loop: yarn/amweb serves its
+// status, takes the launchers' reports and answers their rendezvous (the
+// AM is an amweb.StatusSource), yarn/amstatus is the status it fills in,
+// yarn/amdraw draws its workers' starts, yarn/amnm wraps the NodeManager
+// client and yarn/amstate is the state file an AM restart takes over.
+//
+// The package speaks to YARN only through small interfaces (RMClient here,
+// amnm.NMClient, amnm.LogFetcher) in yarn's Go types (yarn.Container,
+// yarn.AllocateRequest, …), so the loop is unit-tested with hand-written
 // fakes and the Hadoop RPC clients (*yarn.AMRMClient, *yarn.NMClient)
 // plug in as they are; it never sees a generated proto.
 package am

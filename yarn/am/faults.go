@@ -16,7 +16,8 @@ import (
 	"github.com/xres/xres/conf"
 	"github.com/xres/xres/resources/contract"
 	"github.com/xres/xres/yarn"
-	"github.com/xres/xres/yarn/security"
+	"github.com/xres/xres/yarn/amnm"
+	"github.com/xres/xres/yarn/amstatus"
 )
 
 // goneNodeStates are the node states whose workers are replaced at once,
@@ -61,7 +62,7 @@ func (a *AM) nodesLocked(resp yarn.AllocateResponse) {
 		if !ok || !w.live() {
 			return true
 		}
-		a.workers.set(w, StateFailed)
+		a.workers.set(w, amstatus.StateFailed)
 		w.exit, w.finished = yarn.ExitAborted, a.cfg.Now()
 		w.diag = fmt.Sprintf("node %s is %s; worker replaced", w.c.NodeID, state)
 		if state != "LOST" {
@@ -167,7 +168,7 @@ func (a *AM) hopelessLocked() *Result {
 		for _, g := range needy {
 			w := fmt.Sprintf("%d worker containers%s (%s each)", g.pending, g.label(), g.Plan.Profile.String())
 			if g.Plan.Reactive {
-				w += fmt.Sprintf(", %d running of the %d needed (%s)", g.count[StateRunning], g.minimum(), conf.ReactiveMinWorkers.Key)
+				w += fmt.Sprintf(", %d running of the %d needed (%s)", g.count[amstatus.StateRunning], g.minimum(), conf.ReactiveMinWorkers.Key)
 			}
 			wanted = append(wanted, w)
 		}
@@ -296,25 +297,6 @@ func (a *AM) blacklistTextLocked() string {
 	return strings.Join(hosts, "; ")
 }
 
-// faultBounds reads xres.yarn.blacklist.timeout and slot.request.timeout
-// (Config.BlacklistExpiry and Config.RequestTimeout), neither negative.
-func faultBounds(cfg *conf.Config) (blacklist, request time.Duration, err error) {
-	read := func(opt conf.Option) time.Duration {
-		if err != nil {
-			return 0
-		}
-		var d time.Duration
-		if d, err = cfg.Duration(opt); err != nil {
-			err = fmt.Errorf("%w: %w", ErrBadConfig, err)
-		} else if d < 0 {
-			err = fmt.Errorf("%w: config key %s (%s): must not be negative", ErrBadConfig, opt.Key, cfg.Origin(opt.Key))
-		}
-		return d
-	}
-	blacklist, request = read(conf.BlacklistTimeout), read(conf.SlotRequestTimeout)
-	return blacklist, request, err
-}
-
 // adoptedTries bounds the reads of an adopted worker's device report (the
 // launcher may still be discovering when the new attempt registers).
 const adoptedTries = 6
@@ -326,14 +308,6 @@ const (
 	AdoptedConcurrency = 16
 	adoptedTimeout     = 10 * time.Second
 )
-
-// StatusChecker is an NMClient that reports one container's status
-// (getContainerStatuses). *yarn.NMClient is one. With it, a container an
-// earlier attempt was granted but recorded no start of is asked about
-// before it is trusted as a running worker.
-type StatusChecker interface {
-	GetContainerStatus(ctx context.Context, c yarn.Container, nmToken security.Token) (yarn.ContainerStatus, error)
-}
 
 // neverStartedMsg is how a NodeManager answers for a container it was
 // never asked to start (or has forgotten long since).
@@ -357,7 +331,7 @@ func (a *AM) learnAdopted(ctx context.Context) {
 	a.startWG.Add(1)
 	go func() {
 		defer a.startWG.Done()
-		if sc, ok := a.nm.(StatusChecker); ok {
+		if sc, ok := a.nm.(amnm.StatusChecker); ok {
 			ws = a.verifyAdopted(ctx, sc, ws)
 		}
 		if a.logs == nil {
@@ -418,7 +392,7 @@ func (a *AM) pool(ctx context.Context, ws []*worker, fn func(*worker)) {
 // verifyAdopted asks the NodeManagers about the adopted workers no saved
 // state shows started, and gives back those never started. It returns the
 // workers still adopted.
-func (a *AM) verifyAdopted(ctx context.Context, sc StatusChecker, ws []*worker) []*worker {
+func (a *AM) verifyAdopted(ctx context.Context, sc amnm.StatusChecker, ws []*worker) []*worker {
 	var (
 		mu   sync.Mutex
 		kept []*worker
@@ -455,11 +429,11 @@ func (a *AM) verifyAdopted(ctx context.Context, sc StatusChecker, ws []*worker) 
 func (a *AM) neverStarted(w *worker) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if w.state != StateRunning && w.state != StateStandby {
+	if w.state != amstatus.StateRunning && w.state != amstatus.StateStandby {
 		return false
 	}
 	a.workers.remove(w)
-	w.state = StateFailed // out of the roster: frees its rank or spare place
+	w.state = amstatus.StateFailed // out of the roster: frees its rank or spare place
 	a.releaseLocked(w.c.ID)
 	a.replaceLocked(w)
 	a.log.WithFields(logrus.Fields{"container": w.c.ID, "node": w.c.NodeID}).
@@ -483,7 +457,7 @@ func (a *AM) learnDevices(ctx context.Context, w *worker, last bool) bool {
 		err = fmt.Errorf("%s is empty", contract.ReportFile)
 	}
 	if err == nil {
-		if err = a.ReportDevices(rep); errors.Is(err, ErrStaleReport) {
+		if err = a.ReportDevices(rep); errors.Is(err, amstatus.ErrStaleReport) {
 			err = nil // its launcher's newer report came first
 		}
 	}

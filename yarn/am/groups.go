@@ -8,23 +8,13 @@ import (
 
 	"github.com/xres/xres/conf"
 	"github.com/xres/xres/yarn"
+	"github.com/xres/xres/yarn/amplan"
+	"github.com/xres/xres/yarn/amstatus"
 )
-
-// Group is one worker group of the application: its plan (count, size,
-// external resources, failure limit, placement), how its containers are
-// started, and its YARN keys' resource names (CheckProfile's messages).
-// Each group has an ask of its own (allocation_request_id and priority
-// 1, 2, … in order) and counts its own failures.
-type Group struct {
-	Name   string // "" for the only group of an application without xres.worker-groups
-	Plan   Plan
-	Launch yarn.LaunchContext
-	Owners map[string]string
-}
 
 // group is a Group with its state.
 type group struct {
-	Group
+	amplan.Group
 	id        int64 // allocation_request_id and priority of its ask
 	pending   int   // containers still wanted
 	lastAsked int   // Count last delivered to the RM; -1 forces a send
@@ -57,7 +47,7 @@ type group struct {
 
 // newGroups builds the groups' state; each group's launch context gets the
 // rendezvous environment (rendezvousEnv) under the AM's trackingURL.
-func newGroups(gs []Group, trackingURL string) []*group {
+func newGroups(gs []amplan.Group, trackingURL string) []*group {
 	out := make([]*group, len(gs))
 	for i, g := range gs {
 		g.Launch = rendezvousEnv(g, trackingURL)
@@ -79,9 +69,9 @@ func (g *group) label() string {
 // active is how many of its workers (spares aside) are starting or
 // running.
 func (g *group) active() int {
-	n := g.count[StateStarting] + g.count[StateRunning]
+	n := g.count[amstatus.StateStarting] + g.count[amstatus.StateRunning]
 	for _, s := range g.liveSpares() {
-		if s.state == StateStarting {
+		if s.state == amstatus.StateStarting {
 			n--
 		}
 	}
@@ -122,7 +112,7 @@ func (g *group) minimum() int {
 // wanted (spares are not needed) and, under reactive mode, fewer than its
 // minimum run.
 func (g *group) needy() bool {
-	return g.workersWanted() > 0 && (!g.Plan.Reactive || g.count[StateRunning] < g.minimum())
+	return g.workersWanted() > 0 && (!g.Plan.Reactive || g.count[amstatus.StateRunning] < g.minimum())
 }
 
 // done reports whether the group has finished its work: every wanted

@@ -13,6 +13,9 @@ import (
 	"github.com/xres/xres/conf"
 	"github.com/xres/xres/resources"
 	"github.com/xres/xres/yarn"
+	"github.com/xres/xres/yarn/amplan"
+	"github.com/xres/xres/yarn/amstatus"
+	"github.com/xres/xres/yarn/amweb"
 	"github.com/xres/xres/yarn/security"
 )
 
@@ -20,11 +23,11 @@ import (
 // its own command), each with its own failure limit.
 func twoGroups() Config {
 	cfg := testConfig(0, 0)
-	cfg.Groups = []Group{
-		{Name: "trainer", Plan: Plan{Workers: 2, MaxFailedContainers: 0,
+	cfg.Groups = []amplan.Group{
+		{Name: "trainer", Plan: amplan.Plan{Workers: 2, MaxFailedContainers: 0,
 			Profile: yarn.Resource{MemoryMB: 4096, VCores: 2, Extra: map[string]int64{"yarn.io/gpu": 2}}},
 			Launch: yarn.LaunchContext{Commands: []string{"train"}, Env: map[string]string{conf.EnvWorkerGroup: "trainer"}}},
-		{Name: "prep", Plan: Plan{Workers: 3, MaxFailedContainers: 1,
+		{Name: "prep", Plan: amplan.Plan{Workers: 3, MaxFailedContainers: 1,
 			Profile: yarn.Resource{MemoryMB: 1024, VCores: 1, Extra: map[string]int64{"yarn.io/fpga": 1}}},
 			Launch: yarn.LaunchContext{Commands: []string{"prep"}, Env: map[string]string{conf.EnvWorkerGroup: "prep"}}},
 	}
@@ -73,7 +76,7 @@ func TestGroupsAskEachProfileAndStartEachCommand(t *testing.T) {
 	st := a.Status()
 	require.Equal(t, 5, st.Workers)
 	require.Len(t, st.Groups, 2)
-	require.Equal(t, GroupStatus{Name: "trainer", Workers: 2, Minimum: 2, Succeeded: 2, Profile: cfg.Groups[0].Plan.Profile}, st.Groups[0])
+	require.Equal(t, amstatus.GroupStatus{Name: "trainer", Workers: 2, Minimum: 2, Succeeded: 2, Profile: cfg.Groups[0].Plan.Profile}, st.Groups[0])
 	require.Equal(t, 3, st.Groups[1].Succeeded)
 	require.Equal(t, "prep", st.Containers[1].Group)
 }
@@ -133,7 +136,7 @@ func (c *clock) now() time.Time { return c.t }
 func TestReactiveRunsWithTheMinimumAndGrows(t *testing.T) {
 	c1, c2, c3, c4 := ctr(2, "nm1"), ctr(3, "nm2"), ctr(4, "nm3"), ctr(5, "nm4")
 	clk := &clock{t: time.Unix(1000, 0)}
-	var during Status
+	var during amstatus.Status
 	var a *AM
 	rm := &fakeRM{register: gpuLimits}
 	rm.steps = []func(yarn.AllocateRequest) (yarn.AllocateResponse, error){
@@ -200,7 +203,7 @@ func TestReactiveBelowTheMinimumTimesOut(t *testing.T) {
 func TestReactiveShrinksOnALostNodeAndEndsWithWhatRan(t *testing.T) {
 	c1, c2, c3 := ctr(2, "nm1"), ctr(3, "nm2"), ctr(4, "nm3")
 	var a *AM
-	var shrunk Status
+	var shrunk amstatus.Status
 	rm := &fakeRM{register: gpuLimits}
 	rm.steps = []func(yarn.AllocateRequest) (yarn.AllocateResponse, error){
 		alloc(c1, c2, c3),
@@ -243,7 +246,7 @@ func TestPlanGroups(t *testing.T) {
 	parse := func(c *conf.Config) ([]resources.Spec, error) {
 		return resources.Parse(c, resources.ParseOptions{Side: resources.SideYarn})
 	}
-	gs, err := PlanGroups(cfg, 0, parse)
+	gs, err := amplan.PlanGroups(cfg, 0, parse)
 	require.NoError(t, err)
 	require.Len(t, gs, 2)
 	require.Equal(t, "trainer", gs[0].Name)
@@ -257,12 +260,12 @@ func TestPlanGroups(t *testing.T) {
 	require.Equal(t, 3, gs[1].Plan.MinWorkers)
 	require.False(t, gs[0].Plan.Reactive)
 
-	_, err = PlanGroups(cfg, 3, parse)
+	_, err = amplan.PlanGroups(cfg, 3, parse)
 	require.ErrorContains(t, err, "--workers cannot be used with xres.worker-groups")
 
 	cfg.Set("xres.worker-group.prep.command", `python 'prep.py`)
 	cfg.Set("xres.worker-group.trainer.workers", "0")
-	_, err = PlanGroups(cfg, 0, parse)
+	_, err = amplan.PlanGroups(cfg, 0, parse)
 	require.ErrorContains(t, err, "worker group trainer: invalid configuration: config key xres.worker-group.trainer.workers (set): must be at least 1")
 	require.ErrorContains(t, err, "worker group prep: invalid configuration: config key xres.worker-group.prep.command (set)")
 }
@@ -271,22 +274,22 @@ func TestPlanReactiveKeys(t *testing.T) {
 	cfg := conf.New()
 	cfg.Set(conf.SchedulerMode.Key, "Reactive")
 	cfg.Set(conf.ReactiveMinWorkers.Key, "2")
-	p, err := PlanWorkers(cfg, nil, 4)
+	p, err := amplan.PlanWorkers(cfg, nil, 4)
 	require.NoError(t, err)
 	require.True(t, p.Reactive)
 	require.Equal(t, 2, p.MinWorkers)
 
 	cfg.Set(conf.ReactiveMinWorkers.Key, "5")
-	_, err = PlanWorkers(cfg, nil, 4)
+	_, err = amplan.PlanWorkers(cfg, nil, 4)
 	require.ErrorContains(t, err, "xres.reactive.min-workers (set): 5 is more than the 4 workers asked")
 
 	cfg.Set(conf.SchedulerMode.Key, "adaptive-batch")
-	_, err = PlanWorkers(cfg, nil, 4)
+	_, err = amplan.PlanWorkers(cfg, nil, 4)
 	require.ErrorContains(t, err, `scheduler-mode (set): "adaptive-batch" is not a scheduler mode`)
 
 	plain := conf.New()
 	plain.Set(conf.ReactiveMinWorkers.Key, "2")
-	p, err = PlanWorkers(plain, nil, 4)
+	p, err = amplan.PlanWorkers(plain, nil, 4)
 	require.NoError(t, err)
 	require.False(t, p.Reactive)
 	require.Contains(t, p.Warnings, "xres.reactive.min-workers (set) has no effect without scheduler-mode: reactive")
@@ -310,14 +313,14 @@ func TestTrackerShowsGroupsAndCounts(t *testing.T) {
 	_, err = a.Run(ctx)
 	require.ErrorIs(t, err, context.Canceled)
 
-	srv := httptest.NewServer(NewTracker(a, nil))
+	srv := httptest.NewServer(amweb.NewTracker(a, nil))
 	defer srv.Close()
-	resp, err := srv.Client().Get(srv.URL + PathWorkers)
+	resp, err := srv.Client().Get(srv.URL + amweb.PathWorkers)
 	require.NoError(t, err)
-	var wc WorkerCount
+	var wc amstatus.WorkerCount
 	require.NoError(t, json.NewDecoder(resp.Body).Decode(&wc))
 	resp.Body.Close()
-	require.Equal(t, WorkerCount{Target: 5, Minimum: 3, Running: 2, Groups: []GroupWorkerCount{
+	require.Equal(t, amstatus.WorkerCount{Target: 5, Minimum: 3, Running: 2, Groups: []amstatus.GroupWorkerCount{
 		{Name: "trainer", Target: 2, Minimum: 2, Running: 1}, {Name: "prep", Target: 3, Minimum: 1, Running: 1}}}, wc)
 
 	resp, err = srv.Client().Get(srv.URL + "/")

@@ -1,13 +1,10 @@
 package am
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -15,13 +12,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sirupsen/logrus"
-	logtest "github.com/sirupsen/logrus/hooks/test"
 	"github.com/stretchr/testify/require"
 
 	"github.com/xres/xres/resources"
 	"github.com/xres/xres/resources/contract"
 	"github.com/xres/xres/yarn"
+	"github.com/xres/xres/yarn/amnm"
+	"github.com/xres/xres/yarn/amplan"
+	"github.com/xres/xres/yarn/amstatus"
+	"github.com/xres/xres/yarn/amweb"
 	"github.com/xres/xres/yarn/security"
 )
 
@@ -30,7 +29,7 @@ import (
 func portAM(t *testing.T, during func(a *AM)) {
 	t.Helper()
 	c2, c3 := ctr(2, "nm1"), ctr(3, "nm2")
-	res, _, _ := runRV(t, []Group{rvGroup("w", 2, Plan{Port: PortAuto})}, nil,
+	res, _, _ := runRV(t, []amplan.Group{rvGroup("w", 2, amplan.Plan{Port: amplan.PortAuto})}, nil,
 		allocRV(c2, c3),
 		func(a *AM) (yarn.AllocateResponse, error) {
 			report(t, a, c2, 41000)
@@ -50,10 +49,10 @@ func portAM(t *testing.T, during func(a *AM)) {
 func TestWorkersAddressesOnlyToAContainersLauncher(t *testing.T) {
 	nonce := strings.Repeat("cd", contract.NonceBytes)
 	portAM(t, func(a *AM) {
-		srv := httptest.NewServer(NewTracker(a, nil, WithReportSecret(testSecret)))
+		srv := httptest.NewServer(amweb.NewTracker(a, nil, amweb.WithReportSecret(testSecret)))
 		defer srv.Close()
 		get := func(query, sig string) (*http.Response, []byte) {
-			req, err := http.NewRequest(http.MethodGet, srv.URL+PathWorkers+query, nil)
+			req, err := http.NewRequest(http.MethodGet, srv.URL+amweb.PathWorkers+query, nil)
 			require.NoError(t, err)
 			if sig != "" {
 				req.Header.Set(contract.HeaderReportSignature, sig)
@@ -68,7 +67,7 @@ func TestWorkersAddressesOnlyToAContainersLauncher(t *testing.T) {
 		}
 		resp, body := get("", "")
 		require.Equal(t, http.StatusOK, resp.StatusCode)
-		var c WorkerCount
+		var c amstatus.WorkerCount
 		require.NoError(t, json.Unmarshal(body, &c))
 		require.Equal(t, 2, c.Target)
 		require.Len(t, c.Groups, 1)
@@ -103,7 +102,7 @@ func TestWorkersAddressesOnlyToAContainersLauncher(t *testing.T) {
 // launcher sends them side by side).
 func TestReplayedReportRefused(t *testing.T) {
 	portAM(t, func(a *AM) {
-		srv := httptest.NewServer(NewTracker(a, nil, WithReportSecret(testSecret)))
+		srv := httptest.NewServer(amweb.NewTracker(a, nil, amweb.WithReportSecret(testSecret)))
 		defer srv.Close()
 		id := ctr(2, "nm1").ID
 		post := func(rep contract.DeviceReport) (int, []byte) {
@@ -128,7 +127,7 @@ func TestReplayedReportRefused(t *testing.T) {
 
 func postRaw(t *testing.T, base string, body []byte, sig string) int {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, base+PathReport, bytes.NewReader(body))
+	req, err := http.NewRequest(http.MethodPost, base+amweb.PathReport, bytes.NewReader(body))
 	require.NoError(t, err)
 	if sig != "" {
 		req.Header.Set(contract.HeaderReportSignature, sig)
@@ -145,93 +144,9 @@ func TestReportSeqsOfKeptReports(t *testing.T) {
 	var s reportSeqs
 	require.NoError(t, s.take(contract.DeviceReport{Container: "c"}), "a kept report of an older launcher")
 	require.NoError(t, s.take(contract.DeviceReport{Container: "c", Seq: 5}))
-	require.ErrorIs(t, s.take(contract.DeviceReport{Container: "c", Seq: 5}), ErrStaleReport)
-	require.ErrorIs(t, s.take(contract.DeviceReport{Container: "c"}), ErrStaleReport)
+	require.ErrorIs(t, s.take(contract.DeviceReport{Container: "c", Seq: 5}), amstatus.ErrStaleReport)
+	require.ErrorIs(t, s.take(contract.DeviceReport{Container: "c"}), amstatus.ErrStaleReport)
 	require.NoError(t, s.take(contract.DeviceReport{Container: "c", Seq: 4, CommandStarted: time.Unix(1, 0)}), "the other kind")
-}
-
-// A thousand unsigned requests make one log line; the next line, once the
-// interval has passed, counts those not logged.
-func TestRefusalsLoggedAtMostOncePerInterval(t *testing.T) {
-	a := trackedAM(t)
-	var mu sync.Mutex
-	now := time.Unix(1700000000, 0)
-	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	logger, hook := logtest.NewNullLogger()
-	srv := httptest.NewServer(NewTracker(a, logger, WithReportSecret(testSecret), withClock(clock)))
-	defer srv.Close()
-	body := []byte(`{"container":"container_1_0001_01_000003","seq":1}`)
-	for range 1000 {
-		require.Equal(t, http.StatusUnauthorized, postRaw(t, srv.URL, body, ""))
-	}
-	warns := func() []*logrus.Entry {
-		var out []*logrus.Entry
-		for _, e := range hook.AllEntries() {
-			if e.Level == logrus.WarnLevel {
-				out = append(out, e)
-			}
-		}
-		return out
-	}
-	require.Len(t, warns(), 1)
-	mu.Lock()
-	now = now.Add(refusalLogEvery)
-	mu.Unlock()
-	require.Equal(t, http.StatusForbidden, postRaw(t, srv.URL, body, "hmac-sha256=00"))
-	w := warns()
-	require.Len(t, w, 2)
-	require.Equal(t, 999, w[1].Data["refused_not_logged"])
-}
-
-// The tracking server holds no connection for a client that trickles its
-// request or sits idle: the read and idle timeouts close it.
-func TestServerBoundsSlowClients(t *testing.T) {
-	saved := serverLimits
-	defer func() { serverLimits = saved }()
-	serverLimits.ReadHeaderTimeout, serverLimits.ReadTimeout, serverLimits.IdleTimeout = 200*time.Millisecond, 300*time.Millisecond, 300*time.Millisecond
-	require.Positive(t, saved.ReadTimeout)
-	require.Positive(t, saved.IdleTimeout)
-	require.Positive(t, saved.WriteTimeout)
-
-	a := trackedAM(t)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- Serve(ctx, l, NewTracker(a, nil, WithReportSecret(testSecret))) }()
-	defer func() { cancel(); <-served }()
-
-	// closed reads conn until the server closes it; the guard is far
-	// beyond the timeouts (a hang, not a budget).
-	closed := func(conn net.Conn) error {
-		require.NoError(t, conn.SetReadDeadline(time.Now().Add(time.Minute)))
-		_, err := io.Copy(io.Discard, conn)
-		var ne net.Error
-		if errors.As(err, &ne) && ne.Timeout() {
-			return err
-		}
-		return nil
-	}
-	t.Run("trickled body", func(t *testing.T) {
-		conn, err := net.Dial("tcp", l.Addr().String())
-		require.NoError(t, err)
-		defer conn.Close()
-		_, err = io.WriteString(conn, "POST "+PathReport+" HTTP/1.1\r\nHost: am\r\nContent-Length: 1000\r\n\r\n{")
-		require.NoError(t, err)
-		require.NoError(t, closed(conn), "the server still held the connection")
-	})
-	t.Run("idle keep-alive", func(t *testing.T) {
-		conn, err := net.Dial("tcp", l.Addr().String())
-		require.NoError(t, err)
-		defer conn.Close()
-		_, err = io.WriteString(conn, "GET "+PathWorkers+" HTTP/1.1\r\nHost: am\r\n\r\n")
-		require.NoError(t, err)
-		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
-		require.NoError(t, err)
-		require.Equal(t, http.StatusOK, resp.StatusCode)
-		_, _ = io.Copy(io.Discard, resp.Body)
-		require.NoError(t, closed(conn), "the server still held the idle connection")
-	})
 }
 
 // Every worker container gets a key of its own, never the application's
@@ -263,20 +178,20 @@ func TestContainerKeysPerContainer(t *testing.T) {
 	launch := yarn.LaunchContext{Commands: []string{"run"}, Tokens: tokens}
 	t.Run("each", func(t *testing.T) {
 		nm := &eachNM{}
-		errs := WithContainerKeys(nm, testSecret).(BatchStarter).StartContainers(context.Background(), cs, security.Token{}, launch)
+		errs := amnm.WithContainerKeys(nm, testSecret).(amnm.BatchStarter).StartContainers(context.Background(), cs, security.Token{}, launch)
 		require.Equal(t, []error{nil, nil, nil}, errs)
 		require.Equal(t, 1, nm.calls, "one call for the batch")
 		check(t, nm.got)
 	})
 	t.Run("batch without each", func(t *testing.T) {
 		nm := &eachNM{}
-		errs := WithContainerKeys(batchOnly{nm}, testSecret).(BatchStarter).StartContainers(context.Background(), cs, security.Token{}, launch)
+		errs := amnm.WithContainerKeys(batchOnly{nm}, testSecret).(amnm.BatchStarter).StartContainers(context.Background(), cs, security.Token{}, launch)
 		require.Equal(t, []error{nil, nil, nil}, errs)
 		check(t, nm.got)
 	})
-	t.Run("under WithTokens, one at a time", func(t *testing.T) {
+	t.Run("under amnm.WithTokens, one at a time", func(t *testing.T) {
 		nm := &eachNM{}
-		wrapped := WithTokens(WithContainerKeys(single{nm}, testSecret), func() []byte { return tokens })
+		wrapped := amnm.WithTokens(amnm.WithContainerKeys(single{nm}, testSecret), func() []byte { return tokens })
 		for _, c := range cs {
 			require.NoError(t, wrapped.StartContainer(context.Background(), c, security.Token{}, yarn.LaunchContext{}))
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/xres/xres/hadoopproto/hadoopyarn"
 	"github.com/xres/xres/yarn"
+	"github.com/xres/xres/yarn/amstatus"
 )
 
 // TestResyncRedeliversContainers plays an RM restart over Hadoop RPC: the
@@ -108,5 +109,5 @@ func TestIdentityOfContainers(t *testing.T) {
 	}
 	require.Equal(t, []string{c3.ID}, released, "c3 released once; nothing known released")
 	require.Len(t, a.Status().Containers, 2)
-	require.Equal(t, 2, a.workers.count[StateSucceeded])
+	require.Equal(t, 2, a.workers.count[amstatus.StateSucceeded])
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/xres/xres/resources/contract"
 	"github.com/xres/xres/yarn"
+	"github.com/xres/xres/yarn/amweb"
 )
 
 // Tests that fail when a behaviour the users rely on is broken (issue 41:
@@ -23,8 +24,8 @@ import (
 func proxiedTracker(t *testing.T) (*httptest.Server, *http.Client) {
 	t.Helper()
 	a := trackedAM(t)
-	proxy := &WebProxy{Hosts: []string{"127.0.0.1"}, URL: "http://rm.example:8088", App: "application_1_0001"}
-	srv := httptest.NewServer(NewTracker(a, nil, WithReportSecret(testSecret), WithWebProxy(proxy)))
+	proxy := &amweb.WebProxy{Hosts: []string{"127.0.0.1"}, URL: "http://rm.example:8088", App: "application_1_0001"}
+	srv := httptest.NewServer(amweb.NewTracker(a, nil, amweb.WithReportSecret(testSecret), amweb.WithWebProxy(proxy)))
 	t.Cleanup(srv.Close)
 	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.9")}}
 	return srv, &http.Client{
@@ -70,7 +71,7 @@ func TestTrackerIgnoresForwardedFor(t *testing.T) {
 		{"Forwarded", "for=127.0.0.1"},
 		{"X-Forwarded-Host", "127.0.0.1"},
 	} {
-		for _, path := range []string{"/", PathStatus} {
+		for _, path := range []string{"/", amweb.PathStatus} {
 			req, err := http.NewRequest(http.MethodGet, srv.URL+path, nil)
 			require.NoError(t, err)
 			req.Header.Set(h.key, h.value)

@@ -12,6 +12,9 @@ import (
 	"github.com/xres/xres/conf"
 	"github.com/xres/xres/resources/contract"
 	"github.com/xres/xres/yarn"
+	"github.com/xres/xres/yarn/amplan"
+	"github.com/xres/xres/yarn/amstatus"
+	"github.com/xres/xres/yarn/amweb"
 )
 
 // An RM that refuses the SchedulingRequest fails the application at once,
@@ -87,9 +90,9 @@ func TestPlanPlacementKeys(t *testing.T) {
 			for k, v := range tt.kv {
 				cfg.Set(k, v)
 			}
-			p, err := PlanWorkers(cfg, nil, 1)
+			p, err := amplan.PlanWorkers(cfg, nil, 1)
 			if len(tt.errParts) > 0 {
-				require.ErrorIs(t, err, ErrBadConfig)
+				require.ErrorIs(t, err, amplan.ErrBadConfig)
 				for _, s := range tt.errParts {
 					require.ErrorContains(t, err, s)
 				}
@@ -102,16 +105,16 @@ func TestPlanPlacementKeys(t *testing.T) {
 	}
 }
 
-type fixedStatus Status
+type fixedStatus amstatus.Status
 
-func (s fixedStatus) Status() Status                            { return Status(s) }
+func (s fixedStatus) Status() amstatus.Status                   { return amstatus.Status(s) }
 func (s fixedStatus) ReportDevices(contract.DeviceReport) error { return nil }
 
 // The tracking page (HTML and JSON) says why workers wait.
 func TestTrackerShowsUnplaceable(t *testing.T) {
 	why := "1 worker(s) cannot be placed: xres.placement.max-workers-per-node=1 and the cluster has 4 nodes"
-	h := NewTracker(fixedStatus{App: "application_1_0001", Workers: 5, Pending: 1, Unplaceable: why}, nil)
-	for _, path := range []string{"/", PathStatus} {
+	h := amweb.NewTracker(fixedStatus{App: "application_1_0001", Workers: 5, Pending: 1, Unplaceable: why}, nil)
+	for _, path := range []string{"/", amweb.PathStatus} {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
 		require.Equal(t, http.StatusOK, rec.Code, path)

@@ -3,11 +3,9 @@ package am
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
 	"net"
-	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,6 +16,9 @@ import (
 	"github.com/xres/xres/conf"
 	"github.com/xres/xres/resources/contract"
 	"github.com/xres/xres/yarn"
+	"github.com/xres/xres/yarn/amplan"
+	"github.com/xres/xres/yarn/amstate"
+	"github.com/xres/xres/yarn/amstatus"
 )
 
 // How worker groups find each other.
@@ -73,7 +74,7 @@ func (g *group) waits() bool {
 // rendezvousEnv adds what every worker of g is started with: the
 // rendezvous endpoint (when the AM has a tracking URL), whether to wait
 // for it, the group's port, group name and world size.
-func rendezvousEnv(g Group, trackingURL string) yarn.LaunchContext {
+func rendezvousEnv(g amplan.Group, trackingURL string) yarn.LaunchContext {
 	l := g.Launch
 	env := maps.Clone(l.Env)
 	if env == nil {
@@ -87,9 +88,9 @@ func rendezvousEnv(g Group, trackingURL string) yarn.LaunchContext {
 		env[contract.EnvRendezvousWait] = "true"
 	}
 	switch p := g.Plan.Port; {
-	case p == PortAuto:
+	case p == amplan.PortAuto:
 		env[contract.EnvPortWanted] = "auto"
-	case p == PortWorker:
+	case p == amplan.PortWorker:
 		env[contract.EnvPortWanted] = contract.PortWantedWorker
 	case p > 0:
 		env[contract.EnvPortWanted] = strconv.Itoa(p)
@@ -134,7 +135,7 @@ func (g *group) addSpare(w *worker) bool {
 // adoptRankLocked gives w, a worker the earlier attempt saved as l, the
 // rank it had (or its place as a spare) when still free, else as
 // assignRankLocked does.
-func (a *AM) adoptRankLocked(w *worker, l savedLive) {
+func (a *AM) adoptRankLocked(w *worker, l amstate.Live) {
 	g := w.g
 	w.rank = -1
 	switch {
@@ -151,15 +152,15 @@ func (a *AM) adoptRankLocked(w *worker, l savedLive) {
 // has done its work (a rank that succeeded is not run again).
 func (g *group) rankFree(r int) bool {
 	w := g.ranks[r]
-	return w == nil || (w.state != StateSucceeded && g.holder(r) == nil)
+	return w == nil || (w.state != amstatus.StateSucceeded && g.holder(r) == nil)
 }
 
 // upState is the state of w once its container runs.
 func (w *worker) upState() string {
 	if w.spare {
-		return StateStandby
+		return amstatus.StateStandby
 	}
-	return StateRunning
+	return amstatus.StateRunning
 }
 
 // replaceLocked asks one more container for w's group in place of w,
@@ -182,9 +183,9 @@ func (a *AM) promoteLocked(g *group, r int, lost *worker) bool {
 	var best *worker
 	along := func(s *worker) int {
 		switch {
-		case s.state == StateStandby && s.reported():
+		case s.state == amstatus.StateStandby && s.reported():
 			return 2
-		case s.state == StateStandby:
+		case s.state == amstatus.StateStandby:
 			return 1
 		}
 		return 0
@@ -201,8 +202,8 @@ func (a *AM) promoteLocked(g *group, r int, lost *worker) bool {
 	best.spare, best.rank, best.promoted = false, r, a.cfg.Now()
 	g.ranks[r] = best
 	g.promotions++
-	if best.state == StateStandby {
-		a.workers.set(best, StateRunning)
+	if best.state == amstatus.StateStandby {
+		a.workers.set(best, amstatus.StateRunning)
 	} else {
 		a.workers.version++ // its saved rank changed
 	}
@@ -219,7 +220,7 @@ func (g *group) holder(r int) *worker {
 		return nil
 	}
 	w := g.ranks[r]
-	if w == nil || w.gangStopped || (w.state != StateStarting && w.state != StateRunning) {
+	if w == nil || w.gangStopped || (w.state != amstatus.StateStarting && w.state != amstatus.StateRunning) {
 		return nil
 	}
 	return w
@@ -304,13 +305,13 @@ func (a *AM) readyLocked(w *worker, depth int) (bool, string) {
 		}
 	}
 	switch g.Plan.Rendezvous {
-	case RendezvousTorch:
+	case amplan.RendezvousTorch:
 		if m := a.masterLocked(g); m != nil && m.address() == "" {
 			return false, fmt.Sprintf("the torch master (rank 0%s) to report its port", m.g.label())
 		} else if m == nil && a.masterGroupLocked(g) != nil {
 			return false, "the torch master (rank 0) to be allocated"
 		}
-	case RendezvousTensorflow:
+	case amplan.RendezvousTensorflow:
 		for _, h := range a.groups {
 			if h.Plan.Port == 0 {
 				continue
@@ -335,7 +336,7 @@ func (a *AM) runningLocked(h *group, depth int) (bool, string) {
 			continue
 		}
 		ok, reason := a.readyLocked(w, depth)
-		if ok && h.Plan.Port == PortWorker && w.port <= 0 {
+		if ok && h.Plan.Port == amplan.PortWorker && w.port <= 0 {
 			ok, reason = false, fmt.Sprintf("rank %d%s to report the port it serves on (%s)", r, h.label(), contract.EnvPortFile)
 		}
 		if ok {
@@ -385,7 +386,7 @@ func (a *AM) Rendezvous(id string) (contract.Rendezvous, error) {
 	defer a.mu.Unlock()
 	w := a.workers.get(id)
 	if w == nil || !strings.HasPrefix(id, "container_") {
-		return contract.Rendezvous{}, fmt.Errorf("rendezvous: %w: %q", ErrUnknownContainer, id)
+		return contract.Rendezvous{}, fmt.Errorf("rendezvous: %w: %q", amstatus.ErrUnknownContainer, id)
 	}
 	g := w.g
 	out := contract.Rendezvous{Group: g.Name, Rank: w.rank, WorldSize: g.Plan.Workers}
@@ -398,7 +399,7 @@ func (a *AM) Rendezvous(id string) (contract.Rendezvous, error) {
 		}
 		return out, nil
 	}
-	if w.rank < 0 || w.gangStopped || (w.state != StateStarting && w.state != StateRunning) {
+	if w.rank < 0 || w.gangStopped || (w.state != amstatus.StateStarting && w.state != amstatus.StateRunning) {
 		out.Waiting = "nothing: this worker is being stopped"
 		return out, nil
 	}
@@ -446,7 +447,7 @@ func (a *AM) workerEnvLocked(w *worker) map[string]string {
 		}
 	}
 	switch g.Plan.Rendezvous {
-	case RendezvousTorch:
+	case amplan.RendezvousTorch:
 		local, size := 0, 0
 		for r := range g.Plan.Workers {
 			if h := g.holder(r); h != nil && h.c.Host() == w.c.Host() {
@@ -464,7 +465,7 @@ func (a *AM) workerEnvLocked(w *worker) map[string]string {
 			env[contract.EnvTorchMasterAddr] = m.c.Host()
 			env[contract.EnvTorchMasterPort] = strconv.Itoa(m.port)
 		}
-	case RendezvousTensorflow:
+	case amplan.RendezvousTensorflow:
 		cluster := map[string][]string{}
 		for _, h := range a.groups {
 			if h.Plan.Port != 0 {
@@ -521,7 +522,7 @@ func (a *AM) gangLostLocked(ctx context.Context, w *worker) {
 // gangStoppedEndedLocked records the end of a worker stopped for a gang
 // restart: replaced, not counted as a failure.
 func (a *AM) gangStoppedEndedLocked(w *worker, st yarn.Completed) {
-	a.workers.set(w, StateFailed)
+	a.workers.set(w, amstatus.StateFailed)
 	w.exit, w.diag, w.finished = st.ExitStatus, "stopped for a gang restart: "+st.Diagnostics, a.cfg.Now()
 	w.g.pending++
 	w.g.restarts++
@@ -566,46 +567,4 @@ func (a *AM) gangTimeoutLocked() *Result {
 		}
 	}
 	return nil
-}
-
-// rendezvousSource is a StatusSource that answers launchers' rendezvous
-// (the AM).
-type rendezvousSource interface {
-	Rendezvous(container string) (contract.Rendezvous, error)
-}
-
-var _ rendezvousSource = (*AM)(nil)
-
-// handleRendezvous serves GET /api/rendezvous?container=ID when src
-// answers it: read-only, what the container's launcher waits for (the
-// reports that change the AM's state go through POST /api/report). Only
-// the container's own launcher may ask (it learns its peers' addresses):
-// signed with its key over RendezvousMessage, with a nonce; the answer is
-// signed with the same key over the nonce and the body.
-func handleRendezvous(mux *http.ServeMux, src StatusSource, secret []byte, refusals *refusalLog) {
-	rs, ok := src.(rendezvousSource)
-	if !ok {
-		return
-	}
-	mux.HandleFunc("GET "+contract.RendezvousPath, func(w http.ResponseWriter, r *http.Request) {
-		id, ok := signedGet(w, r, secret, contract.RendezvousMessage, refusals)
-		if !ok {
-			return
-		}
-		ans, err := rs.Rendezvous(id)
-		if err != nil {
-			code := http.StatusInternalServerError
-			if errors.Is(err, ErrUnknownContainer) {
-				code = http.StatusNotFound
-			}
-			http.Error(w, err.Error(), code)
-			return
-		}
-		body, err := json.Marshal(ans)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusInternalServerError)
-			return
-		}
-		writeAnswer(w, secret, contract.AnswerRendezvous, id, r.Header.Get(contract.HeaderNonce), append(body, '\n'))
-	})
 }

@@ -18,23 +18,26 @@ import (
 	"github.com/xres/xres/resources"
 	"github.com/xres/xres/resources/contract"
 	"github.com/xres/xres/yarn"
+	"github.com/xres/xres/yarn/amplan"
+	"github.com/xres/xres/yarn/amstatus"
+	"github.com/xres/xres/yarn/amweb"
 )
 
 // rvGroup is a group of n workers of one GPU each with plan p's
 // rendezvous fields.
-func rvGroup(name string, n int, p Plan) Group {
+func rvGroup(name string, n int, p amplan.Plan) amplan.Group {
 	base := testConfig(n, n)
 	p.Workers, p.BaseWorkers, p.SlotsPerWorker = n, n, 1
 	if p.MaxFailedContainers == 0 {
 		p.MaxFailedContainers = n
 	}
 	p.Profile = base.Plan.Profile
-	return Group{Name: name, Plan: p, Launch: base.Launch, Owners: base.Owners}
+	return amplan.Group{Name: name, Plan: p, Launch: base.Launch, Owners: base.Owners}
 }
 
 // runRV runs an AM of groups whose scripted heartbeats see the AM (to
 // report and ask the rendezvous as launchers do).
-func runRV(t *testing.T, groups []Group, now func() time.Time, steps ...func(a *AM) (yarn.AllocateResponse, error)) (Result, *AM, *fakeNM) {
+func runRV(t *testing.T, groups []amplan.Group, now func() time.Time, steps ...func(a *AM) (yarn.AllocateResponse, error)) (Result, *AM, *fakeNM) {
 	t.Helper()
 	cfg := testConfig(0, 0)
 	cfg.Groups = groups
@@ -88,7 +91,7 @@ func allocRV(cs ...yarn.Container) func(*AM) (yarn.AllocateResponse, error) {
 func TestRendezvousRanksStableAcrossReplacement(t *testing.T) {
 	c2, c3, c4, c5 := ctr(2, "nm1"), ctr(3, "nm2"), ctr(4, "nm1"), ctr(5, "nm2")
 	ranks := map[string]int{}
-	res, a, _ := runRV(t, []Group{rvGroup("w", 3, Plan{Port: PortAuto})}, nil,
+	res, a, _ := runRV(t, []amplan.Group{rvGroup("w", 3, amplan.Plan{Port: amplan.PortAuto})}, nil,
 		allocRV(c2, c3, c4),
 		func(a *AM) (yarn.AllocateResponse, error) {
 			for _, c := range []yarn.Container{c2, c3, c4} {
@@ -118,7 +121,7 @@ func TestRendezvousDependsOnGivesAddressesInRankOrder(t *testing.T) {
 	p2, p3 := inGroup(ctr(2, "nm1"), 1), inGroup(ctr(3, "nm2"), 1)
 	w4, w5 := inGroup(ctr(4, "nm1"), 2), inGroup(ctr(5, "nm2"), 2)
 	var before, half, after contract.Rendezvous
-	res, _, _ := runRV(t, []Group{rvGroup("ps", 2, Plan{Port: PortAuto}), rvGroup("worker", 2, Plan{DependsOn: []string{"ps"}})}, nil,
+	res, _, _ := runRV(t, []amplan.Group{rvGroup("ps", 2, amplan.Plan{Port: amplan.PortAuto}), rvGroup("worker", 2, amplan.Plan{DependsOn: []string{"ps"}})}, nil,
 		allocRV(p2, p3, w4, w5),
 		func(a *AM) (yarn.AllocateResponse, error) {
 			report(t, a, w4, 0)
@@ -148,7 +151,7 @@ func TestRendezvousDependsOnGivesAddressesInRankOrder(t *testing.T) {
 func TestRendezvousGangBarrierAndTorchEnv(t *testing.T) {
 	c2, c3, c4 := ctr(2, "nm1"), ctr(3, "nm1"), ctr(4, "nm2")
 	var waiting, r1, r2 contract.Rendezvous
-	res, _, _ := runRV(t, []Group{rvGroup("ring", 3, Plan{Port: PortAuto, Gang: true, GangTimeout: time.Minute, Rendezvous: RendezvousTorch})}, nil,
+	res, _, _ := runRV(t, []amplan.Group{rvGroup("ring", 3, amplan.Plan{Port: amplan.PortAuto, Gang: true, GangTimeout: time.Minute, Rendezvous: amplan.RendezvousTorch})}, nil,
 		allocRV(c2, c3, c4),
 		func(a *AM) (yarn.AllocateResponse, error) {
 			report(t, a, c2, 7000)
@@ -181,8 +184,8 @@ func TestRendezvousWorkerReportedPort(t *testing.T) {
 	jm := inGroup(ctr(2, "nm1"), 1)
 	t3, t4 := inGroup(ctr(3, "nm1"), 2), inGroup(ctr(4, "nm2"), 2)
 	var jmAns, waiting, after contract.Rendezvous
-	var countBefore, countAfter WorkerCount
-	res, a, _ := runRV(t, []Group{rvGroup("jm", 1, Plan{Port: PortWorker}), rvGroup("tm", 2, Plan{DependsOn: []string{"jm"}})}, nil,
+	var countBefore, countAfter amstatus.WorkerCount
+	res, a, _ := runRV(t, []amplan.Group{rvGroup("jm", 1, amplan.Plan{Port: amplan.PortWorker}), rvGroup("tm", 2, amplan.Plan{DependsOn: []string{"jm"}})}, nil,
 		allocRV(jm, t3, t4),
 		func(a *AM) (yarn.AllocateResponse, error) {
 			report(t, a, jm, 0)
@@ -220,9 +223,9 @@ func TestRendezvousWorkerReportedPort(t *testing.T) {
 func TestRendezvousTensorflowConfig(t *testing.T) {
 	ch := inGroup(ctr(2, "nm1"), 1)
 	w3, w4 := inGroup(ctr(3, "nm1"), 2), inGroup(ctr(4, "nm2"), 2)
-	tf := Plan{Port: PortAuto, Rendezvous: RendezvousTensorflow}
+	tf := amplan.Plan{Port: amplan.PortAuto, Rendezvous: amplan.RendezvousTensorflow}
 	var early, got contract.Rendezvous
-	res, _, _ := runRV(t, []Group{rvGroup("chief", 1, tf), rvGroup("worker", 2, tf)}, nil,
+	res, _, _ := runRV(t, []amplan.Group{rvGroup("chief", 1, tf), rvGroup("worker", 2, tf)}, nil,
 		allocRV(ch, w3, w4),
 		func(a *AM) (yarn.AllocateResponse, error) {
 			report(t, a, w4, 8002)
@@ -269,7 +272,7 @@ func TestRendezvousGangTimeoutFailsWithReason(t *testing.T) {
 		return clock
 	}
 	var ans contract.Rendezvous
-	res, a, nm := runRV(t, []Group{rvGroup("ring", 3, Plan{Port: PortAuto, Gang: true, GangTimeout: 2 * time.Minute})}, now,
+	res, a, nm := runRV(t, []amplan.Group{rvGroup("ring", 3, amplan.Plan{Port: amplan.PortAuto, Gang: true, GangTimeout: 2 * time.Minute})}, now,
 		allocRV(c2, c3),
 		func(a *AM) (yarn.AllocateResponse, error) {
 			report(t, a, c2, 7000)
@@ -294,7 +297,7 @@ func TestRendezvousGangRestartsOnLoss(t *testing.T) {
 	var stopped []string
 	var again contract.Rendezvous
 	ranks := map[string]int{}
-	res, a, nm := runRV(t, []Group{rvGroup("ring", 3, Plan{Port: PortAuto, Gang: true, GangTimeout: time.Minute, MaxFailedContainers: 1})}, nil,
+	res, a, nm := runRV(t, []amplan.Group{rvGroup("ring", 3, amplan.Plan{Port: amplan.PortAuto, Gang: true, GangTimeout: time.Minute, MaxFailedContainers: 1})}, nil,
 		allocRV(c2, c3, c4),
 		func(a *AM) (yarn.AllocateResponse, error) {
 			for i, c := range []yarn.Container{c2, c3, c4} {
@@ -345,7 +348,7 @@ func TestRendezvousGangRestartsOnLoss(t *testing.T) {
 // group's world size; a waiting group says so and names its port.
 func TestRendezvousLaunchEnv(t *testing.T) {
 	cfg := testConfig(0, 0)
-	cfg.Groups = []Group{rvGroup("ps", 2, Plan{Port: 5000}), rvGroup("worker", 3, Plan{})}
+	cfg.Groups = []amplan.Group{rvGroup("ps", 2, amplan.Plan{Port: 5000}), rvGroup("worker", 3, amplan.Plan{})}
 	a, err := New(cfg, &fakeRM{}, &fakeNM{}, nil)
 	require.NoError(t, err)
 	ps, w := a.groups[0].Launch.Env, a.groups[1].Launch.Env
@@ -372,10 +375,10 @@ func TestRendezvousEndpoint(t *testing.T) {
 	nonce := strings.Repeat("ab", contract.NonceBytes)
 	var body map[string]any
 	var codes []int
-	res, _, _ := runRV(t, []Group{rvGroup("w", 1, Plan{})}, nil,
+	res, _, _ := runRV(t, []amplan.Group{rvGroup("w", 1, amplan.Plan{})}, nil,
 		allocRV(c2),
 		func(a *AM) (yarn.AllocateResponse, error) {
-			srv := httptest.NewServer(NewTracker(a, nil, WithReportSecret(secret)))
+			srv := httptest.NewServer(amweb.NewTracker(a, nil, amweb.WithReportSecret(secret)))
 			defer srv.Close()
 			unknown := "container_1_0001_01_000099"
 			for _, q := range []struct{ container, sig, nonce string }{
@@ -440,15 +443,15 @@ func TestPlanRendezvousKeys(t *testing.T) {
 	cfg.Set("xres.worker-group.worker.depends-on", "ps")
 	cfg.Set("xres.worker-group.worker.gang", "true")
 	cfg.Set(conf.Rendezvous.Key, "TensorFlow")
-	gs, err := PlanGroups(cfg, 0, parse)
+	gs, err := amplan.PlanGroups(cfg, 0, parse)
 	require.NoError(t, err)
-	require.Equal(t, PortAuto, gs[0].Plan.Port)
+	require.Equal(t, amplan.PortAuto, gs[0].Plan.Port)
 	require.False(t, gs[0].Plan.Gang)
 	require.Equal(t, 2222, gs[1].Plan.Port)
 	require.Equal(t, []string{"ps"}, gs[1].Plan.DependsOn)
 	require.True(t, gs[1].Plan.Gang)
 	require.Equal(t, 5*time.Minute, gs[1].Plan.GangTimeout, "the declared default")
-	require.Equal(t, RendezvousTensorflow, gs[1].Plan.Rendezvous)
+	require.Equal(t, amplan.RendezvousTensorflow, gs[1].Plan.Rendezvous)
 
 	bad := []struct {
 		name string
@@ -479,8 +482,8 @@ func TestPlanRendezvousKeys(t *testing.T) {
 			for k, v := range tc.set {
 				cfg.Set(k, v)
 			}
-			_, err := PlanGroups(cfg, 0, parse)
-			require.ErrorIs(t, err, ErrBadConfig)
+			_, err := amplan.PlanGroups(cfg, 0, parse)
+			require.ErrorIs(t, err, amplan.ErrBadConfig)
 			require.ErrorContains(t, err, tc.want)
 		})
 	}
@@ -490,11 +493,11 @@ func TestPlanRendezvousKeys(t *testing.T) {
 // and points to the key that spreads workers over nodes.
 func TestPlanWarnsEvenlySpreadOutSlots(t *testing.T) {
 	cfg := conf.New()
-	p, err := PlanWorkers(cfg, nil, 2)
+	p, err := amplan.PlanWorkers(cfg, nil, 2)
 	require.NoError(t, err)
 	require.Empty(t, p.Warnings)
 	cfg.Set(conf.EvenlySpreadOutSlots.Key, "true")
-	p, err = PlanWorkers(cfg, nil, 2)
+	p, err = amplan.PlanWorkers(cfg, nil, 2)
 	require.NoError(t, err)
 	require.Equal(t, []string{"cluster.evenly-spread-out-slots (set) has no effect on YARN (it spreads slots over a standalone cluster's TaskManagers); to spread the workers over nodes set xres.placement.max-workers-per-node (1: at most one worker per node)"}, p.Warnings)
 }

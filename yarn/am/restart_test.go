@@ -15,10 +15,12 @@ import (
 	"github.com/xres/xres/resources"
 	"github.com/xres/xres/resources/contract"
 	"github.com/xres/xres/yarn"
+	"github.com/xres/xres/yarn/amnm"
+	"github.com/xres/xres/yarn/amstate"
 	"github.com/xres/xres/yarn/security"
 )
 
-// memStore is a StateStore in memory (the staging folder's file).
+// memStore is an amstate.Store in memory (the staging folder's file).
 type memStore struct {
 	mu    sync.Mutex
 	data  []byte
@@ -40,10 +42,10 @@ func (m *memStore) Save(_ context.Context, data []byte) error {
 	return nil
 }
 
-func (m *memStore) state(t *testing.T) savedState {
+func (m *memStore) state(t *testing.T) amstate.State {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var s savedState
+	var s amstate.State
 	require.NoError(t, json.Unmarshal(m.data, &s))
 	return s
 }
@@ -304,7 +306,7 @@ func (r *slowReports) Tail(ctx context.Context, c yarn.Container, file string, l
 	return []string{string(b)}, err
 }
 
-func runAMWith(t *testing.T, cfg Config, rm *fakeRM, nm NMClient, logs LogFetcher) (Result, error, *AM) {
+func runAMWith(t *testing.T, cfg Config, rm *fakeRM, nm amnm.NMClient, logs amnm.LogFetcher) (Result, error, *AM) {
 	t.Helper()
 	a, err := New(cfg, rm, nm, logs)
 	require.NoError(t, err)

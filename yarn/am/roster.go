@@ -1,5 +1,11 @@
 package am
 
+import (
+	"sort"
+
+	"github.com/xres/xres/yarn/amstatus"
+)
+
 // identity is what a container the RM hands the AM is. classifyLocked is
 // the one place that decides it.
 type identity int
@@ -100,11 +106,11 @@ func (r *roster) set(w *worker, state string) {
 	r.count[w.state]--
 	r.listed[w.state]--
 	w.g.count[w.state]--
-	if w.state == StateRunning || w.state == StateStandby {
+	if w.state == amstatus.StateRunning || w.state == amstatus.StateStandby {
 		delete(r.running, w.c.ID)
 	}
 	w.state = state
-	if state != StateStarting && state != StateRunning {
+	if state != amstatus.StateStarting && state != amstatus.StateRunning {
 		w.g.rankHint = 0 // its rank may be free now (assignRankLocked)
 	}
 	r.count[state]++
@@ -118,9 +124,9 @@ func (r *roster) set(w *worker, state string) {
 // oldest finished worker beyond keep).
 func (r *roster) track(w *worker) {
 	switch w.state {
-	case StateRunning, StateStandby:
+	case amstatus.StateRunning, amstatus.StateStandby:
 		r.running[w.c.ID] = w
-	case StateSucceeded, StateFailed:
+	case amstatus.StateSucceeded, amstatus.StateFailed:
 		r.finished = append(r.finished, w)
 		if len(r.finished)-r.finHead > r.keep {
 			r.forget(r.finished[r.finHead])
@@ -206,3 +212,13 @@ func (r *roster) each(fn func(*worker) bool) {
 
 // len is how many workers are kept (listed).
 func (r *roster) len() int { return len(r.order) - r.holes }
+
+// sortedKeys returns m's keys in order.
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

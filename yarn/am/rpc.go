@@ -6,11 +6,8 @@ import "github.com/xres/xres/yarn"
 // and return yarn's Go types and keep the protos behind their own
 // boundary.
 var (
-	_ RMClient      = (*yarn.AMRMClient)(nil)
-	_ NMClient      = (*yarn.NMClient)(nil)
-	_ BatchStarter  = (*yarn.NMClient)(nil)
-	_ StatusChecker = (*yarn.NMClient)(nil)
-	_ NodeLister    = (*yarn.Client)(nil)
+	_ RMClient   = (*yarn.AMRMClient)(nil)
+	_ NodeLister = (*yarn.Client)(nil)
 )
 
 // WorkerPriority is the YARN priority of the worker ask.
@@ -24,7 +21,3 @@ const WorkerAllocationTag = yarn.DefaultAllocationTag
 // NewRPCRMClient returns the Hadoop RPC ApplicationMasterProtocol client
 // as the AM's RMClient (it is one; nothing is converted here).
 func NewRPCRMClient(c *yarn.AMRMClient) RMClient { return c }
-
-// NewRPCNMClient returns the Hadoop RPC ContainerManagementProtocol client
-// as the AM's NMClient (it is one, and a BatchStarter).
-func NewRPCNMClient(c *yarn.NMClient) NMClient { return c }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/xres/xres/hadoopproto/hadoopyarn"
 	"github.com/xres/xres/yarn"
+	"github.com/xres/xres/yarn/amnm"
 	"github.com/xres/xres/yarn/security"
 	"github.com/xres/xres/yarn/yarntest"
 )
@@ -115,7 +116,7 @@ func TestAMOverHadoopRPC(t *testing.T) {
 	defer nmClient.Close()
 
 	cfg := testConfig(2, 2)
-	a, err := New(cfg, NewRPCRMClient(amrmClient), NewRPCNMClient(nmClient), nil)
+	a, err := New(cfg, NewRPCRMClient(amrmClient), amnm.NewRPCNMClient(nmClient), nil)
 	require.NoError(t, err)
 	a.cfg.After = settled(a, a.cfg.After)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/xres/xres/hadoopproto/hadoopyarn"
 	"github.com/xres/xres/yarn"
+	"github.com/xres/xres/yarn/amstatus"
 	"github.com/xres/xres/yarn/security"
 )
 
@@ -178,7 +179,7 @@ func TestBookkeepingWorkPerContainer(t *testing.T) {
 		runtime.ReadMemStats(&after)
 		require.NoError(t, err)
 		require.Equal(t, yarn.StatusSucceeded, res.Status, res.Diagnostics)
-		require.Equal(t, n, a.workers.count[StateSucceeded])
+		require.Equal(t, n, a.workers.count[amstatus.StateSucceeded])
 		return after.Mallocs - before.Mallocs, a.workers.scans
 	}
 	small, smallScans := run(1000)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/xres/xres/hadoopproto/hadoopyarn"
 	"github.com/xres/xres/yarn"
+	"github.com/xres/xres/yarn/amnm"
 	"github.com/xres/xres/yarn/security"
 	"github.com/xres/xres/yarn/yarntest"
 )
@@ -257,7 +258,7 @@ func (s *simCluster) newAM(cfg Config, wrap ...func(RMClient) RMClient) *AM {
 	for _, w := range wrap {
 		rm = w(rm)
 	}
-	a, err := New(cfg, rm, NewRPCNMClient(nmClient), nil)
+	a, err := New(cfg, rm, amnm.NewRPCNMClient(nmClient), nil)
 	require.NoError(s.tb, err)
 	return a
 }

@@ -10,6 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xres/xres/yarn"
+	"github.com/xres/xres/yarn/amplan"
+	"github.com/xres/xres/yarn/amstatus"
 )
 
 // Standby spares (slotmanager.redundant-taskmanager-num): 2 workers and 1
@@ -23,7 +25,7 @@ import (
 func TestSparesStandByAndTakeTheLostRank(t *testing.T) {
 	c2, c3, c4, c5 := ctr(2, "nm1"), ctr(3, "nm2"), ctr(4, "nm3"), ctr(5, "nm3")
 	var asks []int
-	res, a, nm := runRV(t, []Group{rvGroup("", 2, Plan{Spares: 1, MaxFailedContainers: 3})}, nil,
+	res, a, nm := runRV(t, []amplan.Group{rvGroup("", 2, amplan.Plan{Spares: 1, MaxFailedContainers: 3})}, nil,
 		func(a *AM) (yarn.AllocateResponse, error) {
 			st := a.Status()
 			asks = append(asks, st.Pending)
@@ -46,15 +48,15 @@ func TestSparesStandByAndTakeTheLostRank(t *testing.T) {
 			require.Equal(t, 2, st.Running)
 			require.Equal(t, 1, st.Standby)
 			require.Equal(t, 0, st.Pending)
-			require.Equal(t, WorkerCount{Target: 2, Minimum: 2, Running: 2, Groups: []GroupWorkerCount{{Target: 2, Minimum: 2, Running: 2}}}, st.Count(),
+			require.Equal(t, amstatus.WorkerCount{Target: 2, Minimum: 2, Running: 2, Groups: []amstatus.GroupWorkerCount{{Target: 2, Minimum: 2, Running: 2}}}, st.Count(),
 				"what a worker reads at XRES_WORKERS_URL leaves the spare out")
 			g := st.Groups[0]
 			require.Equal(t, [3]int{1, 1, 0}, [3]int{g.Spares, g.Standby, g.Promotions})
-			byID := map[string]WorkerStatus{}
+			byID := map[string]amstatus.WorkerStatus{}
 			for _, w := range st.Containers {
 				byID[w.Container] = w
 			}
-			require.Equal(t, StateStandby, byID[c4.ID].State)
+			require.Equal(t, amstatus.StateStandby, byID[c4.ID].State)
 			require.True(t, byID[c4.ID].Spare)
 			require.Nil(t, byID[c4.ID].Rank)
 			return yarn.AllocateResponse{Completed: []yarn.Completed{done(c3, 1)}}, nil
@@ -96,7 +98,7 @@ func TestSparesStandByAndTakeTheLostRank(t *testing.T) {
 // command) counts neither as a failure nor as a success.
 func TestSpareLossLeavesTheGangAlone(t *testing.T) {
 	c2, c3, c4, c5, c6 := ctr(2, "nm1"), ctr(3, "nm2"), ctr(4, "nm3"), ctr(5, "nm3"), ctr(6, "nm1")
-	res, a, nm := runRV(t, []Group{rvGroup("ring", 2, Plan{Gang: true, GangTimeout: time.Hour, Spares: 1, MaxFailedContainers: 3})}, nil,
+	res, a, nm := runRV(t, []amplan.Group{rvGroup("ring", 2, amplan.Plan{Gang: true, GangTimeout: time.Hour, Spares: 1, MaxFailedContainers: 3})}, nil,
 		allocRV(c2, c3, c4),
 		gangFormed(t, c2, c3, c4, done(c4, 1)),
 		func(a *AM) (yarn.AllocateResponse, error) {
@@ -145,7 +147,7 @@ func gangFormed(t *testing.T, w0, w1, spare yarn.Container, end yarn.Completed) 
 // spare (no longer a spare) and new containers for the stopped ranks.
 func TestSparePromotedIntoGangRestart(t *testing.T) {
 	c2, c3, c4, c5, c6 := ctr(2, "nm1"), ctr(3, "nm2"), ctr(4, "nm3"), ctr(5, "nm1"), ctr(6, "nm2")
-	res, a, nm := runRV(t, []Group{rvGroup("ring", 2, Plan{Gang: true, GangTimeout: time.Hour, Spares: 1, MaxFailedContainers: 3})}, nil,
+	res, a, nm := runRV(t, []amplan.Group{rvGroup("ring", 2, amplan.Plan{Gang: true, GangTimeout: time.Hour, Spares: 1, MaxFailedContainers: 3})}, nil,
 		allocRV(c2, c3, c4),
 		gangFormed(t, c2, c3, c4, done(c2, 137)),
 		func(a *AM) (yarn.AllocateResponse, error) {
@@ -181,7 +183,7 @@ func TestSparePromotedIntoGangRestart(t *testing.T) {
 func TestReplacementTakesTheFailedRankNotADoneOne(t *testing.T) {
 	c2, c3, c4, c5 := ctr(2, "nm1"), ctr(3, "nm2"), ctr(4, "nm1"), ctr(5, "nm2")
 	var rank int
-	res, _, _ := runRV(t, []Group{rvGroup("w", 3, Plan{Port: PortAuto, MaxFailedContainers: 3})}, nil,
+	res, _, _ := runRV(t, []amplan.Group{rvGroup("w", 3, amplan.Plan{Port: amplan.PortAuto, MaxFailedContainers: 3})}, nil,
 		allocRV(c2, c3, c4),
 		func(a *AM) (yarn.AllocateResponse, error) {
 			require.Equal(t, 2, rv(t, a, c4).Rank)
@@ -228,7 +230,7 @@ func TestMissingSpareIsNotWaitedFor(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, yarn.StatusSucceeded, res.Status, res.Diagnostics)
 	for _, d := range waits {
-		require.Equal(t, DefaultHeartbeat, d, "only a spare is missing: the normal heartbeat (%v)", waits)
+		require.Equal(t, amplan.DefaultHeartbeat, d, "only a spare is missing: the normal heartbeat (%v)", waits)
 	}
 }
 

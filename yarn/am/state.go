@@ -3,74 +3,21 @@ package am
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"slices"
 
 	"github.com/sirupsen/logrus"
+	"github.com/xres/xres/yarn/amstate"
 )
 
-// StateStore keeps what one attempt of the AM knew for the next one (an
-// AM restart): the application's staging folder on HDFS in the real AM
-// (amcli). Load returns nil data and no error when nothing was saved; Save
-// replaces what was saved, atomically (a reader sees the old or the new
-// state, never a part).
-type StateStore interface {
-	Load(ctx context.Context) ([]byte, error)
-	Save(ctx context.Context, data []byte) error
-}
-
-// StateFile is the state file's name in the staging folder.
-const StateFile = ".xres-am-state.json"
-
-// stateVersion is the version of the state file's format. A file of
-// another version is ignored (with a warning), as a missing one is.
-const stateVersion = 1
-
-// savedState is the state file: what an attempt knew of the work done.
-//
-//	{"version":1, "app":"application_…",
-//	 "groups":[{"name":"", "succeeded":3, "failures":1, "restarts":2}],
-//	 "live":[{"id":"container_…", "group":"", "node":"host:port", "http":"host:8042"}]}
-//
-// groups has one entry per worker group, in order: how many of its
-// workers exited 0, failed (counted against yarn.maximum-failed-containers)
-// or were replaced. live lists the workers the attempt had started and
-// that were running when it saved.
-type savedState struct {
-	Version int          `json:"version"`
-	App     string       `json:"app"`
-	Groups  []savedGroup `json:"groups"`
-	Live    []savedLive  `json:"live"`
-}
-
-type savedGroup struct {
-	Name      string `json:"name"`
-	Succeeded int    `json:"succeeded"`
-	Failures  int    `json:"failures"`
-	Restarts  int    `json:"restarts"`
-}
-
-// A live worker's rank (nil: none, e.g. a group without ranks saved by an
-// older AM) or whether it was a standby spare: the next attempt gives each
-// adopted container the same (a rank's worker was started with it).
-type savedLive struct {
-	ID    string `json:"id"`
-	Group string `json:"group"`
-	Node  string `json:"node"`
-	HTTP  string `json:"http,omitempty"`
-	Rank  *int   `json:"rank,omitempty"`
-	Spare bool   `json:"spare,omitempty"`
-}
-
 // snapshotLocked is the state to save now.
-func (a *AM) snapshotLocked() savedState {
-	s := savedState{Version: stateVersion, App: a.cfg.AppID}
+func (a *AM) snapshotLocked() amstate.State {
+	s := amstate.State{Version: amstate.Version, App: a.cfg.AppID}
 	for _, g := range a.groups {
-		s.Groups = append(s.Groups, savedGroup{Name: g.Name, Succeeded: g.succeeded, Failures: g.failures, Restarts: g.restarts})
+		s.Groups = append(s.Groups, amstate.Group{Name: g.Name, Succeeded: g.succeeded, Failures: g.failures, Restarts: g.restarts})
 	}
-	s.Live = make([]savedLive, 0, len(a.workers.running))
+	s.Live = make([]amstate.Live, 0, len(a.workers.running))
 	for _, w := range a.workers.running {
-		l := savedLive{ID: w.c.ID, Group: w.g.Name, Node: w.c.NodeID, HTTP: w.c.NodeHTTP, Spare: w.spare}
+		l := amstate.Live{ID: w.c.ID, Group: w.g.Name, Node: w.c.NodeID, HTTP: w.c.NodeHTTP, Spare: w.spare}
 		if w.rank >= 0 {
 			r := w.rank
 			l.Rank = &r
@@ -78,7 +25,7 @@ func (a *AM) snapshotLocked() savedState {
 		s.Live = append(s.Live, l)
 	}
 	// Map order is random: sorted, the same state saves as the same bytes.
-	slices.SortFunc(s.Live, func(x, y savedLive) int {
+	slices.SortFunc(s.Live, func(x, y amstate.Live) int {
 		switch {
 		case x.ID < y.ID:
 			return -1
@@ -122,7 +69,7 @@ func (a *AM) loadState(ctx context.Context) {
 		g.succeeded, g.failures, g.restarts = sg.Succeeded, sg.Failures, sg.Restarts
 		g.pending = max(g.Plan.Workers+g.Plan.Spares-g.succeeded, 0)
 	}
-	a.prevLive = map[string]savedLive{}
+	a.prevLive = map[string]amstate.Live{}
 	for _, l := range s.Live {
 		if byName[l.Group] != nil {
 			a.prevLive[l.ID] = l
@@ -133,31 +80,14 @@ func (a *AM) loadState(ctx context.Context) {
 		Info("took over the earlier attempt's state: its finished workers are not run again")
 }
 
-// parseState checks a state file: its version, application and groups.
-func (a *AM) parseState(data []byte) (savedState, error) {
-	var s savedState
-	if err := json.Unmarshal(data, &s); err != nil {
-		return s, fmt.Errorf("%s: %w", StateFile, err)
-	}
-	if s.Version != stateVersion {
-		return s, fmt.Errorf("%s: version %d, this AM reads version %d", StateFile, s.Version, stateVersion)
-	}
-	if a.cfg.AppID != "" && s.App != a.cfg.AppID {
-		return s, fmt.Errorf("%s: saved by application %q, this is %q", StateFile, s.App, a.cfg.AppID)
-	}
-	if len(s.Groups) != len(a.groups) {
-		return s, fmt.Errorf("%s: %d worker groups saved, the application has %d", StateFile, len(s.Groups), len(a.groups))
-	}
+// parseState checks a state file against this AM's application and
+// groups (amstate.Parse).
+func (a *AM) parseState(data []byte) (amstate.State, error) {
+	names := make([]string, len(a.groups))
 	for i, g := range a.groups {
-		sg := s.Groups[i]
-		if sg.Name != g.Name {
-			return s, fmt.Errorf("%s: group %d is %q, the application's is %q", StateFile, i+1, sg.Name, g.Name)
-		}
-		if sg.Succeeded < 0 || sg.Failures < 0 || sg.Restarts < 0 {
-			return s, fmt.Errorf("%s: group %q has negative counts", StateFile, g.Name)
-		}
+		names[i] = g.Name
 	}
-	return s, nil
+	return amstate.Parse(data, a.cfg.AppID, names)
 }
 
 // stateSaver writes snapshots in the background, the newest only: a slow
@@ -168,7 +98,7 @@ type stateSaver struct {
 	done chan struct{}
 }
 
-// startSaver starts the saver, when the AM has a StateStore.
+// startSaver starts the saver, when the AM has an amstate.Store.
 func (a *AM) startSaver(ctx context.Context) {
 	if a.cfg.State == nil {
 		return

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/xres/xres/resources/contract"
+	"github.com/xres/xres/yarn/amstatus"
 )
 
 // The marks of a worker's timeline, in the order a start passes them: the
@@ -90,40 +91,13 @@ func (a *AM) firstAskLocked() time.Time {
 	return first
 }
 
-// Timeline is a worker's timeline in Status (RFC 3339 times; a mark not
-// known is left out): the first four as the AM saw them, the launcher's on
-// its host's clock. AskHeartbeats is how many heartbeats after the one that
-// carried the ask brought the container (0: its own answer).
-type Timeline struct {
-	Asked           time.Time `json:"asked,omitzero"`
-	AskHeartbeats   int       `json:"ask-heartbeats,omitempty"`
-	Allocated       time.Time `json:"allocated,omitzero"`
-	StartSent       time.Time `json:"start-sent,omitzero"`
-	StartAnswered   time.Time `json:"start-answered,omitzero"`
-	LauncherStarted time.Time `json:"launcher-started,omitzero"`
-	DevicesReserved time.Time `json:"devices-reserved,omitzero"`
-	CommandStarted  time.Time `json:"command-started,omitzero"`
-}
-
-func (t *timeline) status() *Timeline {
+func (t *timeline) status() *amstatus.Timeline {
 	if t.at[markAllocated].IsZero() {
 		return nil // adopted from an earlier attempt: nothing seen
 	}
-	return &Timeline{Asked: t.at[markAsked], AskHeartbeats: t.askBeats, Allocated: t.at[markAllocated],
+	return &amstatus.Timeline{Asked: t.at[markAsked], AskHeartbeats: t.askBeats, Allocated: t.at[markAllocated],
 		StartSent: t.at[markStartSent], StartAnswered: t.at[markStartAnswered],
 		LauncherStarted: t.at[markLauncher], DevicesReserved: t.at[markReserved], CommandStarted: t.at[markCommand]}
-}
-
-// Phase is the distribution of one step of the workers' starts over the
-// workers whose timeline has both its marks: milliseconds, or heartbeats
-// for the ask's wait (Unit).
-type Phase struct {
-	Name  string  `json:"name"`
-	Unit  string  `json:"unit"`
-	Count int     `json:"count"`
-	P50   float64 `json:"p50"`
-	P90   float64 `json:"p90"`
-	Max   float64 `json:"max"`
 }
 
 // phaseSteps are the phases Status lists: each from one mark to another.
@@ -131,18 +105,15 @@ var phaseSteps = []struct {
 	name     string
 	from, to int
 }{
-	{"asked → allocated (the RM's scheduling)", markAsked, markAllocated},
-	{"allocated → start sent (the AM's start queue)", markAllocated, markStartSent},
-	{"start sent → answered (NodeManager StartContainers)", markStartSent, markStartAnswered},
-	{"answered → launcher started (localization, launch script)", markStartAnswered, markLauncher},
-	{"launcher started → devices reserved", markLauncher, markReserved},
-	{"devices reserved → command started (report, rendezvous)", markReserved, markCommand},
-	{"allocated → start answered", markAllocated, markStartAnswered},
-	{"asked → command started (all)", markAsked, markCommand},
+	{amstatus.PhaseScheduling, markAsked, markAllocated},
+	{amstatus.PhaseStartQueue, markAllocated, markStartSent},
+	{amstatus.PhaseStartCall, markStartSent, markStartAnswered},
+	{amstatus.PhaseLocalization, markStartAnswered, markLauncher},
+	{amstatus.PhaseReservation, markLauncher, markReserved},
+	{amstatus.PhaseRendezvous, markReserved, markCommand},
+	{amstatus.PhaseStart, markAllocated, markStartAnswered},
+	{amstatus.PhaseAll, markAsked, markCommand},
 }
-
-// AskHeartbeatsPhase names the phase of the heartbeats an ask waited.
-const AskHeartbeatsPhase = "heartbeats from ask to allocation"
 
 // phaseSamplesLocked collects the workers' durations (ms) per phase step,
 // and their ask heartbeats last: O(workers), no allocation per worker.
@@ -165,18 +136,18 @@ func (a *AM) phaseSamplesLocked() [][]float64 {
 
 // Phases turns phaseSamples into the distribution per phase (nearest-rank
 // percentiles), leaving out phases no worker has passed.
-func Phases(samples [][]float64) []Phase {
-	var out []Phase
+func Phases(samples [][]float64) []amstatus.Phase {
+	var out []amstatus.Phase
 	for k, v := range samples {
 		if len(v) == 0 {
 			continue
 		}
 		slices.Sort(v)
-		p := Phase{Unit: "ms", Count: len(v), P50: rank(v, 0.5), P90: rank(v, 0.9), Max: v[len(v)-1]}
+		p := amstatus.Phase{Unit: "ms", Count: len(v), P50: rank(v, 0.5), P90: rank(v, 0.9), Max: v[len(v)-1]}
 		if k < len(phaseSteps) {
 			p.Name = phaseSteps[k].name
 		} else {
-			p.Name, p.Unit = AskHeartbeatsPhase, "heartbeats"
+			p.Name, p.Unit = amstatus.AskHeartbeatsPhase, "heartbeats"
 		}
 		out = append(out, p)
 	}

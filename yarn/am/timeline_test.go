@@ -9,6 +9,8 @@ import (
 	"github.com/xres/xres/resources"
 	"github.com/xres/xres/resources/contract"
 	"github.com/xres/xres/yarn"
+	"github.com/xres/xres/yarn/amplan"
+	"github.com/xres/xres/yarn/amstatus"
 )
 
 // Each worker's timeline has its marks in order: the ask's heartbeat, the
@@ -17,8 +19,8 @@ import (
 // are over both workers, and a command-started report keeps the devices.
 func TestTimelineMarksAndPhases(t *testing.T) {
 	c2, c3 := ctr(2, "nm1"), ctr(3, "nm2")
-	var st Status
-	res, _, _ := runRV(t, []Group{rvGroup("", 2, Plan{})}, nil,
+	var st amstatus.Status
+	res, _, _ := runRV(t, []amplan.Group{rvGroup("", 2, amplan.Plan{})}, nil,
 		func(*AM) (yarn.AllocateResponse, error) { return yarn.AllocateResponse{}, nil }, // carries the ask
 		allocRV(c2, c3),
 		func(a *AM) (yarn.AllocateResponse, error) {
@@ -30,7 +32,7 @@ func TestTimelineMarksAndPhases(t *testing.T) {
 					LauncherStarted: now, Reserved: now.Add(3 * time.Millisecond)}))
 				require.NoError(t, a.ReportDevices(contract.DeviceReport{Container: c.ID, CommandStarted: now.Add(5 * time.Millisecond)}))
 			}
-			st = a.StatusPage(Page{Phases: true})
+			st = a.StatusPage(amstatus.Page{Phases: true})
 			return yarn.AllocateResponse{}, nil
 		},
 		doneAll(c2, c3),
@@ -54,19 +56,19 @@ func TestTimelineMarksAndPhases(t *testing.T) {
 		require.Equal(t, 2*time.Millisecond, tl.CommandStarted.Sub(tl.DevicesReserved))
 		require.Equal(t, map[string][]resources.Properties{"gpu": {{"index": "0"}}}, w.Devices, "the command-started report keeps the devices")
 	}
-	byName := map[string]Phase{}
+	byName := map[string]amstatus.Phase{}
 	for _, p := range st.Phases {
 		byName[p.Name] = p
 	}
 	reserve := byName["launcher started → devices reserved"]
-	require.Equal(t, Phase{Name: "launcher started → devices reserved", Unit: "ms", Count: 2, P50: 3, P90: 3, Max: 3}, reserve)
-	require.Equal(t, Phase{Name: AskHeartbeatsPhase, Unit: "heartbeats", Count: 2, P50: 1, P90: 1, Max: 1}, byName[AskHeartbeatsPhase])
+	require.Equal(t, amstatus.Phase{Name: "launcher started → devices reserved", Unit: "ms", Count: 2, P50: 3, P90: 3, Max: 3}, reserve)
+	require.Equal(t, amstatus.Phase{Name: amstatus.AskHeartbeatsPhase, Unit: "heartbeats", Count: 2, P50: 1, P90: 1, Max: 1}, byName[amstatus.AskHeartbeatsPhase])
 	require.Equal(t, 2, byName["asked → command started (all)"].Count)
-	require.Empty(t, Status{}.Phases)
+	require.Empty(t, amstatus.Status{}.Phases)
 }
 
 func TestPhasesNearestRank(t *testing.T) {
 	v := []float64{5, 1, 4, 2, 3, 6, 7, 8, 9, 10}
 	p := Phases([][]float64{v})
-	require.Equal(t, []Phase{{Name: phaseSteps[0].name, Unit: "ms", Count: 10, P50: 5, P90: 9, Max: 10}}, p)
+	require.Equal(t, []amstatus.Phase{{Name: phaseSteps[0].name, Unit: "ms", Count: 10, P50: 5, P90: 9, Max: 10}}, p)
 }

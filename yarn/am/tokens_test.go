@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xres/xres/yarn"
+	"github.com/xres/xres/yarn/amnm"
 	"github.com/xres/xres/yarn/security"
 )
 
@@ -31,7 +32,7 @@ func TestWithTokensReplacementGetsNewestTokens(t *testing.T) {
 	nm := &fakeNM{}
 	cfg := testConfig(1, 1)
 	cfg.Launch.Tokens = []byte("HDTS-submission")
-	a, err := New(cfg, rm, WithTokens(nm, func() []byte { return current.Load().([]byte) }), nil)
+	a, err := New(cfg, rm, amnm.WithTokens(nm, func() []byte { return current.Load().([]byte) }), nil)
 	require.NoError(t, err)
 	a.cfg.After = settled(a, a.cfg.After)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -57,11 +58,11 @@ func (b *tokenBatchFake) StartContainers(ctx context.Context, cs []yarn.Containe
 
 func TestWithTokensKeepsBatchStarts(t *testing.T) {
 	b := &tokenBatchFake{}
-	nm := WithTokens(b, func() []byte { return []byte("new") })
-	bs, ok := nm.(BatchStarter)
-	require.True(t, ok, "a batch-starting NMClient stays one")
+	nm := amnm.WithTokens(b, func() []byte { return []byte("new") })
+	bs, ok := nm.(amnm.BatchStarter)
+	require.True(t, ok, "a batch-starting amnm.NMClient stays one")
 	bs.StartContainers(context.Background(), []yarn.Container{ctr(2, "nm1")}, security.Token{}, yarn.LaunchContext{Tokens: []byte("old")})
 	require.Equal(t, [][]byte{[]byte("new")}, b.batches)
-	_, ok = WithTokens(&fakeNM{}, nil).(BatchStarter)
+	_, ok = amnm.WithTokens(&fakeNM{}, nil).(amnm.BatchStarter)
 	require.False(t, ok)
 }

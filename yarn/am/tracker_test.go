@@ -21,6 +21,8 @@ import (
 	"github.com/xres/xres/resources"
 	"github.com/xres/xres/resources/contract"
 	"github.com/xres/xres/yarn"
+	"github.com/xres/xres/yarn/amstatus"
+	"github.com/xres/xres/yarn/amweb"
 )
 
 // trackedAM returns an AM that has started two workers, one finished.
@@ -55,21 +57,21 @@ func keyOf(id string) []byte { return contract.ContainerKey(testSecret, id) }
 
 func TestTracker(t *testing.T) {
 	a := trackedAM(t)
-	srv := httptest.NewServer(NewTracker(a, nil, WithReportSecret(testSecret)))
+	srv := httptest.NewServer(amweb.NewTracker(a, nil, amweb.WithReportSecret(testSecret)))
 	defer srv.Close()
 
-	err := PostDeviceReport(context.Background(), srv.Client(), srv.URL+PathReport, keyOf("container_1_0001_01_000003"), contract.DeviceReport{
+	err := amweb.PostDeviceReport(context.Background(), srv.Client(), srv.URL+amweb.PathReport, keyOf("container_1_0001_01_000003"), contract.DeviceReport{
 		Container: "container_1_0001_01_000003",
 		Resources: map[string][]resources.Properties{"gpu": {{"index": "1", "uuid": "GPU-abc"}}},
 	})
 	require.NoError(t, err)
 
-	resp, err := srv.Client().Get(srv.URL + PathStatus)
+	resp, err := srv.Client().Get(srv.URL + amweb.PathStatus)
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	require.Equal(t, "application/json", resp.Header.Get("Content-Type"))
-	var st Status
+	var st amstatus.Status
 	require.NoError(t, json.NewDecoder(resp.Body).Decode(&st))
 	require.Equal(t, "application_1_0001", st.App)
 	require.Equal(t, "RUNNING", st.State)
@@ -78,8 +80,8 @@ func TestTracker(t *testing.T) {
 	require.Equal(t, 1, st.Succeeded)
 	require.Equal(t, []string{"nm1", "nm2"}, st.Hosts)
 	require.Len(t, st.Containers, 2)
-	require.Equal(t, StateSucceeded, st.Containers[0].State)
-	require.Equal(t, StateRunning, st.Containers[1].State)
+	require.Equal(t, amstatus.StateSucceeded, st.Containers[0].State)
+	require.Equal(t, amstatus.StateRunning, st.Containers[1].State)
 	require.Equal(t, map[string][]resources.Properties{"gpu": {{"index": "1", "uuid": "GPU-abc"}}}, st.Containers[1].Devices)
 
 	page, err := srv.Client().Get(srv.URL + "/")
@@ -94,17 +96,17 @@ func TestTracker(t *testing.T) {
 
 func TestTrackerRejects(t *testing.T) {
 	a := trackedAM(t)
-	srv := httptest.NewServer(NewTracker(a, nil, WithReportSecret(testSecret)))
+	srv := httptest.NewServer(amweb.NewTracker(a, nil, amweb.WithReportSecret(testSecret)))
 	defer srv.Close()
 	tests := []struct {
 		name, method, path, body string
 		code                     int
 	}{
-		{name: "bad json", method: "POST", path: PathReport, body: "{", code: http.StatusBadRequest},
-		{name: "not a container id", method: "POST", path: PathReport, body: `{"container":"x","seq":1}`, code: http.StatusNotFound},
-		{name: "no seq", method: "POST", path: PathReport, body: `{"container":"x"}`, code: http.StatusBadRequest},
-		{name: "GET on report", method: "GET", path: PathReport, code: http.StatusMethodNotAllowed},
-		{name: "POST on status", method: "POST", path: PathStatus, code: http.StatusMethodNotAllowed},
+		{name: "bad json", method: "POST", path: amweb.PathReport, body: "{", code: http.StatusBadRequest},
+		{name: "not a container id", method: "POST", path: amweb.PathReport, body: `{"container":"x","seq":1}`, code: http.StatusNotFound},
+		{name: "no seq", method: "POST", path: amweb.PathReport, body: `{"container":"x"}`, code: http.StatusBadRequest},
+		{name: "GET on report", method: "GET", path: amweb.PathReport, code: http.StatusMethodNotAllowed},
+		{name: "POST on status", method: "POST", path: amweb.PathStatus, code: http.StatusMethodNotAllowed},
 		{name: "unknown path", method: "GET", path: "/nope", code: http.StatusNotFound},
 	}
 	for _, tt := range tests {
@@ -118,7 +120,7 @@ func TestTrackerRejects(t *testing.T) {
 			require.Equal(t, tt.code, resp.StatusCode)
 		})
 	}
-	err := PostDeviceReport(context.Background(), srv.Client(), srv.URL+PathReport, keyOf("bogus"), contract.DeviceReport{Container: "bogus"})
+	err := amweb.PostDeviceReport(context.Background(), srv.Client(), srv.URL+amweb.PathReport, keyOf("bogus"), contract.DeviceReport{Container: "bogus"})
 	require.ErrorContains(t, err, "404 Not Found")
 }
 
@@ -136,17 +138,17 @@ func TestTrackerRefusesForgedReports(t *testing.T) {
 	other := []byte(`{"container":"container_1_0001_01_000002","seq":3,"resources":{"gpu":[{"index":"7"}]}}`)
 	tests := []struct {
 		name   string
-		opts   []TrackerOption
+		opts   []amweb.TrackerOption
 		sig    string
 		code   int
 		header string
 	}{
-		{name: "unsigned", opts: []TrackerOption{WithReportSecret(testSecret)}, code: http.StatusUnauthorized, header: "WWW-Authenticate"},
-		{name: "another secret", opts: []TrackerOption{WithReportSecret(testSecret)}, sig: contract.SignReport([]byte("guess"), forged), code: http.StatusForbidden},
-		{name: "another container's signature", opts: []TrackerOption{WithReportSecret(testSecret)}, sig: contract.SignReport(keyOf("container_1_0001_01_000002"), other), code: http.StatusForbidden},
-		{name: "another container's key", opts: []TrackerOption{WithReportSecret(testSecret)}, sig: contract.SignReport(keyOf("container_1_0001_01_000002"), forged), code: http.StatusForbidden},
-		{name: "the application's secret", opts: []TrackerOption{WithReportSecret(testSecret)}, sig: contract.SignReport(testSecret, forged), code: http.StatusForbidden},
-		{name: "garbage", opts: []TrackerOption{WithReportSecret(testSecret)}, sig: "hmac-sha256=" + strings.Repeat("0", 64), code: http.StatusForbidden},
+		{name: "unsigned", opts: []amweb.TrackerOption{amweb.WithReportSecret(testSecret)}, code: http.StatusUnauthorized, header: "WWW-Authenticate"},
+		{name: "another secret", opts: []amweb.TrackerOption{amweb.WithReportSecret(testSecret)}, sig: contract.SignReport([]byte("guess"), forged), code: http.StatusForbidden},
+		{name: "another container's signature", opts: []amweb.TrackerOption{amweb.WithReportSecret(testSecret)}, sig: contract.SignReport(keyOf("container_1_0001_01_000002"), other), code: http.StatusForbidden},
+		{name: "another container's key", opts: []amweb.TrackerOption{amweb.WithReportSecret(testSecret)}, sig: contract.SignReport(keyOf("container_1_0001_01_000002"), forged), code: http.StatusForbidden},
+		{name: "the application's secret", opts: []amweb.TrackerOption{amweb.WithReportSecret(testSecret)}, sig: contract.SignReport(testSecret, forged), code: http.StatusForbidden},
+		{name: "garbage", opts: []amweb.TrackerOption{amweb.WithReportSecret(testSecret)}, sig: "hmac-sha256=" + strings.Repeat("0", 64), code: http.StatusForbidden},
 		{name: "a tracker without a secret refuses all", sig: contract.SignReport(nil, forged), code: http.StatusForbidden},
 		{name: "a tracker without a secret, unsigned", code: http.StatusUnauthorized},
 	}
@@ -154,10 +156,10 @@ func TestTrackerRefusesForgedReports(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			a := trackedAM(t)
 			logger, hook := logtest.NewNullLogger()
-			srv := httptest.NewServer(NewTracker(a, logger, tc.opts...))
+			srv := httptest.NewServer(amweb.NewTracker(a, logger, tc.opts...))
 			defer srv.Close()
 			post := func(body []byte, sig string) (*http.Response, string) {
-				req, err := http.NewRequest(http.MethodPost, srv.URL+PathReport, bytes.NewReader(body))
+				req, err := http.NewRequest(http.MethodPost, srv.URL+amweb.PathReport, bytes.NewReader(body))
 				require.NoError(t, err)
 				req.Header.Set("Content-Type", "application/json")
 				if sig != "" {
@@ -202,14 +204,14 @@ func TestTrackerRedirectsDirectRequests(t *testing.T) {
 	a := trackedAM(t)
 	lookups := 0
 	now := time.Unix(1700000000, 0)
-	proxy := &WebProxy{Hosts: []string{"rm.example"}, URL: "http://rm.example:8088", App: "application_1_0001",
+	proxy := &amweb.WebProxy{Hosts: []string{"rm.example"}, URL: "http://rm.example:8088", App: "application_1_0001",
 		Now: func() time.Time { return now },
 		Lookup: func(ctx context.Context, host string) ([]string, error) {
 			lookups++
 			require.Equal(t, "rm.example", host)
 			return []string{"::ffff:127.0.0.1"}, nil // the proxy's address, IPv4-mapped
 		}}
-	srv := httptest.NewServer(NewTracker(a, nil, WithReportSecret(testSecret), WithWebProxy(proxy)))
+	srv := httptest.NewServer(amweb.NewTracker(a, nil, amweb.WithReportSecret(testSecret), amweb.WithWebProxy(proxy)))
 	defer srv.Close()
 	// from returns a client whose connections come from addr (a
 	// loopback address: every 127.x is this host's).
@@ -222,26 +224,26 @@ func TestTrackerRedirectsDirectRequests(t *testing.T) {
 	}
 	direct, viaProxy := from("127.0.0.9"), from("127.0.0.1")
 
-	for _, path := range []string{"/", PathStatus + "?state=RUNNING&limit=1", "/nope"} {
+	for _, path := range []string{"/", amweb.PathStatus + "?state=RUNNING&limit=1", "/nope"} {
 		resp, err := direct.Get(srv.URL + path)
 		require.NoError(t, err)
 		resp.Body.Close()
 		require.Equal(t, http.StatusFound, resp.StatusCode, path)
 		require.Equal(t, "http://rm.example:8088/proxy/redirect/application_1_0001"+path, resp.Header.Get("Location"))
 	}
-	for _, path := range []string{"/", PathStatus} {
+	for _, path := range []string{"/", amweb.PathStatus} {
 		resp, err := viaProxy.Get(srv.URL + path)
 		require.NoError(t, err)
 		resp.Body.Close()
 		require.Equal(t, http.StatusOK, resp.StatusCode, "%s from the proxy's address", path)
 	}
-	resp, err := direct.Get(srv.URL + PathWorkers)
+	resp, err := direct.Get(srv.URL + amweb.PathWorkers)
 	require.NoError(t, err)
 	resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode, "the workers read their count directly")
-	require.NoError(t, PostDeviceReport(context.Background(), direct, srv.URL+PathReport, keyOf("container_1_0001_01_000003"), contract.DeviceReport{Container: "container_1_0001_01_000003"}),
+	require.NoError(t, amweb.PostDeviceReport(context.Background(), direct, srv.URL+amweb.PathReport, keyOf("container_1_0001_01_000003"), contract.DeviceReport{Container: "container_1_0001_01_000003"}),
 		"a launcher reports directly")
-	require.Error(t, PostDeviceReport(context.Background(), direct, srv.URL+PathReport, nil, contract.DeviceReport{Container: "container_1_0001_01_000003"}))
+	require.Error(t, amweb.PostDeviceReport(context.Background(), direct, srv.URL+amweb.PathReport, nil, contract.DeviceReport{Container: "container_1_0001_01_000003"}))
 	require.Equal(t, 1, lookups, "resolved once within 5 minutes")
 
 	// The proxy's addresses are resolved again after 5 minutes; a failed
@@ -266,48 +268,13 @@ func TestReportBeforeStartIsKept(t *testing.T) {
 	require.Equal(t, "0", a.Status().Containers[0].Devices["gpu"][0]["index"])
 }
 
-func TestListenPorts(t *testing.T) {
-	tests := []struct {
-		spec string
-		want []int
-		err  bool
-	}{
-		{spec: "", want: []int{0}},
-		{spec: "0", want: []int{0}},
-		{spec: "8081", want: []int{8081}},
-		{spec: "50100-50102", want: []int{50100, 50101, 50102}},
-		{spec: "1, 5-6", want: []int{1, 5, 6}},
-		{spec: "x", err: true},
-		{spec: "9-3", err: true},
-		{spec: "70000", err: true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.spec, func(t *testing.T) {
-			got, err := parsePorts(tt.spec)
-			if tt.err {
-				require.ErrorContains(t, err, "rest.bind-port")
-				return
-			}
-			require.NoError(t, err)
-			require.Equal(t, tt.want, got)
-		})
-	}
-	l, err := Listen(context.Background(), "127.0.0.1", "0")
-	require.NoError(t, err)
-	defer l.Close()
-	// The port taken: a range holding only it fails with a clear error.
-	port := l.Addr().(*net.TCPAddr).Port
-	_, err = Listen(context.Background(), "127.0.0.1", strconv.Itoa(port))
-	require.ErrorContains(t, err, "bind tracking server on 127.0.0.1 port "+strconv.Itoa(port))
-}
-
 func TestServeStopsWithContext(t *testing.T) {
-	l, err := Listen(context.Background(), "127.0.0.1", "")
+	l, err := amweb.Listen(context.Background(), "127.0.0.1", "")
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
-	go func() { errc <- Serve(ctx, l, NewTracker(trackedAM(t), nil)) }()
-	resp, err := http.Get("http://" + l.Addr().String() + PathStatus)
+	go func() { errc <- amweb.Serve(ctx, l, amweb.NewTracker(trackedAM(t), nil)) }()
+	resp, err := http.Get("http://" + l.Addr().String() + amweb.PathStatus)
 	require.NoError(t, err)
 	resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
@@ -316,7 +283,7 @@ func TestServeStopsWithContext(t *testing.T) {
 }
 
 func TestStatusPageLinksRelative(t *testing.T) {
-	srv := httptest.NewServer(NewTracker(trackedAM(t), nil))
+	srv := httptest.NewServer(amweb.NewTracker(trackedAM(t), nil))
 	defer srv.Close()
 	resp, err := srv.Client().Get(srv.URL + "/")
 	require.NoError(t, err)
@@ -327,28 +294,11 @@ func TestStatusPageLinksRelative(t *testing.T) {
 	require.NotContains(t, string(body), `href="/`)
 }
 
-func FuzzParsePorts(f *testing.F) {
-	for _, s := range []string{"", "0", "8081", "50100-50200", "1,5-6", "x", "9-3", "70000", "1-65535"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		ports, err := parsePorts(s)
-		if err != nil {
-			require.ErrorIs(t, err, ErrBadConfig)
-			return
-		}
-		require.NotEmpty(t, ports)
-		for _, p := range ports {
-			require.True(t, p >= 0 && p <= 65535)
-		}
-	})
-}
-
 // staticSource is a StatusSource without StatusPage: the tracker pages its
 // whole Status.
-type staticSource struct{ st Status }
+type staticSource struct{ st amstatus.Status }
 
-func (s staticSource) Status() Status                            { return s.st }
+func (s staticSource) Status() amstatus.Status                   { return s.st }
 func (s staticSource) ReportDevices(contract.DeviceReport) error { return nil }
 
 func TestTrackerPages(t *testing.T) {
@@ -360,14 +310,14 @@ func TestTrackerPages(t *testing.T) {
 	}
 	for i, w := range a.workers.order {
 		if i%5 == 0 {
-			a.workers.set(w, StateRunning)
+			a.workers.set(w, amstatus.StateRunning)
 		}
 	}
 	a.mu.Unlock()
 	static := staticSource{a.Status()}
-	for name, src := range map[string]StatusSource{"AM": a, "static": static} {
+	for name, src := range map[string]amweb.StatusSource{"AM": a, "static": static} {
 		t.Run(name, func(t *testing.T) {
-			srv := httptest.NewServer(NewTracker(src, nil))
+			srv := httptest.NewServer(amweb.NewTracker(src, nil))
 			defer srv.Close()
 			get := func(path string) (int, string) {
 				resp, err := srv.Client().Get(srv.URL + path)
@@ -376,10 +326,10 @@ func TestTrackerPages(t *testing.T) {
 				body, _ := io.ReadAll(resp.Body)
 				return resp.StatusCode, string(body)
 			}
-			status := func(query string) Status {
-				code, body := get(PathStatus + query)
+			status := func(query string) amstatus.Status {
+				code, body := get(amweb.PathStatus + query)
 				require.Equal(t, http.StatusOK, code, body)
-				var st Status
+				var st amstatus.Status
 				require.NoError(t, json.Unmarshal([]byte(body), &st))
 				return st
 			}
@@ -395,7 +345,7 @@ func TestTrackerPages(t *testing.T) {
 			require.Len(t, running.Containers, 5)
 			require.Equal(t, ctr(45*5+2, "").ID, running.Containers[0].Container)
 			for _, c := range running.Containers {
-				require.Equal(t, StateRunning, c.State)
+				require.Equal(t, amstatus.StateRunning, c.State)
 			}
 			require.Empty(t, status("?offset=400").Containers)
 
@@ -414,7 +364,7 @@ func TestTrackerPages(t *testing.T) {
 			require.NotContains(t, page, "previous")
 
 			for _, bad := range []string{"?offset=-1", "?limit=x"} {
-				code, body := get(PathStatus + bad)
+				code, body := get(amweb.PathStatus + bad)
 				require.Equal(t, http.StatusBadRequest, code, bad)
 				require.Contains(t, body, "query parameter")
 			}
@@ -432,7 +382,7 @@ func TestReportsDuringPageViews(t *testing.T) {
 	a.mu.Lock()
 	a.classifiedLocked(c, false)
 	a.mu.Unlock()
-	srv := httptest.NewServer(NewTracker(a, nil))
+	srv := httptest.NewServer(amweb.NewTracker(a, nil))
 	defer srv.Close()
 	stop, done := make(chan struct{}), make(chan int)
 	go func() {
@@ -451,7 +401,7 @@ func TestReportsDuringPageViews(t *testing.T) {
 		}
 	}()
 	for range 50 {
-		for _, path := range []string{"/", PathStatus} {
+		for _, path := range []string{"/", amweb.PathStatus} {
 			resp, err := srv.Client().Get(srv.URL + path)
 			require.NoError(t, err)
 			_, _ = io.Copy(io.Discard, resp.Body)
@@ -466,3 +416,11 @@ func TestReportsDuringPageViews(t *testing.T) {
 	require.Len(t, devs, min(last+1, 7))
 	require.Equal(t, strconv.Itoa(last), devs[fmt.Sprintf("r%d", last%7)][0]["index"])
 }
+
+// The AM is what the tracking server shows and feeds, pages and asks for
+// rendezvous.
+var (
+	_ amweb.StatusSource     = (*AM)(nil)
+	_ amweb.Pager            = (*AM)(nil)
+	_ amweb.RendezvousSource = (*AM)(nil)
+)

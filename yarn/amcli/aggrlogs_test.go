@@ -13,7 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xres/xres/yarn/aggrlog/aggrlogtest"
-	"github.com/xres/xres/yarn/am"
+	"github.com/xres/xres/yarn/amstatus"
+	"github.com/xres/xres/yarn/amweb"
 	"github.com/xres/xres/yarn/submit"
 )
 
@@ -157,9 +158,9 @@ func TestLogsAggregated(t *testing.T) {
 	t.Run("running, nothing aggregated yet: says so and reads the NodeManagers", func(t *testing.T) {
 		nm := httptest.NewServer(nmLogs())
 		defer nm.Close()
-		st := am.Status{App: logsApp, State: "RUNNING", Workers: 1, Running: 1, Containers: []am.WorkerStatus{
-			{Container: c2, Node: "127.0.0.2:45454", NodeHTTP: strings.TrimPrefix(nm.URL, "http://"), State: am.StateRunning}}}
-		amSrv := httptest.NewServer(am.NewTracker(staticStatus{st}, nil))
+		st := amstatus.Status{App: logsApp, State: "RUNNING", Workers: 1, Running: 1, Containers: []amstatus.WorkerStatus{
+			{Container: c2, Node: "127.0.0.2:45454", NodeHTTP: strings.TrimPrefix(nm.URL, "http://"), State: amstatus.StateRunning}}}
+		amSrv := httptest.NewServer(amweb.NewTracker(staticStatus{st}, nil))
 		defer amSrv.Close()
 		rm := &clientRM{states: []string{"RUNNING"}, tracking: amSrv.URL + "/", hadoop: on}
 		code, out, stderr := runAm(t, clientDeps(t, rm, &diskFS{root: t.TempDir()}), nil, "logs", logsApp)

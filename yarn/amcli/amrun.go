@@ -23,6 +23,10 @@ import (
 	"github.com/xres/xres/resources/contract"
 	"github.com/xres/xres/yarn"
 	"github.com/xres/xres/yarn/am"
+	"github.com/xres/xres/yarn/amnm"
+	"github.com/xres/xres/yarn/amplan"
+	"github.com/xres/xres/yarn/amstate"
+	"github.com/xres/xres/yarn/amweb"
 	"github.com/xres/xres/yarn/hdfstoken"
 	"github.com/xres/xres/yarn/security"
 	"github.com/xres/xres/yarn/submit"
@@ -31,10 +35,10 @@ import (
 // amClients are the cluster clients the ApplicationMaster runs on.
 type amClients struct {
 	RM           am.RMClient
-	NM           am.NMClient
-	Logs         am.LogFetcher // may be nil
-	NodeWeb      string        // the NodeManagers' web scheme (https under HTTPS_ONLY): the tracking page links container logs there
-	WorkerTokens []byte        // HDTS credentials for the workers (the AM's, less the AMRMToken); nil if none
+	NM           amnm.NMClient
+	Logs         amnm.LogFetcher // may be nil
+	NodeWeb      string          // the NodeManagers' web scheme (https under HTTPS_ONLY): the tracking page links container logs there
+	WorkerTokens []byte          // HDTS credentials for the workers (the AM's, less the AMRMToken); nil if none
 	// Tokens, when set, gives the newest worker credentials at each
 	// container start (an AM with a keytab renews them); WorkerTokens are
 	// then only the first.
@@ -56,8 +60,8 @@ type amClients struct {
 	// (the client does it too when it follows the application); may be nil.
 	Cleanup func(ctx context.Context, dir string) error
 	// State keeps the AM's state for a next attempt (the staging folder's
-	// am.StateFile); nil where the AM cannot write there.
-	State am.StateStore
+	// amstate.File); nil where the AM cannot write there.
+	State amstate.Store
 	// Nodes lists the cluster's nodes for the hopeless check; nil where
 	// the AM cannot reach the RM's client protocol.
 	Nodes am.NodeLister
@@ -68,7 +72,7 @@ type amClients struct {
 // out what they do not use, and a command needing a missing one fails
 // with errNotWired.
 type deps struct {
-	amClients  func(ctx context.Context, getenv func(string) string, ae submit.AMEnv, set am.Settings, log logrus.FieldLogger) (amClients, error)
+	amClients  func(ctx context.Context, getenv func(string) string, ae submit.AMEnv, set amplan.Settings, log logrus.FieldLogger) (amClients, error)
 	rm         func(ctx context.Context, getenv func(string) string, log logrus.FieldLogger, l *login) (rmAPI, *conf.HadoopConfig, func(), error)
 	rmREST     func(ctx context.Context, getenv func(string) string, log logrus.FieldLogger, l *login) (rmAPI, *conf.HadoopConfig, func(), error)
 	hdfs       func(hc *conf.HadoopConfig, user string, krb *yarn.Kerberos) (submit.FS, func(), error)
@@ -98,7 +102,7 @@ func defaultDeps() deps {
 //     yarn.resourcemanager.scheduler.address there is the NodeManager's
 //     AMRMProxy, which also replaced the AM's AMRMToken with its own);
 //  4. the job's flink.hadoop.* and flink.yarn.* keys (hadoop:
-//     am.Settings.Hadoop), as Flink applies them.
+//     amplan.Settings.Hadoop), as Flink applies them.
 //
 // With neither 2 nor 3 (a submission by an older client) it falls back on
 // the scheduler addresses and fs.defaultFS the client passed, never on the
@@ -161,7 +165,7 @@ func amHadoopConfig(getenv func(string) string, ae submit.AMEnv, hadoop []conf.H
 
 // jobSchedulerAddresses are the RM scheduler addresses the job's AM is to
 // reach: the client's cluster configuration with the job's flink.hadoop.* /
-// flink.yarn.* keys (hadoop: am.Settings.Hadoop) over it (hc itself
+// flink.yarn.* keys (hadoop: amplan.Settings.Hadoop) over it (hc itself
 // unchanged); nil when it names none.
 func jobSchedulerAddresses(hc *conf.HadoopConfig, hadoop []conf.HadoopProperty) []string {
 	job := hc.Clone()
@@ -183,7 +187,7 @@ func jobRMAddresses(hc *conf.HadoopConfig, hadoop []conf.HadoopProperty) []strin
 // rpcAMClients builds the Hadoop RPC clients of an AM in its YARN
 // container: scheduler addresses from $HADOOP_CONF_DIR, the AMRMToken from
 // $HADOOP_TOKEN_FILE_LOCATION.
-func rpcAMClients(ctx context.Context, getenv func(string) string, ae submit.AMEnv, set am.Settings, log logrus.FieldLogger) (amClients, error) {
+func rpcAMClients(ctx context.Context, getenv func(string) string, ae submit.AMEnv, set amplan.Settings, log logrus.FieldLogger) (amClients, error) {
 	hc, addrs, known, err := amHadoopConfig(getenv, ae, set.Hadoop, log)
 	if err != nil {
 		return amClients{}, err
@@ -253,7 +257,7 @@ func rpcAMClients(ctx context.Context, getenv func(string) string, ae submit.AME
 			return hdfsStateFS{c}, func() { _ = c.Close() }, nil
 		}}
 	}
-	var stateStore am.StateStore
+	var stateStore amstate.Store
 	closeState := func() {}
 	if state != nil {
 		stateStore, closeState = state, state.Close
@@ -297,8 +301,8 @@ func rpcAMClients(ctx context.Context, getenv func(string) string, ae submit.AME
 		Renew:        renew,
 		Cleanup:      cleanup,
 		RM:           am.NewRPCRMClient(rm),
-		NM:           am.NewRPCNMClient(nm),
-		Logs:         am.NMWebLogs{User: getenv("USER"), Scheme: nmScheme(hc)},
+		NM:           amnm.NewRPCNMClient(nm),
+		Logs:         amnm.NMWebLogs{User: getenv("USER"), Scheme: nmScheme(hc)},
 		NodeWeb:      nmScheme(hc),
 		WorkerTokens: workerTokens,
 		ReportSecret: secret,
@@ -325,7 +329,7 @@ func nmScheme(hc *conf.HadoopConfig) string {
 // $KRB5_CONFIG, else /etc/krb5.conf); nil without one, or on a cluster
 // with simple authentication. A login that fails is a warning: the AM then
 // runs on the submission's token, as without a keytab.
-func amKerberos(getenv func(string) string, ae submit.AMEnv, app am.AppSettings, hc *conf.HadoopConfig, log logrus.FieldLogger) *yarn.Kerberos {
+func amKerberos(getenv func(string) string, ae submit.AMEnv, app amplan.AppSettings, hc *conf.HadoopConfig, log logrus.FieldLogger) *yarn.Kerberos {
 	if ae.Keytab == "" {
 		return nil
 	}
@@ -417,7 +421,7 @@ func cmdRun(ctx context.Context, args []string, e *env) error {
 	var c common
 	c.register(fs, true)
 	workers := fs.Int("workers", 0, "number of workers, at least 1 (default: from parallelism.default)")
-	worker, _, set, err := workerPlan(fs, args, &c, e, workers)
+	worker, set, err := workerPlan(fs, args, &c, e, workers)
 	if err != nil {
 		return err
 	}
@@ -434,18 +438,15 @@ func cmdRun(ctx context.Context, args []string, e *env) error {
 	staged := ae.Resources
 	// The overrides am submit staged reach the workers as that same file,
 	// never on their command lines.
-	dynamicFile := ""
-	if c.dynamicFile != "" {
-		dynamicFile = filepath.Base(c.dynamicFile)
-		if _, ok := staged[dynamicFile]; !ok {
-			return configError{fmt.Errorf("--dynamic-file %s: %s is not among the staged files (%s), so the workers could not read it", c.dynamicFile, dynamicFile, submit.EnvLocalResources)}
-		}
+	dynamicFile, err := stagedDynamicFile(c.dynamicFile, staged)
+	if err != nil {
+		return err
 	}
 	if e.deps.amClients == nil {
 		return fmt.Errorf("%w: the ApplicationMasterProtocol and ContainerManagementProtocol clients are not wired to am", errNotWired)
 	}
 
-	l, err := am.Listen(ctx, set.BindAddress, set.BindPort)
+	l, err := amweb.Listen(ctx, set.BindAddress, set.BindPort)
 	if err != nil {
 		return configError{err}
 	}
@@ -464,62 +465,19 @@ func cmdRun(ctx context.Context, args []string, e *env) error {
 		defer clients.Close()
 	}
 
-	base := strings.TrimSuffix(trackingURL, "/")
-	confName := submit.ConfName(set.ConfPath)
 	total := set.Workers()
-	var groups []am.Group
-	for _, g := range planned {
-		// A group's containerized.taskmanager.env.* are those its view sees.
-		workerEnv := maps.Clone(g.Env)
-		if workerEnv == nil {
-			workerEnv = map[string]string{}
-		}
-		workerEnv[contract.EnvReportURL] = base + am.PathReport
-		workerEnv[am.EnvWorkersURL] = base + am.PathWorkers
-		workerEnv[am.EnvWorkers] = strconv.Itoa(total)
-		cmd := worker
-		if g.Command != nil {
-			cmd = g.Command
-		}
-		if g.Name != "" {
-			workerEnv[conf.EnvWorkerGroup] = g.Name
-		}
-		spec := am.WorkerSpec{Resources: staged, ConfName: confName, DynamicFile: dynamicFile, Dynamic: c.dynamic.Values,
-			Worker: cmd, Env: workerEnv, Tokens: clients.WorkerTokens}
-		launch := am.WorkerLaunch(spec)
-		if set.NullWorker {
-			launch = am.NullWorkerLaunch(spec)
-		}
-		groups = append(groups, am.Group{Name: g.Name, Plan: g.Plan, Owners: am.Owners(g.Specs), Launch: launch})
-	}
+	groups := workerGroups(set, worker, trackingURL, workerFiles{staged: staged, dynamicFile: dynamicFile, dynamic: c.dynamic.Values, tokens: clients.WorkerTokens})
 	// Each worker gets a report key of its own, never the application's
 	// secret, in whatever credentials it is started with.
-	nm := am.WithContainerKeys(clients.NM, clients.ReportSecret)
+	nm := amnm.WithContainerKeys(clients.NM, clients.ReportSecret)
 	if clients.Tokens != nil {
-		nm = am.WithTokens(nm, clients.Tokens)
+		nm = amnm.WithTokens(nm, clients.Tokens)
 	}
 	appID := appIDFromContainer(e.getenv("CONTAINER_ID"))
 	// The RM keeps the final diagnostics: with the worker lines in them, am
 	// status still lists the workers once this AM is gone.
 	rmc := &finishWithWorkers{RMClient: noFinalURL{clients.RM}}
-	a, err := am.New(am.Config{
-		AppID:            appID,
-		Groups:           groups,
-		Register:         yarn.RegisterRequest{Host: host, RPCPort: -1, TrackingURL: trackingURL},
-		Heartbeat:        set.Heartbeat,
-		RequestHeartbeat: set.RequestHeartbeat,
-		BadNodeExits:     resources.BadNodeExitCodes(),
-		BadJobExits:      resources.BadJobExitCodes(),
-		BlacklistExpiry:  set.BlacklistExpiry,
-		RequestTimeout:   set.RequestTimeout,
-		RMMaxWait:        clients.RMMaxWait,
-		RMRetryInterval:  clients.RMRetryInterval,
-		Log:              e.log,
-		SubmitTime:       submitTime(e.getenv("APP_SUBMIT_TIME_ENV")),
-		PeakRSS:          am.PeakRSSKiB,
-		State:            clients.State,
-		Nodes:            clients.Nodes,
-	}, rmc, nm, clients.Logs)
+	a, err := am.New(amConfig(set, groups, appID, host, trackingURL, clients, e), rmc, nm, clients.Logs)
 	if err != nil {
 		l.Close()
 		return configError{err}
@@ -531,16 +489,7 @@ func cmdRun(ctx context.Context, args []string, e *env) error {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		opts := []am.TrackerOption{am.WithReportSecret(clients.ReportSecret)}
-		if l, ok := clients.Logs.(am.NMWebLogs); ok {
-			opts = append(opts, am.WithNodeLogLinks(clients.NodeWeb, l.User))
-		}
-		if clients.ProxyURL != "" {
-			opts = append(opts, am.WithWebProxy(&am.WebProxy{Hosts: clients.ProxyHosts, URL: clients.ProxyURL, App: appID}))
-		}
-		if err := am.Serve(sctx, l, am.NewTracker(a, e.log, opts...)); err != nil {
-			e.log.WithError(err).Warn("tracking server stopped")
-		}
+		serveTracker(sctx, l, a, clients, appID, e.log)
 	}()
 	if clients.Renew != nil {
 		wg.Add(1)
@@ -562,19 +511,126 @@ func cmdRun(ctx context.Context, args []string, e *env) error {
 	if err != nil {
 		return clusterError{err}
 	}
-	if dir := ae.StagingDir; dir != "" && clients.Cleanup != nil {
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-		if err := clients.Cleanup(cctx, dir); err != nil {
-			e.log.WithError(err).WithField("dir", dir).Warn("could not remove the staging folder")
-		}
-		cancel()
-	}
+	removeStaging(ctx, ae.StagingDir, clients.Cleanup, e.log)
 	e.log.WithFields(logrus.Fields{"status": res.Status, "am_peak_rss_kib": am.PeakRSSKiB()}).Info("application master done")
 	fmt.Fprintf(e.stdout, "final status: %s\n%s\n", res.Status, res.Diagnostics)
 	if res.Status != yarn.StatusSucceeded {
 		return errAppFailed
 	}
 	return nil
+}
+
+// amConfig is the allocate loop's configuration: the groups, where this
+// AM registers (host, trackingURL), the settings' heartbeats and fault
+// bounds, the launcher's exit codes and the clients' RM retry bounds,
+// state store and node lister.
+func amConfig(set amplan.Settings, groups []amplan.Group, appID, host, trackingURL string, clients amClients, e *env) am.Config {
+	return am.Config{
+		AppID:            appID,
+		Groups:           groups,
+		Register:         yarn.RegisterRequest{Host: host, RPCPort: -1, TrackingURL: trackingURL},
+		Heartbeat:        set.Heartbeat,
+		RequestHeartbeat: set.RequestHeartbeat,
+		BadNodeExits:     resources.BadNodeExitCodes(),
+		BadJobExits:      resources.BadJobExitCodes(),
+		BlacklistExpiry:  set.BlacklistExpiry,
+		RequestTimeout:   set.RequestTimeout,
+		RMMaxWait:        clients.RMMaxWait,
+		RMRetryInterval:  clients.RMRetryInterval,
+		Log:              e.log,
+		SubmitTime:       submitTime(e.getenv("APP_SUBMIT_TIME_ENV")),
+		PeakRSS:          am.PeakRSSKiB,
+		State:            clients.State,
+		Nodes:            clients.Nodes,
+	}
+}
+
+// workerFiles are what every worker container is started with besides
+// its command: the staged files, the -D overrides (as the staged file, or
+// given to am run by hand) and its credentials.
+type workerFiles struct {
+	staged      map[string]yarn.LocalResource
+	dynamicFile string
+	dynamic     []string
+	tokens      []byte
+}
+
+// workerGroups builds each planned group's launch: its environment (the
+// group's containerized.taskmanager.env.*, where to report and to read the
+// worker count under trackingURL, its name), its command (the group's own
+// or worker) and the files.
+func workerGroups(set amplan.Settings, worker []string, trackingURL string, f workerFiles) []amplan.Group {
+	base := strings.TrimSuffix(trackingURL, "/")
+	confName := submit.ConfName(set.ConfPath)
+	total := set.Workers()
+	var groups []amplan.Group
+	for _, g := range set.Groups {
+		// A group's containerized.taskmanager.env.* are those its view sees.
+		workerEnv := maps.Clone(g.Env)
+		if workerEnv == nil {
+			workerEnv = map[string]string{}
+		}
+		workerEnv[contract.EnvReportURL] = base + amweb.PathReport
+		workerEnv[amweb.EnvWorkersURL] = base + amweb.PathWorkers
+		workerEnv[amweb.EnvWorkers] = strconv.Itoa(total)
+		cmd := worker
+		if g.Command != nil {
+			cmd = g.Command
+		}
+		if g.Name != "" {
+			workerEnv[conf.EnvWorkerGroup] = g.Name
+		}
+		spec := amplan.WorkerSpec{Resources: f.staged, ConfName: confName, DynamicFile: f.dynamicFile, Dynamic: f.dynamic,
+			Worker: cmd, Env: workerEnv, Tokens: f.tokens}
+		launch := amplan.WorkerLaunch(spec)
+		if set.NullWorker {
+			launch = amplan.NullWorkerLaunch(spec)
+		}
+		groups = append(groups, amplan.Group{Name: g.Name, Plan: g.Plan, Owners: amplan.Owners(g.Specs), Launch: launch})
+	}
+	return groups
+}
+
+// stagedDynamicFile is the link name of --dynamic-file among the staged
+// files ("" without it): the overrides am submit staged reach the workers
+// as that same file, never on their command lines.
+func stagedDynamicFile(flag string, staged map[string]yarn.LocalResource) (string, error) {
+	if flag == "" {
+		return "", nil
+	}
+	name := filepath.Base(flag)
+	if _, ok := staged[name]; !ok {
+		return "", configError{fmt.Errorf("--dynamic-file %s: %s is not among the staged files (%s), so the workers could not read it", flag, name, submit.EnvLocalResources)}
+	}
+	return name, nil
+}
+
+// serveTracker serves the tracking server on l until ctx ends: a's status,
+// the launchers' reports and rendezvous (signed with the report secret),
+// links to the workers' logs, behind the RM's web proxy when there is one.
+func serveTracker(ctx context.Context, l net.Listener, a *am.AM, clients amClients, appID string, log logrus.FieldLogger) {
+	opts := []amweb.TrackerOption{amweb.WithReportSecret(clients.ReportSecret)}
+	if nl, ok := clients.Logs.(amnm.NMWebLogs); ok {
+		opts = append(opts, amweb.WithNodeLogLinks(clients.NodeWeb, nl.User))
+	}
+	if clients.ProxyURL != "" {
+		opts = append(opts, amweb.WithWebProxy(&amweb.WebProxy{Hosts: clients.ProxyHosts, URL: clients.ProxyURL, App: appID}))
+	}
+	if err := amweb.Serve(ctx, l, amweb.NewTracker(a, log, opts...)); err != nil {
+		log.WithError(err).Warn("tracking server stopped")
+	}
+}
+
+// removeStaging removes the application's staging folder dir with cleanup
+// (either may be empty: nothing to do), bounded, even after ctx ended.
+func removeStaging(ctx context.Context, dir string, cleanup func(context.Context, string) error, log logrus.FieldLogger) {
+	if dir != "" && cleanup != nil {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		if err := cleanup(cctx, dir); err != nil {
+			log.WithError(err).WithField("dir", dir).Warn("could not remove the staging folder")
+		}
+		cancel()
+	}
 }
 
 // noFinalURL is the AM's RM client unregistering with no final tracking
@@ -611,36 +667,35 @@ func submitTime(ms string) time.Time {
 
 // workerPlan parses the flags and the worker command after --, as submit
 // and run take them, loads the configuration and reads the AM's settings
-// from it (am.Load: the worker groups planned, one unnamed group without
+// from it (amplan.Load: the worker groups planned, one unnamed group without
 // xres.worker-groups; a group every launcher would refuse is refused,
-// workerSpecs). The configuration itself is returned for what
-// yarn/submit reads from it (Request.ApplyConfig).
-func workerPlan(fs *flag.FlagSet, args []string, c *common, e *env, workers *int) ([]string, *conf.Config, am.Settings, error) {
+// workerSpecs).
+func workerPlan(fs *flag.FlagSet, args []string, c *common, e *env, workers *int) ([]string, amplan.Settings, error) {
 	pos, worker, err := parse(fs, args)
 	if err != nil {
-		return nil, nil, am.Settings{}, err
+		return nil, amplan.Settings{}, err
 	}
 	if len(pos) > 0 {
-		return nil, nil, am.Settings{}, fmt.Errorf("%w: unexpected argument %q (the worker command goes after --)", errUsage, pos[0])
+		return nil, amplan.Settings{}, fmt.Errorf("%w: unexpected argument %q (the worker command goes after --)", errUsage, pos[0])
 	}
 	if len(worker) == 0 {
-		return nil, nil, am.Settings{}, fmt.Errorf("%w: no worker command (am %s [flags] -- <worker command…>)", errUsage, fs.Name())
+		return nil, amplan.Settings{}, fmt.Errorf("%w: no worker command (am %s [flags] -- <worker command…>)", errUsage, fs.Name())
 	}
 	if err := checkWorkers(fs, *workers); err != nil {
-		return nil, nil, am.Settings{}, err
+		return nil, amplan.Settings{}, err
 	}
 	if err := c.apply(e); err != nil {
-		return nil, nil, am.Settings{}, err
+		return nil, amplan.Settings{}, err
 	}
 	cfg, err := c.load(e)
 	if err != nil {
-		return nil, nil, am.Settings{}, err
+		return nil, amplan.Settings{}, err
 	}
-	set, err := am.Load(cfg, *workers, workerSpecs(resources.ParseOptions{Side: resources.SideYarn, Log: e.log}, e.getenv))
+	set, err := amplan.Load(cfg, *workers, workerSpecs(resources.ParseOptions{Side: resources.SideYarn, Log: e.log}, e.getenv))
 	if err != nil {
-		return nil, nil, am.Settings{}, configError{err}
+		return nil, amplan.Settings{}, configError{err}
 	}
-	return worker, cfg, set, nil
+	return worker, set, nil
 }
 
 // checkWorkers refuses a --workers given as 0 or less: leaving the flag out

@@ -20,6 +20,8 @@ import (
 	"github.com/xres/xres/resources/contract"
 	"github.com/xres/xres/yarn"
 	"github.com/xres/xres/yarn/am"
+	"github.com/xres/xres/yarn/amplan"
+	"github.com/xres/xres/yarn/amweb"
 	"github.com/xres/xres/yarn/security"
 	"github.com/xres/xres/yarn/submit"
 )
@@ -104,7 +106,7 @@ func (n *reportingNM) StartContainer(ctx context.Context, c yarn.Container, tok 
 	if creds, err := security.ParseCredentials(l.Tokens); err == nil && creds.Secret(contract.ReportSecretAlias) == nil {
 		key = creds.Secret(contract.ContainerKeyAlias)
 	}
-	err := am.PostDeviceReport(ctx, nil, l.Env[contract.EnvReportURL], key, contract.DeviceReport{Container: c.ID,
+	err := amweb.PostDeviceReport(ctx, nil, l.Env[contract.EnvReportURL], key, contract.DeviceReport{Container: c.ID,
 		Resources: map[string][]resources.Properties{"gpu": {{"index": "0"}}}})
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -126,7 +128,7 @@ func (n *reportingNM) StopContainer(ctx context.Context, c yarn.Container, tok s
 
 func fakeDeps(rm *scriptRM, nm *reportingNM) deps {
 	rm.nm = nm
-	return deps{amClients: func(ctx context.Context, getenv func(string) string, _ submit.AMEnv, _ am.Settings, log logrus.FieldLogger) (amClients, error) {
+	return deps{amClients: func(ctx context.Context, getenv func(string) string, _ submit.AMEnv, _ amplan.Settings, log logrus.FieldLogger) (amClients, error) {
 		var creds security.Credentials
 		creds.AddToken("amrm", &security.Token{Kind: security.KindAMRMToken})
 		tokens, secret, err := workerCredentials(&creds, log)
@@ -158,7 +160,7 @@ func TestRunWiresTheAM(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			rm, nm := &scriptRM{exits: tt.exits}, &reportingNM{}
 			code, out, stderr := runAm(t, fakeDeps(rm, nm), envs, "run", "--conf", "testdata/flink-conf.yaml",
-				"-D", "rest.bind-address=127.0.0.1", "-D", am.KeyHeartbeat+"=1", "--log-level", "warn", "--", "python", "train.py", "--epochs", "2")
+				"-D", "rest.bind-address=127.0.0.1", "-D", amplan.KeyHeartbeat+"=1", "--log-level", "warn", "--", "python", "train.py", "--epochs", "2")
 			require.Equal(t, tt.code, code, stderr)
 			require.Len(t, rm.finished, 1)
 			require.Equal(t, tt.status, rm.finished[0].Status)
@@ -175,9 +177,9 @@ func TestRunWiresTheAM(t *testing.T) {
 				Profile: yarn.Resource{MemoryMB: 4096, VCores: 2, Extra: map[string]int64{"yarn.io/gpu": 1}}}, rm.asks[0])
 
 			l := nm.launches[0]
-			require.Equal(t, []string{"./container-launcher --conf flink-conf.yaml -D rest.bind-address=127.0.0.1 -D " + am.KeyHeartbeat + "=1 -- python train.py --epochs 2 1><LOG_DIR>/stdout 2><LOG_DIR>/stderr"}, l.Commands)
+			require.Equal(t, []string{"./container-launcher --conf flink-conf.yaml -D rest.bind-address=127.0.0.1 -D " + amplan.KeyHeartbeat + "=1 -- python train.py --epochs 2 1><LOG_DIR>/stdout 2><LOG_DIR>/stderr"}, l.Commands)
 			require.Equal(t, "/usr/local/cuda/lib64", l.Env["LD_LIBRARY_PATH"])
-			require.Equal(t, strings.TrimSuffix(rm.reg.TrackingURL, "/")+am.PathReport, l.Env[contract.EnvReportURL])
+			require.Equal(t, strings.TrimSuffix(rm.reg.TrackingURL, "/")+amweb.PathReport, l.Env[contract.EnvReportURL])
 			require.Contains(t, l.LocalResources, "container-launcher")
 			require.NotContains(t, l.LocalResources, "am")
 			require.NotEmpty(t, nm.reports)
@@ -190,7 +192,7 @@ func TestRunWiresTheAM(t *testing.T) {
 
 func TestRunRejectsBadConfigBeforeConnecting(t *testing.T) {
 	called := false
-	d := deps{amClients: func(context.Context, func(string) string, submit.AMEnv, am.Settings, logrus.FieldLogger) (amClients, error) {
+	d := deps{amClients: func(context.Context, func(string) string, submit.AMEnv, amplan.Settings, logrus.FieldLogger) (amClients, error) {
 		called = true
 		return amClients{}, errors.New("should not connect")
 	}}
@@ -201,7 +203,7 @@ func TestRunRejectsBadConfigBeforeConnecting(t *testing.T) {
 }
 
 func TestRunClusterError(t *testing.T) {
-	d := deps{amClients: func(context.Context, func(string) string, submit.AMEnv, am.Settings, logrus.FieldLogger) (amClients, error) {
+	d := deps{amClients: func(context.Context, func(string) string, submit.AMEnv, amplan.Settings, logrus.FieldLogger) (amClients, error) {
 		return amClients{}, errors.New("no AMRMToken in $HADOOP_TOKEN_FILE_LOCATION")
 	}}
 	code, _, stderr := runAm(t, d, nil, "run", "--conf", "testdata/flink-conf.yaml", "-D", "rest.bind-address=127.0.0.1", "--", "true")

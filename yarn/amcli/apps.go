@@ -12,7 +12,7 @@ import (
 
 	"github.com/xres/xres/conf"
 	"github.com/xres/xres/yarn"
-	"github.com/xres/xres/yarn/am"
+	"github.com/xres/xres/yarn/amnm"
 	"github.com/xres/xres/yarn/submit"
 )
 
@@ -125,7 +125,7 @@ func cmdLogs(ctx context.Context, args []string, e *env) error {
 	if len(workers) == 0 {
 		return clusterError{fmt.Errorf("%w: %s (%s) lists no workers: neither its ApplicationMaster nor its final diagnostics name any", errNoLogs, id, r.State)}
 	}
-	fetch := am.NMWebLogs{User: yarn.CurrentUser(e.getenv), Client: e.deps.http}
+	fetch := amnm.NMWebLogs{User: yarn.CurrentUser(e.getenv), Client: e.deps.http}
 	read := 0
 	for _, w := range workers {
 		fmt.Fprintf(e.stdout, "Container: %s on %s\n", w.Container, w.Node)

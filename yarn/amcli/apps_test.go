@@ -14,34 +14,35 @@ import (
 
 	"github.com/xres/xres/resources"
 	"github.com/xres/xres/yarn"
-	"github.com/xres/xres/yarn/am"
+	"github.com/xres/xres/yarn/amstatus"
+	"github.com/xres/xres/yarn/amweb"
 )
 
 func exitp(n int) *int { return &n }
 
-var endedWorkers = []am.WorkerStatus{
+var endedWorkers = []amstatus.WorkerStatus{
 	{Container: "container_1700000000000_0003_01_000002", Node: "127.0.0.2:45454", NodeHTTP: "127.0.0.2:8042", Host: "127.0.0.2",
-		State: am.StateSucceeded, ExitStatus: exitp(0), Devices: map[string][]resources.Properties{"gpu": {{"index": "0"}}}},
+		State: amstatus.StateSucceeded, ExitStatus: exitp(0), Devices: map[string][]resources.Properties{"gpu": {{"index": "0"}}}},
 	{Container: "container_1700000000000_0003_01_000003", Node: "127.0.0.3:45454", NodeHTTP: "127.0.0.3:8042", Host: "127.0.0.3",
-		State: am.StateFailed, ExitStatus: exitp(resources.LauncherExitDiscovery), Diagnostics: "exit code 212\nlast stderr lines: no free GPU"},
+		State: amstatus.StateFailed, ExitStatus: exitp(resources.LauncherExitDiscovery), Diagnostics: "exit code 212\nlast stderr lines: no free GPU"},
 	{Container: "container_1700000000000_0003_01_000004", Node: "127.0.0.3:45454", Host: "127.0.0.3",
-		State: am.StateFailed, ExitStatus: exitp(3), Diagnostics: "exit code 3; last 1 stderr lines:\nTraceback: CUDA out of memory"},
+		State: amstatus.StateFailed, ExitStatus: exitp(3), Diagnostics: "exit code 3; last 1 stderr lines:\nTraceback: CUDA out of memory"},
 }
 
 func TestWorkerLinesRoundTrip(t *testing.T) {
 	diag := withWorkers("1 of 3 workers failed\n", endedWorkers)
 	rest, back := splitWorkers(diag)
 	require.Equal(t, "1 of 3 workers failed", rest)
-	want := append([]am.WorkerStatus(nil), endedWorkers...)
+	want := append([]amstatus.WorkerStatus(nil), endedWorkers...)
 	for i := range want {
 		want[i].Diagnostics = firstLine(want[i].Diagnostics, maxWorkerDiag)
 	}
 	require.Equal(t, want, back)
 
 	// Many workers stay bounded, well below the RM's 64 KiB limit.
-	many := make([]am.WorkerStatus, 5000)
+	many := make([]amstatus.WorkerStatus, 5000)
 	for i := range many {
-		many[i] = am.WorkerStatus{Container: fmt.Sprintf("container_1700000000000_0003_01_%06d", i), Node: "h:1", State: am.StateFailed,
+		many[i] = amstatus.WorkerStatus{Container: fmt.Sprintf("container_1700000000000_0003_01_%06d", i), Node: "h:1", State: amstatus.StateFailed,
 			ExitStatus: exitp(1), Diagnostics: strings.Repeat("x", 5000)}
 	}
 	diag = withWorkers("", many)
@@ -165,9 +166,9 @@ func TestLogs(t *testing.T) {
 	}))
 	defer nm.Close()
 	host := strings.TrimPrefix(nm.URL, "http://")
-	workers := []am.WorkerStatus{
-		{Container: "container_1700000000000_0003_01_000002", Node: "127.0.0.1:45454", NodeHTTP: host, State: am.StateSucceeded, ExitStatus: exitp(0)},
-		{Container: "container_1700000000000_0003_01_000003", Node: "127.0.0.1:45455", NodeHTTP: host, State: am.StateSucceeded, ExitStatus: exitp(0)},
+	workers := []amstatus.WorkerStatus{
+		{Container: "container_1700000000000_0003_01_000002", Node: "127.0.0.1:45454", NodeHTTP: host, State: amstatus.StateSucceeded, ExitStatus: exitp(0)},
+		{Container: "container_1700000000000_0003_01_000003", Node: "127.0.0.1:45455", NodeHTTP: host, State: amstatus.StateSucceeded, ExitStatus: exitp(0)},
 	}
 	ended := []string{"FINISHED"}
 
@@ -185,7 +186,7 @@ func TestLogs(t *testing.T) {
 	})
 	// aggregation on: TestLogsAggregated (aggrlogs_test.go)
 	t.Run("no NodeManager serves them", func(t *testing.T) {
-		gone := []am.WorkerStatus{{Container: "container_1700000000000_0003_01_000002", Node: "127.0.0.1:45454", NodeHTTP: "127.0.0.1:1"}}
+		gone := []amstatus.WorkerStatus{{Container: "container_1700000000000_0003_01_000002", Node: "127.0.0.1:45454", NodeHTTP: "127.0.0.1:1"}}
 		rm := &clientRM{states: ended, diag: withWorkers("ok", gone)}
 		code, _, stderr := runAm(t, clientDeps(t, rm, &diskFS{}), nil, "logs", "application_1700000000000_0003")
 		require.Equal(t, ExitCluster, code)
@@ -199,17 +200,17 @@ func TestLogs(t *testing.T) {
 func TestStatusShowsGroups(t *testing.T) {
 	gpu := yarn.Resource{MemoryMB: 8192, VCores: 1, Extra: map[string]int64{"yarn.io/gpu": 4}}
 	fpga := yarn.Resource{MemoryMB: 2048, VCores: 1, Extra: map[string]int64{"yarn.io/fpga": 1}}
-	st := am.Status{App: "application_1700000000000_0003", State: "RUNNING", Workers: 5, Minimum: 3, Running: 4, Failed: 1, Restarts: 1, MaxFailed: 5,
-		Groups: []am.GroupStatus{
+	st := amstatus.Status{App: "application_1700000000000_0003", State: "RUNNING", Workers: 5, Minimum: 3, Running: 4, Failed: 1, Restarts: 1, MaxFailed: 5,
+		Groups: []amstatus.GroupStatus{
 			{Name: "trainer", Workers: 2, Minimum: 1, Reactive: true, Running: 1, Pending: 1, Failed: 1, Restarts: 1, MaxFailed: 2, Profile: gpu},
 			{Name: "prep", Workers: 3, Minimum: 2, Reactive: true, Running: 3, MaxFailed: 3, Profile: fpga}},
-		Containers: []am.WorkerStatus{
-			{Container: "container_1700000000000_0003_01_000002", Node: "127.0.0.2:45454", Group: "trainer", State: am.StateRunning,
+		Containers: []amstatus.WorkerStatus{
+			{Container: "container_1700000000000_0003_01_000002", Node: "127.0.0.2:45454", Group: "trainer", State: amstatus.StateRunning,
 				Devices: map[string][]resources.Properties{"gpu": {{"index": "0"}, {"index": "1"}, {"index": "2"}, {"index": "3"}}}},
-			{Container: "container_1700000000000_0003_01_000003", Node: "127.0.0.3:45454", Group: "prep", State: am.StateRunning,
+			{Container: "container_1700000000000_0003_01_000003", Node: "127.0.0.3:45454", Group: "prep", State: amstatus.StateRunning,
 				Devices: map[string][]resources.Properties{"fpga": {{"index": "0"}}}},
 		}}
-	amSrv := httptest.NewServer(am.NewTracker(staticStatus{st}, nil))
+	amSrv := httptest.NewServer(amweb.NewTracker(staticStatus{st}, nil))
 	defer amSrv.Close()
 	rm := &clientRM{tracking: amSrv.URL + "/", states: []string{"RUNNING"}}
 	code, out, stderr := runAm(t, clientDeps(t, rm, &diskFS{}), nil, "status", "application_1700000000000_0003")
@@ -230,9 +231,9 @@ func TestStatusShowsGroups(t *testing.T) {
 // Without groups, under reactive mode, am status shows the minimum and no
 // group table or column.
 func TestStatusReactiveWithoutGroups(t *testing.T) {
-	st := am.Status{Workers: 4, Minimum: 2, Running: 2, Groups: []am.GroupStatus{{Workers: 4, Minimum: 2, Reactive: true, Running: 2}},
-		Containers: []am.WorkerStatus{{Container: "container_1700000000000_0003_01_000002", Host: "nm1", State: am.StateRunning}}}
-	amSrv := httptest.NewServer(am.NewTracker(staticStatus{st}, nil))
+	st := amstatus.Status{Workers: 4, Minimum: 2, Running: 2, Groups: []amstatus.GroupStatus{{Workers: 4, Minimum: 2, Reactive: true, Running: 2}},
+		Containers: []amstatus.WorkerStatus{{Container: "container_1700000000000_0003_01_000002", Host: "nm1", State: amstatus.StateRunning}}}
+	amSrv := httptest.NewServer(amweb.NewTracker(staticStatus{st}, nil))
 	defer amSrv.Close()
 	rm := &clientRM{tracking: amSrv.URL + "/", states: []string{"RUNNING"}}
 	code, out, stderr := runAm(t, clientDeps(t, rm, &diskFS{}), nil, "status", "application_1700000000000_0003")
@@ -246,11 +247,11 @@ func TestStatusReactiveWithoutGroups(t *testing.T) {
 // am status (and am submit's summary) still list the workers with their
 // groups.
 func TestStatusAfterTheEndKeepsTheGroups(t *testing.T) {
-	workers := []am.WorkerStatus{
+	workers := []amstatus.WorkerStatus{
 		{Container: "container_1700000000000_0003_01_000002", Node: "127.0.0.2:45454", Host: "127.0.0.2", Group: "trainer",
-			State: am.StateSucceeded, ExitStatus: exitp(0), Devices: map[string][]resources.Properties{"gpu": {{"index": "0"}}}},
+			State: amstatus.StateSucceeded, ExitStatus: exitp(0), Devices: map[string][]resources.Properties{"gpu": {{"index": "0"}}}},
 		{Container: "container_1700000000000_0003_01_000003", Node: "127.0.0.3:45454", Host: "127.0.0.3", Group: "prep",
-			State: am.StateFailed, ExitStatus: exitp(3), Diagnostics: "exit code 3"},
+			State: amstatus.StateFailed, ExitStatus: exitp(3), Diagnostics: "exit code 3"},
 	}
 	diag := withWorkers("1 worker of group prep failed", workers)
 	require.Contains(t, diag, `"group":"trainer"`)

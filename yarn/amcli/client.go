@@ -22,7 +22,9 @@ import (
 
 	"github.com/xres/xres/conf"
 	"github.com/xres/xres/yarn"
-	"github.com/xres/xres/yarn/am"
+	"github.com/xres/xres/yarn/amplan"
+	"github.com/xres/xres/yarn/amstatus"
+	"github.com/xres/xres/yarn/amweb"
 	"github.com/xres/xres/yarn/hdfstoken"
 	"github.com/xres/xres/yarn/rest"
 	"github.com/xres/xres/yarn/security"
@@ -120,7 +122,7 @@ func cmdSubmit(ctx context.Context, args []string, e *env) error {
 	detach := fs.Bool("detach", false, "return after submission instead of following the application")
 	launcher := fs.String("launcher", "", "container-launcher binary to ship (default: $XRES_LAUNCHER, else beside am)")
 	useREST := fs.Bool("rest", false, "talk to the ResourceManager over its REST API instead of RPC")
-	worker, cfg, set, err := workerPlan(fs, args, &c, e, workers)
+	worker, set, err := workerPlan(fs, args, &c, e, workers)
 	if err != nil {
 		return err
 	}
@@ -191,17 +193,14 @@ func cmdSubmit(ctx context.Context, args []string, e *env) error {
 		Workers: *workers, Worker: worker, MasterEnv: set.App.MasterEnv, Tokens: tokens,
 		SchedulerAddresses: sched, DefaultFS: defaultFS, RMAddresses: rmAddrs, HadoopConf: hc,
 		AMMemoryMB: set.App.MemoryMB, AMVcores: set.App.VCores, MaxAttempts: set.App.Attempts,
-		Groups: profiles(planned),
+		Groups: profiles(planned), NodeLabel: set.App.NodeLabel, Tags: set.App.Tags, Priority: set.App.Priority,
 	}
 	if lg.Kerberos != nil && set.App.Keytab != "" && set.App.Principal != "" && set.App.ShipKeytab {
 		// The AM logs in with it to obtain new HDFS delegation tokens.
 		sreq.Keytab, sreq.Krb5Conf = set.App.Keytab, set.App.Krb5Conf
 	}
-	if err := sreq.ApplyConfig(cfg); err != nil {
-		return configError{err}
-	}
 	sub, err := client.Submit(ctx, sreq)
-	if errors.Is(err, am.ErrProfileUnsatisfiable) {
+	if errors.Is(err, amplan.ErrProfileUnsatisfiable) {
 		return configError{err}
 	}
 	if err != nil {
@@ -213,7 +212,7 @@ func cmdSubmit(ctx context.Context, args []string, e *env) error {
 		return nil
 	}
 	f := &follower{w: e.stdout, app: sub.AppID, now: time.Now,
-		status: func(ctx context.Context, u string) *am.Status { return amStatus(ctx, e, u) }}
+		status: func(ctx context.Context, u string) *amstatus.Status { return amStatus(ctx, e, u) }}
 	rep, err := client.Wait(ctx, sub.AppID, func(r yarn.ApplicationReport) { f.report(ctx, r) })
 	if err != nil {
 		fmt.Fprintf(e.stderr, "am submit: stopped following %s; it keeps running (am kill %s stops it)\n", sub.AppID, sub.AppID)
@@ -331,19 +330,19 @@ func connect(ctx context.Context, e *env, useREST bool, lg *login) (rmAPI, *conf
 }
 
 type statusJSON struct {
-	App         string     `json:"app"`
-	Name        string     `json:"name"`
-	User        string     `json:"user"`
-	Queue       string     `json:"queue"`
-	State       string     `json:"state"`
-	FinalStatus string     `json:"final-status"`
-	Progress    float32    `json:"progress"`
-	TrackingURL string     `json:"tracking-url,omitempty"`
-	Diagnostics string     `json:"diagnostics,omitempty"`
-	AM          *am.Status `json:"am,omitempty"` // the AM's own report, while it runs
+	App         string           `json:"app"`
+	Name        string           `json:"name"`
+	User        string           `json:"user"`
+	Queue       string           `json:"queue"`
+	State       string           `json:"state"`
+	FinalStatus string           `json:"final-status"`
+	Progress    float32          `json:"progress"`
+	TrackingURL string           `json:"tracking-url,omitempty"`
+	Diagnostics string           `json:"diagnostics,omitempty"`
+	AM          *amstatus.Status `json:"am,omitempty"` // the AM's own report, while it runs
 	// Workers are the AM's workers: while it runs as it reports them, after
 	// the end as its final diagnostics left them.
-	Workers []am.WorkerStatus `json:"workers,omitempty"`
+	Workers []amstatus.WorkerStatus `json:"workers,omitempty"`
 }
 
 // cmdStatus: am status APP_ID [--json]
@@ -395,10 +394,10 @@ func cmdStatus(ctx context.Context, args []string, e *env) error {
 
 // amStatus asks a running AM for its status through the tracking URL (the
 // RM's web proxy); nil when it cannot be reached.
-func amStatus(ctx context.Context, e *env, trackingURL string) *am.Status {
+func amStatus(ctx context.Context, e *env, trackingURL string) *amstatus.Status {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	u := strings.TrimSuffix(trackingURL, "/") + am.PathStatus + "?phases=true"
+	u := strings.TrimSuffix(trackingURL, "/") + amweb.PathStatus + "?phases=true"
 	if !strings.Contains(u, "://") {
 		u = "http://" + u
 	}
@@ -419,7 +418,7 @@ func amStatus(ctx context.Context, e *env, trackingURL string) *am.Status {
 	if resp.StatusCode != http.StatusOK {
 		return nil
 	}
-	var st am.Status
+	var st amstatus.Status
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 8<<20)).Decode(&st); err != nil {
 		return nil
 	}
@@ -588,17 +587,17 @@ func validAppID(s string) bool { return appIDPattern.MatchString(s) }
 
 // profiles are the planned groups' profiles, for the check before
 // submission.
-func profiles(planned []am.PlannedGroup) []am.Group {
-	out := make([]am.Group, len(planned))
+func profiles(planned []amplan.PlannedGroup) []amplan.Group {
+	out := make([]amplan.Group, len(planned))
 	for i, g := range planned {
-		out[i] = am.Group{Name: g.Name, Plan: g.Plan, Owners: am.Owners(g.Specs)}
+		out[i] = amplan.Group{Name: g.Name, Plan: g.Plan, Owners: amplan.Owners(g.Specs)}
 	}
 	return out
 }
 
 // describeGroups says what is asked: "4 workers of <profile>", per group
 // when there are several ("trainer: 2 workers of …; prep: …").
-func describeGroups(planned []am.PlannedGroup) string {
+func describeGroups(planned []amplan.PlannedGroup) string {
 	parts := make([]string, len(planned))
 	for i, g := range planned {
 		parts[i] = fmt.Sprintf("%d workers of %s", g.Plan.Workers, g.Plan.Profile)

@@ -23,7 +23,8 @@ import (
 	"github.com/xres/xres/resources"
 	"github.com/xres/xres/resources/contract"
 	"github.com/xres/xres/yarn"
-	"github.com/xres/xres/yarn/am"
+	"github.com/xres/xres/yarn/amstatus"
+	"github.com/xres/xres/yarn/amweb"
 	"github.com/xres/xres/yarn/security"
 	"github.com/xres/xres/yarn/submit"
 )
@@ -235,8 +236,8 @@ func TestSubmitNeedsTheLauncher(t *testing.T) {
 }
 
 func TestStatus(t *testing.T) {
-	amSrv := httptest.NewServer(am.NewTracker(staticStatus{am.Status{App: "application_1700000000000_0003", Workers: 2, Running: 2,
-		Containers: []am.WorkerStatus{{Container: "container_1700000000000_0003_01_000002", Host: "nm1", State: am.StateRunning,
+	amSrv := httptest.NewServer(amweb.NewTracker(staticStatus{amstatus.Status{App: "application_1700000000000_0003", Workers: 2, Running: 2,
+		Containers: []amstatus.WorkerStatus{{Container: "container_1700000000000_0003_01_000002", Host: "nm1", State: amstatus.StateRunning,
 			Devices: map[string][]resources.Properties{"gpu": {{"index": "1"}}}}}}}, nil))
 	defer amSrv.Close()
 	rm := &clientRM{tracking: amSrv.URL + "/", states: []string{"RUNNING"}}
@@ -256,9 +257,9 @@ func TestStatus(t *testing.T) {
 	require.Equal(t, 2, st.AM.Running)
 }
 
-type staticStatus struct{ s am.Status }
+type staticStatus struct{ s amstatus.Status }
 
-func (s staticStatus) Status() am.Status                         { return s.s }
+func (s staticStatus) Status() amstatus.Status                   { return s.s }
 func (s staticStatus) ReportDevices(contract.DeviceReport) error { return errors.New("read only") }
 
 func TestKillAndCluster(t *testing.T) {

@@ -16,13 +16,13 @@ import (
 
 	"github.com/xres/xres/conf"
 	"github.com/xres/xres/yarn"
-	"github.com/xres/xres/yarn/am"
+	"github.com/xres/xres/yarn/amplan"
 	"github.com/xres/xres/yarn/submit"
 )
 
 const sentinelSecret = "xres-sentinel-secret"
 
-// argvOf splits a container command built by am.Command for a worker
+// argvOf splits a container command built by amplan.Command for a worker
 // without quoting (plain words) and drops the log redirections.
 func argvOf(t *testing.T, cmd string) []string {
 	t.Helper()
@@ -49,7 +49,7 @@ func TestDynamicOverridesStayOffCommandLines(t *testing.T) {
 		states: []string{"FINISHED"}}
 	dfs := &diskFS{root: t.TempDir()}
 	code, out, stderr := runAm(t, clientDeps(t, rm, dfs), map[string]string{"HADOOP_USER_NAME": "alice"},
-		"submit", "--conf", "testdata/flink-conf.yaml", "-D", "s3.secret-key="+sentinelSecret, "-Drest.bind-address=127.0.0.1", "-D"+am.KeyHeartbeat+"=1",
+		"submit", "--conf", "testdata/flink-conf.yaml", "-D", "s3.secret-key="+sentinelSecret, "-Drest.bind-address=127.0.0.1", "-D"+amplan.KeyHeartbeat+"=1",
 		"--workers", "2", "--detach", "--", "true")
 	require.Equal(t, ExitOK, code, stderr)
 	require.NotContains(t, out+stderr, sentinelSecret)
@@ -124,7 +124,7 @@ func TestRunDynamicFileMustBeStaged(t *testing.T) {
 	called := false
 	d := fakeDeps(&scriptRM{}, &reportingNM{})
 	inner := d.amClients
-	d.amClients = func(ctx context.Context, getenv func(string) string, ae submit.AMEnv, set am.Settings, log logrus.FieldLogger) (amClients, error) {
+	d.amClients = func(ctx context.Context, getenv func(string) string, ae submit.AMEnv, set amplan.Settings, log logrus.FieldLogger) (amClients, error) {
 		called = true
 		return inner(ctx, getenv, ae, set, log)
 	}

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/xres/xres/yarn"
-	"github.com/xres/xres/yarn/am"
+	"github.com/xres/xres/yarn/amstatus"
 )
 
 // follower prints what am submit sees while it follows an application:
@@ -27,11 +27,11 @@ type follower struct {
 	w      io.Writer
 	app    string
 	now    func() time.Time
-	status func(ctx context.Context, trackingURL string) *am.Status // the AM's report; nil when unreachable
+	status func(ctx context.Context, trackingURL string) *amstatus.Status // the AM's report; nil when unreachable
 
 	state   string
 	workers string
-	last    *am.Status // the AM's last report
+	last    *amstatus.Status // the AM's last report
 }
 
 func (f *follower) report(ctx context.Context, r yarn.ApplicationReport) {
@@ -73,7 +73,7 @@ func (f *follower) report(ctx context.Context, r yarn.ApplicationReport) {
 // runningText is how many workers run of how many wanted: "2/4 running",
 // per named group "trainer 1/2, prep 3/3 running", each with its minimum
 // under scheduler-mode: reactive ("2/4 running (minimum 2, reactive)").
-func runningText(st *am.Status) string {
+func runningText(st *amstatus.Status) string {
 	if !namedGroups(st.Groups) {
 		text := fmt.Sprintf("%d/%d running", st.Running, st.Workers)
 		if len(st.Groups) == 1 && st.Groups[0].Reactive {
@@ -93,7 +93,7 @@ func runningText(st *am.Status) string {
 
 // namedGroups reports whether the application has named worker groups
 // (xres.worker-groups), as opposed to its one unnamed group.
-func namedGroups(gs []am.GroupStatus) bool { return len(gs) > 0 && gs[0].Name != "" }
+func namedGroups(gs []amstatus.GroupStatus) bool { return len(gs) > 0 && gs[0].Name != "" }
 
 func (f *follower) stamp() string { return f.now().Format("15:04:05") }
 

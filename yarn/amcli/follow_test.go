@@ -10,7 +10,7 @@ import (
 
 	"github.com/xres/xres/resources"
 	"github.com/xres/xres/yarn"
-	"github.com/xres/xres/yarn/am"
+	"github.com/xres/xres/yarn/amstatus"
 )
 
 // am submit's progress: state changes with their time, workers
@@ -19,14 +19,14 @@ import (
 func TestFollowerProgressAndSummary(t *testing.T) {
 	var out strings.Builder
 	clock := time.Date(2026, 12, 2, 0, 12, 41, 0, time.UTC)
-	statuses := []am.Status{
+	statuses := []amstatus.Status{
 		{Workers: 4, Running: 2},
 		{Workers: 4, Running: 2},
 		{Workers: 4, Running: 4, Restarts: 1, Failed: 1},
 	}
 	n := 0
 	f := &follower{w: &out, app: "application_1_0001", now: func() time.Time { clock = clock.Add(time.Second); return clock }, // one second per line printed
-		status: func(_ context.Context, u string) *am.Status {
+		status: func(_ context.Context, u string) *amstatus.Status {
 			require.Equal(t, "http://rm/proxy/", u)
 			st := statuses[min(n, len(statuses)-1)]
 			n++
@@ -38,10 +38,10 @@ func TestFollowerProgressAndSummary(t *testing.T) {
 	for range 3 {
 		f.report(ctx, yarn.ApplicationReport{State: "RUNNING", TrackingURL: "http://rm/proxy/"})
 	}
-	final := yarn.ApplicationReport{State: "FINISHED", FinalStatus: "SUCCEEDED", Diagnostics: withWorkers("4 workers succeeded (1 replaced)", []am.WorkerStatus{
-		{Container: "container_1_0001_01_000002", Node: "127.0.0.2:45454", State: am.StateSucceeded, ExitStatus: exitp(0),
+	final := yarn.ApplicationReport{State: "FINISHED", FinalStatus: "SUCCEEDED", Diagnostics: withWorkers("4 workers succeeded (1 replaced)", []amstatus.WorkerStatus{
+		{Container: "container_1_0001_01_000002", Node: "127.0.0.2:45454", State: amstatus.StateSucceeded, ExitStatus: exitp(0),
 			Devices: map[string][]resources.Properties{"gpu": {{"index": "1"}}}},
-		{Container: "container_1_0001_01_000003", Node: "127.0.0.3:45454", State: am.StateFailed, ExitStatus: exitp(212)},
+		{Container: "container_1_0001_01_000003", Node: "127.0.0.3:45454", State: amstatus.StateFailed, ExitStatus: exitp(212)},
 	})}
 	f.report(ctx, final)
 	diag := f.summary(final)
@@ -65,30 +65,30 @@ func TestFollowerProgressAndSummary(t *testing.T) {
 // shows the minimum; the final table has a group column.
 func TestFollowerGroupsAndReactive(t *testing.T) {
 	gpu := yarn.Resource{MemoryMB: 8192, VCores: 1, Extra: map[string]int64{"yarn.io/gpu": 4}}
-	statuses := []am.Status{
-		{Workers: 5, Minimum: 5, Running: 4, Groups: []am.GroupStatus{
+	statuses := []amstatus.Status{
+		{Workers: 5, Minimum: 5, Running: 4, Groups: []amstatus.GroupStatus{
 			{Name: "trainer", Workers: 2, Minimum: 2, Running: 1, Profile: gpu},
 			{Name: "prep", Workers: 3, Minimum: 3, Running: 3}}},
-		{Workers: 5, Minimum: 3, Running: 5, Restarts: 1, Groups: []am.GroupStatus{
+		{Workers: 5, Minimum: 3, Running: 5, Restarts: 1, Groups: []amstatus.GroupStatus{
 			{Name: "trainer", Workers: 2, Minimum: 1, Reactive: true, Running: 2, Restarts: 1},
 			{Name: "prep", Workers: 3, Minimum: 2, Reactive: true, Running: 3}}},
 		// No groups, reactive: the one unnamed group.
-		{Workers: 4, Minimum: 2, Running: 2, Groups: []am.GroupStatus{{Workers: 4, Minimum: 2, Reactive: true, Running: 2}}},
+		{Workers: 4, Minimum: 2, Running: 2, Groups: []amstatus.GroupStatus{{Workers: 4, Minimum: 2, Reactive: true, Running: 2}}},
 		// An unnamed group that is not reactive: as before.
-		{Workers: 4, Minimum: 4, Running: 3, Groups: []am.GroupStatus{{Workers: 4, Minimum: 4, Running: 3}}},
+		{Workers: 4, Minimum: 4, Running: 3, Groups: []amstatus.GroupStatus{{Workers: 4, Minimum: 4, Running: 3}}},
 	}
 	var out strings.Builder
 	n := 0
 	f := &follower{w: &out, app: "application_1_0001", now: func() time.Time { return time.Date(2026, 12, 2, 0, 12, 41, 0, time.UTC) },
-		status: func(context.Context, string) *am.Status { st := statuses[n]; n++; return &st }}
+		status: func(context.Context, string) *amstatus.Status { st := statuses[n]; n++; return &st }}
 	running := yarn.ApplicationReport{State: "RUNNING", TrackingURL: "http://rm/proxy/"}
 	for range statuses {
 		f.report(context.Background(), running)
 	}
-	final := yarn.ApplicationReport{State: "FINISHED", FinalStatus: "SUCCEEDED", Diagnostics: withWorkers("5 workers succeeded (1 replaced)", []am.WorkerStatus{
-		{Container: "container_1_0001_01_000002", Node: "127.0.0.2:45454", Group: "trainer", State: am.StateSucceeded, ExitStatus: exitp(0),
+	final := yarn.ApplicationReport{State: "FINISHED", FinalStatus: "SUCCEEDED", Diagnostics: withWorkers("5 workers succeeded (1 replaced)", []amstatus.WorkerStatus{
+		{Container: "container_1_0001_01_000002", Node: "127.0.0.2:45454", Group: "trainer", State: amstatus.StateSucceeded, ExitStatus: exitp(0),
 			Devices: map[string][]resources.Properties{"gpu": {{"index": "0"}, {"index": "1"}}}},
-		{Container: "container_1_0001_01_000003", Node: "127.0.0.3:45454", Group: "prep", State: am.StateSucceeded, ExitStatus: exitp(0)},
+		{Container: "container_1_0001_01_000003", Node: "127.0.0.3:45454", Group: "prep", State: amstatus.StateSucceeded, ExitStatus: exitp(0)},
 	})}
 	f.report(context.Background(), final)
 	require.Equal(t, "5 workers succeeded (1 replaced)", f.summary(final))

@@ -104,7 +104,7 @@ func TestResourcesClusterCheckLogsInWithTheKeytab(t *testing.T) {
 // Issue 41: am resources -D rest.bind-port=70000 exited 0 and am submit
 // submitted, while the AM refused it when binding its tracking server. Both
 // now refuse what the AM refuses (exit 3, naming the key), with the AM's
-// parser, and am resources also runs the AM's settings load (am.Load).
+// parser, and am resources also runs the AM's settings load (amplan.Load).
 func TestResourcesAndSubmitRefuseWhatTheAMRefuses(t *testing.T) {
 	for _, tc := range []struct{ d, want string }{
 		{"rest.bind-port=70000", `rest.bind-port`},

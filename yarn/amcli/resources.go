@@ -18,7 +18,7 @@ import (
 	"github.com/xres/xres/conf"
 	"github.com/xres/xres/resources"
 	"github.com/xres/xres/yarn"
-	"github.com/xres/xres/yarn/am"
+	"github.com/xres/xres/yarn/amplan"
 )
 
 type problemJSON struct {
@@ -59,7 +59,7 @@ type clusterCheck struct {
 type resourcesReport struct {
 	Config    string        `json:"config"`
 	Resources []specJSON    `json:"resources"`
-	Plan      *am.Plan      `json:"plan,omitempty"`
+	Plan      *amplan.Plan  `json:"plan,omitempty"`
 	Groups    []groupJSON   `json:"groups,omitempty"`
 	Warnings  []problemJSON `json:"warnings"`
 	Errors    []problemJSON `json:"errors"`
@@ -75,10 +75,10 @@ type resourcesReport struct {
 // unset when the group's configuration has errors (listed in the report's
 // errors, labelled with the group).
 type groupJSON struct {
-	Name      string     `json:"name"`
-	Command   []string   `json:"command,omitempty"` // xres.worker-group.<group>.command; unset: the command after --
-	Plan      *am.Plan   `json:"plan,omitempty"`
-	Resources []specJSON `json:"resources"`
+	Name      string       `json:"name"`
+	Command   []string     `json:"command,omitempty"` // xres.worker-group.<group>.command; unset: the command after --
+	Plan      *amplan.Plan `json:"plan,omitempty"`
+	Resources []specJSON   `json:"resources"`
 
 	commandText string // the command as configured (text only)
 	workersFrom string
@@ -177,7 +177,7 @@ func buildResourcesReport(cfg *conf.Config, workers int, strict bool, getenv fun
 			}
 		}
 		rep.Resources = specsJSON(cfg, "", specs)
-		plan, err := am.PlanWorkers(cfg, specs, workers)
+		plan, err := amplan.PlanWorkers(cfg, specs, workers)
 		if err != nil {
 			addPlanError(func(p problemJSON) { add("", p) }, err)
 		} else {
@@ -195,7 +195,7 @@ func buildResourcesReport(cfg *conf.Config, workers int, strict bool, getenv fun
 		// groups as a whole (the names, --workers). Each group's own
 		// problems come from planning it alone below, so that they are
 		// told apart and the other groups are still planned.
-		_, err := am.PlanGroups(cfg, workers, func(v *conf.Config) ([]resources.Spec, error) { return resources.Parse(v, parseOpts) })
+		_, err := amplan.PlanGroups(cfg, workers, func(v *conf.Config) ([]resources.Spec, error) { return resources.Parse(v, parseOpts) })
 		for _, e := range splitJoined(err) {
 			if e != nil && !slices.ContainsFunc(names, func(n string) bool { return strings.HasPrefix(e.Error(), groupPrefix(n)) }) {
 				addPlanError(func(p problemJSON) { add("", p) }, e)
@@ -212,7 +212,7 @@ func buildResourcesReport(cfg *conf.Config, workers int, strict bool, getenv fun
 		}
 	}
 	// What the AM's settings load refuses beyond the resources and the
-	// plan (am.Load: heartbeats, fault bounds, the AM container, token
+	// plan (amplan.Load: heartbeats, fault bounds, the AM container, token
 	// renewal), and rest.bind-port as the AM binds by it: am resources
 	// refuses what the AM would (issue 41).
 	planned := !slices.ContainsFunc(list, func(p problemJSON) bool { return p.Severity == string(resources.SeverityError) })
@@ -241,8 +241,8 @@ func buildResourcesReport(cfg *conf.Config, workers int, strict bool, getenv fun
 
 // settingsProblems are the AM's settings errors: rest.bind-port checked
 // as the AM's tracking server reads it (conf.ParsePorts), and, when the
-// resources and the plan have no error (planned; else am.Load would only
-// repeat theirs), the first error of am.Load, the AM's own settings load,
+// resources and the plan have no error (planned; else amplan.Load would only
+// repeat theirs), the first error of amplan.Load, the AM's own settings load,
 // which am submit runs too.
 func settingsProblems(cfg *conf.Config, workers int, opts resources.ParseOptions, planned bool) []problemJSON {
 	var out []problemJSON
@@ -253,14 +253,14 @@ func settingsProblems(cfg *conf.Config, workers int, opts resources.ParseOptions
 		}
 	}
 	if planned {
-		if _, err := am.Load(cfg, workers, func(v *conf.Config) ([]resources.Spec, error) { return resources.Parse(v, opts) }); err != nil {
+		if _, err := amplan.Load(cfg, workers, func(v *conf.Config) ([]resources.Spec, error) { return resources.Parse(v, opts) }); err != nil {
 			addPlanError(func(p problemJSON) { out = append(out, p) }, err)
 		}
 	}
 	return out
 }
 
-// groupPrefix is how am.PlanGroups starts a group's error.
+// groupPrefix is how amplan.PlanGroups starts a group's error.
 func groupPrefix(name string) string { return "worker group " + name + ": " }
 
 // planGroupAlone plans worker group name alone (am.PlanGroup), so that
@@ -280,7 +280,7 @@ func planGroupAlone(cfg *conf.Config, name string, opts resources.ParseOptions, 
 	}
 	var specs []resources.Spec
 	var parseErr error
-	planned, err := am.PlanGroup(cfg, name, func(v *conf.Config) ([]resources.Spec, error) {
+	planned, err := amplan.PlanGroup(cfg, name, func(v *conf.Config) ([]resources.Spec, error) {
 		specs, parseErr = resources.Parse(v, opts)
 		if parseErr == nil {
 			for _, p := range launcherProblems(v, specs, getenv) {
@@ -346,7 +346,7 @@ func hasKey(cfg *conf.Config, key string) bool {
 
 // groupKeyProblems warns of xres.worker-group.<group>.* keys that name no
 // group of xres.worker-groups (a misspelt group, or the list unset):
-// nothing reads them. A bad list itself is reported by am.PlanGroups.
+// nothing reads them. A bad list itself is reported by amplan.PlanGroups.
 func groupKeyProblems(cfg *conf.Config, names []string, namesErr error) []problemJSON {
 	if namesErr != nil {
 		return nil
@@ -408,7 +408,7 @@ func addParseError(add func(problemJSON), err error, fix func(resources.Problem)
 // addPlanError adds each of a plan's errors.
 func addPlanError(add func(problemJSON), err error) {
 	for _, e := range splitJoined(err) {
-		add(problemJSON{Severity: string(resources.SeverityError), Message: strings.TrimPrefix(e.Error(), am.ErrBadConfig.Error()+": ")})
+		add(problemJSON{Severity: string(resources.SeverityError), Message: strings.TrimPrefix(e.Error(), amplan.ErrBadConfig.Error()+": ")})
 	}
 }
 
@@ -557,7 +557,7 @@ func printSpecs(w io.Writer, indent string, specs []specJSON) {
 // printPlan writes a worker plan: the count and where it comes from (how),
 // the reactive minimum, slots, failures tolerated and the container
 // profile, each line after indent.
-func printPlan(w io.Writer, indent string, p *am.Plan, how string) {
+func printPlan(w io.Writer, indent string, p *amplan.Plan, how string) {
 	fmt.Fprintf(w, "%sworkers: %d (%d from %s)\n", indent, p.Workers, p.BaseWorkers, how)
 	if p.Spares > 0 {
 		fmt.Fprintf(w, "%sstandby spares: %d (%s): each holds a container and its devices, runs no command until a worker fails, then takes its rank\n",
@@ -583,9 +583,9 @@ func printPlan(w io.Writer, indent string, p *am.Plan, how string) {
 // cluster check logs in as the submission will.
 func clusterLogin(cfg *conf.Config) *login {
 	l := &login{}
-	l.Keytab, _ = cfg.Get(conf.KerberosLoginKeytab.Key)
-	l.Principal, _ = cfg.Get(conf.KerberosLoginPrincipal.Key)
-	l.Krb5Conf, _ = cfg.Get(conf.KerberosKrb5Conf.Key)
+	l.Keytab, _ = cfg.String(conf.KerberosLoginKeytab)
+	l.Principal, _ = cfg.String(conf.KerberosLoginPrincipal)
+	l.Krb5Conf, _ = cfg.String(conf.KerberosKrb5Conf)
 	return l
 }
 
@@ -596,7 +596,7 @@ func clusterLogin(cfg *conf.Config) *login {
 func checkCluster(ctx context.Context, e *env, rep resourcesReport, offline bool, lg *login) clusterCheck {
 	type profile struct {
 		group string
-		plan  *am.Plan
+		plan  *amplan.Plan
 		specs []specJSON
 	}
 	var profiles []profile
@@ -634,7 +634,7 @@ func checkCluster(ctx context.Context, e *env, rep resourcesReport, offline bool
 		return clusterCheck{Checked: true, Error: fmt.Sprintf("cluster check: list nodes: %v", err)}
 	}
 	out := clusterCheck{Checked: true, ResourceTypes: typeNames(types)}
-	limits := am.ClusterLimits{Types: types, MaxName: "the largest NodeManager"}
+	limits := amplan.ClusterLimits{Types: types, MaxName: "the largest NodeManager"}
 	largest := yarn.Resource{Extra: map[string]int64{}}
 	for _, n := range nodes {
 		for k, v := range resourceMap(n.Capability) {
@@ -662,7 +662,7 @@ func checkCluster(ctx context.Context, e *env, rep resourcesReport, offline bool
 				owners[s.YarnKey] = s.Name
 			}
 		}
-		if err := am.CheckProfile(p.plan.Profile, limits, owners); err != nil {
+		if err := amplan.CheckProfile(p.plan.Profile, limits, owners); err != nil {
 			if p.group != "" {
 				errs = append(errs, groupPrefix(p.group)+err.Error())
 			} else {

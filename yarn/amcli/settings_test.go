@@ -7,12 +7,12 @@ import (
 	"testing"
 )
 
-// TestRunAndSubmitReadSettings guards am.Load as the one reader of the AM
+// TestRunAndSubmitReadSettings guards amplan.Load as the one reader of the AM
 // side's settings: in amrun.go and client.go (am run, am submit) only
-// workerPlan, which calls am.Load, handles a *conf.Config, and nothing
+// workerPlan, which calls amplan.Load, handles a *conf.Config, and nothing
 // calls a method on a cfg (the configuration read again for heartbeats,
-// fault bounds, the bind address, the AM container…). cmdSubmit hands cfg
-// on to submit.Request.ApplyConfig, which yarn/submit owns.
+// fault bounds, the bind address, the AM container…). The node label, tags
+// and priority am submit asks for are settings too (amplan.AppSettings).
 func TestRunAndSubmitReadSettings(t *testing.T) {
 	fset := token.NewFileSet()
 	for _, name := range []string{"amrun.go", "client.go"} {
@@ -29,12 +29,12 @@ func TestRunAndSubmitReadSettings(t *testing.T) {
 				switch n := n.(type) {
 				case *ast.SelectorExpr:
 					if x, ok := n.X.(*ast.Ident); ok && x.Name == "conf" && n.Sel.Name == "Config" {
-						t.Errorf("%s: %s takes a *conf.Config: give it am.Settings (or the part it needs)", fset.Position(n.Pos()), fd.Name.Name)
+						t.Errorf("%s: %s takes a *conf.Config: give it amplan.Settings (or the part it needs)", fset.Position(n.Pos()), fd.Name.Name)
 					}
 				case *ast.CallExpr:
 					if sel, ok := n.Fun.(*ast.SelectorExpr); ok {
 						if x, ok := sel.X.(*ast.Ident); ok && x.Name == "cfg" {
-							t.Errorf("%s: %s reads cfg.%s after am.Load: read it in am.Load", fset.Position(n.Pos()), fd.Name.Name, sel.Sel.Name)
+							t.Errorf("%s: %s reads cfg.%s after amplan.Load: read it in amplan.Load", fset.Position(n.Pos()), fd.Name.Name, sel.Sel.Name)
 						}
 					}
 				}

@@ -11,8 +11,7 @@ import (
 	"time"
 
 	"github.com/colinmarc/hdfs/v2"
-
-	"github.com/xres/xres/yarn/am"
+	"github.com/xres/xres/yarn/amstate"
 )
 
 // stateFS is what the AM's state file needs of HDFS.
@@ -31,7 +30,7 @@ func (h hdfsStateFS) Create(name string) (io.WriteCloser, error) { return h.c.Cr
 func (h hdfsStateFS) Rename(from, to string) error               { return h.c.Rename(from, to) }
 func (h hdfsStateFS) Remove(name string) error                   { return h.c.Remove(name) }
 
-// stagingState keeps the AM's state (am.StateFile) in the application's
+// stagingState keeps the AM's state (amstate.File) in the application's
 // staging folder, so that a next attempt of the AM, on any node, reads
 // what this one knew. A save writes a temporary file beside it and renames
 // it over the old one (HDFS rename2 with overwrite: atomic), so a reader
@@ -47,9 +46,9 @@ type stagingState struct {
 	op    sync.Mutex // one read or write at a time, also one given up on
 }
 
-var _ am.StateStore = (*stagingState)(nil)
+var _ amstate.Store = (*stagingState)(nil)
 
-func (s *stagingState) path() string { return path.Join(s.dir, am.StateFile) }
+func (s *stagingState) path() string { return path.Join(s.dir, amstate.File) }
 
 func (s *stagingState) client() (stateFS, error) {
 	s.mu.Lock()

@@ -10,8 +10,7 @@ import (
 
 	"github.com/colinmarc/hdfs/v2"
 	"github.com/stretchr/testify/require"
-
-	"github.com/xres/xres/yarn/am"
+	"github.com/xres/xres/yarn/amstate"
 )
 
 // localStateFS is stateFS over a local folder; failRename makes a save
@@ -65,7 +64,7 @@ func TestStagingState(t *testing.T) {
 	require.Nil(t, data, "no state saved yet")
 
 	require.NoError(t, s.Save(ctx, []byte(`{"version":1}`)))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, am.StateFile+".tmp"), []byte("left over"), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, amstate.File+".tmp"), []byte("left over"), 0o600))
 	require.NoError(t, s.Save(ctx, []byte(`{"version":1,"app":"a"}`)))
 	data, err = s.Load(ctx)
 	require.NoError(t, err)
@@ -73,7 +72,7 @@ func TestStagingState(t *testing.T) {
 
 	fsys.failRename = true
 	err = s.Save(ctx, []byte(`{"version":1,"app":"b"}`))
-	require.ErrorContains(t, err, filepath.Join(dir, am.StateFile))
+	require.ErrorContains(t, err, filepath.Join(dir, amstate.File))
 	data, err = s.Load(ctx)
 	require.NoError(t, err)
 	require.Equal(t, `{"version":1,"app":"a"}`, string(data), "a failed save leaves the old state")

@@ -11,12 +11,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xres/xres/yarn"
-	"github.com/xres/xres/yarn/am"
+	"github.com/xres/xres/yarn/amplan"
 	"github.com/xres/xres/yarn/security"
 	"github.com/xres/xres/yarn/submit"
 )
 
-// recordingState is an am.StateStore that counts its calls.
+// recordingState is an amstate.Store that counts its calls.
 type recordingState struct {
 	mu    sync.Mutex
 	loads int
@@ -52,13 +52,13 @@ func TestRunWiresTheStateStore(t *testing.T) {
 	d := fakeDeps(rm, nm)
 	inner := d.amClients
 	state := &recordingState{}
-	d.amClients = func(ctx context.Context, getenv func(string) string, ae submit.AMEnv, set am.Settings, log logrus.FieldLogger) (amClients, error) {
+	d.amClients = func(ctx context.Context, getenv func(string) string, ae submit.AMEnv, set amplan.Settings, log logrus.FieldLogger) (amClients, error) {
 		c, err := inner(ctx, getenv, ae, set, log)
 		c.State = state
 		return c, err
 	}
 	code, _, stderr := runAm(t, d, envs, "run", "--conf", "testdata/flink-conf.yaml", "--workers", "1",
-		"-D", "rest.bind-address=127.0.0.1", "-D", am.KeyHeartbeat+"=1", "--log-level", "warn", "--", "true")
+		"-D", "rest.bind-address=127.0.0.1", "-D", amplan.KeyHeartbeat+"=1", "--log-level", "warn", "--", "true")
 	require.Equal(t, ExitOK, code, stderr)
 	state.mu.Lock()
 	defer state.mu.Unlock()
@@ -92,7 +92,7 @@ func TestAMClientsWireTheStagingState(t *testing.T) {
 			SchedulerAddresses: []string{"127.0.0.1:1"}, RMAddresses: []string{"127.0.0.1:1"}, DefaultFS: "hdfs://127.0.0.1:1"}
 		log := logrus.New()
 		log.SetLevel(logrus.PanicLevel)
-		c, err := rpcAMClients(context.Background(), func(k string) string { return env[k] }, ae, am.Settings{}, log)
+		c, err := rpcAMClients(context.Background(), func(k string) string { return env[k] }, ae, amplan.Settings{}, log)
 		require.NoError(t, err, "kerberized %v", kerberized)
 		if kerberized {
 			require.Nil(t, c.State, "a Kerberized AM without a keytab login keeps no state")

@@ -10,7 +10,7 @@ import (
 
 	"github.com/xres/xres/resources/contract"
 	"github.com/xres/xres/yarn"
-	"github.com/xres/xres/yarn/am"
+	"github.com/xres/xres/yarn/amplan"
 	"github.com/xres/xres/yarn/security"
 	"github.com/xres/xres/yarn/submit"
 )
@@ -41,8 +41,8 @@ func TestRunStartsWorkersWithTheNewestTokens(t *testing.T) {
 	var mu sync.Mutex
 	calls := 0
 	renewed := make(chan struct{})
-	var settings am.Settings
-	d.amClients = func(ctx context.Context, getenv func(string) string, ae submit.AMEnv, set am.Settings, log logrus.FieldLogger) (amClients, error) {
+	var settings amplan.Settings
+	d.amClients = func(ctx context.Context, getenv func(string) string, ae submit.AMEnv, set amplan.Settings, log logrus.FieldLogger) (amClients, error) {
 		settings = set
 		return amClients{RM: rm, NM: nm, WorkerTokens: hdts("submission"), ReportSecret: []byte("application secret"),
 			Tokens: func() []byte {
@@ -58,7 +58,7 @@ func TestRunStartsWorkersWithTheNewestTokens(t *testing.T) {
 		}, nil
 	}
 	code, _, stderr := runAm(t, d, envs, "run", "--conf", "testdata/flink-conf.yaml", "--workers", "1",
-		"-D", "rest.bind-address=127.0.0.1", "-D", am.KeyHeartbeat+"=1", "--log-level", "warn", "--", "true")
+		"-D", "rest.bind-address=127.0.0.1", "-D", amplan.KeyHeartbeat+"=1", "--log-level", "warn", "--", "true")
 	require.Equal(t, ExitOK, code, stderr)
 	<-renewed
 	require.Len(t, nm.launches, 2, "the worker and its replacement")
@@ -70,6 +70,6 @@ func TestRunStartsWorkersWithTheNewestTokens(t *testing.T) {
 		require.Nil(t, creds.Secret(contract.ReportSecretAlias), "never the application's secret")
 	}
 	// Flink's defaults reach the loop.
-	require.Equal(t, am.TokenRenewal{Enabled: true, Ratio: 0.75, RetryBackoff: 3600e9}, settings.App.Tokens)
+	require.Equal(t, amplan.TokenRenewal{Enabled: true, Ratio: 0.75, RetryBackoff: 3600e9}, settings.App.Tokens)
 	require.True(t, settings.App.ShipKeytab)
 }

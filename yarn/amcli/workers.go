@@ -13,6 +13,7 @@ import (
 	"github.com/xres/xres/resources"
 	"github.com/xres/xres/yarn"
 	"github.com/xres/xres/yarn/am"
+	"github.com/xres/xres/yarn/amstatus"
 )
 
 // The AM's final diagnostics carry one line per worker, so that am status,
@@ -36,7 +37,7 @@ const (
 // the diagnostics it unregisters with.
 type finishWithWorkers struct {
 	am.RMClient
-	status func() am.Status // nil until the AM exists
+	status func() amstatus.Status // nil until the AM exists
 }
 
 func (f *finishWithWorkers) Finish(ctx context.Context, req yarn.FinishRequest) error {
@@ -47,7 +48,7 @@ func (f *finishWithWorkers) Finish(ctx context.Context, req yarn.FinishRequest) 
 }
 
 // withWorkers appends the worker lines to diag.
-func withWorkers(diag string, workers []am.WorkerStatus) string {
+func withWorkers(diag string, workers []amstatus.WorkerStatus) string {
 	var b strings.Builder
 	b.WriteString(strings.TrimRight(diag, "\n"))
 	for i, w := range workers {
@@ -67,12 +68,12 @@ func withWorkers(diag string, workers []am.WorkerStatus) string {
 }
 
 // splitWorkers separates the worker lines from the rest of diag.
-func splitWorkers(diag string) (string, []am.WorkerStatus) {
+func splitWorkers(diag string) (string, []amstatus.WorkerStatus) {
 	var rest []string
-	var workers []am.WorkerStatus
+	var workers []amstatus.WorkerStatus
 	for _, line := range strings.Split(diag, "\n") {
 		if j, ok := strings.CutPrefix(line, workerLinePrefix); ok {
-			var w am.WorkerStatus
+			var w amstatus.WorkerStatus
 			if json.Unmarshal([]byte(j), &w) == nil && w.Container != "" {
 				workers = append(workers, w)
 				continue
@@ -94,7 +95,7 @@ func firstLine(s string, n int) string {
 
 // exitReason explains a worker's exit: the launcher's own code by name,
 // else the AM's diagnostic (YARN's status name, the worker's stderr).
-func exitReason(w am.WorkerStatus) string {
+func exitReason(w amstatus.WorkerStatus) string {
 	if w.ExitStatus == nil {
 		return ""
 	}
@@ -123,8 +124,8 @@ func devicesText(devs map[string][]resources.Properties) string {
 // printWorkers writes the worker table (container, its group when groups
 // are named, NodeManager, state, exit code, devices), then each failed
 // worker's exit code and reason.
-func printWorkers(w io.Writer, workers []am.WorkerStatus) {
-	grouped := slices.ContainsFunc(workers, func(ws am.WorkerStatus) bool { return ws.Group != "" })
+func printWorkers(w io.Writer, workers []amstatus.WorkerStatus) {
+	grouped := slices.ContainsFunc(workers, func(ws amstatus.WorkerStatus) bool { return ws.Group != "" })
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	if grouped {
 		fmt.Fprintln(tw, "  WORKER\tGROUP\tNODEMANAGER\tSTATE\tEXIT\tDEVICES")
@@ -150,7 +151,7 @@ func printWorkers(w io.Writer, workers []am.WorkerStatus) {
 		} else {
 			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", ws.Container, node, ws.State, exit, devicesText(ws.Devices))
 		}
-		if ws.State == am.StateFailed {
+		if ws.State == amstatus.StateFailed {
 			failed = append(failed, fmt.Sprintf("  %s failed with exit %s: %s\n", ws.Container, exit, exitReason(ws)))
 		}
 	}
@@ -169,7 +170,7 @@ func printWorkers(w io.Writer, workers []am.WorkerStatus) {
 //	groups:
 //	  GROUP    RUNNING/TARGET  MINIMUM       FAILED/LIMIT  RESTARTS  PROFILE
 //	  trainer  1/2             1 (reactive)  1/2           1         <memory:8192, vCores:1, yarn.io/gpu: 4>
-func printStatusWorkers(w io.Writer, a *am.Status, workers []am.WorkerStatus) {
+func printStatusWorkers(w io.Writer, a *amstatus.Status, workers []amstatus.WorkerStatus) {
 	switch {
 	case a != nil:
 		wanted := fmt.Sprintf("%d wanted", a.Workers)
@@ -203,7 +204,7 @@ func printStatusWorkers(w io.Writer, a *am.Status, workers []am.WorkerStatus) {
 }
 
 // printPhases prints the distribution of each step of the workers' starts.
-func printPhases(w io.Writer, phases []am.Phase) {
+func printPhases(w io.Writer, phases []amstatus.Phase) {
 	fmt.Fprintln(w, "start phases:")
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "  PHASE	WORKERS	P50	P90	MAX")

@@ -14,14 +14,14 @@ import (
 	"strings"
 
 	"github.com/xres/xres/yarn"
-	"github.com/xres/xres/yarn/am"
+	"github.com/xres/xres/yarn/amplan"
 )
 
 // Link names of the files every xres application ships.
 const (
-	AMBinary       = am.AMName
-	LauncherBinary = am.LauncherName
-	NVMLHelper     = am.NVMLHelperName
+	AMBinary       = amplan.AMName
+	LauncherBinary = amplan.LauncherName
+	NVMLHelper     = amplan.NVMLHelperName
 	// DynamicFileName is the staged dynamic file's link name in every
 	// container (am run --dynamic-file and container-launcher
 	// --dynamic-file name it).
@@ -232,7 +232,7 @@ func AMLaunchContext(spec AMSpec) (yarn.LaunchContext, error) {
 		env[EnvHadoopConf] = spec.HadoopConf
 	}
 	return yarn.LaunchContext{
-		Commands:       []string{am.Command(argv)},
+		Commands:       []string{amplan.Command(argv)},
 		Env:            env,
 		LocalResources: maps.Clone(spec.Staged.Resources),
 		Tokens:         spec.Tokens,

@@ -7,14 +7,13 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/sirupsen/logrus"
 
 	"github.com/xres/xres/conf"
 	"github.com/xres/xres/yarn"
-	"github.com/xres/xres/yarn/am"
+	"github.com/xres/xres/yarn/amplan"
 	"github.com/xres/xres/yarn/internal/logutil"
 )
 
@@ -61,45 +60,18 @@ type Request struct {
 	AMVcores         int32 // DefaultAMVcores when 0
 	MaxAttempts      int32 // 0: the cluster's yarn.resourcemanager.am.max-attempts
 	// WorkerProfile and Owners, when the profile is set, are checked against
-	// the cluster before anything is staged (am.CheckProfile).
+	// the cluster before anything is staged (amplan.CheckProfile).
 	WorkerProfile yarn.Resource
 	Owners        map[string]string
 	// Groups, when set, replace WorkerProfile and Owners: each group's
 	// Plan.Profile and Owners are checked, the error naming the group.
-	Groups []am.Group
+	Groups []amplan.Group
 	// NodeLabel, Tags and Priority: see Submission.
 	NodeLabel string
 	Tags      []string
 	Priority  *int32
 }
 
-// ApplyConfig sets r's node label, tags and priority from Flink's
-// yarn.application.node-label, yarn.tags (comma-separated, blanks dropped)
-// and yarn.application.priority (-1, the default: the queue's). A setting
-// that cannot be submitted as given is a *conf.Error (conf.ErrInvalid).
-func (r *Request) ApplyConfig(cfg *conf.Config) error {
-	label, _ := cfg.Get(conf.YarnApplicationNodeLabel.Key)
-	r.NodeLabel = strings.TrimSpace(label)
-	tags, _ := cfg.Get(conf.YarnTags.Key)
-	r.Tags = nil
-	for _, t := range strings.Split(tags, ",") {
-		if t = strings.TrimSpace(t); t != "" {
-			r.Tags = append(r.Tags, t)
-		}
-	}
-	prio, err := cfg.Int(conf.YarnApplicationPriority)
-	if err != nil {
-		return err
-	}
-	switch {
-	case prio >= 0:
-		p := int32(prio)
-		r.Priority = &p
-	case prio != -1:
-		return cfg.KeyErrorf(conf.YarnApplicationPriority.Key, "must be -1 (the queue's default) or at least 0, got %d", prio)
-	}
-	return nil
-}
 
 // Submitted is an application the RM accepted.
 type Submitted struct {
@@ -156,16 +128,16 @@ func (c Client) Submit(ctx context.Context, req Request) (Submitted, error) {
 	sub := Submitted{AppID: newApp.ID}
 	groups := req.Groups
 	if len(groups) == 0 && req.WorkerProfile.MemoryMB > 0 {
-		groups = []am.Group{{Plan: am.Plan{Profile: req.WorkerProfile}, Owners: req.Owners}}
+		groups = []amplan.Group{{Plan: amplan.Plan{Profile: req.WorkerProfile}, Owners: req.Owners}}
 	}
 	if len(groups) > 0 {
 		types, err := c.RM.ResourceTypes(ctx)
 		if err != nil {
 			return sub, fmt.Errorf("submit %s: get resource types: %w", sub.AppID, err)
 		}
-		limits := am.ClusterLimits{Types: types, Max: newApp.MaxCapability}
+		limits := amplan.ClusterLimits{Types: types, Max: newApp.MaxCapability}
 		for _, g := range groups {
-			if err := am.CheckProfile(g.Plan.Profile, limits, g.Owners); err != nil {
+			if err := amplan.CheckProfile(g.Plan.Profile, limits, g.Owners); err != nil {
 				if g.Name != "" {
 					return sub, fmt.Errorf("submit %s: worker group %s: %w", sub.AppID, g.Name, err)
 				}

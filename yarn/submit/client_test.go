@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xres/xres/yarn"
-	"github.com/xres/xres/yarn/am"
+	"github.com/xres/xres/yarn/amplan"
 )
 
 // fakeRM is a scripted ResourceManager.
@@ -107,7 +107,7 @@ func TestSubmitFailures(t *testing.T) {
 		rm, fs := gpuRM(), newMemFS()
 		rm.types = []string{"memory-mb", "vcores"}
 		_, err := Client{RM: rm, Stager: Stager{FS: fs, DefaultFS: "hdfs://nn:8020"}}.Submit(context.Background(), testRequest(t))
-		require.ErrorIs(t, err, am.ErrProfileUnsatisfiable)
+		require.ErrorIs(t, err, amplan.ErrProfileUnsatisfiable)
 		require.ErrorContains(t, err, "yarn.io/gpu is not a resource type of this cluster")
 		require.Empty(t, fs.dirs)
 		require.Nil(t, rm.submitted)

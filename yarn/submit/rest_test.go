@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xres/xres/yarn"
-	"github.com/xres/xres/yarn/am"
+	"github.com/xres/xres/yarn/amplan"
 	"github.com/xres/xres/yarn/rest"
 )
 
@@ -108,7 +108,7 @@ func TestRESTProfileCheckAndNodes(t *testing.T) {
 	req := testRequest(t)
 	req.WorkerProfile = yarn.Resource{MemoryMB: 1024, VCores: 1, Extra: map[string]int64{"yarn.io/gpu": 3}}
 	_, err := Client{RM: rm, Stager: Stager{FS: newMemFS(), DefaultFS: "hdfs://nn:8020"}}.Submit(context.Background(), req)
-	require.ErrorIs(t, err, am.ErrProfileUnsatisfiable)
+	require.ErrorIs(t, err, amplan.ErrProfileUnsatisfiable)
 	require.ErrorContains(t, err, "asked 3 per worker, the largest container the cluster allows has 2")
 
 	types, err := rm.ResourceTypes(context.Background())

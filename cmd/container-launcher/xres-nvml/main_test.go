@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/xres/xres/driver/gpu"
-	"github.com/xres/xres/yarn/am"
+	"github.com/xres/xres/yarn/amplan"
 )
 
 // go build names this command after its folder; the launcher looks for
@@ -16,7 +16,7 @@ func TestHelperName(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if dir := filepath.Base(wd); dir != gpu.NVMLHelperName || am.NVMLHelperName != gpu.NVMLHelperName {
-		t.Fatalf("folder %q, launcher looks for %q, am ships %q: want one name", dir, gpu.NVMLHelperName, am.NVMLHelperName)
+	if dir := filepath.Base(wd); dir != gpu.NVMLHelperName || amplan.NVMLHelperName != gpu.NVMLHelperName {
+		t.Fatalf("folder %q, launcher looks for %q, am ships %q: want one name", dir, gpu.NVMLHelperName, amplan.NVMLHelperName)
 	}
 }

@@ -1,4 +1,4 @@
-package am
+package amplan
 
 import (
 	"errors"
@@ -109,43 +109,73 @@ const (
 //   - each resource with a yarn.config-key adds <key>: <amount>.
 func PlanWorkers(cfg *conf.Config, specs []resources.Spec, workers int) (Plan, error) {
 	var p Plan
-	var errs []error
-	intOpt := func(opt conf.Option) int64 {
-		v, err := cfg.Int(opt)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%w: %w", ErrBadConfig, err))
+	r := &planReader{cfg: cfg}
+	counted, slots := r.count(&p, workers)
+	p.MaxFailedContainers = p.Workers + p.Spares
+	if _, set := r.cfg.Get(conf.YarnMaxFailedContainers.Key); set {
+		v := r.intOpt(conf.YarnMaxFailedContainers)
+		if v < 0 {
+			r.bad(conf.YarnMaxFailedContainers, "must not be negative, got %d", v)
 		}
-		return int64(v)
+		p.MaxFailedContainers = int(v)
 	}
-	bad := func(opt conf.Option, format string, args ...any) {
-		origin := cfg.Origin(opt.Key)
-		if origin == "" {
-			origin = conf.OriginDefault
-		}
-		errs = append(errs, fmt.Errorf("%w: config key %s (%s): %s", ErrBadConfig, opt.Key, origin, fmt.Sprintf(format, args...)))
+
+	r.profile(&p, specs, slots)
+	r.scheduling(&p, counted)
+	return p, errors.Join(r.errs...)
+}
+
+// planReader reads PlanWorkers' keys, collecting every problem.
+type planReader struct {
+	cfg  *conf.Config
+	errs []error
+}
+
+// intOpt reads opt as an integer; a bad value is a problem (0 returned).
+func (r *planReader) intOpt(opt conf.Option) int64 {
+	v, err := r.cfg.Int(opt)
+	if err != nil {
+		r.errs = append(r.errs, fmt.Errorf("%w: %w", ErrBadConfig, err))
 	}
-	parallelism := intOpt(conf.ParallelismDefault)
-	slots := intOpt(conf.TaskManagerSlots)
-	maxSlots := intOpt(conf.SlotsMax)
-	spares := intOpt(conf.RedundantWorkers)
-	counted := len(errs) == 0
+	return int64(v)
+}
+
+// bad records a problem with opt's value, naming its key and origin.
+func (r *planReader) bad(opt conf.Option, format string, args ...any) {
+	origin := r.cfg.Origin(opt.Key)
+	if origin == "" {
+		origin = conf.OriginDefault
+	}
+	r.errs = append(r.errs, fmt.Errorf("%w: config key %s (%s): %s", ErrBadConfig, opt.Key, origin, fmt.Sprintf(format, args...)))
+}
+
+// count sets the workers, spares and slots per worker from the parallelism,
+// the slots and their maximum (or --workers); counted is false when one
+// of those keys is bad (the counts are then left zero). slots is
+// taskmanager.numberOfTaskSlots as read.
+func (r *planReader) count(p *Plan, workers int) (counted bool, slots int64) {
+	parallelism := r.intOpt(conf.ParallelismDefault)
+	slots = r.intOpt(conf.TaskManagerSlots)
+	maxSlots := r.intOpt(conf.SlotsMax)
+	spares := r.intOpt(conf.RedundantWorkers)
+	counted = len(r.errs) == 0
 	if counted {
-		n := len(errs)
+		n := len(r.errs)
 		if parallelism < 1 {
-			bad(conf.ParallelismDefault, "must be at least 1, got %d", parallelism)
+			r.bad(conf.ParallelismDefault, "must be at least 1, got %d", parallelism)
 		}
 		if slots < 1 {
-			bad(conf.TaskManagerSlots, "must be at least 1, got %d", slots)
+			r.bad(conf.TaskManagerSlots, "must be at least 1, got %d", slots)
 		} else if maxSlots < slots {
-			bad(conf.SlotsMax, "%d is below %s (%d): no worker fits", maxSlots, conf.TaskManagerSlots.Key, slots)
+			r.bad(conf.SlotsMax, "%d is below %s (%d): no worker fits", maxSlots, conf.TaskManagerSlots.Key, slots)
 		}
 		if spares < 0 {
-			bad(conf.RedundantWorkers, "must not be negative, got %d", spares)
+			r.bad(conf.RedundantWorkers, "must not be negative, got %d", spares)
 		}
 		if workers < 0 {
-			errs = append(errs, fmt.Errorf("%w: --workers must be at least 1, got %d", ErrBadConfig, workers))
+			r.errs = append(r.errs, fmt.Errorf("%w: --workers must be at least 1, got %d", ErrBadConfig, workers))
 		}
-		counted = len(errs) == n
+		counted = len(r.errs) == n
 	}
 	if counted {
 		p.SlotsPerWorker = int(slots)
@@ -167,72 +197,83 @@ func PlanWorkers(cfg *conf.Config, specs []resources.Spec, workers int) (Plan, e
 		p.Workers = int(min(base, limit))
 		p.Spares = int(min(spares, limit-int64(p.Workers)))
 	}
+	return counted, slots
+}
 
-	p.MaxFailedContainers = p.Workers + p.Spares
-	if _, set := cfg.Get(conf.YarnMaxFailedContainers.Key); set {
-		v := intOpt(conf.YarnMaxFailedContainers)
-		if v < 0 {
-			bad(conf.YarnMaxFailedContainers, "must not be negative, got %d", v)
-		}
-		p.MaxFailedContainers = int(v)
-	}
-
-	mem, err := processMemoryMB(cfg)
+// profile sets the container's size: memory, vcores and external resources.
+func (r *planReader) profile(p *Plan, specs []resources.Spec, slots int64) {
+	mem, err := processMemoryMB(r.cfg)
 	if err != nil {
-		errs = append(errs, err)
+		r.errs = append(r.errs, err)
 	}
 	if slots < 1 {
 		slots = 1 // reported above; keeps the vcores check going
 	}
-	vcores, err := containerVcores(cfg, slots)
+	vcores, err := containerVcores(r.cfg, slots)
 	if err != nil {
-		errs = append(errs, err)
+		r.errs = append(r.errs, err)
 	}
 	extra, err := yarnResources(specs)
 	if err != nil {
-		errs = append(errs, err)
+		r.errs = append(r.errs, err)
 	}
 	p.Profile = yarn.Resource{MemoryMB: mem, VCores: vcores, Extra: extra}
-	p.NodeLabel, _ = cfg.Get(conf.YarnTaskManagerNodeLabel.Key)
+}
+
+// scheduling sets the placement, the scheduler mode and the rendezvous, and
+// warns of keys that have no effect.
+func (r *planReader) scheduling(p *Plan, counted bool) {
+	p.NodeLabel, _ = r.cfg.String(conf.YarnTaskManagerNodeLabel)
 	p.NodeLabel = strings.TrimSpace(p.NodeLabel)
-	if k := intOpt(conf.PlacementMaxWorkersPerNode); k < 0 {
-		bad(conf.PlacementMaxWorkersPerNode, "must not be negative, got %d", k)
+	if k := r.intOpt(conf.PlacementMaxWorkersPerNode); k < 0 {
+		r.bad(conf.PlacementMaxWorkersPerNode, "must not be negative, got %d", k)
 	} else {
 		p.MaxWorkersPerNode = int(k)
 	}
-	mode, _ := cfg.Get(conf.SchedulerMode.Key)
+	mode, _ := r.cfg.String(conf.SchedulerMode)
 	switch strings.ToLower(strings.TrimSpace(mode)) {
 	case "":
 	case "reactive":
 		p.Reactive = true
 	default:
-		bad(conf.SchedulerMode, "%q is not a scheduler mode (reactive, or leave it unset)", mode)
+		r.bad(conf.SchedulerMode, "%q is not a scheduler mode (reactive, or leave it unset)", mode)
 	}
-	minWorkers := intOpt(conf.ReactiveMinWorkers)
-	_, minSet := cfg.Get(conf.ReactiveMinWorkers.Key)
+	minWorkers := r.intOpt(conf.ReactiveMinWorkers)
+	_, minSet := r.cfg.Get(conf.ReactiveMinWorkers.Key)
 	switch {
 	case minWorkers < 1:
-		bad(conf.ReactiveMinWorkers, "must be at least 1, got %d", minWorkers)
+		r.bad(conf.ReactiveMinWorkers, "must be at least 1, got %d", minWorkers)
 	case p.Reactive && counted && int(minWorkers) > p.Workers:
-		bad(conf.ReactiveMinWorkers, "%d is more than the %d workers asked: the application could never run", minWorkers, p.Workers)
+		r.bad(conf.ReactiveMinWorkers, "%d is more than the %d workers asked: the application could never run", minWorkers, p.Workers)
 	case p.Reactive:
 		p.MinWorkers = int(minWorkers)
 	case minSet:
 		p.Warnings = append(p.Warnings, fmt.Sprintf("%s (%s) has no effect without %s: reactive",
-			conf.ReactiveMinWorkers.Key, cfg.Origin(conf.ReactiveMinWorkers.Key), conf.SchedulerMode.Key))
+			conf.ReactiveMinWorkers.Key, r.cfg.Origin(conf.ReactiveMinWorkers.Key), conf.SchedulerMode.Key))
 	}
-	rv, _ := cfg.Get(conf.Rendezvous.Key)
-	switch r := strings.ToLower(strings.TrimSpace(rv)); r {
+	rv, _ := r.cfg.String(conf.Rendezvous)
+	switch rdv := strings.ToLower(strings.TrimSpace(rv)); rdv {
 	case "", RendezvousTorch, RendezvousTensorflow:
-		p.Rendezvous = r
+		p.Rendezvous = rdv
 	default:
-		bad(conf.Rendezvous, "%q is not a rendezvous (torch, tensorflow, or leave it unset)", r)
+		r.bad(conf.Rendezvous, "%q is not a rendezvous (torch, tensorflow, or leave it unset)", rdv)
 	}
-	if _, set := cfg.Get(conf.EvenlySpreadOutSlots.Key); set {
+	if _, set := r.cfg.Get(conf.EvenlySpreadOutSlots.Key); set {
 		p.Warnings = append(p.Warnings, fmt.Sprintf("%s (%s) has no effect on YARN (it spreads slots over a standalone cluster's TaskManagers); to spread the workers over nodes set %s (1: at most one worker per node)",
-			conf.EvenlySpreadOutSlots.Key, cfg.Origin(conf.EvenlySpreadOutSlots.Key), conf.PlacementMaxWorkersPerNode.Key))
+			conf.EvenlySpreadOutSlots.Key, r.cfg.Origin(conf.EvenlySpreadOutSlots.Key), conf.PlacementMaxWorkersPerNode.Key))
 	}
-	return p, errors.Join(errs...)
+}
+
+// Group is one worker group of the application: its plan (count, size,
+// external resources, failure limit, placement), how its containers are
+// started, and its YARN keys' resource names (CheckProfile's messages).
+// Each group has an ask of its own (allocation_request_id and priority
+// 1, 2, … in order) and counts its own failures.
+type Group struct {
+	Name   string // "" for the only group of an application without xres.worker-groups
+	Plan   Plan
+	Launch yarn.LaunchContext
+	Owners map[string]string
 }
 
 // PlannedGroup is one worker group as planned: its plan, its external

@@ -1,4 +1,4 @@
-package am
+package amweb
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,16 +18,17 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/xres/xres/resources/contract"
+	"github.com/xres/xres/yarn/amdraw"
+	"github.com/xres/xres/yarn/amplan"
+	"github.com/xres/xres/yarn/amstatus"
 	"github.com/xres/xres/yarn/internal/logutil"
 )
 
 // StatusSource is what the tracking server shows and feeds: the AM.
 type StatusSource interface {
-	Status() Status
+	Status() amstatus.Status
 	ReportDevices(r contract.DeviceReport) error
 }
-
-var _ StatusSource = (*AM)(nil)
 
 // Tracking server paths.
 const (
@@ -42,32 +44,30 @@ const maxReportBytes = 1 << 20
 // PageSize is how many containers the tracking page lists at a time.
 const PageSize = 100
 
-// pager is a StatusSource that copies only the containers asked for (the
+// Pager is a StatusSource that copies only the containers asked for (the
 // AM); others are paged from their whole Status.
-type pager interface {
-	StatusPage(p Page) Status
+type Pager interface {
+	StatusPage(p amstatus.Page) amstatus.Status
 }
 
-var _ pager = (*AM)(nil)
-
 // statusPage answers a page of src's status; limit is the default Limit.
-func statusPage(src StatusSource, r *http.Request, limit int) (Status, error) {
+func statusPage(src StatusSource, r *http.Request, limit int) (amstatus.Status, error) {
 	q := r.URL.Query()
-	p := Page{Limit: limit, State: strings.ToUpper(q.Get("state")), Phases: q.Get("phases") == "true"}
+	p := amstatus.Page{Limit: limit, State: strings.ToUpper(q.Get("state")), Phases: q.Get("phases") == "true"}
 	for key, dst := range map[string]*int{"offset": &p.Offset, "limit": &p.Limit} {
 		if v := q.Get(key); v != "" {
 			n, err := strconv.Atoi(v)
 			if err != nil || n < 0 {
-				return Status{}, fmt.Errorf("query parameter %s=%q: want a count", key, v)
+				return amstatus.Status{}, fmt.Errorf("query parameter %s=%q: want a count", key, v)
 			}
 			*dst = n
 		}
 	}
-	if pg, ok := src.(pager); ok {
+	if pg, ok := src.(Pager); ok {
 		return pg.StatusPage(p), nil
 	}
 	s := src.Status()
-	var cs []WorkerStatus
+	var cs []amstatus.WorkerStatus
 	for _, c := range s.Containers {
 		if p.State == "" || c.State == p.State {
 			cs = append(cs, c)
@@ -78,7 +78,7 @@ func statusPage(src StatusSource, r *http.Request, limit int) (Status, error) {
 	if p.Limit > 0 && len(cs) > p.Limit {
 		cs = cs[:p.Limit]
 	}
-	s.Containers = append([]WorkerStatus{}, cs...)
+	s.Containers = append([]amstatus.WorkerStatus{}, cs...)
 	return s, nil
 }
 
@@ -91,42 +91,13 @@ const (
 	EnvWorkers    = contract.EnvWorkers
 )
 
-// WorkerCount is how many workers the application has now: wanted
-// (Target), needed (Minimum: less than Target under scheduler-mode:
-// reactive) and running, in all and per group.
-type WorkerCount struct {
-	Target  int                `json:"target"`
-	Minimum int                `json:"minimum"`
-	Running int                `json:"running"`
-	Groups  []GroupWorkerCount `json:"groups"`
-}
-
-// GroupWorkerCount is one group's part of WorkerCount.
-type GroupWorkerCount struct {
-	Name    string `json:"name"`
-	Target  int    `json:"target"`
-	Minimum int    `json:"minimum"`
-	Running int    `json:"running"`
-	// Addresses: GroupStatus.Addresses (a group with a port).
-	Addresses []string `json:"addresses,omitempty"`
-}
-
-// Count is s as a WorkerCount.
-func (s Status) Count() WorkerCount {
-	c := WorkerCount{Target: s.Workers, Minimum: s.Minimum, Running: s.Running, Groups: []GroupWorkerCount{}}
-	for _, g := range s.Groups {
-		c.Groups = append(c.Groups, GroupWorkerCount{Name: g.Name, Target: g.Workers, Minimum: g.Minimum, Running: g.Running, Addresses: g.Addresses})
-	}
-	return c
-}
-
 // TrackerOption configures NewTracker.
 type TrackerOption func(*trackerOptions)
 
 type trackerOptions struct {
 	secret []byte
 	proxy  *WebProxy
-	logs   nodeLogs
+	logs   amdraw.NodeLogs
 	now    func() time.Time // the refusal log's clock (tests)
 }
 
@@ -159,7 +130,7 @@ func withClock(now func() time.Time) TrackerOption {
 // with no user) a container links to its page on the NodeManager
 // (/node/container/<container>), which links its logs.
 func WithNodeLogLinks(scheme, user string) TrackerOption {
-	return func(o *trackerOptions) { o.logs = nodeLogs{scheme: scheme, user: user} }
+	return func(o *trackerOptions) { o.logs = amdraw.NodeLogs{Scheme: scheme, User: user} }
 }
 
 // NewTracker returns the AM's tracking server handler:
@@ -224,9 +195,9 @@ func NewTracker(src StatusSource, log logrus.FieldLogger, opts ...TrackerOption)
 				return
 			}
 		}
-		var st Status
-		if pg, ok := src.(pager); ok {
-			st = pg.StatusPage(Page{Limit: -1})
+		var st amstatus.Status
+		if pg, ok := src.(Pager); ok {
+			st = pg.StatusPage(amstatus.Page{Limit: -1})
 		} else {
 			st = src.Status()
 		}
@@ -274,9 +245,9 @@ func NewTracker(src StatusSource, log logrus.FieldLogger, opts ...TrackerOption)
 		if err := src.ReportDevices(rep); err != nil {
 			code := http.StatusInternalServerError
 			switch {
-			case errors.Is(err, ErrUnknownContainer):
+			case errors.Is(err, amstatus.ErrUnknownContainer):
 				code = http.StatusNotFound
-			case errors.Is(err, ErrStaleReport):
+			case errors.Is(err, amstatus.ErrStaleReport):
 				refusals.refuse(w, r, http.StatusConflict, "device report refused: not newer than the last one taken (a replay?)")
 				return
 			}
@@ -315,15 +286,15 @@ func NewTracker(src StatusSource, log logrus.FieldLogger, opts ...TrackerOption)
 // htmlPage is what the tracking page renders: a page of the status and
 // the query that selected it.
 type htmlPage struct {
-	Status
+	amstatus.Status
 	Limit int
 	State string
-	logs  nodeLogs
+	logs  amdraw.NodeLogs
 }
 
 // Timeline is the drawing of the listed containers' starts; nil when none
 // is listed.
-func (p htmlPage) Timeline() *timelineView { return buildTimeline(p.Status, p.logs) }
+func (p htmlPage) Timeline() *amdraw.View { return amdraw.Draw(p.Status, p.logs) }
 
 // Prev and Next are the offsets of the neighbouring pages; -1 when none.
 func (p htmlPage) Prev() int {
@@ -345,7 +316,7 @@ func (p htmlPage) First() int { return p.Offset + 1 }
 func (p htmlPage) Last() int  { return p.Offset + len(p.Containers) }
 
 var statusHTML = template.Must(template.New("status").Funcs(template.FuncMap{
-	"devices": func(ws WorkerStatus) string {
+	"devices": func(ws amstatus.WorkerStatus) string {
 		var parts []string
 		for _, name := range sortedKeys(ws.Devices) {
 			var ids []string
@@ -360,7 +331,7 @@ var statusHTML = template.Must(template.New("status").Funcs(template.FuncMap{
 		}
 		return strings.Join(parts, "; ")
 	},
-	"named": func(gs []GroupStatus) bool { return len(gs) > 0 && gs[0].Name != "" },
+	"named": func(gs []amstatus.GroupStatus) bool { return len(gs) > 0 && gs[0].Name != "" },
 	"exit": func(p *int) string {
 		if p == nil {
 			return ""
@@ -445,7 +416,7 @@ func parsePorts(spec string) ([]int, error) {
 	}
 	var out []int
 	bad := func() error {
-		return fmt.Errorf("%w: %s=%q is not a port, range or list", ErrBadConfig, KeyBindPort, spec)
+		return fmt.Errorf("%w: %s=%q is not a port, range or list", amplan.ErrBadConfig, amplan.KeyBindPort, spec)
 	}
 	for _, part := range strings.Split(spec, ",") {
 		lo, hi, isRange := strings.Cut(strings.TrimSpace(part), "-")
@@ -623,4 +594,14 @@ func writeAnswer(w http.ResponseWriter, secret []byte, kind, id, nonce string, b
 		w.Header().Set(contract.HeaderAnswerSignature, contract.SignReport(contract.ContainerKey(secret, id), contract.AnswerMessage(kind, id, nonce, body)))
 	}
 	_, _ = w.Write(body)
+}
+
+// sortedKeys returns m's keys in order.
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }

@@ -1,7 +1,8 @@
-package am
+package amplan
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/xres/xres/conf"
@@ -45,6 +46,10 @@ type AppSettings struct {
 	Name  string // yarn.application.name ("": the caller's default)
 	Queue string // yarn.application.queue ("": the cluster's default)
 
+	NodeLabel string   // yarn.application.node-label, trimmed ("": none)
+	Tags      []string // yarn.tags, comma-separated, each trimmed, empty ones left out
+	Priority  *int32   // yarn.application.priority; nil for -1 (the queue's default)
+
 	MemoryMB int64 // jobmanager.memory.process.size, in MiB
 	VCores   int32 // yarn.appmaster.vcores
 	Attempts int32 // yarn.application-attempts
@@ -72,7 +77,7 @@ type TokenRenewal struct {
 
 // tokenRenewal reads the Kerberos and delegation token settings into a.
 func tokenRenewal(cfg *conf.Config, a *AppSettings) error {
-	a.Krb5Conf, _ = cfg.Get(conf.KerberosKrb5Conf.Key)
+	a.Krb5Conf, _ = cfg.String(conf.KerberosKrb5Conf)
 	var err error
 	if a.ShipKeytab, err = cfg.Bool(conf.YarnShipLocalKeytab); err != nil {
 		return err
@@ -93,6 +98,40 @@ func tokenRenewal(cfg *conf.Config, a *AppSettings) error {
 	if a.Tokens.RetryBackoff <= 0 {
 		return fmt.Errorf("%w: config key %s (%s): must be positive", ErrBadConfig,
 			conf.DelegationTokensRetryBackoff.Key, cfg.Origin(conf.DelegationTokensRetryBackoff.Key))
+	}
+	return nil
+}
+
+// labelTagsPriority reads the application's node label, tags and priority
+// into a; a priority that is neither -1 nor at least 0 is refused.
+func labelTagsPriority(cfg *conf.Config, a *AppSettings) error {
+	label, err := cfg.String(conf.YarnApplicationNodeLabel)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrBadConfig, err)
+	}
+	a.NodeLabel = strings.TrimSpace(label)
+	tags, err := cfg.String(conf.YarnTags)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrBadConfig, err)
+	}
+	a.Tags = nil
+	for _, t := range strings.Split(tags, ",") {
+		if t = strings.TrimSpace(t); t != "" {
+			a.Tags = append(a.Tags, t)
+		}
+	}
+	prio, err := cfg.Int(conf.YarnApplicationPriority)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrBadConfig, err)
+	}
+	a.Priority = nil
+	switch {
+	case prio >= 0:
+		p := int32(prio)
+		a.Priority = &p
+	case prio != -1:
+		return fmt.Errorf("%w: config key %s (%s): must be -1 (the queue's default) or at least 0, got %d",
+			ErrBadConfig, conf.YarnApplicationPriority.Key, cfg.Origin(conf.YarnApplicationPriority.Key), prio)
 	}
 	return nil
 }
@@ -144,11 +183,14 @@ func (s Settings) Workers() int {
 // environment. Its errors are am submit's, unwrapped.
 func appSettings(cfg *conf.Config) (AppSettings, error) {
 	var a AppSettings
-	a.Name, _ = cfg.Get(conf.YarnApplicationName.Key)
-	a.Queue, _ = cfg.Get(conf.YarnApplicationQueue.Key)
-	a.Keytab, _ = cfg.Get(conf.KerberosLoginKeytab.Key)
-	a.Principal, _ = cfg.Get(conf.KerberosLoginPrincipal.Key)
+	a.Name, _ = cfg.String(conf.YarnApplicationName)
+	a.Queue, _ = cfg.String(conf.YarnApplicationQueue)
+	a.Keytab, _ = cfg.String(conf.KerberosLoginKeytab)
+	a.Principal, _ = cfg.String(conf.KerberosLoginPrincipal)
 	a.MasterEnv = EnvFromConfig(cfg, MasterEnvPrefix)
+	if err := labelTagsPriority(cfg, &a); err != nil {
+		return a, err
+	}
 	if err := tokenRenewal(cfg, &a); err != nil {
 		return a, err
 	}
@@ -177,4 +219,23 @@ func appSettings(cfg *conf.Config) (AppSettings, error) {
 			conf.AMProcessSize.Key, conf.AMVcores.Key, conf.ApplicationAttempts.Key)
 	}
 	return a, nil
+}
+
+// faultBounds reads xres.yarn.blacklist.timeout and slot.request.timeout
+// (Config.BlacklistExpiry and Config.RequestTimeout), neither negative.
+func faultBounds(cfg *conf.Config) (blacklist, request time.Duration, err error) {
+	read := func(opt conf.Option) time.Duration {
+		if err != nil {
+			return 0
+		}
+		var d time.Duration
+		if d, err = cfg.Duration(opt); err != nil {
+			err = fmt.Errorf("%w: %w", ErrBadConfig, err)
+		} else if d < 0 {
+			err = fmt.Errorf("%w: config key %s (%s): must not be negative", ErrBadConfig, opt.Key, cfg.Origin(opt.Key))
+		}
+		return d
+	}
+	blacklist, request = read(conf.BlacklistTimeout), read(conf.SlotRequestTimeout)
+	return blacklist, request, err
 }

@@ -1,4 +1,4 @@
-package am
+package amdraw
 
 import (
 	"html/template"
@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/xres/xres/yarn/amstatus"
 )
 
 // The tracking page draws the listed workers' starts as an inline SVG:
@@ -43,52 +45,55 @@ const (
 )
 
 // svgPhases are the drawn phases, one per pair of consecutive marks, with
-// their legend name and colour; their full names are phaseSteps'.
-var svgPhases = [nMarks - 1]struct{ legend, color string }{
-	{"RM scheduling", "#4e79a7"},
-	{"AM start queue", "#f28e2b"},
-	{"NodeManager start call", "#e15759"},
-	{"localization, launch", "#76b7b2"},
-	{"device reservation", "#59a14f"},
-	{"report, rendezvous, exec", "#b07aa1"},
+// their legend name and colour, and their full name as Status lists it.
+var svgPhases = [nMarks - 1]struct{ legend, color, name string }{
+	{"RM scheduling", "#4e79a7", amstatus.PhaseScheduling},
+	{"AM start queue", "#f28e2b", amstatus.PhaseStartQueue},
+	{"NodeManager start call", "#e15759", amstatus.PhaseStartCall},
+	{"localization, launch", "#76b7b2", amstatus.PhaseLocalization},
+	{"device reservation", "#59a14f", amstatus.PhaseReservation},
+	{"report, rendezvous, exec", "#b07aa1", amstatus.PhaseRendezvous},
 }
 
 // markNames name the marks in a tooltip.
 var markNames = [nMarks]string{"asked", "allocated", "start sent", "start answered",
 	"launcher started", "devices reserved", "command started"}
 
-// nodeLogs makes the link from a container to its logs on its NodeManager's
+// NodeLogs makes the link from a container to its logs on its NodeManager's
 // web UI: /node/containerlogs/<container>/<user>, or the container's page
 // (/node/container/<container>, which links its logs) when the user is not
 // known.
-type nodeLogs struct {
-	scheme, user string
+type NodeLogs struct {
+	Scheme, User string
 }
 
-func (n nodeLogs) link(ws *WorkerStatus) string {
+func (n NodeLogs) link(ws *amstatus.WorkerStatus) string {
 	if ws.NodeHTTP == "" || ws.Container == "" {
 		return ""
 	}
-	scheme := n.scheme
+	scheme := n.Scheme
 	if scheme == "" {
 		scheme = "http"
 	}
 	p := "/node/container/" + url.PathEscape(ws.Container)
-	if n.user != "" {
-		p = "/node/containerlogs/" + url.PathEscape(ws.Container) + "/" + url.PathEscape(n.user)
+	if n.User != "" {
+		p = "/node/containerlogs/" + url.PathEscape(ws.Container) + "/" + url.PathEscape(n.User)
 	}
 	return (&url.URL{Scheme: scheme, Host: ws.NodeHTTP, Path: p}).String()
 }
 
-// timelineView is the page's drawing: the SVG and what its caption says.
-type timelineView struct {
+// View is the page's drawing: the SVG and what its caption says.
+type View struct {
 	SVG         template.HTML
 	Origin      string // 0 s, as a UTC time
 	OriginIsAsk bool   // 0 is the first ask (else the earliest mark drawn)
 }
 
+// nMarks is how many marks an amstatus.Timeline has (marksOf).
+const nMarks = 7
+
 // marksOf lists a timeline's marks in order (zero: not known).
-func marksOf(tl *Timeline) [nMarks]time.Time {
+func marksOf(tl *amstatus.Timeline) [nMarks]time.Time {
 	return [nMarks]time.Time{tl.Asked, tl.Allocated, tl.StartSent, tl.StartAnswered,
 		tl.LauncherStarted, tl.DevicesReserved, tl.CommandStarted}
 }
@@ -121,17 +126,37 @@ func (w *svgWriter) sec(t, origin time.Time) {
 	w.b = append(w.b, " s"...)
 }
 
-// buildTimeline draws the containers of s (the page); nil when there are
+// Draw draws the containers of s (the page); nil when there are
 // none. O(containers), about 1.2 KiB of SVG each.
-func buildTimeline(s Status, links nodeLogs) *timelineView {
+func Draw(s amstatus.Status, links NodeLogs) *View {
 	if len(s.Containers) == 0 {
 		return nil
 	}
-	var origin, last time.Time
+	origin, last, fromAsk := extent(s)
+	ax := newAxis(origin, last, len(s.Containers))
+	w := &svgWriter{b: make([]byte, 0, 2048+len(s.Containers)*1280)}
+	w.header(ax)
+	w.legend()
+	w.axis(ax)
+	for i := range s.Containers {
+		w.row(&s.Containers[i], svgTop+i*svgRowH, ax, links)
+	}
+	w.s("</svg>")
+
+	v := &View{SVG: template.HTML(w.b), OriginIsAsk: fromAsk}
+	if !origin.IsZero() {
+		v.Origin = origin.UTC().Format("2006-01-02 15:04:05.000 MST")
+	}
+	return v
+}
+
+// extent is the drawing's 0 s (the first ask when known, else the earliest
+// mark) and its last mark.
+func extent(s amstatus.Status) (origin, last time.Time, fromAsk bool) {
 	if s.FirstAsk != nil {
 		origin = *s.FirstAsk
 	}
-	fromAsk := !origin.IsZero()
+	fromAsk = !origin.IsZero()
 	for i := range s.Containers {
 		tl := s.Containers[i].Timeline
 		if tl == nil {
@@ -149,6 +174,18 @@ func buildTimeline(s Status, links nodeLogs) *timelineView {
 			}
 		}
 	}
+	return origin, last, fromAsk
+}
+
+// axis is the time axis: from origin, a tick every step seconds up to end,
+// scale pixels a second; bottom is the y below the last row.
+type axis struct {
+	origin           time.Time
+	step, end, scale float64
+	bottom           int
+}
+
+func newAxis(origin, last time.Time, rows int) axis {
 	span := last.Sub(origin).Seconds()
 	if origin.IsZero() || last.IsZero() || span < 1 {
 		span = 1
@@ -156,14 +193,17 @@ func buildTimeline(s Status, links nodeLogs) *timelineView {
 	step := tickStep(span)
 	// The axis ends on a tick, so the last mark is never at the very edge.
 	end := math.Ceil(span/step-1e-9) * step
-	scale := svgChartW / end
-	xOf := func(t time.Time) float64 {
-		return svgLabelW + math.Max(t.Sub(origin).Seconds(), 0)*scale
-	}
-	n := len(s.Containers)
-	width, bottom := svgLabelW+svgChartW+svgRightM, svgTop+n*svgRowH
-	w := &svgWriter{b: make([]byte, 0, 2048+n*1280)}
+	return axis{origin: origin, step: step, end: end, scale: svgChartW / end, bottom: svgTop + rows*svgRowH}
+}
 
+// x is t's position on the axis (t before 0 s at 0 s).
+func (ax axis) x(t time.Time) float64 {
+	return svgLabelW + math.Max(t.Sub(ax.origin).Seconds(), 0)*ax.scale
+}
+
+// header opens the SVG with its size and the phases' colours.
+func (w *svgWriter) header(ax axis) {
+	width, bottom := svgLabelW+svgChartW+svgRightM, ax.bottom
 	w.s(`<svg id="timeline-svg" xmlns="http://www.w3.org/2000/svg" width="`)
 	w.int(width)
 	w.s(`" height="`)
@@ -177,8 +217,10 @@ func buildTimeline(s Status, links nodeLogs) *timelineView {
 		w.s(".phase-", strconv.Itoa(k), "{fill:", p.color, "}")
 	}
 	w.s(`.label{font-family:monospace;fill:#0645ad}.failed .label{fill:#b00020}.note{fill:#777}a:hover .label{text-decoration:underline}</style>`, "\n")
+}
 
-	// Legend.
+// legend names each phase's colour; its title is the phase as Status names it.
+func (w *svgWriter) legend() {
 	w.s(`<g class="legend">`)
 	lx := 4.0
 	for k, p := range svgPhases {
@@ -187,13 +229,16 @@ func buildTimeline(s Status, links nodeLogs) *timelineView {
 		w.s(`" y="4" width="10" height="10"/><text x="`)
 		w.num(lx + 14)
 		w.s(`" y="13">`, p.legend, `</text><title>`)
-		w.esc(phaseSteps[k].name)
+		w.esc(p.name)
 		w.s(`</title></g>`)
 		lx += 14 + 6.2*float64(len([]rune(p.legend))) + 18
 	}
 	w.s("</g>\n")
+}
 
-	// Axis: ticks in seconds, grid lines through the bars.
+// axis draws the ticks in seconds and the grid lines through the bars.
+func (w *svgWriter) axis(ax axis) {
+	step, end, scale, bottom := ax.step, ax.end, ax.scale, ax.bottom
 	w.s(`<g class="axis"><line x1="`)
 	w.int(svgLabelW)
 	w.s(`" y1="`)
@@ -225,110 +270,70 @@ func buildTimeline(s Status, links nodeLogs) *timelineView {
 		w.s(" s</text>")
 	}
 	w.s("</g>\n")
+}
 
-	for i := range s.Containers {
-		ws := &s.Containers[i]
-		y := svgTop + i*svgRowH
-		barY, textY := y+(svgRowH-svgBarH)/2, y+svgRowH-2
-		w.s(`<g class="worker`)
-		if ws.State == StateFailed {
-			w.s(" failed")
-		}
-		w.s(`" data-container="`)
-		w.esc(ws.Container)
-		w.s(`" data-state="`)
-		w.esc(ws.State)
-		w.s(`"><title>`)
-		w.esc(ws.Container)
-		w.s(" on ")
-		w.esc(ws.Host)
-		w.s(", ")
-		w.esc(ws.State)
-		if ws.Timeline == nil {
-			w.s("; no start timeline (adopted from an earlier AM attempt)")
-		} else if b := ws.Timeline.AskHeartbeats; b > 0 {
-			w.s("; allocated ", strconv.Itoa(b), " heartbeat", plural(b), " after the one that asked")
-		}
-		w.s("</title>")
-		href := links.link(ws)
-		if href != "" {
-			w.s(`<a href="`)
-			w.esc(href)
-			w.s(`" target="_blank">`)
-		}
-		w.s(`<text class="label" x="`)
-		w.int(svgLabelW - 6)
+// row draws one container at y: its label (linked to its logs), a bar per
+// phase between its known marks, and a note for a start not complete.
+func (w *svgWriter) row(ws *amstatus.WorkerStatus, y int, ax axis, links NodeLogs) {
+	barY, textY := y+(svgRowH-svgBarH)/2, y+svgRowH-2
+	w.s(`<g class="worker`)
+	if ws.State == amstatus.StateFailed {
+		w.s(" failed")
+	}
+	w.s(`" data-container="`)
+	w.esc(ws.Container)
+	w.s(`" data-state="`)
+	w.esc(ws.State)
+	w.s(`"><title>`)
+	w.esc(ws.Container)
+	w.s(" on ")
+	w.esc(ws.Host)
+	w.s(", ")
+	w.esc(ws.State)
+	if ws.Timeline == nil {
+		w.s("; no start timeline (adopted from an earlier AM attempt)")
+	} else if b := ws.Timeline.AskHeartbeats; b > 0 {
+		w.s("; allocated ", strconv.Itoa(b), " heartbeat", plural(b), " after the one that asked")
+	}
+	w.s("</title>")
+	href := links.link(ws)
+	if href != "" {
+		w.s(`<a href="`)
+		w.esc(href)
+		w.s(`" target="_blank">`)
+	}
+	w.s(`<text class="label" x="`)
+	w.int(svgLabelW - 6)
+	w.s(`" y="`)
+	w.int(textY)
+	w.s(`" text-anchor="end">`)
+	w.esc(ws.Container)
+	w.s("</text>")
+	if href != "" {
+		w.s("</a>")
+	}
+
+	noteX := float64(svgLabelW + 4)
+	if ws.Timeline != nil {
+		noteX = w.bars(ws.Timeline, barY, ax)
+	}
+	note := ""
+	switch {
+	case ws.Timeline == nil:
+		note = "no start timeline (adopted from an earlier AM attempt)"
+	case ws.State == amstatus.StateStarting:
+		note = "starting"
+	case ws.State == amstatus.StateFailed:
+		note = "failed"
+	}
+	if note != "" {
+		w.s(`<text class="note" x="`)
+		w.num(noteX)
 		w.s(`" y="`)
 		w.int(textY)
-		w.s(`" text-anchor="end">`)
-		w.esc(ws.Container)
-		w.s("</text>")
-		if href != "" {
-			w.s("</a>")
-		}
-
-		noteX := float64(svgLabelW + 4)
-		if ws.Timeline != nil {
-			marks := marksOf(ws.Timeline)
-			prev, prevX := -1, 0.0
-			for m, at := range marks {
-				if at.IsZero() {
-					continue
-				}
-				// A launcher's host clock may lag the AM's: a mark is drawn
-				// no earlier than the one before it.
-				x := math.Max(xOf(at), prevX)
-				if prev >= 0 {
-					k := m - 1 // the phase ending at this mark (a skipped mark joins its neighbour)
-					w.s(`<rect class="phase-`, strconv.Itoa(k), `" x="`)
-					w.num(prevX)
-					w.s(`" y="`)
-					w.int(barY)
-					w.s(`" width="`)
-					w.num(math.Round(x*10)/10 - math.Round(prevX*10)/10)
-					w.s(`" height="`)
-					w.int(svgBarH)
-					w.s(`"><title>`)
-					if prev == m-1 {
-						w.s(svgPhases[k].legend)
-					} else {
-						w.s(markNames[prev], " → ", markNames[m])
-					}
-					w.s(": ", roundDur(at.Sub(marks[prev])), " (")
-					w.sec(marks[prev], origin)
-					w.s(" → ")
-					w.sec(at, origin)
-					w.s(")</title></rect>")
-					noteX = x + 4
-				}
-				prev, prevX = m, x
-			}
-		}
-		note := ""
-		switch {
-		case ws.Timeline == nil:
-			note = "no start timeline (adopted from an earlier AM attempt)"
-		case ws.State == StateStarting:
-			note = "starting"
-		case ws.State == StateFailed:
-			note = "failed"
-		}
-		if note != "" {
-			w.s(`<text class="note" x="`)
-			w.num(noteX)
-			w.s(`" y="`)
-			w.int(textY)
-			w.s(`">`, note, "</text>")
-		}
-		w.s("</g>\n")
+		w.s(`">`, note, "</text>")
 	}
-	w.s("</svg>")
-
-	v := &timelineView{SVG: template.HTML(w.b), OriginIsAsk: fromAsk}
-	if !origin.IsZero() {
-		v.Origin = origin.UTC().Format("2006-01-02 15:04:05.000 MST")
-	}
-	return v
+	w.s("</g>\n")
 }
 
 func plural(n int) string {
@@ -357,4 +362,46 @@ func tickStep(span float64) float64 {
 		}
 	}
 	return 10 * p
+}
+
+// bars draws a bar per phase of tl between its known marks, at barY; it
+// returns where a note after them may start.
+func (w *svgWriter) bars(tl *amstatus.Timeline, barY int, ax axis) (noteX float64) {
+	origin, xOf := ax.origin, ax.x
+	noteX = float64(svgLabelW + 4)
+	marks := marksOf(tl)
+	prev, prevX := -1, 0.0
+	for m, at := range marks {
+		if at.IsZero() {
+			continue
+		}
+		// A launcher's host clock may lag the AM's: a mark is drawn
+		// no earlier than the one before it.
+		x := math.Max(xOf(at), prevX)
+		if prev >= 0 {
+			k := m - 1 // the phase ending at this mark (a skipped mark joins its neighbour)
+			w.s(`<rect class="phase-`, strconv.Itoa(k), `" x="`)
+			w.num(prevX)
+			w.s(`" y="`)
+			w.int(barY)
+			w.s(`" width="`)
+			w.num(math.Round(x*10)/10 - math.Round(prevX*10)/10)
+			w.s(`" height="`)
+			w.int(svgBarH)
+			w.s(`"><title>`)
+			if prev == m-1 {
+				w.s(svgPhases[k].legend)
+			} else {
+				w.s(markNames[prev], " → ", markNames[m])
+			}
+			w.s(": ", roundDur(at.Sub(marks[prev])), " (")
+			w.sec(marks[prev], origin)
+			w.s(" → ")
+			w.sec(at, origin)
+			w.s(")</title></rect>")
+			noteX = x + 4
+		}
+		prev, prevX = m, x
+	}
+	return noteX
 }
