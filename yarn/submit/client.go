@@ -72,7 +72,6 @@ type Request struct {
 	Priority  *int32
 }
 
-
 // Submitted is an application the RM accepted.
 type Submitted struct {
 	AppID      string
