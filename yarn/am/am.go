@@ -15,6 +15,7 @@ import (
 	"github.com/xres/xres/resources"
 	"github.com/xres/xres/yarn"
 	"github.com/xres/xres/yarn/amnm"
+	"github.com/xres/xres/yarn/amnodes"
 	"github.com/xres/xres/yarn/amplan"
 	"github.com/xres/xres/yarn/amstate"
 	"github.com/xres/xres/yarn/amstatus"
@@ -176,8 +177,6 @@ type AM struct {
 	startCtx   context.Context // the starts' context, once handle has run
 	startWG    sync.WaitGroup  // start goroutines
 	releases   []string
-	blacklist  map[string]bool
-	blSent     map[string]bool
 	nmTokens   map[string]security.Token
 	result     *Result
 	limits     amplan.ClusterLimits
@@ -187,23 +186,16 @@ type AM struct {
 	minRunning time.Time             // first time every group's minimum was running
 
 	// Fault handling (faults.go).
-	blUntil       map[string]time.Time // blacklisted host → when it expires
-	blBy          map[string]*worker   // blacklisted host → the worker whose failure blacklisted it
-	blRemove      []string             // expired hosts the RM is still to be told
-	clusterNodes  int                  // num_cluster_nodes of the last heartbeat
-	waitingSince  time.Time            // workers wanted and none granted since
-	waitedWorkers int                  // workers.len() when waitingSince was set
-	adopted       []*worker            // previous attempt's workers whose devices are still to be read
-	beats         int                  // heartbeats the RM answered (timeline.go)
+	nodes         *amnodes.Nodes[*worker] // the cluster's nodes and the blacklist
+	waitingSince  time.Time               // workers wanted and none granted since
+	waitedWorkers int                     // workers.len() when waitingSince was set
+	adopted       []*worker               // previous attempt's workers whose devices are still to be read
+	beats         int                     // heartbeats the RM answered (timeline.go)
 
 	// Across attempts (state.go).
 	saver        *stateSaver
 	savedVersion int                     // roster version of the last snapshot saved
 	prevLive     map[string]amstate.Live // workers the earlier attempt saved as running, not (yet) adopted
-
-	nodes      []yarn.NodeReport // the cluster's nodes (Config.Nodes); nil: not known
-	nodesStale bool              // the blacklist or the cluster changed since nodes was read
-	nodesRead  bool              // nodes was read (or tried) once
 }
 
 // New builds an AM. logs may be nil (diagnostics then carry no stderr).
@@ -276,8 +268,7 @@ func New(cfg Config, rm RMClient, nm amnm.NMClient, logs amnm.LogFetcher) (*AM, 
 		groups:    newGroups(cfg.Groups, cfg.Register.TrackingURL),
 		workers:   newRoster(cfg.FinishedHistory),
 		starts:    starts,
-		blacklist: map[string]bool{},
-		blSent:    map[string]bool{},
+		nodes:     amnodes.New[*worker](),
 		nmTokens:  map[string]security.Token{},
 		earlyDevs: map[string]map[string][]resources.Properties{},
 		earlySeqs: map[string]reportSeqs{},
@@ -463,7 +454,7 @@ func (a *AM) register(ctx context.Context) error {
 	for _, g := range a.groups {
 		g.lastAsked = -1
 	}
-	a.blSent = map[string]bool{}
+	a.nodes.Registered()
 	a.log.WithFields(logrus.Fields{"queue": resp.Queue, "max": resp.MaxCapability.String()}).Info("registered")
 	return nil
 }
@@ -496,18 +487,13 @@ func (a *AM) buildRequest() yarn.AllocateRequest {
 		if g.pending != g.lastAsked {
 			ask := yarn.Ask{ID: g.id, Priority: g.priority(), Profile: g.Plan.Profile, Count: g.pending,
 				NodeLabel: g.Plan.NodeLabel, MaxPerNode: g.Plan.MaxWorkersPerNode, Tag: g.tag()}
-			ask.Hosts, ask.Racks = a.localityLocked(g)
+			ask.Hosts, ask.Racks = a.nodes.Locality(g.Plan.NodeLabel != "" || g.Plan.MaxWorkersPerNode > 0)
 			req.Asks = append(req.Asks, ask)
 		}
 	}
 	req.Release = append(req.Release, a.releases...)
 	a.expireBlacklistLocked()
-	req.BlacklistRemove = append(req.BlacklistRemove, a.blRemove...)
-	for _, host := range sortedKeys(a.blacklist) {
-		if !a.blSent[host] {
-			req.BlacklistAdd = append(req.BlacklistAdd, host)
-		}
-	}
+	req.BlacklistAdd, req.BlacklistRemove = a.nodes.Changes()
 	t := a.totalsLocked()
 	req.Progress = float32(t.succeeded) / float32(t.workers)
 	return req
@@ -526,10 +512,7 @@ func (a *AM) delivered(req yarn.AllocateRequest, sent time.Time) {
 		}
 	}
 	a.releases = a.releases[len(req.Release):]
-	a.blRemove = a.blRemove[len(req.BlacklistRemove):]
-	for _, h := range req.BlacklistAdd {
-		a.blSent[h] = true
-	}
+	a.nodes.Delivered(req.BlacklistAdd, req.BlacklistRemove)
 }
 
 // handle takes in one heartbeat's answer. Its bookkeeping costs O(1) per
@@ -586,7 +569,7 @@ func (a *AM) classifyLocked(c yarn.Container, previous bool) (identity, *group, 
 		return idSurplus, nil, fmt.Sprintf("allocation request id %d matches no ask", c.AllocationRequestID)
 	case g.pending == 0:
 		return idSurplus, g, "surplus container"
-	case a.blacklist[c.Host()]:
+	case a.nodes.Blacklisted(c.Host()):
 		return idSurplus, g, "node is blacklisted"
 	}
 	return idNew, g, ""
@@ -984,7 +967,7 @@ func (a *AM) pendingTailsLocked(g *group) []chan struct{} {
 	if f := g.firstFail; f != nil && f.tailDone != nil {
 		out = append(out, f.tailDone)
 	}
-	for _, w := range a.blBy {
+	for _, w := range a.nodes.Causes() {
 		if w.tailDone != nil && w != g.firstFail {
 			out = append(out, w.tailDone)
 		}

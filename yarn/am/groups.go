@@ -188,16 +188,16 @@ func (a *AM) unplaceableLocked() string {
 	var out []string
 	for _, g := range a.groups {
 		k := g.Plan.MaxWorkersPerNode
-		if k <= 0 || g.pending == 0 || a.clusterNodes == 0 {
+		if k <= 0 || g.pending == 0 || a.nodes.Cluster() == 0 {
 			continue
 		}
-		room := a.clusterNodes * k
+		room := a.nodes.Cluster() * k
 		n := min(g.workersWanted(), g.Plan.Workers-room)
 		if n <= 0 {
 			continue
 		}
 		out = append(out, fmt.Sprintf("%d worker(s)%s cannot be placed: %s=%d and the cluster has %d nodes (room for %d of the %d workers); they wait for a node to join",
-			n, g.label(), conf.PlacementMaxWorkersPerNode.Key, k, a.clusterNodes, room, g.Plan.Workers))
+			n, g.label(), conf.PlacementMaxWorkersPerNode.Key, k, a.nodes.Cluster(), room, g.Plan.Workers))
 	}
 	return strings.Join(out, "; ")
 }

@@ -54,7 +54,7 @@ func (a *AM) statusPageLocked(p amstatus.Page) (s amstatus.Status, samples [][]f
 		Running: a.workers.count[amstatus.StateRunning], Starting: a.workers.count[amstatus.StateStarting], Standby: a.workers.count[amstatus.StateStandby],
 		Succeeded: t.succeeded, Failed: t.failures, Restarts: t.restarts,
 		Profile:   a.groups[0].Plan.Profile,
-		Blacklist: sortedKeys(a.blacklist), Hosts: append([]string{}, a.workers.hosts...), Containers: []amstatus.WorkerStatus{},
+		Blacklist: a.nodes.Hosts(), Hosts: append([]string{}, a.workers.hosts...), Containers: []amstatus.WorkerStatus{},
 		Offset: p.Offset,
 	}
 	for _, g := range a.groups {
