@@ -150,8 +150,8 @@ type worker struct {
 	// (off the heartbeat) has set tail.
 	tail     []string
 	tailDone chan struct{}
-	tl       timeline   // its start, step by step (timeline.go)
-	seqs     reportSeqs // the newest reports taken (status.go)
+	tl       amstatus.Marks      // its start, step by step
+	seqs     amstatus.ReportSeqs // the newest reports taken
 }
 
 // live reports whether w's container is wanted and not known to have
@@ -181,16 +181,16 @@ type AM struct {
 	result     *Result
 	limits     amplan.ClusterLimits
 	earlyDevs  map[string]map[string][]resources.Properties
-	earlySeqs  map[string]reportSeqs // of earlyDevs
-	allRunning time.Time             // first time every wanted worker was running
-	minRunning time.Time             // first time every group's minimum was running
+	earlySeqs  map[string]amstatus.ReportSeqs // of earlyDevs
+	allRunning time.Time                      // first time every wanted worker was running
+	minRunning time.Time                      // first time every group's minimum was running
 
 	// Fault handling (faults.go).
 	nodes         *amnodes.Nodes[*worker] // the cluster's nodes and the blacklist
 	waitingSince  time.Time               // workers wanted and none granted since
 	waitedWorkers int                     // workers.len() when waitingSince was set
 	adopted       []*worker               // previous attempt's workers whose devices are still to be read
-	beats         int                     // heartbeats the RM answered (timeline.go)
+	beats         int                     // heartbeats the RM answered (the asks' marks)
 
 	// Across attempts (state.go).
 	saver        *stateSaver
@@ -271,7 +271,7 @@ func New(cfg Config, rm RMClient, nm amnm.NMClient, logs amnm.LogFetcher) (*AM, 
 		nodes:     amnodes.New[*worker](),
 		nmTokens:  map[string]security.Token{},
 		earlyDevs: map[string]map[string][]resources.Properties{},
-		earlySeqs: map[string]reportSeqs{},
+		earlySeqs: map[string]amstatus.ReportSeqs{},
 	}, nil
 }
 
@@ -508,7 +508,7 @@ func (a *AM) delivered(req yarn.AllocateRequest, sent time.Time) {
 	for _, ask := range req.Asks {
 		if g := a.groupByID(ask.ID); g != nil {
 			g.lastAsked = ask.Count
-			g.askedLocked(ask.Count, a.beats, sent)
+			g.asks.Asked(ask.Count, a.beats, sent)
 		}
 	}
 	a.releases = a.releases[len(req.Release):]
@@ -608,7 +608,7 @@ func (a *AM) classifiedLocked(c yarn.Container, previous bool) {
 			g.pending--
 		}
 		if kind == idNew {
-			a.grantedLocked(w)
+			w.tl.Granted(w.started, &g.asks, a.beats)
 		}
 		a.workers.add(w)
 		if l, ok := a.prevLive[c.ID]; ok && kind == idPrevious {
@@ -683,7 +683,7 @@ func (a *AM) start(ctx context.Context, ws []*worker) {
 	for _, w := range ws {
 		if w.state == amstatus.StateStarting {
 			w.launched = true
-			w.tl.at[markStartSent] = now
+			w.tl.Set(amstatus.MarkStartSent, now)
 			todo = append(todo, w)
 		}
 	}
@@ -745,7 +745,7 @@ func (a *AM) started(ctx context.Context, w *worker, err error) {
 		a.failed(ctx, w, yarn.ExitInvalid, cause, fmt.Sprintf("could not start container: %v", err), false)
 		return
 	}
-	w.tl.at[markStartAnswered] = a.cfg.Now()
+	w.tl.Set(amstatus.MarkStartAnswered, a.cfg.Now())
 	if a.starts.held(w.c.NodeID) {
 		// The node's others go when its launcher reports (warmLocked), at
 		// the latest after PilotWait.

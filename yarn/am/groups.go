@@ -39,10 +39,9 @@ type group struct {
 	// promotions counts those that took a lost worker's rank.
 	spares     []*worker
 	promotions int
-	// asks are its containers asked for and not granted yet, oldest
-	// first (timeline.go); firstAsk is when its first ask was sent.
-	asks     []askMark
-	firstAsk time.Time
+	// asks are its containers asked for and not granted yet (their
+	// workers' timelines).
+	asks amstatus.Asks
 }
 
 // newGroups builds the groups' state; each group's launch context gets the
