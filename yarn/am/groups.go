@@ -45,11 +45,11 @@ type group struct {
 }
 
 // newGroups builds the groups' state; each group's launch context gets the
-// rendezvous environment (rendezvousEnv) under the AM's trackingURL.
+// rendezvous environment (amplan.RendezvousLaunch) under the AM's trackingURL.
 func newGroups(gs []amplan.Group, trackingURL string) []*group {
 	out := make([]*group, len(gs))
 	for i, g := range gs {
-		g.Launch = rendezvousEnv(g, trackingURL)
+		g.Launch = amplan.RendezvousLaunch(g, trackingURL)
 		out[i] = &group{Group: g, id: int64(i) + 1, pending: g.Plan.Workers + g.Plan.Spares, lastAsked: -1, count: map[string]int{},
 			ranks: make([]*worker, g.Plan.Workers)}
 	}
