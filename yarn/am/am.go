@@ -17,6 +17,7 @@ import (
 	"github.com/xres/xres/yarn/amnm"
 	"github.com/xres/xres/yarn/amnodes"
 	"github.com/xres/xres/yarn/amplan"
+	"github.com/xres/xres/yarn/amstarts"
 	"github.com/xres/xres/yarn/amstate"
 	"github.com/xres/xres/yarn/amstatus"
 	"github.com/xres/xres/yarn/internal/logutil"
@@ -71,7 +72,7 @@ type Config struct {
 	MaxStartsPerNode int           // of those, on one NodeManager (DefaultMaxStartsPerNode)
 	StartBatch       int           // containers of one node per start call, with a BatchStarter (DefaultStartBatch)
 	// PilotWait bounds how long a node's other containers wait for its
-	// pilot (startQueue.pilot: when the workers have files to localize)
+	// pilot (amstarts.Queue, pilot mode: when the workers have files to localize)
 	// to report (DefaultPilotWait).
 	PilotWait time.Duration
 
@@ -173,7 +174,7 @@ type AM struct {
 	state      string
 	groups     []*group
 	workers    roster
-	starts     startQueue
+	starts     *amstarts.Queue[*worker]
 	startCtx   context.Context // the starts' context, once handle has run
 	startWG    sync.WaitGroup  // start goroutines
 	releases   []string
@@ -257,10 +258,11 @@ func New(cfg Config, rm RMClient, nm amnm.NMClient, logs amnm.LogFetcher) (*AM, 
 	if cfg.PilotWait <= 0 {
 		cfg.PilotWait = DefaultPilotWait
 	}
-	starts := newStartQueue(cfg.MaxStarts, cfg.MaxStartsPerNode)
+	pilot := false
 	for _, g := range cfg.Groups {
-		starts.pilot = starts.pilot || len(g.Launch.LocalResources) > 0
+		pilot = pilot || len(g.Launch.LocalResources) > 0
 	}
+	starts := amstarts.New[*worker](cfg.MaxStarts, cfg.MaxStartsPerNode, pilot)
 	return &AM{
 		cfg: cfg, rm: rm, nm: nm, logs: logs,
 		log:       log.WithField("app", cfg.AppID),
@@ -617,7 +619,7 @@ func (a *AM) classifiedLocked(c yarn.Container, previous bool) {
 			a.assignRankLocked(w)
 		}
 		if kind == idNew {
-			a.starts.push(w)
+			a.starts.Push(w.c.NodeID, w)
 			return
 		}
 		w.launched = true
@@ -643,9 +645,9 @@ func (a *AM) releaseLocked(id string) {
 	}
 }
 
-// warmLocked lets node's held starts go (startQueue.pilot).
+// warmLocked lets node's held starts go (pilot mode).
 func (a *AM) warmLocked(node string) {
-	if a.starts.warm(node) && a.startCtx != nil && a.result == nil {
+	if a.starts.Warm(node) && a.startCtx != nil && a.result == nil {
 		a.launchLocked(a.startCtx)
 	}
 }
@@ -654,15 +656,15 @@ func (a *AM) warmLocked(node string) {
 // goes on with the next queued start when its own ends, so there are never
 // more than MaxStarts of them.
 func (a *AM) launchLocked(sctx context.Context) {
-	for ws := a.starts.next(a.cfg.StartBatch); ws != nil; ws = a.starts.next(a.cfg.StartBatch) {
+	for ws := a.starts.Next(a.cfg.StartBatch); ws != nil; ws = a.starts.Next(a.cfg.StartBatch) {
 		a.startWG.Add(1)
 		go func() {
 			defer a.startWG.Done()
 			for ws != nil {
 				a.start(sctx, ws)
 				a.mu.Lock()
-				a.starts.done(ws)
-				ws = a.starts.next(a.cfg.StartBatch)
+				a.starts.Done(ws[0].c.NodeID)
+				ws = a.starts.Next(a.cfg.StartBatch)
 				a.mu.Unlock()
 			}
 		}()
@@ -746,7 +748,7 @@ func (a *AM) started(ctx context.Context, w *worker, err error) {
 		return
 	}
 	w.tl.Set(amstatus.MarkStartAnswered, a.cfg.Now())
-	if a.starts.held(w.c.NodeID) {
+	if a.starts.Held(w.c.NodeID) {
 		// The node's others go when its launcher reports (warmLocked), at
 		// the latest after PilotWait.
 		node := w.c.NodeID
