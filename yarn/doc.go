@@ -12,7 +12,7 @@
 // The clients' API speaks this package's Go types (ApplicationReport,
 // NodeReport, Submission, Container, LaunchContext, Resource, the AM's
 // RegisterRequest/AllocateRequest/…): *AMRMClient and *NMClient are the
-// ApplicationMaster's yarn/am.RMClient and yarn/am.NMClient as they are.
+// ApplicationMaster's yarn/am.RMClient and yarn/amnm.NMClient as they are.
 // The generated protos (hadoopproto/hadoopyarn) stay behind that boundary;
 // the one escape hatch for callers that must speak raw messages is
 // proto.go (each client's Call, and the id and resource helpers).

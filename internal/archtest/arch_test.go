@@ -24,9 +24,7 @@ const module = "github.com/xres/xres"
 // branch whose merge makes it hold. A pending rule still fails (with that
 // branch named); one that holds while listed here fails too, so that the
 // list is emptied as the branches land and says the truth at every commit.
-var pendingRules = map[string]string{
-	"TestAllocateLoopSize": "h-amsplit (planning, tracker and drawing leave yarn/am)",
-}
+var pendingRules = map[string]string{}
 
 // rule reports the violations of the rule named by the calling test.
 func rule(t *testing.T, violations []string, fix string) {

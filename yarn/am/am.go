@@ -15,7 +15,9 @@ import (
 	"github.com/xres/xres/resources"
 	"github.com/xres/xres/yarn"
 	"github.com/xres/xres/yarn/amnm"
+	"github.com/xres/xres/yarn/amnodes"
 	"github.com/xres/xres/yarn/amplan"
+	"github.com/xres/xres/yarn/amstarts"
 	"github.com/xres/xres/yarn/amstate"
 	"github.com/xres/xres/yarn/amstatus"
 	"github.com/xres/xres/yarn/internal/logutil"
@@ -70,7 +72,7 @@ type Config struct {
 	MaxStartsPerNode int           // of those, on one NodeManager (DefaultMaxStartsPerNode)
 	StartBatch       int           // containers of one node per start call, with a BatchStarter (DefaultStartBatch)
 	// PilotWait bounds how long a node's other containers wait for its
-	// pilot (startQueue.pilot: when the workers have files to localize)
+	// pilot (amstarts.Queue, pilot mode: when the workers have files to localize)
 	// to report (DefaultPilotWait).
 	PilotWait time.Duration
 
@@ -149,8 +151,8 @@ type worker struct {
 	// (off the heartbeat) has set tail.
 	tail     []string
 	tailDone chan struct{}
-	tl       timeline   // its start, step by step (timeline.go)
-	seqs     reportSeqs // the newest reports taken (status.go)
+	tl       amstatus.Marks      // its start, step by step
+	seqs     amstatus.ReportSeqs // the newest reports taken
 }
 
 // live reports whether w's container is wanted and not known to have
@@ -172,38 +174,29 @@ type AM struct {
 	state      string
 	groups     []*group
 	workers    roster
-	starts     startQueue
+	starts     *amstarts.Queue[*worker]
 	startCtx   context.Context // the starts' context, once handle has run
 	startWG    sync.WaitGroup  // start goroutines
 	releases   []string
-	blacklist  map[string]bool
-	blSent     map[string]bool
 	nmTokens   map[string]security.Token
 	result     *Result
 	limits     amplan.ClusterLimits
 	earlyDevs  map[string]map[string][]resources.Properties
-	earlySeqs  map[string]reportSeqs // of earlyDevs
-	allRunning time.Time             // first time every wanted worker was running
-	minRunning time.Time             // first time every group's minimum was running
+	earlySeqs  map[string]amstatus.ReportSeqs // of earlyDevs
+	allRunning time.Time                      // first time every wanted worker was running
+	minRunning time.Time                      // first time every group's minimum was running
 
 	// Fault handling (faults.go).
-	blUntil       map[string]time.Time // blacklisted host → when it expires
-	blBy          map[string]*worker   // blacklisted host → the worker whose failure blacklisted it
-	blRemove      []string             // expired hosts the RM is still to be told
-	clusterNodes  int                  // num_cluster_nodes of the last heartbeat
-	waitingSince  time.Time            // workers wanted and none granted since
-	waitedWorkers int                  // workers.len() when waitingSince was set
-	adopted       []*worker            // previous attempt's workers whose devices are still to be read
-	beats         int                  // heartbeats the RM answered (timeline.go)
+	nodes         *amnodes.Nodes[*worker] // the cluster's nodes and the blacklist
+	waitingSince  time.Time               // workers wanted and none granted since
+	waitedWorkers int                     // workers.len() when waitingSince was set
+	adopted       []*worker               // previous attempt's workers whose devices are still to be read
+	beats         int                     // heartbeats the RM answered (the asks' marks)
 
 	// Across attempts (state.go).
 	saver        *stateSaver
 	savedVersion int                     // roster version of the last snapshot saved
 	prevLive     map[string]amstate.Live // workers the earlier attempt saved as running, not (yet) adopted
-
-	nodes      []yarn.NodeReport // the cluster's nodes (Config.Nodes); nil: not known
-	nodesStale bool              // the blacklist or the cluster changed since nodes was read
-	nodesRead  bool              // nodes was read (or tried) once
 }
 
 // New builds an AM. logs may be nil (diagnostics then carry no stderr).
@@ -265,10 +258,11 @@ func New(cfg Config, rm RMClient, nm amnm.NMClient, logs amnm.LogFetcher) (*AM, 
 	if cfg.PilotWait <= 0 {
 		cfg.PilotWait = DefaultPilotWait
 	}
-	starts := newStartQueue(cfg.MaxStarts, cfg.MaxStartsPerNode)
+	pilot := false
 	for _, g := range cfg.Groups {
-		starts.pilot = starts.pilot || len(g.Launch.LocalResources) > 0
+		pilot = pilot || len(g.Launch.LocalResources) > 0
 	}
+	starts := amstarts.New[*worker](cfg.MaxStarts, cfg.MaxStartsPerNode, pilot)
 	return &AM{
 		cfg: cfg, rm: rm, nm: nm, logs: logs,
 		log:       log.WithField("app", cfg.AppID),
@@ -276,11 +270,10 @@ func New(cfg Config, rm RMClient, nm amnm.NMClient, logs amnm.LogFetcher) (*AM, 
 		groups:    newGroups(cfg.Groups, cfg.Register.TrackingURL),
 		workers:   newRoster(cfg.FinishedHistory),
 		starts:    starts,
-		blacklist: map[string]bool{},
-		blSent:    map[string]bool{},
+		nodes:     amnodes.New[*worker](),
 		nmTokens:  map[string]security.Token{},
 		earlyDevs: map[string]map[string][]resources.Properties{},
-		earlySeqs: map[string]reportSeqs{},
+		earlySeqs: map[string]amstatus.ReportSeqs{},
 	}, nil
 }
 
@@ -463,7 +456,7 @@ func (a *AM) register(ctx context.Context) error {
 	for _, g := range a.groups {
 		g.lastAsked = -1
 	}
-	a.blSent = map[string]bool{}
+	a.nodes.Registered()
 	a.log.WithFields(logrus.Fields{"queue": resp.Queue, "max": resp.MaxCapability.String()}).Info("registered")
 	return nil
 }
@@ -496,18 +489,13 @@ func (a *AM) buildRequest() yarn.AllocateRequest {
 		if g.pending != g.lastAsked {
 			ask := yarn.Ask{ID: g.id, Priority: g.priority(), Profile: g.Plan.Profile, Count: g.pending,
 				NodeLabel: g.Plan.NodeLabel, MaxPerNode: g.Plan.MaxWorkersPerNode, Tag: g.tag()}
-			ask.Hosts, ask.Racks = a.localityLocked(g)
+			ask.Hosts, ask.Racks = a.nodes.Locality(g.Plan.NodeLabel != "" || g.Plan.MaxWorkersPerNode > 0)
 			req.Asks = append(req.Asks, ask)
 		}
 	}
 	req.Release = append(req.Release, a.releases...)
 	a.expireBlacklistLocked()
-	req.BlacklistRemove = append(req.BlacklistRemove, a.blRemove...)
-	for _, host := range sortedKeys(a.blacklist) {
-		if !a.blSent[host] {
-			req.BlacklistAdd = append(req.BlacklistAdd, host)
-		}
-	}
+	req.BlacklistAdd, req.BlacklistRemove = a.nodes.Changes()
 	t := a.totalsLocked()
 	req.Progress = float32(t.succeeded) / float32(t.workers)
 	return req
@@ -522,14 +510,11 @@ func (a *AM) delivered(req yarn.AllocateRequest, sent time.Time) {
 	for _, ask := range req.Asks {
 		if g := a.groupByID(ask.ID); g != nil {
 			g.lastAsked = ask.Count
-			g.askedLocked(ask.Count, a.beats, sent)
+			g.asks.Asked(ask.Count, a.beats, sent)
 		}
 	}
 	a.releases = a.releases[len(req.Release):]
-	a.blRemove = a.blRemove[len(req.BlacklistRemove):]
-	for _, h := range req.BlacklistAdd {
-		a.blSent[h] = true
-	}
+	a.nodes.Delivered(req.BlacklistAdd, req.BlacklistRemove)
 }
 
 // handle takes in one heartbeat's answer. Its bookkeeping costs O(1) per
@@ -586,7 +571,7 @@ func (a *AM) classifyLocked(c yarn.Container, previous bool) (identity, *group, 
 		return idSurplus, nil, fmt.Sprintf("allocation request id %d matches no ask", c.AllocationRequestID)
 	case g.pending == 0:
 		return idSurplus, g, "surplus container"
-	case a.blacklist[c.Host()]:
+	case a.nodes.Blacklisted(c.Host()):
 		return idSurplus, g, "node is blacklisted"
 	}
 	return idNew, g, ""
@@ -625,7 +610,7 @@ func (a *AM) classifiedLocked(c yarn.Container, previous bool) {
 			g.pending--
 		}
 		if kind == idNew {
-			a.grantedLocked(w)
+			w.tl.Granted(w.started, &g.asks, a.beats)
 		}
 		a.workers.add(w)
 		if l, ok := a.prevLive[c.ID]; ok && kind == idPrevious {
@@ -634,7 +619,7 @@ func (a *AM) classifiedLocked(c yarn.Container, previous bool) {
 			a.assignRankLocked(w)
 		}
 		if kind == idNew {
-			a.starts.push(w)
+			a.starts.Push(w.c.NodeID, w)
 			return
 		}
 		w.launched = true
@@ -660,9 +645,9 @@ func (a *AM) releaseLocked(id string) {
 	}
 }
 
-// warmLocked lets node's held starts go (startQueue.pilot).
+// warmLocked lets node's held starts go (pilot mode).
 func (a *AM) warmLocked(node string) {
-	if a.starts.warm(node) && a.startCtx != nil && a.result == nil {
+	if a.starts.Warm(node) && a.startCtx != nil && a.result == nil {
 		a.launchLocked(a.startCtx)
 	}
 }
@@ -671,15 +656,15 @@ func (a *AM) warmLocked(node string) {
 // goes on with the next queued start when its own ends, so there are never
 // more than MaxStarts of them.
 func (a *AM) launchLocked(sctx context.Context) {
-	for ws := a.starts.next(a.cfg.StartBatch); ws != nil; ws = a.starts.next(a.cfg.StartBatch) {
+	for ws := a.starts.Next(a.cfg.StartBatch); ws != nil; ws = a.starts.Next(a.cfg.StartBatch) {
 		a.startWG.Add(1)
 		go func() {
 			defer a.startWG.Done()
 			for ws != nil {
 				a.start(sctx, ws)
 				a.mu.Lock()
-				a.starts.done(ws)
-				ws = a.starts.next(a.cfg.StartBatch)
+				a.starts.Done(ws[0].c.NodeID)
+				ws = a.starts.Next(a.cfg.StartBatch)
 				a.mu.Unlock()
 			}
 		}()
@@ -700,7 +685,7 @@ func (a *AM) start(ctx context.Context, ws []*worker) {
 	for _, w := range ws {
 		if w.state == amstatus.StateStarting {
 			w.launched = true
-			w.tl.at[markStartSent] = now
+			w.tl.Set(amstatus.MarkStartSent, now)
 			todo = append(todo, w)
 		}
 	}
@@ -762,8 +747,8 @@ func (a *AM) started(ctx context.Context, w *worker, err error) {
 		a.failed(ctx, w, yarn.ExitInvalid, cause, fmt.Sprintf("could not start container: %v", err), false)
 		return
 	}
-	w.tl.at[markStartAnswered] = a.cfg.Now()
-	if a.starts.held(w.c.NodeID) {
+	w.tl.Set(amstatus.MarkStartAnswered, a.cfg.Now())
+	if a.starts.Held(w.c.NodeID) {
 		// The node's others go when its launcher reports (warmLocked), at
 		// the latest after PilotWait.
 		node := w.c.NodeID
@@ -984,7 +969,7 @@ func (a *AM) pendingTailsLocked(g *group) []chan struct{} {
 	if f := g.firstFail; f != nil && f.tailDone != nil {
 		out = append(out, f.tailDone)
 	}
-	for _, w := range a.blBy {
+	for _, w := range a.nodes.Causes() {
 		if w.tailDone != nil && w != g.firstFail {
 			out = append(out, w.tailDone)
 		}

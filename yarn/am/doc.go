@@ -12,6 +12,9 @@
 // AM is an amweb.StatusSource), yarn/amstatus is the status it fills in,
 // yarn/amdraw draws its workers' starts, yarn/amnm wraps the NodeManager
 // client and yarn/amstate is the state file an AM restart takes over.
+// Within the loop: yarn/amnodes keeps the cluster's nodes and the
+// blacklist, yarn/amstarts orders the container starts, and amstatus
+// holds the workers' start marks and report sequence numbers.
 //
 // The package speaks to YARN only through small interfaces (RMClient here,
 // amnm.NMClient, amnm.LogFetcher) in yarn's Go types (yarn.Container,

@@ -113,7 +113,7 @@ func settled(a *AM, after func(time.Duration) <-chan time.Time) func(time.Durati
 	return func(d time.Duration) <-chan time.Time {
 		for {
 			a.mu.Lock()
-			idle := a.starts.inflight == 0 && a.starts.readyHead == len(a.starts.ready)
+			idle := a.starts.Idle()
 			a.mu.Unlock()
 			if idle {
 				return after(d)

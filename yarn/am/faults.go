@@ -1,12 +1,10 @@
 package am
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -17,21 +15,9 @@ import (
 	"github.com/xres/xres/resources/contract"
 	"github.com/xres/xres/yarn"
 	"github.com/xres/xres/yarn/amnm"
+	"github.com/xres/xres/yarn/amnodes"
 	"github.com/xres/xres/yarn/amstatus"
 )
-
-// goneNodeStates are the node states whose workers are replaced at once,
-// before the RM reports their containers completed. A DECOMMISSIONING
-// node's workers run on (graceful decommission lets them finish; the RM
-// ends those still running when the node is DECOMMISSIONED), and so do an
-// UNHEALTHY node's (a health check that flaps must not kill healthy
-// workers; when the RM takes the node out of scheduling it completes
-// their containers as ABORTED, which replaces them without counting).
-var goneNodeStates = map[string]bool{"LOST": true, "DECOMMISSIONED": true, "SHUTDOWN": true}
-
-// blacklistTail is how many stderr lines of a node's last launcher failure
-// the hopeless-cluster diagnostic quotes.
-const blacklistTail = 3
 
 // nodesLocked takes in a heartbeat's view of the cluster: its node count
 // and the nodes that changed state. The workers of a node that is gone
@@ -39,21 +25,7 @@ const blacklistTail = 3
 // failures; those on a node still reachable are given back so they do not
 // run beside their replacements.
 func (a *AM) nodesLocked(resp yarn.AllocateResponse) {
-	if resp.ClusterNodes > 0 {
-		if resp.ClusterNodes != a.clusterNodes {
-			a.nodesStale = true
-		}
-		a.clusterNodes = resp.ClusterNodes
-	}
-	if len(resp.UpdatedNodes) > 0 {
-		a.nodesStale = true
-	}
-	gone := map[string]string{}
-	for _, u := range resp.UpdatedNodes {
-		if goneNodeStates[u.State] {
-			gone[u.NodeID] = u.State
-		}
-	}
+	gone := a.nodes.Heartbeat(resp.ClusterNodes, resp.UpdatedNodes)
 	if len(gone) == 0 {
 		return
 	}
@@ -78,50 +50,24 @@ func (a *AM) nodesLocked(resp yarn.AllocateResponse) {
 // blacklistLocked keeps w's host off the asks until BlacklistExpiry has
 // passed (for ever when it is 0), remembering why for the diagnostic.
 func (a *AM) blacklistLocked(w *worker) {
-	host := w.c.Host()
-	if a.blUntil == nil {
-		a.blUntil, a.blBy = map[string]time.Time{}, map[string]*worker{}
-	}
-	if !a.blacklist[host] {
-		a.nodesStale = true
-	}
-	a.blacklist[host] = true
+	var until time.Time
 	if a.cfg.BlacklistExpiry > 0 {
-		a.blUntil[host] = a.cfg.Now().Add(a.cfg.BlacklistExpiry)
+		until = a.cfg.Now().Add(a.cfg.BlacklistExpiry)
 	}
-	a.blBy[host] = w
+	a.nodes.Blacklist(w.c.Host(), w, until)
 }
 
-// blacklistWhy is why w's host was blacklisted: its exit and the last
-// lines of its stderr (once fetched) or YARN's diagnostics.
-func blacklistWhy(w *worker) string {
-	why := fmt.Sprintf("container %s exited with %s", w.c.ID, exitText(w.exit))
-	tail := w.tail
-	if len(tail) > blacklistTail {
-		tail = tail[len(tail)-blacklistTail:]
-	}
-	if len(tail) > 0 {
-		why += ": " + strings.Join(tail, " | ")
-	} else if d := strings.TrimSpace(w.diag); d != "" {
-		why += ": " + d
-	}
-	return why
+// BlacklistWhy is why w's host was blacklisted (amnodes.Cause): its exit
+// and the last lines of its stderr (once fetched) or YARN's diagnostics.
+func (w *worker) BlacklistWhy() string {
+	return amnodes.Why(w.c.ID, exitText(w.exit), w.tail, w.diag)
 }
 
 // expireBlacklistLocked takes the hosts whose blacklisting has expired off
 // the blacklist and queues their removal for the RM.
 func (a *AM) expireBlacklistLocked() {
-	now := a.cfg.Now()
-	for host, until := range a.blUntil {
-		if !now.Before(until) {
-			delete(a.blUntil, host)
-			delete(a.blacklist, host)
-			if a.blSent[host] {
-				a.blRemove = append(a.blRemove, host)
-			}
-			delete(a.blSent, host)
-			a.log.WithField("host", host).Info("blacklisting expired; the host may get workers again")
-		}
+	for _, host := range a.nodes.Expire(a.cfg.Now()) {
+		a.log.WithField("host", host).Info("blacklisting expired; the host may get workers again")
 	}
 }
 
@@ -140,14 +86,14 @@ func (a *AM) hopelessLocked() *Result {
 		a.waitingSince = time.Time{}
 		return nil
 	}
-	if a.nodes == nil && a.clusterNodes > 0 && len(a.blacklist) >= a.clusterNodes {
+	if a.nodes.AllBlacklisted() {
 		return &Result{Status: yarn.StatusFailed, Diagnostics: fmt.Sprintf(
 			"no node can run a worker: all %d nodes of the cluster are blacklisted after their container-launcher failed: %s",
-			a.clusterNodes, a.blacklistTextLocked())}
+			a.nodes.Cluster(), a.nodes.Text())}
 	}
 	for _, g := range needy {
-		hosts := a.hostsForLocked(g)
-		if len(hosts) == 0 || slices.ContainsFunc(hosts, func(h string) bool { return !a.blacklist[h] }) {
+		hosts := a.nodes.HostsFor(g.Plan.NodeLabel)
+		if !a.nodes.AllOff(hosts) {
 			continue
 		}
 		where := "of the cluster"
@@ -156,7 +102,7 @@ func (a *AM) hopelessLocked() *Result {
 		}
 		return &Result{Status: yarn.StatusFailed, Diagnostics: fmt.Sprintf(
 			"no node can run a worker%s: all %d hosts %s (%s) are blacklisted after their container-launcher failed: %s",
-			g.label(), len(hosts), where, strings.Join(hosts, ", "), a.blacklistTextLocked())}
+			g.label(), len(hosts), where, strings.Join(hosts, ", "), a.nodes.Text())}
 	}
 	now := a.cfg.Now()
 	if n := a.workers.len(); a.waitingSince.IsZero() || n != a.waitedWorkers {
@@ -173,9 +119,9 @@ func (a *AM) hopelessLocked() *Result {
 			wanted = append(wanted, w)
 		}
 		d := fmt.Sprintf("%s not granted within %s=%s (%d nodes in the cluster)",
-			strings.Join(wanted, " and "), conf.SlotRequestTimeout.Key, a.cfg.RequestTimeout, a.clusterNodes)
-		if len(a.blacklist) > 0 {
-			d += "; blacklisted: " + a.blacklistTextLocked()
+			strings.Join(wanted, " and "), conf.SlotRequestTimeout.Key, a.cfg.RequestTimeout, a.nodes.Cluster())
+		if a.nodes.Len() > 0 {
+			d += "; blacklisted: " + a.nodes.Text()
 		}
 		if u := a.unplaceableLocked(); u != "" {
 			d += "; " + u
@@ -191,71 +137,9 @@ type NodeLister interface {
 	GetClusterNodes(ctx context.Context, states ...string) ([]yarn.NodeReport, error)
 }
 
-// usableNode says whether a node in state may still run a worker.
-func usableNode(state string) bool {
-	return !goneNodeStates[state] && state != "DECOMMISSIONING"
-}
-
-// hostsForLocked are the distinct hosts that can run g's ask, sorted: those
-// of the usable nodes within its node label (any node for the default
-// partition: a non-exclusive label serves it too). nil while the AM has
-// no node list (Config.Nodes nil, or not answered yet).
-func (a *AM) hostsForLocked(g *group) []string {
-	if a.nodes == nil {
-		return nil
-	}
-	seen := map[string]struct{}{}
-	for _, n := range a.nodes {
-		if !usableNode(n.State) || (g.Plan.NodeLabel != "" && !slices.Contains(n.Labels, g.Plan.NodeLabel)) {
-			continue
-		}
-		seen[yarn.Container{NodeID: n.ID}.Host()] = struct{}{}
-	}
-	return sortedKeys(seen)
-}
-
-// maxLocalityHosts bounds the hosts an ask names (localityLocked): beyond
-// it the ask is ANY alone, as before.
-const maxLocalityHosts = 500
-
-// localityLocked are the hosts and racks g's ask names besides ANY
-// (yarn.Ask.Hosts): every usable host of the node list that is not
-// blacklisted, and their racks; none without a node list, for an ask with a
-// node label or a per-node bound (a SchedulingRequest), or beyond
-// maxLocalityHosts. Naming every host with the whole count leaves the
-// placement to the RM as an ANY ask does, but lets it grant node-local,
-// many containers per node heartbeat, where ANY grants are off-switch, one
-// per node heartbeat under the CapacityScheduler's defaults.
-func (a *AM) localityLocked(g *group) (hosts, racks []string) {
-	if a.nodes == nil || g.Plan.NodeLabel != "" || g.Plan.MaxWorkersPerNode > 0 {
-		return nil, nil
-	}
-	rackSet := map[string]struct{}{}
-	hostSet := map[string]struct{}{}
-	for _, n := range a.nodes {
-		host := yarn.Container{NodeID: n.ID}.Host()
-		if !usableNode(n.State) || a.blacklist[host] {
-			continue
-		}
-		hostSet[host] = struct{}{}
-		rackSet[cmp.Or(n.Rack, yarn.DefaultRack)] = struct{}{}
-	}
-	if len(hostSet) == 0 || len(hostSet) > maxLocalityHosts {
-		return nil, nil
-	}
-	return sortedKeys(hostSet), sortedKeys(rackSet)
-}
-
 // lastHostLocked says whether blacklisting host leaves g no host to run on.
 func (a *AM) lastHostLocked(g *group, host string) bool {
-	if a.blacklist[host] {
-		return false
-	}
-	if a.nodes == nil {
-		return a.clusterNodes > 0 && len(a.blacklist)+1 >= a.clusterNodes
-	}
-	hosts := a.hostsForLocked(g)
-	return slices.Contains(hosts, host) && !slices.ContainsFunc(hosts, func(h string) bool { return h != host && !a.blacklist[h] })
+	return a.nodes.LastHost(g.Plan.NodeLabel, host)
 }
 
 // refreshNodes reads the node list (Config.Nodes) at the first heartbeat,
@@ -264,10 +148,7 @@ func (a *AM) lastHostLocked(g *group, host string) bool {
 // last list.
 func (a *AM) refreshNodes(ctx context.Context) {
 	a.mu.Lock()
-	stale := a.cfg.Nodes != nil && (!a.nodesRead || a.nodesStale && len(a.blacklist) > 0)
-	if stale {
-		a.nodesRead, a.nodesStale = true, false
-	}
+	stale := a.cfg.Nodes != nil && a.nodes.ToRead()
 	a.mu.Unlock()
 	if !stale {
 		return
@@ -279,22 +160,9 @@ func (a *AM) refreshNodes(ctx context.Context) {
 		a.log.WithError(err).Warn("could not list the cluster's nodes; the blacklist is compared with the node count")
 		return
 	}
-	if nodes == nil {
-		nodes = []yarn.NodeReport{}
-	}
 	a.mu.Lock()
-	a.nodes = nodes
+	a.nodes.SetList(nodes)
 	a.mu.Unlock()
-}
-
-func (a *AM) blacklistTextLocked() string {
-	hosts := sortedKeys(a.blacklist)
-	for i, h := range hosts {
-		if w := a.blBy[h]; w != nil {
-			hosts[i] = h + " (" + blacklistWhy(w) + ")"
-		}
-	}
-	return strings.Join(hosts, "; ")
 }
 
 // adoptedTries bounds the reads of an adopted worker's device report (the

@@ -39,18 +39,17 @@ type group struct {
 	// promotions counts those that took a lost worker's rank.
 	spares     []*worker
 	promotions int
-	// asks are its containers asked for and not granted yet, oldest
-	// first (timeline.go); firstAsk is when its first ask was sent.
-	asks     []askMark
-	firstAsk time.Time
+	// asks are its containers asked for and not granted yet (their
+	// workers' timelines).
+	asks amstatus.Asks
 }
 
 // newGroups builds the groups' state; each group's launch context gets the
-// rendezvous environment (rendezvousEnv) under the AM's trackingURL.
+// rendezvous environment (amplan.RendezvousLaunch) under the AM's trackingURL.
 func newGroups(gs []amplan.Group, trackingURL string) []*group {
 	out := make([]*group, len(gs))
 	for i, g := range gs {
-		g.Launch = rendezvousEnv(g, trackingURL)
+		g.Launch = amplan.RendezvousLaunch(g, trackingURL)
 		out[i] = &group{Group: g, id: int64(i) + 1, pending: g.Plan.Workers + g.Plan.Spares, lastAsked: -1, count: map[string]int{},
 			ranks: make([]*worker, g.Plan.Workers)}
 	}
@@ -188,16 +187,16 @@ func (a *AM) unplaceableLocked() string {
 	var out []string
 	for _, g := range a.groups {
 		k := g.Plan.MaxWorkersPerNode
-		if k <= 0 || g.pending == 0 || a.clusterNodes == 0 {
+		if k <= 0 || g.pending == 0 || a.nodes.Cluster() == 0 {
 			continue
 		}
-		room := a.clusterNodes * k
+		room := a.nodes.Cluster() * k
 		n := min(g.workersWanted(), g.Plan.Workers-room)
 		if n <= 0 {
 			continue
 		}
 		out = append(out, fmt.Sprintf("%d worker(s)%s cannot be placed: %s=%d and the cluster has %d nodes (room for %d of the %d workers); they wait for a node to join",
-			n, g.label(), conf.PlacementMaxWorkersPerNode.Key, k, a.clusterNodes, room, g.Plan.Workers))
+			n, g.label(), conf.PlacementMaxWorkersPerNode.Key, k, a.nodes.Cluster(), room, g.Plan.Workers))
 	}
 	return strings.Join(out, "; ")
 }

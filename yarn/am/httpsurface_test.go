@@ -138,17 +138,6 @@ func postRaw(t *testing.T, base string, body []byte, sig string) int {
 	return resp.StatusCode
 }
 
-// A later AM attempt reads the kept report file (no signature, perhaps no
-// seq): taken while none newer was; an older one than taken is stale.
-func TestReportSeqsOfKeptReports(t *testing.T) {
-	var s reportSeqs
-	require.NoError(t, s.take(contract.DeviceReport{Container: "c"}), "a kept report of an older launcher")
-	require.NoError(t, s.take(contract.DeviceReport{Container: "c", Seq: 5}))
-	require.ErrorIs(t, s.take(contract.DeviceReport{Container: "c", Seq: 5}), amstatus.ErrStaleReport)
-	require.ErrorIs(t, s.take(contract.DeviceReport{Container: "c"}), amstatus.ErrStaleReport)
-	require.NoError(t, s.take(contract.DeviceReport{Container: "c", Seq: 4, CommandStarted: time.Unix(1, 0)}), "the other kind")
-}
-
 // Every worker container gets a key of its own, never the application's
 // secret: one call per batch where the NodeManager client can, the other
 // tokens and secrets kept, WithTokens' renewed credentials too.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/xres/xres/resources/contract"
 	"github.com/xres/xres/yarn"
+	"github.com/xres/xres/yarn/amnodes"
 	"github.com/xres/xres/yarn/amweb"
 )
 
@@ -125,7 +126,7 @@ func TestAskOmitsBlacklistedHosts(t *testing.T) {
 // every host of a 5,000-node cluster costs the RM and the wire for every
 // heartbeat). Caught: the cap removed.
 func TestAskNamesAtMost500Hosts(t *testing.T) {
-	for _, n := range []int{maxLocalityHosts, maxLocalityHosts + 1} {
+	for _, n := range []int{amnodes.MaxLocalityHosts, amnodes.MaxLocalityHosts + 1} {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
 			var nodes []yarn.NodeReport
 			for i := range n {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"net"
 	"slices"
 	"strconv"
@@ -63,43 +62,6 @@ const (
 // AddressesEnv names XRES_<GROUP>_ADDRESSES for group name: upper-cased,
 // every character other than A-Z and 0-9 replaced by "_".
 func AddressesEnv(group string) string { return contract.AddressesEnv(group) }
-
-// waits reports whether the group's workers wait for the AM before they
-// run.
-func (g *group) waits() bool {
-	p := g.Plan
-	return p.Gang || len(p.DependsOn) > 0 || p.Port != 0 || p.Rendezvous != "" || p.Spares > 0
-}
-
-// rendezvousEnv adds what every worker of g is started with: the
-// rendezvous endpoint (when the AM has a tracking URL), whether to wait
-// for it, the group's port, group name and world size.
-func rendezvousEnv(g amplan.Group, trackingURL string) yarn.LaunchContext {
-	l := g.Launch
-	env := maps.Clone(l.Env)
-	if env == nil {
-		env = map[string]string{}
-	}
-	if trackingURL != "" {
-		env[contract.EnvRendezvousURL] = strings.TrimSuffix(trackingURL, "/") + contract.RendezvousPath
-	}
-	gg := &group{Group: g}
-	if gg.waits() {
-		env[contract.EnvRendezvousWait] = "true"
-	}
-	switch p := g.Plan.Port; {
-	case p == amplan.PortAuto:
-		env[contract.EnvPortWanted] = "auto"
-	case p == amplan.PortWorker:
-		env[contract.EnvPortWanted] = contract.PortWantedWorker
-	case p > 0:
-		env[contract.EnvPortWanted] = strconv.Itoa(p)
-	}
-	env[EnvGroup] = g.Name
-	env[EnvWorldSize] = strconv.Itoa(g.Plan.Workers)
-	l.Env = env
-	return l
-}
 
 // assignRankLocked gives w the lowest free rank of its group; with none
 // free, w becomes a standby spare while the group misses some.
@@ -284,7 +246,7 @@ func (a *AM) readyLocked(w *worker, depth int) (bool, string) {
 	if depth > len(a.groups) {
 		return false, "the groups depend on each other in a cycle"
 	}
-	if !g.waits() {
+	if !g.Plan.Waits() {
 		return true, ""
 	}
 	if !w.reported() {

@@ -210,7 +210,7 @@ func TestRendezvousWorkerReportedPort(t *testing.T) {
 	require.Equal(t, []string{"nm1:6123"}, after.Probe)
 	require.Equal(t, "nm1:6123", after.Env["XRES_JM_ADDRESSES"])
 	passesLauncher(t, after)
-	require.Equal(t, contract.PortWantedWorker, rendezvousEnv(a.cfg.Groups[0], "http://am/").Env[contract.EnvPortWanted])
+	require.Equal(t, contract.PortWantedWorker, amplan.RendezvousLaunch(a.cfg.Groups[0], "http://am/").Env[contract.EnvPortWanted])
 	// api/workers (and so XRES_WORKERS_FILE) carries a port group's addresses.
 	require.Equal(t, []string{""}, countBefore.Groups[0].Addresses)
 	require.Equal(t, []string{"nm1:6123"}, countAfter.Groups[0].Addresses)

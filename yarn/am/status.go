@@ -2,33 +2,12 @@ package am
 
 import (
 	"fmt"
-	"maps"
 	"strings"
+	"time"
 
-	"github.com/xres/xres/resources"
 	"github.com/xres/xres/resources/contract"
 	"github.com/xres/xres/yarn/amstatus"
 )
-
-// reportSeqs are the Seq of the newest full report (devices, port) and
-// command-started report taken of one container. The two kinds are
-// counted apart: a launcher sends its command-started report beside the
-// report of its worker's port, and either may arrive first.
-type reportSeqs struct{ full, started uint64 }
-
-// take checks r's Seq against s and records it; 0 (a kept report file of
-// an older launcher) is taken while none with a Seq was.
-func (s *reportSeqs) take(r contract.DeviceReport) error {
-	last := &s.full
-	if len(r.Resources) == 0 && r.Port == 0 && !r.CommandStarted.IsZero() {
-		last = &s.started
-	}
-	if *last > 0 && r.Seq <= *last {
-		return fmt.Errorf("report devices: %w: container %s sent seq %d, and %d was taken already", amstatus.ErrStaleReport, r.Container, r.Seq, *last)
-	}
-	*last = r.Seq
-	return nil
-}
 
 // Status returns a snapshot of the application with every container.
 func (a *AM) Status() amstatus.Status { return a.StatusPage(amstatus.Page{}) }
@@ -42,19 +21,19 @@ func (a *AM) StatusPage(p amstatus.Page) amstatus.Status {
 	s, samples := a.statusPageLocked(p)
 	a.mu.Unlock()
 	if samples != nil {
-		s.Phases = Phases(samples) // sorted outside the lock
+		s.Phases = amstatus.Phases(samples) // sorted outside the lock
 	}
 	return s
 }
 
-func (a *AM) statusPageLocked(p amstatus.Page) (s amstatus.Status, samples [][]float64) {
+func (a *AM) statusPageLocked(p amstatus.Page) (s amstatus.Status, samples amstatus.PhaseSamples) {
 	t := a.totalsLocked()
 	s = amstatus.Status{
 		App: a.cfg.AppID, State: a.state, Workers: t.workers, Pending: t.pending,
 		Running: a.workers.count[amstatus.StateRunning], Starting: a.workers.count[amstatus.StateStarting], Standby: a.workers.count[amstatus.StateStandby],
 		Succeeded: t.succeeded, Failed: t.failures, Restarts: t.restarts,
 		Profile:   a.groups[0].Plan.Profile,
-		Blacklist: sortedKeys(a.blacklist), Hosts: append([]string{}, a.workers.hosts...), Containers: []amstatus.WorkerStatus{},
+		Blacklist: a.nodes.Hosts(), Hosts: append([]string{}, a.workers.hosts...), Containers: []amstatus.WorkerStatus{},
 		Offset: p.Offset,
 	}
 	for _, g := range a.groups {
@@ -119,7 +98,7 @@ func (a *AM) statusPageLocked(p amstatus.Page) (s amstatus.Status, samples [][]f
 			return true
 		}
 		ws := amstatus.WorkerStatus{Container: w.c.ID, Node: w.c.NodeID, NodeHTTP: w.c.NodeHTTP, Host: w.c.Host(), Group: w.g.Name,
-			State: w.state, Spare: w.spare && w.live(), Diagnostics: w.diag, Devices: w.devices, Timeline: w.tl.status()}
+			State: w.state, Spare: w.spare && w.live(), Diagnostics: w.diag, Devices: w.devices, Timeline: w.tl.Timeline()}
 		if t := w.promoted; !t.IsZero() {
 			ws.Promoted = &t
 		}
@@ -155,20 +134,20 @@ func (a *AM) ReportDevices(r contract.DeviceReport) error {
 			return fmt.Errorf("report devices: %w: %s", amstatus.ErrUnknownContainer, id)
 		}
 		seqs := a.earlySeqs[id]
-		if err := seqs.take(r); err != nil {
+		if err := seqs.Take(r); err != nil {
 			return err
 		}
 		a.earlySeqs[id] = seqs
-		a.earlyDevs[id] = mergeDevices(a.earlyDevs[id], r.Resources)
+		a.earlyDevs[id] = amstatus.MergeDevices(a.earlyDevs[id], r.Resources)
 		return nil
 	}
-	if err := w.seqs.take(r); err != nil {
+	if err := w.seqs.Take(r); err != nil {
 		return err
 	}
-	w.reportedLocked(r)
+	w.tl.Reported(r)
 	a.warmLocked(w.c.NodeID)                             // its files are localized there: the node's other starts go
 	if r.Resources != nil || r.CommandStarted.IsZero() { // a command-started report says nothing of devices
-		w.devices = mergeDevices(w.devices, r.Resources)
+		w.devices = amstatus.MergeDevices(w.devices, r.Resources)
 	}
 	if r.Port > 0 {
 		w.port = r.Port
@@ -176,12 +155,24 @@ func (a *AM) ReportDevices(r contract.DeviceReport) error {
 	return nil
 }
 
-// mergeDevices returns a new map of old's resources with add's on top. A
-// worker's device map is never written in place: status snapshots share it
-// and are encoded outside the AM's lock.
-func mergeDevices(old, add map[string][]resources.Properties) map[string][]resources.Properties {
-	m := make(map[string][]resources.Properties, len(old)+len(add))
-	maps.Copy(m, old)
-	maps.Copy(m, add)
-	return m
+// firstAskLocked is when the application's first ask was sent (by this AM
+// attempt); zero before it.
+func (a *AM) firstAskLocked() time.Time {
+	var first time.Time
+	for _, g := range a.groups {
+		if t := g.asks.First(); !t.IsZero() && (first.IsZero() || t.Before(first)) {
+			first = t
+		}
+	}
+	return first
+}
+
+// phaseSamplesLocked collects the workers' phase durations: O(workers).
+func (a *AM) phaseSamplesLocked() amstatus.PhaseSamples {
+	out := amstatus.NewPhaseSamples()
+	a.workers.each(func(w *worker) bool {
+		out.Add(&w.tl)
+		return true
+	})
+	return out
 }

@@ -66,9 +66,3 @@ func TestTimelineMarksAndPhases(t *testing.T) {
 	require.Equal(t, 2, byName["asked → command started (all)"].Count)
 	require.Empty(t, amstatus.Status{}.Phases)
 }
-
-func TestPhasesNearestRank(t *testing.T) {
-	v := []float64{5, 1, 4, 2, 3, 6, 7, 8, 9, 10}
-	p := Phases([][]float64{v})
-	require.Equal(t, []amstatus.Phase{{Name: phaseSteps[0].name, Unit: "ms", Count: 10, P50: 5, P90: 9, Max: 10}}, p)
-}
