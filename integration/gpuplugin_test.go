@@ -563,4 +563,10 @@ func testYARNAssignedGPUs(t *testing.T, mode string, nms int, off bool) {
 		}
 		return len(a) == 0, fmt.Sprintf("%+v", a)
 	})
+
+	// The randomized check's short form (make yarn-random-cluster is the long
+	// one), on this cluster.
+	if mode == "plugin" && nms == 1 && !off {
+		t.Run("random", func(t *testing.T) { runRandomLaunches(t, c, mode, 30, time.Now().UnixNano()%1000003) })
+	}
 }
