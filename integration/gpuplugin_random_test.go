@@ -66,7 +66,10 @@ f="`+dir+`/launch.$CONTAINER_ID.$XRES_RANDOM_LAUNCH"
 mv "$f.tmp" "$f"
 case $XRES_RANDOM_ACT in
 kill) kill -9 $$ ;;
-killlauncher) kill -9 $PPID ;;
+killlauncher)
+	echo $$ > "`+dir+`/worker.$CONTAINER_ID"
+	kill -9 $PPID
+	;;
 esac
 exit 0
 `), 0o755))
@@ -88,7 +91,17 @@ while [ $i -lt $n ]; do
 	[ $r -eq 1 ] && act=killlauncher
 	XRES_RANDOM_LAUNCH=$i XRES_RANDOM_ACT=$act '` + launcher + `' --conf '` + cfg + `' \
 		-Dexternal-resource.gpu.amount=$amount --log-level warn -- sh '` + worker + `' 2>>"` + dir + `/launcher.$CONTAINER_ID.err"
-	echo "$i $act $?" >> "` + dir + `/rc.$CONTAINER_ID"
+	rc=$?
+	# A worker whose launcher was killed -9 lives on, holding its GPUs, until
+	# it exits: the next launch waits for that (an orphan still on the GPUs
+	# makes the next launch fail with "not enough devices", rightly).
+	if [ $act = killlauncher ] && [ -e "` + dir + `/worker.$CONTAINER_ID" ]; then
+		w=$(cat "` + dir + `/worker.$CONTAINER_ID")
+		# (its state in /proc/PID/stat: gone, or Z once it exited)
+		while st=$(cut -d' ' -f3 "/proc/$w/stat" 2>/dev/null) && [ "$st" != Z ]; do sleep 0.05; done
+		rm -f "` + dir + `/worker.$CONTAINER_ID"
+	fi
+	echo "$i $act $rc" >> "` + dir + `/rc.$CONTAINER_ID"
 	i=$((i + 1))
 done
 exit 0
