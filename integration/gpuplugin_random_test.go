@@ -23,7 +23,8 @@ package integration
 //
 // make yarn-random-cluster: XRES_YARN_RANDOM_CLUSTER_LAUNCHES (default 1000)
 // per mode of XRES_YARN_RANDOM_CLUSTER_MODES (default plugin, isolated,
-// docker, pluggable), seed XRES_YARN_RANDOM_CLUSTER_SEED (default: the time;
+// docker, pluggable; "plugin-off": the launcher told not to ask YARN, where the
+// check must find bad launches), seed XRES_YARN_RANDOM_CLUSTER_SEED (default: the time;
 // printed). The short form (30 launches, plugin) runs inside
 // TestYARNAssignedGPUs/plugin on that test's cluster.
 
@@ -131,7 +132,9 @@ type randomFigures struct {
 
 // runRandomLaunches runs the randomized check with at least launches launches on c
 // (a cluster in mode with one NodeManager of gpuTotal GPUs) and returns its figures.
-func runRandomLaunches(t *testing.T, c *harness.Cluster, mode string, launches int, seed int64) randomFigures {
+// off: the launcher told not to ask YARN (param.yarn.assignment: off, host
+// coordination as before issue 40): the check must then find bad launches.
+func runRandomLaunches(t *testing.T, c *harness.Cluster, mode string, launches int, seed int64, off bool) randomFigures {
 	t.Helper()
 	start := time.Now()
 	resource := gpuResource(mode)
@@ -154,6 +157,7 @@ func runRandomLaunches(t *testing.T, c *harness.Cluster, mode string, launches i
 		"external-resource.gpu.driver-factory.class: org.apache.flink.externalresource.gpu.GPUDriverFactory",
 		"external-resource.gpu.param.discovery.source: nvidia-smi",
 		"external-resource.gpu.param.coordination.file: " + filepath.Join(dir, "coordination.state"),
+		"external-resource.gpu.param.yarn.assignment: " + map[bool]string{false: "auto", true: "off"}[off],
 	}, "\n")+"\n"), 0o644))
 	path := fakeBinDir(t) + ":/usr/local/bin:/usr/bin:/bin"
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Minute)
@@ -243,6 +247,11 @@ func runRandomLaunches(t *testing.T, c *harness.Cluster, mode string, launches i
 	t.Logf("randomized check, mode %s, seed %d: %d launches (%d killed -9 or killing their launcher -9), %d on a GPU YARN did not assign to their container, %d launcher failures, %s",
 		mode, seed, f.Launches, f.Killed, f.Bad, f.Failed, f.Duration.Round(time.Second))
 	sort.Strings(bad)
+	if off {
+		require.NotEmpty(t, bad, "with param.yarn.assignment: off every launch was on its container's GPUs (seed %d): the check cannot fail", seed)
+		t.Logf("as expected with the assignment off, e.g. %s", bad[0])
+		return f
+	}
 	require.Empty(t, bad, "launches on GPUs YARN did not assign to their container (seed %d)", seed)
 	require.Empty(t, failed, "launcher failures (seed %d)", seed)
 	require.GreaterOrEqual(t, f.Launches, launches, "launches recorded (seed %d)", seed)
@@ -310,14 +319,18 @@ func TestYARNRandomCluster(t *testing.T) {
 		seed, err = strconv.ParseInt(v, 10, 64)
 		require.NoError(t, err, "XRES_YARN_RANDOM_CLUSTER_SEED")
 	}
-	modes := []string{"plugin", "isolated", "docker", "pluggable"}
+	modes := []string{"plugin", "isolated", "docker", "pluggable", "plugin-off"}
 	if v := os.Getenv("XRES_YARN_RANDOM_CLUSTER_MODES"); v != "" {
 		modes = strings.Split(v, ",")
 	}
 	var figures []randomFigures
-	for _, mode := range modes {
-		t.Run(mode, func(t *testing.T) {
-			figures = append(figures, runRandomLaunches(t, gpuClusterFor(t, mode, 1), mode, n, seed))
+	for _, m := range modes {
+		// "<mode>-off": the launcher does not ask YARN (the check must fail).
+		mode, off := strings.CutSuffix(m, "-off")
+		t.Run(m, func(t *testing.T) {
+			f := runRandomLaunches(t, gpuClusterFor(t, mode, 1), mode, n, seed, off)
+			f.Mode = m
+			figures = append(figures, f)
 		})
 	}
 	for _, f := range figures {

@@ -567,6 +567,6 @@ func testYARNAssignedGPUs(t *testing.T, mode string, nms int, off bool) {
 	// The randomized check's short form (make yarn-random-cluster is the long
 	// one), on this cluster.
 	if mode == "plugin" && nms == 1 && !off {
-		t.Run("random", func(t *testing.T) { runRandomLaunches(t, c, mode, 30, time.Now().UnixNano()%1000003) })
+		t.Run("random", func(t *testing.T) { runRandomLaunches(t, c, mode, 30, time.Now().UnixNano()%1000003, false) })
 	}
 }
