@@ -177,3 +177,17 @@ proto-check: proto
 
 clean:
 	rm -rf $(BIN)
+
+# The randomized check of YARN's GPU assignment on the minicluster (integration/gpuplugin_random_test.go):
+# per mode (YARN_RANDOM_CLUSTER_MODES, default plugin,isolated,docker,pluggable; plugin-off: the launcher
+# told not to ask YARN, which must fail the check) at least
+# YARN_RANDOM_CLUSTER_LAUNCHES (1000) container-launcher launches in DistributedShell containers of 1-3
+# GPUs, some killed -9, each checked against the NodeManager's REST; YARN_RANDOM_CLUSTER_SEED replays.
+YARN_RANDOM_CLUSTER_LAUNCHES ?= 1000
+YARN_RANDOM_CLUSTER_MODES ?= plugin,isolated,docker,pluggable,plugin-off
+.PHONY: yarn-random-cluster
+yarn-random-cluster:
+	set -o pipefail; XRES_YARN_RANDOM_CLUSTER_LAUNCHES=$(YARN_RANDOM_CLUSTER_LAUNCHES) XRES_YARN_RANDOM_CLUSTER_MODES=$(YARN_RANDOM_CLUSTER_MODES) \
+		XRES_YARN_RANDOM_CLUSTER_SEED=$(YARN_RANDOM_CLUSTER_SEED) \
+		$(GO) test -count=1 -v -tags integration -timeout 4h -run '^TestYARNRandomCluster$$' ./integration/ \
+		| grep -E '^(=== RUN|--- |PASS|FAIL|ok)|randomized check|yarn-random-cluster:|as expected|Error'

@@ -6,15 +6,17 @@ package integration
 // (XRES_MINICLUSTER_GPU_MODE, docker/hadoop-minicluster/README.md) runs YARN's
 // GPU resource plugin, whose GpuResourceAllocator gives each container its GPUs
 // and reports them on the NodeManager's REST API. Hadoop's own DistributedShell
-// and an xres application run at once on one NodeManager with 4 GPUs whose
-// index and minor number differ (or on 2 NodeManagers, fake hosts, of 2);
-// every GPU an xres worker is told to use (CUDA_VISIBLE_DEVICES) must be one
-// YARN assigned to that worker's container.
+// an xres application and Spark on YARN with the xres discovery bridge run at
+// once on one NodeManager with 6 GPUs whose index and minor number differ (or
+// on 2 NodeManagers, fake hosts, of 3); every GPU an xres worker is told to
+// use (CUDA_VISIBLE_DEVICES) and every GPU address the bridge gives a Spark
+// executor must be one YARN assigned to that worker's or executor's container.
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -87,6 +89,16 @@ func nmGPUs(ctx context.Context, c *harness.Cluster, n int, resource string) (to
 	if resp.StatusCode != http.StatusOK {
 		return nil, nil, fmt.Errorf("GET %s: http %d", u, resp.StatusCode)
 	}
+	total, assigned, err = decodeNMGPUs(resp.Body, resource)
+	if err != nil {
+		return nil, nil, fmt.Errorf("GET %s: %w", u, err)
+	}
+	return total, assigned, nil
+}
+
+// decodeNMGPUs reads the NodeManager's answer to GET
+// /ws/v1/node/resources/<resource> (nmGPUs).
+func decodeNMGPUs(body io.Reader, resource string) (total, assigned []nmGPU, err error) {
 	type device struct {
 		Index       int    `json:"index"`
 		MinorNumber int    `json:"minorNumber"`
@@ -102,8 +114,8 @@ func nmGPUs(ctx context.Context, c *harness.Cluster, n int, resource string) (to
 			Device      device `json:"device"`
 		} `json:"assignedDevices"`
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
-		return nil, nil, fmt.Errorf("GET %s: %w", u, err)
+	if err := json.NewDecoder(body).Decode(&r); err != nil {
+		return nil, nil, err
 	}
 	if resource == "yarn.io/gpu" {
 		for _, d := range r.TotalGPU {
@@ -117,37 +129,46 @@ func nmGPUs(ctx context.Context, c *harness.Cluster, n int, resource string) (to
 	for _, d := range r.Total {
 		hi, err := busHostIndex(d.BusID)
 		if err != nil {
-			return nil, nil, fmt.Errorf("GET %s: %w", u, err)
+			return nil, nil, err
 		}
 		total = append(total, nmGPU{HostIndex: hi, MinorNumber: d.MinorNumber})
 	}
 	for _, a := range r.Assigned {
 		hi, err := busHostIndex(a.Device.BusID)
 		if err != nil {
-			return nil, nil, fmt.Errorf("GET %s: %w", u, err)
+			return nil, nil, err
 		}
 		assigned = append(assigned, nmGPU{HostIndex: hi, MinorNumber: a.Device.MinorNumber, ContainerID: a.ContainerID})
 	}
 	return total, assigned, nil
 }
 
-// gpuClusterFor is a cluster in mode with nms NodeManagers of 4/nms GPUs each:
-// the suite's when it is one, else an extra one.
+// gpuTotal is how many GPUs the NodeManagers of TestYARNAssignedGPUs's
+// cluster have in all: DistributedShell's 2, xres's 2 and Spark's
+// sparkExecutors.
+const gpuTotal = 4 + sparkExecutors
+
+// gpuClusterFor is a cluster in mode with nms NodeManagers of gpuTotal/nms GPUs
+// each (and 8 GB of memory and 16 vcores in all: the 3 applications' 9
+// containers): the suite's when
+// it is one, else an extra one.
 func gpuClusterFor(t *testing.T, mode string, nms int) *harness.Cluster {
 	if c := harness.Get(t); c.Env["XRES_GPU_MODE"] == mode && c.Env["XRES_NODEMANAGERS"] == strconv.Itoa(nms) &&
-		len(strings.Split(c.Env["XRES_GPU_MINORS"], ",")) == 4/nms {
+		len(strings.Split(c.Env["XRES_GPU_MINORS"], ",")) == gpuTotal/nms && nmCapacityAtLeast(t, c, 8192/nms, 16/nms) {
 		return c
 	}
 	settings := map[string]string{
 		"XRES_MINICLUSTER_GPU_MODE":     mode,
 		"XRES_MINICLUSTER_NODEMANAGERS": strconv.Itoa(nms),
-		"XRES_MINICLUSTER_GPUS":         strconv.Itoa(4 / nms),
+		"XRES_MINICLUSTER_GPUS":         strconv.Itoa(gpuTotal / nms),
+		"XRES_MINICLUSTER_NM_MEMORY_MB": strconv.Itoa(8192 / nms),
+		"XRES_MINICLUSTER_NM_VCORES":    strconv.Itoa(16 / nms),
 	}
 	if mode == "pluggable" {
 		// NvidiaGPUPluginForRuntimeV2 takes nvidia-smi's index for the minor number and
 		// keeps only devices whose /dev/nvidia<index> exists: with minor numbers that
 		// are the indices permuted, every GPU registers (under a wrong minor number).
-		settings["XRES_MINICLUSTER_GPU_MINORS"] = "1,0,3,2"
+		settings["XRES_MINICLUSTER_GPU_MINORS"] = "1,0,3,2,5,4"
 	}
 	return harness.StartExtra(t, settings)
 }
@@ -231,12 +252,17 @@ func gpuOfUUID(uuid string) (string, int, error) {
 // startDShell runs Hadoop's DistributedShell with n containers of one GPU each,
 // each running script, and returns its application id.
 func startDShell(t *testing.T, ctx context.Context, c *harness.Cluster, n int, resource, script, path string) string {
+	return startDShellN(t, ctx, c, n, resource, 1, script, path)
+}
+
+// startDShellN is startDShell with amount GPUs per container.
+func startDShellN(t *testing.T, ctx context.Context, c *harness.Cluster, n int, resource string, amount int, script, path string) string {
 	java, _ := dsbenchCmd(t)
 	args := append([]string{}, java[1:]...)
 	args = append(args, c.ConfDir, "-appname", "xres-it-gpu-dshell", "-num_containers", strconv.Itoa(n),
-		"-container_resources", "memory-mb=128,vcores=1,"+resource+"=1",
+		"-container_resources", fmt.Sprintf("memory-mb=128,vcores=1,%s=%d", resource, amount),
 		"-master_memory", "256", "-master_vcores", "1", "-shell_script", script,
-		"-shell_env", "PATH="+path, "-timeout", "600000")
+		"-shell_env", "PATH="+path, "-timeout", "2700000")
 	cmd := exec.CommandContext(ctx, java[0], args...)
 	cmd.Env = append(os.Environ(), "HADOOP_USER_NAME="+c.User)
 	cmd.WaitDelay = 5 * time.Second
@@ -270,9 +296,13 @@ func startDShell(t *testing.T, ctx context.Context, c *harness.Cluster, n int, r
 }
 
 // TestYARNAssignedGPUs: per GPU plugin mode, DistributedShell's 2 containers
-// take 2 of the NodeManager's 4 GPUs (YARN assigns the first free ones), then
-// an xres application's 2 workers start on the same NodeManager ("-2nm": the
-// same over 2 NodeManagers of 2 GPUs). Each xres worker's CUDA_VISIBLE_DEVICES
+// take 2 of the NodeManager's 6 GPUs (YARN assigns the first free ones), then
+// an xres application's 2 workers and a Spark application's 2 executors (the
+// bridge as their discovery script) start at once on the same NodeManager
+// ("-2nm": the same over 2 NodeManagers of 3 GPUs). Each Spark executor's
+// GPU addresses (what the bridge printed, what Spark gave its task) must name,
+// in the container's own nvidia-smi numbering, exactly the GPU YARN assigned
+// the executor's container. Each xres worker's CUDA_VISIBLE_DEVICES
 // must name exactly the GPU YARN assigned its container (NodeManager REST; the
 // GPU identified through its UUID, which names the fake host and index), no
 // GPU may be used by two containers, am resources must report the
@@ -283,10 +313,13 @@ func TestYARNAssignedGPUs(t *testing.T) {
 		modes = strings.Split(v, ",")
 	}
 	for _, m := range modes {
-		// "<mode>-2nm": 2 NodeManagers of 2 GPUs (2 fake hosts) instead of 1 of 4.
-		// "<mode>-off": the launcher told not to ask YARN (param.yarn.assignment:
-		// off, host coordination as before issue 40): the check must then see a
-		// worker on a GPU YARN gave another container (it is not vacuous).
+		// "<mode>-2nm": 2 NodeManagers of 3 GPUs (2 fake hosts) instead of 1 of 6.
+		// "<mode>-off": the launcher and the bridge told not to ask YARN
+		// (param.yarn.assignment: off, host coordination as before issue 40; the
+		// Spark executors' bridge with a coordination file of its own, as a Spark
+		// deployment beside xres would): the checks must then see an xres worker
+		// and a Spark executor on a GPU YARN gave another container (they are not
+		// vacuous).
 		mode, nms, off := m, 1, false
 		if before, ok := strings.CutSuffix(mode, "-off"); ok {
 			mode, off = before, true
@@ -358,7 +391,12 @@ func testYARNAssignedGPUs(t *testing.T, mode string, nms int, off bool) {
 		return len(a) == 2 && len(views) == 2, fmt.Sprintf("assigned %+v, views %d", a, len(views))
 	})
 
-	// Then xres: 2 workers of one GPU each.
+	// Then Spark and xres at once: 2 executors and 2 workers of one GPU each.
+	sparkCoord := filepath.Join(dir, "coordination.state")
+	if off {
+		sparkCoord = filepath.Join(dir, "spark-coordination.state")
+	}
+	spark := startSparkHold(t, ctx, c, dir, resource, sparkCoord, off)
 	cfg := filepath.Join(dir, "flink-conf.yaml")
 	require.NoError(t, os.WriteFile(cfg, []byte(strings.Join([]string{
 		"external-resources: gpu",
@@ -388,6 +426,19 @@ func testYARNAssignedGPUs(t *testing.T, mode string, nms int, off bool) {
 			return false, err.Error()
 		}
 		return len(views) == 2, fmt.Sprintf("%d workers wrote", len(views))
+	})
+	var sparkViews map[string]sparkExecutorView
+	eventually(t, 5*time.Minute, "Spark's executors discovered their GPUs through the bridge and run a task each", func() (bool, string) {
+		select {
+		case <-spark.done:
+			t.Fatalf("SparkSubmit ended before its tasks held their executors (%v):\n%s", spark.err, tailString(spark.log.String(), 40))
+		default:
+		}
+		sparkViews, err = readSparkViews(dir)
+		if err != nil {
+			return false, err.Error()
+		}
+		return len(sparkViews) == sparkExecutors, fmt.Sprintf("%d executors ran a task; SparkSubmit: %s", len(sparkViews), tailString(spark.log.String(), 2))
 	})
 
 	_, assigned, byNode, err := allGPUs(ctx, c, nms, resource)
@@ -431,11 +482,43 @@ func testYARNAssignedGPUs(t *testing.T, mode string, nms int, off bool) {
 			require.Equal(t, held[container], got, "xres worker %s: its GPUs (NodeManager/index) vs YARN's assignment", container)
 		}
 	}
+	// Spark's executors: the bridge's addresses are the task's, and name (in
+	// the container's nvidia-smi numbering) the GPU YARN assigned the executor.
+	var sparkForeign []string
+	for container, v := range sparkViews {
+		require.NotEmpty(t, v.bridge, "Spark executor %s (%s): the bridge printed no address", v.executor, container)
+		require.Equal(t, v.bridge, v.task, "Spark executor %s (%s): the addresses Spark gave its task vs the bridge's", v.executor, container)
+		require.Len(t, held[container], 1, "YARN's GPUs for Spark executor %s's container %s (assigned: %+v)", v.executor, container, assigned)
+		var got []string
+		for _, addr := range v.bridge {
+			uuid, ok := v.container.view[addr]
+			require.True(t, ok, "Spark executor %s (%s): address %s, which its nvidia-smi does not list (%v)", v.executor, container, addr, v.container.view)
+			k, hi, err := gpuOfUUID(uuid)
+			require.NoError(t, err, "Spark executor %s", v.executor)
+			got = append(got, k)
+			if owner[k] != container {
+				sparkForeign = append(sparkForeign, fmt.Sprintf("mode %s: Spark executor %s (%s) uses the GPU %s (NodeManager/index; minor %s, %s), which YARN assigned to %q",
+					mode, v.executor, container, k, minors[hi], uuid, owner[k]))
+			}
+			if !off {
+				require.Empty(t, used[k], "GPU %s used by both %s and Spark executor %s (%s)", k, used[k], v.executor, container)
+			}
+			used[k] = container
+		}
+		sort.Strings(got)
+		sort.Strings(held[container])
+		if !off {
+			require.Equal(t, held[container], got, "Spark executor %s (%s): its GPUs (NodeManager/index) vs YARN's assignment", v.executor, container)
+		}
+	}
+	t.Logf("mode %s: Spark executors' GPUs: %+v", mode, sparkViews)
 	if off {
 		require.NotEmpty(t, foreign, "with param.yarn.assignment: off the xres workers took GPUs by host coordination, yet each is on its own GPU (YARN's: %v)", owner)
-		t.Logf("as expected with the assignment off: %s", strings.Join(foreign, "; "))
+		require.NotEmpty(t, sparkForeign, "with param.yarn.assignment: off the bridge took GPUs by host coordination, yet each Spark executor is on its own GPU (YARN's: %v)", owner)
+		t.Logf("as expected with the assignment off: %s; %s", strings.Join(foreign, "; "), strings.Join(sparkForeign, "; "))
 	} else {
 		require.Empty(t, foreign, "xres workers on GPUs YARN gave other containers")
+		require.Empty(t, sparkForeign, "Spark executors on GPUs YARN gave other containers")
 	}
 	// DistributedShell's containers see exactly their own GPU where something
 	// isolates them (isolated, docker, pluggable), every GPU otherwise.
@@ -455,7 +538,7 @@ func testYARNAssignedGPUs(t *testing.T, mode string, nms int, off bool) {
 		}
 	}
 
-	// am resources reads the same REST: this NodeManager assigns, all 4 GPUs held now.
+	// am resources reads the same REST: this NodeManager assigns, all 6 GPUs held now.
 	amPath, _ := amBins(t)
 	rctx, rcancel := context.WithTimeout(ctx, time.Minute)
 	defer rcancel()
@@ -470,6 +553,8 @@ func testYARNAssignedGPUs(t *testing.T, mode string, nms int, off bool) {
 	require.NoError(t, os.WriteFile(release, nil, 0o644))
 	code := p.wait(t)
 	require.Equal(t, 0, code, "am submit exit code\n%s", p.output())
+	<-spark.done
+	require.NoError(t, spark.err, "SparkSubmit:\n%s", tailString(spark.log.String(), 40))
 	// YARN frees the GPUs when the containers end.
 	eventually(t, 2*time.Minute, "YARN frees every GPU once both applications ended", func() (bool, string) {
 		_, a, _, err := allGPUs(ctx, c, nms, resource)
@@ -478,4 +563,10 @@ func testYARNAssignedGPUs(t *testing.T, mode string, nms int, off bool) {
 		}
 		return len(a) == 0, fmt.Sprintf("%+v", a)
 	})
+
+	// The randomized check's short form (make yarn-random-cluster is the long
+	// one), on this cluster.
+	if mode == "plugin" && nms == 1 && !off {
+		t.Run("random", func(t *testing.T) { runRandomLaunches(t, c, mode, 30, time.Now().UnixNano()%1000003, false) })
+	}
 }
