@@ -1,10 +1,8 @@
 package amweb
 
 import (
-	"encoding/xml"
 	"flag"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -18,107 +16,34 @@ import (
 
 	"github.com/xres/xres/yarn/amdraw"
 	"github.com/xres/xres/yarn/amstatus"
+	"github.com/xres/xres/yarn/amweb/amwebtest"
 )
 
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+type xnode = amwebtest.Node
 
-// xnode is any element of the page's SVG, parsed with encoding/xml.
-type xnode struct {
-	XMLName xml.Name
-	Attrs   []xml.Attr `xml:",any,attr"`
-	Nodes   []xnode    `xml:",any"`
-	Text    string     `xml:",chardata"`
-}
-
-func (n xnode) attr(name string) string {
-	for _, a := range n.Attrs {
-		if a.Name.Local == name {
-			return a.Value
-		}
-	}
-	return ""
-}
-
-func (n xnode) num(t *testing.T, name string) float64 {
-	t.Helper()
-	v, err := strconv.ParseFloat(n.attr(name), 64)
-	require.NoError(t, err, "<%s %s=%q>", n.XMLName.Local, name, n.attr(name))
-	return v
-}
-
-// all returns the elements under n (n too) that match.
-func (n xnode) all(match func(xnode) bool) []xnode {
-	var out []xnode
-	if match(n) {
-		out = append(out, n)
-	}
-	for _, c := range n.Nodes {
-		out = append(out, c.all(match)...)
-	}
-	return out
-}
-
-func byClass(local, class string) func(xnode) bool {
-	return func(n xnode) bool {
-		if n.XMLName.Local != local {
-			return false
-		}
-		for _, c := range strings.Fields(n.attr("class")) {
-			if class == "" || c == class || strings.HasPrefix(c, class+"-") {
-				return true
-			}
-		}
-		return class == ""
-	}
-}
-
-// child is n's first child element named local (zero when none).
-func (n xnode) child(local string) xnode {
-	for _, c := range n.Nodes {
-		if c.XMLName.Local == local {
-			return c
-		}
-	}
-	return xnode{}
-}
+var (
+	byClass     = amwebtest.ByClass
+	timelineSVG = amwebtest.TimelineSVG
+)
 
 // getPage serves src's tracking page and returns it.
 func getPage(t *testing.T, src StatusSource, opts ...TrackerOption) string {
-	t.Helper()
-	srv := httptest.NewServer(NewTracker(src, nil, opts...))
-	defer srv.Close()
-	resp, err := srv.Client().Get(srv.URL + "/")
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	require.Equal(t, http.StatusOK, resp.StatusCode, string(body))
-	return string(body)
-}
-
-// timelineSVG parses the page's timeline drawing: it must be well-formed XML.
-func timelineSVG(t *testing.T, page string) xnode {
-	t.Helper()
-	i := strings.Index(page, `<svg id="timeline-svg"`)
-	require.GreaterOrEqual(t, i, 0, "no timeline SVG in the page:\n%s", page)
-	j := strings.Index(page[i:], "</svg>")
-	require.Greater(t, j, 0, "the SVG does not end")
-	var svg xnode
-	require.NoError(t, xml.Unmarshal([]byte(page[i:i+j+len("</svg>")]), &svg), page[i:i+j+len("</svg>")])
-	return svg
+	return amwebtest.GetPage(t, NewTracker(src, nil, opts...))
 }
 
 // tickX maps the axis' tick labels ("2 s") to their x.
 func tickX(t *testing.T, svg xnode) map[string]float64 {
 	t.Helper()
 	out := map[string]float64{}
-	for _, txt := range svg.all(byClass("text", "")) {
-		if strings.HasSuffix(txt.Text, " s") && txt.attr("text-anchor") == "middle" {
-			out[txt.Text] = txt.num(t, "x")
+	for _, txt := range svg.All(byClass("text", "")) {
+		if strings.HasSuffix(txt.Text, " s") && txt.Attr("text-anchor") == "middle" {
+			out[txt.Text] = txt.Num(t, "x")
 		}
 	}
 	return out
 }
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
 var t0 = time.Date(2026, 12, 5, 11, 0, 0, 0, time.UTC)
 
@@ -165,14 +90,14 @@ func TestTrackingPageTimeline(t *testing.T) {
 	page := getPage(t, src, WithNodeLogLinks("http", "alice"))
 	svg := timelineSVG(t, page)
 
-	bars := svg.all(byClass("g", "worker"))
+	bars := svg.All(byClass("g", "worker"))
 	require.Len(t, bars, 3, "one bar per container of the page")
 	for i, b := range bars {
 		c := src.st.Containers[i]
-		require.Equal(t, c.Container, b.attr("data-container"))
-		a := b.child("a")
-		require.Equal(t, "http://"+c.NodeHTTP+"/node/containerlogs/"+c.Container+"/alice", a.attr("href"), "the label links to its NodeManager logs")
-		require.Equal(t, c.Container, a.child("text").Text)
+		require.Equal(t, c.Container, b.Attr("data-container"))
+		a := b.Child("a")
+		require.Equal(t, "http://"+c.NodeHTTP+"/node/containerlogs/"+c.Container+"/alice", a.Attr("href"), "the label links to its NodeManager logs")
+		require.Equal(t, c.Container, a.Child("text").Text)
 	}
 
 	ticks := tickX(t, svg)
@@ -180,40 +105,40 @@ func TestTrackingPageTimeline(t *testing.T) {
 	require.Contains(t, ticks, "4 s")
 	pxPerSec := (ticks["4 s"] - ticks["0 s"]) / 4
 
-	segs := bars[0].all(byClass("rect", "phase"))
+	segs := bars[0].All(byClass("rect", "phase"))
 	require.Len(t, segs, 6, "the complete start: six phases")
 	marks := []time.Time{full.Asked, full.Allocated, full.StartSent, full.StartAnswered, full.LauncherStarted, full.DevicesReserved, full.CommandStarted}
 	legends := []string{"RM scheduling", "AM start queue", "NodeManager start call", "localization, launch", "device reservation", "report, rendezvous, exec"}
 	for k, s := range segs {
-		require.Equal(t, "phase-"+strconv.Itoa(k), s.attr("class"), "phases in order")
+		require.Equal(t, "phase-"+strconv.Itoa(k), s.Attr("class"), "phases in order")
 		from, to := marks[k].Sub(first).Seconds(), marks[k+1].Sub(first).Seconds()
-		require.InDelta(t, ticks["0 s"]+from*pxPerSec, s.num(t, "x"), 0.11, "phase %d starts at its mark", k)
-		require.InDelta(t, (to-from)*pxPerSec, s.num(t, "width"), 0.11, "phase %d is as wide as it lasted", k)
-		require.True(t, strings.HasPrefix(s.child("title").Text, legends[k]+": "), s.child("title").Text)
+		require.InDelta(t, ticks["0 s"]+from*pxPerSec, s.Num(t, "x"), 0.11, "phase %d starts at its mark", k)
+		require.InDelta(t, (to-from)*pxPerSec, s.Num(t, "width"), 0.11, "phase %d is as wide as it lasted", k)
+		require.True(t, strings.HasPrefix(s.Child("title").Text, legends[k]+": "), s.Child("title").Text)
 	}
-	require.Contains(t, segs[0].child("title").Text, "1000 ms", "the tooltip has the phase's time")
-	require.Contains(t, segs[0].child("title").Text, "+0.500 s → +1.500 s")
-	require.InDelta(t, ticks["4 s"], segs[5].num(t, "x")+segs[5].num(t, "width"), 0.11, "the command starts at 4 s on the axis")
-	barTitle := bars[0].child("title").Text
+	require.Contains(t, segs[0].Child("title").Text, "1000 ms", "the tooltip has the phase's time")
+	require.Contains(t, segs[0].Child("title").Text, "+0.500 s → +1.500 s")
+	require.InDelta(t, ticks["4 s"], segs[5].Num(t, "x")+segs[5].Num(t, "width"), 0.11, "the command starts at 4 s on the axis")
+	barTitle := bars[0].Child("title").Text
 	require.Contains(t, barTitle, "container_1_0001_01_000002 on nm1, RUNNING")
 	require.Contains(t, barTitle, "allocated 1 heartbeat after the one that asked")
 
-	starting := bars[1].all(byClass("rect", "phase"))
+	starting := bars[1].All(byClass("rect", "phase"))
 	require.Len(t, starting, 2, "a starting worker draws its phases so far")
-	require.Equal(t, "phase-0", starting[0].attr("class"))
-	require.Equal(t, "phase-1", starting[1].attr("class"))
-	require.Equal(t, "starting", bars[1].all(byClass("text", "note"))[0].Text)
+	require.Equal(t, "phase-0", starting[0].Attr("class"))
+	require.Equal(t, "phase-1", starting[1].Attr("class"))
+	require.Equal(t, "starting", bars[1].All(byClass("text", "note"))[0].Text)
 
-	require.Empty(t, bars[2].all(byClass("rect", "phase")), "no timeline, no phases")
-	require.Contains(t, bars[2].all(byClass("text", "note"))[0].Text, "adopted from an earlier AM attempt")
+	require.Empty(t, bars[2].All(byClass("rect", "phase")), "no timeline, no phases")
+	require.Contains(t, bars[2].All(byClass("text", "note"))[0].Text, "adopted from an earlier AM attempt")
 
-	legend := svg.all(byClass("g", "legend"))
+	legend := svg.All(byClass("g", "legend"))
 	require.Len(t, legend, 1)
-	require.Len(t, legend[0].all(byClass("rect", "phase")), 6, "a legend entry per phase")
+	require.Len(t, legend[0].All(byClass("rect", "phase")), 6, "a legend entry per phase")
 
-	height := svg.num(t, "height")
-	for _, r := range svg.all(byClass("rect", "phase")) {
-		require.LessOrEqual(t, r.num(t, "y")+r.num(t, "height"), height, "the drawing holds every bar")
+	height := svg.Num(t, "height")
+	for _, r := range svg.All(byClass("rect", "phase")) {
+		require.LessOrEqual(t, r.Num(t, "y")+r.Num(t, "height"), height, "the drawing holds every bar")
 	}
 	require.Contains(t, page, "0 s is the application's first ask (2026-12-05 11:00:00.000 UTC)")
 }
@@ -226,14 +151,14 @@ func TestTrackingPageTimelineLinks(t *testing.T) {
 		{Container: "container_1_0001_01_000002", NodeHTTP: "nm1:8042", Host: "nm1", State: amstatus.StateRunning, Timeline: &amstatus.Timeline{Allocated: at(1)}},
 		{Container: "container_1_0001_01_000003", Host: "nm2", State: amstatus.StateRunning, Timeline: &amstatus.Timeline{Allocated: at(1)}},
 	}}}
-	bars := timelineSVG(t, getPage(t, src)).all(byClass("g", "worker"))
+	bars := timelineSVG(t, getPage(t, src)).All(byClass("g", "worker"))
 	require.Len(t, bars, 2)
-	require.Equal(t, "http://nm1:8042/node/container/container_1_0001_01_000002", bars[0].child("a").attr("href"))
-	require.Empty(t, bars[1].all(byClass("a", "")), "no NodeManager web address, no link")
-	require.Equal(t, "container_1_0001_01_000003", bars[1].child("text").Text)
+	require.Equal(t, "http://nm1:8042/node/container/container_1_0001_01_000002", bars[0].Child("a").Attr("href"))
+	require.Empty(t, bars[1].All(byClass("a", "")), "no NodeManager web address, no link")
+	require.Equal(t, "container_1_0001_01_000003", bars[1].Child("text").Text)
 
-	bars = timelineSVG(t, getPage(t, src, WithNodeLogLinks("https", "bob"))).all(byClass("g", "worker"))
-	require.Equal(t, "https://nm1:8042/node/containerlogs/container_1_0001_01_000002/bob", bars[0].child("a").attr("href"))
+	bars = timelineSVG(t, getPage(t, src, WithNodeLogLinks("https", "bob"))).All(byClass("g", "worker"))
+	require.Equal(t, "https://nm1:8042/node/containerlogs/container_1_0001_01_000002/bob", bars[0].Child("a").Attr("href"))
 }
 
 // No container on the page: no drawing, and the page still renders.
@@ -255,10 +180,10 @@ func TestTrackingPageTimelineEscapes(t *testing.T) {
 	require.NotContains(t, page, "<script>alert")
 	require.NotContains(t, page, "<script>x")
 	require.NotContains(t, page, "<b>nm1")
-	bars := timelineSVG(t, page).all(byClass("g", "worker"))
+	bars := timelineSVG(t, page).All(byClass("g", "worker"))
 	require.Len(t, bars, 1)
-	require.Equal(t, evil, bars[0].attr("data-container"))
-	require.Contains(t, bars[0].child("title").Text, "on <b>nm1</b>")
+	require.Equal(t, evil, bars[0].Attr("data-container"))
+	require.Contains(t, bars[0].Child("title").Text, "on <b>nm1</b>")
 }
 
 // A launcher that reported no start mark: its reservation joins the
@@ -277,24 +202,24 @@ func TestTrackingPageTimelineGapsAndSkew(t *testing.T) {
 	svg := timelineSVG(t, page)
 	ticks := tickX(t, svg)
 	pxPerSec := (ticks["4 s"] - ticks["0 s"]) / 4
-	bars := svg.all(byClass("g", "worker"))
+	bars := svg.All(byClass("g", "worker"))
 
-	gap := bars[0].all(byClass("rect", "phase"))
+	gap := bars[0].All(byClass("rect", "phase"))
 	require.Len(t, gap, 4)
-	require.Equal(t, "phase-1", gap[1].attr("class"))
-	require.Zero(t, gap[1].num(t, "width"), "allocated and sent at once")
-	require.Equal(t, "phase-4", gap[3].attr("class"), "the reservation, from the answer on")
-	require.Contains(t, gap[3].child("title").Text, "start answered → devices reserved: 2000 ms")
-	require.InDelta(t, ticks["2 s"], gap[3].num(t, "x"), 0.11)
-	require.InDelta(t, 2*pxPerSec, gap[3].num(t, "width"), 0.11)
+	require.Equal(t, "phase-1", gap[1].Attr("class"))
+	require.Zero(t, gap[1].Num(t, "width"), "allocated and sent at once")
+	require.Equal(t, "phase-4", gap[3].Attr("class"), "the reservation, from the answer on")
+	require.Contains(t, gap[3].Child("title").Text, "start answered → devices reserved: 2000 ms")
+	require.InDelta(t, ticks["2 s"], gap[3].Num(t, "x"), 0.11)
+	require.InDelta(t, 2*pxPerSec, gap[3].Num(t, "width"), 0.11)
 
-	skew := bars[1].all(byClass("rect", "phase"))
+	skew := bars[1].All(byClass("rect", "phase"))
 	require.Len(t, skew, 5)
-	require.Zero(t, skew[3].num(t, "width"), "launcher started before the answer (host clock): no width")
-	require.InDelta(t, ticks["2 s"], skew[4].num(t, "x"), 0.11, "the reservation drawn from the answer")
-	require.InDelta(t, pxPerSec, skew[4].num(t, "width"), 0.11)
+	require.Zero(t, skew[3].Num(t, "width"), "launcher started before the answer (host clock): no width")
+	require.InDelta(t, ticks["2 s"], skew[4].Num(t, "x"), 0.11, "the reservation drawn from the answer")
+	require.InDelta(t, pxPerSec, skew[4].Num(t, "width"), 0.11)
 	for _, s := range append(gap, skew...) {
-		require.GreaterOrEqual(t, s.num(t, "width"), 0.0)
+		require.GreaterOrEqual(t, s.Num(t, "width"), 0.0)
 	}
 }
 
@@ -307,7 +232,7 @@ func TestTrackingPageTimelineSizes(t *testing.T) {
 				State: amstatus.StateRunning, Timeline: &amstatus.Timeline{Asked: at(0), Allocated: at(float64(i) / 10), CommandStarted: at(float64(i)/10 + 1)}})
 		}
 		svg := timelineSVG(t, getPage(t, staticSource{st}))
-		require.Len(t, svg.all(byClass("g", "worker")), n)
+		require.Len(t, svg.All(byClass("g", "worker")), n)
 	}
 }
 
