@@ -44,7 +44,7 @@ suite        = echo testsummary-suite $(1) $$($(GO) list $(2) -f '$(HAS_TESTS)' 
 UNIT_TESTS  := $(call suite,unit,,$(PKGS)); $(GO) test -json -count=1 $(PKGS); u=$$?; \
 	$(call suite,race,,./yarn/...); $(GO) test -json -count=1 -race ./yarn/...; u=$$((u|$$?))
 INTEG_TESTS := $(call suite,integration,-tags integration,./integration/); \
-	$(GO) test -json -count=1 -tags integration -timeout 40m ./integration/; i=$$?
+	$(GO) test -json -count=1 -tags integration -timeout 60m ./integration/; i=$$?
 
 $(SUMMARY): $(wildcard integration/testsummary/*.go)
 	@mkdir -p $(BIN)
