@@ -73,7 +73,7 @@ func runMake(t *testing.T, target, integ string) (int, string, string) {
 func TestMakeTestRunsBothSuites(t *testing.T) {
 	code, out, calls := runMake(t, "test", "pass")
 	require.Equal(t, 0, code, out)
-	require.Contains(t, calls, "test -json -count=1 -tags integration -timeout 40m ./integration/", "the integration suite ran")
+	require.Contains(t, calls, "test -json -count=1 -tags integration -timeout 60m ./integration/", "the integration suite ran")
 	require.Contains(t, out, "make test: 1 unit + 1 race + 1 integration passed, 0 failed, 0 skipped", out)
 }
 
