@@ -160,6 +160,7 @@ lint:
 	$(GO) vet $(PKGS)
 	$(GO) vet -tags integration ./integration/...
 	$(GO) vet -tags "integration soak" ./integration/
+	$(GO) vet -tags "integration yarnrandom" ./integration/
 
 # Regenerate hadoopproto/*.pb.go with Debian's protoc (apt-get install -y
 # protobuf-compiler) and the protoc-gen-go of the protobuf module in go.mod.
@@ -189,5 +190,5 @@ YARN_RANDOM_CLUSTER_MODES ?= plugin,isolated,docker,pluggable,plugin-off
 yarn-random-cluster:
 	set -o pipefail; XRES_YARN_RANDOM_CLUSTER_LAUNCHES=$(YARN_RANDOM_CLUSTER_LAUNCHES) XRES_YARN_RANDOM_CLUSTER_MODES=$(YARN_RANDOM_CLUSTER_MODES) \
 		XRES_YARN_RANDOM_CLUSTER_SEED=$(YARN_RANDOM_CLUSTER_SEED) \
-		$(GO) test -count=1 -v -tags integration -timeout 4h -run '^TestYARNRandomCluster$$' ./integration/ \
+		$(GO) test -count=1 -v -tags 'integration yarnrandom' -timeout 4h -run '^TestYARNRandomCluster$$' ./integration/ \
 		| grep -E '^(=== RUN|--- |PASS|FAIL|ok)|randomized check|yarn-random-cluster:|as expected|Error'
