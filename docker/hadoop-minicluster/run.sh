@@ -445,6 +445,7 @@ claim_work() {
   fi
 }
 
+START_TRIES=0
 cmd_start() {
   check_version
   check_settings
@@ -492,6 +493,15 @@ cmd_start() {
       why=$(sed -n 's/^XRES-MINICLUSTER FAILED //p' "$STDOUT" 2>/dev/null | head -n1)
       ours "$PID" && stop_pid "$PID"
       rm -f "$PIDFILE"
+      # The NodeManagers' ports are picked free just before they bind (they must stay
+      # fixed across NodeManager restarts); another process can take one in between
+      # (seen once in CI: NMWebapps, BindException). A fresh start picks new ones.
+      if [[ $why == *"Address already in use"* ]] && ((START_TRIES < 2)); then
+        START_TRIES=$((START_TRIES + 1))
+        say "a port picked for the cluster was taken before it bound ($why); starting again ($START_TRIES of 2)"
+        cmd_start
+        return
+      fi
       die "the cluster failed to start: ${why:-the JVM exited (see the log tail above)}"
     fi
     if ((SECONDS - t0 >= READY_TIMEOUT)); then
