@@ -47,6 +47,33 @@ type PartitionReserver interface {
 	ReserveCandidates(ctx context.Context, resource string, candidates []Candidate, amount int, dryRun bool) ([]string, error)
 }
 
+// Placement chooses which of the free devices an ask gets (issue 45:
+// GPUs by their links). Coordinated asks the driver's Placer for one before
+// it takes the host's lock (where slow work, such as reading the
+// topology, belongs); the reserver calls Pick under the lock with the
+// candidates that are free, in preference order.
+type Placement interface {
+	// Pick returns amount of free (len(free) >= amount). It must not
+	// block: it runs under the host's lock.
+	Pick(free []Candidate, amount int) []Candidate
+	// Describe returns the info keys added to each granted device's infos
+	// (the choice and its cost) and logged; nil for none.
+	Describe(chosen []string) map[string]string
+}
+
+// Placer gives Coordinated the Placement for an ask of amount among
+// devices; a nil Placement (and nil error) means the first free ones.
+type Placer interface {
+	Placement(ctx context.Context, devices []Device, amount int) (Placement, error)
+}
+
+// PlacingReserver is a PartitionReserver that lets a Placement choose
+// among the free candidates, under its lock.
+type PlacingReserver interface {
+	PartitionReserver
+	ReservePlaced(ctx context.Context, resource string, candidates []Candidate, amount int, dryRun bool, p Placement) ([]string, error)
+}
+
 // CoordinatedOptions configures NewCoordinated.
 type CoordinatedOptions struct {
 	// Reserver reserves the chosen devices host-wide. Nil switches
@@ -55,6 +82,9 @@ type CoordinatedOptions struct {
 	Reserver Reserver
 	// DryRun computes the choice without recording anything (probe).
 	DryRun bool
+	// Placer, when set, chooses among the free devices (a Reserver that
+	// is no PlacingReserver, or no Reserver, leaves the first ones).
+	Placer Placer
 	Log    logrus.FieldLogger
 }
 
@@ -157,8 +187,16 @@ func (c *Coordinated) Discover(ctx context.Context, amount int64) ([]resources.I
 			c.resource, ErrNotEnoughDevices, amount, len(keys), describeKeys(keys))
 	}
 	chosen := keys[:amount]
+	var placement Placement
+	if c.opts.Placer != nil {
+		if placement, err = c.opts.Placer.Placement(ctx, devices, int(amount)); err != nil {
+			return nil, fmt.Errorf("discover %s: %w", c.resource, err)
+		}
+	}
 	if r := c.opts.Reserver; r != nil {
-		if pr, ok := r.(PartitionReserver); ok {
+		if pl, ok := r.(PlacingReserver); ok && placement != nil {
+			chosen, err = pl.ReservePlaced(ctx, c.resource, cands, int(amount), c.opts.DryRun, placement)
+		} else if pr, ok := r.(PartitionReserver); ok {
 			chosen, err = pr.ReserveCandidates(ctx, c.resource, cands, int(amount), c.opts.DryRun)
 		} else {
 			chosen, err = r.Reserve(ctx, c.resource, keys, int(amount), c.opts.DryRun)
@@ -175,13 +213,30 @@ func (c *Coordinated) Discover(ctx context.Context, amount int64) ([]resources.I
 			return nil, fmt.Errorf("discover %s: %w", c.resource, err)
 		}
 	}
+	var placed map[string]string
+	if placement != nil {
+		if c.opts.Reserver == nil {
+			chosen = keysOfCandidates(placement.Pick(cands, int(amount)))
+		}
+		if placed = placement.Describe(chosen); len(placed) > 0 {
+			fields := logrus.Fields{"devices": strings.Join(chosen, ",")}
+			for k, v := range placed {
+				fields[k] = v
+			}
+			c.log.WithFields(fields).Info("devices placed")
+		}
+	}
 	infos := make([]resources.Info, 0, len(chosen))
 	for _, k := range chosen {
 		d, ok := byKey[k]
 		if !ok {
 			return nil, fmt.Errorf("discover %s: reserver returned unknown device key %q", c.resource, k)
 		}
-		infos = append(infos, d.Info.Clone())
+		info := d.Info.Clone()
+		for k, v := range placed {
+			info[k] = v
+		}
+		infos = append(infos, info)
 	}
 	c.log.WithFields(logrus.Fields{
 		"devices":      strings.Join(chosen, ","),
@@ -240,4 +295,12 @@ func describeKeys(keys []string) string {
 		return "none found"
 	}
 	return strings.Join(keys, ", ")
+}
+
+func keysOfCandidates(cs []Candidate) []string {
+	out := make([]string, len(cs))
+	for i, c := range cs {
+		out[i] = c.Key
+	}
+	return out
 }

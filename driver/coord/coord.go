@@ -201,6 +201,14 @@ func (h *Host) Reserve(ctx context.Context, resource string, candidates []string
 // when that read caught a write half done, readUnlocked) and nothing is
 // written.
 func (h *Host) ReserveCandidates(ctx context.Context, resource string, candidates []driver.Candidate, amount int, dryRun bool) ([]string, error) {
+	return h.ReservePlaced(ctx, resource, candidates, amount, dryRun, nil)
+}
+
+// ReservePlaced implements driver.PlacingReserver: ReserveCandidates where
+// p (nil: the first free) chooses among the free candidates when they are
+// all whole devices; partitions (MIG instances) leave no choice of links,
+// so the first free are granted.
+func (h *Host) ReservePlaced(ctx context.Context, resource string, candidates []driver.Candidate, amount int, dryRun bool, p driver.Placement) ([]string, error) {
 	if amount <= 0 {
 		return nil, fmt.Errorf("reserve %s: amount must be positive, got %d", resource, amount)
 	}
@@ -215,7 +223,7 @@ func (h *Host) ReserveCandidates(ctx context.Context, resource string, candidate
 				return nil, fmt.Errorf("reserve %s: %w", resource, err)
 			}
 		}
-		chosen, _, err := h.choose(resource, candidates, amount, entries, ff.held(h.proc))
+		chosen, _, err := h.choose(resource, candidates, amount, entries, ff.held(h.proc), p)
 		if err != nil {
 			return nil, fmt.Errorf("reserve %s: %w", resource, err)
 		}
@@ -245,7 +253,7 @@ func (h *Host) ReserveCandidates(ctx context.Context, resource string, candidate
 			defer ff.close()
 		}
 		var keep []Entry
-		chosen, keep, err = h.choose(resource, candidates, amount, entries, ff.held(h.proc))
+		chosen, keep, err = h.choose(resource, candidates, amount, entries, ff.held(h.proc), p)
 		if err != nil {
 			return err
 		}
@@ -331,7 +339,17 @@ func (t *table) conflict(c driver.Candidate) (self, parent *Entry, parts []Entry
 // worth keeping (all but those of proven-dead holders).
 // flinkHeld maps the indices Flink's coordination file holds for running
 // pids to those pids (nil without a Flink file).
-func (h *Host) choose(resource string, candidates []driver.Candidate, amount int, entries []Entry, flinkHeld map[string]int) ([]driver.Candidate, []Entry, error) {
+// A Placement p (nil: none) chooses among all the free candidates when
+// none is a partition.
+func (h *Host) choose(resource string, candidates []driver.Candidate, amount int, entries []Entry, flinkHeld map[string]int, p driver.Placement) ([]driver.Candidate, []Entry, error) {
+	if p != nil {
+		for _, c := range candidates {
+			if c.Parent != "" {
+				p = nil
+				break
+			}
+		}
+	}
 	keep := entries[:0:0]
 	held := newTable()
 	for _, e := range entries {
@@ -348,7 +366,7 @@ func (h *Host) choose(resource string, candidates []driver.Candidate, amount int
 	var chosen []driver.Candidate
 	seen := map[string]bool{}
 	for _, c := range candidates {
-		if len(chosen) == amount {
+		if len(chosen) == amount && p == nil {
 			break
 		}
 		if seen[c.Key] {
@@ -365,6 +383,9 @@ func (h *Host) choose(resource string, candidates []driver.Candidate, amount int
 	}
 	if len(chosen) < amount {
 		return nil, nil, h.noneLeft(candidates, amount, len(chosen), held, flinkHeld)
+	}
+	if p != nil && len(chosen) > amount {
+		chosen = placed(p, chosen, amount)
 	}
 	return chosen, keep, nil
 }
@@ -1003,4 +1024,23 @@ func sameFile(f *os.File, path string, follow bool) bool {
 		return false
 	}
 	return os.SameFile(fi, pi)
+}
+
+// placed is p's pick of amount among free, checked: amount distinct
+// candidates of free, else (a Placement's bug) the first free.
+func placed(p driver.Placement, free []driver.Candidate, amount int) []driver.Candidate {
+	got := p.Pick(append([]driver.Candidate(nil), free...), amount)
+	ok := len(got) == amount
+	in := make(map[string]bool, len(free))
+	for _, c := range free {
+		in[c.Key] = true
+	}
+	for _, c := range got {
+		ok = ok && in[c.Key]
+		in[c.Key] = false
+	}
+	if !ok {
+		return free[:amount]
+	}
+	return got
 }

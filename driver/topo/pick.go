@@ -170,7 +170,7 @@ func binom(n, k int) int {
 	for i := 1; i <= k; i++ {
 		r = r * (n - k + i) / i
 		if r > 1<<40 {
-			return 1 <<40
+			return 1 << 40
 		}
 	}
 	return r

@@ -19,6 +19,7 @@ var (
 	GPUHealth         = Param{Name: "health.enabled", Type: conf.TypeBool, Default: "true"}
 	GPUYarnAssignment = Param{Name: "yarn.assignment", Type: conf.TypeString, Values: []string{"auto", "off"}, Default: "auto"}
 	GPUYarnResource   = Param{Name: "yarn.resource-name", Type: conf.TypeString, Values: []string{"yarn.io/gpu", "nvidia.com/gpu"}}
+	GPUPlacement      = Param{Name: "placement", Type: conf.TypeString, Values: []string{"topology", "first-free", "spread"}, Default: "topology"}
 )
 
 // The GPU driver's MIG strategies (mig.strategy).
@@ -84,6 +85,9 @@ func CheckGPU(resource string, params map[string]string) error {
 		return err
 	}
 	if _, err := GPUYarnAssignment.Choice(resource, params); err != nil {
+		return err
+	}
+	if _, err := GPUPlacement.Choice(resource, params); err != nil {
 		return err
 	}
 	if _, ok := GPUYarnResource.Lookup(params); ok {

@@ -11,4 +11,9 @@ import (
 	"github.com/xres/xres/driver/gpu"
 )
 
-func main() { os.Exit(gpu.NVMLHelperMain(os.Args[1:], os.Stdout, os.Stderr)) }
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == "topology" {
+		os.Exit(topologyMain(os.Args[2:], os.Stdout, os.Stderr))
+	}
+	os.Exit(gpu.NVMLHelperMain(os.Args[1:], os.Stdout, os.Stderr))
+}
