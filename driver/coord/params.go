@@ -107,6 +107,12 @@ func NewCoordinated(opts driver.Options, enum driver.Enumerator) (*driver.Coordi
 // Coordinated puts enum behind the shared selection layer with the host
 // coordination s describes (none when it is off, which is logged).
 func (s Settings) Coordinated(opts driver.Options, enum driver.Enumerator) (*driver.Coordinated, error) {
+	return s.CoordinatedPlaced(opts, enum, nil)
+}
+
+// CoordinatedPlaced is Coordinated where placer (nil: none) chooses among
+// the free devices (driver.CoordinatedOptions.Placer).
+func (s Settings) CoordinatedPlaced(opts driver.Options, enum driver.Enumerator, placer driver.Placer) (*driver.Coordinated, error) {
 	res, err := s.Reserver(opts.Resource, opts.Holder, opts.Log)
 	if err != nil {
 		return nil, err
@@ -117,7 +123,7 @@ func (s Settings) Coordinated(opts driver.Options, enum driver.Enumerator) (*dri
 		enum = newDeviceCache(ck, s.StateFile, opts.Log)
 	}
 	return driver.NewCoordinated(opts.Resource, enum, driver.CoordinatedOptions{
-		Reserver: res, DryRun: opts.DryRun, Log: opts.Log,
+		Reserver: res, DryRun: opts.DryRun, Placer: placer, Log: opts.Log,
 	}), nil
 }
 

@@ -238,7 +238,12 @@ func newDriver(opts driver.Options, d deps) (driver.Driver, error) {
 	opts.Log = log
 	settings := coord.Settings{Enabled: co.Mode == CoordXres, StateFile: co.StateFile, FlinkFile: co.FlinkFile}
 	if lookup.off || !lookup.inYarn() {
-		sel, err := settings.Coordinated(opts, enum)
+		placer, err := newTopoPlacer(opts.Resource, opts.Params, settings, &topoSource{resource: opts.Resource, source: source,
+			smi: smi, nvmlLib: nvmlLibraryParam.Get(opts.Params), getenv: getenv, timeout: smiTimeout, log: log})
+		if err != nil {
+			return nil, err
+		}
+		sel, err := settings.CoordinatedPlaced(opts, enum, placer)
 		if err != nil {
 			return nil, err
 		}

@@ -170,5 +170,5 @@ func TestBestWorst(t *testing.T) {
 	require.Equal(t, ClassSYS, dgx.BestWorst(8).Class)
 	pcie := load(t, "pcie-2socket.txt")
 	require.Equal(t, "PIX", pcie.BestWorst(2).String())
-	require.Equal(t, "PXB", pcie.BestWorst(4).String())
+	require.Equal(t, "NODE", pcie.BestWorst(4).String())
 }
