@@ -47,7 +47,7 @@ func Params() map[string][]driver.Param {
 // resource, whatever its driver: which visible-devices variables to set,
 // and where sysfs is for CPU affinity.
 func LauncherParams() []driver.Param {
-	return []driver.Param{gpu.VisibleDevicesVendorParam, driver.SysfsRootParam}
+	return []driver.Param{gpu.VisibleDevicesVendorParam, driver.SysfsRootParam, driver.NUMAMemoryParam}
 }
 
 // UnknownParams lists, sorted, the params set for a resource whose

@@ -594,6 +594,7 @@ func (l *Launcher) run(ctx context.Context, res *Reservation, command []string, 
 	wctx, stopWatch := context.WithCancel(ctx) // ends the watch once the worker has
 	startedSent := make(chan struct{})         // closed once the command-started report is sent
 	code, err := runWorker(ctx, worker{
+		Setup:  memPolicySetup(grantsMemPolicy(res.Grants, log), log),
 		Args:   command,
 		Env:    mergeEnv(env.Environ, vars),
 		Dir:    dir,

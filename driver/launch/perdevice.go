@@ -237,7 +237,8 @@ type deviceWorker struct {
 	path     string // resolved program
 	args     []string
 	env      []string
-	cpus     []int // nil: unpinned
+	cpus     []int     // nil: unpinned
+	mem      memPolicy // zero: the default memory policy
 	restarts int
 }
 
@@ -280,7 +281,7 @@ func (s *supervisor) start(w *deviceWorker) (*proc, error) {
 			}
 		}
 	}
-	p, err := startProc(cmd, s.gate, after)
+	p, err := startProc(cmd, s.gate, after, memPolicySetup(w.mem, s.log.WithField("rank", w.rank)))
 	if err != nil {
 		return nil, err
 	}
@@ -493,7 +494,8 @@ func (l *Launcher) runPerDevice(ctx context.Context, res *Reservation, deviceSpe
 		vars[EnvDeviceCount] = strconv.Itoa(n)
 		vars[EnvDeviceCPUs] = formatCPUList(cpus)
 		workers[i] = &deviceWorker{rank: i, device: describeDevices([]resources.Info{dev}), path: path,
-			args: command, env: mergeEnv(env.Environ, vars), cpus: cpus}
+			args: command, env: mergeEnv(env.Environ, vars), cpus: cpus,
+			mem: grantsMemPolicy([]Grant{{Spec: grant.Spec, Devices: []resources.Info{dev}}}, wlog)}
 		wlog.WithField("info_file", p).Debug("info file written")
 	}
 	s := &supervisor{

@@ -43,9 +43,12 @@ type ProbeResource struct {
 	// Node is the host's mode under YARN (counted, plugin, isolated,
 	// Docker) and what the launcher does there, for drivers that read
 	// the NodeManager's assignment.
-	Node     *driver.NodeAssignment `json:"node,omitempty"`
-	Error    string                 `json:"error,omitempty"`
-	ExitCode int                    `json:"exit_code"` // the launcher's code for this resource
+	Node *driver.NodeAssignment `json:"node,omitempty"`
+	// NUMA is where the devices sit (mempolicy.go); nil when the host
+	// does not tell.
+	NUMA     *ProbeNUMA `json:"numa,omitempty"`
+	Error    string     `json:"error,omitempty"`
+	ExitCode int        `json:"exit_code"` // the launcher's code for this resource
 }
 
 // ProbeCoordination is a resource's host coordination and its holders.
@@ -93,6 +96,7 @@ func (l *Launcher) Probe(ctx context.Context, specs []resources.Spec) ProbeRepor
 			g := res.Grants[0]
 			pr.Vendor = g.VendorName()
 			pr.Devices = resources.PropertiesOf(g.Devices)
+			pr.NUMA = probeNUMA(g)
 			pr.Env = grantEnv(res.Grants, "")
 			delete(pr.Env, EnvResources)
 		}
@@ -292,6 +296,7 @@ func writeProbeText(w io.Writer, rep ProbeReport) {
 			}
 		}
 		writeNodeAssignment(w, "  ", r.Node)
+		writeProbeNUMA(w, "  ", r.NUMA, r.Node)
 		co := r.Coordination
 		switch co.Mode {
 		case driver.CoordXres:

@@ -38,6 +38,10 @@ type worker struct {
 	// Started (nil: none) is called with the worker's process group once
 	// it runs.
 	Started func(g coord.Group)
+	// Setup (nil: none) runs on the locked OS thread that forks the
+	// worker, just before the fork; what it returns (nil: nothing) runs
+	// right after it (mempolicy.go: the worker's memory policy).
+	Setup func() func()
 }
 
 // signalGate receives the launcher's signals for its whole life. Before the
@@ -209,7 +213,7 @@ func runWorker(ctx context.Context, w worker, g *signalGate, grace time.Duration
 	var group coord.Group
 	var groupErr error
 	identify := func(pid int) { group, groupErr = coord.GroupOf(pid) }
-	p, err := startProc(cmd, g, identify)
+	p, err := startProc(cmd, g, identify, w.Setup)
 	if err != nil {
 		if errors.Is(err, errStopped) {
 			return signalExitCode(g.Stopping()), nil
@@ -261,7 +265,9 @@ type proc struct {
 // parent-death signal when the thread that forked the child ends, and the
 // Go runtime may retire threads; a locked thread lives until the goroutine
 // returns, which is after the worker ended.
-func startProc(cmd *exec.Cmd, g *signalGate, afterStart func(pid int)) (*proc, error) {
+// setup (optional, nil: none) runs on the forking thread before the fork;
+// what it returns runs after it.
+func startProc(cmd *exec.Cmd, g *signalGate, afterStart func(pid int), setup ...func() func()) (*proc, error) {
 	started := make(chan error, 1)
 	p := &proc{exited: make(chan int, 1)}
 	go func() {
@@ -274,8 +280,15 @@ func startProc(cmd *exec.Cmd, g *signalGate, afterStart func(pid int)) (*proc, e
 			return
 		}
 		var wait func() int
+		undo := func() {}
+		if len(setup) > 0 && setup[0] != nil {
+			if u := setup[0](); u != nil {
+				undo = u
+			}
+		}
 		if files, ok := stdioFiles(cmd); ok {
 			pid, err := syscall.ForkExec(cmd.Path, cmd.Args, &syscall.ProcAttr{Dir: cmd.Dir, Env: envOrOwn(cmd.Env), Files: files, Sys: cmd.SysProcAttr})
+			undo()
 			if err != nil {
 				g.mu.Unlock()
 				started <- err
@@ -284,7 +297,9 @@ func startProc(cmd *exec.Cmd, g *signalGate, afterStart func(pid int)) (*proc, e
 			p.pid = pid
 			wait = func() int { return waitPid(pid) }
 		} else {
-			if err := cmd.Start(); err != nil {
+			err := cmd.Start()
+			undo()
+			if err != nil {
 				g.mu.Unlock()
 				started <- err
 				return
