@@ -8,9 +8,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/xres/xres/conf"
 	"github.com/xres/xres/conf/localfile"
 	"github.com/xres/xres/resources"
+	"github.com/xres/xres/resources/params"
 )
 
 // NUMA locality of a device (issue 45): the node whose memory the
@@ -30,14 +30,10 @@ const (
 
 // NUMAMemoryParam is the memory policy the launcher gives the worker for
 // the NUMA node of a resource's devices.
-var NUMAMemoryParam = Declare(Param{
-	Name: "numa.memory", Type: conf.TypeString, Values: []string{NUMAMemoryPreferred, NUMAMemoryBind, NUMAMemoryOff},
-	Default: NUMAMemoryPreferred,
-	Doc: "The launcher: the worker's memory policy for the NUMA node of this resource's devices (sysfs numa_node of " +
-		"their pci.bus-id, or the info numa-node), set on the thread that starts it and inherited across exec. " +
-		"`preferred` (MPOL_PREFERRED: that node first; not set when the devices span several nodes), `bind` " +
-		"(MPOL_BIND: only their nodes), `off`.",
-})
+var NUMAMemoryParam = Declare(params.NUMAMemory.WithDoc("The launcher: the worker's memory policy for the NUMA node of this " +
+	"resource's devices (sysfs numa_node of their pci.bus-id, or the info numa-node), set on the thread that starts it and " +
+	"inherited across exec. `preferred` (MPOL_PREFERRED: that node first; not set when the devices span several nodes), " +
+	"`bind` (MPOL_BIND: only their nodes), `off`."))
 
 // LocalNUMANode returns device d's NUMA node and where it came from;
 // ErrNoLocality when the host does not tell (no bus id, no sysfs entry,

@@ -127,6 +127,9 @@ func (l *Launcher) checkedFactory(spec resources.Spec) (driver.Factory, string, 
 			return nil, "", classify(ErrConfig, createError(spec, err))
 		}
 	}
+	if _, err := driver.NUMAMemoryParam.Choice(spec.Name, spec.Params); err != nil {
+		return nil, "", classify(ErrConfig, createError(spec, err))
+	}
 	return f, canonical, nil
 }
 

@@ -194,3 +194,14 @@ func TestProbeSaysCrossSocket(t *testing.T) {
 		&driver.NodeAssignment{Mode: "plugin", Assigned: []string{"minor 0", "minor 5"}})
 	require.Equal(t, "  numa: nodes 0,1: YARN's NodeManager picked devices that cross sockets (their traffic crosses the inter-socket link); worker memory bind:0,1\n", b.String())
 }
+
+func TestBadNUMAMemoryNamesTheKey(t *testing.T) {
+	h := newFakeHost()
+	h.devices["gpu"] = 1
+	spec := gpuSpec(1)
+	spec.Params[driver.NUMAMemoryParam.Name] = "fast"
+	r := runMain(t, h, fixedSpecs(spec), nil, "--", "true")
+	require.Equal(t, ExitConfig, r.code, r.stderr)
+	require.Contains(t, r.stderr, "external-resource.gpu.param.numa.memory")
+	require.Empty(t, h.Held("gpu"))
+}

@@ -34,3 +34,19 @@ func FuzzParseSMI(f *testing.F) {
 		}
 	})
 }
+
+func FuzzUnmarshalNVML(f *testing.F) {
+	f.Add([]byte(`[{"index":0,"bus_id":"00000000:3B:00.0","numa":0,"cpus":"0-7","ancestor":[0,10],"nvlinks":["0000:3c:00.0"]},` +
+		`{"index":1,"bus_id":"00000000:3C:00.0","numa":0,"cpus":"0-7","ancestor":[10,0],"nvlinks":["0000:3b:00.0"]}]`))
+	f.Add([]byte(`[]`))
+	f.Add([]byte(`[{"index":0,"ancestor":[0]}]`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		topo, err := UnmarshalNVML(b)
+		if err != nil {
+			return
+		}
+		if err := topo.Validate(); err != nil {
+			t.Fatalf("accepted an invalid topology: %v", err)
+		}
+	})
+}

@@ -32,9 +32,13 @@ type Choice struct {
 // maxPickGPUs bounds the GPUs a pick weighs (a set is a 64-bit mask).
 const maxPickGPUs = 64
 
+// searchBudget bounds the sets an exhaustive pick weighs (it runs under
+// the host's lock): past it (say 8 of 24 free GPUs) the pick is greedy.
+const searchBudget = 50_000
+
 // leftoverBudget bounds the subsets the fragmentation rule looks at in
 // one pick: hosts with many free GPUs weigh fewer leftover sizes.
-const leftoverBudget = 200_000
+const leftoverBudget = 50_000
 
 // Pick chooses amount GPUs among free (topology indices; any order) by
 // policy. An index outside the topology, a repeated one, or fewer free
@@ -64,6 +68,8 @@ func (t *Topology) Pick(free []int, amount int, policy string) (Choice, error) {
 	switch {
 	case policy == PolicyFirstFree || n > maxPickGPUs || amount == len(fs):
 		set = fs[:amount]
+	case (policy == PolicyTopology || policy == PolicySpread) && binom(len(fs), amount) > searchBudget:
+		set = newPicker(t).greedy(fs, amount, policy == PolicySpread)
 	case policy == PolicyTopology || policy == PolicySpread:
 		set = newPicker(t).pick(fs, amount, policy == PolicySpread)
 	default:
@@ -301,4 +307,49 @@ func (t *Topology) BestWorst(amount int) Link {
 		set = append(set, bits.TrailingZeros64(a))
 	}
 	return t.Worst(set)
+}
+
+// greedy grows a set from each free GPU in turn, adding the GPU whose
+// worst link to the set is best (then the smallest sum, the lowest
+// index), and keeps the set with the best worst link (spread: the most
+// NUMA nodes first), then the smallest sum, then the first grown: for
+// hosts too large for the exhaustive search.
+func (p *picker) greedy(fs []int, amount int, spread bool) []int {
+	var best uint64
+	bestKey := [3]int{1 << 30, 1 << 30, 1 << 30}
+	for _, start := range fs {
+		set := uint64(1) << start
+		for popcount(set) < amount {
+			add, addW, addS := -1, 1<<30, 1<<30
+			for _, g := range fs {
+				if set&(1<<g) != 0 {
+					continue
+				}
+				w, s := 0, 0
+				for a := set; a != 0; a &= a - 1 {
+					c := p.cost[g][trailing(a)]
+					s += c
+					if c > w {
+						w = c
+					}
+				}
+				if w < addW || w == addW && s < addS {
+					add, addW, addS = g, w, s
+				}
+			}
+			set |= 1 << add
+		}
+		key := [3]int{0, p.worst(set), p.sum(set)}
+		if spread {
+			key[0] = -p.numaCount(set)
+		}
+		if key[0] < bestKey[0] || key[0] == bestKey[0] && (key[1] < bestKey[1] || key[1] == bestKey[1] && key[2] < bestKey[2]) {
+			best, bestKey = set, key
+		}
+	}
+	out := make([]int, 0, amount)
+	for a := best; a != 0; a &= a - 1 {
+		out = append(out, trailing(a))
+	}
+	return out
 }

@@ -172,3 +172,32 @@ func TestBestWorst(t *testing.T) {
 	require.Equal(t, "PIX", pcie.BestWorst(2).String())
 	require.Equal(t, "NODE", pcie.BestWorst(4).String())
 }
+
+// A large host (32 GPUs: four NVLink islands of 8 on two sockets) is too
+// large for the exhaustive search: the greedy pick still finds an island.
+func TestPickLargeHostGreedy(t *testing.T) {
+	n := 32
+	topo := &Topology{Links: make([][]Link, n), NUMA: make([]int, n), CPUs: make([]string, n)}
+	for i := range n {
+		topo.Links[i] = make([]Link, n)
+		topo.NUMA[i] = i / 16
+		for j := range n {
+			switch {
+			case i == j:
+			case i/8 == j/8:
+				topo.Links[i][j] = Link{Class: ClassNV, NVLinks: 4}
+			case i/16 == j/16:
+				topo.Links[i][j] = Link{Class: ClassNODE}
+			default:
+				topo.Links[i][j] = Link{Class: ClassSYS}
+			}
+		}
+	}
+	require.NoError(t, topo.Validate())
+	require.Greater(t, binom(n-1, 8), searchBudget)
+	c, err := topo.Pick(without(all(n), 0), 8, PolicyTopology)
+	require.NoError(t, err)
+	require.Len(t, c.GPUs, 8)
+	require.Equal(t, "NV4", c.Worst.String())
+	require.Equal(t, 8, c.GPUs[0], "the first intact island")
+}

@@ -37,6 +37,8 @@ func CheckLauncher(cfg *conf.Config, specs []resources.Spec) []error {
 		}
 		if known, err := Check(spec.Factory, spec.Name, p); known && err != nil {
 			errs = append(errs, CreateError(spec, err))
+		} else if _, err := NUMAMemory.Choice(spec.Name, p); err != nil {
+			errs = append(errs, CreateError(spec, err))
 		}
 	}
 	return errs
