@@ -19,7 +19,9 @@ func (p *lastPlacer) Placement(_ context.Context, devices []driver.Device, amoun
 
 type lastOnes struct{}
 
-func (lastOnes) Pick(free []driver.Candidate, amount int) []driver.Candidate { return free[len(free)-amount:] }
+func (lastOnes) Pick(free []driver.Candidate, amount int) []driver.Candidate {
+	return free[len(free)-amount:]
+}
 func (lastOnes) Describe(chosen []string) map[string]string {
 	return map[string]string{"placement": "last", "placement.n": string(rune('0' + len(chosen)))}
 }
