@@ -149,7 +149,7 @@ func (t *Topology) Validate() error {
 	return nil
 }
 
-// Sockets reports the distinct NUMA nodes of GPUs (indices), -1 left out.
+// NUMANodes reports the distinct NUMA nodes of gpus (indices), -1 left out.
 func (t *Topology) NUMANodes(gpus []int) []int {
 	var out []int
 	seen := map[int]bool{}
