@@ -51,6 +51,7 @@ func (a *AM) statusPageLocked(p amstatus.Page) (s amstatus.Status, samples amsta
 		s.Diagnostics = a.result.Diagnostics
 	}
 	s.Unplaceable = a.unplaceableLocked()
+	s.IdleGPUs = a.idleGPUsLocked()
 	if t := a.cfg.SubmitTime; !t.IsZero() {
 		s.SubmitTime = &t
 	}
@@ -144,7 +145,14 @@ func (a *AM) ReportDevices(r contract.DeviceReport) error {
 	if err := w.seqs.Take(r); err != nil {
 		return err
 	}
+	if amstatus.IsSamples(r) {
+		a.samplesLocked(w, r.GPU)
+		return nil
+	}
 	w.tl.Reported(r)
+	if !r.CommandStarted.IsZero() {
+		a.cfg.Metrics.Started(&w.tl)
+	}
 	a.warmLocked(w.c.NodeID)                             // its files are localized there: the node's other starts go
 	if r.Resources != nil || r.CommandStarted.IsZero() { // a command-started report says nothing of devices
 		w.devices = amstatus.MergeDevices(w.devices, r.Resources)

@@ -37,6 +37,8 @@ const (
 	// many workers the application has now (EnvWorkersURL).
 	PathWorkers = "/api/workers"
 	PathReport  = contract.ReportPath // the launcher posts here (the shared contract)
+	// PathMetrics serves the AM's Prometheus metrics (WithMetrics).
+	PathMetrics = "/metrics"
 )
 
 const maxReportBytes = 1 << 20
@@ -91,14 +93,21 @@ const (
 	EnvWorkers    = contract.EnvWorkers
 )
 
+// ReportCounter is a StatusSource that counts the launcher reports it
+// took, with their size (the AM's metrics).
+type ReportCounter interface {
+	CountReport(r contract.DeviceReport, bytes int)
+}
+
 // TrackerOption configures NewTracker.
 type TrackerOption func(*trackerOptions)
 
 type trackerOptions struct {
-	secret []byte
-	proxy  *WebProxy
-	logs   amdraw.NodeLogs
-	now    func() time.Time // the refusal log's clock (tests)
+	secret  []byte
+	proxy   *WebProxy
+	logs    amdraw.NodeLogs
+	now     func() time.Time // the refusal log's clock (tests)
+	metrics http.Handler     // GET /metrics (WithMetrics)
 }
 
 // WithReportSecret is the application's report secret
@@ -116,6 +125,14 @@ func WithReportSecret(secret []byte) TrackerOption {
 // to every caller (tests, a tracker outside YARN).
 func WithWebProxy(p *WebProxy) TrackerOption {
 	return func(o *trackerOptions) { o.proxy = p }
+}
+
+// WithMetrics serves h (the AM's Prometheus metrics, yarn/ammetrics) at
+// GET /metrics, under the page's rule: with WithWebProxy, to the RM's web
+// proxy alone (Prometheus scrapes <RM web app>/proxy/<application>/metrics,
+// see docs/metrics.md).
+func WithMetrics(h http.Handler) TrackerOption {
+	return func(o *trackerOptions) { o.metrics = h }
 }
 
 // withClock sets the clock of the refusal log (tests).
@@ -140,6 +157,8 @@ func WithNodeLogLinks(scheme, user string) TrackerOption {
 //	                  their NodeManager logs), and the containers with their
 //	                  devices, PageSize at a time
 //	GET  /api/status  the same as JSON (Status), every container
+//	GET  /metrics     the AM's Prometheus metrics (WithMetrics; read-only,
+//	                  served as the page is)
 //	GET  /api/workers the worker counts (WorkerCount), for the workers;
 //	                  the groups' addresses only with ?container=ID, signed
 //	                  with that container's key over contract.WorkersMessage(ID)
@@ -254,7 +273,12 @@ func NewTracker(src StatusSource, log logrus.FieldLogger, opts ...TrackerOption)
 			http.Error(w, err.Error(), code)
 			return
 		}
-		if len(rep.Resources) == 0 && !rep.CommandStarted.IsZero() {
+		if rc, ok := src.(ReportCounter); ok {
+			rc.CountReport(rep, len(body))
+		}
+		if amstatus.IsSamples(rep) {
+			// every xres.metrics.interval: not logged
+		} else if len(rep.Resources) == 0 && !rep.CommandStarted.IsZero() {
 			log.WithField("container", rep.Container).Debug("launcher reported its worker command started")
 		} else {
 			log.WithFields(logrus.Fields{"container": rep.Container, "resources": sortedKeys(rep.Resources)}).Info("launcher reported devices")
@@ -262,6 +286,9 @@ func NewTracker(src StatusSource, log logrus.FieldLogger, opts ...TrackerOption)
 		w.WriteHeader(http.StatusNoContent)
 	})
 	handleRendezvous(mux, src, o.secret, refusals)
+	if o.metrics != nil {
+		mux.Handle("GET "+PathMetrics, o.metrics)
+	}
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 		st, err := statusPage(src, r, PageSize)
 		if err != nil {
