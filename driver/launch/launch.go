@@ -55,6 +55,9 @@ type Launcher struct {
 	DriverTimeout time.Duration
 	// Rescale is xres.rescale.*: the worker counts file and signal (run).
 	Rescale Rescale
+	// MetricsInterval is xres.metrics.interval: the worker's GPUs are
+	// sampled while it runs (sampler.go); 0: not.
+	MetricsInterval time.Duration
 	// ReleaseTimeout bounds the release of every resource (0: 30 seconds).
 	ReleaseTimeout time.Duration
 	// Holder, when not 0, is the process the devices are reserved for

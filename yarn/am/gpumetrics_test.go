@@ -7,6 +7,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -22,8 +24,8 @@ import (
 	"github.com/xres/xres/yarn/amweb"
 )
 
-// metricsAM is trackedAM with metrics: container 3 (on nm2) runs, 2
-// succeeded; one failed heartbeat was retried.
+// metricsAM is trackedAM with metrics: containers 2 (on nm1) and 3 (on
+// nm2) run; one failed heartbeat was retried.
 func metricsAM(t *testing.T) *AM {
 	t.Helper()
 	c1, c2 := ctr(2, "nm1"), ctr(3, "nm2")
@@ -32,7 +34,6 @@ func metricsAM(t *testing.T) *AM {
 		func(yarn.AllocateRequest) (yarn.AllocateResponse, error) {
 			return yarn.AllocateResponse{}, &net.OpError{Op: "dial", Err: io.ErrUnexpectedEOF}
 		},
-		complete(done(c1, 0)),
 	}}
 	cfg := testConfig(2, 2)
 	cfg.Metrics = ammetrics.New(cfg.AppID, nil)
@@ -43,7 +44,7 @@ func metricsAM(t *testing.T) *AM {
 	calls := 0
 	a.cfg.After = settled(a, func(d time.Duration) <-chan time.Time {
 		calls++
-		if calls == 3 {
+		if calls == 2 {
 			cancel()
 		}
 		return ready(d)
@@ -56,7 +57,12 @@ func metricsAM(t *testing.T) *AM {
 // postSamples posts a samples report of container 3's GPU 1.
 func postSamples(t *testing.T, srv *httptest.Server, at int64, util float64) {
 	t.Helper()
-	id := "container_1_0001_01_000003"
+	postSamplesOf(t, srv, "container_1_0001_01_000003", at, util)
+}
+
+// postSamplesOf posts a samples report of container id's GPU 1.
+func postSamplesOf(t *testing.T, srv *httptest.Server, id string, at int64, util float64) {
+	t.Helper()
 	require.NoError(t, amweb.PostDeviceReport(context.Background(), srv.Client(), srv.URL+amweb.PathReport, keyOf(id), contract.DeviceReport{
 		Container: id,
 		GPU:       []contract.GPUSample{{Index: "1", UUID: "GPU-abc", At: at, Util: util, MemMiB: 2048, PowerW: 75.5, TempC: 41, XIDs: 2}},
@@ -88,8 +94,12 @@ func TestMetricsAndIdleGPUs(t *testing.T) {
 	}))
 
 	t0 := int64(1765000000)
+	busy := "container_1_0001_01_000002"
 	postSamples(t, srv, t0, 2)
+	postSamplesOf(t, srv, busy, t0, 90)
 	postSamples(t, srv, t0+300, 3)
+	postSamplesOf(t, srv, busy, t0+300, 1) // a dip, not a window
+	postSamplesOf(t, srv, busy, t0+400, 70)
 	var st amstatus.Status
 	require.NoError(t, json.Unmarshal([]byte(getBody(t, srv, amweb.PathStatus)), &st))
 	require.Empty(t, st.IdleGPUs, "under the threshold for 5 min of a 10 min window")
@@ -99,16 +109,26 @@ func TestMetricsAndIdleGPUs(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(getBody(t, srv, amweb.PathStatus)), &st))
 	require.Equal(t, []amstatus.IdleGPU{{Container: "container_1_0001_01_000003", Host: "nm2", GPU: "1", UUID: "GPU-abc", Util: 4, IdleForS: 601}}, st.IdleGPUs)
 
+	// The page lists the idle GPU (not the busy one) and draws both
+	// workers' GPUs over time.
+	page := getBody(t, srv, "/")
+	idle := page[strings.Index(page, `<div id="idle-gpus">`):]
+	idle = idle[:strings.Index(idle, "</div>")]
+	require.Contains(t, idle, "<td>container_1_0001_01_000003</td><td>nm2</td><td>1</td><td>GPU-abc</td><td>4 %</td><td>10m1s</td>")
+	require.NotContains(t, idle, busy)
+	require.Contains(t, page, `<svg id="gpu-svg"`)
+	for _, id := range []string{busy, "container_1_0001_01_000003"} {
+		require.Regexp(t, `<g class="gpu" data-container="`+id+`" data-gpu="1">.*<polyline class="util" points="[0-9., ]+"/><polyline class="mem"`, page)
+	}
+
 	m := getBody(t, srv, "/metrics")
 	gpu := `{UUID="GPU-abc",application_id="application_1_0001",container_id="container_1_0001_01_000003",gpu="1",group="",host="nm2",rank="1"}`
 	for _, want := range []string{
-		`xres_workers_running{application_id="application_1_0001",group=""} 1`,
+		`xres_workers_running{application_id="application_1_0001",group=""} 2`,
 		`xres_workers_wanted{application_id="application_1_0001",group=""} 2`,
-		`xres_workers_succeeded_total{application_id="application_1_0001",group=""} 1`,
 		`xres_allocate_failures_total{application_id="application_1_0001"} 1`,
-		`xres_allocate_duration_seconds_count{application_id="application_1_0001"} 3`,
 		`xres_workers_failed_total{application_id="application_1_0001",class="app"} 0`,
-		`xres_launcher_reports_total{application_id="application_1_0001",kind="samples"} 3`,
+		`xres_launcher_reports_total{application_id="application_1_0001",kind="samples"} 6`,
 		`xres_gpus_idle{application_id="application_1_0001"} 1`,
 		"xres_worker_gpu_utilization_ratio" + gpu + " 0.04",
 		"xres_worker_gpu_memory_used_bytes" + gpu + " 2.147483648e+09",
@@ -119,6 +139,13 @@ func TestMetricsAndIdleGPUs(t *testing.T) {
 	} {
 		require.Contains(t, m, want+"\n")
 	}
+	// Every heartbeat is a round trip, the failed one too (how many the
+	// loop made before the test stopped it varies).
+	rt := regexp.MustCompile(`xres_allocate_duration_seconds_count\{application_id="application_1_0001"\} (\d+)\n`).FindStringSubmatch(m)
+	require.NotNil(t, rt, "round trips")
+	n, err := strconv.Atoi(rt[1])
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, n, 2)
 	problems, err := testutil.GatherAndLint(a.Metrics().Registry())
 	require.NoError(t, err)
 	require.Empty(t, problems, "promlint")

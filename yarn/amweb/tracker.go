@@ -99,6 +99,12 @@ type ReportCounter interface {
 	CountReport(r contract.DeviceReport, bytes int)
 }
 
+// GPUSource is a StatusSource whose workers send GPU samples (the AM):
+// the page draws the listed workers' GPUs.
+type GPUSource interface {
+	WorkerGPUs() []amstatus.WorkerGPUs
+}
+
 // TrackerOption configures NewTracker.
 type TrackerOption func(*trackerOptions)
 
@@ -296,7 +302,11 @@ func NewTracker(src StatusSource, log logrus.FieldLogger, opts ...TrackerOption)
 			return
 		}
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		if err := statusHTML.Execute(w, htmlPage{Status: st, Limit: max(len(st.Containers), PageSize), State: strings.ToUpper(r.URL.Query().Get("state")), logs: o.logs}); err != nil {
+		page := htmlPage{Status: st, Limit: max(len(st.Containers), PageSize), State: strings.ToUpper(r.URL.Query().Get("state")), logs: o.logs}
+		if gs, ok := src.(GPUSource); ok {
+			page.gpus = gs.WorkerGPUs
+		}
+		if err := statusHTML.Execute(w, page); err != nil {
 			log.WithError(err).Warn("rendering status page failed")
 		}
 	})
@@ -317,6 +327,26 @@ type htmlPage struct {
 	Limit int
 	State string
 	logs  amdraw.NodeLogs
+	gpus  func() []amstatus.WorkerGPUs // nil: no GPU samples
+}
+
+// GPUDrawing draws the GPUs of the listed workers over time; "" when none
+// sent samples.
+func (p htmlPage) GPUDrawing() template.HTML {
+	if p.gpus == nil {
+		return ""
+	}
+	listed := make(map[string]bool, len(p.Containers))
+	for _, c := range p.Containers {
+		listed[c.Container] = true
+	}
+	var ws []amstatus.WorkerGPUs
+	for _, w := range p.gpus() {
+		if listed[w.Container] {
+			ws = append(ws, w)
+		}
+	}
+	return amdraw.DrawGPUs(ws)
 }
 
 // Timeline is the drawing of the listed containers' starts; nil when none
@@ -365,6 +395,7 @@ var statusHTML = template.Must(template.New("status").Funcs(template.FuncMap{
 		}
 		return strconv.Itoa(*p)
 	},
+	"seconds": func(s int64) string { return (time.Duration(s) * time.Second).String() },
 }).Parse(`<!DOCTYPE html>
 <html><head><meta charset="utf-8"><title>xres {{.App}}</title>
 <style>body{font-family:sans-serif}table{border-collapse:collapse}td,th{border:1px solid #999;padding:2px 6px;text-align:left}</style>
@@ -381,6 +412,12 @@ var statusHTML = template.Must(template.New("status").Funcs(template.FuncMap{
 {{if .Unplaceable}}<p>Waiting: {{.Unplaceable}}</p>{{end}}
 {{with .Timeline}}<div id="timeline"><p>Start of containers {{$.First}}–{{$.Last}}, one bar each: 0 s is {{if .OriginIsAsk}}the application's first ask{{else}}the earliest step shown{{end}}{{with .Origin}} ({{.}}){{end}}; a launcher's steps are on its host's clock. Each container id links to its logs on its NodeManager; hover for each step's time.</p>
 {{.SVG}}</div>
+{{end}}{{if .IdleGPUs}}<div id="idle-gpus"><p>Idle GPUs: granted, and under the idle threshold for longer than the window (xres.metrics.idle-threshold, xres.metrics.idle-window)</p>
+<table><tr><th>container</th><th>host</th><th>GPU</th><th>UUID</th><th>utilisation</th><th>idle for</th></tr>
+{{range .IdleGPUs}}<tr><td>{{.Container}}</td><td>{{.Host}}</td><td>{{.GPU}}</td><td>{{.UUID}}</td><td>{{.Util}} %</td><td>{{seconds .IdleForS}}</td></tr>
+{{end}}</table></div>
+{{end}}{{with .GPUDrawing}}<div id="gpus"><p>GPU utilisation and memory of the listed workers, from their launchers' samples:</p>
+{{.}}</div>
 {{end}}<p>Containers{{if .State}} {{.State}}{{end}}: {{if .Containers}}{{.First}}–{{.Last}} of {{end}}{{.ContainersTotal}}
 {{- if ge .Prev 0}} · <a href="?offset={{.Prev}}&amp;limit={{.Limit}}{{if .State}}&amp;state={{.State}}{{end}}">previous</a>{{end}}
 {{- if ge .Next 0}} · <a href="?offset={{.Next}}&amp;limit={{.Limit}}{{if .State}}&amp;state={{.State}}{{end}}">next</a>{{end}}
