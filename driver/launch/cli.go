@@ -600,6 +600,8 @@ func (l *Launcher) run(ctx context.Context, res *Reservation, command []string, 
 		})
 	}
 	samplerStarted := false
+	jobs := writeJobMapping(res.Grants, env.Getenv(EnvContainerID), log) // while the worker runs, however it ends
+	defer jobs.remove()
 	wctx, stopWatch := context.WithCancel(ctx) // ends the watch once the worker has
 	startedSent := make(chan struct{})         // closed once the command-started report is sent
 	code, err := runWorker(ctx, worker{
