@@ -10,7 +10,7 @@ import (
 )
 
 // Status returns a snapshot of the application with every container.
-func (a *AM) Status() amstatus.Status { return a.StatusPage(amstatus.Page{}) }
+func (a *AM) Status() amstatus.Status { return a.StatusPage(amstatus.Page{Idle: true}) }
 
 // StatusPage returns a snapshot of the application with the containers p
 // selects; the counts, hosts and ContainersTotal cover all. The AM's lock
@@ -51,7 +51,9 @@ func (a *AM) statusPageLocked(p amstatus.Page) (s amstatus.Status, samples amsta
 		s.Diagnostics = a.result.Diagnostics
 	}
 	s.Unplaceable = a.unplaceableLocked()
-	s.IdleGPUs = a.idleGPUsLocked()
+	if p.Idle {
+		s.IdleGPUs = a.idleGPUsLocked()
+	}
 	if t := a.cfg.SubmitTime; !t.IsZero() {
 		s.SubmitTime = &t
 	}

@@ -215,7 +215,7 @@ func (c *statusCollector) Describe(ch chan<- *prometheus.Desc) {
 // Collect implements prometheus.Collector: the counts (no container is
 // copied) and each running worker's GPUs.
 func (c *statusCollector) Collect(ch chan<- prometheus.Metric) {
-	st := c.src.StatusPage(amstatus.Page{Limit: -1})
+	st := c.src.StatusPage(amstatus.Page{Limit: -1, Idle: true})
 	for _, g := range st.Groups {
 		gauge := func(d *prometheus.Desc, v int, t prometheus.ValueType) {
 			ch <- prometheus.MustNewConstMetric(d, t, float64(v), c.app, g.Name)

@@ -122,6 +122,7 @@ type Page struct {
 	Offset, Limit int
 	State         string
 	Phases        bool // with Status.Phases (O(workers) more work)
+	Idle          bool // with Status.IdleGPUs (the page, api/status; not the workers' counts)
 }
 
 // Worker states in Status.

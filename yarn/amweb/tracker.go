@@ -55,7 +55,7 @@ type Pager interface {
 // statusPage answers a page of src's status; limit is the default Limit.
 func statusPage(src StatusSource, r *http.Request, limit int) (amstatus.Status, error) {
 	q := r.URL.Query()
-	p := amstatus.Page{Limit: limit, State: strings.ToUpper(q.Get("state")), Phases: q.Get("phases") == "true"}
+	p := amstatus.Page{Limit: limit, State: strings.ToUpper(q.Get("state")), Phases: q.Get("phases") == "true", Idle: true}
 	for key, dst := range map[string]*int{"offset": &p.Offset, "limit": &p.Limit} {
 		if v := q.Get(key); v != "" {
 			n, err := strconv.Atoi(v)
