@@ -18,8 +18,9 @@ import (
 // dcgm-exporter's --hpc-job-mapping-dir reads); the files are gone once the
 // worker has ended, whether it succeeded or failed.
 func TestJobMappingFilesWhileWorkerRuns(t *testing.T) {
-	for _, exit := range []string{"0", "3"} {
-		t.Run("worker exits "+exit, func(t *testing.T) {
+	for _, tc := range []struct{ exit, mode string }{{"0", ""}, {"3", ""}, {"0", "--per-device=gpu"}, {"3", "--per-device=gpu"}} {
+		exit := tc.exit
+		t.Run("worker exits "+exit+" "+tc.mode, func(t *testing.T) {
 			mapDir, out := t.TempDir(), filepath.Join(t.TempDir(), "seen")
 			h := newFakeHost()
 			h.devices["gpu"] = 2
@@ -28,8 +29,12 @@ func TestJobMappingFilesWhileWorkerRuns(t *testing.T) {
 			var stderr syncBuffer
 			envVars := map[string]string{EnvContainerID: "container_1_0001_01_000002", "TMPDIR": t.TempDir()}
 			// The worker copies what the folder holds while it runs.
-			code := Main(context.Background(), []string{"--", "sh", "-c",
-				`cd "$0" && for f in *; do printf '%s=%s' "$f" "$(cat "$f")"; echo; done > "$1"; exit ` + exit, mapDir, out}, Env{
+			args := []string{"--", "sh", "-c",
+				`cd "$0" && for f in *; do printf '%s=%s' "$f" "$(cat "$f")"; echo; done > "$1"; exit ` + exit, mapDir, out}
+			if tc.mode != "" { // one worker per GPU: each sees both files; the first to end stops the other
+				args = append([]string{tc.mode}, args...)
+			}
+			code := Main(context.Background(), args, Env{
 				Getenv:   func(k string) string { return envVars[k] },
 				Environ:  []string{"PATH=" + os.Getenv("PATH")},
 				Stderr:   &stderr,

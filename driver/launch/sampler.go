@@ -199,3 +199,29 @@ func metricsInterval(cfg *conf.Config) (time.Duration, error) {
 	}
 	return d, nil
 }
+
+// observeWorkers writes the job-mapping files and starts the GPU sampler
+// for workers about to run on res (the per-device mode: its workers start
+// and restart under the supervisor); stop ends the sampler, waits for it,
+// and removes the files.
+func (l *Launcher) observeWorkers(ctx context.Context, res *Reservation, env Env, log logrus.FieldLogger) (stop func()) {
+	container := env.Getenv(EnvContainerID)
+	jobs := writeJobMapping(res.Grants, container, log)
+	var sampler *gpuSampler
+	if url := env.Getenv(contract.EnvReportURL); url != "" {
+		sampler = newGPUSampler(res.Grants, l.MetricsInterval, container, env.Getenv, log, func(ctx context.Context, body []byte) error {
+			cctx, cancel := context.WithTimeout(ctx, reportTimeout)
+			defer cancel()
+			return signAndSend(cctx, env.HTTP, url, env.Getenv(EnvTokenFile), body)
+		})
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	if sampler != nil {
+		go sampler.run(sctx)
+	}
+	return func() {
+		cancel()
+		sampler.wait(sampler != nil, time.Second)
+		jobs.remove()
+	}
+}
