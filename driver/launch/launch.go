@@ -163,7 +163,7 @@ func CheckSpecs(specs []resources.Spec, r Registry) []error {
 
 // CheckConfig is what every launcher refuses in cfg (the view of its
 // worker group) and its enabled specs before it touches the host:
-// xres.discovery.timeout, xres.rescale.*, then CheckSpecs. Each error is
+// xres.discovery.timeout, xres.rescale.*, xres.metrics.interval, then CheckSpecs. Each error is
 // a configuration error (ExitConfig), worded as the launcher words it.
 func CheckConfig(cfg *conf.Config, specs []resources.Spec, r Registry) []error {
 	var errs []error
@@ -171,6 +171,9 @@ func CheckConfig(cfg *conf.Config, specs []resources.Spec, r Registry) []error {
 		errs = append(errs, err)
 	}
 	if _, err := rescaleSettings(cfg); err != nil {
+		errs = append(errs, classify(ErrConfig, err))
+	}
+	if _, err := metricsInterval(cfg); err != nil {
 		errs = append(errs, classify(ErrConfig, err))
 	}
 	return append(errs, CheckSpecs(specs, r)...)

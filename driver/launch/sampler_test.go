@@ -103,3 +103,17 @@ func TestRunSamplesGPUsWhileWorkerRuns(t *testing.T) {
 	require.NoError(t, err)
 	require.ErrorIs(t, syscall.Kill(n, 0), syscall.ESRCH, "xres-nvml sample outlived the worker")
 }
+
+// xres.metrics.interval is read by every launcher (default 10 s; 0: off);
+// a value that is no duration is a configuration error naming the key.
+func TestMetricsIntervalConfig(t *testing.T) {
+	l, err := LoadConfig(Config{Path: "testdata/conf/ok", Getenv: func(string) string { return "" }})
+	require.NoError(t, err)
+	require.Equal(t, 10*time.Second, l.MetricsInterval)
+	l, err = LoadConfig(Config{Path: "testdata/conf/ok", Dynamic: []string{"xres.metrics.interval=0"}, Getenv: func(string) string { return "" }})
+	require.NoError(t, err)
+	require.Zero(t, l.MetricsInterval)
+	_, err = LoadConfig(Config{Path: "testdata/conf/ok", Dynamic: []string{"xres.metrics.interval=soon"}, Getenv: func(string) string { return "" }})
+	require.ErrorIs(t, err, ErrConfig)
+	require.Contains(t, err.Error(), "xres.metrics.interval")
+}
