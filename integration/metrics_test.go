@@ -7,7 +7,7 @@ package integration
 // lints what the AM serves, and Prometheus's query API answers the worker count and each
 // worker's GPU utilisation as the launchers sampled it (a fake xres-nvml with scripted values:
 // integration/testdata/fakenvml). The AM lists the idle worker's GPU, not the busy one's, in
-// api/status, am status and on its page.
+// api/status, am status and on its page (rendered in headless chromium, which .ci/run installs).
 
 import (
 	"bytes"
@@ -212,10 +212,8 @@ func TestPrometheusScrapesTheAM(t *testing.T) {
 	section := stdout[strings.Index(stdout, "idle GPUs"):]
 	require.Contains(t, section, idle)
 	require.NotContains(t, section, busy)
-	resp, err := http.Get(c.URL("/proxy/" + url.PathEscape(app) + "/"))
-	require.NoError(t, err)
-	page, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	// The page as a browser renders it (headless chromium, through the proxy).
+	page := []byte(headless(t, chromium(t), c.URL("/proxy/"+url.PathEscape(app)+"/"), "--dump-dom"))
 	i := bytes.Index(page, []byte(`<div id="idle-gpus">`))
 	require.GreaterOrEqual(t, i, 0, "the page lists idle GPUs")
 	list := string(page[i:])
