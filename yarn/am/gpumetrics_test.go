@@ -180,3 +180,56 @@ func TestMetricsBehindWebProxy(t *testing.T) {
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	require.True(t, strings.Contains(string(b), "xres_workers_running"))
 }
+
+// The AM's events are counted as they happen: a worker that failed on its
+// own (class app) and one the cluster took (class cluster), both replaced;
+// the RM losing the attempt (registered again); a worker's start phases,
+// observed when its command started.
+func TestMetricsCountEvents(t *testing.T) {
+	c1, c2, c3 := ctr(2, "nm1"), ctr(3, "nm2"), ctr(4, "nm1")
+	rm := &fakeRM{register: gpuLimits, steps: []func(yarn.AllocateRequest) (yarn.AllocateResponse, error){
+		alloc(c1, c2, c3),
+		complete(done(c1, 1)),
+		func(yarn.AllocateRequest) (yarn.AllocateResponse, error) {
+			return yarn.AllocateResponse{}, yarn.ErrApplicationMasterNotRegistered
+		},
+		complete(done(c2, yarn.ExitPreempted)),
+	}}
+	cfg := testConfig(3, 3)
+	cfg.Metrics = ammetrics.New(cfg.AppID, nil)
+	a, err := New(cfg, rm, &fakeNM{}, nil)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	calls := 0
+	a.cfg.After = settled(a, func(d time.Duration) <-chan time.Time {
+		calls++
+		if calls == 4 {
+			cancel()
+		}
+		return ready(d)
+	})
+	_, err = a.Run(ctx)
+	require.ErrorIs(t, err, context.Canceled)
+
+	now := time.Now()
+	require.NoError(t, a.ReportDevices(contract.DeviceReport{Container: c3.ID, Seq: 1, LauncherStarted: now, Reserved: now.Add(time.Second),
+		Resources: map[string][]resources.Properties{"gpu": {{"index": "0"}}}}))
+	require.NoError(t, a.ReportDevices(contract.DeviceReport{Container: c3.ID, Seq: 2, CommandStarted: now.Add(3 * time.Second)}))
+
+	srv := httptest.NewServer(amweb.NewTracker(a, nil, amweb.WithMetrics(a.Metrics().Handler())))
+	defer srv.Close()
+	m := getBody(t, srv, "/metrics")
+	app := `application_id="application_1_0001"`
+	for _, want := range []string{
+		`xres_workers_failed_total{` + app + `,class="app"} 1`,
+		`xres_workers_failed_total{` + app + `,class="cluster"} 1`,
+		`xres_workers_replaced_total{` + app + `} 2`,
+		`xres_rm_reregistrations_total{` + app + `} 1`,
+		`xres_start_phase_seconds_count{` + app + `,phase="all"} 1`,
+		`xres_start_phase_seconds_sum{` + app + `,phase="reservation"} 1`,
+		`xres_rendezvous_wait_seconds_sum{` + app + `} 2`,
+		`xres_rendezvous_wait_seconds_count{` + app + `} 1`,
+	} {
+		require.Contains(t, m, want+"\n")
+	}
+}
