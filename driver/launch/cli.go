@@ -494,7 +494,7 @@ func runLaunch(ctx context.Context, args []string, env Env) int {
 		log.WithError(err).Debug("cannot be the reaper of the worker's helpers")
 	}
 	l := &Launcher{Registry: env.Registry, Log: log, Getenv: env.Getenv, DriverTimeout: loaded.DiscoveryTimeout, Rescale: loaded.Rescale,
-		ready: notified}
+		MetricsInterval: loaded.MetricsInterval, ready: notified}
 	res, err := l.Acquire(lctx, specs)
 	notified() // no resource configured: the worker still gets the signals
 	if err != nil {
@@ -591,6 +591,17 @@ func (l *Launcher) run(ctx context.Context, res *Reservation, command []string, 
 		}
 		vars[contract.EnvWorkersFile] = watch.path
 	}
+	var sampler *gpuSampler
+	if reportURL != "" {
+		sampler = newGPUSampler(res.Grants, l.MetricsInterval, env.Getenv(EnvContainerID), env.Getenv, log, func(ctx context.Context, body []byte) error {
+			cctx, cancel := context.WithTimeout(ctx, reportTimeout)
+			defer cancel()
+			return signAndSend(cctx, env.HTTP, reportURL, env.Getenv(EnvTokenFile), body)
+		})
+	}
+	samplerStarted := false
+	jobs := writeJobMapping(res.Grants, env.Getenv(EnvContainerID), log) // while the worker runs, however it ends
+	defer jobs.remove()
 	wctx, stopWatch := context.WithCancel(ctx) // ends the watch once the worker has
 	startedSent := make(chan struct{})         // closed once the command-started report is sent
 	code, err := runWorker(ctx, worker{
@@ -607,6 +618,10 @@ func (l *Launcher) run(ctx context.Context, res *Reservation, command []string, 
 			}
 			if watch != nil && watch.r.Watch {
 				go watch.watch(wctx, gate.notify)
+			}
+			if sampler != nil {
+				samplerStarted = true
+				go sampler.run(wctx)
 			}
 			if portFile != "" {
 				go watchPortFile(wctx, portFile, portFilePoll, log, func(p int) {
@@ -638,6 +653,7 @@ func (l *Launcher) run(ctx context.Context, res *Reservation, command []string, 
 		},
 	}, gate, killGrace, log)
 	stopWatch()
+	sampler.wait(samplerStarted, time.Second)
 	if err != nil {
 		return 0, err
 	}

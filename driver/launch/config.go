@@ -33,6 +33,9 @@ type Loaded struct {
 	// Rescale is xres.rescale.*: how the worker learns that the
 	// application's worker counts changed.
 	Rescale Rescale
+	// MetricsInterval is xres.metrics.interval: how often the worker's
+	// GPUs are sampled (sampler.go); 0: not sampled.
+	MetricsInterval time.Duration
 }
 
 // Loader reads the enabled resource specs and the launcher's settings.
@@ -105,7 +108,11 @@ func LoadConfig(c Config) (Loaded, error) {
 	if err != nil {
 		return Loaded{}, classify(ErrConfig, err)
 	}
-	return Loaded{Specs: specs, DiscoveryTimeout: timeout, Rescale: rescale}, nil
+	metrics, err := metricsInterval(cfg)
+	if err != nil {
+		return Loaded{}, classify(ErrConfig, err)
+	}
+	return Loaded{Specs: specs, DiscoveryTimeout: timeout, Rescale: rescale, MetricsInterval: metrics}, nil
 }
 
 // discoveryTimeout reads xres.discovery.timeout; an error is classified

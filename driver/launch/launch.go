@@ -55,6 +55,9 @@ type Launcher struct {
 	DriverTimeout time.Duration
 	// Rescale is xres.rescale.*: the worker counts file and signal (run).
 	Rescale Rescale
+	// MetricsInterval is xres.metrics.interval: the worker's GPUs are
+	// sampled while it runs (sampler.go); 0: not.
+	MetricsInterval time.Duration
 	// ReleaseTimeout bounds the release of every resource (0: 30 seconds).
 	ReleaseTimeout time.Duration
 	// Holder, when not 0, is the process the devices are reserved for
@@ -163,7 +166,7 @@ func CheckSpecs(specs []resources.Spec, r Registry) []error {
 
 // CheckConfig is what every launcher refuses in cfg (the view of its
 // worker group) and its enabled specs before it touches the host:
-// xres.discovery.timeout, xres.rescale.*, then CheckSpecs. Each error is
+// xres.discovery.timeout, xres.rescale.*, xres.metrics.interval, then CheckSpecs. Each error is
 // a configuration error (ExitConfig), worded as the launcher words it.
 func CheckConfig(cfg *conf.Config, specs []resources.Spec, r Registry) []error {
 	var errs []error
@@ -171,6 +174,9 @@ func CheckConfig(cfg *conf.Config, specs []resources.Spec, r Registry) []error {
 		errs = append(errs, err)
 	}
 	if _, err := rescaleSettings(cfg); err != nil {
+		errs = append(errs, classify(ErrConfig, err))
+	}
+	if _, err := metricsInterval(cfg); err != nil {
 		errs = append(errs, classify(ErrConfig, err))
 	}
 	return append(errs, CheckSpecs(specs, r)...)

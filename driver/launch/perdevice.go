@@ -505,7 +505,9 @@ func (l *Launcher) runPerDevice(ctx context.Context, res *Reservation, deviceSpe
 	}
 	log.WithFields(logrus.Fields{"resource": grant.Spec.Name, "workers": n, "on_failure": opts.onFailure,
 		"max_restarts": opts.maxRestarts}).Info("starting one worker per device")
+	stopObserving := l.observeWorkers(ctx, res, env, log) // GPU samples, job mapping (sampler.go)
 	code, err := s.run(ctx, workers)
+	stopObserving()
 	if err != nil {
 		return 0, err
 	}

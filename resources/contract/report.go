@@ -52,4 +52,7 @@ type DeviceReport struct {
 	LauncherStarted time.Time `json:"launcher-started,omitzero"`
 	Reserved        time.Time `json:"reserved,omitzero"`
 	CommandStarted  time.Time `json:"command-started,omitzero"`
+	// GPU, in a samples report (nothing else but Container and Seq), is
+	// the latest sample of each GPU the worker holds (GPUSample).
+	GPU []GPUSample `json:"gpu,omitempty"`
 }

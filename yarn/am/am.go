@@ -14,6 +14,7 @@ import (
 	"github.com/xres/xres/conf"
 	"github.com/xres/xres/resources"
 	"github.com/xres/xres/yarn"
+	"github.com/xres/xres/yarn/ammetrics"
 	"github.com/xres/xres/yarn/amnm"
 	"github.com/xres/xres/yarn/amnodes"
 	"github.com/xres/xres/yarn/amplan"
@@ -101,6 +102,10 @@ type Config struct {
 	// PeakRSS reports the AM process's peak resident memory in KiB, for
 	// Status; nil if unknown.
 	PeakRSS func() int64
+	// Metrics counts the AM's events for /metrics (gpumetrics.go); nil:
+	// none counted. Idle is the idle-GPU rule (zero: the defaults).
+	Metrics *ammetrics.Metrics
+	Idle    amstatus.IdleRule
 	// State keeps what this attempt knows for the next one (AM restart):
 	// the workers that finished and those it started. nil: a next attempt
 	// starts from the containers the RM hands it alone.
@@ -153,6 +158,7 @@ type worker struct {
 	tailDone chan struct{}
 	tl       amstatus.Marks      // its start, step by step
 	seqs     amstatus.ReportSeqs // the newest reports taken
+	gpu      *amstatus.GPUTrack  // its GPU samples; nil: none sent
 }
 
 // live reports whether w's container is wanted and not known to have
@@ -197,6 +203,8 @@ type AM struct {
 	saver        *stateSaver
 	savedVersion int                     // roster version of the last snapshot saved
 	prevLive     map[string]amstate.Live // workers the earlier attempt saved as running, not (yet) adopted
+
+	idleGPUs map[string]*worker // workers with a GPU listed idle when last sampled (gpumetrics.go)
 }
 
 // New builds an AM. logs may be nil (diagnostics then carry no stderr).
@@ -263,7 +271,7 @@ func New(cfg Config, rm RMClient, nm amnm.NMClient, logs amnm.LogFetcher) (*AM, 
 		pilot = pilot || len(g.Launch.LocalResources) > 0
 	}
 	starts := amstarts.New[*worker](cfg.MaxStarts, cfg.MaxStartsPerNode, pilot)
-	return &AM{
+	a := &AM{
 		cfg: cfg, rm: rm, nm: nm, logs: logs,
 		log:       log.WithField("app", cfg.AppID),
 		state:     "NEW",
@@ -274,7 +282,9 @@ func New(cfg Config, rm RMClient, nm amnm.NMClient, logs amnm.LogFetcher) (*AM, 
 		nmTokens:  map[string]security.Token{},
 		earlyDevs: map[string]map[string][]resources.Properties{},
 		earlySeqs: map[string]amstatus.ReportSeqs{},
-	}, nil
+	}
+	cfg.Metrics.SetSource(cfg.AppID, a)
+	return a, nil
 }
 
 // Run registers, checks the profile, runs the allocate loop until every
@@ -340,6 +350,7 @@ func (a *AM) Run(ctx context.Context) (Result, error) {
 				return Result{}, gaveUp
 			}
 			a.log.WithError(err).Warn("resource manager lost this attempt; registering again")
+			a.cfg.Metrics.Reregistered()
 			if err := a.register(ctx); err != nil {
 				unreachable = true
 				a.log.WithError(err).Warn("register again failed; retrying")
@@ -464,7 +475,10 @@ func (a *AM) register(ctx context.Context) error {
 func (a *AM) allocate(ctx context.Context, req yarn.AllocateRequest) (yarn.AllocateResponse, error) {
 	cctx, cancel := context.WithTimeout(ctx, a.cfg.CallTimeout)
 	defer cancel()
-	return a.rm.Allocate(cctx, req)
+	sent := time.Now()
+	resp, err := a.rm.Allocate(cctx, req)
+	a.cfg.Metrics.Allocated(time.Since(sent), err != nil)
+	return resp, err
 }
 
 func (a *AM) interval() time.Duration {
@@ -899,6 +913,7 @@ func (a *AM) failed(ctx context.Context, w *worker, exit int, cause yarn.ExitCau
 	}
 	a.workers.set(w, amstatus.StateFailed)
 	w.exit, w.diag, w.finished, w.tail = exit, diag, a.cfg.Now(), tail
+	a.cfg.Metrics.Failed(exitClass(cause))
 	if fetch && !ending {
 		done := make(chan struct{})
 		w.tailDone = done

@@ -14,6 +14,7 @@ import (
 	"github.com/xres/xres/conf"
 	"github.com/xres/xres/resources/contract"
 	"github.com/xres/xres/yarn"
+	"github.com/xres/xres/yarn/ammetrics"
 	"github.com/xres/xres/yarn/amnm"
 	"github.com/xres/xres/yarn/amnodes"
 	"github.com/xres/xres/yarn/amstatus"
@@ -37,6 +38,7 @@ func (a *AM) nodesLocked(resp yarn.AllocateResponse) {
 		a.workers.set(w, amstatus.StateFailed)
 		w.exit, w.finished = yarn.ExitAborted, a.cfg.Now()
 		w.diag = fmt.Sprintf("node %s is %s; worker replaced", w.c.NodeID, state)
+		a.cfg.Metrics.Failed(ammetrics.ClassCluster)
 		if state != "LOST" {
 			a.releaseLocked(w.c.ID)
 		}

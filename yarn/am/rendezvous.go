@@ -129,6 +129,7 @@ func (w *worker) upState() string {
 // which ended: a standby spare takes w's rank at once (the container asked
 // becomes a spare), else the container asked does.
 func (a *AM) replaceLocked(w *worker) {
+	a.cfg.Metrics.Replaced()
 	w.g.pending++
 	if !w.spare {
 		a.promoteLocked(w.g, w.rank, w)

@@ -10,7 +10,7 @@ import (
 )
 
 // Status returns a snapshot of the application with every container.
-func (a *AM) Status() amstatus.Status { return a.StatusPage(amstatus.Page{}) }
+func (a *AM) Status() amstatus.Status { return a.StatusPage(amstatus.Page{Idle: true}) }
 
 // StatusPage returns a snapshot of the application with the containers p
 // selects; the counts, hosts and ContainersTotal cover all. The AM's lock
@@ -51,6 +51,9 @@ func (a *AM) statusPageLocked(p amstatus.Page) (s amstatus.Status, samples amsta
 		s.Diagnostics = a.result.Diagnostics
 	}
 	s.Unplaceable = a.unplaceableLocked()
+	if p.Idle {
+		s.IdleGPUs = a.idleGPUsLocked()
+	}
 	if t := a.cfg.SubmitTime; !t.IsZero() {
 		s.SubmitTime = &t
 	}
@@ -144,7 +147,14 @@ func (a *AM) ReportDevices(r contract.DeviceReport) error {
 	if err := w.seqs.Take(r); err != nil {
 		return err
 	}
+	if amstatus.IsSamples(r) {
+		a.samplesLocked(w, r.GPU)
+		return nil
+	}
 	w.tl.Reported(r)
+	if !r.CommandStarted.IsZero() {
+		a.cfg.Metrics.Started(&w.tl)
+	}
 	a.warmLocked(w.c.NodeID)                             // its files are localized there: the node's other starts go
 	if r.Resources != nil || r.CommandStarted.IsZero() { // a command-started report says nothing of devices
 		w.devices = amstatus.MergeDevices(w.devices, r.Resources)

@@ -23,6 +23,7 @@ import (
 	"github.com/xres/xres/resources/contract"
 	"github.com/xres/xres/yarn"
 	"github.com/xres/xres/yarn/am"
+	"github.com/xres/xres/yarn/ammetrics"
 	"github.com/xres/xres/yarn/amnm"
 	"github.com/xres/xres/yarn/amplan"
 	"github.com/xres/xres/yarn/amstate"
@@ -540,6 +541,8 @@ func amConfig(set amplan.Settings, groups []amplan.Group, appID, host, trackingU
 		Log:              e.log,
 		SubmitTime:       submitTime(e.getenv("APP_SUBMIT_TIME_ENV")),
 		PeakRSS:          am.PeakRSSKiB,
+		Metrics:          ammetrics.New(appID, nil),
+		Idle:             set.Idle,
 		State:            clients.State,
 		Nodes:            clients.Nodes,
 	}
@@ -612,6 +615,9 @@ func serveTracker(ctx context.Context, l net.Listener, a *am.AM, clients amClien
 	opts := []amweb.TrackerOption{amweb.WithReportSecret(clients.ReportSecret)}
 	if nl, ok := clients.Logs.(amnm.NMWebLogs); ok {
 		opts = append(opts, amweb.WithNodeLogLinks(clients.NodeWeb, nl.User))
+	}
+	if m := a.Metrics(); m != nil {
+		opts = append(opts, amweb.WithMetrics(m.Handler()))
 	}
 	if clients.ProxyURL != "" {
 		opts = append(opts, amweb.WithWebProxy(&amweb.WebProxy{Hosts: clients.ProxyHosts, URL: clients.ProxyURL, App: appID}))

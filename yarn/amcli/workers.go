@@ -201,6 +201,9 @@ func printStatusWorkers(w io.Writer, a *amstatus.Status, workers []amstatus.Work
 	if a != nil && len(a.Phases) > 0 {
 		printPhases(w, a.Phases)
 	}
+	if a != nil && len(a.IdleGPUs) > 0 {
+		printIdleGPUs(w, a.IdleGPUs)
+	}
 }
 
 // printPhases prints the distribution of each step of the workers' starts.

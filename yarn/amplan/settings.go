@@ -7,6 +7,7 @@ import (
 
 	"github.com/xres/xres/conf"
 	"github.com/xres/xres/resources"
+	"github.com/xres/xres/yarn/amstatus"
 )
 
 // Settings are what the ApplicationMaster side (am submit and am run)
@@ -25,6 +26,8 @@ type Settings struct {
 	RequestHeartbeat time.Duration // yarn.heartbeat.container-request-interval (DefaultRequestHeartbeat)
 	BlacklistExpiry  time.Duration // xres.yarn.blacklist.timeout (0: until the application ends)
 	RequestTimeout   time.Duration // slot.request.timeout (0: no bound)
+
+	Idle amstatus.IdleRule // xres.metrics.idle-* (IdleRule)
 
 	// NullWorker is xres.bench.null-worker: the workers are started as
 	// their command alone (NullWorkerLaunch), a benchmark's floor.
@@ -153,6 +156,9 @@ func Load(cfg *conf.Config, workers int, parse func(*conf.Config) ([]resources.S
 		return Settings{}, err
 	}
 	if s.BlacklistExpiry, s.RequestTimeout, err = faultBounds(cfg); err != nil {
+		return Settings{}, err
+	}
+	if s.Idle, err = IdleRule(cfg); err != nil {
 		return Settings{}, err
 	}
 	if s.NullWorker, err = cfg.Bool(conf.BenchNullWorker); err != nil {

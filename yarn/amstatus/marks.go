@@ -170,7 +170,7 @@ func rank(v []float64, p float64) float64 {
 // command-started report taken of one container. The two kinds are
 // counted apart: a launcher sends its command-started report beside the
 // report of its worker's port, and either may arrive first.
-type ReportSeqs struct{ full, started uint64 }
+type ReportSeqs struct{ full, started, samples uint64 }
 
 // Take checks r's Seq against s and records it; 0 (a kept report file of
 // an older launcher) is taken while none with a Seq was. A report not
@@ -179,6 +179,9 @@ func (s *ReportSeqs) Take(r contract.DeviceReport) error {
 	last := &s.full
 	if len(r.Resources) == 0 && r.Port == 0 && !r.CommandStarted.IsZero() {
 		last = &s.started
+	}
+	if IsSamples(r) {
+		last = &s.samples // GPU samples are counted apart too
 	}
 	if *last > 0 && r.Seq <= *last {
 		return fmt.Errorf("report devices: %w: container %s sent seq %d, and %d was taken already", ErrStaleReport, r.Container, r.Seq, *last)

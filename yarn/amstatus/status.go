@@ -110,6 +110,9 @@ type Status struct {
 	// Phases is the distribution of each step of the workers' starts
 	// over every listed worker (when the page asks for it: Page.Phases).
 	Phases []Phase `json:"phases,omitempty"`
+	// IdleGPUs are the running workers' granted GPUs under the idle
+	// threshold for longer than the idle window (GPU samples; IdleRule).
+	IdleGPUs []IdleGPU `json:"idle-gpus,omitempty"`
 }
 
 // Page selects the containers a Status lists: those in State (all when
@@ -119,6 +122,7 @@ type Page struct {
 	Offset, Limit int
 	State         string
 	Phases        bool // with Status.Phases (O(workers) more work)
+	Idle          bool // with Status.IdleGPUs (the page, api/status; not the workers' counts)
 }
 
 // Worker states in Status.

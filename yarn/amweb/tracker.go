@@ -37,6 +37,8 @@ const (
 	// many workers the application has now (EnvWorkersURL).
 	PathWorkers = "/api/workers"
 	PathReport  = contract.ReportPath // the launcher posts here (the shared contract)
+	// PathMetrics serves the AM's Prometheus metrics (WithMetrics).
+	PathMetrics = "/metrics"
 )
 
 const maxReportBytes = 1 << 20
@@ -53,7 +55,7 @@ type Pager interface {
 // statusPage answers a page of src's status; limit is the default Limit.
 func statusPage(src StatusSource, r *http.Request, limit int) (amstatus.Status, error) {
 	q := r.URL.Query()
-	p := amstatus.Page{Limit: limit, State: strings.ToUpper(q.Get("state")), Phases: q.Get("phases") == "true"}
+	p := amstatus.Page{Limit: limit, State: strings.ToUpper(q.Get("state")), Phases: q.Get("phases") == "true", Idle: true}
 	for key, dst := range map[string]*int{"offset": &p.Offset, "limit": &p.Limit} {
 		if v := q.Get(key); v != "" {
 			n, err := strconv.Atoi(v)
@@ -91,14 +93,27 @@ const (
 	EnvWorkers    = contract.EnvWorkers
 )
 
+// ReportCounter is a StatusSource that counts the launcher reports it
+// took, with their size (the AM's metrics).
+type ReportCounter interface {
+	CountReport(r contract.DeviceReport, bytes int)
+}
+
+// GPUSource is a StatusSource whose workers send GPU samples (the AM):
+// the page draws the listed workers' GPUs.
+type GPUSource interface {
+	WorkerGPUs() []amstatus.WorkerGPUs
+}
+
 // TrackerOption configures NewTracker.
 type TrackerOption func(*trackerOptions)
 
 type trackerOptions struct {
-	secret []byte
-	proxy  *WebProxy
-	logs   amdraw.NodeLogs
-	now    func() time.Time // the refusal log's clock (tests)
+	secret  []byte
+	proxy   *WebProxy
+	logs    amdraw.NodeLogs
+	now     func() time.Time // the refusal log's clock (tests)
+	metrics http.Handler     // GET /metrics (WithMetrics)
 }
 
 // WithReportSecret is the application's report secret
@@ -116,6 +131,14 @@ func WithReportSecret(secret []byte) TrackerOption {
 // to every caller (tests, a tracker outside YARN).
 func WithWebProxy(p *WebProxy) TrackerOption {
 	return func(o *trackerOptions) { o.proxy = p }
+}
+
+// WithMetrics serves h (the AM's Prometheus metrics, yarn/ammetrics) at
+// GET /metrics, under the page's rule: with WithWebProxy, to the RM's web
+// proxy alone (Prometheus scrapes <RM web app>/proxy/<application>/metrics,
+// see docs/metrics.md).
+func WithMetrics(h http.Handler) TrackerOption {
+	return func(o *trackerOptions) { o.metrics = h }
 }
 
 // withClock sets the clock of the refusal log (tests).
@@ -140,6 +163,8 @@ func WithNodeLogLinks(scheme, user string) TrackerOption {
 //	                  their NodeManager logs), and the containers with their
 //	                  devices, PageSize at a time
 //	GET  /api/status  the same as JSON (Status), every container
+//	GET  /metrics     the AM's Prometheus metrics (WithMetrics; read-only,
+//	                  served as the page is)
 //	GET  /api/workers the worker counts (WorkerCount), for the workers;
 //	                  the groups' addresses only with ?container=ID, signed
 //	                  with that container's key over contract.WorkersMessage(ID)
@@ -254,7 +279,12 @@ func NewTracker(src StatusSource, log logrus.FieldLogger, opts ...TrackerOption)
 			http.Error(w, err.Error(), code)
 			return
 		}
-		if len(rep.Resources) == 0 && !rep.CommandStarted.IsZero() {
+		if rc, ok := src.(ReportCounter); ok {
+			rc.CountReport(rep, len(body))
+		}
+		if amstatus.IsSamples(rep) {
+			// every xres.metrics.interval: not logged
+		} else if len(rep.Resources) == 0 && !rep.CommandStarted.IsZero() {
 			log.WithField("container", rep.Container).Debug("launcher reported its worker command started")
 		} else {
 			log.WithFields(logrus.Fields{"container": rep.Container, "resources": sortedKeys(rep.Resources)}).Info("launcher reported devices")
@@ -262,6 +292,9 @@ func NewTracker(src StatusSource, log logrus.FieldLogger, opts ...TrackerOption)
 		w.WriteHeader(http.StatusNoContent)
 	})
 	handleRendezvous(mux, src, o.secret, refusals)
+	if o.metrics != nil {
+		mux.Handle("GET "+PathMetrics, o.metrics)
+	}
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 		st, err := statusPage(src, r, PageSize)
 		if err != nil {
@@ -269,7 +302,11 @@ func NewTracker(src StatusSource, log logrus.FieldLogger, opts ...TrackerOption)
 			return
 		}
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		if err := statusHTML.Execute(w, htmlPage{Status: st, Limit: max(len(st.Containers), PageSize), State: strings.ToUpper(r.URL.Query().Get("state")), logs: o.logs}); err != nil {
+		page := htmlPage{Status: st, Limit: max(len(st.Containers), PageSize), State: strings.ToUpper(r.URL.Query().Get("state")), logs: o.logs}
+		if gs, ok := src.(GPUSource); ok {
+			page.gpus = gs.WorkerGPUs
+		}
+		if err := statusHTML.Execute(w, page); err != nil {
 			log.WithError(err).Warn("rendering status page failed")
 		}
 	})
@@ -290,6 +327,26 @@ type htmlPage struct {
 	Limit int
 	State string
 	logs  amdraw.NodeLogs
+	gpus  func() []amstatus.WorkerGPUs // nil: no GPU samples
+}
+
+// GPUDrawing draws the GPUs of the listed workers over time; "" when none
+// sent samples.
+func (p htmlPage) GPUDrawing() template.HTML {
+	if p.gpus == nil {
+		return ""
+	}
+	listed := make(map[string]bool, len(p.Containers))
+	for _, c := range p.Containers {
+		listed[c.Container] = true
+	}
+	var ws []amstatus.WorkerGPUs
+	for _, w := range p.gpus() {
+		if listed[w.Container] {
+			ws = append(ws, w)
+		}
+	}
+	return amdraw.DrawGPUs(ws)
 }
 
 // Timeline is the drawing of the listed containers' starts; nil when none
@@ -338,6 +395,7 @@ var statusHTML = template.Must(template.New("status").Funcs(template.FuncMap{
 		}
 		return strconv.Itoa(*p)
 	},
+	"seconds": func(s int64) string { return (time.Duration(s) * time.Second).String() },
 }).Parse(`<!DOCTYPE html>
 <html><head><meta charset="utf-8"><title>xres {{.App}}</title>
 <style>body{font-family:sans-serif}table{border-collapse:collapse}td,th{border:1px solid #999;padding:2px 6px;text-align:left}</style>
@@ -354,6 +412,12 @@ var statusHTML = template.Must(template.New("status").Funcs(template.FuncMap{
 {{if .Unplaceable}}<p>Waiting: {{.Unplaceable}}</p>{{end}}
 {{with .Timeline}}<div id="timeline"><p>Start of containers {{$.First}}–{{$.Last}}, one bar each: 0 s is {{if .OriginIsAsk}}the application's first ask{{else}}the earliest step shown{{end}}{{with .Origin}} ({{.}}){{end}}; a launcher's steps are on its host's clock. Each container id links to its logs on its NodeManager; hover for each step's time.</p>
 {{.SVG}}</div>
+{{end}}{{if .IdleGPUs}}<div id="idle-gpus"><p>Idle GPUs: granted, and under the idle threshold for longer than the window (xres.metrics.idle-threshold, xres.metrics.idle-window)</p>
+<table><tr><th>container</th><th>host</th><th>GPU</th><th>UUID</th><th>utilisation</th><th>idle for</th></tr>
+{{range .IdleGPUs}}<tr><td>{{.Container}}</td><td>{{.Host}}</td><td>{{.GPU}}</td><td>{{.UUID}}</td><td>{{.Util}} %</td><td>{{seconds .IdleForS}}</td></tr>
+{{end}}</table></div>
+{{end}}{{with .GPUDrawing}}<div id="gpus"><p>GPU utilisation and memory of the listed workers, from their launchers' samples:</p>
+{{.}}</div>
 {{end}}<p>Containers{{if .State}} {{.State}}{{end}}: {{if .Containers}}{{.First}}–{{.Last}} of {{end}}{{.ContainersTotal}}
 {{- if ge .Prev 0}} · <a href="?offset={{.Prev}}&amp;limit={{.Limit}}{{if .State}}&amp;state={{.State}}{{end}}">previous</a>{{end}}
 {{- if ge .Next 0}} · <a href="?offset={{.Next}}&amp;limit={{.Limit}}{{if .State}}&amp;state={{.State}}{{end}}">next</a>{{end}}
