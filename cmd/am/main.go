@@ -26,8 +26,11 @@ import (
 const amGCPercent = 50
 
 func main() {
-	if len(os.Args) > 1 && os.Args[1] == "run" && os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(amGCPercent)
+	if len(os.Args) > 1 && os.Args[1] == "run" {
+		_ = pageOutBinary() // best effort: pageout_linux.go
+		if os.Getenv("GOGC") == "" {
+			debug.SetGCPercent(amGCPercent)
+		}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := amcli.Main(ctx, os.Args[1:], amcli.Env{Getenv: os.Getenv, Stdout: os.Stdout, Stderr: os.Stderr,

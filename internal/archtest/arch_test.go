@@ -165,6 +165,23 @@ func TestAmLinksNoDriver(t *testing.T) {
 	rule(t, bad, "what am checks about drivers comes from their declared params, not their code")
 }
 
+// TestAmLinksNoTemplate: the am binary links no text/template (nor
+// html/template, built on it). A template looks methods up by name at run
+// time, so the linker keeps every exported method of every type in the
+// binary: ~3 MiB more of `am`, all resident in the ApplicationMaster, whose
+// peak RSS is charged to its container (make bench-am-curve;
+// yarn/amweb/page.go).
+func TestAmLinksNoTemplate(t *testing.T) {
+	p := mustPkg(t, "cmd/am")
+	var bad []string
+	for _, d := range p.Deps {
+		if d == "text/template" || d == "html/template" {
+			bad = append(bad, fmt.Sprintf("cmd/am links %s (via %s)", d, directVia(t, p, d)))
+		}
+	}
+	rule(t, bad, "the AM's pages are written by hand (yarn/amweb/page.go): a template keeps every method of the binary linked")
+}
+
 // TestLaunchImportsNoConcreteDriver: driver/launch reaches drivers only
 // through the driver contract; no concrete driver, and not the registry of
 // built-in drivers, is linked into it (cmd/container-launcher assembles

@@ -1,10 +1,6 @@
 package amdraw
 
-import (
-	"html/template"
-
-	"github.com/xres/xres/yarn/amstatus"
-)
+import "github.com/xres/xres/yarn/amstatus"
 
 // DrawGPUs draws the listed workers' GPUs over time as an inline SVG, one
 // row per GPU, written as the start timeline is (svgWriter, every string
@@ -18,7 +14,7 @@ import (
 // the hosts' clocks. Each point's tooltip would cost a node per point;
 // the row's title says the latest figures instead. "" when no worker has
 // a sample.
-func DrawGPUs(workers []amstatus.WorkerGPUs) template.HTML {
+func DrawGPUs(workers []amstatus.WorkerGPUs) string {
 	const rowH, top = 34, 22
 	var first, last int64
 	var maxMem float64
@@ -118,5 +114,5 @@ func DrawGPUs(workers []amstatus.WorkerGPUs) template.HTML {
 		}
 	}
 	w.s("</svg>")
-	return template.HTML(w.b)
+	return string(w.b)
 }

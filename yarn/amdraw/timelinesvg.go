@@ -1,7 +1,6 @@
 package amdraw
 
 import (
-	"html/template"
 	"math"
 	"net/url"
 	"strconv"
@@ -29,8 +28,9 @@ import (
 // The drawing is written here, not by html/template actions: with one
 // action per attribute the page took 13 times as long to render
 // (BenchmarkTrackingPage). Every string from the cluster (container id,
-// host, link) goes through template.HTMLEscapeString, as html/template
-// escapes text and quoted attributes.
+// host, link) goes through htmlEscaper, as html/template escapes text and
+// quoted attributes; `am` links no html/template (yarn/amweb/page.go says
+// why).
 
 // Timeline drawing geometry (SVG user units, CSS pixels at zoom 1).
 const (
@@ -84,7 +84,7 @@ func (n NodeLogs) link(ws *amstatus.WorkerStatus) string {
 
 // View is the page's drawing: the SVG and what its caption says.
 type View struct {
-	SVG         template.HTML
+	SVG         string // escaped where drawn: written into the page as it is
 	Origin      string // 0 s, as a UTC time
 	OriginIsAsk bool   // 0 is the first ask (else the earliest mark drawn)
 }
@@ -107,10 +107,13 @@ func (w *svgWriter) s(parts ...string) {
 	}
 }
 
+// htmlEscaper escapes as html/template's HTMLEscapeString: & < > ' " and NUL.
+var htmlEscaper = strings.NewReplacer("\x00", "\uFFFD", `"`, "&#34;", "&", "&amp;", "'", "&#39;", "<", "&lt;", ">", "&gt;")
+
 // esc writes s escaped for HTML text or a quoted attribute.
 func (w *svgWriter) esc(s string) {
 	if strings.ContainsAny(s, "<>&'\"\x00") {
-		s = template.HTMLEscapeString(s)
+		s = htmlEscaper.Replace(s)
 	}
 	w.b = append(w.b, s...)
 }
@@ -143,7 +146,7 @@ func Draw(s amstatus.Status, links NodeLogs) *View {
 	}
 	w.s("</svg>")
 
-	v := &View{SVG: template.HTML(w.b), OriginIsAsk: fromAsk}
+	v := &View{SVG: string(w.b), OriginIsAsk: fromAsk}
 	if !origin.IsZero() {
 		v.Origin = origin.UTC().Format("2006-01-02 15:04:05.000 MST")
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"html/template"
 	"io"
 	"net"
 	"net/http"
@@ -306,7 +305,7 @@ func NewTracker(src StatusSource, log logrus.FieldLogger, opts ...TrackerOption)
 		if gs, ok := src.(GPUSource); ok {
 			page.gpus = gs.WorkerGPUs
 		}
-		if err := statusHTML.Execute(w, page); err != nil {
+		if err := writeStatusPage(w, page); err != nil {
 			log.WithError(err).Warn("rendering status page failed")
 		}
 	})
@@ -332,7 +331,7 @@ type htmlPage struct {
 
 // GPUDrawing draws the GPUs of the listed workers over time; "" when none
 // sent samples.
-func (p htmlPage) GPUDrawing() template.HTML {
+func (p htmlPage) GPUDrawing() string {
 	if p.gpus == nil {
 		return ""
 	}
@@ -371,84 +370,6 @@ func (p htmlPage) Next() int {
 // First and Last number the listed containers from 1.
 func (p htmlPage) First() int { return p.Offset + 1 }
 func (p htmlPage) Last() int  { return p.Offset + len(p.Containers) }
-
-var statusHTML = template.Must(template.New("status").Funcs(template.FuncMap{
-	"devices": func(ws amstatus.WorkerStatus) string {
-		var parts []string
-		for _, name := range sortedKeys(ws.Devices) {
-			var ids []string
-			for _, d := range ws.Devices[name] {
-				id := d["index"]
-				if u := d["uuid"]; u != "" {
-					id += " (" + u + ")"
-				}
-				ids = append(ids, id)
-			}
-			parts = append(parts, name+": "+strings.Join(ids, ", "))
-		}
-		return strings.Join(parts, "; ")
-	},
-	"named": func(gs []amstatus.GroupStatus) bool { return len(gs) > 0 && gs[0].Name != "" },
-	"exit": func(p *int) string {
-		if p == nil {
-			return ""
-		}
-		return strconv.Itoa(*p)
-	},
-	"seconds": func(s int64) string { return (time.Duration(s) * time.Second).String() },
-}).Parse(`<!DOCTYPE html>
-<html><head><meta charset="utf-8"><title>xres {{.App}}</title>
-<style>body{font-family:sans-serif}table{border-collapse:collapse}td,th{border:1px solid #999;padding:2px 6px;text-align:left}</style>
-</head><body>
-<h1>xres application {{.App}}</h1>
-<div id="live">
-<p>State: <b>{{.Status.State}}</b> — <span id="target">running {{.Running}} of target {{.Workers}}{{if lt .Minimum .Workers}} (minimum {{.Minimum}}, scheduler-mode: reactive){{end}}</span>, starting {{.Starting}}{{if .Standby}}, standby spares {{.Standby}}{{end}}, succeeded {{.Succeeded}}, failed {{.Failed}}, restarts {{.Restarts}} (limit {{.MaxFailed}}), pending {{.Pending}}</p>
-{{if named .Groups}}<table id="groups"><tr><th>group</th><th>running / target</th><th>minimum</th><th>starting</th><th>pending</th><th>succeeded</th><th>failed (limit)</th><th>restarts</th><th>profile</th></tr>
-{{range .Groups}}<tr><td>{{.Name}}</td><td>{{.Running}} / {{.Workers}}</td><td>{{.Minimum}}</td><td>{{.Starting}}</td><td>{{.Pending}}</td><td>{{.Succeeded}}</td><td>{{.Failed}} ({{.MaxFailed}})</td><td>{{.Restarts}}</td><td>{{.Profile}}</td></tr>
-{{end}}</table>{{else}}<p>Container profile: {{.Profile}}</p>{{end}}
-<p>Hosts: {{range $i, $h := .Hosts}}{{if $i}}, {{end}}{{$h}}{{end}}</p>
-{{if .Blacklist}}<p>Blacklisted nodes: {{range $i, $h := .Blacklist}}{{if $i}}, {{end}}{{$h}}{{end}}</p>{{end}}
-{{if .Diagnostics}}<pre>{{.Diagnostics}}</pre>{{end}}
-{{if .Unplaceable}}<p>Waiting: {{.Unplaceable}}</p>{{end}}
-{{with .Timeline}}<div id="timeline"><p>Start of containers {{$.First}}–{{$.Last}}, one bar each: 0 s is {{if .OriginIsAsk}}the application's first ask{{else}}the earliest step shown{{end}}{{with .Origin}} ({{.}}){{end}}; a launcher's steps are on its host's clock. Each container id links to its logs on its NodeManager; hover for each step's time.</p>
-{{.SVG}}</div>
-{{end}}{{if .IdleGPUs}}<div id="idle-gpus"><p>Idle GPUs: granted, and under the idle threshold for longer than the window (xres.metrics.idle-threshold, xres.metrics.idle-window)</p>
-<table><tr><th>container</th><th>host</th><th>GPU</th><th>UUID</th><th>utilisation</th><th>idle for</th></tr>
-{{range .IdleGPUs}}<tr><td>{{.Container}}</td><td>{{.Host}}</td><td>{{.GPU}}</td><td>{{.UUID}}</td><td>{{.Util}} %</td><td>{{seconds .IdleForS}}</td></tr>
-{{end}}</table></div>
-{{end}}{{with .GPUDrawing}}<div id="gpus"><p>GPU utilisation and memory of the listed workers, from their launchers' samples:</p>
-{{.}}</div>
-{{end}}<p>Containers{{if .State}} {{.State}}{{end}}: {{if .Containers}}{{.First}}–{{.Last}} of {{end}}{{.ContainersTotal}}
-{{- if ge .Prev 0}} · <a href="?offset={{.Prev}}&amp;limit={{.Limit}}{{if .State}}&amp;state={{.State}}{{end}}">previous</a>{{end}}
-{{- if ge .Next 0}} · <a href="?offset={{.Next}}&amp;limit={{.Limit}}{{if .State}}&amp;state={{.State}}{{end}}">next</a>{{end}}
- · show: <a href="?">all</a>, <a href="?state=RUNNING">running</a>, <a href="?state=STARTING">starting</a>, <a href="?state=STANDBY">standby</a>, <a href="?state=FAILED">failed</a>, <a href="?state=SUCCEEDED">succeeded</a></p>
-{{$groups := named .Groups}}<table><tr><th>container</th>{{if $groups}}<th>group</th>{{end}}<th>host</th><th>state</th><th>exit</th><th>devices</th><th>diagnostics</th></tr>
-{{range .Containers}}<tr><td>{{.Container}}</td>{{if $groups}}<td>{{.Group}}</td>{{end}}<td>{{.Host}}</td><td>{{.State}}</td><td>{{exit .ExitStatus}}</td><td>{{devices .}}</td><td>{{.Diagnostics}}</td></tr>
-{{end}}</table>
-</div>
-<p><a href="api/status">JSON</a> · <span id="refreshed">refreshes every 5 s</span></p>
-<script>
-// Every 5 s: fetch this page again (same query) and swap in its #live part.
-(function () {
-  var n = 0, note = document.getElementById("refreshed");
-  function tick() {
-    fetch(location.href, {cache: "no-store"}).then(function (r) {
-      return r.ok ? r.text() : Promise.reject("HTTP " + r.status);
-    }).then(function (html) {
-      var live = new DOMParser().parseFromString(html, "text/html").getElementById("live");
-      if (live) document.getElementById("live").replaceWith(live);
-      n++;
-      note.dataset.refreshes = n;
-      note.textContent = "updated " + new Date().toLocaleTimeString() + ", every 5 s";
-    }).catch(function (e) {
-      note.textContent = "refresh failed (" + e + "); retrying every 5 s";
-    }).finally(function () { setTimeout(tick, 5000); });
-  }
-  setTimeout(tick, 5000);
-})();
-</script>
-</body></html>
-`))
 
 // Listen binds the tracking server. port is Flink's rest.bind-port syntax:
 // a port, a range "50100-50200" or a list "50100,50105-50110"; "0" or ""
