@@ -15,15 +15,11 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/jcmturner/gokrb5/v8/client"
-	"github.com/jcmturner/gokrb5/v8/config"
-	"github.com/jcmturner/gokrb5/v8/credentials"
-	"github.com/jcmturner/gokrb5/v8/spnego"
 
 	"github.com/xres/xres/conf"
 )
@@ -416,10 +412,25 @@ func drain(resp *http.Response) {
 // errNoKerberos: the container holds no Kerberos ticket cache.
 var errNoKerberos = errors.New("this container has no Kerberos credentials")
 
+// SPNEGOHelperName is the helper that makes the SPNEGO token
+// (driver/gpu/nmspnego, cmd/container-launcher/xres-spnego): Kerberos
+// (gokrb5, encoding/gob) is linked there, not here, so that no launch
+// initialises it; it runs only when a NodeManager asks for SPNEGO.
+const SPNEGOHelperName = "xres-spnego"
+
+// ErrSPNEGOHelperMissing: a NodeManager asked for SPNEGO and the launcher
+// found no SPNEGO helper (SPNEGOHelperName) to make the token with.
+var ErrSPNEGOHelperMissing = errors.New("SPNEGO helper missing")
+
+// Exit code of the SPNEGO helper when the container has no Kerberos
+// credentials (nmspnego.ExitNoCredentials).
+const spnegoNoCredentials = 3
+
 // spnego authenticates with the container's Kerberos ticket cache
 // (KRB5CCNAME, else /tmp/krb5cc_<uid>) and krb5.conf (KRB5_CONFIG, else
-// /etc/krb5.conf). YARN gives containers delegation tokens, not tickets: a
-// container without a cache says so.
+// /etc/krb5.conf), through the SPNEGO helper. YARN gives containers
+// delegation tokens, not tickets: a container without a cache says so
+// (checked here, before the helper is looked for).
 func (c *nmClient) spnego() (func(*http.Request) error, error) {
 	cc := strings.TrimPrefix(c.getenv("KRB5CCNAME"), "FILE:")
 	if cc == "" {
@@ -429,25 +440,50 @@ func (c *nmClient) spnego() (func(*http.Request) error, error) {
 		return nil, fmt.Errorf("%w: no ticket cache (KRB5CCNAME unset or %s absent); YARN hands containers delegation tokens, not Kerberos tickets: "+
 			"give the NodeManager's REST to the container without SPNEGO, or set %s to off where the cluster only counts GPUs", errNoKerberos, cc, ParamYarnAssignment)
 	}
-	conf := c.getenv("KRB5_CONFIG")
-	if conf == "" {
-		conf = "/etc/krb5.conf"
-	}
-	kc, err := config.Load(conf)
+	helper, err := findHelper(SPNEGOHelperName, ErrSPNEGOHelperMissing, c.getenv)
 	if err != nil {
-		return nil, fmt.Errorf("%w: krb5 configuration %s: %v", errNoKerberos, conf, err)
+		return nil, err
 	}
-	ccache, err := credentials.LoadCCache(cc)
-	if err != nil {
-		return nil, fmt.Errorf("%w: ticket cache %s: %v", errNoKerberos, cc, err)
+	timeout := c.timeout
+	if timeout <= 0 {
+		timeout = 10 * time.Second
 	}
-	cl, err := client.NewFromCCache(ccache, kc, client.DisablePAFXFAST(true))
-	if err != nil {
-		return nil, fmt.Errorf("%w: ticket cache %s: %v", errNoKerberos, cc, err)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, helper, "HTTP/"+c.host)
+	cmd.Env = helperEnv(c.getenv, "KRB5CCNAME", "KRB5_CONFIG")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	runErr := cmd.Run()
+	said := strings.TrimSpace(string(bytes.TrimPrefix(stderr.Bytes(), []byte(SPNEGOHelperName+": "))))
+	if runErr != nil {
+		var ee *exec.ExitError
+		if errors.As(runErr, &ee) && ee.ExitCode() == spnegoNoCredentials {
+			return nil, fmt.Errorf("%w: %s", errNoKerberos, clip(strings.TrimPrefix(said, "no Kerberos credentials: "), 300))
+		}
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("SPNEGO helper %s: no token within %s", helper, timeout)
+		}
+		return nil, fmt.Errorf("SPNEGO helper %s: %v: %s", helper, runErr, clip(said, 300))
+	}
+	header := strings.TrimSpace(stdout.String())
+	if !strings.HasPrefix(header, "Negotiate ") || strings.ContainsAny(header, "\r\n") {
+		return nil, fmt.Errorf("SPNEGO helper %s: printed no Negotiate token", helper)
 	}
 	return func(req *http.Request) error {
-		return spnego.SetSPNEGOHeader(cl, req, "HTTP/"+c.host)
+		req.Header.Set("Authorization", header)
+		return nil
 	}, nil
+}
+
+// helperEnv is the launcher's environment with keys as getenv reads them
+// (the container's, which tests replace).
+func helperEnv(getenv func(string) string, keys ...string) []string {
+	env := os.Environ()
+	for _, k := range keys {
+		env = append(env, k+"="+getenv(k))
+	}
+	return env
 }
 
 // siteConf is what the node's yarn-site.xml ($HADOOP_CONF_DIR) says, where
