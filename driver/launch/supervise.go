@@ -458,16 +458,23 @@ func startReaper(pgid int) (*reaper, error) {
 	return &reaper{pid: pid, w: w}, nil
 }
 
-// stop kills and reaps the reaper, then closes its pipe: once the worker's
-// group has ended, nothing is left for it to do (and its group id may be
-// reused).
+// stop kills the reaper, then closes its pipe: once the worker's group has
+// ended, nothing is left for it to do (and its group id may be reused).
+// The pipe is closed without waiting for the reaper's end: once kill has
+// returned, SIGKILL is pending for it, and a process with SIGKILL pending
+// never runs another instruction of its own (the kernel ends it on its
+// way back from any system call or interrupt, and a pipe read it waits in
+// returns for the signal), so it cannot see the pipe's end and signal the
+// group. It is reaped off the launch's way: the launch does not wait
+// until a killed shell has been torn down (an unreaped child left at the
+// launcher's exit is reaped by its parent's reaper).
 func (rp *reaper) stop() {
 	if rp == nil {
 		return
 	}
 	_ = syscall.Kill(rp.pid, syscall.SIGKILL)
-	waitPid(rp.pid)
 	_ = rp.w.Close()
+	go waitPid(rp.pid)
 }
 
 // exitCodeOf turns a wait status into a shell-style exit code.
