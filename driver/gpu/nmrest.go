@@ -476,6 +476,34 @@ func (c *nmClient) spnego() (func(*http.Request) error, error) {
 	}, nil
 }
 
+// findHelper looks for the helper program name beside the launcher as it was called
+// (YARN links localized files into the container's folder and starts
+// ./container-launcher there), beside the launcher's file, then on PATH;
+// not found, its error wraps missing.
+func findHelper(name string, missing error, getenv func(string) string) (string, error) {
+	var dirs []string
+	if strings.Contains(os.Args[0], "/") {
+		dirs = append(dirs, filepath.Dir(os.Args[0]))
+	}
+	if exe, err := os.Executable(); err == nil {
+		dirs = append(dirs, filepath.Dir(exe))
+	}
+	for _, dir := range dirs {
+		if p := filepath.Join(dir, name); isExecutable(p) {
+			return p, nil
+		}
+	}
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	p, err := lookPath(name, getenv)
+	if err != nil {
+		return "", fmt.Errorf("%w: %s is not beside the launcher (%s) nor on PATH: install it there (make build writes both)",
+			missing, name, strings.Join(dirs, ", "))
+	}
+	return p, nil
+}
+
 // helperEnv is the launcher's environment with keys as getenv reads them
 // (the container's, which tests replace).
 func helperEnv(getenv func(string) string, keys ...string) []string {

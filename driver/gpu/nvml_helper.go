@@ -6,8 +6,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/xres/xres/driver"
@@ -71,30 +69,4 @@ func (h *nvmlHelper) Enumerate(ctx context.Context) ([]driver.Device, error) {
 // ./container-launcher there), beside the launcher's file, then on PATH.
 func findNVMLHelper(getenv func(string) string) (string, error) {
 	return findHelper(NVMLHelperName, ErrNVMLHelperMissing, getenv)
-}
-
-// findHelper looks for the helper program name as findNVMLHelper does;
-// not found, its error wraps missing.
-func findHelper(name string, missing error, getenv func(string) string) (string, error) {
-	var dirs []string
-	if strings.Contains(os.Args[0], "/") {
-		dirs = append(dirs, filepath.Dir(os.Args[0]))
-	}
-	if exe, err := os.Executable(); err == nil {
-		dirs = append(dirs, filepath.Dir(exe))
-	}
-	for _, dir := range dirs {
-		if p := filepath.Join(dir, name); isExecutable(p) {
-			return p, nil
-		}
-	}
-	if getenv == nil {
-		getenv = os.Getenv
-	}
-	p, err := lookPath(name, getenv)
-	if err != nil {
-		return "", fmt.Errorf("%w: %s is not beside the launcher (%s) nor on PATH: install it there (make build writes both)",
-			missing, name, strings.Join(dirs, ", "))
-	}
-	return p, nil
 }

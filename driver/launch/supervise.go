@@ -418,8 +418,9 @@ const reaperScript = `trap '' HUP INT QUIT TERM; read x; kill -9 -"$1"`
 // (signals are forwarded once, the launcher can end the worker's tree
 // without ending itself, the host coordination records that group), which
 // YARN's kill does not reach, and the parent-death signal reaches the
-// worker's first process only. So every worker gets a reaper: a shell in
-// a process group of its own (nothing YARN or the launcher sends reaches
+// worker's first process only. So every worker gets a reaper: a process
+// (on linux/amd64 cloned without an exec, reaper_linux_amd64.go;
+// elsewhere a shell) in a process group of its own (nothing YARN or the launcher sends reaches
 // it), reading a pipe whose only writer is the launcher. When the
 // launcher is SIGKILLed, the kernel closes the pipe, and the reaper sends
 // SIGKILL to the worker's group at once: every process of it ends, a
@@ -427,12 +428,14 @@ const reaperScript = `trap '' HUP INT QUIT TERM; read x; kill -9 -"$1"`
 // for the group are free then. A launcher that ends its worker itself
 // (endGroup) kills its reaper afterwards (stop).
 type reaper struct {
-	pid int
-	w   *os.File // the pipe's write end, held open while the launcher lives
+	pid   int
+	w     *os.File // the pipe's write end, held open while the launcher lives
+	stack []byte   // a cloned reaper's stack (reaper_linux_amd64.go), freed once it is reaped
 }
 
-// startReaper starts the reaper of process group pgid.
-func startReaper(pgid int) (*reaper, error) {
+// startShellReaper starts the reaper of process group pgid as a shell
+// (reaperShell), where the launcher cannot clone one (startReaper).
+func startShellReaper(pgid int) (*reaper, error) {
 	r, w, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("reaper pipe: %w", err)
@@ -474,7 +477,12 @@ func (rp *reaper) stop() {
 	}
 	_ = syscall.Kill(rp.pid, syscall.SIGKILL)
 	_ = rp.w.Close()
-	go waitPid(rp.pid)
+	go func() {
+		waitPid(rp.pid)
+		if rp.stack != nil {
+			_ = syscall.Munmap(rp.stack)
+		}
+	}()
 }
 
 // exitCodeOf turns a wait status into a shell-style exit code.
