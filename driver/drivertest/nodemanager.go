@@ -59,6 +59,7 @@ type NodeManager struct {
 	gpus      []NMGPU
 	assigned  map[NMGPU]string
 	lastQuery string
+	lastAuth  string
 }
 
 // NewNodeManager starts a stub NodeManager over HTTP with gpus.
@@ -149,6 +150,13 @@ func (nm *NodeManager) LastQuery() string {
 	return nm.lastQuery
 }
 
+// LastAuthorization is the Authorization header of the last request.
+func (nm *NodeManager) LastAuthorization() string {
+	nm.mu.Lock()
+	defer nm.mu.Unlock()
+	return nm.lastAuth
+}
+
 const nmResourcePrefix = "/ws/v1/node/resources/"
 
 // ServeHTTP implements http.Handler.
@@ -156,6 +164,7 @@ func (nm *NodeManager) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	nm.Requests.Add(1)
 	nm.mu.Lock()
 	nm.lastQuery = r.URL.RawQuery
+	nm.lastAuth = r.Header.Get("Authorization")
 	nm.mu.Unlock()
 	if nm.Negotiate.Load() && r.Header.Get("Authorization") == "" {
 		w.Header().Set("WWW-Authenticate", "Negotiate")

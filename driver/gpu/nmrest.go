@@ -12,18 +12,13 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/jcmturner/gokrb5/v8/client"
-	"github.com/jcmturner/gokrb5/v8/config"
-	"github.com/jcmturner/gokrb5/v8/credentials"
-	"github.com/jcmturner/gokrb5/v8/spnego"
 
 	"github.com/xres/xres/conf"
 )
@@ -223,7 +218,11 @@ func nmInt(v any) (int, error) {
 	return n, nil
 }
 
-// nmClient asks a NodeManager's REST.
+// nmClient asks a NodeManager's REST: one HTTP/1.1 GET per connection
+// (Connection: close), over TLS where the NodeManager speaks HTTPS, written
+// and read here (readNMResponse) rather than with net/http, whose client,
+// HTTP/2 and package initialisation every launch would pay for one GET
+// (BenchmarkLauncherOverhead: about 0.1 ms of each start).
 type nmClient struct {
 	host    string
 	port    string
@@ -235,8 +234,11 @@ type nmClient struct {
 }
 
 // errNMNotHTTP: the port answered, but not HTTP (a TLS port asked in
-// plain HTTP).
+// plain HTTP, or a plain port asked over TLS).
 var errNMNotHTTP = errors.New("not an HTTP answer")
+
+// errNMNegotiate: the NodeManager answered 401 asking for SPNEGO.
+var errNMNegotiate = errors.New("the NodeManager asks for SPNEGO")
 
 // nmAnswer is the outcome of one GET.
 type nmAnswer struct {
@@ -244,6 +246,14 @@ type nmAnswer struct {
 	status int
 	body   []byte
 }
+
+// HTTP status codes the launcher tells apart.
+const (
+	statusOK           = 200
+	statusBadRequest   = 400
+	statusUnauthorized = 401
+	statusNotFound     = 404
+)
 
 // get asks for resource's info: plain HTTP unless yarn.http.policy says
 // HTTPS_ONLY, and HTTPS again where the port turns out to speak TLS.
@@ -258,10 +268,11 @@ func (c *nmClient) send(ctx context.Context, resource string) *plainCall {
 	if c.https {
 		return nil
 	}
-	return c.sendPlain(ctx, resource)
+	return c.sendOn(ctx, "http", resource, "")
 }
 
-// finish completes what send started (get).
+// finish completes what send started (get): a NodeManager asking for
+// SPNEGO is asked again with the token the SPNEGO helper makes.
 func (c *nmClient) finish(ctx context.Context, resource string, sent *plainCall) (nmAnswer, error) {
 	schemes := []string{"http", "https"}
 	if c.https {
@@ -269,12 +280,19 @@ func (c *nmClient) finish(ctx context.Context, resource string, sent *plainCall)
 	}
 	var lastErr error
 	for _, scheme := range schemes {
-		var a nmAnswer
-		var err error
-		if scheme == "http" && sent != nil {
-			a, err = c.receivePlain(ctx, scheme, resource, sent)
-		} else {
-			a, err = c.getScheme(ctx, scheme, resource)
+		call := sent
+		if scheme != "http" || call == nil {
+			call = c.sendOn(ctx, scheme, resource, "")
+		}
+		a, err := call.receive()
+		if errors.Is(err, errNMNegotiate) {
+			var auth string
+			if auth, err = c.spnego(); err != nil {
+				return a, fmt.Errorf("GET %s: the NodeManager requires SPNEGO (Kerberos) authentication: %w", a.url, err)
+			}
+			if a, err = c.sendOn(ctx, scheme, resource, auth).receive(); errors.Is(err, errNMNegotiate) {
+				err = fmt.Errorf("GET %s (SPNEGO): refused (HTTP 401)", a.url)
+			}
 		}
 		if err == nil {
 			return a, nil
@@ -296,9 +314,9 @@ func (c *nmClient) url(scheme, resource string) string {
 	return u.String()
 }
 
-func (c *nmClient) httpClient() (*http.Client, error) {
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.Proxy = nil // the NodeManager is this host's
+// tlsConfig trusts the system's CAs and caFile's.
+func (c *nmClient) tlsConfig() (*tls.Config, error) {
+	cfg := &tls.Config{ServerName: c.host, MinVersion: tls.VersionTLS12}
 	if c.caFile != "" {
 		pool, err := x509.SystemCertPool()
 		if err != nil || pool == nil {
@@ -311,143 +329,111 @@ func (c *nmClient) httpClient() (*http.Client, error) {
 		if !pool.AppendCertsFromPEM(pem) {
 			return nil, fmt.Errorf("%s = %s: no PEM certificate in it", ParamYarnCAFile, c.caFile)
 		}
-		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+		cfg.RootCAs = pool
 	}
-	return &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}, nil
-}
-
-// receivePlain reads the answer to the plain GET sent, and asks again
-// with the full client where the NodeManager asks for SPNEGO.
-func (c *nmClient) receivePlain(ctx context.Context, scheme, resource string, sent *plainCall) (nmAnswer, error) {
-	if a, err := sent.receive(); err == nil || !errors.Is(err, errNMNegotiate) {
-		return a, err
-	}
-	return c.getFull(ctx, scheme, resource)
-}
-
-func (c *nmClient) getScheme(ctx context.Context, scheme, resource string) (nmAnswer, error) {
-	if scheme == "http" {
-		// The common case, on the launch path: one plain GET without
-		// net/http's transport (its goroutines and pools cost a launch
-		// more than the request). A NodeManager asking for SPNEGO gets the
-		// full client.
-		return c.receivePlain(ctx, scheme, resource, c.sendPlain(ctx, resource))
-	}
-	return c.getFull(ctx, scheme, resource)
-}
-
-// getFull asks with net/http's client: HTTPS, and SPNEGO where the
-// NodeManager asks for it.
-func (c *nmClient) getFull(ctx context.Context, scheme, resource string) (nmAnswer, error) {
-	a := nmAnswer{url: c.url(scheme, resource)}
-	hc, err := c.httpClient()
-	if err != nil {
-		return a, err
-	}
-	timeout := c.timeout
-	if timeout <= 0 {
-		timeout = 10 * time.Second
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	do := func(auth func(*http.Request) error) (*http.Response, error) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.url, nil)
-		if err != nil {
-			return nil, err
-		}
-		req.Header.Set("Accept", "application/json")
-		if auth != nil {
-			if err := auth(req); err != nil {
-				return nil, err
-			}
-		}
-		return hc.Do(req)
-	}
-	resp, err := do(nil)
-	if err != nil {
-		if strings.Contains(err.Error(), "malformed HTTP response") || strings.Contains(err.Error(), "server gave HTTP response to HTTPS client") {
-			return a, fmt.Errorf("GET %s: %w: %v", a.url, errNMNotHTTP, err)
-		}
-		return a, fmt.Errorf("GET %s: %w", a.url, err)
-	}
-	if resp.StatusCode == http.StatusUnauthorized && negotiates(resp) {
-		drain(resp)
-		auth, err := c.spnego()
-		if err != nil {
-			return a, fmt.Errorf("GET %s: the NodeManager requires SPNEGO (Kerberos) authentication: %w", a.url, err)
-		}
-		if resp, err = do(auth); err != nil {
-			return a, fmt.Errorf("GET %s (SPNEGO): %w", a.url, err)
-		}
-	}
-	defer drain(resp)
-	a.status = resp.StatusCode
-	if scheme == "http" && resp.StatusCode == http.StatusBadRequest {
-		// A TLS port asked in plain HTTP may answer so (Go's, Jetty's
-		// "plain HTTP request was sent to HTTPS port").
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		if bytes.Contains(bytes.ToUpper(b), []byte("HTTPS")) {
-			return a, fmt.Errorf("GET %s: %w: %s", a.url, errNMNotHTTP, clip(strings.TrimSpace(string(b)), 200))
-		}
-		a.body = b
-		return a, nil
-	}
-	a.body, err = io.ReadAll(io.LimitReader(resp.Body, maxNMAnswer))
-	if err != nil {
-		return a, fmt.Errorf("GET %s: read the answer: %w", a.url, err)
-	}
-	return a, nil
-}
-
-func negotiates(resp *http.Response) bool {
-	for _, v := range resp.Header.Values("WWW-Authenticate") {
-		if strings.HasPrefix(strings.TrimSpace(v), "Negotiate") {
-			return true
-		}
-	}
-	return false
-}
-
-func drain(resp *http.Response) {
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxNMAnswer))
-	_ = resp.Body.Close()
+	return cfg, nil
 }
 
 // errNoKerberos: the container holds no Kerberos ticket cache.
 var errNoKerberos = errors.New("this container has no Kerberos credentials")
 
+// SPNEGOHelperName is the helper that makes the SPNEGO token
+// (driver/gpu/nmspnego, cmd/container-launcher/xres-spnego): Kerberos
+// (gokrb5, encoding/gob) is linked there, not here, so that no launch
+// initialises it; it runs only when a NodeManager asks for SPNEGO.
+const SPNEGOHelperName = "xres-spnego"
+
+// ErrSPNEGOHelperMissing: a NodeManager asked for SPNEGO and the launcher
+// found no SPNEGO helper (SPNEGOHelperName) to make the token with.
+var ErrSPNEGOHelperMissing = errors.New("SPNEGO helper missing")
+
+// Exit code of the SPNEGO helper when the container has no Kerberos
+// credentials (nmspnego.ExitNoCredentials).
+const spnegoNoCredentials = 3
+
 // spnego authenticates with the container's Kerberos ticket cache
 // (KRB5CCNAME, else /tmp/krb5cc_<uid>) and krb5.conf (KRB5_CONFIG, else
-// /etc/krb5.conf). YARN gives containers delegation tokens, not tickets: a
-// container without a cache says so.
-func (c *nmClient) spnego() (func(*http.Request) error, error) {
+// /etc/krb5.conf), through the SPNEGO helper. YARN gives containers
+// delegation tokens, not tickets: a container without a cache says so
+// (checked here, before the helper is looked for).
+func (c *nmClient) spnego() (string, error) {
 	cc := strings.TrimPrefix(c.getenv("KRB5CCNAME"), "FILE:")
 	if cc == "" {
 		cc = filepath.Join(os.TempDir(), "krb5cc_"+strconv.Itoa(os.Getuid()))
 	}
 	if _, err := os.Stat(cc); err != nil {
-		return nil, fmt.Errorf("%w: no ticket cache (KRB5CCNAME unset or %s absent); YARN hands containers delegation tokens, not Kerberos tickets: "+
+		return "", fmt.Errorf("%w: no ticket cache (KRB5CCNAME unset or %s absent); YARN hands containers delegation tokens, not Kerberos tickets: "+
 			"give the NodeManager's REST to the container without SPNEGO, or set %s to off where the cluster only counts GPUs", errNoKerberos, cc, ParamYarnAssignment)
 	}
-	conf := c.getenv("KRB5_CONFIG")
-	if conf == "" {
-		conf = "/etc/krb5.conf"
-	}
-	kc, err := config.Load(conf)
+	helper, err := findHelper(SPNEGOHelperName, ErrSPNEGOHelperMissing, c.getenv)
 	if err != nil {
-		return nil, fmt.Errorf("%w: krb5 configuration %s: %v", errNoKerberos, conf, err)
+		return "", err
 	}
-	ccache, err := credentials.LoadCCache(cc)
+	timeout := c.timeout
+	if timeout <= 0 {
+		timeout = 10 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, helper, "HTTP/"+c.host)
+	cmd.Env = helperEnv(c.getenv, "KRB5CCNAME", "KRB5_CONFIG")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	runErr := cmd.Run()
+	said := strings.TrimSpace(string(bytes.TrimPrefix(stderr.Bytes(), []byte(SPNEGOHelperName+": "))))
+	if runErr != nil {
+		var ee *exec.ExitError
+		if errors.As(runErr, &ee) && ee.ExitCode() == spnegoNoCredentials {
+			return "", fmt.Errorf("%w: %s", errNoKerberos, clip(strings.TrimPrefix(said, "no Kerberos credentials: "), 300))
+		}
+		if ctx.Err() != nil {
+			return "", fmt.Errorf("SPNEGO helper %s: no token within %s", helper, timeout)
+		}
+		return "", fmt.Errorf("SPNEGO helper %s: %v: %s", helper, runErr, clip(said, 300))
+	}
+	header := strings.TrimSpace(stdout.String())
+	if !strings.HasPrefix(header, "Negotiate ") || strings.ContainsAny(header, "\r\n") {
+		return "", fmt.Errorf("SPNEGO helper %s: printed no Negotiate token", helper)
+	}
+	return header, nil
+}
+
+// findHelper looks for the helper program name beside the launcher as it was called
+// (YARN links localized files into the container's folder and starts
+// ./container-launcher there), beside the launcher's file, then on PATH;
+// not found, its error wraps missing.
+func findHelper(name string, missing error, getenv func(string) string) (string, error) {
+	var dirs []string
+	if strings.Contains(os.Args[0], "/") {
+		dirs = append(dirs, filepath.Dir(os.Args[0]))
+	}
+	if exe, err := os.Executable(); err == nil {
+		dirs = append(dirs, filepath.Dir(exe))
+	}
+	for _, dir := range dirs {
+		if p := filepath.Join(dir, name); isExecutable(p) {
+			return p, nil
+		}
+	}
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	p, err := lookPath(name, getenv)
 	if err != nil {
-		return nil, fmt.Errorf("%w: ticket cache %s: %v", errNoKerberos, cc, err)
+		return "", fmt.Errorf("%w: %s is not beside the launcher (%s) nor on PATH: install it there (make build writes both)",
+			missing, name, strings.Join(dirs, ", "))
 	}
-	cl, err := client.NewFromCCache(ccache, kc, client.DisablePAFXFAST(true))
-	if err != nil {
-		return nil, fmt.Errorf("%w: ticket cache %s: %v", errNoKerberos, cc, err)
+	return p, nil
+}
+
+// helperEnv is the launcher's environment with keys as getenv reads them
+// (the container's, which tests replace).
+func helperEnv(getenv func(string) string, keys ...string) []string {
+	env := os.Environ()
+	for _, k := range keys {
+		env = append(env, k+"="+getenv(k))
 	}
-	return func(req *http.Request) error {
-		return spnego.SetSPNEGOHeader(cl, req, "HTTP/"+c.host)
-	}, nil
+	return env
 }
 
 // siteConf is what the node's yarn-site.xml ($HADOOP_CONF_DIR) says, where
@@ -542,12 +528,8 @@ func (s *siteConf) pluginConfigured(resource string) (on, known bool) {
 	return false, true
 }
 
-// errNMNegotiate: the NodeManager answered 401 asking for SPNEGO.
-var errNMNegotiate = errors.New("the NodeManager asks for SPNEGO")
-
-// plainCall is one HTTP/1.1 GET over a fresh connection (Connection:
-// close), sent (sendPlain) and not yet read (receive): its answer is read
-// with net/http's parser.
+// plainCall is one GET over a fresh connection (Connection: close), sent
+// (sendOn) and not yet read (receive).
 type plainCall struct {
 	a      nmAnswer
 	err    error // of the sending: receive returns it
@@ -556,9 +538,10 @@ type plainCall struct {
 	cancel func()
 }
 
-// sendPlain connects and writes the request; errors wait for receive.
-func (c *nmClient) sendPlain(ctx context.Context, resource string) *plainCall {
-	p := &plainCall{a: nmAnswer{url: c.url("http", resource)}}
+// sendOn connects (over TLS for https) and writes the request, with auth
+// as its Authorization header ("" for none); errors wait for receive.
+func (c *nmClient) sendOn(ctx context.Context, scheme, resource, auth string) *plainCall {
+	p := &plainCall{a: nmAnswer{url: c.url(scheme, resource)}}
 	timeout := c.timeout
 	if timeout <= 0 {
 		timeout = 10 * time.Second
@@ -577,15 +560,36 @@ func (c *nmClient) sendPlain(ctx context.Context, resource string) *plainCall {
 	}
 	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
 	p.conn, p.cancel = conn, func() { stop(); _ = conn.Close(); cancel() }
+	if scheme == "https" {
+		cfg, err := c.tlsConfig()
+		if err != nil {
+			p.err = err
+			return p
+		}
+		tc := tls.Client(conn, cfg)
+		if err := tc.HandshakeContext(ctx); err != nil {
+			var rh tls.RecordHeaderError
+			if errors.As(err, &rh) { // a plain HTTP port
+				err = fmt.Errorf("%w: %v", errNMNotHTTP, err)
+			}
+			p.err = fmt.Errorf("GET %s: %w", p.a.url, err)
+			return p
+		}
+		p.conn = tc
+	}
 	u, _ := url.Parse(p.a.url)
-	req := "GET " + u.RequestURI() + " HTTP/1.1\r\nHost: " + addr + "\r\nAccept: application/json\r\nUser-Agent: xres-container-launcher\r\nConnection: close\r\n\r\n"
-	if _, err := io.WriteString(conn, req); err != nil {
+	req := "GET " + u.RequestURI() + " HTTP/1.1\r\nHost: " + addr + "\r\nAccept: application/json\r\nUser-Agent: xres-container-launcher\r\n"
+	if auth != "" {
+		req += "Authorization: " + auth + "\r\n"
+	}
+	req += "Connection: close\r\n\r\n"
+	if _, err := io.WriteString(p.conn, req); err != nil {
 		p.err = fmt.Errorf("GET %s: %w", p.a.url, err)
 	}
 	return p
 }
 
-// receive reads the answer of the request sendPlain sent, and closes the
+// receive reads the answer of the request sendOn sent, and closes the
 // connection.
 func (p *plainCall) receive() (nmAnswer, error) {
 	defer p.cancel()
@@ -593,24 +597,133 @@ func (p *plainCall) receive() (nmAnswer, error) {
 	if p.err != nil {
 		return a, p.err
 	}
-	resp, err := http.ReadResponse(bufio.NewReader(p.conn), nil)
+	resp, err := readNMResponse(bufio.NewReader(p.conn), maxNMAnswer)
 	if err != nil {
 		if p.ctx.Err() != nil {
 			return a, fmt.Errorf("GET %s: %w", a.url, p.ctx.Err())
 		}
-		return a, fmt.Errorf("GET %s: %w: %v", a.url, errNMNotHTTP, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode == http.StatusUnauthorized && negotiates(resp) {
-		return a, errNMNegotiate
-	}
-	a.status = resp.StatusCode
-	a.body, err = io.ReadAll(io.LimitReader(resp.Body, maxNMAnswer))
-	if err != nil {
+		if errors.Is(err, errNMNotHTTP) {
+			return a, fmt.Errorf("GET %s: %w", a.url, err)
+		}
 		return a, fmt.Errorf("GET %s: read the answer: %w", a.url, err)
 	}
-	if resp.StatusCode == http.StatusBadRequest && bytes.Contains(bytes.ToUpper(a.body), []byte("HTTPS")) {
+	if resp.status == statusUnauthorized && resp.negotiate {
+		return a, errNMNegotiate
+	}
+	a.status, a.body = resp.status, resp.body
+	if resp.status == statusBadRequest && bytes.Contains(bytes.ToUpper(a.body), []byte("HTTPS")) {
+		// A TLS port asked in plain HTTP may answer so (Go's, Jetty's
+		// "plain HTTP request was sent to HTTPS port").
 		return a, fmt.Errorf("GET %s: %w: %s", a.url, errNMNotHTTP, clip(strings.TrimSpace(string(a.body)), 200))
 	}
 	return a, nil
+}
+
+// nmResponse is what readNMResponse keeps of an answer.
+type nmResponse struct {
+	status    int
+	negotiate bool // a WWW-Authenticate: Negotiate challenge
+	body      []byte
+}
+
+// errNMBody: the answer's framing is broken (a bad chunk, a body longer
+// than the limit, a header line too long).
+var errNMBody = errors.New("bad HTTP answer")
+
+// readNMResponse reads one HTTP/1.x answer to a GET sent with
+// Connection: close: the status line, the header fields (only
+// WWW-Authenticate, Content-Length and Transfer-Encoding are used) and the
+// body, framed by chunks, a length or the connection's end, at most limit
+// bytes. What does not begin like HTTP is errNMNotHTTP.
+func readNMResponse(r *bufio.Reader, limit int64) (nmResponse, error) {
+	var resp nmResponse
+	line, err := readNMLine(r)
+	if err != nil {
+		return resp, fmt.Errorf("%w: %v", errNMNotHTTP, err)
+	}
+	proto, rest, _ := strings.Cut(line, " ")
+	code, _, _ := strings.Cut(rest, " ")
+	if !strings.HasPrefix(proto, "HTTP/1.") || len(code) != 3 {
+		return resp, fmt.Errorf("%w: %q", errNMNotHTTP, clip(line, 40))
+	}
+	if resp.status, err = strconv.Atoi(code); err != nil || resp.status < 100 {
+		return resp, fmt.Errorf("%w: %q", errNMNotHTTP, clip(line, 40))
+	}
+	length, chunked := int64(-1), false
+	for {
+		line, err := readNMLine(r)
+		if err != nil {
+			return resp, err
+		}
+		if line == "" {
+			break
+		}
+		name, value, ok := strings.Cut(line, ":")
+		if !ok {
+			return resp, fmt.Errorf("%w: header line %q", errNMBody, clip(line, 40))
+		}
+		value = strings.TrimSpace(value)
+		switch strings.ToLower(strings.TrimSpace(name)) {
+		case "www-authenticate":
+			if v, _, _ := strings.Cut(value, " "); strings.EqualFold(v, "Negotiate") {
+				resp.negotiate = true
+			}
+		case "content-length":
+			if length, err = strconv.ParseInt(value, 10, 64); err != nil || length < 0 {
+				return resp, fmt.Errorf("%w: Content-Length %q", errNMBody, clip(value, 20))
+			}
+		case "transfer-encoding":
+			chunked = strings.EqualFold(value, "chunked")
+		}
+	}
+	switch {
+	case chunked:
+		for {
+			line, err := readNMLine(r)
+			if err != nil {
+				return resp, err
+			}
+			size, _, _ := strings.Cut(line, ";")
+			n, err := strconv.ParseInt(strings.TrimSpace(size), 16, 64)
+			if err != nil || n < 0 {
+				return resp, fmt.Errorf("%w: chunk size %q", errNMBody, clip(line, 20))
+			}
+			if n == 0 {
+				return resp, nil // no trailer is read: the connection closes
+			}
+			if int64(len(resp.body))+n > limit {
+				return resp, fmt.Errorf("%w: more than %d bytes", errNMBody, limit)
+			}
+			start := len(resp.body)
+			resp.body = append(resp.body, make([]byte, n)...)
+			if _, err := io.ReadFull(r, resp.body[start:]); err != nil {
+				return resp, err
+			}
+			if crlf, err := readNMLine(r); err != nil || crlf != "" {
+				return resp, fmt.Errorf("%w: a chunk not followed by CRLF", errNMBody)
+			}
+		}
+	case length >= 0:
+		if length > limit {
+			return resp, fmt.Errorf("%w: %d bytes, more than %d", errNMBody, length, limit)
+		}
+		resp.body = make([]byte, length)
+		_, err := io.ReadFull(r, resp.body)
+		return resp, err
+	default:
+		resp.body, err = io.ReadAll(io.LimitReader(r, limit))
+		return resp, err
+	}
+}
+
+// readNMLine reads one line of the header without its CRLF (or LF).
+func readNMLine(r *bufio.Reader) (string, error) {
+	line, err := r.ReadSlice('\n')
+	if err != nil {
+		if errors.Is(err, bufio.ErrBufferFull) {
+			return "", fmt.Errorf("%w: a header line too long", errNMBody)
+		}
+		return "", err
+	}
+	return strings.TrimRight(string(line), "\r\n"), nil
 }

@@ -6,8 +6,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/xres/xres/driver"
@@ -70,25 +68,5 @@ func (h *nvmlHelper) Enumerate(ctx context.Context) ([]driver.Device, error) {
 // (YARN links localized files into the container's folder and starts
 // ./container-launcher there), beside the launcher's file, then on PATH.
 func findNVMLHelper(getenv func(string) string) (string, error) {
-	var dirs []string
-	if strings.Contains(os.Args[0], "/") {
-		dirs = append(dirs, filepath.Dir(os.Args[0]))
-	}
-	if exe, err := os.Executable(); err == nil {
-		dirs = append(dirs, filepath.Dir(exe))
-	}
-	for _, dir := range dirs {
-		if p := filepath.Join(dir, NVMLHelperName); isExecutable(p) {
-			return p, nil
-		}
-	}
-	if getenv == nil {
-		getenv = os.Getenv
-	}
-	p, err := lookPath(NVMLHelperName, getenv)
-	if err != nil {
-		return "", fmt.Errorf("%w: %s is not beside the launcher (%s) nor on PATH: install it there (make build writes both)",
-			ErrNVMLHelperMissing, NVMLHelperName, strings.Join(dirs, ", "))
-	}
-	return p, nil
+	return findHelper(NVMLHelperName, ErrNVMLHelperMissing, getenv)
 }

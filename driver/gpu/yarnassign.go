@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -195,12 +194,12 @@ func (y *yarnLookup) decide(na driver.NodeAssignment, site *siteConf, ans nmAnsw
 	var info NMResourceInfo
 	switch {
 	case err != nil:
-	case ans.status == http.StatusNotFound:
+	case ans.status == statusNotFound:
 		// A NodeManager without the resources endpoint (before Hadoop 3.1)
 		// has no GPU plugin either.
 		na.Mode, na.Action = driver.NodeModeCounted, "the NodeManager has no resource plugin endpoint (404): host coordination picks the GPUs"
 		return nil, na, nil
-	case ans.status != http.StatusOK:
+	case ans.status != statusOK:
 		err = fmt.Errorf("GET %s: HTTP %d: %s", ans.url, ans.status, clip(strings.TrimSpace(string(ans.body)), 200))
 	default:
 		if info, err = ParseNMResourceInfo(ans.body); err != nil {

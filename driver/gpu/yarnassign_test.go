@@ -472,3 +472,58 @@ func TestYarnAssignmentWithAnotherUsersHostState(t *testing.T) {
 	_, _, err = h.discover("", 1)
 	require.ErrorIs(t, err, coord.ErrUnsafeFolder)
 }
+
+// A NodeManager that asks for SPNEGO gets the token the SPNEGO helper
+// (xres-spnego, found on PATH here) makes from the container's ticket
+// cache: Kerberos is not linked into the launcher. The helper's own
+// failures say what it said; a launcher without it names it.
+func TestYarnRESTWithSPNEGOHelper(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		helper string // the fake helper's body; "" for none
+		errIs  []error
+		errHas []string
+	}{
+		{name: "token", helper: `[ "$1" = "HTTP/127.0.0.1" ] && [ "$KRB5CCNAME" = "$CCACHE" ] || { echo "xres-spnego: args $*" >&2; exit 1; }; echo "Negotiate dG9rZW4="`},
+		{name: "no credentials", helper: `echo "xres-spnego: no Kerberos credentials: ticket cache $KRB5CCNAME: expired" >&2; exit 3`,
+			errIs: []error{driver.ErrAssignmentUnknown}, errHas: []string{"requires SPNEGO", "this container has no Kerberos credentials: ticket cache", "expired"}},
+		{name: "failed", helper: `echo "xres-spnego: SPNEGO token for HTTP/127.0.0.1: KDC unreachable" >&2; exit 1`,
+			errIs: []error{driver.ErrAssignmentUnknown}, errHas: []string{"requires SPNEGO", "KDC unreachable", "exit status 1"}},
+		{name: "not a token", helper: `echo "Basic eA=="`,
+			errIs: []error{driver.ErrAssignmentUnknown}, errHas: []string{"printed no Negotiate token"}},
+		{name: "no helper", errIs: []error{driver.ErrAssignmentUnknown},
+			errHas: []string{"requires SPNEGO", "xres-spnego is not beside the launcher"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newYarnHost(t, YarnGPU, drivertest.ShapeNatural)
+			_, err := h.nm.Assign(h.container, 1)
+			require.NoError(t, err)
+			h.nm.Negotiate.Store(true)
+			ccache := filepath.Join(t.TempDir(), "krb5cc")
+			require.NoError(t, os.WriteFile(ccache, []byte("cache"), 0o600))
+			bin := t.TempDir()
+			if tc.helper != "" {
+				require.NoError(t, os.WriteFile(filepath.Join(bin, SPNEGOHelperName), []byte("#!/bin/sh\n"+tc.helper+"\n"), 0o755))
+			}
+			h.env["KRB5CCNAME"] = "FILE:" + ccache
+			h.env["CCACHE"] = "FILE:" + ccache
+			fakebin, err := filepath.Abs(filepath.Join("testdata", "fakebin"))
+			require.NoError(t, err)
+			h.env["PATH"] = bin + ":" + fakebin + ":" + os.Getenv("PATH")
+			t.Setenv("CCACHE", "FILE:"+ccache) // the helper's environment is the launcher's
+			infos, _, err := h.discover(h.container, 1)
+			if tc.errIs != nil {
+				for _, e := range tc.errIs {
+					require.ErrorIs(t, err, e)
+				}
+				for _, s := range tc.errHas {
+					require.ErrorContains(t, err, s)
+				}
+				return
+			}
+			require.NoError(t, err)
+			require.Len(t, infos, 1)
+			require.Equal(t, "Negotiate dG9rZW4=", h.nm.LastAuthorization())
+		})
+	}
+}

@@ -382,8 +382,11 @@ func killReaperOnce(t *testing.T, launcher int) bool {
 		if err != nil {
 			continue
 		}
+		// A shell reaper is named on its command line; a cloned one
+		// (reaper_linux_amd64.go) shares the launcher's and names its comm.
 		cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-		if err != nil || !bytes.HasPrefix(cmdline, []byte("xres-reaper\x00")) {
+		comm, cerr := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+		if (err != nil || !bytes.HasPrefix(cmdline, []byte("xres-reaper\x00"))) && (cerr != nil || string(comm) != "xres-reaper\n") {
 			continue
 		}
 		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net/http"
 	"syscall"
 	"time"
 
@@ -55,7 +54,7 @@ func (w *workersWatch) fetch(ctx context.Context) (changed bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	if code != http.StatusOK {
+	if code != 200 {
 		return false, fmt.Errorf("GET %s: %s", contract.RedactURL(w.url), status)
 	}
 	body = bytes.TrimSpace(body)

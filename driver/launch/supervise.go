@@ -433,8 +433,9 @@ const reaperScript = `trap '' HUP INT QUIT TERM; read x; kill -9 -"$1"`
 // (signals are forwarded once, the launcher can end the worker's tree
 // without ending itself, the host coordination records that group), which
 // YARN's kill does not reach, and the parent-death signal reaches the
-// worker's first process only. So every worker gets a reaper: a shell in
-// a process group of its own (nothing YARN or the launcher sends reaches
+// worker's first process only. So every worker gets a reaper: a process
+// (on linux/amd64 cloned without an exec, reaper_linux_amd64.go;
+// elsewhere a shell) in a process group of its own (nothing YARN or the launcher sends reaches
 // it), reading a pipe whose only writer is the launcher. When the
 // launcher is SIGKILLed, the kernel closes the pipe, and the reaper sends
 // SIGKILL to the worker's group at once: every process of it ends, a
@@ -442,12 +443,14 @@ const reaperScript = `trap '' HUP INT QUIT TERM; read x; kill -9 -"$1"`
 // for the group are free then. A launcher that ends its worker itself
 // (endGroup) kills its reaper afterwards (stop).
 type reaper struct {
-	pid int
-	w   *os.File // the pipe's write end, held open while the launcher lives
+	pid   int
+	w     *os.File // the pipe's write end, held open while the launcher lives
+	stack []byte   // a cloned reaper's stack (reaper_linux_amd64.go), freed once it is reaped
 }
 
-// startReaper starts the reaper of process group pgid.
-func startReaper(pgid int) (*reaper, error) {
+// startShellReaper starts the reaper of process group pgid as a shell
+// (reaperShell), where the launcher cannot clone one (startReaper).
+func startShellReaper(pgid int) (*reaper, error) {
 	r, w, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("reaper pipe: %w", err)
@@ -473,16 +476,28 @@ func startReaper(pgid int) (*reaper, error) {
 	return &reaper{pid: pid, w: w}, nil
 }
 
-// stop kills and reaps the reaper, then closes its pipe: once the worker's
-// group has ended, nothing is left for it to do (and its group id may be
-// reused).
+// stop kills the reaper, then closes its pipe: once the worker's group has
+// ended, nothing is left for it to do (and its group id may be reused).
+// The pipe is closed without waiting for the reaper's end: once kill has
+// returned, SIGKILL is pending for it, and a process with SIGKILL pending
+// never runs another instruction of its own (the kernel ends it on its
+// way back from any system call or interrupt, and a pipe read it waits in
+// returns for the signal), so it cannot see the pipe's end and signal the
+// group. It is reaped off the launch's way: the launch does not wait
+// until a killed shell has been torn down (an unreaped child left at the
+// launcher's exit is reaped by its parent's reaper).
 func (rp *reaper) stop() {
 	if rp == nil {
 		return
 	}
 	_ = syscall.Kill(rp.pid, syscall.SIGKILL)
-	waitPid(rp.pid)
 	_ = rp.w.Close()
+	go func() {
+		waitPid(rp.pid)
+		if rp.stack != nil {
+			_ = syscall.Munmap(rp.stack)
+		}
+	}()
 }
 
 // exitCodeOf turns a wait status into a shell-style exit code.

@@ -193,3 +193,49 @@ func waitForState(t *testing.T, state, s string) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// A reaper stopped once its worker's group has ended is killed and its
+// pipe closed without waiting for its end (stop): it must never see the
+// pipe's end and signal the group it watched, which may by then be
+// another's (a reused process group id). Here the group is still alive
+// (a sleep of this test's), and outlives the stopped reapers.
+func TestStoppedReaperSignalsNothing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	victim := exec.Command("sleep", "3600")
+	victim.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	require.NoError(t, victim.Start())
+	t.Cleanup(func() { _ = syscall.Kill(-victim.Process.Pid, syscall.SIGKILL); _ = victim.Wait() })
+	for i := 0; i < 20; i++ { // stopped at every stage of the shell's start
+		rp, err := startReaper(victim.Process.Pid)
+		require.NoError(t, err)
+		rp.stop()
+		for syscall.Kill(rp.pid, 0) == nil && !reaped(rp.pid) {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	require.False(t, reaped(victim.Process.Pid), "a stopped reaper killed the group it watched")
+	// And one whose launcher is gone (its pipe closed, not stopped) does.
+	rp, err := startReaper(victim.Process.Pid)
+	require.NoError(t, err)
+	require.NoError(t, rp.w.Close())
+	require.Equal(t, 128+int(syscall.SIGKILL), exitCodeOfWait(t, victim))
+}
+
+// reaped: pid is a zombie or gone (a stopped reaper's end is reaped off
+// the launch's way).
+func reaped(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return true
+	}
+	_, rest, _ := strings.Cut(string(b), ") ")
+	return strings.HasPrefix(rest, "Z")
+}
+
+func exitCodeOfWait(t *testing.T, cmd *exec.Cmd) int {
+	t.Helper()
+	_ = cmd.Wait()
+	return exitCodeOf(cmd.ProcessState)
+}

@@ -182,6 +182,22 @@ func TestAmLinksNoTemplate(t *testing.T) {
 	rule(t, bad, "the AM's pages are written by hand (yarn/amweb/page.go): a template keeps every method of the binary linked")
 }
 
+// TestLauncherLinksNoKerberos: the container-launcher binary links no
+// Kerberos (github.com/jcmturner/...), no encoding/gob (which gokrb5
+// pulls in) and not the SPNEGO helper's package: every launch would
+// initialise them. A NodeManager asking for SPNEGO gets its token from the
+// xres-spnego helper (driver/gpu/nmspnego), run beside the launcher.
+func TestLauncherLinksNoKerberos(t *testing.T) {
+	p := mustPkg(t, "cmd/container-launcher")
+	var bad []string
+	for _, d := range p.Deps {
+		if strings.HasPrefix(d, "github.com/jcmturner/") || d == "encoding/gob" || under(d, "driver/gpu/nmspnego") {
+			bad = append(bad, fmt.Sprintf("cmd/container-launcher links %s (via %s)", d, directVia(t, p, d)))
+		}
+	}
+	rule(t, bad, "SPNEGO belongs in the xres-spnego helper, run only when a NodeManager asks for it")
+}
+
 // TestLaunchImportsNoConcreteDriver: driver/launch reaches drivers only
 // through the driver contract; no concrete driver, and not the registry of
 // built-in drivers, is linked into it (cmd/container-launcher assembles

@@ -160,23 +160,27 @@ func TestStageFailureCleansUp(t *testing.T) {
 	})
 }
 
-// The launcher's NVML helper ships with it when it is beside it, under
-// its own name, which a user file may not take.
+// The launcher's NVML and SPNEGO helpers ship with it when they are
+// beside it, under their own names, which a user file may not take.
 func TestFilesShipTheNVMLHelper(t *testing.T) {
-	amBin, launcher, confFile, data := localFiles(t)
-	helper := filepath.Join(filepath.Dir(launcher), "xres-nvml")
-	require.NoError(t, os.WriteFile(helper, []byte("HELPER"), 0o755))
-	files, err := Files(amBin, launcher, confFile, nil)
-	require.NoError(t, err)
-	require.Contains(t, files, File{Local: helper, Name: "xres-nvml", Type: yarn.File, Shared: true})
-	_, err = Files(amBin, launcher, confFile, []string{data + "#xres-nvml"})
-	require.ErrorContains(t, err, `would both be "xres-nvml"`)
+	for _, name := range []string{"xres-nvml", "xres-spnego"} {
+		t.Run(name, func(t *testing.T) {
+			amBin, launcher, confFile, data := localFiles(t)
+			helper := filepath.Join(filepath.Dir(launcher), name)
+			require.NoError(t, os.WriteFile(helper, []byte("HELPER"), 0o755))
+			files, err := Files(amBin, launcher, confFile, nil)
+			require.NoError(t, err)
+			require.Contains(t, files, File{Local: helper, Name: name, Type: yarn.File, Shared: true})
+			_, err = Files(amBin, launcher, confFile, []string{data + "#" + name})
+			require.ErrorContains(t, err, `would both be "`+name+`"`)
 
-	require.NoError(t, os.Remove(helper))
-	files, err = Files(amBin, launcher, confFile, nil)
-	require.NoError(t, err)
-	for _, f := range files {
-		require.NotEqual(t, "xres-nvml", f.Name, "no helper beside the launcher, none shipped")
+			require.NoError(t, os.Remove(helper))
+			files, err = Files(amBin, launcher, confFile, nil)
+			require.NoError(t, err)
+			for _, f := range files {
+				require.NotEqual(t, name, f.Name, "no helper beside the launcher, none shipped")
+			}
+		})
 	}
 }
 
