@@ -303,7 +303,9 @@ func newTable() *table {
 }
 
 func (t *table) add(e Entry) {
-	if _, ok := t.byKey[e.Key]; !ok {
+	// A quarantine names the device before its holder does (the reason a
+	// request is refused that matters most).
+	if old, ok := t.byKey[e.Key]; !ok || e.Quarantine != nil && old.Quarantine == nil {
 		t.byKey[e.Key] = e
 	}
 	if e.Parent != "" {
@@ -455,6 +457,9 @@ func (h *Host) noneLeft(candidates []driver.Candidate, amount, nFree int, held *
 // describe names an entry's holder: "pid 4711 (java) for gpu since …", or
 // for a dead owner whose worker's group lives on, those processes.
 func (h *Host) describe(e Entry) string {
+	if q := e.Quarantine; q != nil {
+		return fmt.Sprintf("a quarantine since %s (%s; `container-launcher probe --clear %s` ends it)", e.Since.Format(time.RFC3339), q.Reason, e.Key)
+	}
 	who := fmt.Sprintf("pid %d", e.PID)
 	if _, members := h.proc.holding(e, h.owner); len(members) > 0 {
 		ps := make([]string, len(members))
@@ -507,7 +512,7 @@ func (h *Host) release(ctx context.Context, match func(Entry) bool) error {
 	err := h.modify(ctx, func(entries []Entry) ([]Entry, bool) {
 		keep := entries[:0:0]
 		for _, e := range entries {
-			if e.Owner.same(h.owner) && match(e) {
+			if e.Quarantine == nil && e.Owner.same(h.owner) && match(e) {
 				if e.Index != "" {
 					drop[e.Index] = true
 				}
@@ -559,7 +564,7 @@ func (h *Host) HoldGroup(ctx context.Context, g Group) error {
 	err := h.modify(ctx, func(entries []Entry) ([]Entry, bool) {
 		changed := false
 		for i := range entries {
-			if entries[i].Owner.same(h.owner) {
+			if entries[i].Quarantine == nil && entries[i].Owner.same(h.owner) {
 				gg := g
 				entries[i].Group = &gg
 				changed = true

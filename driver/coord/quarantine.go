@@ -1,0 +1,240 @@
+package coord
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/xres/xres/resources/jsonfile"
+)
+
+// Quarantine records that a device is unfit (docs/gpu-health.md): a
+// critical GPU health event seen while a worker ran (xres-nvml watch), or
+// discovery's health checks. While the state holds it, the device is
+// granted to nobody on the host: launches, the discovery bridge and the
+// grants written to Flink's coordination file all go through choose.
+type Quarantine struct {
+	// Reason says why, for people: "Xid 79 (GPU has fallen off the bus)".
+	Reason string
+	// Event is what reported it: a HealthEvent type ("xid",
+	// "ecc-double-bit", "gpu-lost") or "health-check" (discovery).
+	Event string
+	XID   uint64
+	// Last is when the last critical event came (the quiet period runs
+	// from it); the entry's Since is the first.
+	Last time.Time
+	// UntilSeen: the quarantine ends only once the device has been seen
+	// gone (not listed, or lost) and then listed healthy again (Xid 79: a
+	// GPU that fell off the bus), never by the quiet period alone.
+	UntilSeen bool
+	// Gone: with UntilSeen, a discovery found the device gone.
+	Gone bool
+}
+
+// EventHealthCheck is the Event of a quarantine that discovery's health
+// checks (param.health.enabled) recorded.
+const EventHealthCheck = "health-check"
+
+// ErrNotQuarantined: ClearQuarantine found no quarantine of the device.
+var ErrNotQuarantined = errors.New("device is not quarantined")
+
+func appendQuarantine(b []byte, q Quarantine) []byte {
+	b = append(b, `{"reason":`...)
+	b = jsonfile.AppendString(b, q.Reason)
+	if q.Event != "" {
+		b = append(b, `,"event":`...)
+		b = jsonfile.AppendString(b, q.Event)
+	}
+	if q.XID != 0 {
+		b = append(b, `,"xid":`...)
+		b = strconv.AppendUint(b, q.XID, 10)
+	}
+	b = append(b, `,"last":`...)
+	b = jsonfile.AppendTime(b, q.Last)
+	ret := "quiet"
+	switch {
+	case q.UntilSeen && q.Gone:
+		ret = "seen-gone"
+	case q.UntilSeen:
+		ret = "seen"
+	}
+	b = append(b, `,"return":`...)
+	b = jsonfile.AppendString(b, ret)
+	return append(b, '}')
+}
+
+func readQuarantine(r *jsonfile.Reader) (*Quarantine, error) {
+	if null, err := r.Null(); null || err != nil {
+		return nil, err
+	}
+	q := &Quarantine{}
+	err := r.Object(func(key string) (err error) {
+		switch key {
+		case "reason":
+			q.Reason, err = r.String()
+		case "event":
+			q.Event, err = r.String()
+		case "xid":
+			q.XID, err = r.Uint64()
+		case "last":
+			q.Last, err = r.Time()
+		case "return":
+			var s string
+			if s, err = r.String(); err != nil {
+				return err
+			}
+			switch s {
+			case "quiet":
+			case "seen":
+				q.UntilSeen = true
+			case "seen-gone":
+				q.UntilSeen, q.Gone = true, true
+			default:
+				return fmt.Errorf("quarantine return %q is none of quiet, seen, seen-gone", s)
+			}
+		default:
+			err = jsonfile.Unknown(key)
+		}
+		return err
+	})
+	return q, err
+}
+
+// QuarantineDevice records (or renews: Last, Reason) the quarantine of the
+// device key of resource, under the lock. A device held by a worker stays
+// held by it; it is granted to no one else, nor again once freed.
+func (h *Host) QuarantineDevice(ctx context.Context, resource, key string, q Quarantine) error {
+	if key == "" || q.Reason == "" {
+		return fmt.Errorf("quarantine %s: a device key and a reason are needed", resource)
+	}
+	now := h.now().UTC()
+	if q.Last.IsZero() {
+		q.Last = now
+	}
+	err := h.locked(ctx, func() error {
+		entries, err := h.read()
+		if err != nil {
+			return err
+		}
+		for i, e := range entries {
+			if e.Quarantine != nil && e.Key == key {
+				old := *e.Quarantine
+				q.UntilSeen = q.UntilSeen || old.UntilSeen
+				q.Gone = q.UntilSeen && old.Gone
+				entries[i].Quarantine = &q
+				return h.write(entries)
+			}
+		}
+		entries = append(entries, Entry{Resource: resource, Key: key, Owner: h.owner, Since: now.Truncate(time.Second), Quarantine: &q})
+		return h.write(entries)
+	})
+	if err != nil {
+		return fmt.Errorf("quarantine %s %s: %w", resource, key, err)
+	}
+	h.log.WithFields(logrus.Fields{"resource": resource, "device": key, "reason": q.Reason, "state_file": h.state}).Warn("device quarantined host-wide: granted to no one until it returns")
+	return nil
+}
+
+// Quarantines lists the quarantined devices (entries with Quarantine set),
+// without the lock.
+func (h *Host) Quarantines() ([]Entry, error) {
+	entries, err := h.readUnlocked(context.Background())
+	if err != nil {
+		return nil, err
+	}
+	var out []Entry
+	for _, e := range entries {
+		if e.Quarantine != nil {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+// ClearQuarantine ends the quarantine of key (`container-launcher probe
+// --clear`): the device is granted again. ErrNotQuarantined when there was
+// none.
+func (h *Host) ClearQuarantine(ctx context.Context, key string) error {
+	found := false
+	err := h.modify(ctx, func(entries []Entry) ([]Entry, bool) {
+		keep := entries[:0:0]
+		for _, e := range entries {
+			if e.Quarantine != nil && e.Key == key {
+				found = true
+				continue
+			}
+			keep = append(keep, e)
+		}
+		return keep, found
+	}, nil)
+	if err != nil {
+		return fmt.Errorf("clear quarantine of %s: %w", key, err)
+	}
+	if !found {
+		return fmt.Errorf("clear quarantine of %s: %w (state file %s)", key, ErrNotQuarantined, h.state)
+	}
+	h.log.WithFields(logrus.Fields{"device": key, "state_file": h.state}).Info("device quarantine cleared")
+	return nil
+}
+
+// Sighting is what one discovery saw of a quarantined device.
+type Sighting int
+
+const (
+	// SeenGone: not listed, or listed as lost.
+	SeenGone Sighting = iota
+	// SeenUnhealthy: listed, and a health check fails.
+	SeenUnhealthy
+	// SeenHealthy: listed, and every health check passes (the probe).
+	SeenHealthy
+)
+
+// ReturnQuarantined ends the quarantines that have earned it, given what a
+// discovery saw of each device (sight; a device it does not name counts as
+// gone): a quarantine returns once quiet has passed since its last event
+// and the device is seen healthy; one UntilSeen (Xid 79) returns only once
+// it was seen gone and then healthy, whatever the quiet period. quiet <= 0
+// returns nothing (only probe --clear does). It returns the keys returned.
+func (h *Host) ReturnQuarantined(ctx context.Context, resource string, sight func(key string) Sighting, quiet time.Duration) ([]string, error) {
+	if quiet <= 0 {
+		return nil, nil
+	}
+	now := h.now()
+	var back []string
+	err := h.modify(ctx, func(entries []Entry) ([]Entry, bool) {
+		changed := false
+		keep := entries[:0:0]
+		for _, e := range entries {
+			q := e.Quarantine
+			if q == nil || e.Resource != resource {
+				keep = append(keep, e)
+				continue
+			}
+			s := sight(e.Key)
+			switch {
+			case q.UntilSeen && !q.Gone && s == SeenGone:
+				qq := *q
+				qq.Gone = true
+				e.Quarantine = &qq
+				changed = true
+			case s == SeenHealthy && (q.UntilSeen && q.Gone || !q.UntilSeen && now.Sub(q.Last) >= quiet):
+				back = append(back, e.Key)
+				changed = true
+				continue
+			}
+			keep = append(keep, e)
+		}
+		return keep, changed
+	}, nil)
+	if err != nil {
+		return nil, fmt.Errorf("return quarantined %s: %w", resource, err)
+	}
+	for _, k := range back {
+		h.log.WithFields(logrus.Fields{"resource": resource, "device": k}).Info("quarantined device returns: quiet period over and its health checks pass")
+	}
+	return back, nil
+}
