@@ -19,21 +19,34 @@ import (
 // grants written to Flink's coordination file all go through choose.
 type Quarantine struct {
 	// Reason says why, for people: "Xid 79 (GPU has fallen off the bus)".
-	Reason string
+	Reason string `json:"reason"`
 	// Event is what reported it: a HealthEvent type ("xid",
 	// "ecc-double-bit", "gpu-lost") or "health-check" (discovery).
-	Event string
-	XID   uint64
+	Event string `json:"event,omitempty"`
+	XID   uint64 `json:"xid,omitempty"`
 	// Last is when the last critical event came (the quiet period runs
 	// from it); the entry's Since is the first.
-	Last time.Time
-	// UntilSeen: the quarantine ends only once the device has been seen
-	// gone (not listed, or lost) and then listed healthy again (Xid 79: a
-	// GPU that fell off the bus), never by the quiet period alone.
-	UntilSeen bool
-	// Gone: with UntilSeen, a discovery found the device gone.
-	Gone bool
+	Last time.Time `json:"last"`
+	// Return is how it ends by itself: ReturnQuiet, ReturnSeen or
+	// ReturnSeenGone.
+	Return string `json:"return"`
 }
+
+// How a quarantine ends by itself (besides probe --clear).
+const (
+	// ReturnQuiet: once the quiet period has passed since its last event
+	// and the device is seen healthy.
+	ReturnQuiet = "quiet"
+	// ReturnSeen (Xid 79, a GPU fallen off the bus): only once the device
+	// has been seen gone (not listed, or lost) and then healthy again,
+	// never by the quiet period alone.
+	ReturnSeen = "seen"
+	// ReturnSeenGone: ReturnSeen, and a discovery has seen it gone.
+	ReturnSeenGone = "seen-gone"
+)
+
+// untilSeen: the quarantine returns only once the device is seen again.
+func (q Quarantine) untilSeen() bool { return q.Return == ReturnSeen || q.Return == ReturnSeenGone }
 
 // EventHealthCheck is the Event of a quarantine that discovery's health
 // checks (param.health.enabled) recorded.
@@ -55,15 +68,8 @@ func appendQuarantine(b []byte, q Quarantine) []byte {
 	}
 	b = append(b, `,"last":`...)
 	b = jsonfile.AppendTime(b, q.Last)
-	ret := "quiet"
-	switch {
-	case q.UntilSeen && q.Gone:
-		ret = "seen-gone"
-	case q.UntilSeen:
-		ret = "seen"
-	}
 	b = append(b, `,"return":`...)
-	b = jsonfile.AppendString(b, ret)
+	b = jsonfile.AppendString(b, q.Return)
 	return append(b, '}')
 }
 
@@ -83,19 +89,7 @@ func readQuarantine(r *jsonfile.Reader) (*Quarantine, error) {
 		case "last":
 			q.Last, err = r.Time()
 		case "return":
-			var s string
-			if s, err = r.String(); err != nil {
-				return err
-			}
-			switch s {
-			case "quiet":
-			case "seen":
-				q.UntilSeen = true
-			case "seen-gone":
-				q.UntilSeen, q.Gone = true, true
-			default:
-				return fmt.Errorf("quarantine return %q is none of quiet, seen, seen-gone", s)
-			}
+			q.Return, err = r.String()
 		default:
 			err = jsonfile.Unknown(key)
 		}
@@ -115,6 +109,9 @@ func (h *Host) QuarantineDevice(ctx context.Context, resource, key string, q Qua
 	if q.Last.IsZero() {
 		q.Last = now
 	}
+	if q.Return == "" {
+		q.Return = ReturnQuiet
+	}
 	err := h.locked(ctx, func() error {
 		entries, err := h.read()
 		if err != nil {
@@ -122,9 +119,11 @@ func (h *Host) QuarantineDevice(ctx context.Context, resource, key string, q Qua
 		}
 		for i, e := range entries {
 			if e.Quarantine != nil && e.Key == key {
-				old := *e.Quarantine
-				q.UntilSeen = q.UntilSeen || old.UntilSeen
-				q.Gone = q.UntilSeen && old.Gone
+				if old := *e.Quarantine; old.untilSeen() && !q.untilSeen() {
+					q.Return = old.Return // a later event does not shorten an Xid 79's
+				} else if old.Return == ReturnSeenGone && q.Return == ReturnSeen {
+					q.Return = ReturnSeenGone
+				}
 				entries[i].Quarantine = &q
 				return h.write(entries)
 			}
@@ -196,7 +195,7 @@ const (
 // ReturnQuarantined ends the quarantines that have earned it, given what a
 // discovery saw of each device (sight; a device it does not name counts as
 // gone): a quarantine returns once quiet has passed since its last event
-// and the device is seen healthy; one UntilSeen (Xid 79) returns only once
+// and the device is seen healthy; one ReturnSeen (Xid 79) returns only once
 // it was seen gone and then healthy, whatever the quiet period. quiet <= 0
 // returns nothing (only probe --clear does). It returns the keys returned.
 func (h *Host) ReturnQuarantined(ctx context.Context, resource string, sight func(key string) Sighting, quiet time.Duration) ([]string, error) {
@@ -216,12 +215,12 @@ func (h *Host) ReturnQuarantined(ctx context.Context, resource string, sight fun
 			}
 			s := sight(e.Key)
 			switch {
-			case q.UntilSeen && !q.Gone && s == SeenGone:
+			case q.Return == ReturnSeen && s == SeenGone:
 				qq := *q
-				qq.Gone = true
+				qq.Return = ReturnSeenGone
 				e.Quarantine = &qq
 				changed = true
-			case s == SeenHealthy && (q.UntilSeen && q.Gone || !q.UntilSeen && now.Sub(q.Last) >= quiet):
+			case s == SeenHealthy && (q.Return == ReturnSeenGone || !q.untilSeen() && now.Sub(q.Last) >= quiet):
 				back = append(back, e.Key)
 				changed = true
 				continue

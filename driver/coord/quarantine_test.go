@@ -12,7 +12,7 @@ import (
 	"github.com/xres/xres/driver"
 )
 
-var xid79 = Quarantine{Reason: "Xid 79 (GPU has fallen off the bus)", Event: "xid", XID: 79, UntilSeen: true}
+var xid79 = Quarantine{Reason: "Xid 79 (GPU has fallen off the bus)", Event: "xid", XID: 79, Return: ReturnSeen}
 var xid48 = Quarantine{Reason: "Xid 48 (double-bit ECC error)", Event: "xid", XID: 48}
 
 // A quarantined device is granted to no one: not by a launch, not in a
@@ -126,7 +126,7 @@ func TestQuarantineReturns(t *testing.T) {
 	require.Empty(t, ret())
 	q, err := h.Quarantines()
 	require.NoError(t, err)
-	require.True(t, q[0].Quarantine.Gone)
+	require.Equal(t, ReturnSeenGone, q[0].Quarantine.Return)
 	sights["GPU-b"] = SeenHealthy
 	require.Equal(t, []string{"GPU-b"}, ret(), "seen again")
 
@@ -142,7 +142,7 @@ func TestQuarantineReturns(t *testing.T) {
 func TestQuarantineStateVersion(t *testing.T) {
 	e := Entry{Resource: "gpu", Key: "GPU-a", Owner: Owner{PID: 7, Start: 9}, Since: time.Date(2026, 12, 7, 1, 0, 0, 0, time.UTC)}
 	q := e
-	q.Quarantine = &Quarantine{Reason: "Xid 79", Event: "xid", XID: 79, Last: e.Since, UntilSeen: true, Gone: true}
+	q.Quarantine = &Quarantine{Reason: "Xid 79", Event: "xid", XID: 79, Last: e.Since, Return: ReturnSeenGone}
 	b := encodeState([]Entry{e, q})
 	require.True(t, strings.HasPrefix(string(b), stateMagic+" v4 "), "%s", b)
 	got, err := decodeState(b)

@@ -176,7 +176,8 @@ func decodeState(b []byte) ([]Entry, error) {
 		if e.Parent == e.Key {
 			return nil, fmt.Errorf("%w: entry %d names %s as its own parent", errStateFormat, i, e.Key)
 		}
-		if e.Quarantine != nil && (version != stateV4 || e.Quarantine.Reason == "" || e.Group != nil || e.Index != "") {
+		if e.Quarantine != nil && (version != stateV4 || e.Quarantine.Reason == "" || e.Group != nil || e.Index != "" ||
+			e.Quarantine.Return != ReturnQuiet && !e.Quarantine.untilSeen()) {
 			return nil, fmt.Errorf("%w: entry %d is a bad quarantine or one a %s file cannot have", errStateFormat, i, version)
 		}
 		// A device may be held by a worker and quarantined: two entries.
