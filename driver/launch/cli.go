@@ -109,6 +109,8 @@ const (
 `
 	probeSynopsis = `  container-launcher probe [flags] [--json]
         show what would be discovered and who holds what (holds nothing)
+  container-launcher probe [flags] --clear DEVICE
+        end the quarantine of DEVICE (a GPU's uuid): it is granted again
 `
 	checkSynopsis = `  container-launcher check [flags]
         report configuration and host problems with a fix for each
