@@ -55,6 +55,8 @@ type CoordinatedOptions struct {
 	Reserver Reserver
 	// DryRun computes the choice without recording anything (probe).
 	DryRun bool
+	// Return: how quarantined devices return (a HealthSyncer Reserver).
+	Return QuarantineReturn
 	Log    logrus.FieldLogger
 }
 
@@ -143,6 +145,7 @@ func (c *Coordinated) Discover(ctx context.Context, amount int64) ([]resources.I
 	c.mu.Lock()
 	c.unhealthy = sick
 	c.mu.Unlock()
+	c.syncHealth(ctx, devices)
 	for _, u := range sick {
 		c.log.WithFields(logrus.Fields{
 			"device": u.Key, "index": u.Info["index"], "reason": u.Reason,

@@ -116,8 +116,13 @@ func (s Settings) Coordinated(opts driver.Options, enum driver.Enumerator) (*dri
 	} else if ck, ok := enum.(CacheKeyer); ok {
 		enum = newDeviceCache(ck, s.StateFile, opts.Log)
 	}
+	ret, err := params.ReadQuarantineReturn(opts.Resource, opts.Params)
+	if err != nil {
+		return nil, err
+	}
 	return driver.NewCoordinated(opts.Resource, enum, driver.CoordinatedOptions{
 		Reserver: res, DryRun: opts.DryRun, Log: opts.Log,
+		Return: driver.QuarantineReturn{Quiet: ret.Quiet, Probed: ret.Probed},
 	}), nil
 }
 

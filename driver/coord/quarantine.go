@@ -5,11 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/xres/xres/driver"
 	"github.com/xres/xres/resources/jsonfile"
+	"github.com/xres/xres/resources/params"
 )
 
 // Quarantine records that a device is unfit (docs/gpu-health.md): a
@@ -180,6 +183,18 @@ func (h *Host) ClearQuarantine(ctx context.Context, key string) error {
 	return nil
 }
 
+// returnDecision: whether q returns now (back), or, an Xid 79's, is now
+// seen gone (gone).
+func returnDecision(q Quarantine, s Sighting, now time.Time, quiet time.Duration) (back, gone bool) {
+	switch {
+	case q.Return == ReturnSeen && s == SeenGone:
+		return false, true
+	case s == SeenHealthy && (q.Return == ReturnSeenGone || !q.untilSeen() && now.Sub(q.Last) >= quiet):
+		return true, false
+	}
+	return false, false
+}
+
 // Sighting is what one discovery saw of a quarantined device.
 type Sighting int
 
@@ -213,14 +228,13 @@ func (h *Host) ReturnQuarantined(ctx context.Context, resource string, sight fun
 				keep = append(keep, e)
 				continue
 			}
-			s := sight(e.Key)
-			switch {
-			case q.Return == ReturnSeen && s == SeenGone:
+			switch ret, gone := returnDecision(*q, sight(e.Key), now, quiet); {
+			case gone:
 				qq := *q
 				qq.Return = ReturnSeenGone
 				e.Quarantine = &qq
 				changed = true
-			case s == SeenHealthy && (q.Return == ReturnSeenGone || !q.untilSeen() && now.Sub(q.Last) >= quiet):
+			case ret:
 				back = append(back, e.Key)
 				changed = true
 				continue
@@ -236,4 +250,103 @@ func (h *Host) ReturnQuarantined(ctx context.Context, resource string, sight fun
 		h.log.WithFields(logrus.Fields{"resource": resource, "device": k}).Info("quarantined device returns: quiet period over and its health checks pass")
 	}
 	return back, nil
+}
+
+// Health params every coordinated resource reads (docs/gpu-health.md).
+var (
+	QuietPeriodParam = driver.Declare(params.HealthQuietPeriod.WithDoc("A quarantined device (a critical GPU health event, or failed " +
+		"health checks) returns by itself once this long has passed since its last event (and, with health.quarantine.probe, its " +
+		"health checks pass); 0: only `container-launcher probe --clear <device>` ends a quarantine. An Xid 79 (fallen off the bus) " +
+		"returns only once the device has been seen gone and then healthy again."))
+	ReturnProbedParam = driver.Declare(params.HealthReturnProbed.WithDoc("A quarantined device returns only once discovery lists it " +
+		"and its health checks (health.enabled) pass; false: the quiet period alone suffices."))
+)
+
+// renewAfter: a device discovery finds unhealthy again and again renews
+// its quarantine (its Last) at most this often: not a write per launch.
+const renewAfter = time.Minute
+
+// SyncHealth implements driver.HealthSyncer: devices discovery found
+// unhealthy (Device.Unhealthy) are quarantined (Event "health-check"; a
+// lost GPU as seen gone), and quarantined devices of resource return as
+// ret says (ReturnQuarantined). It reads the state without the lock and
+// takes it only when something is to change.
+func (h *Host) SyncHealth(ctx context.Context, resource string, listed []driver.Device, ret driver.QuarantineReturn) error {
+	qs, err := h.Quarantines()
+	if err != nil {
+		return nil // Reserve reads it again and fails with its own error
+	}
+	byKey := map[string]*Quarantine{}
+	for _, e := range qs {
+		byKey[e.Key] = e.Quarantine
+	}
+	now := h.now()
+	var errs []error
+	for _, d := range listed {
+		if d.Unhealthy == "" {
+			continue
+		}
+		if q := byKey[d.Key]; q != nil && now.Sub(q.Last) < renewAfter {
+			continue
+		}
+		q := Quarantine{Reason: d.Unhealthy, Event: EventHealthCheck}
+		if isLost(d.Unhealthy) {
+			q.Return = ReturnSeenGone
+		}
+		errs = append(errs, h.QuarantineDevice(ctx, resource, d.Key, q))
+		byKey[d.Key] = &q
+	}
+	if len(qs) == 0 || ret.Quiet <= 0 {
+		return errors.Join(errs...)
+	}
+	sight := sightings(listed, ret.Probed)
+	due := false
+	for _, e := range qs {
+		if e.Resource != resource {
+			continue
+		}
+		if back, gone := returnDecision(*e.Quarantine, sight(e.Key), now, ret.Quiet); back || gone {
+			due = true
+		}
+	}
+	if due {
+		_, err := h.ReturnQuarantined(ctx, resource, sight, ret.Quiet)
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// isLost: discovery's reason for a GPU that has fallen off the bus.
+func isLost(reason string) bool { return strings.Contains(strings.ToLower(reason), "lost") }
+
+// sightings says what a discovery's listing saw of each key: a listed
+// device healthy or not (unprobed: listed is enough), a lost one or one not
+// listed gone; a whole GPU listed only through its partitions (MIG) is as
+// healthy as the least healthy of them.
+func sightings(listed []driver.Device, probed bool) func(string) Sighting {
+	seen := map[string]Sighting{}
+	note := func(k string, s Sighting) {
+		if old, ok := seen[k]; !ok || s < old {
+			seen[k] = s
+		}
+	}
+	for _, d := range listed {
+		s := SeenHealthy
+		switch {
+		case d.Unhealthy != "" && isLost(d.Unhealthy):
+			s = SeenGone
+		case d.Unhealthy != "" && probed:
+			s = SeenUnhealthy
+		}
+		note(d.Key, s)
+		if d.Parent != "" {
+			note(d.Parent, s)
+		}
+	}
+	return func(k string) Sighting {
+		if s, ok := seen[k]; ok {
+			return s
+		}
+		return SeenGone
+	}
 }

@@ -1,6 +1,7 @@
 package coord
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -169,4 +170,54 @@ func TestQuarantineStateVersion(t *testing.T) {
 	require.NoError(t, os.WriteFile(state, b[:len(b)-4], 0o644))
 	_, err = newHost(t, state, liveOwner(t)).Reserve(ctxT(t), "gpu", []string{"GPU-a", "GPU-b"}, 1, false)
 	require.ErrorIs(t, err, ErrCorruptState)
+}
+
+type listing []driver.Device
+
+func (l *listing) Enumerate(context.Context) ([]driver.Device, error) { return *l, nil }
+
+// Discovery's health checks feed the same quarantine: a GPU they find
+// unhealthy once is granted to no one, even when the next discovery finds
+// it healthy, until the quiet period has passed and it is healthy then.
+// A dry run (probe) records nothing.
+func TestDiscoveryHealthFeedsQuarantine(t *testing.T) {
+	state := filepath.Join(t.TempDir(), "state")
+	h := newHost(t, state, liveOwner(t))
+	t0 := time.Date(2026, 12, 7, 1, 0, 0, 0, time.UTC)
+	clock := t0
+	h.now = func() time.Time { return clock }
+	l := &listing{{Key: "GPU-a"}, {Key: "GPU-b", Unhealthy: "row remapping pending"}}
+	ret := driver.QuarantineReturn{Quiet: 10 * time.Minute, Probed: true}
+
+	dry := driver.NewCoordinated("gpu", l, driver.CoordinatedOptions{Reserver: h, DryRun: true, Return: ret})
+	_, err := dry.Discover(ctxT(t), 1)
+	require.NoError(t, err)
+	q, err := h.Quarantines()
+	require.NoError(t, err)
+	require.Empty(t, q, "a dry run records nothing")
+
+	c := driver.NewCoordinated("gpu", l, driver.CoordinatedOptions{Reserver: h, Return: ret})
+	_, err = c.Discover(ctxT(t), 1)
+	require.NoError(t, err)
+	q, err = h.Quarantines()
+	require.NoError(t, err)
+	require.Len(t, q, 1)
+	require.Equal(t, "GPU-b", q[0].Key)
+	require.Equal(t, EventHealthCheck, q[0].Quarantine.Event)
+	require.Equal(t, "row remapping pending", q[0].Quarantine.Reason)
+	require.NoError(t, c.Release(ctxT(t)))
+
+	(*l)[1].Unhealthy = "" // healthy again, too soon
+	other := driver.NewCoordinated("gpu", l, driver.CoordinatedOptions{Reserver: newHost(t, state, liveOwner(t)), Return: ret})
+	_, err = other.Discover(ctxT(t), 2)
+	require.ErrorIs(t, err, ErrNoDevicesLeft)
+	require.ErrorContains(t, err, "GPU-b held by a quarantine")
+
+	clock = t0.Add(11 * time.Minute)
+	infos, err := c.Discover(ctxT(t), 2)
+	require.NoError(t, err, "quiet and healthy: it returns")
+	require.Len(t, infos, 2)
+	q, err = h.Quarantines()
+	require.NoError(t, err)
+	require.Empty(t, q)
 }

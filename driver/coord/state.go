@@ -55,7 +55,7 @@ const (
 	stateV1      = "v1"
 	stateV2      = "v2"
 	stateV3      = "v3"
-	stateV4      = "v4" // quarantines; a v3 reader refuses the file, so it grants nothing: never a quarantined device
+	stateV4      = "v4"    // quarantines; a v3 reader refuses the file, so it grants nothing: never a quarantined device
 	stateVersion = stateV4 // the newest this code reads and writes
 )
 
