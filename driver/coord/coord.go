@@ -402,6 +402,7 @@ func (h *Host) noneLeft(candidates []driver.Candidate, amount, nFree int, held *
 	}
 	byParent := map[string]*parentBlock{}
 	var parentOrder []string
+	quarantined := false // a candidate is blocked by a quarantine
 	for _, c := range candidates {
 		if done[c.Key] {
 			continue
@@ -418,6 +419,9 @@ func (h *Host) noneLeft(candidates []driver.Candidate, amount, nFree int, held *
 		}
 		done[c.Key] = true
 		blocked++
+		if self != nil && self.Quarantine != nil || parent != nil && parent.Quarantine != nil {
+			quarantined = true
+		}
 		switch {
 		case self != nil:
 			parts = append(parts, fmt.Sprintf("%s held by %s", c.Key, h.describe(*self)))
@@ -450,8 +454,12 @@ func (h *Host) noneLeft(candidates []driver.Candidate, amount, nFree int, held *
 	if n := len(distinct) - blocked - nFree; n > 0 {
 		parts = append(parts, fmt.Sprintf("%d more overlap devices granted in this request (a device and its partitions count once)", n))
 	}
-	return fmt.Errorf("%w: %d requested, %d free of %d (state file %s); %s",
+	err := fmt.Errorf("%w: %d requested, %d free of %d (state file %s); %s",
 		ErrNoDevicesLeft, amount, nFree, len(distinct), h.state, strings.Join(parts, "; "))
+	if quarantined {
+		return quarantinedErr{err}
+	}
+	return err
 }
 
 // describe names an entry's holder: "pid 4711 (java) for gpu since …", or

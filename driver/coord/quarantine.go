@@ -55,6 +55,15 @@ func (q Quarantine) untilSeen() bool { return q.Return == ReturnSeen || q.Return
 // checks (param.health.enabled) recorded.
 const EventHealthCheck = "health-check"
 
+// ErrQuarantined is matched, beside ErrNoDevicesLeft, by a Reserve that
+// failed because a candidate is quarantined.
+var ErrQuarantined = errors.New("device quarantined")
+
+type quarantinedErr struct{ err error }
+
+func (q quarantinedErr) Error() string   { return q.err.Error() }
+func (q quarantinedErr) Unwrap() []error { return []error{q.err, ErrQuarantined} }
+
 // ErrNotQuarantined: ClearQuarantine found no quarantine of the device.
 var ErrNotQuarantined = errors.New("device is not quarantined")
 

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/xres/xres/driver"
 )
 
 func TestParseHealthEvent(t *testing.T) {
@@ -121,4 +123,35 @@ func FuzzHealthEvent(f *testing.F) {
 		require.Equal(t, e, again)
 		_ = e.Describe()
 	})
+}
+
+// What the launcher acts on: critical or not by health.application-xids
+// (a bad value names the key), Xid 79 and a lost GPU back only once seen.
+func TestDeviceEvent(t *testing.T) {
+	app, err := appXIDs(driver.Options{Resource: "gpu"})
+	require.NoError(t, err)
+	at := time.Date(2026, 12, 7, 1, 0, 0, 0, time.UTC)
+	e := deviceEvent(HealthEvent{Type: EventXID, UUID: "GPU-a", XID: 79, Time: at}, app)
+	require.Equal(t, driver.DeviceEvent{Key: "GPU-a", Critical: true, Event: "xid", XID: 79, Reason: "Xid 79 (GPU has fallen off the bus) on GPU-a (index 0)", UntilSeen: true, Time: at}, e)
+	require.False(t, deviceEvent(HealthEvent{Type: EventXID, UUID: "GPU-a", XID: 31, Time: at}, app).Critical)
+	e = deviceEvent(HealthEvent{Type: EventXID, UUID: "GPU-a", XID: 48, Time: at}, app)
+	require.True(t, e.Critical)
+	require.False(t, e.UntilSeen)
+	require.True(t, deviceEvent(HealthEvent{Type: EventGPULost, Time: at}, app).UntilSeen)
+
+	_, err = appXIDs(driver.Options{Resource: "gpu", Params: map[string]string{"health.application-xids": "13,zero"}})
+	require.ErrorIs(t, err, driver.ErrInvalidParam)
+	require.ErrorContains(t, err, "external-resource.gpu.param.health.application-xids")
+}
+
+// A bad health.action or health.application-xids is refused by the
+// factory's check (am submit, every launcher: exit 211), naming the key.
+func TestHealthParamsChecked(t *testing.T) {
+	require.NoError(t, CheckParams("gpu", map[string]string{"health.action": "notify", "health.application-xids": "13"}))
+	err := CheckParams("gpu", map[string]string{"health.action": "reboot"})
+	require.ErrorIs(t, err, driver.ErrInvalidParam)
+	require.ErrorContains(t, err, "external-resource.gpu.param.health.action")
+	err = CheckParams("gpu", map[string]string{"health.application-xids": "x"})
+	require.ErrorIs(t, err, driver.ErrInvalidParam)
+	require.ErrorContains(t, err, "external-resource.gpu.param.health.application-xids")
 }

@@ -51,7 +51,7 @@ func Params() []driver.Param {
 	return []driver.Param{scriptPathParam, coord.ScriptArgsParam, protocolParam, scriptTimeoutParam, sourceParam,
 		nvidiaSMIParam, smiTimeoutParam, nvmlLibraryParam, migStrategyParam, migProfileParam, healthParam,
 		coord.EnabledParam, coord.FileParam, yarnAssignmentParam, yarnResourceParam, yarnCAParam,
-		coord.QuietPeriodParam, coord.ReturnProbedParam}
+		coord.QuietPeriodParam, coord.ReturnProbedParam, healthActionParam, appXIDsParam}
 }
 
 // The params of YARN's GPU assignment (yarnassign.go).

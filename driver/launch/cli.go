@@ -147,7 +147,7 @@ const (
 `
 	exitCodesText = `exit codes: worker's own code, or 210 usage, 211 config, 212 discovery,
 213 worker could not start, 214 internal, 215 assignment (YARN's GPU
-assignment unknown)
+assignment unknown), 216 gpu-failed (a GPU of the worker failed: quarantined)
 `
 	usageText = "usage:\n" + runSynopsis + probeSynopsis + checkSynopsis + discoverSynopsis + versionSynopsis + helpSynopsis +
 		"\nflags:\n" + commonFlagsText + infoFileText + "\n" + perDeviceText + "\n" + exitCodesText
@@ -593,6 +593,14 @@ func (l *Launcher) run(ctx context.Context, res *Reservation, command []string, 
 		}
 		vars[contract.EnvWorkersFile] = watch.path
 	}
+	hgrants, err := l.healthGrants(res.Grants)
+	if err != nil {
+		return 0, err
+	}
+	hw := newHealthWatch(hgrants, healthFile(dir), log) // healthwatch.go
+	if hw != nil {
+		vars[EnvGPUHealthFile] = hw.file
+	}
 	wctx, stopWatch := context.WithCancel(ctx) // ends the watch once the worker has
 	startedSent := make(chan struct{})         // closed once the command-started report is sent
 	code, err := runWorker(ctx, worker{
@@ -605,6 +613,10 @@ func (l *Launcher) run(ctx context.Context, res *Reservation, command []string, 
 		Started: func(g coord.Group) {
 			if err := res.HoldGroup(ctx, g); err != nil {
 				log.WithError(err).Warn("could not record the worker's process group: its forked helpers would not keep its devices held should this launcher be killed")
+			}
+			if hw != nil {
+				hw.running(g.PGID)
+				go hw.start(wctx)
 			}
 			if watch != nil && watch.r.Watch {
 				go watch.watch(wctx, gate.notify)
@@ -639,8 +651,12 @@ func (l *Launcher) run(ctx context.Context, res *Reservation, command []string, 
 		},
 	}, gate, killGrace, log)
 	stopWatch()
+	hw.stop()
 	if err != nil {
 		return 0, err
+	}
+	if reason := hw.replaced(); reason != "" {
+		return 0, errGPUFailed(reason)
 	}
 	// A worker that ended at once leaves its command-started report a
 	// moment to reach the AM.
