@@ -616,7 +616,7 @@ func (l *Launcher) run(ctx context.Context, res *Reservation, command []string, 
 			}
 			if hw != nil {
 				hw.running(g.PGID)
-				go hw.start(wctx)
+				hw.launch(wctx)
 			}
 			if watch != nil && watch.r.Watch {
 				go watch.watch(wctx, gate.notify)

@@ -59,6 +59,18 @@ type healthWatch struct {
 	pgid   int
 	killed chan struct{}
 	done   bool // stop was called
+	// wg counts launch's goroutines: stop waits for them, so that nothing
+	// of the watch outlives the worker's run.
+	wg sync.WaitGroup
+}
+
+// launch runs start in the background (the worker is not delayed).
+func (hw *healthWatch) launch(ctx context.Context) {
+	hw.wg.Add(1)
+	go func() {
+		defer hw.wg.Done()
+		hw.start(ctx)
+	}()
 }
 
 func (hw *healthWatch) stopped() bool {
@@ -141,7 +153,9 @@ func (hw *healthWatch) start(ctx context.Context) {
 		if u := w.Unwatched(); len(u) > 0 {
 			log.WithField("devices", strings.Join(u, ",")).Warn("these devices report no health events: their failures are not noticed while workers run")
 		}
+		hw.wg.Add(1)
 		go func() {
+			defer hw.wg.Done()
 			select {
 			case <-w.Done():
 				if ctx.Err() == nil && !hw.stopped() {
@@ -271,7 +285,8 @@ func (hw *healthWatch) replaced() string {
 	return hw.reason
 }
 
-// stop ends the watch.
+// stop ends the watch (its context should be done already, so that a
+// start still waiting for its helper gives up) and waits for it.
 func (hw *healthWatch) stop() {
 	if hw == nil {
 		return
@@ -283,6 +298,7 @@ func (hw *healthWatch) stop() {
 	for _, w := range ws {
 		w.Stop()
 	}
+	hw.wg.Wait()
 }
 
 // healthFile is the worker's health file path in dir.
