@@ -15,11 +15,11 @@ var ErrAssignedQuarantined = errors.New("YARN assigned a quarantined device")
 
 // HealthSyncer is a Reserver that keeps a host-wide quarantine of unfit
 // devices (driver/coord; docs/gpu-health.md). Coordinated calls it with
-// each (non-dry-run) discovery's listing: devices discovery's health checks
-// found unhealthy are quarantined, and quarantined devices that have
-// earned it return.
+// each (non-dry-run) discovery's listing, after the reservation: devices
+// discovery's health checks found unhealthy are quarantined, and
+// quarantined devices that have earned it return (their keys).
 type HealthSyncer interface {
-	SyncHealth(ctx context.Context, resource string, listed []Device, ret QuarantineReturn) error
+	SyncHealth(ctx context.Context, resource string, listed []Device, ret QuarantineReturn) ([]string, error)
 }
 
 // QuarantineReturn is how a quarantined device returns by itself: once
@@ -34,14 +34,16 @@ type QuarantineReturn struct {
 // failure is logged, not fatal: the unhealthy devices are left out of this
 // discovery anyway, and a state that cannot be read fails the reservation
 // itself with its own error.
-func (c *Coordinated) syncHealth(ctx context.Context, listed []Device) {
+func (c *Coordinated) syncHealth(ctx context.Context, listed []Device) []string {
 	hs, ok := c.opts.Reserver.(HealthSyncer)
 	if !ok || c.opts.DryRun {
-		return
+		return nil
 	}
-	if err := hs.SyncHealth(ctx, c.resource, listed, c.opts.Return); err != nil {
+	back, err := hs.SyncHealth(ctx, c.resource, listed, c.opts.Return)
+	if err != nil {
 		c.log.WithError(err).Warn("could not bring the host-wide quarantine up to date with this discovery")
 	}
+	return back
 }
 
 // DeviceEvent is something a driver's health watch reported about one of

@@ -145,13 +145,13 @@ func (c *Coordinated) Discover(ctx context.Context, amount int64) ([]resources.I
 	c.mu.Lock()
 	c.unhealthy = sick
 	c.mu.Unlock()
-	c.syncHealth(ctx, devices)
 	for _, u := range sick {
 		c.log.WithFields(logrus.Fields{
 			"device": u.Key, "index": u.Info["index"], "reason": u.Reason,
 		}).Warn("unhealthy device left out")
 	}
 	if int64(len(keys)) < amount {
+		c.syncHealth(ctx, devices) // healthsync.go
 		if len(sick) > 0 {
 			return nil, fmt.Errorf("discover %s: %w: %d requested but the host has %d healthy (%s); unhealthy: %s",
 				c.resource, ErrNotEnoughDevices, amount, len(keys), describeKeys(keys), c.describeUnhealthy(sick))
@@ -161,10 +161,18 @@ func (c *Coordinated) Discover(ctx context.Context, amount int64) ([]resources.I
 	}
 	chosen := keys[:amount]
 	if r := c.opts.Reserver; r != nil {
-		if pr, ok := r.(PartitionReserver); ok {
-			chosen, err = pr.ReserveCandidates(ctx, c.resource, cands, int(amount), c.opts.DryRun)
-		} else {
-			chosen, err = r.Reserve(ctx, c.resource, keys, int(amount), c.opts.DryRun)
+		reserve := func() ([]string, error) {
+			if pr, ok := r.(PartitionReserver); ok {
+				return pr.ReserveCandidates(ctx, c.resource, cands, int(amount), c.opts.DryRun)
+			}
+			return r.Reserve(ctx, c.resource, keys, int(amount), c.opts.DryRun)
+		}
+		chosen, err = reserve()
+		// The quarantine after the reservation, from the state it read (no
+		// read of its own); one that returns a device lets a reservation
+		// that lacked it try again (healthsync.go).
+		if back := c.syncHealth(ctx, devices); len(back) > 0 && errors.Is(err, ErrNotEnoughDevices) {
+			chosen, err = reserve()
 		}
 		if !c.opts.DryRun && (err == nil || !errors.Is(err, ErrNothingReserved)) {
 			c.mu.Lock()

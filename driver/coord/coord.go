@@ -64,6 +64,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -132,6 +133,9 @@ type Host struct {
 	proc    procFS
 	log     logrus.FieldLogger
 	now     func() time.Time
+	// seenQ: the quarantines of the last read that found a state file
+	// (nil: none read yet), for SyncHealth (quarantine.go).
+	seenQ atomic.Pointer[[]Entry]
 }
 
 var _ driver.PartitionReserver = (*Host)(nil)
@@ -720,6 +724,7 @@ func (h *Host) read() ([]Entry, error) {
 		return nil, fmt.Errorf("%w: %s: %v; nothing is granted while it is unreadable: "+
 			"stop the workers on this host (or make sure none holds a device), then remove the file", ErrCorruptState, h.state, err)
 	}
+	h.noteQuarantines(entries) // quarantine.go
 	return entries, nil
 }
 

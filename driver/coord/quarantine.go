@@ -278,12 +278,18 @@ const renewAfter = time.Minute
 // SyncHealth implements driver.HealthSyncer: devices discovery found
 // unhealthy (Device.Unhealthy) are quarantined (Event "health-check"; a
 // lost GPU as seen gone), and quarantined devices of resource return as
-// ret says (ReturnQuarantined). It reads the state without the lock and
-// takes it only when something is to change.
-func (h *Host) SyncHealth(ctx context.Context, resource string, listed []driver.Device, ret driver.QuarantineReturn) error {
-	qs, err := h.Quarantines()
-	if err != nil {
-		return nil // Reserve reads it again and fails with its own error
+// ret says (ReturnQuarantined). It works from the quarantines this Host's
+// last read found (the reservation's: no read of its own) and takes the
+// lock only when something is to change.
+func (h *Host) SyncHealth(ctx context.Context, resource string, listed []driver.Device, ret driver.QuarantineReturn) ([]string, error) {
+	var qs []Entry
+	if p := h.seenQ.Load(); p != nil {
+		qs = *p
+	} else {
+		var err error
+		if qs, err = h.Quarantines(); err != nil {
+			return nil, nil // the reservation reads it too, and fails with its own error
+		}
 	}
 	byKey := map[string]*Quarantine{}
 	for _, e := range qs {
@@ -306,7 +312,7 @@ func (h *Host) SyncHealth(ctx context.Context, resource string, listed []driver.
 		byKey[d.Key] = &q
 	}
 	if len(qs) == 0 || ret.Quiet <= 0 {
-		return errors.Join(errs...)
+		return nil, errors.Join(errs...)
 	}
 	sight := sightings(listed, ret.Probed)
 	due := false
@@ -318,11 +324,24 @@ func (h *Host) SyncHealth(ctx context.Context, resource string, listed []driver.
 			due = true
 		}
 	}
+	var back []string
 	if due {
-		_, err := h.ReturnQuarantined(ctx, resource, sight, ret.Quiet)
+		var err error
+		back, err = h.ReturnQuarantined(ctx, resource, sight, ret.Quiet)
 		errs = append(errs, err)
 	}
-	return errors.Join(errs...)
+	return back, errors.Join(errs...)
+}
+
+// noteQuarantines keeps the quarantines of a read for SyncHealth.
+func (h *Host) noteQuarantines(entries []Entry) {
+	qs := []Entry{}
+	for _, e := range entries {
+		if e.Quarantine != nil {
+			qs = append(qs, e)
+		}
+	}
+	h.seenQ.Store(&qs)
 }
 
 // isLost: discovery's reason for a GPU that has fallen off the bus.
