@@ -52,13 +52,12 @@ type healthWatch struct {
 	grants []watchedGrant
 	file   string // the worker's health file
 	log    logrus.FieldLogger
-	now    func() time.Time
 
 	mu     sync.Mutex
 	reason string // set once a critical event on the worker's GPU ended it (replace)
 	pgid   int
-	killed chan struct{}
-	done   bool // stop was called
+	done   bool        // stop was called
+	kill   *time.Timer // replace's SIGKILL, pending
 	// wg counts launch's goroutines: stop waits for them, so that nothing
 	// of the watch outlives the worker's run.
 	wg sync.WaitGroup
@@ -119,7 +118,7 @@ func newHealthWatch(grants []watchedGrant, file string, log logrus.FieldLogger) 
 	if len(grants) == 0 {
 		return nil
 	}
-	return &healthWatch{grants: grants, file: file, log: log, now: time.Now, killed: make(chan struct{})}
+	return &healthWatch{grants: grants, file: file, log: log}
 }
 
 // start runs each grant's watch until ctx ends or stop; where one cannot
@@ -264,15 +263,17 @@ func (hw *healthWatch) replace(reason string) {
 	hw.reason = reason
 	pgid := hw.pgid
 	hw.mu.Unlock()
-	close(hw.killed)
 	if pgid <= 0 {
 		return
 	}
 	_ = syscall.Kill(-pgid, syscall.SIGTERM)
-	go func() {
-		time.Sleep(killGrace)
-		_ = syscall.Kill(-pgid, syscall.SIGKILL)
-	}()
+	// SIGKILL after the grace period unless the worker has ended by then
+	// (stop cancels it: its group id may name another group later).
+	hw.mu.Lock()
+	if !hw.done {
+		hw.kill = time.AfterFunc(killGrace, func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) })
+	}
+	hw.mu.Unlock()
 }
 
 // replaced is the reason the watch ended the worker ("" when it did not).
@@ -294,6 +295,9 @@ func (hw *healthWatch) stop() {
 	hw.mu.Lock()
 	hw.done = true
 	ws := hw.ws
+	if hw.kill != nil {
+		hw.kill.Stop()
+	}
 	hw.mu.Unlock()
 	for _, w := range ws {
 		w.Stop()
