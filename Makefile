@@ -193,3 +193,12 @@ yarn-random-cluster:
 		XRES_YARN_RANDOM_CLUSTER_SEED=$(YARN_RANDOM_CLUSTER_SEED) \
 		$(GO) test -count=1 -v -tags 'integration yarnrandom' -timeout 4h -run '^TestYARNRandomCluster$$' ./integration/ \
 		| grep -E '^(=== RUN|--- |PASS|FAIL|ok)|randomized check|yarn-random-cluster:|as expected|Error'
+
+# On a host with an NVIDIA GPU (no network, no Hadoop; < 5 min): NVML against
+# nvidia-smi, MIG, an event set on every GPU, a launcher's worker seen by
+# nvidia-smi on exactly its GPU (integration/devicecheck/device-check.sh).
+# XRES_DEVICE_CHECK_FAKE=1 runs it on the fakes.
+.PHONY: device-check
+device-check: build
+	CGO_ENABLED=1 $(GO) build -o $(BIN)/ ./integration/devicecheck/cudaholder
+	integration/devicecheck/device-check.sh

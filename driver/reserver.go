@@ -85,6 +85,8 @@ type CoordinatedOptions struct {
 	// Placer, when set, chooses among the free devices (a Reserver that
 	// is no PlacingReserver, or no Reserver, leaves the first ones).
 	Placer Placer
+	// Return: how quarantined devices return (a HealthSyncer Reserver).
+	Return QuarantineReturn
 	Log    logrus.FieldLogger
 }
 
@@ -179,6 +181,7 @@ func (c *Coordinated) Discover(ctx context.Context, amount int64) ([]resources.I
 		}).Warn("unhealthy device left out")
 	}
 	if int64(len(keys)) < amount {
+		c.syncHealth(ctx, devices) // healthsync.go
 		if len(sick) > 0 {
 			return nil, fmt.Errorf("discover %s: %w: %d requested but the host has %d healthy (%s); unhealthy: %s",
 				c.resource, ErrNotEnoughDevices, amount, len(keys), describeKeys(keys), c.describeUnhealthy(sick))
@@ -194,12 +197,21 @@ func (c *Coordinated) Discover(ctx context.Context, amount int64) ([]resources.I
 		}
 	}
 	if r := c.opts.Reserver; r != nil {
-		if pl, ok := r.(PlacingReserver); ok && placement != nil {
-			chosen, err = pl.ReservePlaced(ctx, c.resource, cands, int(amount), c.opts.DryRun, placement)
-		} else if pr, ok := r.(PartitionReserver); ok {
-			chosen, err = pr.ReserveCandidates(ctx, c.resource, cands, int(amount), c.opts.DryRun)
-		} else {
-			chosen, err = r.Reserve(ctx, c.resource, keys, int(amount), c.opts.DryRun)
+		reserve := func() ([]string, error) {
+			if pl, ok := r.(PlacingReserver); ok && placement != nil {
+				return pl.ReservePlaced(ctx, c.resource, cands, int(amount), c.opts.DryRun, placement)
+			}
+			if pr, ok := r.(PartitionReserver); ok {
+				return pr.ReserveCandidates(ctx, c.resource, cands, int(amount), c.opts.DryRun)
+			}
+			return r.Reserve(ctx, c.resource, keys, int(amount), c.opts.DryRun)
+		}
+		chosen, err = reserve()
+		// The quarantine after the reservation, from the state it read (no
+		// read of its own); one that returns a device lets a reservation
+		// that lacked it try again (healthsync.go).
+		if back := c.syncHealth(ctx, devices); len(back) > 0 && errors.Is(err, ErrNotEnoughDevices) {
+			chosen, err = reserve()
 		}
 		if !c.opts.DryRun && (err == nil || !errors.Is(err, ErrNothingReserved)) {
 			c.mu.Lock()

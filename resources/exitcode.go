@@ -27,6 +27,10 @@ const (
 	// LauncherExitAssignment: YARN's NodeManager may be assigning GPUs on
 	// this host, but which ones this container holds could not be learnt.
 	LauncherExitAssignment = 215
+	// LauncherExitGPUFailed: a GPU the worker held failed while it ran (a
+	// critical NVML event); the launcher stopped the worker to have it
+	// replaced on a healthy GPU (docs/gpu-health.md).
+	LauncherExitGPUFailed = 216
 )
 
 // Blame says whom a launcher exit code blames.
@@ -41,6 +45,11 @@ const (
 	// BlameNode: the host (discovery, the launcher's own environment); a
 	// replacement on another host may succeed.
 	BlameNode
+	// BlameDevice: one device of the host failed (it is quarantined
+	// there); the worker is replaced without counting as a failure, and
+	// the host stays in use (its other devices are fine), as YARN's
+	// DISKS_FAILED is not the application's fault.
+	BlameDevice
 )
 
 func (b Blame) String() string {
@@ -49,6 +58,8 @@ func (b Blame) String() string {
 		return "none"
 	case BlameNode:
 		return "node"
+	case BlameDevice:
+		return "device"
 	default:
 		return "job"
 	}
@@ -77,6 +88,9 @@ var LauncherExits = []LauncherExit{
 	{LauncherExitInternal, "internal", "internal: the info file could not be written, …", BlameNode},
 	{LauncherExitAssignment, "assignment", "the NodeManager may assign GPUs on this host (YARN's GPU plugin) but could not say which this " +
 		"container holds (its REST unreachable, refusing, SPNEGO without Kerberos credentials); nothing is guessed", BlameNode},
+	{LauncherExitGPUFailed, "gpu-failed", "a GPU of the worker failed while it ran (a critical Xid, a double-bit ECC error, the GPU lost): " +
+		"the GPU is quarantined on its host and the worker was stopped to be replaced on a healthy one (health.action replace), " +
+		"or YARN assigned a quarantined GPU", BlameDevice},
 }
 
 // LauncherWorkerExit describes every code outside LauncherExits: the
@@ -99,6 +113,10 @@ func DescribeLauncherExit(code int) LauncherExit {
 
 // BadNodeExitCodes are the launcher codes that blame the host.
 func BadNodeExitCodes() []int { return exitCodesBlaming(BlameNode) }
+
+// DeviceExitCodes are the launcher codes that blame one device of the
+// host: replaced without counting, the host kept.
+func DeviceExitCodes() []int { return exitCodesBlaming(BlameDevice) }
 
 // BadJobExitCodes are the launcher codes that blame the job.
 func BadJobExitCodes() []int { return exitCodesBlaming(BlameJob) }

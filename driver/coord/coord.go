@@ -64,6 +64,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -132,6 +133,9 @@ type Host struct {
 	proc    procFS
 	log     logrus.FieldLogger
 	now     func() time.Time
+	// seenQ: the quarantines of the last read that found a state file
+	// (nil: none read yet), for SyncHealth (quarantine.go).
+	seenQ atomic.Pointer[[]Entry]
 }
 
 var _ driver.PartitionReserver = (*Host)(nil)
@@ -311,7 +315,9 @@ func newTable() *table {
 }
 
 func (t *table) add(e Entry) {
-	if _, ok := t.byKey[e.Key]; !ok {
+	// A quarantine names the device before its holder does (the reason a
+	// request is refused that matters most).
+	if old, ok := t.byKey[e.Key]; !ok || e.Quarantine != nil && old.Quarantine == nil {
 		t.byKey[e.Key] = e
 	}
 	if e.Parent != "" {
@@ -421,6 +427,7 @@ func (h *Host) noneLeft(candidates []driver.Candidate, amount, nFree int, held *
 	}
 	byParent := map[string]*parentBlock{}
 	var parentOrder []string
+	quarantined := false // a candidate is blocked by a quarantine
 	for _, c := range candidates {
 		if done[c.Key] {
 			continue
@@ -437,6 +444,9 @@ func (h *Host) noneLeft(candidates []driver.Candidate, amount, nFree int, held *
 		}
 		done[c.Key] = true
 		blocked++
+		if self != nil && self.Quarantine != nil || parent != nil && parent.Quarantine != nil {
+			quarantined = true
+		}
 		switch {
 		case self != nil:
 			parts = append(parts, fmt.Sprintf("%s held by %s", c.Key, h.describe(*self)))
@@ -469,13 +479,20 @@ func (h *Host) noneLeft(candidates []driver.Candidate, amount, nFree int, held *
 	if n := len(distinct) - blocked - nFree; n > 0 {
 		parts = append(parts, fmt.Sprintf("%d more overlap devices granted in this request (a device and its partitions count once)", n))
 	}
-	return fmt.Errorf("%w: %d requested, %d free of %d (state file %s); %s",
+	err := fmt.Errorf("%w: %d requested, %d free of %d (state file %s); %s",
 		ErrNoDevicesLeft, amount, nFree, len(distinct), h.state, strings.Join(parts, "; "))
+	if quarantined {
+		return quarantinedErr{err}
+	}
+	return err
 }
 
 // describe names an entry's holder: "pid 4711 (java) for gpu since …", or
 // for a dead owner whose worker's group lives on, those processes.
 func (h *Host) describe(e Entry) string {
+	if q := e.Quarantine; q != nil {
+		return fmt.Sprintf("a quarantine since %s (%s; `container-launcher probe --clear %s` ends it)", e.Since.Format(time.RFC3339), q.Reason, e.Key)
+	}
 	who := fmt.Sprintf("pid %d", e.PID)
 	if _, members := h.proc.holding(e, h.owner); len(members) > 0 {
 		ps := make([]string, len(members))
@@ -528,7 +545,7 @@ func (h *Host) release(ctx context.Context, match func(Entry) bool) error {
 	err := h.modify(ctx, func(entries []Entry) ([]Entry, bool) {
 		keep := entries[:0:0]
 		for _, e := range entries {
-			if e.Owner.same(h.owner) && match(e) {
+			if e.Quarantine == nil && e.Owner.same(h.owner) && match(e) {
 				if e.Index != "" {
 					drop[e.Index] = true
 				}
@@ -580,7 +597,7 @@ func (h *Host) HoldGroup(ctx context.Context, g Group) error {
 	err := h.modify(ctx, func(entries []Entry) ([]Entry, bool) {
 		changed := false
 		for i := range entries {
-			if entries[i].Owner.same(h.owner) {
+			if entries[i].Quarantine == nil && entries[i].Owner.same(h.owner) {
 				gg := g
 				entries[i].Group = &gg
 				changed = true
@@ -728,6 +745,7 @@ func (h *Host) read() ([]Entry, error) {
 		return nil, fmt.Errorf("%w: %s: %v; nothing is granted while it is unreadable: "+
 			"stop the workers on this host (or make sure none holds a device), then remove the file", ErrCorruptState, h.state, err)
 	}
+	h.noteQuarantines(entries) // quarantine.go
 	return entries, nil
 }
 

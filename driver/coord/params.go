@@ -122,8 +122,13 @@ func (s Settings) CoordinatedPlaced(opts driver.Options, enum driver.Enumerator,
 	} else if ck, ok := enum.(CacheKeyer); ok {
 		enum = newDeviceCache(ck, s.StateFile, opts.Log)
 	}
+	ret, err := params.ReadQuarantineReturn(opts.Resource, opts.Params)
+	if err != nil {
+		return nil, err
+	}
 	return driver.NewCoordinated(opts.Resource, enum, driver.CoordinatedOptions{
 		Reserver: res, DryRun: opts.DryRun, Placer: placer, Log: opts.Log,
+		Return: driver.QuarantineReturn{Quiet: ret.Quiet, Probed: ret.Probed},
 	}), nil
 }
 

@@ -280,6 +280,9 @@ func (p procFS) members(g Group) []int {
 // owner cannot be proven dead, or its worker's group still has a live
 // member (returned, for messages).
 func (p procFS) holding(e Entry, self Owner) (liveness, []int) {
+	if e.Quarantine != nil {
+		return alive, nil // held by the quarantine, whoever recorded it
+	}
 	l := p.check(e.Owner, self)
 	if l != dead || e.Group == nil {
 		return l, nil

@@ -30,6 +30,11 @@ type Entry struct {
 	// Version 3 of the file.
 	Index string    `json:"index,omitempty"`
 	Since time.Time `json:"since"`
+	// Quarantine, when set, makes the entry a quarantine, not a grant: the
+	// device is never granted while it is there, whoever recorded it
+	// (Owner) and whether that process lives (see quarantine.go).
+	// Version 4 of the file.
+	Quarantine *Quarantine `json:"quarantine,omitempty"`
 }
 
 // stateBody is the state file's body; appendStateBody and readStateBody
@@ -50,7 +55,8 @@ const (
 	stateV1      = "v1"
 	stateV2      = "v2"
 	stateV3      = "v3"
-	stateVersion = stateV3 // the newest this code reads and writes
+	stateV4      = "v4"    // quarantines; a v3 reader refuses the file, so it grants nothing: never a quarantined device
+	stateVersion = stateV4 // the newest this code reads and writes
 )
 
 // The state file: a header line that pins the length and SHA-256 of the
@@ -80,6 +86,15 @@ func encodeState(entries []Entry) []byte {
 func encodeStatePadded(entries []Entry, size int) []byte {
 	version := stateV1
 	for _, e := range entries {
+		if e.Quarantine != nil {
+			version = stateV4
+			break
+		}
+	}
+	for _, e := range entries {
+		if version == stateV4 {
+			break
+		}
 		if e.Group != nil || e.Index != "" {
 			version = stateV3
 			break
@@ -128,8 +143,8 @@ func decodeState(b []byte) ([]Entry, error) {
 		return nil, fmt.Errorf("%w: header is not %q (not written by xres)", errStateFormat, stateMagic+" "+stateVersion+" …")
 	}
 	version := f[1]
-	if version != stateV1 && version != stateV2 && version != stateV3 {
-		return nil, fmt.Errorf("%w: unsupported version %q (this xres reads %s to %s; written by a newer xres?)", errStateFormat, version, stateV1, stateV3)
+	if version != stateV1 && version != stateV2 && version != stateV3 && version != stateV4 {
+		return nil, fmt.Errorf("%w: unsupported version %q (this xres reads %s to %s; written by a newer xres?)", errStateFormat, version, stateV1, stateVersion)
 	}
 	n, err := strconv.Atoi(f[2])
 	if err != nil || n < 0 {
@@ -155,13 +170,21 @@ func decodeState(b []byte) ([]Entry, error) {
 		if e.Parent != "" && version == stateV1 {
 			return nil, fmt.Errorf("%w: entry %d has a parent, which a %s file cannot have", errStateFormat, i, stateV1)
 		}
-		if (e.Group != nil || e.Index != "") && version != stateV3 || e.Group != nil && e.Group.PGID <= 0 {
+		if (e.Group != nil || e.Index != "") && version != stateV3 && version != stateV4 || e.Group != nil && e.Group.PGID <= 0 {
 			return nil, fmt.Errorf("%w: entry %d has a bad group or one a %s file cannot have", errStateFormat, i, version)
 		}
 		if e.Parent == e.Key {
 			return nil, fmt.Errorf("%w: entry %d names %s as its own parent", errStateFormat, i, e.Key)
 		}
+		if e.Quarantine != nil && (version != stateV4 || e.Quarantine.Reason == "" || e.Group != nil || e.Index != "" ||
+			e.Quarantine.Return != ReturnQuiet && !e.Quarantine.untilSeen()) {
+			return nil, fmt.Errorf("%w: entry %d is a bad quarantine or one a %s file cannot have", errStateFormat, i, version)
+		}
+		// A device may be held by a worker and quarantined: two entries.
 		k := [2]string{e.Resource, e.Key}
+		if e.Quarantine != nil {
+			k[0] = "quarantine"
+		}
 		if seen[k] {
 			return nil, fmt.Errorf("%w: device %s/%s recorded twice", errStateFormat, e.Resource, e.Key)
 		}
@@ -212,6 +235,9 @@ func appendStateBody(b []byte, entries []Entry) []byte {
 		}
 		b = append(b, `,"since":`...)
 		b = jsonfile.AppendTime(b, e.Since)
+		if e.Quarantine != nil {
+			b = appendQuarantine(append(b, `,"quarantine":`...), *e.Quarantine)
+		}
 		b = append(b, '}')
 	}
 	return append(b, "]}"...)
@@ -265,6 +291,8 @@ func readEntry(r *jsonfile.Reader) (Entry, error) {
 			e.Index, err = r.String()
 		case "since":
 			e.Since, err = r.Time()
+		case "quarantine":
+			e.Quarantine, err = readQuarantine(r)
 		default:
 			err = jsonfile.Unknown(key)
 		}

@@ -139,6 +139,7 @@ func FuzzDecodeState(f *testing.F) {
 	f.Add(valid)
 	v2 := encodeState([]Entry{{Resource: "mig", Key: "MIG-b", Parent: "GPU-a", Owner: Owner{PID: 1, Start: 2}}})
 	f.Add(v2)
+	f.Add(encodeState([]Entry{{Resource: "gpu", Key: "GPU-a", Owner: Owner{PID: 1, Start: 2}, Quarantine: &Quarantine{Reason: "Xid 48", Event: "xid", XID: 48, Return: ReturnQuiet}}}))
 	if v1, err := os.ReadFile(filepath.Join("testdata", "state-v1")); err == nil {
 		f.Add(v1)
 	}

@@ -38,6 +38,9 @@ func randomEntries(rng *rand.Rand) []Entry {
 		if rng.IntN(2) == 0 {
 			e.Group = &Group{PGID: rng.IntN(1 << 22), Start: rng.Uint64()}
 		}
+		if rng.IntN(3) == 0 {
+			e.Quarantine = &Quarantine{Reason: pick(), Event: pick(), XID: rng.Uint64N(200), Last: time.Unix(rng.Int64N(4e9), 0).UTC(), Return: pick()}
+		}
 		entries[i] = e
 	}
 	return entries
@@ -72,6 +75,7 @@ func FuzzStateBody(f *testing.F) {
 	}
 	f.Add([]byte(`{"entries":[{"resource":"gpu","key":"a","pid":1,"start":1,"group":null,"since":null}]}`))
 	f.Add([]byte(`{"entries":null}`))
+	f.Add([]byte(`{"entries":[{"resource":"gpu","key":"a","pid":1,"start":1,"since":"2026-12-07T01:00:00Z","quarantine":{"reason":"Xid 79","event":"xid","xid":79,"last":"2026-12-07T01:00:00Z","return":"seen"}}]}`))
 	f.Add([]byte(`null`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		got, err := readStateBody(body)
@@ -88,7 +92,8 @@ func FuzzStateBody(f *testing.F) {
 		for i := range got {
 			if g, w := got[i], want[i]; g.Resource != w.Resource || g.Key != w.Key || g.Parent != w.Parent ||
 				g.Owner != w.Owner || g.Index != w.Index || !g.Since.Equal(w.Since) ||
-				(g.Group == nil) != (w.Group == nil) || g.Group != nil && *g.Group != *w.Group {
+				(g.Group == nil) != (w.Group == nil) || g.Group != nil && *g.Group != *w.Group ||
+				(g.Quarantine == nil) != (w.Quarantine == nil) || g.Quarantine != nil && *g.Quarantine != *w.Quarantine {
 				t.Fatalf("read %q: entry %d is %+v, encoding/json %+v", body, i, g, w)
 			}
 		}

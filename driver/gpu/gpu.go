@@ -135,7 +135,12 @@ func (factory) CheckParams(resource string, params map[string]string) error {
 // the discovery script is not looked for (whether it is installed is the
 // host's business; a missing one is a discovery failure of that host), nor
 // NVML or nvidia-smi. New runs it first, so its errors are New's own.
-func CheckParams(resource string, p map[string]string) error { return params.CheckGPU(resource, p) }
+func CheckParams(resource string, p map[string]string) error {
+	if err := params.CheckGPU(resource, p); err != nil {
+		return err
+	}
+	return checkHealthParams(resource, p) // healthfactory.go
+}
 
 // Register adds the GPU driver to r as FactoryName, with Flink's GPU
 // factory class name as an alias.

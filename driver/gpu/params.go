@@ -50,7 +50,8 @@ var (
 func Params() []driver.Param {
 	return []driver.Param{scriptPathParam, coord.ScriptArgsParam, protocolParam, scriptTimeoutParam, sourceParam,
 		nvidiaSMIParam, smiTimeoutParam, nvmlLibraryParam, migStrategyParam, migProfileParam, healthParam,
-		coord.EnabledParam, coord.FileParam, yarnAssignmentParam, yarnResourceParam, yarnCAParam, placementParam, jobMappingParam}
+		coord.EnabledParam, coord.FileParam, yarnAssignmentParam, yarnResourceParam, yarnCAParam, placementParam, jobMappingParam,
+		coord.QuietPeriodParam, coord.ReturnProbedParam, healthActionParam, appXIDsParam}
 }
 
 // The params of YARN's GPU assignment (yarnassign.go).

@@ -557,6 +557,9 @@ func (y *yarnDriver) Discover(ctx context.Context, amount int64) ([]resources.In
 			err = nil
 		}
 	}
+	if err != nil && p.a != nil && errors.Is(err, coord.ErrQuarantined) {
+		err = fmt.Errorf("%w (%s): %w", driver.ErrAssignedQuarantined, p.a.describe(), err)
+	}
 	y.log.WithField("duration", time.Since(start).Round(time.Microsecond).String()).WithField("node_mode", p.na.Mode).Debug("asked the NodeManager")
 	if p.a != nil && err == nil {
 		y.log.WithFields(logrus.Fields{"node_mode": p.na.Mode, "assigned": p.a.describe(), "from": p.a.from()}).Info("took the GPUs YARN assigned to this container")

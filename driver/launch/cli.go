@@ -109,6 +109,8 @@ const (
 `
 	probeSynopsis = `  container-launcher probe [flags] [--json]
         show what would be discovered and who holds what (holds nothing)
+  container-launcher probe [flags] --clear DEVICE
+        end the quarantine of DEVICE (a GPU's uuid): it is granted again
 `
 	checkSynopsis = `  container-launcher check [flags]
         report configuration and host problems with a fix for each
@@ -145,7 +147,7 @@ const (
 `
 	exitCodesText = `exit codes: worker's own code, or 210 usage, 211 config, 212 discovery,
 213 worker could not start, 214 internal, 215 assignment (YARN's GPU
-assignment unknown)
+assignment unknown), 216 gpu-failed (a GPU of the worker failed: quarantined)
 `
 	usageText = "usage:\n" + runSynopsis + probeSynopsis + checkSynopsis + discoverSynopsis + versionSynopsis + helpSynopsis +
 		"\nflags:\n" + commonFlagsText + infoFileText + "\n" + perDeviceText + "\n" + exitCodesText
@@ -602,6 +604,14 @@ func (l *Launcher) run(ctx context.Context, res *Reservation, command []string, 
 	samplerStarted := false
 	jobs := writeJobMapping(res.Grants, env.Getenv(EnvContainerID), log) // while the worker runs, however it ends
 	defer jobs.remove()
+	hgrants, err := l.healthGrants(res.Grants)
+	if err != nil {
+		return 0, err
+	}
+	hw := newHealthWatch(hgrants, healthFile(dir), log) // healthwatch.go
+	if hw != nil {
+		vars[EnvGPUHealthFile] = hw.file
+	}
 	wctx, stopWatch := context.WithCancel(ctx) // ends the watch once the worker has
 	startedSent := make(chan struct{})         // closed once the command-started report is sent
 	code, err := runWorker(ctx, worker{
@@ -615,6 +625,10 @@ func (l *Launcher) run(ctx context.Context, res *Reservation, command []string, 
 		Started: func(g coord.Group) {
 			if err := res.HoldGroup(ctx, g); err != nil {
 				log.WithError(err).Warn("could not record the worker's process group: its forked helpers would not keep its devices held should this launcher be killed")
+			}
+			if hw != nil {
+				hw.running(g.PGID)
+				hw.launch(wctx)
 			}
 			if watch != nil && watch.r.Watch {
 				go watch.watch(wctx, gate.notify)
@@ -654,8 +668,12 @@ func (l *Launcher) run(ctx context.Context, res *Reservation, command []string, 
 	}, gate, killGrace, log)
 	stopWatch()
 	sampler.wait(samplerStarted, time.Second)
+	hw.stop()
 	if err != nil {
 		return 0, err
+	}
+	if reason := hw.replaced(); reason != "" {
+		return 0, errGPUFailed(reason)
 	}
 	// A worker that ended at once leaves its command-started report a
 	// moment to reach the AM.

@@ -24,6 +24,7 @@ const (
 	ExitWorkerStart = resources.LauncherExitWorker
 	ExitInternal    = resources.LauncherExitInternal
 	ExitAssignment  = resources.LauncherExitAssignment
+	ExitGPUFailed   = resources.LauncherExitGPUFailed
 )
 
 // Sentinel errors classifying a launch failure; ExitCode maps them to the
@@ -33,6 +34,9 @@ var (
 	ErrConfig      = conf.ErrInvalid // every configuration error (a *conf.Error matches it too)
 	ErrDiscovery   = errors.New("discovery failed")
 	ErrWorkerStart = errors.New("worker could not start")
+	// ErrGPUFailed: a GPU of the worker failed (healthwatch.go), or YARN
+	// assigned a quarantined one (nodeassign.go).
+	ErrGPUFailed = errors.New("GPU failed")
 )
 
 // ExitCode maps an error returned by this package to the launcher's exit
@@ -48,10 +52,14 @@ func ExitCode(err error) int {
 		return ExitConfig
 	case errors.Is(err, driver.ErrAssignmentUnknown):
 		return ExitAssignment
+	case errors.Is(err, driver.ErrAssignedQuarantined):
+		return ExitGPUFailed
 	case errors.Is(err, ErrDiscovery):
 		return ExitDiscovery
 	case errors.Is(err, ErrWorkerStart):
 		return ExitWorkerStart
+	case errors.Is(err, ErrGPUFailed):
+		return ExitGPUFailed
 	default:
 		return ExitInternal
 	}

@@ -56,7 +56,9 @@ type ProbeCoordination struct {
 	Mode      string        `json:"mode"` // xres, script (Flink's), off, "" (unknown: a plugin)
 	StateFile string        `json:"state_file,omitempty"`
 	Holders   []ProbeHolder `json:"holders"`
-	Error     string        `json:"error,omitempty"`
+	// Quarantined: devices granted to no one (probequarantine.go).
+	Quarantined []ProbeQuarantine `json:"quarantined,omitempty"`
+	Error       string            `json:"error,omitempty"`
 }
 
 // ProbeHolder is one recorded reservation of the resource.
@@ -110,6 +112,9 @@ func (l *Launcher) Probe(ctx context.Context, specs []resources.Spec) ProbeRepor
 		switch c.Mode {
 		case driver.CoordXres:
 			holders, herr = readHolders(c.StateFile, spec.Name)
+			if herr == nil {
+				pr.Coordination.Quarantined, herr = readQuarantined(c.StateFile, spec.Name)
+			}
 			if c.FlinkFile != "" && herr == nil {
 				// The GPUs Flink's script holds beside them.
 				var fh []ProbeHolder
@@ -154,7 +159,7 @@ func readHolders(stateFile, resource string) ([]ProbeHolder, error) {
 	}
 	var out []ProbeHolder
 	for _, e := range all {
-		if e.Resource != resource {
+		if e.Resource != resource || e.Quarantine != nil {
 			continue
 		}
 		out = append(out, ProbeHolder{Device: e.Key, PID: e.PID, Alive: e.Alive, Program: e.Program, Parent: e.Parent, Since: e.Since})
@@ -205,6 +210,7 @@ func runProbe(ctx context.Context, args []string, env Env) int {
 	var c common
 	c.register(fs)
 	asJSON := fs.Bool("json", false, "print JSON")
+	clear := fs.String("clear", "", "end the quarantine of this device (its key: a GPU's uuid)")
 	if _, err := parse(fs, args, probeUsageText, env.Stdout); err != nil {
 		return fail(env.Stderr, err)
 	}
@@ -226,6 +232,12 @@ func runProbe(ctx context.Context, args []string, env Env) int {
 	} else {
 		l := &Launcher{Registry: env.Registry, Log: log, Getenv: env.Getenv, DiscoverTimeout: 30 * time.Second,
 			DriverTimeout: loaded.DiscoveryTimeout}
+		if *clear != "" {
+			if err := l.clearQuarantine(ctx, specs, *clear, env.Stdout); err != nil {
+				return fail(env.Stderr, err)
+			}
+			return ExitOK
+		}
 		rep = l.Probe(ctx, specs)
 	}
 	if *asJSON {
@@ -326,6 +338,7 @@ func writeProbeText(w io.Writer, rep ProbeReport) {
 			}
 			fmt.Fprintf(w, "    %s held by pid %d (%s)%s%s\n", h.Device, h.PID, state, since, cmd)
 		}
+		writeQuarantined(w, co.Quarantined)
 	}
 }
 

@@ -84,6 +84,11 @@ type Config struct {
 	// replacement can help, the application fails at once.
 	BadNodeExits []int
 	BadJobExits  []int
+	// DeviceExits: a worker that exits with one of them lost a device of
+	// its node (a GPU that failed, quarantined there): replaced without
+	// counting, as the cluster's fault, and the node kept (its other
+	// devices are fine).
+	DeviceExits []int
 	// BlacklistExpiry is how long a node stays blacklisted (0: until the
 	// application ends). RequestTimeout fails the application when workers
 	// are wanted and none is granted for that long (0: no bound).
@@ -883,6 +888,9 @@ func (a *AM) endedBetweenLocked(id string) *worker {
 func (a *AM) failed(ctx context.Context, w *worker, exit int, cause yarn.ExitCause, diag string, ran bool) {
 	log := a.log.WithFields(logrus.Fields{"container": w.c.ID, "node": w.c.NodeID, "exit": exit})
 	g := w.g
+	if cause == yarn.CauseApp && slices.Contains(a.cfg.DeviceExits, exit) {
+		cause = yarn.CauseCluster // a failed GPU is not the application's fault
+	}
 	badNode := slices.Contains(a.cfg.BadNodeExits, exit)
 	a.mu.Lock()
 	// The stderr of a group's first failure is quoted if the application

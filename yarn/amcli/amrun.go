@@ -534,6 +534,7 @@ func amConfig(set amplan.Settings, groups []amplan.Group, appID, host, trackingU
 		RequestHeartbeat: set.RequestHeartbeat,
 		BadNodeExits:     resources.BadNodeExitCodes(),
 		BadJobExits:      resources.BadJobExitCodes(),
+		DeviceExits:      resources.DeviceExitCodes(),
 		BlacklistExpiry:  set.BlacklistExpiry,
 		RequestTimeout:   set.RequestTimeout,
 		RMMaxWait:        clients.RMMaxWait,
