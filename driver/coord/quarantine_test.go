@@ -208,7 +208,9 @@ func TestDiscoveryHealthFeedsQuarantine(t *testing.T) {
 	require.NoError(t, c.Release(ctxT(t)))
 
 	(*l)[1].Unhealthy = "" // healthy again, too soon
-	other := driver.NewCoordinated("gpu", l, driver.CoordinatedOptions{Reserver: newHost(t, state, liveOwner(t)), Return: ret})
+	h2 := newHost(t, state, liveOwner(t))
+	h2.now = func() time.Time { return clock } // the same host's clock: the quiet period counts from t0
+	other := driver.NewCoordinated("gpu", l, driver.CoordinatedOptions{Reserver: h2, Return: ret})
 	_, err = other.Discover(ctxT(t), 2)
 	require.ErrorIs(t, err, ErrNoDevicesLeft)
 	require.ErrorContains(t, err, "GPU-b held by a quarantine")

@@ -921,7 +921,7 @@ func (a *AM) failed(ctx context.Context, w *worker, exit int, cause yarn.ExitCau
 	}
 	a.workers.set(w, amstatus.StateFailed)
 	w.exit, w.diag, w.finished, w.tail = exit, diag, a.cfg.Now(), tail
-	a.cfg.Metrics.Failed(exitClass(cause))
+	a.cfg.Metrics.Failed(ammetrics.ClassOf(cause))
 	if fetch && !ending {
 		done := make(chan struct{})
 		w.tailDone = done

@@ -4,22 +4,9 @@ import (
 	"sort"
 
 	"github.com/xres/xres/resources/contract"
-	"github.com/xres/xres/yarn"
 	"github.com/xres/xres/yarn/ammetrics"
 	"github.com/xres/xres/yarn/amstatus"
 )
-
-// exitClass is cause as xres_workers_failed_total's class label.
-func exitClass(cause yarn.ExitCause) string {
-	switch cause {
-	case yarn.CauseCluster:
-		return ammetrics.ClassCluster
-	case yarn.CauseNode:
-		return ammetrics.ClassNode
-	default:
-		return ammetrics.ClassApp
-	}
-}
 
 // samplesLocked takes a launcher's GPU samples for w: its GPUs' latest
 // figures, history and idle time; w is filed among the workers with an

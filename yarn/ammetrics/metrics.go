@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/xres/xres/yarn"
 	"github.com/xres/xres/yarn/amstatus"
 )
 
@@ -27,6 +28,18 @@ const (
 	ClassCluster = "cluster"
 	ClassNode    = "node"
 )
+
+// ClassOf is cause as xres_workers_failed_total's class label.
+func ClassOf(cause yarn.ExitCause) string {
+	switch cause {
+	case yarn.CauseCluster:
+		return ClassCluster
+	case yarn.CauseNode:
+		return ClassNode
+	default:
+		return ClassApp
+	}
+}
 
 // Source is what the metrics read at scrape time: the AM.
 type Source interface {

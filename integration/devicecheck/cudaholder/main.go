@@ -1,7 +1,8 @@
 //go:build cgo && linux
 
 // Command cudaholder is the worker of `make device-check`: it opens a CUDA
-// context on CUDA device 0 (the first GPU CUDA_VISIBLE_DEVICES names),
+// context on CUDA device 0 (the first GPU its launcher's grant made visible;
+// device-check.sh prints which),
 // loading libcuda.so.1 with dlopen (no CUDA toolkit needed to build it),
 // prints "holding <pid>", and keeps the context until the file named by
 // its one argument exists, so that nvidia-smi lists it as a compute
@@ -64,7 +65,7 @@ func main() {
 	}
 	var code C.int
 	if msg := C.cuda_hold(&code); msg != nil {
-		fmt.Fprintf(os.Stderr, "cudaholder: %s (CUresult %d; CUDA_VISIBLE_DEVICES=%q)\n", C.GoString(msg), int(code), os.Getenv("CUDA_VISIBLE_DEVICES"))
+		fmt.Fprintf(os.Stderr, "cudaholder: %s (CUresult %d)\n", C.GoString(msg), int(code))
 		os.Exit(1)
 	}
 	fmt.Printf("holding %d\n", os.Getpid())
