@@ -1,12 +1,15 @@
 package am
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"sort"
 	"strconv"
 	"strings"
@@ -19,7 +22,9 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/xres/xres/hadoopproto/hadoopyarn"
+	"github.com/xres/xres/resources/contract"
 	"github.com/xres/xres/yarn"
+	"github.com/xres/xres/yarn/ammetrics"
 	"github.com/xres/xres/yarn/amstatus"
 	"github.com/xres/xres/yarn/amweb"
 	"github.com/xres/xres/yarn/security"
@@ -419,4 +424,262 @@ func allocateAnswer(b *testing.B, op string) []byte {
 		b.Fatal(err)
 	}
 	return raw
+}
+
+// Sizes of BenchmarkAMMetricsAt10k's metrics=on side.
+const (
+	benchSampleRounds = 6  // samples reports per worker, 10 s apart on the launchers' clock
+	benchSampleEvery  = 10 // seconds: xres.metrics.interval's default
+	benchScrapes      = 2  // GETs of /metrics once every worker has sent its samples
+)
+
+// BenchmarkAMMetricsAt10k is BenchmarkAMAt10k's AM with metrics off and
+// with metrics on, side by side in one run: 10,000 workers (one GPU each)
+// started by the same simulated RM and NodeManagers. Once all run, they
+// keep running while, on the metrics=on side, every worker's launcher sends
+// a samples report every 10 s (6 rounds on the launchers' clock, so a
+// minute of samples; a GPU's history is a fixed array, so more rounds hold
+// no more memory), through the tracker's report handler (HMAC and JSON
+// decode included), and /metrics is scraped twice; then the heap and the
+// resident set are read and the workers complete. The metrics=off side
+// does the same without samples or scrapes. Each side starts from memory
+// given back to the OS (debug.FreeOSMemory) and VmHWM reset (clear_refs 5),
+// so its MiB-peak-RSS is its own. It reports, for each side:
+//
+//   - MiB-heap: live heap with all 10,000 running (after a GC), after the
+//     samples and scrapes on the metrics=on side;
+//
+//   - MiB-RSS: VmRSS at that moment; MiB-peak-RSS: VmHWM over the side's
+//     run (the simulated RM and NodeManagers included, as in
+//     BenchmarkAMAt10k);
+//
+//   - on metrics=on also: MiB-heap-before-scrape, MiB-RSS-before-scrape and
+//     MiB-peak-RSS-before-scrape (VmRSS after a GC and VmHWM once the
+//     samples are taken, before any scrape), ms-scrape (the slower of the
+//     scrapes), MiB-exposition, B-report (one samples report's body), and
+//     x-heap-vs-off, x-RSS-vs-off, x-peak-RSS-vs-off: the ratios to the
+//     metrics=off side of the same run.
+//
+//     go test -run '^$' -bench AMMetricsAt10k -benchtime 1x ./yarn/am/
+func BenchmarkAMMetricsAt10k(b *testing.B) {
+	var off benchMem
+	for _, metrics := range []bool{false, true} {
+		name := "metrics=off"
+		if metrics {
+			name = "metrics=on"
+		}
+		b.Run(name, func(b *testing.B) {
+			for range b.N {
+				m := benchAMMetricsAt10k(b, metrics)
+				b.ReportMetric(m.heap, "MiB-heap")
+				b.ReportMetric(m.rss, "MiB-RSS")
+				b.ReportMetric(m.peak, "MiB-peak-RSS")
+				if !metrics {
+					off = m
+					continue
+				}
+				b.ReportMetric(m.scrapeMS, "ms-scrape")
+				b.ReportMetric(m.heapSamples, "MiB-heap-before-scrape")
+				b.ReportMetric(m.rssSamples, "MiB-RSS-before-scrape")
+				b.ReportMetric(m.peakSamples, "MiB-peak-RSS-before-scrape")
+				b.ReportMetric(m.expositionMiB, "MiB-exposition")
+				b.ReportMetric(float64(m.reportBytes), "B-report")
+				if off.heap > 0 {
+					b.ReportMetric(m.heap/off.heap, "x-heap-vs-off")
+					b.ReportMetric(m.rss/off.rss, "x-RSS-vs-off")
+					b.ReportMetric(m.peak/off.peak, "x-peak-RSS-vs-off")
+				}
+			}
+		})
+	}
+}
+
+type benchMem struct {
+	heap, rss, peak                      float64 // MiB
+	scrapeMS, expositionMiB              float64
+	heapSamples, rssSamples, peakSamples float64 // MiB, after the samples, before the scrapes
+	reportBytes                          int
+}
+
+// procStatusKiB reads a field of /proc/self/status in KiB (VmRSS, VmHWM).
+func procStatusKiB(field string) float64 {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, field+":"); ok {
+			if f := strings.Fields(rest); len(f) > 0 {
+				n, _ := strconv.ParseFloat(f[0], 64)
+				return n
+			}
+		}
+	}
+	return 0
+}
+
+func benchAMMetricsAt10k(b *testing.B, metrics bool) benchMem {
+	runtime.GC()
+	debug.FreeOSMemory()
+	if err := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0); err != nil {
+		b.Fatalf("resetting VmHWM: %v", err)
+	}
+	s := newSimCluster(b, benchNodes, benchLatency)
+	var (
+		mu          sync.Mutex
+		outstanding int32
+		nextID      int64 = 2
+		startedIDs  []int64
+		names       = map[int64]string{}
+		running     = map[int64]bool{}
+		release     bool // measured: the workers may complete
+		tokens      bool // NM tokens handed out
+	)
+	s.onStarted = func(id string) {
+		cid, err := yarn.ParseContainerID(id)
+		if err != nil {
+			return
+		}
+		mu.Lock()
+		startedIDs = append(startedIDs, cid.GetId())
+		names[cid.GetId()] = id
+		mu.Unlock()
+	}
+	hook := &allRunningHook{}
+	s.allocate = func(n int, req *hadoopyarn.AllocateRequestProto) (*hadoopyarn.AllocateResponseProto, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		resp := &hadoopyarn.AllocateResponseProto{}
+		for _, a := range req.GetAsk() {
+			outstanding = a.GetNumContainers()
+		}
+		for _, id := range startedIDs {
+			running[id] = true
+		}
+		startedIDs = startedIDs[:0]
+		if release {
+			for id := range running {
+				resp.CompletedContainerStatuses = append(resp.CompletedContainerStatuses, s.completedStatus(id, 0))
+			}
+			clear(running)
+		}
+		k := min(outstanding, benchPerBeat)
+		for range k {
+			resp.AllocatedContainers = append(resp.AllocatedContainers, s.container(nextID))
+			nextID++
+		}
+		outstanding -= k
+		if k > 0 && !tokens {
+			tokens = true
+			resp.NmTokens = s.nmTokens()
+		}
+		return resp, nil
+	}
+
+	log := logrus.New()
+	log.SetOutput(io.Discard)
+	log.AddHook(hook)
+	cfg := testConfig(benchWorkers, benchWorkers)
+	cfg.Log = log
+	cfg.RequestHeartbeat, cfg.Heartbeat = benchBeat, benchBeat
+	opts := []amweb.TrackerOption{amweb.WithReportSecret(testSecret)}
+	if metrics {
+		cfg.Metrics = ammetrics.New(cfg.AppID, nil)
+		opts = append(opts, amweb.WithMetrics(cfg.Metrics.Handler()))
+	}
+	a := s.newAM(cfg)
+	tracker := amweb.NewTracker(a, nil, opts...)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+
+	var m benchMem
+	measured := make(chan struct{})
+	go func() {
+		defer close(measured)
+		for ctx.Err() == nil {
+			mu.Lock()
+			all := !hook.get().IsZero() && len(running) == benchWorkers
+			mu.Unlock()
+			if all {
+				break
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		if metrics {
+			mu.Lock()
+			ids := make([]string, 0, len(running))
+			for id := range running {
+				ids = append(ids, names[id])
+			}
+			mu.Unlock()
+			m.reportBytes = benchSamples(b, tracker, ids)
+			runtime.GC()
+			var ms runtime.MemStats
+			runtime.ReadMemStats(&ms)
+			m.heapSamples = float64(ms.HeapAlloc) / (1 << 20)
+			m.rssSamples = procStatusKiB("VmRSS") / 1024
+			m.peakSamples = procStatusKiB("VmHWM") / 1024
+			for range benchScrapes {
+				rec := httptest.NewRecorder()
+				t0 := time.Now()
+				tracker.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, amweb.PathMetrics, nil))
+				m.scrapeMS = max(m.scrapeMS, float64(time.Since(t0).Microseconds())/1000)
+				if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), "xres_workers_running") {
+					b.Errorf("GET /metrics: %d, %d bytes", rec.Code, rec.Body.Len())
+				}
+				m.expositionMiB = float64(rec.Body.Len()) / (1 << 20)
+			}
+			if n := len(a.WorkerGPUs()); n != benchWorkers {
+				b.Errorf("the AM holds GPU samples of %d workers, want %d", n, benchWorkers)
+			}
+		}
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		m.heap = float64(ms.HeapAlloc) / (1 << 20)
+		m.rss = procStatusKiB("VmRSS") / 1024
+		mu.Lock()
+		release = true
+		mu.Unlock()
+	}()
+	res, err := a.Run(ctx)
+	cancel()
+	<-measured
+	if err != nil || res.Status != yarn.StatusSucceeded {
+		b.Fatalf("AM: %v %+v", err, res)
+	}
+	m.peak = procStatusKiB("VmHWM") / 1024
+	return m
+}
+
+// benchSamples sends benchSampleRounds samples reports of one GPU for each
+// of ids through h's report handler, 10 s apart on the launchers' clock,
+// and returns one report's size in bytes.
+func benchSamples(b *testing.B, h http.Handler, ids []string) int {
+	const t0 = 1765000000
+	size := 0
+	for round := range benchSampleRounds {
+		for i, id := range ids {
+			rep := contract.DeviceReport{Container: id, Seq: uint64(round + 1000), GPU: []contract.GPUSample{{
+				Index: "0", UUID: "GPU-00000000-0000-4000-8000-0000" + strconv.Itoa(10000000+i),
+				At: int64(t0 + benchSampleEvery*round), Util: float64((i + round) % 100), MemMiB: 40000, PowerW: 300, TempC: 60, XIDs: 0}}}
+			body, err := json.Marshal(rep)
+			if err != nil {
+				b.Fatal(err)
+			}
+			size = len(body)
+			req := httptest.NewRequest(http.MethodPost, amweb.PathReport, bytes.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set(contract.HeaderReportSignature, contract.SignReport(keyOf(id), body))
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			if rec.Code != http.StatusNoContent {
+				b.Fatalf("samples report of %s: %d %s", id, rec.Code, rec.Body.String())
+			}
+		}
+	}
+	return size
 }
