@@ -22,7 +22,7 @@ import (
 // tokenFile writes a Hadoop token storage file (format 0, as NodeManagers
 // write it) holding one token and, unless secret is nil, the report
 // secret, and returns its path.
-func tokenFile(t *testing.T, secret []byte) string {
+func tokenFile(t testing.TB, secret []byte) string {
 	t.Helper()
 	text := func(b []byte) []byte { return append([]byte{byte(len(b))}, b...) }
 	f := []byte("HDTS\x00\x01")
