@@ -140,6 +140,15 @@ bench-am-curve:
 	$(GO) test -count=1 -run '^$$' -bench 'AMAllocateCycle' -benchtime 20x ./yarn/am/ || c=1; \
 	if [ $$c -ne 0 ]; then echo "bench-am-curve: a part failed (its output is above)"; fi; exit $$c
 
+# Issue 44's costs, side by side: the AM at 10,000 workers with metrics off and on (GPU samples
+# every 10 s, two scrapes), the launcher's CPU with GPU sampling off and on, xres-nvml's work per
+# line of samples (docs/benchmarks.md).
+.PHONY: bench-metrics
+bench-metrics:
+	$(GO) test -count=2 -run '^$$' -bench 'AMMetricsAt10k' -benchtime 1x ./yarn/am/
+	$(GO) test -count=3 -run '^$$' -bench 'GPUSampling' -benchtime 1x ./driver/launch/
+	CGO_CFLAGS="$(NVML_CGO_CFLAGS)" $(GO) test -count=3 -run '^$$' -bench 'SampleLine' ./cmd/container-launcher/xres-nvml/
+
 # Standby spares (slotmanager.redundant-taskmanager-num): kill -9 → the killed rank's command
 # running again, promoted spare vs new container, in the same rounds, on the real cluster.
 bench-spares:

@@ -446,7 +446,8 @@ const (
 // given back to the OS (debug.FreeOSMemory) and VmHWM reset (clear_refs 5),
 // so its MiB-peak-RSS is its own. It reports, for each side:
 //
-//   - MiB-heap: live heap with all 10,000 running (after a GC), after the
+//   - MiB-heap: live heap with all 10,000 running (after two GCs, so that
+//     sync.Pools' victims are gone too), after the
 //     samples and scrapes on the metrics=on side;
 //
 //   - MiB-RSS: VmRSS at that moment; MiB-peak-RSS: VmHWM over the side's
@@ -637,6 +638,7 @@ func benchAMMetricsAt10k(b *testing.B, metrics bool) benchMem {
 			}
 		}
 		runtime.GC()
+		runtime.GC() // a second: what sync.Pools (client_golang's buffers) held goes too
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
 		m.heap = float64(ms.HeapAlloc) / (1 << 20)
