@@ -28,9 +28,12 @@ func TestJobMappingFilesWhileWorkerRuns(t *testing.T) {
 			spec.Params[params.GPUJobMappingDir.Name] = mapDir
 			var stderr syncBuffer
 			envVars := map[string]string{EnvContainerID: "container_1_0001_01_000002", "TMPDIR": t.TempDir()}
-			// The worker copies what the folder holds while it runs.
+			// The worker copies what the folder holds while it runs; into a
+			// file of its own first, then renamed: in --per-device mode two
+			// workers write it at once, and two shells truncating and
+			// writing one file leave NULs where the other's line was.
 			args := []string{"--", "sh", "-c",
-				`cd "$0" && for f in *; do printf '%s=%s' "$f" "$(cat "$f")"; echo; done > "$1"; exit ` + exit, mapDir, out}
+				`cd "$0" && for f in *; do printf '%s=%s' "$f" "$(cat "$f")"; echo; done > "$1.$$" && mv "$1.$$" "$1"; exit ` + exit, mapDir, out}
 			if tc.mode != "" { // one worker per GPU: each sees both files; the first to end stops the other
 				args = append([]string{tc.mode}, args...)
 			}
