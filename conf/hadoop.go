@@ -113,29 +113,31 @@ const (
 // hadoopDefaults are the core-default.xml and yarn-default.xml values a YARN
 // client relies on. Addresses are derived from the hostname keys, exactly as
 // in yarn-default.xml, so setting only yarn.resourcemanager.hostname moves
-// every RM address.
-var hadoopDefaults = map[string]string{
-	HadoopDefaultFS:                "file:///",
-	HadoopTmpDir:                   "/tmp/hadoop-${user.name}",
-	HadoopSecurityAuthentication:   "simple",
-	HadoopRPCProtection:            "authentication",
-	HadoopHTTPStaticUser:           "dr.who",
-	HadoopHTTPAuthenticationType:   "simple",
-	HadoopYarnHTTPPolicy:           "HTTP_ONLY",
-	HadoopRMHostname:               "0.0.0.0",
-	HadoopRMAddress:                "${yarn.resourcemanager.hostname}:8032",
-	HadoopRMSchedulerAddress:       "${yarn.resourcemanager.hostname}:8030",
-	HadoopRMResourceTrackerAddress: "${yarn.resourcemanager.hostname}:8031",
-	HadoopRMAdminAddress:           "${yarn.resourcemanager.hostname}:8033",
-	HadoopRMWebappAddress:          "${yarn.resourcemanager.hostname}:8088",
-	HadoopRMWebappHTTPSAddress:     "${yarn.resourcemanager.hostname}:8090",
-	HadoopRMHAEnabled:              "false",
-	HadoopRMConnectMaxWait:         "900000",
-	HadoopRMConnectRetryInterval:   "30000",
-	HadoopNMHostname:               "0.0.0.0",
-	HadoopNMAddress:                "${yarn.nodemanager.hostname}:0",
-	HadoopNMWebappAddress:          "${yarn.nodemanager.hostname}:8042",
-	HadoopNMWebappHTTPSAddress:     "0.0.0.0:8044",
+// every RM address. An array of pairs, which the linker lays out, not a map
+// literal, which the package's initialisation would build in every process
+// that links conf (the launcher among them).
+var hadoopDefaults = [...]struct{ name, value string }{
+	{HadoopDefaultFS, "file:///"},
+	{HadoopTmpDir, "/tmp/hadoop-${user.name}"},
+	{HadoopSecurityAuthentication, "simple"},
+	{HadoopRPCProtection, "authentication"},
+	{HadoopHTTPStaticUser, "dr.who"},
+	{HadoopHTTPAuthenticationType, "simple"},
+	{HadoopYarnHTTPPolicy, "HTTP_ONLY"},
+	{HadoopRMHostname, "0.0.0.0"},
+	{HadoopRMAddress, "${yarn.resourcemanager.hostname}:8032"},
+	{HadoopRMSchedulerAddress, "${yarn.resourcemanager.hostname}:8030"},
+	{HadoopRMResourceTrackerAddress, "${yarn.resourcemanager.hostname}:8031"},
+	{HadoopRMAdminAddress, "${yarn.resourcemanager.hostname}:8033"},
+	{HadoopRMWebappAddress, "${yarn.resourcemanager.hostname}:8088"},
+	{HadoopRMWebappHTTPSAddress, "${yarn.resourcemanager.hostname}:8090"},
+	{HadoopRMHAEnabled, "false"},
+	{HadoopRMConnectMaxWait, "900000"},
+	{HadoopRMConnectRetryInterval, "30000"},
+	{HadoopNMHostname, "0.0.0.0"},
+	{HadoopNMAddress, "${yarn.nodemanager.hostname}:0"},
+	{HadoopNMWebappAddress, "${yarn.nodemanager.hostname}:8042"},
+	{HadoopNMWebappHTTPSAddress, "0.0.0.0:8044"},
 }
 
 // HadoopProperty is one <property> read from a configuration file.
@@ -180,8 +182,8 @@ func NewHadoopConfig(getenv func(string) string) *HadoopConfig {
 		getenv = os.Getenv
 	}
 	hc := &HadoopConfig{props: make(map[string]HadoopProperty, len(hadoopDefaults)), getenv: getenv}
-	for k, v := range hadoopDefaults {
-		hc.props[k] = HadoopProperty{Name: k, Value: v, File: HadoopSourceDefault}
+	for _, d := range hadoopDefaults {
+		hc.props[d.name] = HadoopProperty{Name: d.name, Value: d.value, File: HadoopSourceDefault}
 	}
 	return hc
 }

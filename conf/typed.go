@@ -184,27 +184,46 @@ func ParseBool(s string) (bool, error) {
 	return false, fmt.Errorf(`want "true" or "false"`)
 }
 
-// durationUnits are Flink's TimeUtils unit labels (singular and plural).
-var durationUnits = map[string]time.Duration{
-	"d": 24 * time.Hour, "day": 24 * time.Hour, "days": 24 * time.Hour,
-	"h": time.Hour, "hour": time.Hour, "hours": time.Hour,
-	"min": time.Minute, "m": time.Minute, "minute": time.Minute, "minutes": time.Minute,
-	"s": time.Second, "sec": time.Second, "secs": time.Second, "second": time.Second, "seconds": time.Second,
-	"ms": time.Millisecond, "milli": time.Millisecond, "millis": time.Millisecond,
-	"millisecond": time.Millisecond, "milliseconds": time.Millisecond,
-	"µs": time.Microsecond, "us": time.Microsecond, "micro": time.Microsecond, "micros": time.Microsecond,
-	"microsecond": time.Microsecond, "microseconds": time.Microsecond,
-	"ns": time.Nanosecond, "nano": time.Nanosecond, "nanos": time.Nanosecond,
-	"nanosecond": time.Nanosecond, "nanoseconds": time.Nanosecond,
+// durationUnit is the length of one of Flink's TimeUtils unit labels
+// (singular and plural). A switch, not a map literal: a map is built by the
+// package's initialisation in every process that links conf, the launcher
+// included, whether it parses a duration or not.
+func durationUnit(unit string) (time.Duration, bool) {
+	switch unit {
+	case "d", "day", "days":
+		return 24 * time.Hour, true
+	case "h", "hour", "hours":
+		return time.Hour, true
+	case "min", "m", "minute", "minutes":
+		return time.Minute, true
+	case "s", "sec", "secs", "second", "seconds":
+		return time.Second, true
+	case "ms", "milli", "millis", "millisecond", "milliseconds":
+		return time.Millisecond, true
+	case "µs", "us", "micro", "micros", "microsecond", "microseconds":
+		return time.Microsecond, true
+	case "ns", "nano", "nanos", "nanosecond", "nanoseconds":
+		return time.Nanosecond, true
+	}
+	return 0, false
 }
 
-// memoryUnits are Flink's MemorySize unit labels.
-var memoryUnits = map[string]int64{
-	"b": 1, "bytes": 1,
-	"k": 1 << 10, "kb": 1 << 10, "kibibytes": 1 << 10,
-	"m": 1 << 20, "mb": 1 << 20, "mebibytes": 1 << 20,
-	"g": 1 << 30, "gb": 1 << 30, "gibibytes": 1 << 30,
-	"t": 1 << 40, "tb": 1 << 40, "tebibytes": 1 << 40,
+// memoryUnit is the size of one of Flink's MemorySize unit labels (a
+// switch for the reason durationUnit gives).
+func memoryUnit(unit string) (int64, bool) {
+	switch unit {
+	case "b", "bytes":
+		return 1, true
+	case "k", "kb", "kibibytes":
+		return 1 << 10, true
+	case "m", "mb", "mebibytes":
+		return 1 << 20, true
+	case "g", "gb", "gibibytes":
+		return 1 << 30, true
+	case "t", "tb", "tebibytes":
+		return 1 << 40, true
+	}
+	return 0, false
 }
 
 // splitAmount cuts "  10 s " into 10 and "s" (unit lower-cased).
@@ -235,7 +254,7 @@ func ParseDuration(s string) (time.Duration, error) {
 	mul := time.Millisecond
 	if unit != "" {
 		var ok bool
-		if mul, ok = durationUnits[unit]; !ok {
+		if mul, ok = durationUnit(unit); !ok {
 			return 0, fmt.Errorf("unknown unit %q (use d, h, min, s, ms, us or ns)", unit)
 		}
 	}
@@ -256,7 +275,7 @@ func ParseMemorySize(s string) (int64, error) {
 	mul := int64(1)
 	if unit != "" {
 		var ok bool
-		if mul, ok = memoryUnits[unit]; !ok {
+		if mul, ok = memoryUnit(unit); !ok {
 			return 0, fmt.Errorf("unknown unit %q (use b, k, m, g or t)", unit)
 		}
 	}

@@ -58,6 +58,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -940,11 +941,18 @@ func (h *Host) locked(ctx context.Context, fn func() error) error {
 		defer cancel()
 	}
 	dir := filepath.Dir(h.lock)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("create coordination directory %s: %w (make it writable by every user that runs workers, or configure another coordination file)", dir, err)
-	}
-	if _, err := checkFolder(dir); err != nil {
-		return err
+	// The folder is checked first and created only when that fails (then
+	// checked again), and its mode gives the lock file's: one stat each
+	// fewer per change of the state than MkdirAll and filePerm first, three
+	// times a launch.
+	folder, err := checkFolder(dir)
+	if err != nil {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("create coordination directory %s: %w (make it writable by every user that runs workers, or configure another coordination file)", dir, err)
+		}
+		if folder, err = checkFolder(dir); err != nil {
+			return err
+		}
 	}
 	d, err := h.lockPath(ctx, "coordination folder", dir, os.O_RDONLY|syscall.O_DIRECTORY)
 	if err != nil {
@@ -953,7 +961,7 @@ func (h *Host) locked(ctx context.Context, fn func() error) error {
 	defer unlock(d)
 	// flock needs no write access: workers of other users can share a lock
 	// file they cannot write.
-	f, err := h.lockPath(ctx, "coordination lock", h.lock, os.O_RDONLY|os.O_CREATE)
+	f, err := h.lockPathPerm(ctx, "coordination lock", h.lock, os.O_RDONLY|os.O_CREATE, filePermIn(folder.mode))
 	if err != nil {
 		return err
 	}
@@ -968,13 +976,22 @@ func (h *Host) locked(ctx context.Context, fn func() error) error {
 // regular file (a planted link never makes a root launcher create its
 // target); the folder (O_DIRECTORY) is checked by checkFolder first.
 func (h *Host) lockPath(ctx context.Context, what, path string, flag int) (*os.File, error) {
+	return h.lockPathPerm(ctx, what, path, flag, 0)
+}
+
+// lockPathPerm is lockPath creating a missing file with perm (0: filePerm
+// of its folder).
+func (h *Host) lockPathPerm(ctx context.Context, what, path string, flag int, perm fs.FileMode) (*os.File, error) {
 	for {
 		var f *os.File
 		var err error
 		if flag&syscall.O_DIRECTORY != 0 {
 			f, err = localfile.OpenFile(path, flag, 0)
 		} else {
-			f, err = openRegular(what, path, flag, filePerm(filepath.Dir(path)))
+			if perm == 0 {
+				perm = filePerm(filepath.Dir(path))
+			}
+			f, err = openRegular(what, path, flag, perm)
 		}
 		if errors.Is(err, ErrUnsafeFile) {
 			return nil, err

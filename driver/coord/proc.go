@@ -299,22 +299,32 @@ func (p procFS) holding(e Entry, self Owner) (liveness, []int) {
 	return dead, nil
 }
 
-// wrappers are the programs that stand between an engine and the script it
-// runs without being the engine: shells (a wrapper script) and the
-// commands that exec the next one (env, nice, timeout, …).
-var wrappers = map[string]bool{
-	"sh": true, "bash": true, "dash": true, "ash": true, "zsh": true, "ksh": true, "mksh": true, "busybox": true,
-	"env": true, "nice": true, "ionice": true, "nohup": true, "timeout": true, "stdbuf": true, "setsid": true,
-	"chrt": true, "taskset": true, "flock": true,
+// isWrapper reports whether prog is one of the programs that stand between
+// an engine and the script it runs without being the engine: shells (a
+// wrapper script) and the commands that exec the next one (env, nice,
+// timeout, …). A switch, not a map literal, which the package's
+// initialisation would build in every launcher.
+func isWrapper(prog string) bool {
+	switch prog {
+	case "busybox", "env", "nice", "ionice", "nohup", "timeout", "stdbuf", "setsid", "chrt", "taskset", "flock":
+		return true
+	}
+	return isShell(prog)
 }
 
 // ErrNoCaller: the caller to reserve for is init (the script was orphaned
 // or run by init), which would hold the devices until the next boot.
 var ErrNoCaller = errors.New("no caller process to reserve for")
 
-// shells are the wrappers that are shells: one is passed over only while
-// it runs a script (interactiveShell).
-var shells = map[string]bool{"sh": true, "bash": true, "dash": true, "ash": true, "zsh": true, "ksh": true, "mksh": true}
+// isShell reports whether prog is one of the wrappers that are shells: one
+// is passed over only while it runs a script (interactiveShell).
+func isShell(prog string) bool {
+	switch prog {
+	case "sh", "bash", "dash", "ash", "zsh", "ksh", "mksh":
+		return true
+	}
+	return false
+}
 
 // Caller returns the pid of the process that the calling process works
 // for: its parent, or the nearest ancestor that is not a shell running a
@@ -328,10 +338,10 @@ func Caller() (int, error) { return defaultProc.caller(os.Getppid()) }
 func (p procFS) caller(pid int) (int, error) {
 	for pid > 1 {
 		prog := strings.TrimPrefix(p.program(pid), "-") // a login shell's argv[0] is "-bash"
-		if !wrappers[prog] {
+		if !isWrapper(prog) {
 			return pid, nil
 		}
-		if shells[prog] && p.interactiveShell(pid) {
+		if isShell(prog) && p.interactiveShell(pid) {
 			return 0, fmt.Errorf("%w: run from an interactive shell (pid %d, %s), whose parent (a terminal, sshd) would hold the devices as long as it runs; "+
 				"the bridge is an engine's discovery script: run by hand, pass --holder-pid (e.g. --holder-pid $$ for this shell), or use `container-launcher probe` to see what would be granted", ErrNoCaller, pid, prog)
 		}

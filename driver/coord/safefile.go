@@ -96,6 +96,7 @@ func readAllBounded(f *os.File, limit int64) ([]byte, error) {
 // folder (then only files of root or of this user are trusted in it).
 type folderInfo struct {
 	worldWritable bool
+	mode          fs.FileMode // the folder's, as os.Stat gave it
 }
 
 // checkFolder refuses a coordination folder that lets others replace the
@@ -131,7 +132,7 @@ func checkFolder(dir string) (folderInfo, error) {
 		return folderInfo{}, fmt.Errorf("%w: %s is world-writable without the sticky bit: any user could delete or replace the host's state: "+
 			"chmod +t %s (install -d -m 1777), or use a group folder (install -d -m 2770 -g <group>)", ErrUnsafeFolder, dir, dir)
 	}
-	return folderInfo{worldWritable: ww}, nil
+	return folderInfo{worldWritable: ww, mode: m}, nil
 }
 
 func ownerOf(fi fs.FileInfo) (int, bool) {
@@ -166,7 +167,15 @@ func trustedOwner(what, path string, fi fs.FileInfo, folder folderInfo) error {
 // not world-writable), whose members share the state.
 func filePerm(dir string) fs.FileMode {
 	fi, err := os.Stat(dir)
-	if err == nil && fi.Mode().Perm()&0o020 != 0 && fi.Mode().Perm()&0o002 == 0 {
+	if err != nil {
+		return 0o644
+	}
+	return filePermIn(fi.Mode())
+}
+
+// filePermIn is filePerm for a folder of mode m (what checkFolder read).
+func filePermIn(m fs.FileMode) fs.FileMode {
+	if m.Perm()&0o020 != 0 && m.Perm()&0o002 == 0 {
 		return 0o664
 	}
 	return 0o644

@@ -1,6 +1,7 @@
 package launch
 
 import (
+	"debug/elf"
 	"go/parser"
 	"go/token"
 	"os"
@@ -59,4 +60,27 @@ func TestLauncherNamesNoDriver(t *testing.T) {
 	}
 	sort.Strings(names)
 	require.LessOrEqual(t, len(names), 8, "in-module imports: %v", names)
+}
+
+// TestLauncherBuildsNoMapAtInit: no package of xres that the launcher links
+// builds a map literal in its package initialisation, which every launch
+// runs before its first line, whether it uses the map or not (coord's
+// wrapper and shell sets, conf's duration and memory units and Hadoop
+// defaults did: switches and arrays now, laid out by the linker). The
+// compiler names such a builder <package>.map.init.<n>; one in the built
+// launcher's symbol table fails here, naming it.
+func TestLauncherBuildsNoMapAtInit(t *testing.T) {
+	bin := launcherBinary(t)
+	f, err := elf.Open(bin)
+	require.NoError(t, err)
+	defer f.Close()
+	syms, err := f.Symbols()
+	require.NoError(t, err, "the launcher is built with its symbol table")
+	var builders []string
+	for _, s := range syms {
+		if strings.HasPrefix(s.Name, "github.com/xres/xres/") && strings.Contains(s.Name, ".map.init.") {
+			builders = append(builders, s.Name)
+		}
+	}
+	require.Empty(t, builders, "package-level map literals the launcher builds at every start: make them switches, arrays or lazy (sync.OnceValue)")
 }

@@ -44,14 +44,19 @@ func startReaper(pgid int) (*reaper, error) {
 	if err != nil {
 		return startShellReaper(pgid)
 	}
-	r, w, err := os.Pipe()
-	if err != nil {
+	// A blocking pipe made here, not os.Pipe: os.Pipe registers both ends
+	// with the network poller (creating it in a launch that needs it for
+	// nothing else) and Fd then makes them blocking again, ten system
+	// calls for the two descriptors the clone inherits.
+	var p [2]int
+	if err := syscall.Pipe2(p[:], syscall.O_CLOEXEC); err != nil {
 		_ = syscall.Munmap(stack)
 		return nil, fmt.Errorf("reaper pipe: %w", err)
 	}
+	w := os.NewFile(uintptr(p[1]), "|1")
 	top := uintptr(unsafe.Pointer(&stack[len(stack)-64])) &^ 15
-	pid := cloneReaper(top, int32(r.Fd()), int32(w.Fd()), int32(pgid), uintptr(unsafe.Pointer(&reaperName[0])))
-	_ = r.Close()
+	pid := cloneReaper(top, int32(p[0]), int32(p[1]), int32(pgid), uintptr(unsafe.Pointer(&reaperName[0])))
+	_ = syscall.Close(p[0])
 	if pid <= 0 {
 		_ = w.Close()
 		_ = syscall.Munmap(stack)
