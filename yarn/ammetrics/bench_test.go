@@ -23,11 +23,18 @@ type benchSource struct{ ws []amstatus.WorkerGPUs }
 func (s benchSource) StatusPage(amstatus.Page) amstatus.Status {
 	return amstatus.Status{Groups: []amstatus.GroupStatus{{Workers: benchWorkers, Running: benchWorkers}}}
 }
-func (s benchSource) WorkerGPUs() []amstatus.WorkerGPUs { return s.ws }
+func (s benchSource) EachWorkerGPUs(fn func(amstatus.WorkerGPUs)) {
+	for _, w := range s.ws {
+		fn(w)
+	}
+}
 
-func benchTracks() []*amstatus.GPUTrack {
+func benchTracks() []*amstatus.GPUTrack { return benchTracksN(benchWorkers) }
+
+// benchTracksN is n one-GPU workers' tracks after an hour of samples.
+func benchTracksN(n int) []*amstatus.GPUTrack {
 	rule := amstatus.IdleRule{}.OrDefault()
-	tracks := make([]*amstatus.GPUTrack, benchWorkers)
+	tracks := make([]*amstatus.GPUTrack, n)
 	for i := range tracks {
 		tracks[i] = &amstatus.GPUTrack{}
 		for k := int64(0); k < 360; k++ {
