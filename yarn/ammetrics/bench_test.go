@@ -1,7 +1,6 @@
 package ammetrics
 
 import (
-	"io"
 	"net/http/httptest"
 	"runtime"
 	"strconv"
@@ -70,10 +69,9 @@ func BenchmarkScrapeAt10k(b *testing.B) {
 	b.ResetTimer()
 	var n int
 	for range b.N {
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
-		n = rec.Body.Len()
-		_, _ = io.Discard.Write(rec.Body.Bytes())
+		var rec countingResponse // as a socket takes it: httptest's recorder would hold all 15 MiB
+		h.ServeHTTP(&rec, httptest.NewRequest("GET", "/metrics", nil))
+		n = rec.n
 	}
 	b.ReportMetric(float64(n)/(1<<20), "MiB-exposition")
 }

@@ -61,7 +61,9 @@ func (m *Metrics) gpuRows() []gpuRow {
 	if m.src == nil {
 		return nil
 	}
-	var rows []gpuRow
+	n := 0 // counted first: a growing slice would allocate it some 5 times over
+	m.src.EachWorkerGPUs(func(w amstatus.WorkerGPUs) { n += len(w.GPUs) })
+	rows := make([]gpuRow, 0, n)
 	m.src.EachWorkerGPUs(func(w amstatus.WorkerGPUs) {
 		for i := range w.GPUs {
 			g := &w.GPUs[i]
