@@ -146,6 +146,7 @@ bench-am-curve:
 .PHONY: bench-metrics
 bench-metrics:
 	$(GO) test -count=2 -run '^$$' -bench 'AMMetricsAt10k' -benchtime 1x ./yarn/am/
+	$(GO) test -count=2 -run '^$$' -bench 'ScrapeAt10k' -benchtime 1x -benchmem ./yarn/ammetrics/
 	$(GO) test -count=3 -run '^$$' -bench 'GPUSampling' -benchtime 1x ./driver/launch/
 	CGO_CFLAGS="$(NVML_CGO_CFLAGS)" $(GO) test -count=3 -run '^$$' -bench 'SampleLine' ./cmd/container-launcher/xres-nvml/
 

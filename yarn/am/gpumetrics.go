@@ -49,11 +49,22 @@ func (a *AM) idleGPUsLocked() []amstatus.IdleGPU {
 	return out
 }
 
-// WorkerGPUs returns every running worker's GPU samples (ammetrics.Source).
+// WorkerGPUs returns every running worker's GPU samples, copied (the page).
 func (a *AM) WorkerGPUs() []amstatus.WorkerGPUs {
+	var out []amstatus.WorkerGPUs
+	a.EachWorkerGPUs(func(w amstatus.WorkerGPUs) {
+		w.GPUs = append([]amstatus.GPUState(nil), w.GPUs...)
+		out = append(out, w)
+	})
+	return out
+}
+
+// EachWorkerGPUs calls fn with each running worker's GPU samples under the
+// AM's lock, nothing copied: fn copies what it keeps and does not block
+// (ammetrics.Source: a scrape's memory does not grow with the workers').
+func (a *AM) EachWorkerGPUs(fn func(amstatus.WorkerGPUs)) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	var out []amstatus.WorkerGPUs
 	a.workers.each(func(w *worker) bool {
 		if w.gpu == nil || w.state != amstatus.StateRunning {
 			return true
@@ -62,11 +73,9 @@ func (a *AM) WorkerGPUs() []amstatus.WorkerGPUs {
 		if w.rank >= 0 && !w.gangStopped {
 			rank = w.rank
 		}
-		out = append(out, amstatus.WorkerGPUs{Container: w.c.ID, Group: w.g.Name, Host: w.c.Host(), Rank: rank,
-			GPUs: append([]amstatus.GPUState(nil), w.gpu.GPUs...)})
+		fn(amstatus.WorkerGPUs{Container: w.c.ID, Group: w.g.Name, Host: w.c.Host(), Rank: rank, GPUs: w.gpu.GPUs})
 		return true
 	})
-	return out
 }
 
 // Metrics is the AM's Prometheus metrics (Config.Metrics); nil: none.

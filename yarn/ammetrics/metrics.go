@@ -9,11 +9,9 @@ package ammetrics
 
 import (
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/xres/xres/yarn"
 	"github.com/xres/xres/yarn/amstatus"
@@ -44,14 +42,17 @@ func ClassOf(cause yarn.ExitCause) string {
 // Source is what the metrics read at scrape time: the AM.
 type Source interface {
 	StatusPage(p amstatus.Page) amstatus.Status
-	// WorkerGPUs is every running worker's GPU samples.
-	WorkerGPUs() []amstatus.WorkerGPUs
+	// EachWorkerGPUs calls fn with each running worker's GPU samples, under
+	// the source's lock: fn copies what it keeps and does not block.
+	EachWorkerGPUs(fn func(amstatus.WorkerGPUs))
 }
 
 // Metrics counts the AM's events. A nil *Metrics counts nothing, so the
 // AM calls it unconditionally.
 type Metrics struct {
 	reg          *prometheus.Registry
+	app          string
+	src          Source // nil: no status, no GPU series
 	allocate     prometheus.Histogram
 	allocFailed  prometheus.Counter
 	reregistered prometheus.Counter
@@ -70,7 +71,7 @@ var phaseLabels = []string{"scheduling", "start_queue", "start_call", "localizat
 // New returns the metrics of application app, reading src at scrape time.
 func New(app string, src Source) *Metrics {
 	constLabels := prometheus.Labels{"application_id": app}
-	m := &Metrics{reg: prometheus.NewRegistry()}
+	m := &Metrics{reg: prometheus.NewRegistry(), app: app}
 	m.allocate = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name: "xres_allocate_duration_seconds", Help: "Allocate round trips to the ResourceManager (heartbeats), answered or not.",
 		ConstLabels: constLabels, Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
@@ -106,7 +107,7 @@ func New(app string, src Source) *Metrics {
 	}
 	m.reg.MustRegister(m.allocate, m.allocFailed, m.reregistered, m.failed, m.replaced, m.phases, m.rendezvous, m.reports, m.reportBytes)
 	if src != nil {
-		m.reg.MustRegister(&statusCollector{src: src, app: app})
+		m.SetSource(app, src)
 	}
 	return m
 }
@@ -115,15 +116,15 @@ func New(app string, src Source) *Metrics {
 // once built with these metrics).
 func (m *Metrics) SetSource(app string, src Source) {
 	if m != nil {
+		m.app, m.src = app, src
 		m.reg.MustRegister(&statusCollector{src: src, app: app})
 	}
 }
 
-// Handler serves the metrics in Prometheus's text exposition (or
-// OpenMetrics, when asked).
-func (m *Metrics) Handler() http.Handler {
-	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{EnableOpenMetrics: true})
-}
+// Handler serves the metrics in Prometheus's text exposition (stream.go):
+// the registry's families, then each running worker's GPU series written
+// as they are read.
+func (m *Metrics) Handler() http.Handler { return http.HandlerFunc(m.serve) }
 
 // Registry is the metrics' registry (tests).
 func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
@@ -206,27 +207,17 @@ var (
 	descSucc     = prometheus.NewDesc("xres_workers_succeeded_total", "Workers that ended successfully, by group.", []string{"application_id", "group"}, nil)
 	descRestarts = prometheus.NewDesc("xres_workers_restarts_total", "Workers restarted (replaced after a failure or a lost node), by group.", []string{"application_id", "group"}, nil)
 	descIdle     = prometheus.NewDesc("xres_gpus_idle", "Granted GPUs under the idle threshold for longer than the idle window.", []string{"application_id"}, nil)
-
-	gpuLabels   = []string{"application_id", "container_id", "group", "rank", "host", "gpu", "UUID"}
-	descGPUUtil = prometheus.NewDesc("xres_worker_gpu_utilization_ratio", "A running worker's GPU utilisation (0-1), its launcher's latest sample (DCGM_FI_DEV_GPU_UTIL / 100).", gpuLabels, nil)
-	descGPUMem  = prometheus.NewDesc("xres_worker_gpu_memory_used_bytes", "A running worker's GPU frame buffer in use (DCGM_FI_DEV_FB_USED in bytes).", gpuLabels, nil)
-	descGPUPow  = prometheus.NewDesc("xres_worker_gpu_power_watts", "A running worker's GPU power draw (DCGM_FI_DEV_POWER_USAGE).", gpuLabels, nil)
-	descGPUTemp = prometheus.NewDesc("xres_worker_gpu_temperature_celsius", "A running worker's GPU temperature (DCGM_FI_DEV_GPU_TEMP).", gpuLabels, nil)
-	descGPUXID  = prometheus.NewDesc("xres_worker_gpu_xid_errors_total", "XID errors NVML reported for a running worker's GPU since its launcher started sampling.", gpuLabels, nil)
-	descGPUIdle = prometheus.NewDesc("xres_worker_gpu_idle_seconds", "How long a running worker's GPU has been under the idle threshold (0: over it), by its samples.", gpuLabels, nil)
-	descGPUAt   = prometheus.NewDesc("xres_worker_gpu_sample_timestamp_seconds", "When the latest sample was read, Unix seconds on the worker's host.", gpuLabels, nil)
 )
 
 // Describe implements prometheus.Collector.
 func (c *statusCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descWanted, descMinimum, descRunning, descStarting, descPending, descSpares, descSparesW, descSucc, descRestarts, descIdle,
-		descGPUUtil, descGPUMem, descGPUPow, descGPUTemp, descGPUXID, descGPUIdle, descGPUAt} {
+	for _, d := range []*prometheus.Desc{descWanted, descMinimum, descRunning, descStarting, descPending, descSpares, descSparesW, descSucc, descRestarts, descIdle} {
 		ch <- d
 	}
 }
 
 // Collect implements prometheus.Collector: the counts (no container is
-// copied) and each running worker's GPUs.
+// copied); the GPU series are streamed (stream.go).
 func (c *statusCollector) Collect(ch chan<- prometheus.Metric) {
 	st := c.src.StatusPage(amstatus.Page{Limit: -1, Idle: true})
 	for _, g := range st.Groups {
@@ -244,21 +235,4 @@ func (c *statusCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descRestarts, g.Restarts, prometheus.CounterValue)
 	}
 	ch <- prometheus.MustNewConstMetric(descIdle, prometheus.GaugeValue, float64(len(st.IdleGPUs)), c.app)
-	for _, w := range c.src.WorkerGPUs() {
-		rank := ""
-		if w.Rank >= 0 {
-			rank = strconv.Itoa(w.Rank)
-		}
-		for i := range w.GPUs {
-			g := &w.GPUs[i]
-			l := []string{c.app, w.Container, w.Group, rank, w.Host, g.Last.Index, g.Last.UUID}
-			ch <- prometheus.MustNewConstMetric(descGPUUtil, prometheus.GaugeValue, g.Last.Util/100, l...)
-			ch <- prometheus.MustNewConstMetric(descGPUMem, prometheus.GaugeValue, g.Last.MemMiB*(1<<20), l...)
-			ch <- prometheus.MustNewConstMetric(descGPUPow, prometheus.GaugeValue, g.Last.PowerW, l...)
-			ch <- prometheus.MustNewConstMetric(descGPUTemp, prometheus.GaugeValue, g.Last.TempC, l...)
-			ch <- prometheus.MustNewConstMetric(descGPUXID, prometheus.CounterValue, float64(g.Last.XIDs), l...)
-			ch <- prometheus.MustNewConstMetric(descGPUIdle, prometheus.GaugeValue, g.IdleFor().Seconds(), l...)
-			ch <- prometheus.MustNewConstMetric(descGPUAt, prometheus.GaugeValue, float64(g.Last.At), l...)
-		}
-	}
 }
