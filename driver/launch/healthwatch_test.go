@@ -2,12 +2,16 @@ package launch
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +22,7 @@ import (
 	"github.com/xres/xres/driver/coord"
 	"github.com/xres/xres/driver/drivertest"
 	"github.com/xres/xres/resources"
+	"github.com/xres/xres/resources/contract"
 )
 
 // Where YARN's NodeManager assigns the GPUs, the launcher cannot pick
@@ -226,4 +231,47 @@ func TestHealthWatchLostIsReported(t *testing.T) {
 	}
 	require.NoError(t, os.WriteFile(h.end, nil, 0o644))
 	require.NoError(t, cmd.Wait())
+}
+
+// The launcher tells its application master of a critical event on its
+// worker's GPU (a health report: the event, its Xid and meaning, the
+// action), so that am status, api/status and the tracking page show it;
+// an event on another worker's GPU is not this worker's to report.
+func TestHealthWatchReportsToAM(t *testing.T) {
+	var mu sync.Mutex
+	var health []contract.DeviceReport
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var rep contract.DeviceReport
+		if err := json.NewDecoder(r.Body).Decode(&rep); err == nil && len(rep.Health) > 0 {
+			mu.Lock()
+			health = append(health, rep)
+			mu.Unlock()
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer srv.Close()
+	h := newGPUWatchHost(t, "")
+	h.env = append(h.env, contract.EnvReportURL+"="+srv.URL+contract.ReportPath, EnvContainerID+"=container_1_0001_01_000002")
+	cmd, stderr := h.start(t)
+	gpu0, gpu1 := fakeUUIDOf(0), fakeUUIDOf(1)
+	h.inject(t, gpu1, 1, 48)
+	h.waitQuarantined(t, gpu1)
+	h.inject(t, gpu0, 0, 79)
+	err := cmd.Wait()
+	var exit *exec.ExitError
+	require.True(t, errors.As(err, &exit), "%v\n%s", err, stderr)
+	require.Equal(t, ExitGPUFailed, exit.ExitCode(), "%s", stderr)
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, health, 1, "one report, of the worker's GPU: %+v", health)
+	rep := health[0]
+	require.Equal(t, "container_1_0001_01_000002", rep.Container)
+	require.Empty(t, rep.Resources)
+	require.NotZero(t, rep.Seq)
+	require.Len(t, rep.Health, 1)
+	e := rep.Health[0]
+	require.False(t, e.Time.IsZero())
+	e.Time = time.Time{}
+	require.Equal(t, contract.HealthEvent{Resource: "gpu", Device: gpu0, Event: "xid", XID: 79,
+		Reason: "Xid 79 (GPU has fallen off the bus) on " + gpu0 + " (index 0)", Action: "replace"}, e)
 }

@@ -34,7 +34,12 @@ const (
 type Marks struct {
 	at       [nMarks]time.Time
 	askBeats int
+	health   []contract.HealthEvent // the launcher's health reports (the first maxHealthEvents)
 }
+
+// maxHealthEvents bounds the device events kept per worker (a launcher
+// that replaces its worker reports one; notify may report more).
+const maxHealthEvents = 8
 
 // Set sets mark m at t.
 func (t *Marks) Set(m Mark, at time.Time) { t.at[m] = at }
@@ -62,6 +67,11 @@ func (t *Marks) Reported(r contract.DeviceReport) {
 			t.at[m.i] = m.t
 		}
 	}
+	for _, e := range r.Health {
+		if len(t.health) < maxHealthEvents {
+			t.health = append(t.health, e)
+		}
+	}
 }
 
 // Timeline is the marks for Status; nil for a worker adopted from an
@@ -72,7 +82,8 @@ func (t *Marks) Timeline() *Timeline {
 	}
 	return &Timeline{Asked: t.at[MarkAsked], AskHeartbeats: t.askBeats, Allocated: t.at[MarkAllocated],
 		StartSent: t.at[MarkStartSent], StartAnswered: t.at[MarkStartAnswered],
-		LauncherStarted: t.at[markLauncher], DevicesReserved: t.at[markReserved], CommandStarted: t.at[markCommand]}
+		LauncherStarted: t.at[markLauncher], DevicesReserved: t.at[markReserved], CommandStarted: t.at[markCommand],
+		DeviceEvents: slices.Clone(t.health)}
 }
 
 // askMark is one container asked for and not granted yet: when the
