@@ -21,6 +21,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -33,6 +36,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xres/xres/integration/harness"
+	"github.com/xres/xres/yarn/amstatus"
 )
 
 // healthGPUs is how many fake GPUs the host has in the watched test.
@@ -208,6 +212,26 @@ func (h *healthApp) clear(gpu string) {
 	require.NoError(h.t, err, "probe --clear %s: %s", gpu, out)
 }
 
+// httpGetBody is the body of a GET of u (200 only).
+func httpGetBody(ctx context.Context, u string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err == nil && resp.StatusCode != http.StatusOK {
+		err = fmt.Errorf("get %s: http %d", u, resp.StatusCode)
+	}
+	return string(b), err
+}
+
 // percentiles is p50 and p95 (nearest rank) of ds, in seconds.
 func percentiles(ds []time.Duration) (float64, float64) {
 	s := append([]time.Duration(nil), ds...)
@@ -237,6 +261,8 @@ func TestGPUHealthReplacesWorker(t *testing.T) {
 	bad := map[string]bool{} // quarantined by this test, not cleared yet
 	var order []string       // bad's GPUs, oldest first
 	var xidTimes, failTimes []time.Duration
+	replacedBy := map[string]string{} // a worker stopped by an Xid -> its replacement
+	badOf := map[string]string{}      // its GPU
 	check := func(id string, s healthStart) {
 		require.False(t, bad[s.gpu], "worker %s got %s while it is quarantined (%v)", id, s.gpu, bad)
 	}
@@ -257,6 +283,7 @@ func TestGPUHealthReplacesWorker(t *testing.T) {
 				require.Equal(t, 216, *w.ExitStatus, "the stopped worker's launcher exits gpu-failed: %+v", w)
 			}
 		}
+		replacedBy[cur], badOf[cur] = id, s.gpu
 		cur, s = id, ns
 		// The long form clears the oldest quarantines, keeping two GPUs free.
 		for len(order) > healthGPUs-2 {
@@ -277,8 +304,34 @@ func TestGPUHealthReplacesWorker(t *testing.T) {
 		require.True(t, h.quarantined()[q], "%s still quarantined at the end", q)
 	}
 
-	st, err := amStatusOf(ctx, h.c, h.app)
+	// Everyone sees it: api/status, am status and the tracking page list each event (host,
+	// device, Xid and its meaning, time) and its replacement.
+	var st amstatus.Status
+	eventually(t, time.Minute, "api/status lists every device event", func() (bool, string) {
+		var err error
+		st, err = amStatusOf(ctx, h.c, h.app)
+		return err == nil && len(st.DeviceEvents) == n, fmt.Sprintf("%v %+v", err, st.DeviceEvents)
+	})
+	for _, e := range st.DeviceEvents {
+		require.Equal(t, replacedBy[e.Container], e.ReplacedBy, "%+v", e)
+		require.Equal(t, badOf[e.Container], e.Device, "%+v", e)
+		require.Equal(t, uint64(94), e.XID)
+		require.Equal(t, "replace", e.Action)
+		require.NotEmpty(t, e.Host)
+		require.Contains(t, e.Reason, "Xid 94 (contained ECC error) on "+e.Device)
+	}
+	code, stdout, stderr := runAM(t, time.Minute, "status", h.app)
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, stdout, "device events (docs/gpu-health.md):")
+	page, err := httpGetBody(ctx, h.c.URL("/proxy/"+url.PathEscape(h.app)+"/"))
 	require.NoError(t, err)
+	require.Contains(t, page, `<div id="device-events">`)
+	for c, r := range replacedBy {
+		require.Contains(t, stdout, c)
+		require.Contains(t, page, "<td>"+c+"</td>")
+		require.Contains(t, page, "<td>"+r+"</td>")
+	}
+
 	require.Equal(t, n, st.Failed, "failures counted: the %d exits 1, not the %d Xids (status %+v)", n, n, st)
 	require.Equal(t, 2*n, st.Restarts, "every stopped or failed worker replaced (status %+v)", st)
 	releaseAndSucceed(t, h.p, h.app, h.release)
