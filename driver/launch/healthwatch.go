@@ -58,6 +58,9 @@ type healthWatch struct {
 	// application master: it shows the event and the replacement.
 	send      func(ctx context.Context, body []byte) error
 	container string
+	// stopWorkers, when set (--per-device: several process groups), is
+	// replace's way to stop the workers instead of signalling pgid.
+	stopWorkers func()
 
 	mu     sync.Mutex
 	reason string // set once a critical event on the worker's GPU ended it (replace)
@@ -292,8 +295,12 @@ func (hw *healthWatch) replace(reason string) {
 		return
 	}
 	hw.reason = reason
-	pgid := hw.pgid
+	pgid, stopWorkers := hw.pgid, hw.stopWorkers
 	hw.mu.Unlock()
+	if stopWorkers != nil {
+		stopWorkers() // the supervisor's SIGTERM, SIGKILL after the grace period
+		return
+	}
 	if pgid <= 0 {
 		return
 	}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -274,4 +275,45 @@ func TestHealthWatchReportsToAM(t *testing.T) {
 	e.Time = time.Time{}
 	require.Equal(t, contract.HealthEvent{Resource: "gpu", Device: gpu0, Event: "xid", XID: 79,
 		Reason: "Xid 79 (GPU has fallen off the bus) on " + gpu0 + " (index 0)", Action: "replace"}, e)
+}
+
+// --per-device launches are watched too: a critical event on one worker's
+// GPU quarantines it and, with replace, stops every worker of the launch
+// (the container is replaced whole, as YARN granted it whole); the
+// launcher exits 216 with the reason. Each worker is told the health file.
+func TestHealthWatchPerDevice(t *testing.T) {
+	h := newGPUWatchHost(t, "")
+	conf, err := os.ReadFile(h.conf)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(h.conf, []byte(strings.Replace(string(conf), "amount: 1\n", "amount: 2\n", 1)), 0o644))
+	cmd := h.command(h.bin, "--conf", h.conf, "--per-device", "--pin-cpus=false", "--", "sh", "-c",
+		`echo "$XRES_DEVICE_RANK $XRES_GPU_HEALTH_FILE" > "$0.$XRES_DEVICE_RANK"; while [ ! -e "$1" ]; do sleep 0.05; done`, h.started, h.end)
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	for rank := range 2 {
+		want := strconv.Itoa(rank) + " " + filepath.Join(h.dir, GPUHealthFileName) + "\n"
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			b, _ := os.ReadFile(h.started + "." + strconv.Itoa(rank))
+			if string(b) == want {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("worker %d: said %q, want %q\n%s", rank, b, want, stderr)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	h.inject(t, fakeUUIDOf(1), 1, 48)
+	err = cmd.Wait()
+	var exit *exec.ExitError
+	require.True(t, errors.As(err, &exit), "%v\n%s", err, stderr)
+	require.Equal(t, ExitGPUFailed, exit.ExitCode(), "%s", stderr)
+	require.Contains(t, stderr.String(), "gpu-failed error (exit 216): a GPU of this worker failed while it ran (Xid 48 (double-bit ECC error) on "+fakeUUIDOf(1))
+	require.Contains(t, h.quarantines(t), fakeUUIDOf(1))
+	require.NotContains(t, h.quarantines(t), fakeUUIDOf(0))
+	_, err = os.Stat(h.end)
+	require.True(t, os.IsNotExist(err), "the workers were stopped, they did not end by themselves")
 }
