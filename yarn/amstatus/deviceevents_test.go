@@ -58,3 +58,14 @@ func TestMarksKeepFewHealthEvents(t *testing.T) {
 	require.Len(t, evs, maxHealthEvents)
 	require.Equal(t, uint64(0), evs[0].XID)
 }
+
+// A health report is counted apart from the full ones: a port report signed
+// just before it and arriving after it is still taken; a replayed health
+// report is refused.
+func TestReportSeqsHealthApart(t *testing.T) {
+	var s ReportSeqs
+	health := contract.DeviceReport{Container: "c", Seq: 10, Health: []contract.HealthEvent{{XID: 94}}}
+	require.NoError(t, s.Take(health))
+	require.NoError(t, s.Take(contract.DeviceReport{Container: "c", Seq: 9, Port: 4000}), "the port report signed first")
+	require.ErrorIs(t, s.Take(health), ErrStaleReport)
+}

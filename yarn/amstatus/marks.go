@@ -177,11 +177,18 @@ func rank(v []float64, p float64) float64 {
 	return v[max(int(math.Ceil(p*float64(len(v))))-1, 0)]
 }
 
+// IsHealth reports whether r is a health report: device events and
+// nothing else.
+func IsHealth(r contract.DeviceReport) bool {
+	return len(r.Health) > 0 && len(r.Resources) == 0 && r.Port == 0 && len(r.GPU) == 0 &&
+		r.CommandStarted.IsZero() && r.Reserved.IsZero() && r.LauncherStarted.IsZero()
+}
+
 // ReportSeqs are the Seq of the newest full report (devices, port) and
 // command-started report taken of one container. The two kinds are
 // counted apart: a launcher sends its command-started report beside the
 // report of its worker's port, and either may arrive first.
-type ReportSeqs struct{ full, started, samples uint64 }
+type ReportSeqs struct{ full, started, samples, health uint64 }
 
 // Take checks r's Seq against s and records it; 0 (a kept report file of
 // an older launcher) is taken while none with a Seq was. A report not
@@ -193,6 +200,9 @@ func (s *ReportSeqs) Take(r contract.DeviceReport) error {
 	}
 	if IsSamples(r) {
 		last = &s.samples // GPU samples are counted apart too
+	}
+	if IsHealth(r) {
+		last = &s.health // and health reports: a port report may race one
 	}
 	if *last > 0 && r.Seq <= *last {
 		return fmt.Errorf("report devices: %w: container %s sent seq %d, and %d was taken already", ErrStaleReport, r.Container, r.Seq, *last)
