@@ -119,8 +119,17 @@ func (h *gpuWatchHost) start(t *testing.T) (*exec.Cmd, *syncBuffer) {
 	cmd.Stderr = stderr
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	waitForFile(t, h.started, 60*time.Second)
-	return cmd, stderr
+	// The worker's line whole (the file exists, empty, before echo writes it).
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if b, _ := os.ReadFile(h.started); strings.HasSuffix(string(b), "\n") {
+			return cmd, stderr
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the worker did not start within 60 s\n%s", stderr)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 func (h *gpuWatchHost) inject(t *testing.T, uuid string, index int, xid int) {
