@@ -212,3 +212,13 @@ yarn-random-cluster:
 device-check: build
 	CGO_ENABLED=1 $(GO) build -o $(BIN)/ ./integration/devicecheck/cudaholder
 	integration/devicecheck/device-check.sh
+
+# A GPU failing while its worker runs, on the minicluster (issue 43, docs/gpu-health.md):
+# GPU_HEALTH_INJECTIONS (20) Xids injected through the fake xres-nvml helper into running
+# workers' GPUs, each beside an ordinary failed worker; p50/p95 of both replacement times.
+GPU_HEALTH_INJECTIONS ?= 20
+.PHONY: gpu-health-cluster
+gpu-health-cluster:
+	set -o pipefail; XRES_GPU_HEALTH_INJECTIONS=$(GPU_HEALTH_INJECTIONS) \
+		$(GO) test -count=1 -v -tags integration -timeout 60m -run '^TestGPUHealth' ./integration/ \
+		| grep -E '^(=== RUN|--- |PASS|FAIL|ok)|replacement time|p50|Error|gpuhealth_test'

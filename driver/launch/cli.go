@@ -611,6 +611,11 @@ func (l *Launcher) run(ctx context.Context, res *Reservation, command []string, 
 	hw := newHealthWatch(hgrants, healthFile(dir), log) // healthwatch.go
 	if hw != nil {
 		vars[EnvGPUHealthFile] = hw.file
+		if reportURL != "" { // the event and the replacement, shown by the AM
+			hw.container, hw.send = env.Getenv(EnvContainerID), func(ctx context.Context, body []byte) error {
+				return signAndSend(ctx, env.HTTP, reportURL, env.Getenv(EnvTokenFile), body)
+			}
+		}
 	}
 	wctx, stopWatch := context.WithCancel(ctx) // ends the watch once the worker has
 	startedSent := make(chan struct{})         // closed once the command-started report is sent

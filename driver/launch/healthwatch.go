@@ -2,6 +2,7 @@ package launch
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/xres/xres/driver"
 	"github.com/xres/xres/driver/coord"
+	"github.com/xres/xres/resources/contract"
 	"github.com/xres/xres/resources/params"
 )
 
@@ -52,6 +54,13 @@ type healthWatch struct {
 	grants []watchedGrant
 	file   string // the worker's health file
 	log    logrus.FieldLogger
+	// send, when set, sends a signed health report (its JSON body) to the
+	// application master: it shows the event and the replacement.
+	send      func(ctx context.Context, body []byte) error
+	container string
+	// stopWorkers, when set (--per-device: several process groups), is
+	// replace's way to stop the workers instead of signalling pgid.
+	stopWorkers func()
 
 	mu     sync.Mutex
 	reason string // set once a critical event on the worker's GPU ended it (replace)
@@ -216,6 +225,7 @@ func (hw *healthWatch) eventFor(g watchedGrant, e driver.DeviceEvent) {
 		return
 	}
 	hw.tell(g, e)
+	hw.reportEvent(g, e)
 	if g.action == params.HealthNotify {
 		log.Error("critical device event on this worker's device (health.action notify: the worker keeps running, told in " + hw.file + "): " + e.Reason)
 		return
@@ -252,6 +262,30 @@ func (hw *healthWatch) tell(g watchedGrant, e driver.DeviceEvent) {
 	}
 }
 
+// reportEvent tells the application master of a critical event on the
+// worker's device, in the background (stop waits for it, bounded by
+// reportTimeout): the replacement is not delayed by the report.
+func (hw *healthWatch) reportEvent(g watchedGrant, e driver.DeviceEvent) {
+	if hw.send == nil {
+		return
+	}
+	body, err := json.Marshal(contract.DeviceReport{Container: hw.container, Seq: nextReportSeq(), Health: []contract.HealthEvent{{
+		Resource: g.resource, Device: e.Key, Event: e.Event, XID: e.XID, Reason: e.Reason, Action: g.action, Time: e.Time}}})
+	if err != nil {
+		hw.log.WithError(err).Warn("could not report the device event to the application master")
+		return
+	}
+	hw.wg.Add(1)
+	go func() {
+		defer hw.wg.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), reportTimeout)
+		defer cancel()
+		if err := hw.send(ctx, body); err != nil {
+			hw.log.WithError(err).Warn("could not report the device event to the application master")
+		}
+	}()
+}
+
 // replace ends the worker's process group: SIGTERM, SIGKILL after
 // killGrace (once).
 func (hw *healthWatch) replace(reason string) {
@@ -261,8 +295,12 @@ func (hw *healthWatch) replace(reason string) {
 		return
 	}
 	hw.reason = reason
-	pgid := hw.pgid
+	pgid, stopWorkers := hw.pgid, hw.stopWorkers
 	hw.mu.Unlock()
+	if stopWorkers != nil {
+		stopWorkers() // the supervisor's SIGTERM, SIGKILL after the grace period
+		return
+	}
 	if pgid <= 0 {
 		return
 	}

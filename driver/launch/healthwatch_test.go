@@ -2,12 +2,17 @@ package launch
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +23,7 @@ import (
 	"github.com/xres/xres/driver/coord"
 	"github.com/xres/xres/driver/drivertest"
 	"github.com/xres/xres/resources"
+	"github.com/xres/xres/resources/contract"
 )
 
 // Where YARN's NodeManager assigns the GPUs, the launcher cannot pick
@@ -113,8 +119,17 @@ func (h *gpuWatchHost) start(t *testing.T) (*exec.Cmd, *syncBuffer) {
 	cmd.Stderr = stderr
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	waitForFile(t, h.started, 60*time.Second)
-	return cmd, stderr
+	// The worker's line whole (the file exists, empty, before echo writes it).
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if b, _ := os.ReadFile(h.started); strings.HasSuffix(string(b), "\n") {
+			return cmd, stderr
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the worker did not start within 60 s\n%s", stderr)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 func (h *gpuWatchHost) inject(t *testing.T, uuid string, index int, xid int) {
@@ -226,4 +241,88 @@ func TestHealthWatchLostIsReported(t *testing.T) {
 	}
 	require.NoError(t, os.WriteFile(h.end, nil, 0o644))
 	require.NoError(t, cmd.Wait())
+}
+
+// The launcher tells its application master of a critical event on its
+// worker's GPU (a health report: the event, its Xid and meaning, the
+// action), so that am status, api/status and the tracking page show it;
+// an event on another worker's GPU is not this worker's to report.
+func TestHealthWatchReportsToAM(t *testing.T) {
+	var mu sync.Mutex
+	var health []contract.DeviceReport
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var rep contract.DeviceReport
+		if err := json.NewDecoder(r.Body).Decode(&rep); err == nil && len(rep.Health) > 0 {
+			mu.Lock()
+			health = append(health, rep)
+			mu.Unlock()
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer srv.Close()
+	h := newGPUWatchHost(t, "")
+	h.env = append(h.env, contract.EnvReportURL+"="+srv.URL+contract.ReportPath, EnvContainerID+"=container_1_0001_01_000002")
+	cmd, stderr := h.start(t)
+	gpu0, gpu1 := fakeUUIDOf(0), fakeUUIDOf(1)
+	h.inject(t, gpu1, 1, 48)
+	h.waitQuarantined(t, gpu1)
+	h.inject(t, gpu0, 0, 79)
+	err := cmd.Wait()
+	var exit *exec.ExitError
+	require.True(t, errors.As(err, &exit), "%v\n%s", err, stderr)
+	require.Equal(t, ExitGPUFailed, exit.ExitCode(), "%s", stderr)
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, health, 1, "one report, of the worker's GPU: %+v", health)
+	rep := health[0]
+	require.Equal(t, "container_1_0001_01_000002", rep.Container)
+	require.Empty(t, rep.Resources)
+	require.NotZero(t, rep.Seq)
+	require.Len(t, rep.Health, 1)
+	e := rep.Health[0]
+	require.False(t, e.Time.IsZero())
+	e.Time = time.Time{}
+	require.Equal(t, contract.HealthEvent{Resource: "gpu", Device: gpu0, Event: "xid", XID: 79,
+		Reason: "Xid 79 (GPU has fallen off the bus) on " + gpu0 + " (index 0)", Action: "replace"}, e)
+}
+
+// --per-device launches are watched too: a critical event on one worker's
+// GPU quarantines it and, with replace, stops every worker of the launch
+// (the container is replaced whole, as YARN granted it whole); the
+// launcher exits 216 with the reason. Each worker is told the health file.
+func TestHealthWatchPerDevice(t *testing.T) {
+	h := newGPUWatchHost(t, "")
+	conf, err := os.ReadFile(h.conf)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(h.conf, []byte(strings.Replace(string(conf), "amount: 1\n", "amount: 2\n", 1)), 0o644))
+	cmd := h.command(h.bin, "--conf", h.conf, "--per-device", "--pin-cpus=false", "--", "sh", "-c",
+		`echo "$XRES_DEVICE_RANK $XRES_GPU_HEALTH_FILE" > "$0.$XRES_DEVICE_RANK"; while [ ! -e "$1" ]; do sleep 0.05; done`, h.started, h.end)
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	for rank := range 2 {
+		want := strconv.Itoa(rank) + " " + filepath.Join(h.dir, GPUHealthFileName) + "\n"
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			b, _ := os.ReadFile(h.started + "." + strconv.Itoa(rank))
+			if string(b) == want {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("worker %d: said %q, want %q\n%s", rank, b, want, stderr)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	h.inject(t, fakeUUIDOf(1), 1, 48)
+	err = cmd.Wait()
+	var exit *exec.ExitError
+	require.True(t, errors.As(err, &exit), "%v\n%s", err, stderr)
+	require.Equal(t, ExitGPUFailed, exit.ExitCode(), "%s", stderr)
+	require.Contains(t, stderr.String(), "gpu-failed error (exit 216): a GPU of this worker failed while it ran (Xid 48 (double-bit ECC error) on "+fakeUUIDOf(1))
+	require.Contains(t, h.quarantines(t), fakeUUIDOf(1))
+	require.NotContains(t, h.quarantines(t), fakeUUIDOf(0))
+	_, err = os.Stat(h.end)
+	require.True(t, os.IsNotExist(err), "the workers were stopped, they did not end by themselves")
 }

@@ -506,10 +506,37 @@ func (l *Launcher) runPerDevice(ctx context.Context, res *Reservation, deviceSpe
 	log.WithFields(logrus.Fields{"resource": grant.Spec.Name, "workers": n, "on_failure": opts.onFailure,
 		"max_restarts": opts.maxRestarts}).Info("starting one worker per device")
 	stopObserving := l.observeWorkers(ctx, res, env, log) // GPU samples, job mapping (sampler.go)
-	code, err := s.run(ctx, workers)
+	// The GPU health watch (healthwatch.go): replace stops every worker and
+	// the launcher exits 216, so that the AM replaces the container.
+	hgrants, err := l.healthGrants(res.Grants)
+	if err != nil {
+		stopObserving()
+		return 0, err
+	}
+	wctx, stopWorkers := context.WithCancel(ctx)
+	defer stopWorkers()
+	hw := newHealthWatch(hgrants, healthFile(env.Dir), log)
+	if hw != nil {
+		hw.stopWorkers = stopWorkers
+		for _, w := range workers {
+			w.env = mergeEnv(w.env, map[string]string{EnvGPUHealthFile: hw.file})
+		}
+		if url := env.Getenv(contract.EnvReportURL); url != "" {
+			hw.container, hw.send = env.Getenv(EnvContainerID), func(ctx context.Context, body []byte) error {
+				return signAndSend(ctx, env.HTTP, url, env.Getenv(EnvTokenFile), body)
+			}
+		}
+		hw.launch(wctx)
+	}
+	code, err := s.run(wctx, workers)
+	stopWorkers()
+	hw.stop()
 	stopObserving()
 	if err != nil {
 		return 0, err
+	}
+	if reason := hw.replaced(); reason != "" {
+		return 0, errGPUFailed(reason)
 	}
 	log.WithField("exit_code", describeCode(code)).Debug("all workers ended")
 	return code, nil

@@ -55,4 +55,30 @@ type DeviceReport struct {
 	// GPU, in a samples report (nothing else but Container and Seq), is
 	// the latest sample of each GPU the worker holds (GPUSample).
 	GPU []GPUSample `json:"gpu,omitempty"`
+	// Health, in a health report (nothing else but Container and Seq), is
+	// the critical device events the launcher's health watch saw on its
+	// worker's devices (docs/gpu-health.md).
+	Health []HealthEvent `json:"health,omitempty"`
+}
+
+// HealthEvent is one critical event on a worker's device, as its launcher
+// reports it (on its host's clock):
+//
+//	{"resource":"gpu","device":"GPU-…","event":"xid","xid":94,
+//	 "reason":"Xid 94 (contained ECC error) on GPU-… (index 0)","action":"replace","time":"…"}
+type HealthEvent struct {
+	Resource string `json:"resource"`
+	// Device is the device's key (a GPU's uuid); "" when the driver could
+	// not say which device (NVML's GPU lost without a handle).
+	Device string `json:"device,omitempty"`
+	// Event is the kind: "xid", "ecc-double-bit", "gpu-lost"; XID the
+	// Xid of an "xid" event.
+	Event string `json:"event"`
+	XID   uint64 `json:"xid,omitempty"`
+	// Reason says what happened (the Xid and its meaning).
+	Reason string `json:"reason"`
+	// Action is the launcher's health.action: "replace" (the worker is
+	// stopped, the launcher exits 216) or "notify" (it keeps running).
+	Action string    `json:"action"`
+	Time   time.Time `json:"time"`
 }

@@ -204,6 +204,9 @@ func printStatusWorkers(w io.Writer, a *amstatus.Status, workers []amstatus.Work
 	if a != nil && len(a.IdleGPUs) > 0 {
 		printIdleGPUs(w, a.IdleGPUs)
 	}
+	if a != nil && len(a.DeviceEvents) > 0 {
+		printDeviceEvents(w, a.DeviceEvents)
+	}
 }
 
 // printPhases prints the distribution of each step of the workers' starts.

@@ -319,6 +319,7 @@ func (w *svgWriter) row(ws *amstatus.WorkerStatus, y int, ax axis, links NodeLog
 	noteX := float64(svgLabelW + 4)
 	if ws.Timeline != nil {
 		noteX = w.bars(ws.Timeline, barY, ax)
+		w.deviceEvents(ws.Timeline, barY, ax)
 	}
 	note := ""
 	switch {
@@ -365,6 +366,26 @@ func tickStep(span float64) float64 {
 		}
 	}
 	return 10 * p
+}
+
+// deviceEvents draws a red tick across the bar at each critical device
+// event its launcher reported (docs/gpu-health.md), on its host's clock.
+func (w *svgWriter) deviceEvents(tl *amstatus.Timeline, barY int, ax axis) {
+	for _, e := range tl.DeviceEvents {
+		w.s(`<path class="device-event" stroke="#b00020" stroke-width="3" d="M`)
+		w.num(math.Min(ax.x(e.Time), svgLabelW+svgChartW))
+		w.s(" ")
+		w.int(barY - 3)
+		w.s(" v ")
+		w.int(svgBarH + 6)
+		w.s(`"><title>`)
+		w.esc(e.Reason)
+		w.s(", action ")
+		w.esc(e.Action)
+		w.s(" (")
+		w.sec(e.Time, ax.origin)
+		w.s(")</title></path>")
+	}
 }
 
 // bars draws a bar per phase of tl between its known marks, at barY; it

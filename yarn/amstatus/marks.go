@@ -34,7 +34,12 @@ const (
 type Marks struct {
 	at       [nMarks]time.Time
 	askBeats int
+	health   []contract.HealthEvent // the launcher's health reports (the first maxHealthEvents)
 }
+
+// maxHealthEvents bounds the device events kept per worker (a launcher
+// that replaces its worker reports one; notify may report more).
+const maxHealthEvents = 8
 
 // Set sets mark m at t.
 func (t *Marks) Set(m Mark, at time.Time) { t.at[m] = at }
@@ -62,6 +67,11 @@ func (t *Marks) Reported(r contract.DeviceReport) {
 			t.at[m.i] = m.t
 		}
 	}
+	for _, e := range r.Health {
+		if len(t.health) < maxHealthEvents {
+			t.health = append(t.health, e)
+		}
+	}
 }
 
 // Timeline is the marks for Status; nil for a worker adopted from an
@@ -72,7 +82,8 @@ func (t *Marks) Timeline() *Timeline {
 	}
 	return &Timeline{Asked: t.at[MarkAsked], AskHeartbeats: t.askBeats, Allocated: t.at[MarkAllocated],
 		StartSent: t.at[MarkStartSent], StartAnswered: t.at[MarkStartAnswered],
-		LauncherStarted: t.at[markLauncher], DevicesReserved: t.at[markReserved], CommandStarted: t.at[markCommand]}
+		LauncherStarted: t.at[markLauncher], DevicesReserved: t.at[markReserved], CommandStarted: t.at[markCommand],
+		DeviceEvents: slices.Clone(t.health)}
 }
 
 // askMark is one container asked for and not granted yet: when the
@@ -166,11 +177,18 @@ func rank(v []float64, p float64) float64 {
 	return v[max(int(math.Ceil(p*float64(len(v))))-1, 0)]
 }
 
+// IsHealth reports whether r is a health report: device events and
+// nothing else.
+func IsHealth(r contract.DeviceReport) bool {
+	return len(r.Health) > 0 && len(r.Resources) == 0 && r.Port == 0 && len(r.GPU) == 0 &&
+		r.CommandStarted.IsZero() && r.Reserved.IsZero() && r.LauncherStarted.IsZero()
+}
+
 // ReportSeqs are the Seq of the newest full report (devices, port) and
 // command-started report taken of one container. The two kinds are
 // counted apart: a launcher sends its command-started report beside the
 // report of its worker's port, and either may arrive first.
-type ReportSeqs struct{ full, started, samples uint64 }
+type ReportSeqs struct{ full, started, samples, health uint64 }
 
 // Take checks r's Seq against s and records it; 0 (a kept report file of
 // an older launcher) is taken while none with a Seq was. A report not
@@ -182,6 +200,9 @@ func (s *ReportSeqs) Take(r contract.DeviceReport) error {
 	}
 	if IsSamples(r) {
 		last = &s.samples // GPU samples are counted apart too
+	}
+	if IsHealth(r) {
+		last = &s.health // and health reports: a port report may race one
 	}
 	if *last > 0 && r.Seq <= *last {
 		return fmt.Errorf("report devices: %w: container %s sent seq %d, and %d was taken already", ErrStaleReport, r.Container, r.Seq, *last)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/xres/xres/resources"
+	"github.com/xres/xres/resources/contract"
 	"github.com/xres/xres/yarn"
 )
 
@@ -113,6 +114,10 @@ type Status struct {
 	// IdleGPUs are the running workers' granted GPUs under the idle
 	// threshold for longer than the idle window (GPU samples; IdleRule).
 	IdleGPUs []IdleGPU `json:"idle-gpus,omitempty"`
+	// DeviceEvents are the critical device events the listed workers'
+	// launchers reported, oldest first, each with the worker that replaced
+	// its worker (CollectDeviceEvents; docs/gpu-health.md).
+	DeviceEvents []DeviceEvent `json:"device-events,omitempty"`
 }
 
 // Page selects the containers a Status lists: those in State (all when
@@ -179,6 +184,9 @@ type Timeline struct {
 	LauncherStarted time.Time `json:"launcher-started,omitzero"`
 	DevicesReserved time.Time `json:"devices-reserved,omitzero"`
 	CommandStarted  time.Time `json:"command-started,omitzero"`
+	// DeviceEvents are the critical events on the worker's devices its
+	// launcher reported (docs/gpu-health.md), on its host's clock.
+	DeviceEvents []contract.HealthEvent `json:"device-events,omitempty"`
 }
 
 // Phase is the distribution of one step of the workers' starts over the

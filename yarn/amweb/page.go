@@ -240,6 +240,29 @@ func writeStatusPage(out io.Writer, p htmlPage) error {
 		}
 		w.s("</table></div>\n")
 	}
+	if len(p.DeviceEvents) > 0 {
+		w.s(`<div id="device-events"><p>Device events: critical events on the workers' devices as their launchers reported them (replace: the worker was stopped and replaced; notify: it kept running; docs/gpu-health.md)</p>
+<table><tr><th>time</th><th>host</th><th>container</th><th>device</th><th>event</th><th>action</th><th>replaced by</th></tr>
+`)
+		for _, e := range p.DeviceEvents {
+			w.s(`<tr><td>`)
+			w.t(e.Time.UTC().Format(time.RFC3339Nano))
+			w.s(`</td><td>`)
+			w.t(e.Host)
+			w.s(`</td><td>`)
+			w.t(e.Container)
+			w.s(`</td><td>`)
+			w.t(e.Device)
+			w.s(`</td><td>`)
+			w.t(e.Reason)
+			w.s(`</td><td>`)
+			w.t(e.Action)
+			w.s(`</td><td>`)
+			w.t(e.ReplacedBy)
+			w.s("</td></tr>\n")
+		}
+		w.s("</table></div>\n")
+	}
 	if d := p.GPUDrawing(); d != "" {
 		w.s("<div id=\"gpus\"><p>GPU utilisation and memory of the listed workers, from their launchers' samples:</p>\n")
 		w.s(d) // escaped where it is drawn (amdraw)

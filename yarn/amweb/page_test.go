@@ -24,6 +24,7 @@ var referencePage = template.Must(template.New("status").Funcs(template.FuncMap{
 	"named":   pageNamed,
 	"exit":    pageExit,
 	"seconds": func(s int64) string { return (time.Duration(s) * time.Second).String() },
+	"rfc":     func(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) },
 }).Parse(`<!DOCTYPE html>
 <html><head><meta charset="utf-8"><title>xres {{.App}}</title>
 <style>body{font-family:sans-serif}table{border-collapse:collapse}td,th{border:1px solid #999;padding:2px 6px;text-align:left}</style>
@@ -43,6 +44,10 @@ var referencePage = template.Must(template.New("status").Funcs(template.FuncMap{
 {{end}}{{if .IdleGPUs}}<div id="idle-gpus"><p>Idle GPUs: granted, and under the idle threshold for longer than the window (xres.metrics.idle-threshold, xres.metrics.idle-window)</p>
 <table><tr><th>container</th><th>host</th><th>GPU</th><th>UUID</th><th>utilisation</th><th>idle for</th></tr>
 {{range .IdleGPUs}}<tr><td>{{.Container}}</td><td>{{.Host}}</td><td>{{.GPU}}</td><td>{{.UUID}}</td><td>{{.Util}} %</td><td>{{seconds .IdleForS}}</td></tr>
+{{end}}</table></div>
+{{end}}{{if .DeviceEvents}}<div id="device-events"><p>Device events: critical events on the workers' devices as their launchers reported them (replace: the worker was stopped and replaced; notify: it kept running; docs/gpu-health.md)</p>
+<table><tr><th>time</th><th>host</th><th>container</th><th>device</th><th>event</th><th>action</th><th>replaced by</th></tr>
+{{range .DeviceEvents}}<tr><td>{{rfc .Time}}</td><td>{{.Host}}</td><td>{{.Container}}</td><td>{{.Device}}</td><td>{{.Reason}}</td><td>{{.Action}}</td><td>{{.ReplacedBy}}</td></tr>
 {{end}}</table></div>
 {{end}}{{with .GPUDrawing}}<div id="gpus"><p>GPU utilisation and memory of the listed workers, from their launchers' samples:</p>
 {{raw .}}</div>
@@ -126,6 +131,7 @@ func TestStatusPageAsTemplate(t *testing.T) {
 		{name: "one unnamed group, nothing yet", page: htmlPage{Status: plain, Limit: 100}},
 		{name: "empty", page: htmlPage{}},
 		{name: "idle GPUs and their drawing", page: gpuPage(full, hostile)},
+		{name: "device events", page: eventPage(full, hostile)},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -135,6 +141,19 @@ func TestStatusPageAsTemplate(t *testing.T) {
 			require.Equal(t, want.String(), got.String())
 		})
 	}
+}
+
+// eventPage is p with a device event on its first listed worker, replaced
+// by the second (hostile names), and one whose device NVML could not name.
+func eventPage(st amstatus.Status, hostile string) htmlPage {
+	at := time.Date(2026, 12, 7, 1, 2, 3, 456000000, time.FixedZone("x", 3600))
+	st.DeviceEvents = []amstatus.DeviceEvent{
+		{HealthEvent: contract.HealthEvent{Resource: "gpu", Device: "GPU-" + hostile, Event: "xid", XID: 94, Reason: "Xid 94 (contained ECC error) on GPU-" + hostile, Action: "replace", Time: at},
+			Container: st.Containers[0].Container, Host: hostile, ReplacedBy: st.Containers[1].Container},
+		{HealthEvent: contract.HealthEvent{Resource: "gpu", Event: "gpu-lost", Reason: "GPU lost", Action: "notify", Time: at.Add(time.Second)},
+			Container: st.Containers[1].Container, Host: "host-a"},
+	}
+	return htmlPage{Status: st, Limit: 2}
 }
 
 // gpuPage is p with an idle GPU listed (hostile names) and GPU samples of

@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/xres/xres/resources/contract"
 	"github.com/xres/xres/yarn/amdraw"
 	"github.com/xres/xres/yarn/amstatus"
 	"github.com/xres/xres/yarn/amweb/amwebtest"
@@ -270,4 +271,34 @@ func BenchmarkTrackingPage(b *testing.B) {
 			b.ReportMetric(float64(size)/1024, "KiB/page")
 		})
 	}
+}
+
+// A critical device event a worker's launcher reported is a red tick
+// across that worker's bar, at its time, its tooltip naming the Xid, its
+// meaning and the action; the page lists it under device events with the
+// worker that replaced it.
+func TestTrackingPageTimelineDeviceEvent(t *testing.T) {
+	src, first := threeStarts()
+	tl := *src.st.Containers[0].Timeline
+	tl.DeviceEvents = []contract.HealthEvent{{Resource: "gpu", Device: "GPU-a", Event: "xid", XID: 94,
+		Reason: "Xid 94 (contained ECC error) on GPU-a (index 0)", Action: "replace", Time: first.Add(3 * time.Second)}}
+	src.st.Containers[0].Timeline = &tl
+	src.st.Containers[1].Group = src.st.Containers[0].Group
+	src.st.Containers[1].Timeline.Allocated = first.Add(3500 * time.Millisecond)
+	page := getPage(t, src)
+	svg := timelineSVG(t, page)
+	bars := svg.All(byClass("g", "worker"))
+	require.Len(t, bars, 3)
+	ev := bars[0].All(byClass("path", "device-event"))
+	require.Len(t, ev, 1, "a mark on the worker's bar")
+	require.Empty(t, bars[1].All(byClass("path", "device-event")))
+	require.Equal(t, "Xid 94 (contained ECC error) on GPU-a (index 0), action replace (+3.000 s)", ev[0].Child("title").Text)
+	ticks := tickX(t, svg)
+	pxPerSec := (ticks["4 s"] - ticks["0 s"]) / 4
+	d := strings.Fields(ev[0].Attr("d"))
+	x, err := strconv.ParseFloat(strings.TrimPrefix(d[0], "M"), 64)
+	require.NoError(t, err)
+	require.InDelta(t, ticks["0 s"]+3*pxPerSec, x, 0.11, "at the event's time")
+	require.Contains(t, page, `<div id="device-events">`)
+	require.Contains(t, page, "<td>container_1_0001_01_000003</td></tr>", "the replacement listed")
 }

@@ -65,7 +65,9 @@ func statusPage(src StatusSource, r *http.Request, limit int) (amstatus.Status, 
 		}
 	}
 	if pg, ok := src.(Pager); ok {
-		return pg.StatusPage(p), nil
+		s := pg.StatusPage(p)
+		s.CollectDeviceEvents() // the listed workers' (amstatus/deviceevents.go)
+		return s, nil
 	}
 	s := src.Status()
 	var cs []amstatus.WorkerStatus
@@ -80,6 +82,7 @@ func statusPage(src StatusSource, r *http.Request, limit int) (amstatus.Status, 
 		cs = cs[:p.Limit]
 	}
 	s.Containers = append([]amstatus.WorkerStatus{}, cs...)
+	s.CollectDeviceEvents()
 	return s, nil
 }
 
