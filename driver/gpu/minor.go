@@ -156,7 +156,7 @@ func (m *minorFiller) fill(ctx context.Context, devs []driver.Device) ([]driver.
 	if !missing {
 		return out, nil
 	}
-	path, err := lookPath(m.smi, m.getenv)
+	path, err := driver.LookPath(m.smi, m.getenv)
 	if err != nil {
 		return nil, fmt.Errorf("minor numbers of the GPUs (to match YARN's assignment): %w", err)
 	}

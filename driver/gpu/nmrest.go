@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/xres/xres/conf"
+	"github.com/xres/xres/driver"
 )
 
 // YARN resource names whose NodeManager plugins assign GPUs.
@@ -403,25 +404,10 @@ func (c *nmClient) spnego() (string, error) {
 // ./container-launcher there), beside the launcher's file, then on PATH;
 // not found, its error wraps missing.
 func findHelper(name string, missing error, getenv func(string) string) (string, error) {
-	var dirs []string
-	if strings.Contains(os.Args[0], "/") {
-		dirs = append(dirs, filepath.Dir(os.Args[0]))
-	}
-	if exe, err := os.Executable(); err == nil {
-		dirs = append(dirs, filepath.Dir(exe))
-	}
-	for _, dir := range dirs {
-		if p := filepath.Join(dir, name); isExecutable(p) {
-			return p, nil
-		}
-	}
-	if getenv == nil {
-		getenv = os.Getenv
-	}
-	p, err := lookPath(name, getenv)
+	p, beside, err := driver.FindHelper(name, getenv)
 	if err != nil {
 		return "", fmt.Errorf("%w: %s is not beside the launcher (%s) nor on PATH: install it there (make build writes both)",
-			missing, name, strings.Join(dirs, ", "))
+			missing, name, strings.Join(beside, ", "))
 	}
 	return p, nil
 }

@@ -96,7 +96,7 @@ func (s *topoSource) load(ctx context.Context) (*topo.Topology, error) {
 		}
 		nvmlErr = err
 	}
-	path, err := lookPath(s.smi, s.getenv)
+	path, err := driver.LookPath(s.smi, s.getenv)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v; %v", errNoTopologyTool, nvmlErr, err)
 	}

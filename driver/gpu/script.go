@@ -409,7 +409,7 @@ func (s *scriptDriver) smiCount(ctx context.Context) (int, error) {
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	path, err := lookPath(s.smi, getenv)
+	path, err := driver.LookPath(s.smi, getenv)
 	if err != nil {
 		return 0, err
 	}

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -407,30 +405,4 @@ func parseMiB(s string) (uint64, error) {
 	default:
 		return 0, fmt.Errorf("%q has unknown unit %q", clip(s, 40), unit)
 	}
-}
-
-// lookPath finds file in the PATH from getenv (exec.LookPath reads the
-// process environment, which tests and callers may want to override).
-func lookPath(file string, getenv func(string) string) (string, error) {
-	if strings.Contains(file, "/") {
-		if isExecutable(file) {
-			return file, nil
-		}
-		return "", fmt.Errorf("%s: %w", file, os.ErrNotExist)
-	}
-	for _, dir := range filepath.SplitList(getenv("PATH")) {
-		if dir == "" {
-			dir = "."
-		}
-		p := filepath.Join(dir, file)
-		if isExecutable(p) {
-			return p, nil
-		}
-	}
-	return "", fmt.Errorf("%s not found on PATH: %w", file, os.ErrNotExist)
-}
-
-func isExecutable(p string) bool {
-	fi, err := os.Stat(p)
-	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
 }

@@ -87,7 +87,7 @@ func (a *autoSource) enumerate(ctx context.Context) ([]driver.Device, error) {
 		nvmlErr = err
 		a.log.WithError(err).Debug("NVML unavailable; trying nvidia-smi")
 	}
-	path, err := lookPath(a.smi, a.getenv)
+	path, err := driver.LookPath(a.smi, a.getenv)
 	if err != nil {
 		if nvmlErr != nil {
 			return nil, fmt.Errorf("%w (%v; %v)", ErrNoGPUSource, nvmlErr, err)

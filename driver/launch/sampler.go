@@ -4,10 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -15,6 +12,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/xres/xres/conf"
+	"github.com/xres/xres/driver"
 	"github.com/xres/xres/resources/contract"
 )
 
@@ -50,7 +48,7 @@ func newGPUSampler(grants []Grant, interval time.Duration, container string, get
 	if len(gpus) == 0 {
 		return nil
 	}
-	helper, err := findHelper(getenv)
+	helper, _, err := driver.FindHelper(nvmlHelperName, getenv)
 	if err != nil {
 		log.WithError(err).Info("GPU sampling off: " + nvmlHelperName + " not found beside the launcher or on PATH")
 		return nil
@@ -81,34 +79,6 @@ func nvidiaIndices(grants []Grant) []string {
 		}
 	}
 	return out
-}
-
-// findHelper looks for xres-nvml beside the launcher as called, beside its
-// file, then on PATH (as driver/gpu does).
-func findHelper(getenv func(string) string) (string, error) {
-	var dirs []string
-	if strings.Contains(os.Args[0], "/") {
-		dirs = append(dirs, filepath.Dir(os.Args[0]))
-	}
-	if exe, err := os.Executable(); err == nil {
-		dirs = append(dirs, filepath.Dir(exe))
-	}
-	for _, dir := range dirs {
-		p := filepath.Join(dir, nvmlHelperName)
-		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
-			return p, nil
-		}
-	}
-	for _, dir := range filepath.SplitList(getenv("PATH")) {
-		if dir == "" {
-			continue
-		}
-		p := filepath.Join(dir, nvmlHelperName)
-		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
-			return p, nil
-		}
-	}
-	return "", fmt.Errorf("%s: not found", nvmlHelperName)
 }
 
 // run samples until ctx ends (the worker ended) or the helper stops.
