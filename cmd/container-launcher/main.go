@@ -3,6 +3,14 @@
 // tells the worker what it got, runs it, forwards signals, passes its exit
 // code on and frees the devices. See driver/launch for the logic, the exit
 // codes and the environment it exports.
+//
+// It sizes GOMAXPROCS by the host's CPUs, not the container's CPU limit,
+// and never re-reads it: a supervisor that mostly waits has no use for
+// the runtime's reading of its cgroup at every start, nor for the
+// goroutine that watches the limit (containermaxprocs, updatemaxprocs).
+//
+//go:debug containermaxprocs=0
+//go:debug updatemaxprocs=0
 package main
 
 import (

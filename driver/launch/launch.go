@@ -63,8 +63,10 @@ type Launcher struct {
 	// Holder, when not 0, is the process the devices are reserved for
 	// (driver.Options.Holder): the discovery bridge's caller.
 	Holder int
-	// ready, when set, is waited for before each Discover (which may
-	// reserve): Main's signal subscription, made meanwhile.
+	// ready, when set, is waited for before anything is reserved: Main's
+	// signal subscription, made meanwhile. A ReserveGated driver waits for
+	// it itself, once it has listed and chosen its devices; others before
+	// their Discover.
 	ready func()
 }
 
@@ -243,10 +245,14 @@ func (l *Launcher) Acquire(ctx context.Context, specs []resources.Spec) (*Reserv
 		if timeout <= 0 {
 			timeout = 2 * time.Minute
 		}
-		if l.ready != nil {
-			l.ready()
-		}
 		dctx, cancel := context.WithTimeout(ctx, timeout)
+		if l.ready != nil {
+			if driver.CallsBeforeReserve(d) {
+				dctx = driver.WithBeforeReserve(dctx, l.ready) // waited for once listed and chosen
+			} else {
+				l.ready()
+			}
+		}
 		start := time.Now()
 		infos, err := d.Discover(dctx, spec.Amount)
 		cancel()
