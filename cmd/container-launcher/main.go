@@ -17,36 +17,32 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/signal"
 
+	"github.com/xres/xres/cmd/container-launcher/internal/earlysig"
 	"github.com/xres/xres/cmd/internal/version"
 	"github.com/xres/xres/driver/builtin"
 	"github.com/xres/xres/driver/launch"
+	"github.com/xres/xres/driver/launch/launchcmd"
 )
 
 func main() {
-	// Caught once Main is to launch a worker, before it reserves devices,
-	// so that no signal kills the launcher while it holds them; Main
-	// forwards them to the worker.
-	sigs := make(chan os.Signal, 8)
-
 	// The launcher's drivers are assembled here: driver/launch names none.
 	reg, err := builtin.NewRegistry(os.Getenv)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "container-launcher: %v\n", err)
 		os.Exit(launch.ExitInternal)
 	}
-	args := os.Args[1:]
 	// Named xres-<resource>-discovery, it is an engine's discovery script.
-	if b, ok := launch.BridgeArgs(os.Args[0], args); ok {
-		args = b
-	}
+	args := launchcmd.Args(os.Args)
 	os.Exit(launch.Main(context.Background(), args, launch.Env{
-		Stdin:    os.Stdin,
-		Stdout:   os.Stdout,
-		Stderr:   os.Stderr,
-		Signals:  sigs,
-		Notify:   func() { signal.Notify(sigs, launch.ForwardedSignals...) },
+		Stdin:  os.Stdin,
+		Stdout: os.Stdout,
+		Stderr: os.Stderr,
+		// Subscribed for a launch as the packages were initialised, before
+		// Main reserves devices, so that no signal kills the launcher while
+		// it holds them; Main forwards them to the worker.
+		Signals:  earlysig.C,
+		Notify:   earlysig.Notify,
 		Registry: reg,
 		Version:  func() string { return version.String("container-launcher") },
 	}))

@@ -78,13 +78,18 @@ func TestSubscriptionCompleteBeforeReservation(t *testing.T) {
 				// The subscription ends once the devices are listed, or
 				// after a while where the launcher waits for it first
 				// (expected of the other driver: a short while).
-				Notify: func() {
-					select {
-					case <-listed:
-						overlapped.Store(true)
-					case <-time.After(map[bool]time.Duration{true: 20 * time.Second, false: 100 * time.Millisecond}[gated]):
-					}
-					subscribed.Store(true)
+				Notify: func() (wait func()) {
+					done := make(chan struct{})
+					go func() {
+						defer close(done)
+						select {
+						case <-listed:
+							overlapped.Store(true)
+						case <-time.After(map[bool]time.Duration{true: 20 * time.Second, false: 100 * time.Millisecond}[gated]):
+						}
+						subscribed.Store(true)
+					}()
+					return func() { <-done }
 				},
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/xres/xres/driver"
 	"github.com/xres/xres/driver/coord"
+	"github.com/xres/xres/driver/launch/launchcmd"
 	"github.com/xres/xres/resources"
 	"github.com/xres/xres/resources/spark"
 )
@@ -37,7 +37,7 @@ import (
 // that resource with the engine's arguments as they come (BridgeArgs).
 
 // discoverCommand is the bridge's subcommand.
-const discoverCommand = "discover"
+const discoverCommand = launchcmd.DiscoverName
 
 // The engines' protocols (the GPU driver's discovery-script.protocol values).
 const (
@@ -76,17 +76,9 @@ const (
 
 // BridgeArgs is how cmd/container-launcher runs a launcher started under
 // a discovery script's name, xres-<resource>-discovery (also with .sh):
-// the discover subcommand for that resource, with the engine's arguments
-// after "--" so that none is read as a flag of ours. ok is false for any
-// other name.
+// the discover subcommand for that resource (launchcmd.BridgeArgs).
 func BridgeArgs(argv0 string, args []string) ([]string, bool) {
-	name := strings.TrimSuffix(filepath.Base(argv0), ".sh")
-	res, pre := strings.CutPrefix(name, "xres-")
-	res, suf := strings.CutSuffix(res, "-discovery")
-	if !pre || !suf || res == "" {
-		return nil, false
-	}
-	return append([]string{discoverCommand, "--resources", res, "--"}, args...), true
+	return launchcmd.BridgeArgs(argv0, args)
 }
 
 // runDiscover is the discovery bridge.

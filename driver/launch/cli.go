@@ -18,6 +18,7 @@ import (
 	"github.com/xres/xres/conf"
 	"github.com/xres/xres/conf/suggest"
 	"github.com/xres/xres/driver/coord"
+	"github.com/xres/xres/driver/launch/launchcmd"
 	"github.com/xres/xres/resources"
 	"github.com/xres/xres/resources/contract"
 )
@@ -43,11 +44,14 @@ type Env struct {
 	// Signals delivers the signals to forward (ForwardedSignals); nil: none.
 	Signals <-chan os.Signal
 	// Notify, when set, subscribes Signals to ForwardedSignals
-	// (signal.Notify). Main calls it once it knows it will launch a worker,
-	// before it reserves anything: subscribing costs every process start
-	// about half a millisecond, and probe, check and --version, which hold
-	// nothing, do without (a signal ends them at once).
-	Notify func()
+	// (signal.Notify) unless that has begun already, and returns what waits
+	// for the subscription to be complete. Main calls it once it knows it
+	// will launch a worker and waits before it reserves anything:
+	// subscribing costs a process about 0.4 ms, which the command spends
+	// as its packages initialise (earlysig), and probe, check and
+	// --version, which hold nothing, do without (a signal ends them at
+	// once).
+	Notify func() (wait func())
 	// Registry holds the driver factories (filled by cmd/).
 	Registry Registry
 	// Load reads the configuration; nil: LoadConfig.
@@ -299,47 +303,32 @@ func normalizeArgs(fs *flag.FlagSet, args []string) []string {
 // returns the process exit code.
 func Main(ctx context.Context, args []string, env Env) int {
 	env.defaults()
-	if len(args) > 0 {
-		switch args[0] {
-		case "probe":
-			return runProbe(ctx, args[1:], env)
-		case "check":
-			return runCheck(ctx, args[1:], env)
-		case discoverCommand:
-			return runDiscover(ctx, args[1:], env)
-		case pinExecCommand:
-			return runExecPinned(args[1:], env)
-		case "help":
-			return runHelp(args[1:], env)
-		case "-h", "-help", "--help":
-			fmt.Fprint(env.Stdout, usageText)
-			return ExitOK
-		case "--version", "-version", "version":
-			fmt.Fprint(env.Stdout, env.Version())
-			return ExitOK
-		}
+	switch launchcmd.Of(args) {
+	case launchcmd.Probe:
+		return runProbe(ctx, args[1:], env)
+	case launchcmd.Check:
+		return runCheck(ctx, args[1:], env)
+	case launchcmd.Discover:
+		return runDiscover(ctx, args[1:], env)
+	case launchcmd.PinExec:
+		return runExecPinned(args[1:], env)
+	case launchcmd.Help:
+		return runHelp(args[1:], env)
+	case launchcmd.Usage:
+		fmt.Fprint(env.Stdout, usageText)
+		return ExitOK
+	case launchcmd.Version:
+		fmt.Fprint(env.Stdout, env.Version())
+		return ExitOK
 	}
-	// A launch: the signal subscription starts before anything else, as it
-	// is the slowest part of getting ready (a hand-over to the runtime's
-	// signal thread per signal: 0.3-0.4 ms), and runs beside the flags',
-	// the configuration's and the drivers' work.
-	notified := subscribe(env.Notify)
+	// A launch: its signal subscription, begun by now (Env.Notify), is
+	// complete before anything is reserved.
+	notified := func() {}
+	if env.Notify != nil {
+		notified = env.Notify()
+	}
 	defer notified() // Notify is never left running
 	return runLaunch(ctx, args, env, notified)
-}
-
-// subscribe runs notify (nil: none) in its own goroutine and returns what
-// waits for it to be done.
-func subscribe(notify func()) (wait func()) {
-	if notify == nil {
-		return func() {}
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		notify()
-	}()
-	return func() { <-done }
 }
 
 // newLogger builds the stderr logger from --log-level or $XRES_LOG_LEVEL.

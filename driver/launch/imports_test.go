@@ -25,15 +25,19 @@ import (
 // checks and xres.rescale.*, shared with am, which links no driver),
 // conf/suggest (the command line's
 // did-you-mean) and resources/spark (what the discovery bridge prints for
-// Spark). A vendor switch that comes back (driver/gpu,
-// driver/amd, driver/pci, driver/plugin, or all of them through
-// driver/builtin) fails here.
+// Spark), and driver/launch/launchcmd, the launcher's own command line
+// (subcommands, bridge names, forwarded signals) split out with no
+// in-module import so that the command's package initialisation can
+// begin a launch's signal subscription. A vendor switch that comes back
+// (driver/gpu, driver/amd, driver/pci, driver/plugin, or all of them
+// through driver/builtin) fails here.
 func TestLauncherNamesNoDriver(t *testing.T) {
 	const module = "github.com/xres/xres/"
 	allowed := map[string]bool{
 		"conf": true, "resources": true, "resources/contract": true,
 		"driver": true, "driver/coord": true,
 		"conf/suggest": true, "resources/spark": true, "resources/params": true,
+		"driver/launch/launchcmd": true,
 	}
 	files, err := filepath.Glob("*.go")
 	require.NoError(t, err)
@@ -59,7 +63,7 @@ func TestLauncherNamesNoDriver(t *testing.T) {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	require.LessOrEqual(t, len(names), 8, "in-module imports: %v", names)
+	require.LessOrEqual(t, len(names), 9, "in-module imports: %v", names)
 }
 
 // TestLauncherBuildsNoMapAtInit: no package of xres that the launcher links
@@ -83,4 +87,26 @@ func TestLauncherBuildsNoMapAtInit(t *testing.T) {
 		}
 	}
 	require.Empty(t, builders, "package-level map literals the launcher builds at every start: make them switches, arrays or lazy (sync.OnceValue)")
+}
+
+// TestLaunchCmdImportsNothingInModule: launchcmd is used while the
+// launcher's packages are still being initialised (earlysig); an
+// in-module import would initialise it after them.
+func TestLaunchCmdImportsNothingInModule(t *testing.T) {
+	files, err := filepath.Glob("launchcmd/*.go")
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		src, err := os.ReadFile(f)
+		require.NoError(t, err)
+		ast, err := parser.ParseFile(token.NewFileSet(), f, src, parser.ImportsOnly)
+		require.NoError(t, err)
+		for _, im := range ast.Imports {
+			p, _ := strconv.Unquote(im.Path.Value)
+			require.False(t, strings.Contains(strings.Split(p, "/")[0], "."), "%s imports %s", f, p)
+		}
+	}
 }

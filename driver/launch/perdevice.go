@@ -17,6 +17,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/xres/xres/driver"
+	"github.com/xres/xres/driver/launch/launchcmd"
 	"github.com/xres/xres/resources"
 	"github.com/xres/xres/resources/contract"
 )
@@ -74,7 +75,7 @@ const (
 
 // pinExecCommand is the hidden subcommand through which the launcher
 // starts a pinned worker: __exec-pinned <cpu list> <path> <argv0> [args…].
-const pinExecCommand = "__exec-pinned"
+const pinExecCommand = launchcmd.PinExecName
 
 // Failure policies of --on-failure.
 const (

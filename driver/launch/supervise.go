@@ -17,15 +17,17 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/xres/xres/driver/coord"
+	"github.com/xres/xres/driver/launch/launchcmd"
 	"github.com/xres/xres/resources/contract"
 )
 
 // ForwardedSignals are the signals the launcher passes on to the worker's
-// process group. YARN stops a container with SIGTERM, then SIGKILL after
-// yarn.nodemanager.sleep-delay-before-sigkill.ms; SIGKILL cannot be caught,
-// so a launcher killed that way takes its worker along: the worker by its
-// parent-death signal, its whole group by its reaper (startReaper).
-var ForwardedSignals = []os.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT}
+// process group (launchcmd.ForwardedSignals). YARN stops a container with
+// SIGTERM, then SIGKILL after yarn.nodemanager.sleep-delay-before-sigkill.ms;
+// SIGKILL cannot be caught, so a launcher killed that way takes its worker
+// along: the worker by its parent-death signal, its whole group by its
+// reaper (startReaper).
+var ForwardedSignals = launchcmd.ForwardedSignals
 
 // worker is the command the launcher supervises.
 type worker struct {
