@@ -22,7 +22,7 @@ build:
 	@mkdir -p $(BIN)
 	CGO_ENABLED=0 $(GO) build -buildvcs=auto -o $(BIN)/ ./cmd/am ./cmd/container-launcher
 	CGO_CFLAGS="$(NVML_CGO_CFLAGS)" $(GO) build -buildvcs=auto -o $(BIN)/ ./cmd/container-launcher/xres-nvml
-	CGO_ENABLED=0 $(GO) build -buildvcs=auto -o $(BIN)/ ./cmd/container-launcher/xres-spnego
+	CGO_ENABLED=0 $(GO) build -buildvcs=auto -o $(BIN)/ ./cmd/container-launcher/xres-nmrest
 
 # Start the minicluster, run 4 GPU workers over its 2 NodeManagers, show
 # each worker's CUDA_VISIBLE_DEVICES, stop the cluster.

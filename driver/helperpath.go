@@ -8,7 +8,7 @@ import (
 )
 
 // FindHelper finds a helper program shipped beside container-launcher
-// (xres-nvml, xres-spnego): beside the launcher as it was called (YARN links
+// (xres-nvml, xres-nmrest): beside the launcher as it was called (YARN links
 // localized files into the container's folder and starts
 // ./container-launcher there), beside the launcher's file, then on getenv's
 // PATH (LookPath). beside are the folders looked in before PATH, for the

@@ -4,9 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
+	"encoding/pem"
 	"encoding/xml"
 	"errors"
 	"fmt"
@@ -220,10 +219,14 @@ func nmInt(v any) (int, error) {
 }
 
 // nmClient asks a NodeManager's REST: one HTTP/1.1 GET per connection
-// (Connection: close), over TLS where the NodeManager speaks HTTPS, written
-// and read here (readNMResponse) rather than with net/http, whose client,
-// HTTP/2 and package initialisation every launch would pay for one GET
-// (BenchmarkLauncherOverhead: about 0.1 ms of each start).
+// (Connection: close), written and read here (readNMResponse) rather than
+// with net/http, whose client, HTTP/2 and package initialisation every
+// launch would pay for one GET (BenchmarkLauncherOverhead: about 0.1 ms of
+// each start). Where the NodeManager speaks HTTPS, the NodeManager REST
+// helper (NMRESTHelperName) makes the GET: crypto/tls and x509 cost every
+// start another 0.06-0.08 ms to initialise, and a cluster on HTTPS is
+// most often the Kerberized one, whose SPNEGO goes through that helper
+// anyway.
 type nmClient struct {
 	host    string
 	port    string
@@ -269,11 +272,12 @@ func (c *nmClient) send(ctx context.Context, resource string) *plainCall {
 	if c.https {
 		return nil
 	}
-	return c.sendOn(ctx, "http", resource, "")
+	return c.sendOn(ctx, resource, "")
 }
 
 // finish completes what send started (get): a NodeManager asking for
-// SPNEGO is asked again with the token the SPNEGO helper makes.
+// SPNEGO is asked again with the token the helper makes; one on HTTPS is
+// asked through the helper.
 func (c *nmClient) finish(ctx context.Context, resource string, sent *plainCall) (nmAnswer, error) {
 	schemes := []string{"http", "https"}
 	if c.https {
@@ -281,18 +285,24 @@ func (c *nmClient) finish(ctx context.Context, resource string, sent *plainCall)
 	}
 	var lastErr error
 	for _, scheme := range schemes {
-		call := sent
-		if scheme != "http" || call == nil {
-			call = c.sendOn(ctx, scheme, resource, "")
-		}
-		a, err := call.receive()
-		if errors.Is(err, errNMNegotiate) {
-			var auth string
-			if auth, err = c.spnego(); err != nil {
-				return a, fmt.Errorf("GET %s: the NodeManager requires SPNEGO (Kerberos) authentication: %w", a.url, err)
+		var a nmAnswer
+		var err error
+		if scheme == "https" {
+			a, err = c.getHTTPS(ctx, resource)
+		} else {
+			call := sent
+			if call == nil {
+				call = c.sendOn(ctx, resource, "")
 			}
-			if a, err = c.sendOn(ctx, scheme, resource, auth).receive(); errors.Is(err, errNMNegotiate) {
-				err = fmt.Errorf("GET %s (SPNEGO): refused (HTTP 401)", a.url)
+			a, err = call.receive()
+			if errors.Is(err, errNMNegotiate) {
+				var auth string
+				if auth, err = c.spnego(); err != nil {
+					return a, fmt.Errorf("GET %s: the NodeManager requires SPNEGO (Kerberos) authentication: %w", a.url, err)
+				}
+				if a, err = c.sendOn(ctx, resource, auth).receive(); errors.Is(err, errNMNegotiate) {
+					err = fmt.Errorf("GET %s (SPNEGO): refused (HTTP 401)", a.url)
+				}
 			}
 		}
 		if err == nil {
@@ -315,42 +325,130 @@ func (c *nmClient) url(scheme, resource string) string {
 	return u.String()
 }
 
-// tlsConfig trusts the system's CAs and caFile's.
-func (c *nmClient) tlsConfig() (*tls.Config, error) {
-	cfg := &tls.Config{ServerName: c.host, MinVersion: tls.VersionTLS12}
-	if c.caFile != "" {
-		pool, err := x509.SystemCertPool()
-		if err != nil || pool == nil {
-			pool = x509.NewCertPool()
-		}
-		pem, err := os.ReadFile(c.caFile)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", ParamYarnCAFile, err)
-		}
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("%s = %s: no PEM certificate in it", ParamYarnCAFile, c.caFile)
-		}
-		cfg.RootCAs = pool
+// checkCAFile reads caFile, which the helper trusts beside the system's
+// CAs, and says what is wrong with it naming the param: the helper's own
+// message would name its flag.
+func (c *nmClient) checkCAFile() error {
+	if c.caFile == "" {
+		return nil
 	}
-	return cfg, nil
+	b, err := os.ReadFile(c.caFile)
+	if err != nil {
+		return fmt.Errorf("%s: %w", ParamYarnCAFile, err)
+	}
+	for rest := b; ; {
+		var blk *pem.Block
+		if blk, rest = pem.Decode(rest); blk == nil {
+			return fmt.Errorf("%s = %s: no PEM certificate in it", ParamYarnCAFile, c.caFile)
+		}
+		if blk.Type == "CERTIFICATE" {
+			return nil
+		}
+	}
+}
+
+// errNMUnknownCA: the NodeManager's certificate is signed by an authority
+// neither the system nor the CA param trusts.
+var errNMUnknownCA = errors.New("the NodeManager's certificate is signed by an unknown authority")
+
+// Exit codes of the helper (nmhelper.Exit*).
+const (
+	helperNoCredentials = 3
+	helperNotTLS        = 4
+	helperUnknownCA     = 5
+)
+
+// getHTTPS asks for resource's info over HTTPS, through the helper.
+func (c *nmClient) getHTTPS(ctx context.Context, resource string) (nmAnswer, error) {
+	a := nmAnswer{url: c.url("https", resource)}
+	if err := c.checkCAFile(); err != nil {
+		return a, err
+	}
+	helper, err := findHelper(NMRESTHelperName, ErrNMRESTHelperMissing, c.getenv)
+	if err != nil {
+		return a, fmt.Errorf("GET %s: the NodeManager speaks HTTPS, which the launcher asks through its helper: %w", a.url, err)
+	}
+	timeout := c.timeout
+	if timeout <= 0 {
+		timeout = 10 * time.Second
+	}
+	args := []string{"get", "--timeout", timeout.String()}
+	if c.caFile != "" {
+		args = append(args, "--ca-file", c.caFile)
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout+time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, helper, append(args, a.url)...)
+	cmd.Env = helperEnv(c.getenv, "KRB5CCNAME", "KRB5_CONFIG")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &limitedBuffer{b: &stdout, n: maxNMAnswer + 64}, &limitedBuffer{b: &stderr, n: 4096}
+	runErr := cmd.Run()
+	said := clip(strings.TrimSpace(string(bytes.TrimPrefix(stderr.Bytes(), []byte(NMRESTHelperName+": ")))), 300)
+	if runErr != nil {
+		var ee *exec.ExitError
+		code := -1
+		if errors.As(runErr, &ee) {
+			code = ee.ExitCode()
+		}
+		switch {
+		case ctx.Err() != nil:
+			return a, fmt.Errorf("GET %s: no answer within %s", a.url, timeout)
+		case code == helperNotTLS:
+			return a, fmt.Errorf("GET %s: %w: %s", a.url, errNMNotHTTP, said)
+		case code == helperUnknownCA:
+			return a, fmt.Errorf("GET %s: %w: %s", a.url, errNMUnknownCA, said)
+		case code == helperNoCredentials:
+			return a, fmt.Errorf("GET %s: the NodeManager requires SPNEGO (Kerberos) authentication: %w", a.url, noKerberos(strings.TrimPrefix(said, "the NodeManager requires SPNEGO (Kerberos) authentication: ")))
+		}
+		return a, fmt.Errorf("GET %s (helper %s): %v: %s", a.url, helper, runErr, said)
+	}
+	line, body, _ := bytes.Cut(stdout.Bytes(), []byte("\n"))
+	code, ok := strings.CutPrefix(string(line), "HTTP ")
+	status, err := strconv.Atoi(code)
+	if !ok || err != nil || status < 100 || status > 999 {
+		return a, fmt.Errorf("GET %s (helper %s): not an answer: %q", a.url, helper, clip(string(line), 40))
+	}
+	if len(body) > maxNMAnswer {
+		return a, fmt.Errorf("GET %s: the answer is longer than %d bytes", a.url, maxNMAnswer)
+	}
+	a.status, a.body = status, body
+	return a, nil
+}
+
+// limitedBuffer keeps the first n bytes written to it.
+type limitedBuffer struct {
+	b *bytes.Buffer
+	n int
+}
+
+func (l *limitedBuffer) Write(p []byte) (int, error) {
+	if room := l.n - l.b.Len(); room > 0 {
+		l.b.Write(p[:min(len(p), room)])
+	}
+	return len(p), nil
 }
 
 // errNoKerberos: the container holds no Kerberos ticket cache.
 var errNoKerberos = errors.New("this container has no Kerberos credentials")
 
-// SPNEGOHelperName is the helper that makes the SPNEGO token
-// (driver/gpu/nmspnego, cmd/container-launcher/xres-spnego): Kerberos
-// (gokrb5, encoding/gob) is linked there, not here, so that no launch
-// initialises it; it runs only when a NodeManager asks for SPNEGO.
-const SPNEGOHelperName = "xres-spnego"
+// noKerberos is errNoKerberos with what the container lacks and what to
+// do about it.
+func noKerberos(detail string) error {
+	return fmt.Errorf("%w: %s; YARN hands containers delegation tokens, not Kerberos tickets: "+
+		"give the NodeManager's REST to the container without SPNEGO, or set %s to off where the cluster only counts GPUs",
+		errNoKerberos, clip(strings.TrimPrefix(detail, "no Kerberos credentials: "), 300), ParamYarnAssignment)
+}
 
-// ErrSPNEGOHelperMissing: a NodeManager asked for SPNEGO and the launcher
-// found no SPNEGO helper (SPNEGOHelperName) to make the token with.
-var ErrSPNEGOHelperMissing = errors.New("SPNEGO helper missing")
+// NMRESTHelperName is the NodeManager REST helper
+// (driver/gpu/nmhelper, cmd/container-launcher/xres-nmrest): HTTPS
+// (crypto/tls, x509) and SPNEGO (gokrb5, encoding/gob) are linked there,
+// not here, so that no launch initialises them; it runs only when a
+// NodeManager speaks HTTPS or asks for SPNEGO.
+const NMRESTHelperName = "xres-nmrest"
 
-// Exit code of the SPNEGO helper when the container has no Kerberos
-// credentials (nmspnego.ExitNoCredentials).
-const spnegoNoCredentials = 3
+// ErrNMRESTHelperMissing: a NodeManager speaks HTTPS or asked for SPNEGO
+// and the launcher found no helper (NMRESTHelperName) to ask it with.
+var ErrNMRESTHelperMissing = errors.New("NodeManager REST helper missing")
 
 // spnego authenticates with the container's Kerberos ticket cache
 // (KRB5CCNAME, else /tmp/krb5cc_<uid>) and krb5.conf (KRB5_CONFIG, else
@@ -363,10 +461,9 @@ func (c *nmClient) spnego() (string, error) {
 		cc = filepath.Join(os.TempDir(), "krb5cc_"+strconv.Itoa(os.Getuid()))
 	}
 	if _, err := os.Stat(cc); err != nil {
-		return "", fmt.Errorf("%w: no ticket cache (KRB5CCNAME unset or %s absent); YARN hands containers delegation tokens, not Kerberos tickets: "+
-			"give the NodeManager's REST to the container without SPNEGO, or set %s to off where the cluster only counts GPUs", errNoKerberos, cc, ParamYarnAssignment)
+		return "", noKerberos(fmt.Sprintf("no ticket cache (KRB5CCNAME unset or %s absent)", cc))
 	}
-	helper, err := findHelper(SPNEGOHelperName, ErrSPNEGOHelperMissing, c.getenv)
+	helper, err := findHelper(NMRESTHelperName, ErrNMRESTHelperMissing, c.getenv)
 	if err != nil {
 		return "", err
 	}
@@ -376,16 +473,16 @@ func (c *nmClient) spnego() (string, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, helper, "HTTP/"+c.host)
+	cmd := exec.CommandContext(ctx, helper, "token", "HTTP/"+c.host)
 	cmd.Env = helperEnv(c.getenv, "KRB5CCNAME", "KRB5_CONFIG")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	runErr := cmd.Run()
-	said := strings.TrimSpace(string(bytes.TrimPrefix(stderr.Bytes(), []byte(SPNEGOHelperName+": "))))
+	said := strings.TrimSpace(string(bytes.TrimPrefix(stderr.Bytes(), []byte(NMRESTHelperName+": "))))
 	if runErr != nil {
 		var ee *exec.ExitError
-		if errors.As(runErr, &ee) && ee.ExitCode() == spnegoNoCredentials {
-			return "", fmt.Errorf("%w: %s", errNoKerberos, clip(strings.TrimPrefix(said, "no Kerberos credentials: "), 300))
+		if errors.As(runErr, &ee) && ee.ExitCode() == helperNoCredentials {
+			return "", noKerberos(said)
 		}
 		if ctx.Err() != nil {
 			return "", fmt.Errorf("SPNEGO helper %s: no token within %s", helper, timeout)
@@ -524,10 +621,10 @@ type plainCall struct {
 	cancel func()
 }
 
-// sendOn connects (over TLS for https) and writes the request, with auth
+// sendOn connects in plain HTTP and writes the request, with auth
 // as its Authorization header ("" for none); errors wait for receive.
-func (c *nmClient) sendOn(ctx context.Context, scheme, resource, auth string) *plainCall {
-	p := &plainCall{a: nmAnswer{url: c.url(scheme, resource)}}
+func (c *nmClient) sendOn(ctx context.Context, resource, auth string) *plainCall {
+	p := &plainCall{a: nmAnswer{url: c.url("http", resource)}}
 	timeout := c.timeout
 	if timeout <= 0 {
 		timeout = 10 * time.Second
@@ -546,23 +643,6 @@ func (c *nmClient) sendOn(ctx context.Context, scheme, resource, auth string) *p
 	}
 	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
 	p.conn, p.cancel = conn, func() { stop(); _ = conn.Close(); cancel() }
-	if scheme == "https" {
-		cfg, err := c.tlsConfig()
-		if err != nil {
-			p.err = err
-			return p
-		}
-		tc := tls.Client(conn, cfg)
-		if err := tc.HandshakeContext(ctx); err != nil {
-			var rh tls.RecordHeaderError
-			if errors.As(err, &rh) { // a plain HTTP port
-				err = fmt.Errorf("%w: %v", errNMNotHTTP, err)
-			}
-			p.err = fmt.Errorf("GET %s: %w", p.a.url, err)
-			return p
-		}
-		p.conn = tc
-	}
 	u, _ := url.Parse(p.a.url)
 	req := "GET " + u.RequestURI() + " HTTP/1.1\r\nHost: " + addr + "\r\nAccept: application/json\r\nUser-Agent: xres-container-launcher\r\n"
 	if auth != "" {

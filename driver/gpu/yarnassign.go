@@ -2,7 +2,6 @@ package gpu
 
 import (
 	"context"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -277,8 +276,7 @@ func (y *yarnLookup) unreachable(na driver.NodeAssignment, site *siteConf, err e
 	na.Mode, na.Problem = driver.NodeModeUnknown, err.Error()
 	na.Action = "none: the launcher fails (exit 215) rather than guess"
 	fix := "let the container reach its NodeManager's REST"
-	var unknownCA x509.UnknownAuthorityError
-	if errors.As(err, &unknownCA) {
+	if errors.Is(err, errNMUnknownCA) {
 		// HTTPS_ONLY with a private CA (Hadoop's clients read it from a JKS
 		// truststore, which the launcher does not): name the param that trusts it.
 		fix = "name the CA that signed the NodeManager's certificate (PEM) in " + yarnCAParam.Key(y.resource)

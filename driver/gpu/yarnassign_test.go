@@ -2,9 +2,12 @@ package gpu
 
 import (
 	"encoding/pem"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -321,7 +324,11 @@ func TestYarnRESTUnreachable(t *testing.T) {
 	}
 }
 
+// A NodeManager on HTTPS is asked through the helper (xres-nmrest, built
+// here and found on PATH): the launcher links no TLS. Its certificate is
+// trusted through the CA param; untrusted, the error names the param.
 func TestYarnRESTOverHTTPS(t *testing.T) {
+	helperDir := filepath.Dir(nmrestHelper(t))
 	t.Setenv("XRES_FAKE_GPUS", "4")
 	t.Setenv("XRES_FAKE_GPU_MINORS", "4,0,7,2")
 	nm := drivertest.NewTLSNodeManager(YarnGPU, []drivertest.NMGPU{{Index: 0, Minor: 4}, {Index: 1, Minor: 0}, {Index: 2, Minor: 7}, {Index: 3, Minor: 2}})
@@ -341,7 +348,8 @@ func TestYarnRESTOverHTTPS(t *testing.T) {
 		{"no yarn-site: plain HTTP first, then HTTPS", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			env := map[string]string{EnvContainerID: "c2", EnvNMHost: host, EnvNMHTTPPort: port, EnvNvidiaVisibleDevices: "", "HADOOP_CONF_DIR": ""}
+			env := map[string]string{EnvContainerID: "c2", EnvNMHost: host, EnvNMHTTPPort: port, EnvNvidiaVisibleDevices: "", "HADOOP_CONF_DIR": "",
+				"PATH": helperDir + ":" + fakeEnv(t, nil)("PATH")}
 			if tc.site != nil {
 				env["HADOOP_CONF_DIR"] = writeYarnSite(t, tc.site)
 			}
@@ -356,7 +364,8 @@ func TestYarnRESTOverHTTPS(t *testing.T) {
 	}
 	// Without the CA: a clear TLS error, fail closed.
 	env := map[string]string{EnvContainerID: "c2", EnvNMHost: host, EnvNMHTTPPort: port, EnvNvidiaVisibleDevices: "",
-		"HADOOP_CONF_DIR": writeYarnSite(t, map[string]string{"yarn.http.policy": "HTTPS_ONLY", "yarn.nodemanager.resource-plugins": "yarn.io/gpu"})}
+		"HADOOP_CONF_DIR": writeYarnSite(t, map[string]string{"yarn.http.policy": "HTTPS_ONLY", "yarn.nodemanager.resource-plugins": "yarn.io/gpu"}),
+		"PATH":            helperDir + ":" + fakeEnv(t, nil)("PATH")}
 	d, err := newDriver(driver.Options{Resource: "gpu", Params: map[string]string{ParamSource: "nvidia-smi", ParamCoordFile: filepath.Join(t.TempDir(), "s")},
 		Getenv: fakeEnv(t, env), YarnKey: YarnGPU}, deps{nvml: unavailableNVML, gpusDir: t.TempDir()})
 	require.NoError(t, err)
@@ -473,8 +482,8 @@ func TestYarnAssignmentWithAnotherUsersHostState(t *testing.T) {
 	require.ErrorIs(t, err, coord.ErrUnsafeFolder)
 }
 
-// A NodeManager that asks for SPNEGO gets the token the SPNEGO helper
-// (xres-spnego, found on PATH here) makes from the container's ticket
+// A NodeManager that asks for SPNEGO gets the token the helper
+// (xres-nmrest, a fake found on PATH here) makes from the container's ticket
 // cache: Kerberos is not linked into the launcher. The helper's own
 // failures say what it said; a launcher without it names it.
 func TestYarnRESTWithSPNEGOHelper(t *testing.T) {
@@ -484,15 +493,15 @@ func TestYarnRESTWithSPNEGOHelper(t *testing.T) {
 		errIs  []error
 		errHas []string
 	}{
-		{name: "token", helper: `[ "$1" = "HTTP/127.0.0.1" ] && [ "$KRB5CCNAME" = "$CCACHE" ] || { echo "xres-spnego: args $*" >&2; exit 1; }; echo "Negotiate dG9rZW4="`},
-		{name: "no credentials", helper: `echo "xres-spnego: no Kerberos credentials: ticket cache $KRB5CCNAME: expired" >&2; exit 3`,
+		{name: "token", helper: `[ "$1" = "token" ] && [ "$2" = "HTTP/127.0.0.1" ] && [ "$KRB5CCNAME" = "$CCACHE" ] || { echo "xres-nmrest: args $*" >&2; exit 1; }; echo "Negotiate dG9rZW4="`},
+		{name: "no credentials", helper: `echo "xres-nmrest: no Kerberos credentials: ticket cache $KRB5CCNAME: expired" >&2; exit 3`,
 			errIs: []error{driver.ErrAssignmentUnknown}, errHas: []string{"requires SPNEGO", "this container has no Kerberos credentials: ticket cache", "expired"}},
-		{name: "failed", helper: `echo "xres-spnego: SPNEGO token for HTTP/127.0.0.1: KDC unreachable" >&2; exit 1`,
+		{name: "failed", helper: `echo "xres-nmrest: SPNEGO token for HTTP/127.0.0.1: KDC unreachable" >&2; exit 1`,
 			errIs: []error{driver.ErrAssignmentUnknown}, errHas: []string{"requires SPNEGO", "KDC unreachable", "exit status 1"}},
 		{name: "not a token", helper: `echo "Basic eA=="`,
 			errIs: []error{driver.ErrAssignmentUnknown}, errHas: []string{"printed no Negotiate token"}},
 		{name: "no helper", errIs: []error{driver.ErrAssignmentUnknown},
-			errHas: []string{"requires SPNEGO", "xres-spnego is not beside the launcher"}},
+			errHas: []string{"requires SPNEGO", "xres-nmrest is not beside the launcher"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newYarnHost(t, YarnGPU, drivertest.ShapeNatural)
@@ -503,7 +512,7 @@ func TestYarnRESTWithSPNEGOHelper(t *testing.T) {
 			require.NoError(t, os.WriteFile(ccache, []byte("cache"), 0o600))
 			bin := t.TempDir()
 			if tc.helper != "" {
-				require.NoError(t, os.WriteFile(filepath.Join(bin, SPNEGOHelperName), []byte("#!/bin/sh\n"+tc.helper+"\n"), 0o755))
+				require.NoError(t, os.WriteFile(filepath.Join(bin, NMRESTHelperName), []byte("#!/bin/sh\n"+tc.helper+"\n"), 0o755))
 			}
 			h.env["KRB5CCNAME"] = "FILE:" + ccache
 			h.env["CCACHE"] = "FILE:" + ccache
@@ -526,4 +535,30 @@ func TestYarnRESTWithSPNEGOHelper(t *testing.T) {
 			require.Equal(t, "Negotiate dG9rZW4=", h.nm.LastAuthorization())
 		})
 	}
+}
+
+var (
+	nmrestOnce sync.Once
+	nmrestBin  string
+	nmrestErr  error
+)
+
+// nmrestHelper builds the NodeManager REST helper (xres-nmrest) once per
+// test binary and returns its path.
+func nmrestHelper(t *testing.T) string {
+	t.Helper()
+	nmrestOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "xres-nmrest-")
+		if err != nil {
+			nmrestErr = err
+			return
+		}
+		nmrestBin = filepath.Join(dir, NMRESTHelperName)
+		out, err := exec.Command("go", "build", "-o", nmrestBin, "../../cmd/container-launcher/xres-nmrest").CombinedOutput()
+		if err != nil {
+			nmrestErr = fmt.Errorf("go build xres-nmrest: %w\n%s", err, out)
+		}
+	})
+	require.NoError(t, nmrestErr)
+	return nmrestBin
 }

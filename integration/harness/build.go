@@ -47,13 +47,14 @@ func BuildBinary(t testing.TB, pkg string) string {
 		t.Fatalf("go build -o %s %s: %v\n%s", out, pkg, err, b)
 	}
 	if pkg == "github.com/xres/xres/cmd/container-launcher" {
-		// am submit ships the launcher's SPNEGO helper from beside it
-		// (the launcher runs it where a NodeManager asks for SPNEGO).
-		helper := filepath.Join(dir, "xres-spnego")
-		cmd := exec.CommandContext(ctx, "go", "build", "-o", helper, pkg+"/xres-spnego")
+		// am submit ships the launcher's NodeManager REST helper from beside
+		// it (the launcher runs it where a NodeManager speaks HTTPS or asks
+		// for SPNEGO).
+		helper := filepath.Join(dir, "xres-nmrest")
+		cmd := exec.CommandContext(ctx, "go", "build", "-o", helper, pkg+"/xres-nmrest")
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if b, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("go build -o %s %s/xres-spnego: %v\n%s", helper, pkg, err, b)
+			t.Fatalf("go build -o %s %s/xres-nmrest: %v\n%s", helper, pkg, err, b)
 		}
 	}
 	buildCache[pkg] = out

@@ -184,18 +184,19 @@ func TestAmLinksNoTemplate(t *testing.T) {
 
 // TestLauncherLinksNoKerberos: the container-launcher binary links no
 // Kerberos (github.com/jcmturner/...), no encoding/gob (which gokrb5
-// pulls in) and not the SPNEGO helper's package: every launch would
-// initialise them. A NodeManager asking for SPNEGO gets its token from the
-// xres-spnego helper (driver/gpu/nmspnego), run beside the launcher.
+// pulls in), no TLS (crypto/tls, crypto/x509) and not the NodeManager
+// REST helper's package: every launch would initialise them. A NodeManager
+// on HTTPS or asking for SPNEGO is asked through the xres-nmrest helper
+// (driver/gpu/nmhelper), run beside the launcher.
 func TestLauncherLinksNoKerberos(t *testing.T) {
 	p := mustPkg(t, "cmd/container-launcher")
 	var bad []string
 	for _, d := range p.Deps {
-		if strings.HasPrefix(d, "github.com/jcmturner/") || d == "encoding/gob" || under(d, "driver/gpu/nmspnego") {
+		if strings.HasPrefix(d, "github.com/jcmturner/") || d == "encoding/gob" || d == "crypto/tls" || d == "crypto/x509" || under(d, "driver/gpu/nmhelper") {
 			bad = append(bad, fmt.Sprintf("cmd/container-launcher links %s (via %s)", d, directVia(t, p, d)))
 		}
 	}
-	rule(t, bad, "SPNEGO belongs in the xres-spnego helper, run only when a NodeManager asks for it")
+	rule(t, bad, "HTTPS and SPNEGO belong in the xres-nmrest helper, run only when a NodeManager needs them")
 }
 
 // TestLaunchImportsNoConcreteDriver: driver/launch reaches drivers only

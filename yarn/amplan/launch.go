@@ -76,14 +76,15 @@ var (
 // Link names of the binaries in a container: the AM's own (in the AM
 // container; kept out of the workers'), the container-launcher and, when
 // it ships, the launcher's NVML helper (driver/gpu.NVMLHelperName: the
-// launcher is built without cgo and reads NVML through it) and its SPNEGO
-// helper (driver/gpu.SPNEGOHelperName: Kerberos for a NodeManager's REST
-// that asks for it, kept out of the launcher's start).
+// launcher is built without cgo and reads NVML through it) and its
+// NodeManager REST helper (driver/gpu.NMRESTHelperName: TLS and Kerberos
+// for a NodeManager's REST on HTTPS or asking for SPNEGO, kept out of the
+// launcher's start).
 const (
 	AMName           = "am"
 	LauncherName     = "container-launcher"
 	NVMLHelperName   = "xres-nvml"
-	SPNEGOHelperName = "xres-spnego"
+	NMRESTHelperName = "xres-nmrest"
 )
 
 // WorkerSpec is how every worker container is started.

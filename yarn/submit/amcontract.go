@@ -22,7 +22,7 @@ const (
 	AMBinary       = amplan.AMName
 	LauncherBinary = amplan.LauncherName
 	NVMLHelper     = amplan.NVMLHelperName
-	SPNEGOHelper   = amplan.SPNEGOHelperName
+	NMRESTHelper   = amplan.NMRESTHelperName
 	// DynamicFileName is the staged dynamic file's link name in every
 	// container (am run --dynamic-file and container-launcher
 	// --dynamic-file name it).

@@ -58,7 +58,7 @@ type Chmoder interface {
 }
 
 // Files lists what an application ships: the am and container-launcher
-// binaries, the launcher's NVML and SPNEGO helpers when they are beside the launcher, the
+// binaries, the launcher's NVML and NodeManager REST helpers when they are beside the launcher, the
 // Flink configuration (under its own base name, so its format is kept:
 // flink-conf.yaml or config.yaml) and the user's files.
 // A user file is "path" or "path#name" (Hadoop's -files syntax); .tar.gz,
@@ -68,7 +68,7 @@ func Files(amPath, launcherPath, confPath string, userFiles []string) ([]File, e
 		{Local: amPath, Name: AMBinary, Type: yarn.File, Shared: true},
 		{Local: launcherPath, Name: LauncherBinary, Type: yarn.File, Shared: true},
 	}
-	for _, name := range []string{NVMLHelper, SPNEGOHelper} {
+	for _, name := range []string{NVMLHelper, NMRESTHelper} {
 		if helper := filepath.Join(filepath.Dir(launcherPath), name); isRegular(helper) {
 			files = append(files, File{Local: helper, Name: name, Type: yarn.File, Shared: true})
 		}

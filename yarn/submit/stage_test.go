@@ -160,10 +160,10 @@ func TestStageFailureCleansUp(t *testing.T) {
 	})
 }
 
-// The launcher's NVML and SPNEGO helpers ship with it when they are
+// The launcher's NVML and NodeManager REST helpers ship with it when they are
 // beside it, under their own names, which a user file may not take.
 func TestFilesShipTheNVMLHelper(t *testing.T) {
-	for _, name := range []string{"xres-nvml", "xres-spnego"} {
+	for _, name := range []string{"xres-nvml", "xres-nmrest"} {
 		t.Run(name, func(t *testing.T) {
 			amBin, launcher, confFile, data := localFiles(t)
 			helper := filepath.Join(filepath.Dir(launcher), name)

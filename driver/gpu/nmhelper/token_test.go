@@ -1,4 +1,4 @@
-package nmspnego
+package nmhelper
 
 import (
 	"bytes"
@@ -25,13 +25,15 @@ func TestHelperMain(t *testing.T) {
 		code int
 		err  []string
 	}{
-		{name: "no service", code: ExitUsage, err: []string{"usage: xres-spnego HTTP/<host>"}},
-		{name: "not a principal", args: []string{"nm.example.com"}, code: ExitUsage, err: []string{"usage"}},
-		{name: "no ticket cache", args: []string{"HTTP/nm.example.com"}, env: map[string]string{"KRB5CCNAME": "FILE:" + filepath.Join(dir, "none")},
-			code: ExitNoCredentials, err: []string{"xres-spnego: no Kerberos credentials: no ticket cache " + filepath.Join(dir, "none")}},
-		{name: "no krb5.conf", args: []string{"HTTP/nm.example.com"}, env: map[string]string{"KRB5CCNAME": garbage, "KRB5_CONFIG": filepath.Join(dir, "absent.conf")},
+		{name: "nothing", code: ExitUsage, err: []string{"usage: xres-nmrest get"}},
+		{name: "no service", args: []string{"token"}, code: ExitUsage, err: []string{"usage: xres-nmrest get", "xres-nmrest token HTTP/<host>"}},
+		{name: "not a principal", args: []string{"token", "nm.example.com"}, code: ExitUsage, err: []string{"usage"}},
+		{name: "unknown command", args: []string{"HTTP/nm.example.com"}, code: ExitUsage, err: []string{"usage"}},
+		{name: "no ticket cache", args: []string{"token", "HTTP/nm.example.com"}, env: map[string]string{"KRB5CCNAME": "FILE:" + filepath.Join(dir, "none")},
+			code: ExitNoCredentials, err: []string{"xres-nmrest: no Kerberos credentials: no ticket cache " + filepath.Join(dir, "none")}},
+		{name: "no krb5.conf", args: []string{"token", "HTTP/nm.example.com"}, env: map[string]string{"KRB5CCNAME": garbage, "KRB5_CONFIG": filepath.Join(dir, "absent.conf")},
 			code: ExitNoCredentials, err: []string{"krb5 configuration " + filepath.Join(dir, "absent.conf")}},
-		{name: "not a ticket cache", args: []string{"HTTP/nm.example.com"}, env: map[string]string{"KRB5CCNAME": garbage, "KRB5_CONFIG": krb5},
+		{name: "not a ticket cache", args: []string{"token", "HTTP/nm.example.com"}, env: map[string]string{"KRB5CCNAME": garbage, "KRB5_CONFIG": krb5},
 			code: ExitNoCredentials, err: []string{"ticket cache " + garbage}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

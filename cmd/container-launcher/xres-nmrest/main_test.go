@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/xres/xres/driver/gpu"
-	"github.com/xres/xres/driver/gpu/nmspnego"
+	"github.com/xres/xres/driver/gpu/nmhelper"
 	"github.com/xres/xres/yarn/amplan"
 )
 
@@ -17,8 +17,8 @@ func TestHelperName(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if dir := filepath.Base(wd); dir != gpu.SPNEGOHelperName || amplan.SPNEGOHelperName != gpu.SPNEGOHelperName || nmspnego.Name != gpu.SPNEGOHelperName {
+	if dir := filepath.Base(wd); dir != gpu.NMRESTHelperName || amplan.NMRESTHelperName != gpu.NMRESTHelperName || nmhelper.Name != gpu.NMRESTHelperName {
 		t.Fatalf("folder %q, launcher looks for %q, am ships %q, the helper calls itself %q: want one name",
-			dir, gpu.SPNEGOHelperName, amplan.SPNEGOHelperName, nmspnego.Name)
+			dir, gpu.NMRESTHelperName, amplan.NMRESTHelperName, nmhelper.Name)
 	}
 }
