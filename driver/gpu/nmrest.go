@@ -617,7 +617,7 @@ type plainCall struct {
 	a      nmAnswer
 	err    error // of the sending: receive returns it
 	ctx    context.Context
-	conn   net.Conn
+	conn   io.ReadWriteCloser
 	cancel func()
 }
 
@@ -632,17 +632,12 @@ func (c *nmClient) sendOn(ctx context.Context, resource, auth string) *plainCall
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	p.ctx, p.cancel = ctx, cancel
 	addr := net.JoinHostPort(c.host, c.port)
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "tcp", addr)
+	conn, err := dialNM(ctx, c.host, c.port)
 	if err != nil {
 		p.err = fmt.Errorf("GET %s: %w", p.a.url, err)
 		return p
 	}
-	if dl, ok := ctx.Deadline(); ok {
-		_ = conn.SetDeadline(dl)
-	}
-	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
-	p.conn, p.cancel = conn, func() { stop(); _ = conn.Close(); cancel() }
+	p.conn, p.cancel = conn, func() { _ = conn.Close(); cancel() }
 	u, _ := url.Parse(p.a.url)
 	req := "GET " + u.RequestURI() + " HTTP/1.1\r\nHost: " + addr + "\r\nAccept: application/json\r\nUser-Agent: xres-container-launcher\r\n"
 	if auth != "" {
