@@ -77,16 +77,48 @@ type Cluster struct {
 // Conf returns the expanded value of a key from the cluster's *-site.xml files.
 func (c *Cluster) Conf(key string) string { return get(c.conf, key, "") }
 
-// NodeManagerLogDirs lists the NodeManagers' container log folders (minicluster only).
+// NodeManagerLogDirs lists the NodeManagers' container log folders where
+// they are on this machine: the minicluster's (its cluster.env: the one
+// this process started or reuses, or, for a cluster named by
+// XRES_HADOOP_CONF_DIR, a minicluster's whose conf folder that is), else
+// yarn.nodemanager.log-dirs where those folders exist here. None: the
+// containers' logs are not local.
 func (c *Cluster) NodeManagerLogDirs() []string {
+	env := c.Env
+	if len(env) == 0 && c.ConfDir != "" {
+		env, _ = readEnvFile(filepath.Join(filepath.Dir(filepath.Clean(c.ConfDir)), "cluster.env"))
+	}
 	var dirs []string
 	for i := 0; ; i++ {
-		v, ok := c.Env[fmt.Sprintf("XRES_NM%d_LOG_DIRS", i)]
+		v, ok := env[fmt.Sprintf("XRES_NM%d_LOG_DIRS", i)]
 		if !ok {
-			return dirs
+			break
 		}
 		dirs = append(dirs, strings.Split(v, ",")...)
 	}
+	if len(dirs) > 0 {
+		return dirs
+	}
+	for _, d := range strings.Split(c.Conf("yarn.nodemanager.log-dirs"), ",") {
+		d = strings.TrimPrefix(strings.TrimSpace(d), "file://")
+		if fi, err := os.Stat(d); d != "" && err == nil && fi.IsDir() {
+			dirs = append(dirs, d)
+		}
+	}
+	return dirs
+}
+
+// LocalNodeManagerLogs reports whether the containers' log folders are on
+// this machine, logging why not where they are not (a cluster named by
+// XRES_HADOOP_CONF_DIR whose NodeManagers run elsewhere): a test then
+// leaves out what it would read there.
+func (c *Cluster) LocalNodeManagerLogs(t testing.TB) bool {
+	t.Helper()
+	if len(c.NodeManagerLogDirs()) == 0 {
+		t.Logf("the containers' logs are not on this machine (the cluster of %s=%s): what the workers printed is not checked", EnvConfDir, c.ConfDir)
+		return false
+	}
+	return true
 }
 
 var current *Cluster
