@@ -717,6 +717,10 @@ func writeInfo(explicit, dir, name string, getenv func(string) string, infos map
 	if err != nil {
 		return "", none, err
 	}
+	// The files of launchers killed before they could remove theirs go
+	// beside the launch: finding them reads all of $TMPDIR, which no
+	// worker should wait for.
+	go contract.RemoveStaleInfoFiles(tmp)
 	return p, func() { _ = os.Remove(p) }, nil
 }
 

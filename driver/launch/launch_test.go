@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strings"
@@ -441,4 +442,34 @@ func TestUsageListsEveryExitCode(t *testing.T) {
 		word := strings.SplitN(e.Name, "-", 2)[0]
 		require.Contains(t, list, fmt.Sprintf("%d %s", e.Code, word), "exit %d (%s)", e.Code, e.Name)
 	}
+}
+
+// A launcher killed before it removed its temporary info file leaves it
+// in $TMPDIR; a later launch removes it (beside its launch, which does not
+// wait for the folder to be read), and leaves a running launcher's.
+func TestLaunchRemovesKilledLaunchersInfoFile(t *testing.T) {
+	tmp := t.TempDir()
+	ns, err := os.Readlink("/proc/self/ns/pid")
+	require.NoError(t, err)
+	ns = strings.TrimSuffix(strings.TrimPrefix(ns, "pid:["), "]")
+	gone := exec.Command("true")
+	require.NoError(t, gone.Run()) // its pid is no longer running
+	stale := filepath.Join(tmp, fmt.Sprintf("xres-resources-%d-%s-1.json", gone.Process.Pid, ns))
+	live := filepath.Join(tmp, fmt.Sprintf("xres-resources-%d-%s-2.json", os.Getpid(), ns))
+	for _, f := range []string{stale, live} {
+		require.NoError(t, os.WriteFile(f, []byte("{}"), 0o600))
+	}
+	h := newFakeHost()
+	h.devices["gpu"] = 1
+	var stderr syncBuffer
+	code := Main(context.Background(), []string{"--", "true"}, Env{
+		Getenv:   func(k string) string { return map[string]string{"TMPDIR": tmp}[k] },
+		Environ:  []string{"PATH=" + os.Getenv("PATH")},
+		Stderr:   &stderr,
+		Registry: registryWith(h),
+		Load:     fixedSpecs(gpuSpec(1)),
+	})
+	require.Equal(t, 0, code, stderr.String())
+	waitFor(t, func() bool { _, err := os.Stat(stale); return os.IsNotExist(err) })
+	require.FileExists(t, live, "a running launcher's file stays")
 }

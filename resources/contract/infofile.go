@@ -124,12 +124,11 @@ func appendIndented(b []byte, open, close byte, n int, indent string, member fun
 // The file is fresh (O_EXCL, mode 0600: the worker runs as the launcher's
 // user) and nobody else knows of it before the worker is told its name, so
 // it is written in place; on an error nothing is left behind. A launcher
-// killed with SIGKILL cannot remove its file: each call first removes the
-// files of this user in dir whose launcher is gone (same pid namespace,
-// the pid no longer runs).
+// killed with SIGKILL cannot remove its file: RemoveStaleInfoFiles, which
+// the launcher runs beside its launch, removes those of launchers that are
+// gone.
 func CreateInfoFile(dir string, infos map[string][]resources.Info) (string, error) {
 	ns := pidNamespace()
-	removeStaleInfoFiles(dir, ns)
 	f, err := localfile.CreateTemp(dir, fmt.Sprintf("%s%d-%s-*.json", infoFilePrefix, os.Getpid(), ns))
 	if err != nil {
 		return "", fmt.Errorf("create info file in %s: %w", dir, err)
@@ -160,10 +159,15 @@ func pidNamespace() string {
 	return l
 }
 
-// removeStaleInfoFiles removes the info files CreateInfoFile made in dir
+// RemoveStaleInfoFiles removes the info files CreateInfoFile made in dir
 // for launchers of this pid namespace that no longer run: regular files of
 // this user only (never followed through a link), named with a pid that
-// kill(pid, 0) does not find.
+// kill(pid, 0) does not find. It reads the whole folder ($TMPDIR): the
+// launcher runs it beside its launch, which does not wait for it.
+func RemoveStaleInfoFiles(dir string) {
+	removeStaleInfoFiles(dir, pidNamespace())
+}
+
 func removeStaleInfoFiles(dir, ns string) {
 	names, err := filepath.Glob(filepath.Join(dir, infoFilePrefix+"*-"+ns+"-*.json"))
 	if err != nil || ns == "0" {

@@ -193,7 +193,7 @@ func TestMarshalInfoFileAsEncodingJSON(t *testing.T) {
 
 // Issue 41: a launcher killed with SIGKILL cannot remove its temporary
 // info file; the next launcher on the host removes it (its pid no longer
-// runs), and the files are created 0600 (the worker runs as the
+// runs: RemoveStaleInfoFiles, once that launcher's worker runs), and the files are created 0600 (the worker runs as the
 // launcher's user). The helper is this test binary as a launcher that
 // creates its file and waits to be killed.
 func TestCreateInfoFileRemovesKilledLaunchersFiles(t *testing.T) {
@@ -233,6 +233,8 @@ func TestCreateInfoFileRemovesKilledLaunchersFiles(t *testing.T) {
 
 	next, err := CreateInfoFile(dir, nil)
 	require.NoError(t, err)
+	require.FileExists(t, killed, "creating a file removes nothing")
+	RemoveStaleInfoFiles(dir)
 	require.NoFileExists(t, killed, "the next launcher removes the killed launcher's file")
 	require.FileExists(t, live)
 	require.FileExists(t, other)
