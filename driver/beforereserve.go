@@ -7,7 +7,8 @@ import "context"
 // subscription is the slowest part of its start, so the launcher hands it
 // to Discover through the context, and Coordinated (every built-in driver
 // and plugin) waits for it just before it reserves, after it has listed the
-// host's devices and chosen among them. A driver that does not say it
+// host's devices and chosen among them (coord.Host later still: under its
+// lock, just before it writes the reservation). A driver that does not say it
 // calls the hook (ReserveGated) is waited for before its Discover.
 
 type beforeReserveKey struct{}
@@ -33,6 +34,13 @@ func BeforeReserve(ctx context.Context) {
 // reserves anything.
 type ReserveGated interface {
 	GatesReservation()
+}
+
+// WriteGated is a Reserver that calls BeforeReserve itself, under its
+// lock just before it records the reservation (coord.Host): Coordinated
+// then leaves the wait to it, which hides more of it.
+type WriteGated interface {
+	GatesWrite()
 }
 
 // GatesReservation implements ReserveGated.

@@ -206,7 +206,9 @@ func (c *Coordinated) Discover(ctx context.Context, amount int64) ([]resources.I
 			}
 			return r.Reserve(ctx, c.resource, keys, int(amount), c.opts.DryRun)
 		}
-		BeforeReserve(ctx)
+		if _, ok := r.(WriteGated); !ok {
+			BeforeReserve(ctx)
+		}
 		chosen, err = reserve()
 		// The quarantine after the reservation, from the state it read (no
 		// read of its own); one that returns a device lets a reservation

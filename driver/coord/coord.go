@@ -272,6 +272,11 @@ func (h *Host) ReservePlaced(ctx context.Context, resource string, candidates []
 			}
 			keep = append(keep, e)
 		}
+		// Nothing is held before the launcher can let it go (its signal
+		// subscription, driver.WithBeforeReserve): waited for here, with
+		// the state read and the choice made, the last moment before the
+		// write that holds the devices.
+		driver.BeforeReserve(ctx)
 		if err := h.write(keep); err != nil {
 			return err
 		}
@@ -1079,3 +1084,7 @@ func placed(p driver.Placement, free []driver.Candidate, amount int) []driver.Ca
 	}
 	return got
 }
+
+// GatesWrite implements driver.WriteGated: ReservePlaced waits for
+// driver.BeforeReserve just before it writes.
+func (h *Host) GatesWrite() {}
