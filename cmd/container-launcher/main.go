@@ -21,19 +21,26 @@ import (
 	"github.com/xres/xres/cmd/container-launcher/internal/earlysig"
 	"github.com/xres/xres/cmd/internal/version"
 	"github.com/xres/xres/driver/builtin"
+	"github.com/xres/xres/driver/gpu"
 	"github.com/xres/xres/driver/launch"
 	"github.com/xres/xres/driver/launch/launchcmd"
 )
 
 func main() {
+	// Named xres-<resource>-discovery, it is an engine's discovery script.
+	args := launchcmd.Args(os.Args)
+	if launchcmd.Of(args) == launchcmd.Launch {
+		// In a YARN container, the GPU driver's question to the NodeManager
+		// is on its way while the configuration is read.
+		gpu.PrefetchNodeManager(os.Getenv)
+	}
+
 	// The launcher's drivers are assembled here: driver/launch names none.
 	reg, err := builtin.NewRegistry(os.Getenv)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "container-launcher: %v\n", err)
 		os.Exit(launch.ExitInternal)
 	}
-	// Named xres-<resource>-discovery, it is an engine's discovery script.
-	args := launchcmd.Args(os.Args)
 	os.Exit(launch.Main(context.Background(), args, launch.Env{
 		Stdin:  os.Stdin,
 		Stdout: os.Stdout,

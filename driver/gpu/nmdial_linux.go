@@ -57,11 +57,16 @@ func dialNM(ctx context.Context, host, port string) (io.ReadWriteCloser, error) 
 
 // blockingConn is a connected TCP socket used with blocking reads and
 // writes, each bounded by the socket's timeouts (SO_RCVTIMEO,
-// SO_SNDTIMEO), which the context's deadline sets.
+// SO_SNDTIMEO), which the context's deadline sets. The context ending or
+// Close shuts the socket down, which ends a read or write in progress;
+// the descriptor is closed once none is (never under one: its number
+// could be reused by then).
 type blockingConn struct {
 	mu     sync.Mutex
+	idle   sync.Cond // signalled when busy drops to 0
 	fd     int
-	closed bool
+	closed bool // Close called: no new read or write
+	busy   int  // reads and writes in progress
 	stop   func() bool
 	ctx    context.Context
 }
@@ -80,6 +85,7 @@ func connectBlocking(ctx context.Context, ip net.IP, port int) (*blockingConn, e
 		return nil, fmt.Errorf("socket: %w", err)
 	}
 	c := &blockingConn{fd: fd, ctx: ctx}
+	c.idle.L = &c.mu
 	if dl, ok := ctx.Deadline(); ok {
 		tv := syscall.NsecToTimeval(max(time.Until(dl), time.Millisecond).Nanoseconds())
 		for _, opt := range []int{syscall.SO_SNDTIMEO, syscall.SO_RCVTIMEO} {
@@ -153,7 +159,32 @@ func (c *blockingConn) shutdown() {
 	}
 }
 
+// begin registers a read or write; false once closed.
+func (c *blockingConn) begin() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return false
+	}
+	c.busy++
+	return true
+}
+
+func (c *blockingConn) end() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.busy--; c.busy == 0 {
+		c.idle.Broadcast()
+	}
+}
+
+var errClosed = errors.New("use of closed connection")
+
 func (c *blockingConn) Read(p []byte) (int, error) {
+	if !c.begin() {
+		return 0, errClosed
+	}
+	defer c.end()
 	for {
 		n, err := syscall.Read(c.fd, p)
 		switch {
@@ -171,6 +202,10 @@ func (c *blockingConn) Read(p []byte) (int, error) {
 }
 
 func (c *blockingConn) Write(p []byte) (int, error) {
+	if !c.begin() {
+		return 0, errClosed
+	}
+	defer c.end()
 	done := 0
 	for done < len(p) {
 		n, err := syscall.Write(c.fd, p[done:])
@@ -187,7 +222,8 @@ func (c *blockingConn) Write(p []byte) (int, error) {
 	return done, nil
 }
 
-// Close closes the socket once.
+// Close shuts the socket down, waits for a read or write in progress to
+// end (the shutdown ends it) and closes it; once.
 func (c *blockingConn) Close() error {
 	c.stop()
 	c.mu.Lock()
@@ -196,5 +232,9 @@ func (c *blockingConn) Close() error {
 		return nil
 	}
 	c.closed = true
+	_ = syscall.Shutdown(c.fd, syscall.SHUT_RDWR)
+	for c.busy > 0 {
+		c.idle.Wait()
+	}
 	return syscall.Close(c.fd)
 }

@@ -121,6 +121,17 @@ func TestDialNMSilent(t *testing.T) {
 		})
 		require.Error(t, err)
 	})
+	t.Run("closed", func(t *testing.T) {
+		c, err := dialNM(context.Background(), host, port)
+		require.NoError(t, err)
+		go func() { time.Sleep(50 * time.Millisecond); _ = c.Close() }()
+		within(t, func() {
+			_, err = c.Read(make([]byte, 10))
+		})
+		require.Error(t, err, "Close ends a read in progress")
+		_, err = c.Read(make([]byte, 10))
+		require.ErrorContains(t, err, "closed")
+	})
 	t.Run("cancelled", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		c, err := dialNM(ctx, host, port)

@@ -272,6 +272,9 @@ func (c *nmClient) send(ctx context.Context, resource string) *plainCall {
 	if c.https {
 		return nil
 	}
+	if p := c.takePrefetched(ctx, resource); p != nil { // sent as the launcher started
+		return p
+	}
 	return c.sendOn(ctx, resource, "")
 }
 
