@@ -39,19 +39,9 @@ func TestLauncherNamesNoDriver(t *testing.T) {
 		"conf/suggest": true, "resources/spark": true, "resources/params": true,
 		"driver/launch/launchcmd": true,
 	}
-	files, err := filepath.Glob("*.go")
-	require.NoError(t, err)
 	got := map[string]bool{}
-	for _, f := range files {
-		if strings.HasSuffix(f, "_test.go") {
-			continue
-		}
-		src, err := os.ReadFile(f)
-		require.NoError(t, err)
-		ast, err := parser.ParseFile(token.NewFileSet(), f, src, parser.ImportsOnly)
-		require.NoError(t, err)
-		for _, im := range ast.Imports {
-			p, _ := strconv.Unquote(im.Path.Value)
+	for f, imports := range nonTestImports(t, "*.go") {
+		for _, p := range imports {
 			if rel, ok := strings.CutPrefix(p, module); ok {
 				require.True(t, allowed[rel], "%s imports %s: reach the driver through the contract instead", f, p)
 				got[rel] = true
@@ -93,9 +83,22 @@ func TestLauncherBuildsNoMapAtInit(t *testing.T) {
 // launcher's packages are still being initialised (earlysig); an
 // in-module import would initialise it after them.
 func TestLaunchCmdImportsNothingInModule(t *testing.T) {
-	files, err := filepath.Glob("launchcmd/*.go")
-	require.NoError(t, err)
+	files := nonTestImports(t, "launchcmd/*.go")
 	require.NotEmpty(t, files)
+	for f, imports := range files {
+		for _, p := range imports {
+			require.False(t, strings.Contains(strings.Split(p, "/")[0], "."), "%s imports %s", f, p)
+		}
+	}
+}
+
+// nonTestImports returns the import paths of each non-test Go file glob
+// matches.
+func nonTestImports(t *testing.T, glob string) map[string][]string {
+	t.Helper()
+	files, err := filepath.Glob(glob)
+	require.NoError(t, err)
+	out := map[string][]string{}
 	for _, f := range files {
 		if strings.HasSuffix(f, "_test.go") {
 			continue
@@ -106,7 +109,8 @@ func TestLaunchCmdImportsNothingInModule(t *testing.T) {
 		require.NoError(t, err)
 		for _, im := range ast.Imports {
 			p, _ := strconv.Unquote(im.Path.Value)
-			require.False(t, strings.Contains(strings.Split(p, "/")[0], "."), "%s imports %s", f, p)
+			out[f] = append(out[f], p)
 		}
 	}
+	return out
 }
