@@ -2,6 +2,7 @@ package gpu
 
 import (
 	"context"
+	"net"
 	"sync"
 	"time"
 )
@@ -30,8 +31,10 @@ var prefetched struct {
 }
 
 // PrefetchNodeManager sends the GET for yarn.io/gpu that the GPU driver of
-// this YARN container will send (connected and written at once: a few
-// tens of microseconds to the node's own NodeManager), unless
+// this YARN container will send (to an address, connected and written at
+// once: a few tens of microseconds to the node's own NodeManager; a host
+// name is resolved and connected to in a goroutine, so that a slow
+// resolver never holds a launch that may not ask at all), unless
 // the process is not in a YARN container or $HADOOP_CONF_DIR's
 // yarn-site.xml may ask for HTTPS (then the driver asks through its helper
 // as ever). The first driver whose request is the same takes it; an answer
@@ -54,8 +57,18 @@ func PrefetchNodeManager(getenv func(string) string) {
 	}
 	sent := make(chan struct{})
 	prefetched.key, prefetched.sent = c.key(YarnGPU), sent
-	prefetched.call = c.sendOn(context.Background(), YarnGPU, "")
-	close(sent)
+	if net.ParseIP(host) != nil {
+		prefetched.call = c.sendOn(context.Background(), YarnGPU, "")
+		close(sent)
+		return
+	}
+	go func() {
+		call := c.sendOn(context.Background(), YarnGPU, "")
+		prefetched.Lock()
+		prefetched.call = call
+		prefetched.Unlock()
+		close(sent)
+	}()
 }
 
 // key names what a GET for resource asks: the same NodeManager, user and
@@ -66,7 +79,8 @@ func (c *nmClient) key(resource string) string {
 
 // takePrefetched returns the prefetched request if it asks what c would
 // for resource and no one took it yet, bound to ctx and c's timeout as
-// c's own request would be; nil otherwise.
+// c's own request would be; nil otherwise, and where its sending failed
+// (the driver's own request, with its own timeout, decides then).
 func (c *nmClient) takePrefetched(ctx context.Context, resource string) *plainCall {
 	prefetched.Lock()
 	sent := prefetched.sent
@@ -78,10 +92,18 @@ func (c *nmClient) takePrefetched(ctx context.Context, resource string) *plainCa
 	if !mine {
 		return nil
 	}
-	<-sent
+	select {
+	case <-sent:
+	case <-ctx.Done():
+		return nil
+	}
 	prefetched.Lock()
 	p := prefetched.call
 	prefetched.Unlock()
+	if p.err != nil {
+		p.cancel()
+		return nil
+	}
 	timeout := c.timeout
 	if timeout <= 0 {
 		timeout = 10 * time.Second

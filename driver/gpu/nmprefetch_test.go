@@ -1,6 +1,7 @@
 package gpu
 
 import (
+	"net"
 	"testing"
 	"time"
 
@@ -115,4 +116,34 @@ func TestPrefetchTakenKeepsTheDriversTimeout(t *testing.T) {
 	taken := prefetched.taken
 	prefetched.Unlock()
 	require.True(t, taken, "the driver took the prefetched request")
+}
+
+// A host name is resolved and connected to beside the launch; the driver
+// still takes what was sent. A prefetch whose sending failed (the
+// NodeManager down) is not taken: the driver asks for itself, with its own
+// timeout.
+func TestPrefetchByNameAndFailed(t *testing.T) {
+	t.Run("host name", func(t *testing.T) {
+		resetPrefetch(t)
+		h := newYarnHost(t, YarnGPU, drivertest.ShapeNatural)
+		h.env[EnvNMHost] = "localhost"
+		_, err := h.nm.Assign(h.container, 1) // index 0, minor 4
+		require.NoError(t, err)
+		PrefetchNodeManager(h.prefetchEnv())
+		infos, _, err := h.discover(h.container, 1)
+		require.NoError(t, err)
+		require.Equal(t, []string{fakeUUID(0)}, uuids(infos))
+		require.EqualValues(t, 1, h.nm.Requests.Load(), "the prefetched request, taken")
+	})
+	t.Run("sending failed", func(t *testing.T) {
+		resetPrefetch(t)
+		down, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		host, port, _ := net.SplitHostPort(down.Addr().String())
+		require.NoError(t, down.Close())
+		getenv := fakeEnv(t, map[string]string{EnvContainerID: "c1", EnvNMHost: host, EnvNMHTTPPort: port, "HADOOP_CONF_DIR": "", "USER": "alice"})
+		PrefetchNodeManager(getenv)
+		c := &nmClient{host: host, port: port, user: "alice", getenv: getenv}
+		require.Nil(t, c.takePrefetched(ctxT(t), YarnGPU))
+	})
 }
