@@ -51,24 +51,25 @@ func PrefetchNodeManager(getenv func(string) string) {
 	}
 	c := &nmClient{host: host, port: port, user: getenv("USER"), timeout: prefetchTimeout, getenv: getenv}
 	prefetched.Lock()
-	defer prefetched.Unlock()
 	if prefetched.sent != nil {
+		prefetched.Unlock()
 		return
 	}
 	sent := make(chan struct{})
 	prefetched.key, prefetched.sent = c.key(YarnGPU), sent
-	if net.ParseIP(host) != nil {
-		prefetched.call = c.sendOn(context.Background(), YarnGPU, "")
-		close(sent)
-		return
-	}
-	go func() {
+	prefetched.Unlock()
+	send := func() {
 		call := c.sendOn(context.Background(), YarnGPU, "")
 		prefetched.Lock()
 		prefetched.call = call
 		prefetched.Unlock()
 		close(sent)
-	}()
+	}
+	if net.ParseIP(host) != nil {
+		send()
+	} else {
+		go send()
+	}
 }
 
 // key names what a GET for resource asks: the same NodeManager, user and
@@ -104,10 +105,7 @@ func (c *nmClient) takePrefetched(ctx context.Context, resource string) *plainCa
 		p.cancel()
 		return nil
 	}
-	timeout := c.timeout
-	if timeout <= 0 {
-		timeout = 10 * time.Second
-	}
+	timeout := c.limit()
 	bctx, cancel := context.WithTimeout(ctx, timeout)
 	stop := context.AfterFunc(bctx, p.cancel) // ends a read still waiting
 	closeConn := p.cancel

@@ -9,6 +9,7 @@ import (
 
 	"github.com/xres/xres/driver"
 	"github.com/xres/xres/driver/drivertest"
+	"github.com/xres/xres/driver/gpu/nmhelper"
 )
 
 // resetPrefetch forgets what PrefetchNodeManager sent (the process's one
@@ -146,4 +147,12 @@ func TestPrefetchByNameAndFailed(t *testing.T) {
 		c := &nmClient{host: host, port: port, user: "alice", getenv: getenv}
 		require.Nil(t, c.takePrefetched(ctxT(t), YarnGPU))
 	})
+}
+
+// The launcher reads the helper's exit codes without linking the helper
+// (crypto/tls, Kerberos): its copies must be the helper's.
+func TestHelperExitCodesAgree(t *testing.T) {
+	require.Equal(t, nmhelper.ExitNoCredentials, helperNoCredentials)
+	require.Equal(t, nmhelper.ExitNotTLS, helperNotTLS)
+	require.Equal(t, nmhelper.ExitUnknownCA, helperUnknownCA)
 }

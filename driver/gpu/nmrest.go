@@ -237,6 +237,14 @@ type nmClient struct {
 	getenv  func(string) string
 }
 
+// limit bounds one request: the client's timeout, 10 seconds where unset.
+func (c *nmClient) limit() time.Duration {
+	if c.timeout <= 0 {
+		return 10 * time.Second
+	}
+	return c.timeout
+}
+
 // errNMNotHTTP: the port answered, but not HTTP (a TLS port asked in
 // plain HTTP, or a plain port asked over TLS).
 var errNMNotHTTP = errors.New("not an HTTP answer")
@@ -371,10 +379,7 @@ func (c *nmClient) getHTTPS(ctx context.Context, resource string) (nmAnswer, err
 	if err != nil {
 		return a, fmt.Errorf("GET %s: the NodeManager speaks HTTPS, which the launcher asks through its helper: %w", a.url, err)
 	}
-	timeout := c.timeout
-	if timeout <= 0 {
-		timeout = 10 * time.Second
-	}
+	timeout := c.limit()
 	args := []string{"get", "--timeout", timeout.String()}
 	if c.caFile != "" {
 		args = append(args, "--ca-file", c.caFile)
@@ -470,10 +475,7 @@ func (c *nmClient) spnego() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	timeout := c.timeout
-	if timeout <= 0 {
-		timeout = 10 * time.Second
-	}
+	timeout := c.limit()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, helper, "token", "HTTP/"+c.host)
@@ -628,10 +630,7 @@ type plainCall struct {
 // as its Authorization header ("" for none); errors wait for receive.
 func (c *nmClient) sendOn(ctx context.Context, resource, auth string) *plainCall {
 	p := &plainCall{a: nmAnswer{url: c.url("http", resource)}}
-	timeout := c.timeout
-	if timeout <= 0 {
-		timeout = 10 * time.Second
-	}
+	timeout := c.limit()
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	p.ctx, p.cancel = ctx, cancel
 	addr := net.JoinHostPort(c.host, c.port)

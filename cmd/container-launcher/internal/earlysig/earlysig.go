@@ -21,10 +21,9 @@ import (
 // C receives the forwarded signals once subscribed.
 var C = make(chan os.Signal, 8)
 
-var (
-	begun bool          // at initialisation, for a launch
-	done  chan struct{} // closed once subscribed
-)
+// done is closed once subscribed; nil until the subscription begins (at
+// initialisation, for a launch).
+var done chan struct{}
 
 func init() {
 	if launchcmd.Of(launchcmd.Args(os.Args)) == launchcmd.Launch {
@@ -33,7 +32,6 @@ func init() {
 }
 
 func begin() {
-	begun = true
 	done = make(chan struct{})
 	go func() {
 		defer close(done)
@@ -44,7 +42,7 @@ func begin() {
 // Notify is launch.Env.Notify: it begins the subscription unless the
 // initialisation did, and returns what waits for it to be complete.
 func Notify() (wait func()) {
-	if !begun {
+	if done == nil {
 		begin()
 	}
 	d := done
