@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -198,8 +199,10 @@ func decodeTopology(devs []driver.Device) *topo.Topology {
 // topoPlacer is the GPU driver's driver.Placer.
 type topoPlacer struct {
 	policy string
-	cache  coord.CachedListing
-	log    logrus.FieldLogger
+	// cache is the host-wide cached topology, made on first use: an ask
+	// that has no choice to make never names it.
+	cache func() coord.CachedListing
+	log   logrus.FieldLogger
 }
 
 // Placement implements driver.Placer.
@@ -218,12 +221,15 @@ func (p *topoPlacer) Placement(ctx context.Context, devices []driver.Device, amo
 		}
 		index[d.Key] = i
 	}
+	if amount >= len(index) {
+		return nil, nil // every GPU listed: no set to choose, no topology read
+	}
 	var devs []driver.Device
 	if amount >= 2 {
-		devs, _ = p.cache.Enumerate(ctx)
+		devs, _ = p.cache().Enumerate(ctx)
 	} else {
 		var ok bool
-		if devs, ok = p.cache.Peek(); !ok {
+		if devs, ok = p.cache().Peek(); !ok {
 			return nil, nil
 		}
 	}
@@ -302,5 +308,6 @@ func newTopoPlacer(resource string, p map[string]string, settings coord.Settings
 	if src.getenv == nil {
 		src.getenv = os.Getenv
 	}
-	return &topoPlacer{policy: policy, cache: coord.CachedFor(src, settings.StateFile, TopologyTTL, src.log), log: src.log}, nil
+	cache := sync.OnceValue(func() coord.CachedListing { return coord.CachedFor(src, settings.StateFile, TopologyTTL, src.log) })
+	return &topoPlacer{policy: policy, cache: cache, log: src.log}, nil
 }

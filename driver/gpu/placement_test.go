@@ -89,6 +89,22 @@ func TestPlacementByTopology(t *testing.T) {
 	require.Equal(t, "topology", infoProp(last[0], InfoPlacement))
 }
 
+func TestPlacementAskForEveryGPUReadsNoTopology(t *testing.T) {
+	smi, reads := topoHost(t, "dgx1.txt")
+	state := filepath.Join(t.TempDir(), "state")
+	p := map[string]string{ParamCoordFile: state, ParamNvidiaSMI: smi}
+	d, err := newDriver(driver.Options{Resource: "gpu", Params: p, Getenv: fakeEnv(t, nil)}, deps{nvml: unavailableNVML})
+	require.NoError(t, err)
+	// All eight: there is no set to choose, so no topology is read (the
+	// cost a whole-host worker would pay at every launch for nothing).
+	all, err := d.Discover(ctxT(t), 8)
+	require.NoError(t, err)
+	require.Equal(t, []string{"0", "1", "2", "3", "4", "5", "6", "7"}, indices(all))
+	require.Zero(t, countReads(t, reads), "an ask for every GPU never reads the topology")
+	_, placed := all[0].Property(InfoPlacement)
+	require.False(t, placed)
+}
+
 func TestPlacementFirstFreeParam(t *testing.T) {
 	smi, reads := topoHost(t, "dgx1.txt")
 	state := filepath.Join(t.TempDir(), "state")
