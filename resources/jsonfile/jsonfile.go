@@ -8,21 +8,20 @@
 //
 // Writing: AppendString escapes a string exactly as encoding/json does
 // (HTML-safe), so files written here are byte for byte what json.Marshal
-// wrote before. Reading: a Reader walks a document token by token through
-// encoding/json's own tokenizer (json.Decoder.Token), which checks the
-// syntax; the caller says what it expects where.
+// wrote before. Reading: a Reader walks a document in memory, reading
+// JSON's grammar as encoding/json does (a fuzz test holds the two to the
+// same tokens); the caller says what it expects where.
 package jsonfile
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"slices"
 	"strconv"
 	"time"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -94,72 +93,133 @@ func AppendTime(dst []byte, t time.Time) []byte {
 // expects.
 var ErrSyntax = errors.New("json")
 
-// Reader walks one JSON document.
+// Reader walks one JSON document held in memory. It reads the grammar of
+// RFC 8259 as encoding/json does (FuzzReaderAsEncodingJSON holds it to
+// json.Decoder.Token, token for token, accepted and refused alike: a
+// string's escapes and surrogate pairs, invalid UTF-8 read as U+FFFD,
+// control characters refused, numbers as JSON writes them), without that
+// tokenizer's cost: json.Decoder.Token allocates a syntax error for the
+// delimiter that ends every scalar, which made reading the state and the
+// device caches a sixth of a launch's work. The caller says what it
+// expects where; each container checks its own commas, colons and end.
 type Reader struct {
-	dec    *json.Decoder
-	peeked json.Token
-	has    bool
+	b []byte
+	i int
 }
 
 // NewReader reads the document in b.
-func NewReader(b []byte) *Reader {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	return &Reader{dec: dec}
+func NewReader(b []byte) *Reader { return &Reader{b: b} }
+
+// skip moves past white space and returns the next byte (0 at the end).
+func (r *Reader) skip() byte {
+	for r.i < len(r.b) {
+		switch c := r.b[r.i]; c {
+		case ' ', '\t', '\n', '\r':
+			r.i++
+		default:
+			return c
+		}
+	}
+	return 0
 }
 
-func (r *Reader) next() (json.Token, error) {
-	if r.has {
-		r.has = false
-		return r.peeked, nil
+func (r *Reader) errorf(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format+" at offset %d", append([]any{ErrSyntax}, append(args, r.i)...)...)
+}
+
+// want is the error for a value or delimiter other than what (the end of
+// the document among them).
+func (r *Reader) want(what string) error {
+	if r.skip() == 0 && r.i >= len(r.b) {
+		return r.errorf("unexpected end of document (want %s)", what)
 	}
-	t, err := r.dec.Token()
-	if err == io.EOF {
-		return nil, fmt.Errorf("%w: unexpected end of document", ErrSyntax)
+	return r.errorf("want %s, got %s", what, r.found())
+}
+
+// found describes what is at the reader's position, for an error.
+func (r *Reader) found() string {
+	switch c := r.skip(); {
+	case r.i >= len(r.b):
+		return "the end of the document"
+	case c == '"':
+		return "a string"
+	case c == '{':
+		return "an object"
+	case c == '[':
+		return "an array"
+	case c == '-' || (c >= '0' && c <= '9'):
+		return "a number"
+	case c == 't' || c == 'f':
+		return "a boolean"
+	default:
+		return strconv.QuoteRune(rune(c))
 	}
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrSyntax, err)
+}
+
+// literal consumes word (null, true, false) when it is next.
+func (r *Reader) literal(word string) bool {
+	if r.skip() != word[0] || !bytes.HasPrefix(r.b[r.i:], []byte(word)) {
+		return false
 	}
-	return t, nil
+	r.i += len(word)
+	return true
 }
 
 // Null consumes a null and reports true, or leaves any other value.
 func (r *Reader) Null() (bool, error) {
-	t, err := r.next()
-	if err != nil {
-		return false, err
+	if r.skip() == 0 && r.i >= len(r.b) {
+		return false, r.want("a value")
 	}
-	if t == nil {
+	return r.literal("null"), nil
+}
+
+// open consumes a container's opening delim; a null reads as an empty
+// container (ok false).
+func (r *Reader) open(delim byte, what string) (ok bool, err error) {
+	switch c := r.skip(); {
+	case c == delim:
+		r.i++
 		return true, nil
+	case r.literal("null"):
+		return false, nil
+	default:
+		return false, r.want(what)
 	}
-	r.peeked, r.has = t, true
-	return false, nil
 }
 
 // Object reads an object, calling field for each member's key; field must
 // read the member's value. A null reads as an empty object.
 func (r *Reader) Object(field func(key string) error) error {
-	t, err := r.next()
-	if err != nil || t == nil {
+	if ok, err := r.open('{', "an object"); !ok || err != nil {
 		return err
 	}
-	if t != json.Delim('{') {
-		return fmt.Errorf("%w: want an object, got %v", ErrSyntax, t)
+	if r.skip() == '}' {
+		r.i++
+		return nil
 	}
 	for {
-		t, err := r.next()
+		if r.skip() != '"' {
+			return r.want("a member name")
+		}
+		key, err := r.str()
 		if err != nil {
 			return err
 		}
-		if t == json.Delim('}') {
-			return nil
+		if r.skip() != ':' {
+			return r.want(fmt.Sprintf("':' after member %q", key))
 		}
-		key, ok := t.(string)
-		if !ok {
-			return fmt.Errorf("%w: want a member name, got %v", ErrSyntax, t)
-		}
+		r.i++
 		if err := field(key); err != nil {
 			return err
+		}
+		switch r.skip() {
+		case ',':
+			r.i++
+		case '}':
+			r.i++
+			return nil
+		default:
+			return r.want(fmt.Sprintf("',' or '}' after member %q", key))
 		}
 	}
 }
@@ -167,58 +227,187 @@ func (r *Reader) Object(field func(key string) error) error {
 // Array reads an array, calling elem for each element; elem must read it.
 // A null reads as an empty array.
 func (r *Reader) Array(elem func() error) error {
-	t, err := r.next()
-	if err != nil || t == nil {
+	if ok, err := r.open('[', "an array"); !ok || err != nil {
 		return err
 	}
-	if t != json.Delim('[') {
-		return fmt.Errorf("%w: want an array, got %v", ErrSyntax, t)
+	if r.skip() == ']' {
+		r.i++
+		return nil
 	}
 	for {
-		if r.dec.More() {
-			if err := elem(); err != nil {
-				return err
-			}
-			continue
-		}
-		t, err := r.next()
-		if err != nil {
+		if err := elem(); err != nil {
 			return err
 		}
-		if t != json.Delim(']') {
-			return fmt.Errorf("%w: want the end of an array, got %v", ErrSyntax, t)
+		switch r.skip() {
+		case ',':
+			r.i++
+		case ']':
+			r.i++
+			return nil
+		default:
+			return r.want("',' or ']' in an array")
 		}
-		return nil
 	}
 }
 
 // String reads a string; a null reads as "".
 func (r *Reader) String() (string, error) {
-	t, err := r.next()
-	if err != nil || t == nil {
-		return "", err
+	switch c := r.skip(); {
+	case c == '"':
+		return r.str()
+	case r.literal("null"):
+		return "", nil
+	default:
+		return "", r.want("a string")
 	}
-	s, ok := t.(string)
-	if !ok {
-		return "", fmt.Errorf("%w: want a string, got %v", ErrSyntax, t)
-	}
-	return s, nil
 }
 
-// number reads a number's text; a null reads as "0".
-func (r *Reader) number() (string, error) {
-	t, err := r.next()
-	if err != nil {
-		return "", err
+// str reads the string that begins at the reader's position (a '"'), as
+// encoding/json unquotes one.
+func (r *Reader) str() (string, error) {
+	r.i++ // the opening quote
+	start := r.i
+	for r.i < len(r.b) { // the common case: nothing to unescape
+		c := r.b[r.i]
+		if c == '"' {
+			s := string(r.b[start:r.i])
+			r.i++
+			return s, nil
+		}
+		if c == '\\' || c < 0x20 || c >= utf8.RuneSelf {
+			break
+		}
+		r.i++
 	}
-	if t == nil {
+	buf := append([]byte(nil), r.b[start:r.i]...)
+	for r.i < len(r.b) {
+		c := r.b[r.i]
+		switch {
+		case c == '"':
+			r.i++
+			return string(buf), nil
+		case c < 0x20:
+			return "", r.errorf("control character %#02x in a string", c)
+		case c == '\\':
+			if r.i+1 >= len(r.b) {
+				return "", r.errorf("unexpected end of document")
+			}
+			e := r.b[r.i+1]
+			r.i += 2
+			switch e {
+			case '"', '\\', '/':
+				buf = append(buf, e)
+			case 'b':
+				buf = append(buf, '\b')
+			case 'f':
+				buf = append(buf, '\f')
+			case 'n':
+				buf = append(buf, '\n')
+			case 'r':
+				buf = append(buf, '\r')
+			case 't':
+				buf = append(buf, '\t')
+			case 'u':
+				u, ok := r.hex4()
+				if !ok {
+					return "", r.errorf("bad \\u escape in a string")
+				}
+				if utf16.IsSurrogate(u) {
+					// A pair makes one rune; a surrogate alone is U+FFFD.
+					if r.i+1 < len(r.b) && r.b[r.i] == '\\' && r.b[r.i+1] == 'u' {
+						save := r.i
+						r.i += 2
+						if u2, ok := r.hex4(); ok {
+							if p := utf16.DecodeRune(u, u2); p != utf8.RuneError {
+								buf = utf8.AppendRune(buf, p)
+								continue
+							}
+						}
+						r.i = save
+					}
+					u = utf8.RuneError
+				}
+				buf = utf8.AppendRune(buf, u)
+			default:
+				return "", r.errorf("bad escape \\%c in a string", e)
+			}
+		case c < utf8.RuneSelf:
+			buf = append(buf, c)
+			r.i++
+		default:
+			ru, size := utf8.DecodeRune(r.b[r.i:])
+			r.i += size
+			buf = utf8.AppendRune(buf, ru) // invalid UTF-8: U+FFFD, as encoding/json
+		}
+	}
+	return "", r.errorf("unexpected end of document in a string")
+}
+
+// hex4 reads the four hex digits of a \u escape.
+func (r *Reader) hex4() (rune, bool) {
+	if r.i+4 > len(r.b) {
+		return 0, false
+	}
+	var v rune
+	for _, c := range r.b[r.i : r.i+4] {
+		switch {
+		case c >= '0' && c <= '9':
+			c -= '0'
+		case c >= 'a' && c <= 'f':
+			c = c - 'a' + 10
+		case c >= 'A' && c <= 'F':
+			c = c - 'A' + 10
+		default:
+			return 0, false
+		}
+		v = v<<4 | rune(c)
+	}
+	r.i += 4
+	return v, true
+}
+
+// number reads a number's text (JSON's grammar); a null reads as "0".
+func (r *Reader) number() (string, error) {
+	c := r.skip()
+	if r.literal("null") {
 		return "0", nil
 	}
-	n, ok := t.(json.Number)
-	if !ok {
-		return "", fmt.Errorf("%w: want a number, got %v", ErrSyntax, t)
+	if c != '-' && (c < '0' || c > '9') {
+		return "", r.want("a number")
 	}
-	return string(n), nil
+	start := r.i
+	if c == '-' {
+		r.i++
+	}
+	digits := func() int {
+		n := 0
+		for r.i < len(r.b) && r.b[r.i] >= '0' && r.b[r.i] <= '9' {
+			r.i++
+			n++
+		}
+		return n
+	}
+	if r.i < len(r.b) && r.b[r.i] == '0' {
+		r.i++
+	} else if digits() == 0 {
+		return "", r.errorf("bad number")
+	}
+	if r.i < len(r.b) && r.b[r.i] == '.' {
+		r.i++
+		if digits() == 0 {
+			return "", r.errorf("bad number")
+		}
+	}
+	if r.i < len(r.b) && (r.b[r.i] == 'e' || r.b[r.i] == 'E') {
+		r.i++
+		if r.i < len(r.b) && (r.b[r.i] == '+' || r.b[r.i] == '-') {
+			r.i++
+		}
+		if digits() == 0 {
+			return "", r.errorf("bad number")
+		}
+	}
+	return string(r.b[start:r.i]), nil
 }
 
 // Int reads an integer that fits an int (no fraction, no exponent, as
@@ -281,11 +470,8 @@ func (r *Reader) StringMap() (map[string]string, error) {
 
 // End checks that nothing but white space follows the document.
 func (r *Reader) End() error {
-	if r.has {
-		return fmt.Errorf("%w: data after the document", ErrSyntax)
-	}
-	if _, err := r.dec.Token(); err != io.EOF {
-		return fmt.Errorf("%w: data after the document", ErrSyntax)
+	if r.skip() != 0 || r.i < len(r.b) {
+		return r.errorf("data after the document")
 	}
 	return nil
 }

@@ -1,8 +1,11 @@
 package jsonfile
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
+	"io"
+	"strconv"
 	"testing"
 	"time"
 
@@ -122,4 +125,116 @@ func TestReaderRefuses(t *testing.T) {
 		require.Error(t, err, tc.doc)
 		require.True(t, errors.Is(err, ErrSyntax), "%s: %v", tc.doc, err)
 	}
+}
+
+// walk reads any JSON value with the Reader, recording its tokens as
+// tokensOf does encoding/json's.
+func walk(r *Reader, out *[]string) error {
+	switch c := r.skip(); {
+	case c == '{':
+		*out = append(*out, "{")
+		if err := r.Object(func(key string) error {
+			*out = append(*out, "s:"+key)
+			return walk(r, out)
+		}); err != nil {
+			return err
+		}
+		*out = append(*out, "}")
+	case c == '[':
+		*out = append(*out, "[")
+		if err := r.Array(func() error { return walk(r, out) }); err != nil {
+			return err
+		}
+		*out = append(*out, "]")
+	case c == '"':
+		s, err := r.String()
+		if err != nil {
+			return err
+		}
+		*out = append(*out, "s:"+s)
+	case r.literal("null"):
+		*out = append(*out, "null")
+	case r.literal("true"):
+		*out = append(*out, "b:true")
+	case r.literal("false"):
+		*out = append(*out, "b:false")
+	default:
+		n, err := r.number()
+		if err != nil {
+			return err
+		}
+		*out = append(*out, "n:"+n)
+	}
+	return nil
+}
+
+// tokensOf is encoding/json's reading of doc as one value and nothing
+// after it: its tokens, or an error.
+func tokensOf(doc []byte) ([]string, error) {
+	dec := json.NewDecoder(bytes.NewReader(doc))
+	dec.UseNumber()
+	var out []string
+	depth := 0
+	for {
+		t, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		switch v := t.(type) {
+		case json.Delim:
+			out = append(out, v.String())
+			if v == '{' || v == '[' {
+				depth++
+			} else {
+				depth--
+			}
+		case string:
+			out = append(out, "s:"+v)
+		case json.Number:
+			out = append(out, "n:"+string(v))
+		case bool:
+			out = append(out, "b:"+strconv.FormatBool(v))
+		case nil:
+			out = append(out, "null")
+		}
+		if depth == 0 {
+			if _, err := dec.Token(); err != io.EOF {
+				return nil, errors.New("data after the value")
+			}
+			return out, nil
+		}
+	}
+}
+
+// FuzzReaderAsEncodingJSON: the Reader accepts exactly the documents
+// encoding/json's tokenizer accepts (one value), with the same tokens:
+// strings unescaped alike (surrogate pairs, a lone surrogate and invalid
+// UTF-8 as U+FFFD), numbers as written.
+func FuzzReaderAsEncodingJSON(f *testing.F) {
+	for _, s := range []string{`{"a":[1,-2.5e+3,0,"x\u00e9\ud83d\ude00\ud800\u0041"],"b":{},"c":null,"d":true,"e":false}`,
+		`[]`, `{}`, ` "s" `, `01`, `-`, `1.`, `1e`, `.5`, "\"\x01\"", "\"a\tb\"", "\"\xff\xfe\"", `"\/\b\f\n\r\t\"\\"`, `"\u12"`, `"\uZZZZ"`,
+		`[1,]`, `{"a" 1}`, `{"a":1,}`, `{,}`, `[,1]`, `nul`, `truex`, `"a" "b"`, `{"a":1}}`, "\ufeff{}", `"\ud83d\u0041"`, `1 `, ``, ` `,
+		`{"k":"v","k":"w"}`, `[[[[]]]]`, `-0`, `-01`, `1E-0`, `"` + "\x7f" + `"`, `[1 2]`, `{"a":}`, `{"a"}`, `["a":1]`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, doc []byte) {
+		if len(doc) > 4096 {
+			return // encoding/json's nesting limit (10000) is out of reach
+		}
+		want, werr := tokensOf(doc)
+		r := NewReader(doc)
+		var got []string
+		err := walk(r, &got)
+		if err == nil {
+			err = r.End()
+		}
+		if (err == nil) != (werr == nil) {
+			t.Fatalf("%q: Reader err %v, encoding/json err %v", doc, err, werr)
+		}
+		if err != nil {
+			require.ErrorIs(t, err, ErrSyntax)
+			return
+		}
+		require.Equal(t, want, got, "%q", doc)
+	})
 }
