@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -486,6 +487,17 @@ func runLaunch(ctx context.Context, args []string, env Env, notified func()) int
 		log.WithField("resource", deviceSpec.Name).Debug("one worker per device")
 	}
 
+	// The worker's program is found before any device is reserved: a
+	// command that is not there fails the launch without touching the
+	// host's coordination, and the lookup is done while the signal
+	// subscription the reservation waits for completes.
+	var workerPath string
+	if !pd.device.set {
+		if workerPath, err = exec.LookPath(command[0]); err != nil {
+			return fail(env.Stderr, classifyf(ErrWorkerStart, "start worker %q: %w", command[0], err))
+		}
+	}
+
 	// Orphaned helpers of the worker become ours, so that they can be
 	// waited for when the worker ends.
 	if err := becomeSubreaper(); err != nil {
@@ -506,7 +518,7 @@ func runLaunch(ctx context.Context, args []string, env Env, notified func()) int
 	if pd.device.set {
 		code, err = l.runPerDevice(lctx, res, deviceSpec.Name, command, env, *infoFile, pd, gate, log)
 	} else {
-		code, err = l.run(lctx, res, command, env, *infoFile, gate, log)
+		code, err = l.run(lctx, res, workerPath, command, env, *infoFile, gate, log)
 	}
 	ctxRel, cancelRel := context.WithTimeout(context.Background(), res.releaseTimeout())
 	defer cancelRel()
@@ -521,7 +533,7 @@ func runLaunch(ctx context.Context, args []string, env Env, notified func()) int
 
 // run writes the info file, runs the worker and returns its exit code. The
 // caller releases res.
-func (l *Launcher) run(ctx context.Context, res *Reservation, command []string, env Env, infoFile string, gate *signalGate, log logrus.FieldLogger) (int, error) {
+func (l *Launcher) run(ctx context.Context, res *Reservation, workerPath string, command []string, env Env, infoFile string, gate *signalGate, log logrus.FieldLogger) (int, error) {
 	dir := env.Dir
 	path, cleanup, err := writeInfo(infoFile, dir, InfoFileName, env.Getenv, res.Infos())
 	if err != nil {
@@ -617,6 +629,7 @@ func (l *Launcher) run(ctx context.Context, res *Reservation, command []string, 
 	startedSent := make(chan struct{})         // closed once the command-started report is sent
 	code, err := runWorker(ctx, worker{
 		Setup:  memPolicySetup(grantsMemPolicy(res.Grants, log), log),
+		Path:   workerPath,
 		Args:   command,
 		Env:    mergeEnv(env.Environ, vars),
 		Dir:    dir,

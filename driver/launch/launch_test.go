@@ -473,3 +473,14 @@ func TestLaunchRemovesKilledLaunchersInfoFile(t *testing.T) {
 	waitFor(t, func() bool { _, err := os.Stat(stale); return os.IsNotExist(err) })
 	require.FileExists(t, live, "a running launcher's file stays")
 }
+
+// TestWorkerNotFoundReservesNothing: a worker command that is not there
+// fails the launch before any device is reserved (nothing to release).
+func TestWorkerNotFoundReservesNothing(t *testing.T) {
+	h := newFakeHost()
+	h.devices["gpu"] = 4
+	r := runMain(t, h, fixedSpecs(gpuSpec(1)), nil, "--", "no-such-worker-in-path")
+	require.Equal(t, ExitWorkerStart, r.code, "stderr:\n%s", r.stderr)
+	require.Contains(t, r.stderr, "no-such-worker-in-path")
+	require.Zero(t, h.Releases("gpu"), "a device was reserved for a worker that cannot start")
+}

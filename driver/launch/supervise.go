@@ -31,7 +31,8 @@ var ForwardedSignals = launchcmd.ForwardedSignals
 
 // worker is the command the launcher supervises.
 type worker struct {
-	Args   []string // program and arguments; Args[0] is looked up in PATH
+	Path   string   // the program; "": Args[0] looked up in PATH
+	Args   []string // program and arguments
 	Env    []string // complete environment, KEY=value
 	Dir    string   // working directory; "" = the launcher's
 	Stdin  io.Reader
@@ -195,9 +196,12 @@ func runWorker(ctx context.Context, w worker, g *signalGate, grace time.Duration
 	if len(w.Args) == 0 {
 		return 0, classifyf(ErrUsage, "start worker: no worker command given")
 	}
-	path, err := exec.LookPath(w.Args[0])
-	if err != nil {
-		return 0, classifyf(ErrWorkerStart, "start worker %q: %w", w.Args[0], err)
+	path := w.Path
+	if path == "" {
+		var err error
+		if path, err = exec.LookPath(w.Args[0]); err != nil {
+			return 0, classifyf(ErrWorkerStart, "start worker %q: %w", w.Args[0], err)
+		}
 	}
 	cmd := &exec.Cmd{
 		Path:        path,
