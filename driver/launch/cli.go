@@ -489,8 +489,7 @@ func runLaunch(ctx context.Context, args []string, env Env, notified func()) int
 
 	// The worker's program is found before any device is reserved: a
 	// command that is not there fails the launch without touching the
-	// host's coordination, and the lookup is done while the signal
-	// subscription the reservation waits for completes.
+	// host's coordination.
 	var workerPath string
 	if !pd.device.set {
 		if workerPath, err = exec.LookPath(command[0]); err != nil {

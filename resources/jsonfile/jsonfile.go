@@ -100,8 +100,9 @@ var ErrSyntax = errors.New("json")
 // control characters refused, numbers as JSON writes them), without that
 // tokenizer's cost: json.Decoder.Token allocates a syntax error for the
 // delimiter that ends every scalar, which made reading the state and the
-// device caches a sixth of a launch's work. The caller says what it
-// expects where; each container checks its own commas, colons and end.
+// device caches a sixth of the CPU time of a launch with topology
+// placement (docs/benchmarks.md). The caller says what it expects where;
+// each container checks its own commas, colons and end.
 type Reader struct {
 	b []byte
 	i int
