@@ -111,10 +111,11 @@ func newGPUWatchHost(t *testing.T, params string) *gpuWatchHost {
 
 // start runs the launcher with a worker that says it started, then waits
 // until the end file exists (or a signal ends it).
-func (h *gpuWatchHost) start(t *testing.T) (*exec.Cmd, *syncBuffer) {
+func (h *gpuWatchHost) start(t *testing.T, flags ...string) (*exec.Cmd, *syncBuffer) {
 	t.Helper()
-	cmd := h.command(h.bin, "--conf", h.conf, "--", "sh", "-c",
+	args := append(append([]string{"--conf", h.conf}, flags...), "--", "sh", "-c",
 		`echo "$XRES_GPU_HEALTH_FILE $CUDA_VISIBLE_DEVICES" > "$0"; while [ ! -e "$1" ]; do sleep 0.05; done`, h.started, h.end)
+	cmd := h.command(h.bin, args...)
 	stderr := &syncBuffer{}
 	cmd.Stderr = stderr
 	require.NoError(t, cmd.Start())
@@ -226,7 +227,9 @@ func TestHealthWatchNotifies(t *testing.T) {
 // A watch that breaks while the worker runs is reported, not ignored.
 func TestHealthWatchLostIsReported(t *testing.T) {
 	h := newGPUWatchHost(t, "")
-	cmd, stderr := h.start(t)
+	// Debug: on a failure the log says whether the watch had started
+	// (seen once in CI under load, not reproduced since).
+	cmd, stderr := h.start(t, "--log-level", "debug")
 	f, err := os.OpenFile(h.events, os.O_APPEND|os.O_WRONLY|os.O_CREATE, 0o644)
 	require.NoError(t, err)
 	_, err = f.WriteString("Segmentation fault\n")
@@ -235,7 +238,8 @@ func TestHealthWatchLostIsReported(t *testing.T) {
 	deadline := time.Now().Add(60 * time.Second)
 	for !strings.Contains(stderr.String(), "GPU health watch lost while the worker runs") {
 		if time.Now().After(deadline) {
-			t.Fatalf("no report of the lost watch: %s", stderr.String())
+			events, _ := os.ReadFile(h.events)
+			t.Fatalf("no report of the lost watch:\n%s\nevent source %s:\n%s", stderr.String(), h.events, events)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
