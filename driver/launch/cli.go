@@ -490,11 +490,9 @@ func runLaunch(ctx context.Context, args []string, env Env, notified func()) int
 	// The worker's program is found before any device is reserved: a
 	// command that is not there fails the launch without touching the
 	// host's coordination.
-	var workerPath string
-	if !pd.device.set {
-		if workerPath, err = exec.LookPath(command[0]); err != nil {
-			return fail(env.Stderr, classifyf(ErrWorkerStart, "start worker %q: %w", command[0], err))
-		}
+	workerPath, err := exec.LookPath(command[0])
+	if err != nil {
+		return fail(env.Stderr, classifyf(ErrWorkerStart, "start worker %q: %w", command[0], err))
 	}
 
 	// Orphaned helpers of the worker become ours, so that they can be
@@ -515,7 +513,7 @@ func runLaunch(ctx context.Context, args []string, env Env, notified func()) int
 	}
 	var code int
 	if pd.device.set {
-		code, err = l.runPerDevice(lctx, res, deviceSpec.Name, command, env, *infoFile, pd, gate, log)
+		code, err = l.runPerDevice(lctx, res, deviceSpec.Name, workerPath, command, env, *infoFile, pd, gate, log)
 	} else {
 		code, err = l.run(lctx, res, workerPath, command, env, *infoFile, gate, log)
 	}

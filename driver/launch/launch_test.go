@@ -477,10 +477,12 @@ func TestLaunchRemovesKilledLaunchersInfoFile(t *testing.T) {
 // TestWorkerNotFoundReservesNothing: a worker command that is not there
 // fails the launch before any device is reserved (nothing to release).
 func TestWorkerNotFoundReservesNothing(t *testing.T) {
-	h := newFakeHost()
-	h.devices["gpu"] = 4
-	r := runMain(t, h, fixedSpecs(gpuSpec(1)), nil, "--", "no-such-worker-in-path")
-	require.Equal(t, ExitWorkerStart, r.code, "stderr:\n%s", r.stderr)
-	require.Contains(t, r.stderr, "no-such-worker-in-path")
-	require.Zero(t, h.Releases("gpu"), "a device was reserved for a worker that cannot start")
+	for _, args := range [][]string{{"--", "no-such-worker-in-path"}, {"--per-device", "--", "no-such-worker-in-path"}} {
+		h := newFakeHost()
+		h.devices["gpu"] = 4
+		r := runMain(t, h, fixedSpecs(gpuSpec(1)), nil, args...)
+		require.Equal(t, ExitWorkerStart, r.code, "%v stderr:\n%s", args, r.stderr)
+		require.Contains(t, r.stderr, "no-such-worker-in-path")
+		require.Zero(t, h.Releases("gpu"), "%v: a device was reserved for a worker that cannot start", args)
+	}
 }

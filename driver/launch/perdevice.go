@@ -434,9 +434,9 @@ func perDeviceInfoPath(path string, rank int) string {
 func perDeviceInfoName(rank int) string { return perDeviceInfoPath(InfoFileName, rank) }
 
 // runPerDevice writes one info file per device, starts one worker per
-// device of the resource named deviceSpec and supervises them. The caller
-// releases res.
-func (l *Launcher) runPerDevice(ctx context.Context, res *Reservation, deviceSpec string, command []string, env Env, infoFile string, opts perDeviceOptions, gate *signalGate, log logrus.FieldLogger) (int, error) {
+// device of the resource named deviceSpec (path: command's program, found
+// by the caller) and supervises them. The caller releases res.
+func (l *Launcher) runPerDevice(ctx context.Context, res *Reservation, deviceSpec, path string, command []string, env Env, infoFile string, opts perDeviceOptions, gate *signalGate, log logrus.FieldLogger) (int, error) {
 	gi := -1
 	for i, g := range res.Grants {
 		if g.Spec.Name == deviceSpec {
@@ -445,10 +445,6 @@ func (l *Launcher) runPerDevice(ctx context.Context, res *Reservation, deviceSpe
 	}
 	if gi < 0 || len(res.Grants[gi].Devices) == 0 {
 		return 0, classifyf(ErrDiscovery, "--per-device %s: no devices discovered", deviceSpec)
-	}
-	path, err := exec.LookPath(command[0])
-	if err != nil {
-		return 0, classifyf(ErrWorkerStart, "start worker %q: %w", command[0], err)
 	}
 	if url := env.Getenv(contract.EnvReportURL); url != "" {
 		if err := postReport(ctx, env.HTTP, url, env.Getenv("LOG_DIRS"), env.Getenv(EnvTokenFile), newReport(env.Getenv(EnvContainerID), res.Grants, 0, env.Started)); err != nil {
