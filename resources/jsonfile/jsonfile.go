@@ -124,6 +124,13 @@ func (r *Reader) skip() byte {
 	return 0
 }
 
+// atEnd reports whether only white space is left (skip's 0 is also a NUL
+// byte in the document).
+func (r *Reader) atEnd() bool {
+	r.skip()
+	return r.i >= len(r.b)
+}
+
 func (r *Reader) errorf(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format+" at offset %d", append([]any{ErrSyntax}, append(args, r.i)...)...)
 }
@@ -131,7 +138,7 @@ func (r *Reader) errorf(format string, args ...any) error {
 // want is the error for a value or delimiter other than what (the end of
 // the document among them).
 func (r *Reader) want(what string) error {
-	if r.skip() == 0 && r.i >= len(r.b) {
+	if r.atEnd() {
 		return r.errorf("unexpected end of document (want %s)", what)
 	}
 	return r.errorf("want %s, got %s", what, r.found())
@@ -140,7 +147,7 @@ func (r *Reader) want(what string) error {
 // found describes what is at the reader's position, for an error.
 func (r *Reader) found() string {
 	switch c := r.skip(); {
-	case r.i >= len(r.b):
+	case r.atEnd():
 		return "the end of the document"
 	case c == '"':
 		return "a string"
@@ -168,7 +175,7 @@ func (r *Reader) literal(word string) bool {
 
 // Null consumes a null and reports true, or leaves any other value.
 func (r *Reader) Null() (bool, error) {
-	if r.skip() == 0 && r.i >= len(r.b) {
+	if r.atEnd() {
 		return false, r.want("a value")
 	}
 	return r.literal("null"), nil
@@ -471,7 +478,7 @@ func (r *Reader) StringMap() (map[string]string, error) {
 
 // End checks that nothing but white space follows the document.
 func (r *Reader) End() error {
-	if r.skip() != 0 || r.i < len(r.b) {
+	if !r.atEnd() {
 		return r.errorf("data after the document")
 	}
 	return nil
