@@ -51,6 +51,16 @@ func TestDecodeStateRejects(t *testing.T) {
 		{"unknown field", withHeader(`{"entries":[],"x":1}`), "unknown field"},
 		{"incomplete entry", withHeader(`{"entries":[{"resource":"gpu","key":"","pid":1}]}`), "incomplete"},
 		{"duplicate device", dup, "recorded twice"},
+		// encoding/json merged a member given twice: the second
+		// "quarantine":{} kept the first one's reason, a second "key"
+		// replaced the first.
+		{"member given twice", withHeader(`{"entries":[{"resource":"gpu","key":"a","key":"b","pid":1,"start":1,"since":"2026-11-29T13:40:00Z"}]}`),
+			`member "key" given twice`},
+		{"quarantine given twice", withVersion(stateV4, `{"entries":[{"resource":"gpu","key":"a","pid":1,"start":1,"since":"2026-11-29T13:40:00Z",`+
+			`"quarantine":{"reason":"Xid 79","event":"xid","xid":79,"last":"2026-11-29T13:40:00Z","return":"seen"},"quarantine":{}}]}`),
+			`member "quarantine" given twice`},
+		{"entries given twice", withHeader(`{"entries":[],"entries":[{"resource":"gpu","key":"a","pid":1,"start":1,"since":"2026-11-29T13:40:00Z"}]}`),
+			`member "entries" given twice`},
 		{"parent in a v1 file", withHeader(`{"entries":[{"resource":"mig","key":"MIG-b","parent":"GPU-a","pid":1,"start":1,"since":"2026-11-29T13:40:00Z"}]}`),
 			"a v1 file cannot have"},
 		{"own parent", withVersion(stateV2, `{"entries":[{"resource":"mig","key":"MIG-b","parent":"MIG-b","pid":1,"start":1,"since":"2026-11-29T13:40:00Z"}]}`),

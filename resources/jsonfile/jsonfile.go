@@ -196,7 +196,11 @@ func (r *Reader) open(delim byte, what string) (ok bool, err error) {
 }
 
 // Object reads an object, calling field for each member's key; field must
-// read the member's value. A null reads as an empty object.
+// read the member's value. A null reads as an empty object. A member name
+// given twice is refused: encoding/json would merge the two values into
+// one field (a second "quarantine":{} keeps the first one's members), so
+// a file xres never wrote could read as a device state it never had;
+// encoding/json/v2 refuses duplicate names too.
 func (r *Reader) Object(field func(key string) error) error {
 	if ok, err := r.open('{', "an object"); !ok || err != nil {
 		return err
@@ -205,6 +209,7 @@ func (r *Reader) Object(field func(key string) error) error {
 		r.i++
 		return nil
 	}
+	var names memberNames
 	for {
 		if r.skip() != '"' {
 			return r.want("a member name")
@@ -212,6 +217,9 @@ func (r *Reader) Object(field func(key string) error) error {
 		key, err := r.str()
 		if err != nil {
 			return err
+		}
+		if !names.add(key) {
+			return r.errorf("member %q given twice", key)
 		}
 		if r.skip() != ':' {
 			return r.want(fmt.Sprintf("':' after member %q", key))
@@ -230,6 +238,40 @@ func (r *Reader) Object(field func(key string) error) error {
 			return r.want(fmt.Sprintf("',' or '}' after member %q", key))
 		}
 	}
+}
+
+// memberNames is the set of an object's member names read so far: a few
+// in place (the files' objects have at most eleven members), a map for
+// more, so that a hostile object of many members costs no quadratic scan.
+type memberNames struct {
+	few  [12]string
+	n    int
+	many map[string]struct{}
+}
+
+// add records name, and says false if it was there already.
+func (m *memberNames) add(name string) bool {
+	if m.many != nil {
+		if _, ok := m.many[name]; ok {
+			return false
+		}
+		m.many[name] = struct{}{}
+		return true
+	}
+	if slices.Contains(m.few[:m.n], name) {
+		return false
+	}
+	if m.n < len(m.few) {
+		m.few[m.n] = name
+		m.n++
+		return true
+	}
+	m.many = make(map[string]struct{}, 2*len(m.few))
+	for _, s := range m.few {
+		m.many[s] = struct{}{}
+	}
+	m.many[name] = struct{}{}
+	return true
 }
 
 // Array reads an array, calling elem for each element; elem must read it.

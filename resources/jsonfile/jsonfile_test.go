@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"strconv"
 	"testing"
@@ -127,6 +128,28 @@ func TestReaderRefuses(t *testing.T) {
 	}
 }
 
+// A member given twice is refused, in objects of a few members and of
+// many, and in a string map; the same name in two objects is not.
+func TestReaderRefusesMemberGivenTwice(t *testing.T) {
+	many := `{"m0":""`
+	for i := 1; i < 40; i++ {
+		many += fmt.Sprintf(`,"m%d":""`, i)
+	}
+	for _, doc := range []string{`{"a":"x","a":"y"}`, `{"a":"x","b":"","a":"y"}`, many + `,"m3":""}`, many + `,"m39":""}`} {
+		_, err := NewReader([]byte(doc)).StringMap()
+		require.ErrorIs(t, err, ErrSyntax, doc)
+		require.ErrorContains(t, err, `member "`, doc)
+		require.ErrorContains(t, err, `" given twice`, doc)
+	}
+	m, err := NewReader([]byte(many + `}`)).StringMap()
+	require.NoError(t, err)
+	require.Len(t, m, 40)
+	n := 0
+	r := NewReader([]byte(`[{"a":""},{"a":""}]`))
+	require.NoError(t, r.Array(func() error { _, err := r.StringMap(); n++; return err }))
+	require.Equal(t, 2, n)
+}
+
 // walk reads any JSON value with the Reader, recording its tokens as
 // tokensOf does encoding/json's.
 func walk(r *Reader, out *[]string) error {
@@ -169,12 +192,26 @@ func walk(r *Reader, out *[]string) error {
 }
 
 // tokensOf is encoding/json's reading of doc as one value and nothing
-// after it: its tokens, or an error.
+// after it: its tokens, or an error. An object that names a member twice
+// is an error too: encoding/json accepts it, the Reader refuses it (see
+// Object).
 func tokensOf(doc []byte) ([]string, error) {
 	dec := json.NewDecoder(bytes.NewReader(doc))
 	dec.UseNumber()
 	var out []string
-	depth := 0
+	// open: the containers open, innermost last; an object's frame holds
+	// its member names so far and whether a name comes next.
+	type frame struct {
+		names   map[string]bool // nil for an array
+		nameNow bool
+	}
+	var open []*frame
+	// valueDone: a value ended; in an object, a name comes next.
+	valueDone := func() {
+		if len(open) > 0 && open[len(open)-1].names != nil {
+			open[len(open)-1].nameNow = true
+		}
+	}
 	for {
 		t, err := dec.Token()
 		if err != nil {
@@ -183,21 +220,37 @@ func tokensOf(doc []byte) ([]string, error) {
 		switch v := t.(type) {
 		case json.Delim:
 			out = append(out, v.String())
-			if v == '{' || v == '[' {
-				depth++
-			} else {
-				depth--
+			switch v {
+			case '{':
+				open = append(open, &frame{names: map[string]bool{}, nameNow: true})
+			case '[':
+				open = append(open, &frame{})
+			default:
+				open = open[:len(open)-1]
+				valueDone()
 			}
 		case string:
 			out = append(out, "s:"+v)
+			if f := len(open) - 1; f >= 0 && open[f].nameNow {
+				if open[f].names[v] {
+					return nil, fmt.Errorf("member %q given twice", v)
+				}
+				open[f].names[v] = true
+				open[f].nameNow = false
+			} else {
+				valueDone()
+			}
 		case json.Number:
 			out = append(out, "n:"+string(v))
+			valueDone()
 		case bool:
 			out = append(out, "b:"+strconv.FormatBool(v))
+			valueDone()
 		case nil:
 			out = append(out, "null")
+			valueDone()
 		}
-		if depth == 0 {
+		if len(open) == 0 {
 			if _, err := dec.Token(); err != io.EOF {
 				return nil, errors.New("data after the value")
 			}
@@ -214,7 +267,8 @@ func FuzzReaderAsEncodingJSON(f *testing.F) {
 	for _, s := range []string{`{"a":[1,-2.5e+3,0,"x\u00e9\ud83d\ude00\ud800\u0041"],"b":{},"c":null,"d":true,"e":false}`,
 		`[]`, `{}`, ` "s" `, `01`, `-`, `1.`, `1e`, `.5`, "\"\x01\"", "\"a\tb\"", "\"\xff\xfe\"", `"\/\b\f\n\r\t\"\\"`, `"\u12"`, `"\uZZZZ"`,
 		`[1,]`, `{"a" 1}`, `{"a":1,}`, `{,}`, `[,1]`, `nul`, `truex`, `"a" "b"`, `{"a":1}}`, "\ufeff{}", `"\ud83d\u0041"`, `1 `, ``, ` `,
-		`{"k":"v","k":"w"}`, `[[[[]]]]`, `-0`, `-01`, `1E-0`, `"` + "\x7f" + `"`, `[1 2]`, `{"a":}`, `{"a"}`, `["a":1]`} {
+		`{"k":"v","k":"w"}`, `{"a":{"k":1},"k":{"k":2}}`, `[{"k":1},{"k":1}]`, `{"a":{"b":[1,{"b":2}],"b":3}}`, `{"a":{"b":1,"b":2}}`,
+		`{"1":0,"2":0,"3":0,"4":0,"5":0,"6":0,"7":0,"8":0,"9":0,"10":0,"11":0,"12":0,"13":0,"14":0,"2":0}`, `[[[[]]]]`, `-0`, `-01`, `1E-0`, `"` + "\x7f" + `"`, `[1 2]`, `{"a":}`, `{"a"}`, `["a":1]`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, doc []byte) {
