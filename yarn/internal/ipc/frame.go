@@ -159,7 +159,7 @@ func successHeader(b []byte) (callID uint32, ok bool) {
 	var haveID, success bool
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
+		if n < 0 || num > protowire.MaxValidNumber { // ConsumeTag takes numbers up to 2^31-1; proto.Unmarshal refuses those above 2^29-1
 			return 0, false
 		}
 		b = b[n:]
