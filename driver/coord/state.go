@@ -245,7 +245,8 @@ func appendStateBody(b []byte, entries []Entry) []byte {
 
 // readStateBody reads a state file's JSON body as json.Decoder with
 // DisallowUnknownFields reads it into stateBody, except that member names
-// must match in case (xres never wrote them otherwise), and nothing may
+// must match in case (xres never wrote them otherwise), a member may be
+// given once only (encoding/json merges a repeated one), and nothing may
 // follow the document.
 func readStateBody(body []byte) ([]Entry, error) {
 	r := jsonfile.NewReader(body)

@@ -67,7 +67,7 @@ func TestStateBodyAsEncodingJSON(t *testing.T) {
 
 // FuzzStateBody: whatever the hand-written reader accepts, encoding/json
 // accepts too, with the same entries (the reader may refuse more: member
-// names in another case, data after the document).
+// names in another case, a member given twice, data after the document).
 func FuzzStateBody(f *testing.F) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	for i := 0; i < 8; i++ {
